@@ -1,0 +1,512 @@
+//! `hintcheck-fake-server`: a scriptable stdio MCP server for hintcheck's tests. It reads a
+//! scenario file (`[fake]` and `[[tools]]`, see `scenarios/README.md`) and behaves as it says:
+//! honest or lying tools that write, append, overwrite, truncate, delete, rename, spawn a child
+//! that writes, connect to a loopback port, sleep, print garbage or oversized lines, answer
+//! with a wrong id, exit or hang. It speaks the handshake era, the modern era, or both.
+//!
+//! Internal modes: `--child-write PATH CONTENT DELAY_MS` (a spawned writer) and
+//! `--linger SECONDS` (a process left running).
+
+use std::collections::HashMap;
+use std::io::{BufRead, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+
+#[derive(Debug, Deserialize, Default)]
+struct ScenarioFile {
+    #[serde(default)]
+    fake: Fake,
+    #[serde(default)]
+    tools: Vec<ToolSpec>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Fake {
+    /// `legacy`, `modern` or `both`.
+    #[serde(default = "legacy")]
+    era: String,
+    protocol_version: Option<String>,
+    #[serde(default = "default_name")]
+    server_name: String,
+    /// Tools per tools/list page; 0 means one page.
+    #[serde(default)]
+    page_size: usize,
+    /// Return the same cursor forever.
+    #[serde(default)]
+    repeat_cursor: bool,
+    /// Never answer server/discover.
+    #[serde(default)]
+    ignore_discover: bool,
+    /// Never answer initialize.
+    #[serde(default)]
+    never_answer_initialize: bool,
+    /// Lines printed on stdout before anything else.
+    #[serde(default)]
+    garbage_before_handshake: Vec<String>,
+    /// Send a ping request to the client before answering tools/list.
+    #[serde(default)]
+    ping_client: bool,
+    /// Send roots/list to the client after the handshake and log the answer on stderr.
+    #[serde(default)]
+    request_roots: bool,
+    /// Write this file (relative to the cwd) at startup.
+    startup_write: Option<String>,
+}
+
+impl Default for Fake {
+    fn default() -> Self {
+        toml::from_str("").unwrap_or_else(|e| die(&format!("defaults: {e}")))
+    }
+}
+
+fn legacy() -> String {
+    "legacy".into()
+}
+
+fn default_name() -> String {
+    "hintcheck-fake-server".into()
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ToolSpec {
+    name: String,
+    description: Option<String>,
+    title: Option<String>,
+    annotations: Option<toml::Value>,
+    /// Raw JSON for `annotations` (for `null` and other things TOML cannot say).
+    annotations_json: Option<String>,
+    input_schema: Option<toml::Value>,
+    input_schema_json: Option<String>,
+    /// The whole raw tool definition; wins over every other field.
+    tool_json: Option<String>,
+    task_support: Option<String>,
+    #[serde(default)]
+    steps: Vec<Step>,
+    /// Text of the result.
+    result_text: Option<String>,
+}
+
+#[derive(Debug, Deserialize, Clone)]
+#[serde(deny_unknown_fields)]
+struct Step {
+    action: String,
+    /// Run only on this call of the tool (1-based).
+    on_call: Option<u32>,
+    path: Option<String>,
+    content: Option<String>,
+    from: Option<String>,
+    to: Option<String>,
+    size: Option<u64>,
+    mode: Option<String>,
+    delay_ms: Option<u64>,
+    seconds: Option<u64>,
+    host: Option<String>,
+    port: Option<u16>,
+    ms: Option<u64>,
+    text: Option<String>,
+    bytes: Option<usize>,
+    code: Option<i64>,
+    message: Option<String>,
+    method: Option<String>,
+}
+
+const ACTIONS: &[&str] = &[
+    "write", "append", "truncate", "delete", "rename", "mkdir", "chmod", "counter", "spawn_write", "spawn_daemon",
+    "connect", "sleep", "garbage", "oversized", "stderr", "wrong_id", "exit", "hang", "error", "rpc_error", "notify",
+];
+
+fn die(msg: &str) -> ! {
+    eprintln!("hintcheck-fake-server: {msg}");
+    std::process::exit(2);
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    match args.get(1).map(String::as_str) {
+        Some("--child-write") if args.len() == 5 => {
+            let delay: u64 = args[4].parse().unwrap_or(0);
+            std::thread::sleep(Duration::from_millis(delay));
+            let _ = std::fs::write(&args[2], &args[3]);
+        }
+        Some("--linger") if args.len() == 3 => {
+            let secs: u64 = args[2].parse().unwrap_or(60);
+            std::thread::sleep(Duration::from_secs(secs));
+        }
+        Some("--scenario") if args.len() == 3 => serve(Path::new(&args[2])),
+        _ => die("usage: hintcheck-fake-server --scenario FILE"),
+    }
+}
+
+fn load(path: &Path) -> ScenarioFile {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| die(&format!("cannot read {}: {e}", path.display())));
+    let file: ScenarioFile = toml::from_str(&text).unwrap_or_else(|e| die(&format!("{}: {e}", path.display())));
+    for t in &file.tools {
+        for s in &t.steps {
+            if !ACTIONS.contains(&s.action.as_str()) {
+                die(&format!("tool {}: unknown action {:?}; known: {}", t.name, s.action, ACTIONS.join(", ")));
+            }
+        }
+    }
+    if !["legacy", "modern", "both"].contains(&file.fake.era.as_str()) {
+        die(&format!("[fake] era {:?} is not legacy, modern or both", file.fake.era));
+    }
+    file
+}
+
+fn definition(t: &ToolSpec) -> Value {
+    if let Some(raw) = &t.tool_json {
+        return serde_json::from_str(raw).unwrap_or_else(|e| die(&format!("tool {}: tool_json: {e}", t.name)));
+    }
+    let mut d = Map::new();
+    d.insert("name".into(), json!(t.name));
+    if let Some(title) = &t.title {
+        d.insert("title".into(), json!(title));
+    }
+    d.insert("description".into(), json!(t.description.clone().unwrap_or_else(|| format!("The {} tool.", t.name))));
+    let schema = match (&t.input_schema_json, &t.input_schema) {
+        (Some(raw), _) => serde_json::from_str(raw).unwrap_or_else(|e| die(&format!("tool {}: input_schema_json: {e}", t.name))),
+        (None, Some(s)) => serde_json::to_value(s).unwrap_or_else(|e| die(&format!("tool {}: input_schema: {e}", t.name))),
+        (None, None) => json!({"type": "object", "properties": {}}),
+    };
+    d.insert("inputSchema".into(), schema);
+    match (&t.annotations_json, &t.annotations) {
+        (Some(raw), _) => {
+            d.insert(
+                "annotations".into(),
+                serde_json::from_str(raw).unwrap_or_else(|e| die(&format!("tool {}: annotations_json: {e}", t.name))),
+            );
+        }
+        (None, Some(a)) => {
+            d.insert("annotations".into(), serde_json::to_value(a).unwrap_or(Value::Null));
+        }
+        (None, None) => {}
+    }
+    if let Some(ts) = &t.task_support {
+        d.insert("execution".into(), json!({ "taskSupport": ts }));
+    }
+    Value::Object(d)
+}
+
+struct Server {
+    file: ScenarioFile,
+    out: std::io::Stdout,
+    lines: std::io::Lines<std::io::StdinLock<'static>>,
+    calls: HashMap<String, u32>,
+    modern: bool,
+    next_request: i64,
+}
+
+impl Server {
+    fn send(&mut self, v: &Value) {
+        let mut lock = self.out.lock();
+        let _ = writeln!(lock, "{v}");
+        let _ = lock.flush();
+    }
+
+    fn raw(&mut self, line: &str) {
+        let mut lock = self.out.lock();
+        let _ = writeln!(lock, "{line}");
+        let _ = lock.flush();
+    }
+
+    fn result(&mut self, id: &Value, mut result: Value) {
+        if self.modern {
+            result["resultType"] = json!("complete");
+        }
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "result": result}));
+    }
+
+    fn error(&mut self, id: &Value, code: i64, message: &str) {
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}}));
+    }
+
+    /// Sends a request to the client and waits for its answer, skipping anything else.
+    fn ask_client(&mut self, method: &str) -> Option<Value> {
+        self.next_request += 1;
+        let id = format!("fake-{}", self.next_request);
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method}));
+        for line in self.lines.by_ref() {
+            let Ok(line) = line else { return None };
+            let Ok(v) = serde_json::from_str::<Value>(&line) else { continue };
+            if v.get("id") == Some(&json!(id)) && v.get("method").is_none() {
+                return Some(v);
+            }
+        }
+        None
+    }
+}
+
+fn serve(path: &Path) {
+    let file = load(path);
+    let stdin: &'static std::io::Stdin = Box::leak(Box::new(std::io::stdin()));
+    let mut s = Server {
+        file,
+        out: std::io::stdout(),
+        lines: stdin.lock().lines(),
+        calls: HashMap::new(),
+        modern: false,
+        next_request: 0,
+    };
+    for g in s.file.fake.garbage_before_handshake.clone() {
+        s.raw(&g);
+    }
+    if let Some(p) = s.file.fake.startup_write.clone() {
+        let _ = std::fs::write(&p, "started\n");
+    }
+    while let Some(line) = s.lines.next() {
+        let Ok(line) = line else { break };
+        let Ok(msg) = serde_json::from_str::<Value>(&line) else { continue };
+        let Some(method) = msg.get("method").and_then(Value::as_str).map(str::to_string) else { continue };
+        let Some(id) = msg.get("id").cloned() else {
+            if method == "notifications/initialized" && s.file.fake.request_roots {
+                let answer = s.ask_client("roots/list");
+                eprintln!("roots/list answer: {}", answer.unwrap_or(Value::Null));
+            }
+            continue;
+        };
+        let params = msg.get("params").cloned().unwrap_or(json!({}));
+        let era = s.file.fake.era.clone();
+        match method.as_str() {
+            "server/discover" => {
+                if s.file.fake.ignore_discover {
+                    continue;
+                }
+                if era == "legacy" {
+                    s.error(&id, -32601, "Method not found");
+                } else {
+                    s.modern = true;
+                    let name = s.file.fake.server_name.clone();
+                    s.result(
+                        &id,
+                        json!({
+                            "supportedVersions": ["2026-07-28"],
+                            "capabilities": {"tools": {}},
+                            "_meta": {"io.modelcontextprotocol/serverInfo": {"name": name, "version": "1.0.0"}},
+                            "ttlMs": 60000, "cacheScope": "public"
+                        }),
+                    );
+                }
+            }
+            "initialize" => {
+                if s.file.fake.never_answer_initialize {
+                    continue;
+                }
+                if era == "modern" {
+                    s.error(&id, -32601, "Method not found");
+                    continue;
+                }
+                let asked = params.get("protocolVersion").and_then(Value::as_str).unwrap_or("2025-11-25").to_string();
+                let version = s.file.fake.protocol_version.clone().unwrap_or(asked);
+                let name = s.file.fake.server_name.clone();
+                s.result(
+                    &id,
+                    json!({"protocolVersion": version, "capabilities": {"tools": {}}, "serverInfo": {"name": name, "version": "1.0.0"}}),
+                );
+            }
+            "ping" => s.result(&id, json!({})),
+            "tools/list" => {
+                if s.file.fake.ping_client {
+                    let _ = s.ask_client("ping");
+                }
+                let all: Vec<Value> = s.file.tools.iter().map(definition).collect();
+                let page_size = if s.file.fake.page_size == 0 { all.len().max(1) } else { s.file.fake.page_size };
+                let start: usize = params
+                    .get("cursor")
+                    .and_then(Value::as_str)
+                    .and_then(|c| c.strip_prefix("page-"))
+                    .and_then(|n| n.parse().ok())
+                    .unwrap_or(0);
+                let end = (start + page_size).min(all.len());
+                let mut result = json!({"tools": all[start.min(all.len())..end]});
+                if s.file.fake.repeat_cursor {
+                    result["nextCursor"] = json!("page-0");
+                } else if end < all.len() {
+                    result["nextCursor"] = json!(format!("page-{end}"));
+                }
+                if s.modern {
+                    result["ttlMs"] = json!(60000);
+                    result["cacheScope"] = json!("public");
+                }
+                s.result(&id, result);
+            }
+            "tools/call" => call(&mut s, &id, &params),
+            _ => s.error(&id, -32601, &format!("Method not found: {method}")),
+        }
+    }
+}
+
+fn expand(template: &str, args: &Value, n: u32) -> String {
+    let mut out = template.replace("{n}", &n.to_string());
+    out = out.replace(
+        "{time}",
+        &std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos().to_string())
+            .unwrap_or_default(),
+    );
+    while let Some(start) = out.find("{arg:") {
+        let Some(len) = out[start..].find('}') else { break };
+        let name = &out[start + 5..start + len];
+        let value = match args.get(name) {
+            Some(Value::String(s)) => s.clone(),
+            Some(v) => v.to_string(),
+            None => String::new(),
+        };
+        out.replace_range(start..start + len + 1, &value);
+    }
+    out
+}
+
+fn resolve(path: &str) -> PathBuf {
+    match path.strip_prefix("~/") {
+        Some(rest) => PathBuf::from(std::env::var("HOME").unwrap_or_default()).join(rest),
+        None => PathBuf::from(path),
+    }
+}
+
+fn call(s: &mut Server, id: &Value, params: &Value) {
+    let name = params.get("name").and_then(Value::as_str).unwrap_or_default().to_string();
+    let args = params.get("arguments").cloned().unwrap_or(json!({}));
+    let Some(tool) = s.file.tools.iter().find(|t| t.name == name) else {
+        s.error(id, -32602, &format!("Unknown tool: {name}"));
+        return;
+    };
+    let steps = tool.steps.clone();
+    let mut text = tool.result_text.clone().unwrap_or_else(|| format!("{name} done"));
+    let n = {
+        let c = s.calls.entry(name.clone()).or_insert(0);
+        *c += 1;
+        *c
+    };
+    let mut is_error = false;
+    let mut failures = Vec::new();
+    for step in &steps {
+        if step.on_call.is_some_and(|k| k != n) {
+            continue;
+        }
+        let p = |v: &Option<String>| resolve(&expand(v.as_deref().unwrap_or(""), &args, n));
+        let content = expand(step.content.as_deref().unwrap_or(""), &args, n);
+        let io = match step.action.as_str() {
+            "write" => std::fs::write(p(&step.path), content),
+            "append" => std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(p(&step.path))
+                .and_then(|mut f| f.write_all(content.as_bytes())),
+            "truncate" => std::fs::OpenOptions::new()
+                .write(true)
+                .open(p(&step.path))
+                .and_then(|f| f.set_len(step.size.unwrap_or(0))),
+            "delete" => {
+                let target = p(&step.path);
+                if target.is_dir() { std::fs::remove_dir_all(target) } else { std::fs::remove_file(target) }
+            }
+            "rename" => std::fs::rename(p(&step.from), p(&step.to)),
+            "mkdir" => std::fs::create_dir_all(p(&step.path)),
+            "chmod" => {
+                use std::os::unix::fs::PermissionsExt;
+                let mode = u32::from_str_radix(step.mode.as_deref().unwrap_or("644"), 8).unwrap_or(0o644);
+                std::fs::set_permissions(p(&step.path), std::fs::Permissions::from_mode(mode))
+            }
+            "counter" => {
+                let target = p(&step.path);
+                let current: u64 = std::fs::read_to_string(&target).ok().and_then(|t| t.trim().parse().ok()).unwrap_or(0);
+                std::fs::write(target, format!("{}\n", current + 1))
+            }
+            "spawn_write" => Command::new(std::env::current_exe().unwrap_or_default())
+                .args([
+                    "--child-write".to_string(),
+                    p(&step.path).display().to_string(),
+                    content,
+                    step.delay_ms.unwrap_or(0).to_string(),
+                ])
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .spawn()
+                .map(|_| ()),
+            "spawn_daemon" => {
+                use std::os::unix::process::CommandExt;
+                Command::new(std::env::current_exe().unwrap_or_default())
+                    .args(["--linger".to_string(), step.seconds.unwrap_or(300).to_string()])
+                    .stdin(Stdio::null())
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null())
+                    .process_group(0)
+                    .spawn()
+                    .map(|_| ())
+            }
+            "connect" => {
+                let host = step.host.clone().unwrap_or_else(|| "127.0.0.1".into());
+                let addr = format!("{host}:{}", step.port.unwrap_or(9));
+                match addr.parse::<std::net::SocketAddr>() {
+                    Ok(sa) => std::net::TcpStream::connect_timeout(&sa, Duration::from_secs(2))
+                        .and_then(|mut c| c.write_all(content.as_bytes())),
+                    Err(e) => Err(std::io::Error::other(e.to_string())),
+                }
+            }
+            "sleep" => {
+                std::thread::sleep(Duration::from_millis(step.ms.unwrap_or(100)));
+                Ok(())
+            }
+            "garbage" => {
+                s.raw(&step.text.clone().unwrap_or_else(|| "this is not json".into()));
+                Ok(())
+            }
+            "oversized" => {
+                let line = "x".repeat(step.bytes.unwrap_or(1 << 20));
+                s.raw(&line);
+                Ok(())
+            }
+            "stderr" => {
+                eprintln!("{}", step.text.clone().unwrap_or_default());
+                Ok(())
+            }
+            "wrong_id" => {
+                let wrong = match id {
+                    Value::Number(n) => json!(n.as_i64().unwrap_or(0) + 1000),
+                    _ => json!("not-your-id"),
+                };
+                s.send(&json!({"jsonrpc":"2.0","id": wrong, "result": {"content": []}}));
+                return;
+            }
+            "exit" => std::process::exit(step.code.unwrap_or(1) as i32),
+            "hang" => loop {
+                std::thread::sleep(Duration::from_secs(3600));
+            },
+            "error" => {
+                is_error = true;
+                text = step.text.clone().unwrap_or_else(|| "tool failed".into());
+                Ok(())
+            }
+            "rpc_error" => {
+                let message = step.message.clone().unwrap_or_else(|| "Invalid params".into());
+                s.error(id, step.code.unwrap_or(-32602), &message);
+                return;
+            }
+            "notify" => {
+                let method = step.method.clone().unwrap_or_else(|| "notifications/tools/list_changed".into());
+                s.send(&json!({"jsonrpc":"2.0","method": method}));
+                Ok(())
+            }
+            other => Err(std::io::Error::other(format!("unknown action {other}"))),
+        };
+        if let Err(e) = io {
+            failures.push(format!("{}: {e}", step.action));
+        }
+    }
+    if !failures.is_empty() {
+        is_error = true;
+        text = failures.join("; ");
+    }
+    let mut result = json!({"content": [{"type": "text", "text": text}]});
+    if is_error {
+        result["isError"] = json!(true);
+    }
+    s.result(id, result);
+}

@@ -1,0 +1,140 @@
+//! `destructive`: a tool that declares `destructiveHint: false` may only make additive updates.
+
+use super::{AuditMeta, HintJudgement, evidence_of, outcomes_summary};
+use crate::evidence::{Coverage, ToolRun};
+use crate::finding::{Suggestion, SuggestionBasis, Verdict};
+use crate::mcp::tool::{HintName, ToolDecl};
+
+/// Metadata.
+pub const META: AuditMeta = AuditMeta {
+    id: "destructive",
+    summary: "destructiveHint: false, but the tool deleted or overwrote existing content",
+    docs: "`destructiveHint: false` promises that the tool performs only additive updates. It is \
+meaningful only when `readOnlyHint` is false. hintcheck contradicts it when a call deletes, \
+overwrites, truncates or renames over content that existed before that call, or replaces a path \
+with a different kind of object. Creating new paths and appending to files (the old content stays \
+a prefix of the new) are additive and never count. Effects on content the tool itself created in \
+an earlier call still count: it existed before the call that destroyed it.\n\n\
+Fix: declare `destructiveHint: true`, or change the tool so that it only adds.",
+};
+
+/// Judges `destructiveHint`.
+pub fn judge(tool: &ToolDecl, run: &ToolRun, coverage: &Coverage) -> HintJudgement {
+    let destructive: Vec<_> = run
+        .observations()
+        .filter(|(_, o)| o.as_file().is_some_and(|f| f.kind.is_destructive()))
+        .collect();
+    let any_write = run.observations().any(|(_, o)| o.as_file().is_some());
+    if tool.hints.read_only.declared() == Some(true) {
+        return HintJudgement::new(
+            Verdict::NotApplicable,
+            "readOnlyHint is true: destructiveHint is meaningful only for tools that write",
+        );
+    }
+    match tool.hints.destructive.declared() {
+        Some(true) => HintJudgement::new(Verdict::NotApplicable, "destructiveHint is true: nothing to contradict"),
+        None => {
+            let mut j = HintJudgement::new(
+                Verdict::NotApplicable,
+                "destructiveHint is not declared: the spec's default (true) promises nothing",
+            );
+            j.suggestion = if let Some((_, o)) = destructive.first() {
+                Some(Suggestion {
+                    hint: HintName::Destructive,
+                    value: true,
+                    basis: SuggestionBasis::Observed,
+                    reason: format!("the tool destroyed existing content: {}", o.describe()),
+                })
+            } else if any_write && run.succeeded() {
+                Some(Suggestion {
+                    hint: HintName::Destructive,
+                    value: false,
+                    basis: SuggestionBasis::Consistent,
+                    reason: "every observed write was additive (created or appended)".into(),
+                })
+            } else {
+                None
+            };
+            j
+        }
+        Some(false) => {
+            if !destructive.is_empty() {
+                let mut j = HintJudgement::new(
+                    Verdict::Contradicted,
+                    format!("{} destructive effect(s) on existing content were observed", destructive.len()),
+                );
+                j.evidence = evidence_of(destructive.into_iter());
+                return j;
+            }
+            if coverage.files.is_none() {
+                return HintJudgement::new(Verdict::Unexercised, "no file observer was active");
+            }
+            if run.succeeded() {
+                let what = if any_write {
+                    "only additive writes were observed"
+                } else {
+                    "no write was observed"
+                };
+                HintJudgement::new(Verdict::Consistent, what)
+            } else {
+                HintJudgement::new(Verdict::Unexercised, format!("no call succeeded ({})", outcomes_summary(run)))
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::audit::testing::*;
+    use crate::observe::FileEffectKind;
+    use serde_json::json;
+
+    #[test]
+    fn appends_and_creates_are_additive_overwrites_are_not() {
+        let t = tool(json!({"destructiveHint": false}));
+        let additive = run(vec![call(
+            1,
+            ok(),
+            vec![
+                file("$WORKSPACE/a", FileEffectKind::Created),
+                file("$WORKSPACE/b", FileEffectKind::Appended),
+            ],
+        )]);
+        assert_eq!(judge(&t, &additive, &full_coverage()).verdict, Verdict::Consistent);
+        for kind in [
+            FileEffectKind::Overwritten,
+            FileEffectKind::Truncated,
+            FileEffectKind::Deleted,
+            FileEffectKind::Renamed {
+                from: "$WORKSPACE/x".into(),
+                over_existing: true,
+            },
+        ] {
+            let r = run(vec![call(1, ok(), vec![file("$WORKSPACE/a", kind.clone())])]);
+            assert_eq!(judge(&t, &r, &full_coverage()).verdict, Verdict::Contradicted, "{kind:?}");
+        }
+        let plain_rename = run(vec![call(
+            1,
+            ok(),
+            vec![file(
+                "$WORKSPACE/b",
+                FileEffectKind::Renamed {
+                    from: "$WORKSPACE/a".into(),
+                    over_existing: false,
+                },
+            )],
+        )]);
+        assert_eq!(judge(&t, &plain_rename, &full_coverage()).verdict, Verdict::Consistent);
+    }
+
+    #[test]
+    fn not_applicable_for_read_only_and_default_tools() {
+        let r = run(vec![call(1, ok(), vec![file("$WORKSPACE/a", FileEffectKind::Deleted)])]);
+        let ro = tool(json!({"readOnlyHint": true, "destructiveHint": false}));
+        assert_eq!(judge(&ro, &r, &full_coverage()).verdict, Verdict::NotApplicable);
+        let absent = judge(&tool(json!({})), &r, &full_coverage());
+        assert_eq!(absent.verdict, Verdict::NotApplicable);
+        assert!(absent.suggestion.expect("suggestion").value);
+    }
+}

@@ -1,0 +1,181 @@
+//! `idempotent`: a tool that declares `idempotentHint: true` must have no additional effect
+//! when the identical call is repeated.
+
+use super::{AuditMeta, HintJudgement, evidence_of, outcomes_summary};
+use crate::evidence::{Coverage, ToolRun};
+use crate::finding::{Confidence, Suggestion, SuggestionBasis, Verdict};
+use crate::mcp::tool::{HintName, ToolDecl};
+use crate::observe::{FileEffectKind, Observation};
+
+/// Metadata.
+pub const META: AuditMeta = AuditMeta {
+    id: "idempotent",
+    summary: "idempotentHint: true, but repeating the identical call changed the environment again",
+    docs: "`idempotentHint: true` promises that calling the tool repeatedly with the same arguments \
+has no additional effect on its environment. It is meaningful only when `readOnlyHint` is false. \
+hintcheck makes the first call, then repeats it with exactly the same arguments (`--repeat`, 2 calls \
+by default), and contradicts the hint when a repeat has an effect of its own: a file created, \
+appended to, overwritten, truncated, deleted or renamed again. Rewriting a file with identical \
+content is not an additional effect. A different response to the repeat is reported as a weak \
+signal of hidden state, never as a contradiction, because the spec defines idempotence by effects. \
+The verdict is `unexercised` when the first call did not succeed or no repeat was made.\n\n\
+Fix: declare `idempotentHint: false`, or make the repeated call a no-op.",
+};
+
+fn counts(o: &Observation) -> bool {
+    match o {
+        Observation::File(f) => f.kind != FileEffectKind::Rewritten,
+        Observation::Network(_) => false,
+    }
+}
+
+/// Judges `idempotentHint`.
+pub fn judge(tool: &ToolDecl, run: &ToolRun, coverage: &Coverage) -> HintJudgement {
+    let first_ok = run.calls.first().is_some_and(|c| c.outcome.is_success());
+    let repeats: Vec<_> = run.calls.iter().skip(1).collect();
+    let repeat_effects: Vec<_> = repeats
+        .iter()
+        .flat_map(|c| c.observations.iter().filter(|o| counts(o)).map(move |o| (*c, o)))
+        .collect();
+    let first_effects = run.calls.first().is_some_and(|c| c.observations.iter().any(counts));
+    let answered_repeats = repeats.iter().filter(|c| c.outcome.answered()).count();
+    if tool.hints.read_only.declared() == Some(true) {
+        return HintJudgement::new(
+            Verdict::NotApplicable,
+            "readOnlyHint is true: idempotentHint is meaningful only for tools that write",
+        );
+    }
+    match tool.hints.idempotent.declared() {
+        Some(false) => HintJudgement::new(Verdict::NotApplicable, "idempotentHint is false: nothing to contradict"),
+        None => {
+            let mut j = HintJudgement::new(
+                Verdict::NotApplicable,
+                "idempotentHint is not declared: the spec's default (false) promises nothing",
+            );
+            if first_ok && answered_repeats > 0 {
+                j.suggestion = if let Some((_, o)) = repeat_effects.first() {
+                    Some(Suggestion {
+                        hint: HintName::Idempotent,
+                        value: false,
+                        basis: SuggestionBasis::Observed,
+                        reason: format!("the repeated call had an effect of its own: {}", o.describe()),
+                    })
+                } else if first_effects {
+                    Some(Suggestion {
+                        hint: HintName::Idempotent,
+                        value: true,
+                        basis: SuggestionBasis::Consistent,
+                        reason: "the first call wrote and the identical repeat changed nothing".into(),
+                    })
+                } else {
+                    None
+                };
+            }
+            j
+        }
+        Some(true) => {
+            if !first_ok {
+                return HintJudgement::new(
+                    Verdict::Unexercised,
+                    format!("the first call did not succeed ({})", outcomes_summary(run)),
+                );
+            }
+            if !repeat_effects.is_empty() {
+                let mut j = HintJudgement::new(
+                    Verdict::Contradicted,
+                    format!("the identical repeat call had {} effect(s) of its own", repeat_effects.len()),
+                );
+                j.evidence = evidence_of(repeat_effects.into_iter());
+                return j;
+            }
+            if answered_repeats == 0 {
+                return HintJudgement::new(
+                    Verdict::Unexercised,
+                    if repeats.is_empty() {
+                        "the call was not repeated (--repeat 1)".to_string()
+                    } else {
+                        format!("no repeat call was answered ({})", outcomes_summary(run))
+                    },
+                );
+            }
+            if coverage.files.is_none() {
+                return HintJudgement::new(Verdict::Unexercised, "no file observer was active");
+            }
+            let first_digest = run.calls[0].outcome.result_sha256();
+            let changed = repeats.iter().any(|c| c.outcome.result_sha256() != first_digest);
+            let mut j = HintJudgement::new(
+                Verdict::Consistent,
+                if changed {
+                    "repeats had no effect of their own (the response changed, a weak sign of hidden state)"
+                } else if first_effects {
+                    "the first call wrote, the identical repeats changed nothing"
+                } else {
+                    "no call had any observed effect"
+                },
+            );
+            if !first_effects {
+                j.confidence = Confidence::Low;
+            }
+            j
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::audit::testing::*;
+    use crate::mcp::client::CallOutcome;
+    use serde_json::json;
+
+    #[test]
+    fn a_repeat_with_its_own_effect_contradicts() {
+        let t = tool(json!({"idempotentHint": true}));
+        let r = run(vec![
+            call(1, ok(), vec![file("$WORKSPACE/n", FileEffectKind::Created)]),
+            call(2, ok(), vec![file("$WORKSPACE/n", FileEffectKind::Appended)]),
+        ]);
+        let j = judge(&t, &r, &full_coverage());
+        assert_eq!(j.verdict, Verdict::Contradicted);
+        assert_eq!(j.evidence[0].source, "repeat 2");
+    }
+
+    #[test]
+    fn same_content_rewrite_and_changed_response_do_not_contradict() {
+        let t = tool(json!({"idempotentHint": true}));
+        let r = run(vec![
+            call(1, ok(), vec![file("$WORKSPACE/n", FileEffectKind::Created)]),
+            call(
+                2,
+                CallOutcome::Ok {
+                    text: "other".into(),
+                    result_sha256: "different".into(),
+                },
+                vec![file("$WORKSPACE/n", FileEffectKind::Rewritten)],
+            ),
+        ]);
+        let j = judge(&t, &r, &full_coverage());
+        assert_eq!(j.verdict, Verdict::Consistent);
+        assert!(j.reason.contains("weak sign"));
+    }
+
+    #[test]
+    fn unexercised_without_a_successful_first_call_or_a_repeat() {
+        let t = tool(json!({"idempotentHint": true}));
+        let failed = run(vec![call(1, CallOutcome::ServerDied, vec![]), call(2, ok(), vec![])]);
+        assert_eq!(judge(&t, &failed, &full_coverage()).verdict, Verdict::Unexercised);
+        let once = run(vec![call(1, ok(), vec![])]);
+        assert_eq!(judge(&t, &once, &full_coverage()).verdict, Verdict::Unexercised);
+    }
+
+    #[test]
+    fn suggestion_for_absent_hint() {
+        let t = tool(json!({}));
+        let r = run(vec![
+            call(1, ok(), vec![file("$WORKSPACE/n", FileEffectKind::Created)]),
+            call(2, ok(), vec![]),
+        ]);
+        let s = judge(&t, &r, &full_coverage()).suggestion.expect("suggestion");
+        assert!(s.value);
+    }
+}

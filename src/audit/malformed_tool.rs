@@ -1,0 +1,53 @@
+//! `malformed-tool`: a tool definition that breaks the spec (no usable name, no input schema).
+
+use super::AuditMeta;
+use crate::finding::{Confidence, Evidence, Finding, Severity};
+use crate::mcp::tool::{ToolDecl, UnusableTool};
+
+/// Metadata.
+pub const META: AuditMeta = AuditMeta {
+    id: "malformed-tool",
+    summary: "a tool definition is malformed (name, inputSchema, duplicates)",
+    docs: "Every tool needs a unique string `name` (the spec recommends 1–128 characters of \
+[A-Za-z0-9_.-]) and an `inputSchema` that is a JSON Schema object with `type: \"object\"`. A tool \
+without a usable name cannot be called and is listed here; a tool with a missing or malformed \
+schema is still called, with no arguments. Other tools of the server are verified as usual: one \
+broken definition never hides the rest.\n\n\
+Fix: send a valid definition for every tool.",
+};
+
+/// Findings for one usable tool's definition.
+pub fn findings(tool: &ToolDecl) -> Vec<Finding> {
+    tool.problems
+        .iter()
+        .filter(|p| p.audit == META.id)
+        .map(|p| Finding {
+            audit: META.id,
+            tool: Some(tool.name.clone()),
+            hint: None,
+            severity: Severity::Warning,
+            confidence: Confidence::High,
+            message: format!("{}: {}", tool.name, p.message),
+            evidence: Vec::new(),
+        })
+        .collect()
+}
+
+/// Findings for listed entries that could not be used at all.
+pub fn unusable_findings(unusable: &[UnusableTool]) -> Vec<Finding> {
+    unusable
+        .iter()
+        .map(|u| Finding {
+            audit: META.id,
+            tool: None,
+            hint: None,
+            severity: Severity::Warning,
+            confidence: Confidence::High,
+            message: u.message.clone(),
+            evidence: vec![Evidence {
+                source: "tools/list".into(),
+                text: u.raw.clone(),
+            }],
+        })
+        .collect()
+}

@@ -1,0 +1,256 @@
+//! The judge stage. One audit per hint ([`read_only`], [`destructive`], [`idempotent`],
+//! [`open_world`]) turns a tool's declared hint and its call records into a verdict with
+//! evidence and, for absent hints, a suggestion. The definition audits
+//! ([`annotation_type`], [`malformed_tool`]) and the run audits ([`protocol`],
+//! [`out_of_window`]) produce findings. Audits never touch processes or sockets.
+
+pub mod annotation_type;
+pub mod destructive;
+pub mod idempotent;
+pub mod malformed_tool;
+pub mod open_world;
+pub mod out_of_window;
+pub mod protocol;
+pub mod read_only;
+
+use crate::evidence::{CallRecord, Coverage, ToolRun};
+use crate::finding::{Confidence, Evidence, Finding, HintVerdict, Severity, Suggestion, Verdict};
+use crate::mcp::tool::{HintName, ToolDecl};
+use crate::observe::Observation;
+
+/// Static description of an audit: what `hintcheck explain` prints and SARIF `rules[]` reuses.
+#[derive(Debug)]
+pub struct AuditMeta {
+    /// Kebab-case id.
+    pub id: &'static str,
+    /// One line.
+    pub summary: &'static str,
+    /// The full text.
+    pub docs: &'static str,
+}
+
+/// Every audit, in the order reports list them.
+pub const ALL: [&AuditMeta; 8] = [
+    &read_only::META,
+    &destructive::META,
+    &idempotent::META,
+    &open_world::META,
+    &annotation_type::META,
+    &malformed_tool::META,
+    &protocol::META,
+    &out_of_window::META,
+];
+
+/// The audit with this id.
+pub fn find(id: &str) -> Option<&'static AuditMeta> {
+    ALL.into_iter().find(|m| m.id == id)
+}
+
+/// What an audit of one hint concludes.
+#[derive(Debug, Clone)]
+pub struct HintJudgement {
+    /// The verdict.
+    pub verdict: Verdict,
+    /// Why.
+    pub reason: String,
+    /// What it rests on.
+    pub evidence: Vec<Evidence>,
+    /// How sure a contradiction is.
+    pub confidence: Confidence,
+    /// For absent hints: what the observations support.
+    pub suggestion: Option<Suggestion>,
+}
+
+impl HintJudgement {
+    fn new(verdict: Verdict, reason: impl Into<String>) -> Self {
+        Self {
+            verdict,
+            reason: reason.into(),
+            evidence: Vec::new(),
+            confidence: Confidence::High,
+            suggestion: None,
+        }
+    }
+}
+
+/// What the audits concluded about one tool.
+#[derive(Debug, Clone)]
+pub struct ToolJudgement {
+    /// One verdict per hint, in spec order.
+    pub verdicts: Vec<HintVerdict>,
+    /// Suggestions for absent hints.
+    pub suggestions: Vec<Suggestion>,
+    /// Findings about this tool.
+    pub findings: Vec<Finding>,
+}
+
+/// Judges one tool.
+pub fn judge_tool(tool: &ToolDecl, run: &ToolRun, coverage: &Coverage) -> ToolJudgement {
+    let judged: [(HintName, &AuditMeta, HintJudgement); 4] = [
+        (HintName::ReadOnly, &read_only::META, read_only::judge(tool, run, coverage)),
+        (HintName::Destructive, &destructive::META, destructive::judge(tool, run, coverage)),
+        (HintName::Idempotent, &idempotent::META, idempotent::judge(tool, run, coverage)),
+        (HintName::OpenWorld, &open_world::META, open_world::judge(tool, run, coverage)),
+    ];
+    let mut out = ToolJudgement {
+        verdicts: Vec::new(),
+        suggestions: Vec::new(),
+        findings: annotation_type::findings(tool),
+    };
+    out.findings.extend(malformed_tool::findings(tool));
+    for (hint, meta, j) in judged {
+        if j.verdict == Verdict::Contradicted {
+            out.findings.push(Finding {
+                audit: meta.id,
+                tool: Some(tool.name.clone()),
+                hint: Some(hint),
+                severity: Severity::Error,
+                confidence: j.confidence,
+                message: format!("{} declares {}: {} but {}", tool.name, hint.key(), tool.hints.get(hint).describe(), j.reason),
+                evidence: j.evidence.clone(),
+            });
+        }
+        if let Some(s) = j.suggestion {
+            out.suggestions.push(s);
+        }
+        let reason = match tool.hints.get(hint) {
+            crate::mcp::tool::Hint::WrongType(_) if j.verdict == Verdict::NotApplicable => format!(
+                "{} is not a boolean: judged as absent, so the spec's default ({}) applies and nothing can be contradicted",
+                hint.key(),
+                hint.default_value()
+            ),
+            _ => j.reason,
+        };
+        out.verdicts.push(HintVerdict {
+            hint,
+            declared: tool.hints.get(hint).describe(),
+            verdict: j.verdict,
+            reason,
+            evidence: j.evidence,
+            audit: meta.id,
+        });
+    }
+    out
+}
+
+/// Evidence lines for observations, capped so that a flood stays readable.
+pub(crate) fn evidence_of<'a>(items: impl Iterator<Item = (&'a CallRecord, &'a Observation)>) -> Vec<Evidence> {
+    const CAP: usize = 20;
+    let all: Vec<(&CallRecord, &Observation)> = items.collect();
+    let mut out: Vec<Evidence> = all
+        .iter()
+        .take(CAP)
+        .map(|(c, o)| Evidence {
+            source: c.label(),
+            text: o.describe(),
+        })
+        .collect();
+    if all.len() > CAP {
+        out.push(Evidence {
+            source: "…".into(),
+            text: format!("{} more not listed", all.len() - CAP),
+        });
+    }
+    out
+}
+
+/// "2 of 2 calls succeeded" / the outcomes of failed calls, for reasons.
+pub(crate) fn outcomes_summary(run: &ToolRun) -> String {
+    if run.calls.is_empty() {
+        return run.skipped.clone().unwrap_or_else(|| "the tool was not called".into());
+    }
+    let labels: Vec<String> = run
+        .calls
+        .iter()
+        .map(|c| format!("{}: {}", c.label(), c.outcome.label()))
+        .collect();
+    labels.join(", ")
+}
+
+#[cfg(test)]
+pub(crate) mod testing {
+    //! Builders of synthetic tools and runs for the audit tests.
+    use super::*;
+    use crate::mcp::client::CallOutcome;
+    use crate::mcp::tool::parse_tool;
+    use crate::observe::{FileEffect, FileEffectKind, Mechanism, NetEvent, NetKind, ObjectKind};
+    use serde_json::{Value, json};
+
+    pub(crate) fn tool(annotations: Value) -> ToolDecl {
+        parse_tool(&json!({"name":"t","inputSchema":{"type":"object"},"annotations":annotations}), 0).expect("tool")
+    }
+
+    pub(crate) fn ok() -> CallOutcome {
+        CallOutcome::Ok {
+            text: "done".into(),
+            result_sha256: "same".into(),
+        }
+    }
+
+    pub(crate) fn call(number: usize, outcome: CallOutcome, observations: Vec<Observation>) -> CallRecord {
+        CallRecord {
+            number,
+            arguments: json!({}),
+            outcome,
+            started_ms: 0,
+            duration_ms: 1,
+            observations,
+            wire_anomalies: 0,
+        }
+    }
+
+    pub(crate) fn file(path: &str, kind: FileEffectKind) -> Observation {
+        Observation::File(FileEffect {
+            path: path.into(),
+            kind,
+            object: ObjectKind::File,
+            size_before: None,
+            size_after: None,
+            sha256_before: None,
+            sha256_after: None,
+            mechanism: Mechanism::Snapshot,
+        })
+    }
+
+    pub(crate) fn net(kind: NetKind, destination: &str, loopback: bool) -> Observation {
+        Observation::Network(NetEvent {
+            kind,
+            destination: destination.into(),
+            port: Some(443),
+            name: None,
+            loopback,
+            mechanism: Mechanism::Packet,
+        })
+    }
+
+    pub(crate) fn run(calls: Vec<CallRecord>) -> ToolRun {
+        ToolRun {
+            calls,
+            ..Default::default()
+        }
+    }
+
+    pub(crate) fn full_coverage() -> Coverage {
+        Coverage {
+            files: Some("$WORKSPACE".into()),
+            network: Some("synthetic".into()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashSet;
+
+    #[test]
+    fn audit_ids_are_unique_kebab_case_and_documented() {
+        let mut seen = HashSet::new();
+        for m in ALL {
+            assert!(seen.insert(m.id), "duplicate id {}", m.id);
+            assert!(m.id.chars().all(|c| c.is_ascii_lowercase() || c == '-'), "{}", m.id);
+            assert!(!m.summary.is_empty() && m.docs.len() > 80, "{}", m.id);
+            assert!(!m.summary.contains('\n'), "{}", m.id);
+        }
+    }
+}

@@ -1,0 +1,105 @@
+//! `open-world`: a tool that declares `openWorldHint: false` must not reach external entities.
+
+use super::{AuditMeta, HintJudgement, evidence_of, outcomes_summary};
+use crate::evidence::{Coverage, ToolRun};
+use crate::finding::{Suggestion, SuggestionBasis, Verdict};
+use crate::mcp::tool::{HintName, ToolDecl};
+
+/// Metadata.
+pub const META: AuditMeta = AuditMeta {
+    id: "open-world",
+    summary: "openWorldHint: false, but the tool tried to reach the network",
+    docs: "`openWorldHint: false` promises that the tool's domain of interaction is closed: it talks \
+to no external entities. hintcheck contradicts it when, during the tool's calls, the server asks a \
+DNS question, opens a TCP connection or sends a UDP datagram to a non-loopback address. Traffic \
+between the server and its own loopback listeners is not evidence. Attempts count even though the \
+sandbox never lets them leave the machine: intent is behaviour. The verdict is `unexercised` when \
+no network observer was active (for example with --no-sandbox), because nobody watched.\n\n\
+Fix: declare `openWorldHint: true`, or remove the network access from the tool.",
+};
+
+/// Judges `openWorldHint`.
+pub fn judge(tool: &ToolDecl, run: &ToolRun, coverage: &Coverage) -> HintJudgement {
+    let external: Vec<_> = run
+        .observations()
+        .filter(|(_, o)| o.as_network().is_some_and(|n| !n.loopback))
+        .collect();
+    match tool.hints.open_world.declared() {
+        Some(true) => HintJudgement::new(Verdict::NotApplicable, "openWorldHint is true: nothing to contradict"),
+        None => {
+            let mut j = HintJudgement::new(
+                Verdict::NotApplicable,
+                "openWorldHint is not declared: the spec's default (true) promises nothing",
+            );
+            j.suggestion = if let Some((_, o)) = external.first() {
+                Some(Suggestion {
+                    hint: HintName::OpenWorld,
+                    value: true,
+                    basis: SuggestionBasis::Observed,
+                    reason: format!("the tool reached for the network: {}", o.describe()),
+                })
+            } else if coverage.network.is_some() && run.succeeded() {
+                Some(Suggestion {
+                    hint: HintName::OpenWorld,
+                    value: false,
+                    basis: SuggestionBasis::Consistent,
+                    reason: "no network activity was observed in the successful calls".into(),
+                })
+            } else {
+                None
+            };
+            j
+        }
+        Some(false) => {
+            if !external.is_empty() {
+                let mut j = HintJudgement::new(
+                    Verdict::Contradicted,
+                    format!("{} network attempt(s) to external destinations were observed", external.len()),
+                );
+                j.evidence = evidence_of(external.into_iter());
+                return j;
+            }
+            if coverage.network.is_none() {
+                return HintJudgement::new(
+                    Verdict::Unexercised,
+                    "network activity was not observed in this run (no network observer without the sandbox)",
+                );
+            }
+            if run.succeeded() {
+                HintJudgement::new(Verdict::Consistent, "no network activity was observed")
+            } else {
+                HintJudgement::new(Verdict::Unexercised, format!("no call succeeded ({})", outcomes_summary(run)))
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::audit::testing::*;
+    use crate::observe::NetKind;
+    use serde_json::json;
+
+    #[test]
+    fn external_attempts_contradict_loopback_does_not() {
+        let t = tool(json!({"openWorldHint": false}));
+        let lo = run(vec![call(1, ok(), vec![net(NetKind::Connect, "127.0.0.1", true)])]);
+        assert_eq!(judge(&t, &lo, &full_coverage()).verdict, Verdict::Consistent);
+        for kind in [NetKind::Dns, NetKind::Connect, NetKind::Datagram] {
+            let r = run(vec![call(1, ok(), vec![net(kind, "192.0.2.1", false)])]);
+            assert_eq!(judge(&t, &r, &full_coverage()).verdict, Verdict::Contradicted, "{kind:?}");
+        }
+    }
+
+    #[test]
+    fn without_a_network_observer_nothing_is_claimed() {
+        let t = tool(json!({"openWorldHint": false}));
+        let mut cov = full_coverage();
+        cov.network = None;
+        let j = judge(&t, &run(vec![call(1, ok(), vec![])]), &cov);
+        assert_eq!(j.verdict, Verdict::Unexercised);
+        let absent = judge(&tool(json!({})), &run(vec![call(1, ok(), vec![])]), &cov);
+        assert!(absent.suggestion.is_none(), "no suggestion without an observer");
+    }
+}

@@ -1,0 +1,70 @@
+//! `out-of-window`: effects that happened outside every tool call (startup, between calls,
+//! shutdown). They belong to no tool, but a background writer is worth knowing about.
+
+use std::collections::BTreeMap;
+
+use super::AuditMeta;
+use crate::evidence::{Phase, PhaseObservation};
+use crate::finding::{Confidence, Evidence, Finding, Severity};
+
+/// Metadata.
+pub const META: AuditMeta = AuditMeta {
+    id: "out-of-window",
+    summary: "the server changed its environment outside any tool call",
+    docs: "hintcheck attributes what it observes to the tool call whose window it falls in: from the \
+request to the response plus a settle period. Effects at startup (before the tool listing ended), \
+between calls, and at shutdown belong to no call. They are reported here instead of being dropped: \
+a server that writes in the background, or whose tool keeps working after it answered, may hide \
+effects from per-tool verdicts. Startup writes such as caches and logs are common and usually \
+harmless; idle writes right after a call often belong to that call (the report names it).\n\n\
+Fix: finish a tool's work before answering, or declare the hints of the tools that trigger it.",
+};
+
+/// Findings for observations outside every call window.
+pub fn findings(phases: &[PhaseObservation]) -> Vec<Finding> {
+    let mut grouped: BTreeMap<(u8, Option<&str>), Vec<&PhaseObservation>> = BTreeMap::new();
+    for p in phases {
+        let order = match p.phase {
+            Phase::Startup => 0,
+            Phase::Idle => 1,
+            Phase::Shutdown => 2,
+        };
+        grouped.entry((order, p.after_tool.as_deref())).or_default().push(p);
+    }
+    grouped
+        .into_iter()
+        .map(|((_, after), items)| {
+            let phase = items[0].phase;
+            let (severity, what) = match phase {
+                Phase::Startup => (Severity::Note, "at startup".to_string()),
+                Phase::Idle => (
+                    Severity::Warning,
+                    match after {
+                        Some(t) => format!("between calls, after a call of {t}"),
+                        None => "between calls".into(),
+                    },
+                ),
+                Phase::Shutdown => (Severity::Note, "at shutdown".to_string()),
+            };
+            Finding {
+                audit: META.id,
+                tool: None,
+                hint: None,
+                severity,
+                confidence: Confidence::High,
+                message: format!("{} effect(s) {what}", items.len()),
+                evidence: items
+                    .iter()
+                    .take(10)
+                    .map(|p| Evidence {
+                        source: serde_json::to_value(p.phase)
+                            .ok()
+                            .and_then(|v| v.as_str().map(str::to_string))
+                            .unwrap_or_default(),
+                        text: p.observation.describe(),
+                    })
+                    .collect(),
+            }
+        })
+        .collect()
+}

@@ -1,0 +1,90 @@
+//! `protocol`: what the server did wrong on the wire (garbage on stdout, unknown ids,
+//! oversized lines, malformed results, broken pagination).
+
+use std::collections::BTreeMap;
+
+use super::AuditMeta;
+use crate::finding::{Confidence, Evidence, Finding, Severity};
+use crate::mcp::client::ProtocolNote;
+use crate::mcp::tool::shorten;
+use crate::rpc::transcript::Entry;
+
+/// Metadata.
+pub const META: AuditMeta = AuditMeta {
+    id: "protocol",
+    summary: "the server broke the MCP or JSON-RPC protocol",
+    docs: "On stdio the server must write nothing but JSON-RPC messages to stdout, one per line, \
+and must answer each request once with its id. hintcheck records every line before parsing it and \
+reports here what was not a valid message (not UTF-8, not JSON, not JSON-RPC, longer than the line \
+cap, unterminated at exit), responses to ids it never sent or answered twice or after the timeout, \
+and results that are malformed (no `content`, a non-boolean `isError`, broken pagination). It never \
+replies to garbage. These findings do not change hint verdicts, but a server that pollutes stdout \
+breaks real hosts.\n\n\
+Fix: log to stderr, never to stdout.",
+};
+
+/// Findings for the wire anomalies and protocol notes of a run.
+pub fn findings(notes: &[ProtocolNote], anomalies: &[Entry], stats_garbage: u64, stats_unknown: u64) -> Vec<Finding> {
+    let mut out = Vec::new();
+    let mut by_class: BTreeMap<&str, Vec<&Entry>> = BTreeMap::new();
+    for e in anomalies {
+        by_class.entry(e.class.as_str()).or_default().push(e);
+    }
+    for (class, entries) in by_class {
+        let what = match class {
+            "not-json" => "lines on stdout that are not JSON",
+            "not-utf8" => "lines on stdout that are not UTF-8",
+            "not-jsonrpc" => "JSON lines that are not JSON-RPC 2.0 messages",
+            "blank" => "empty lines on stdout",
+            "oversized" => "lines longer than the line cap",
+            "unterminated" => "bytes after the last newline when stdout closed",
+            "unknown-id" => "responses to ids hintcheck never sent",
+            "late-response" => "responses that arrived after the request timed out",
+            "duplicate-response" => "second responses to an already answered id",
+            other => other,
+        };
+        out.push(Finding {
+            audit: META.id,
+            tool: None,
+            hint: None,
+            severity: Severity::Warning,
+            confidence: Confidence::High,
+            message: format!("{} {what}", entries.len()),
+            evidence: entries
+                .iter()
+                .take(3)
+                .map(|e| Evidence {
+                    source: format!("transcript #{}", e.seq),
+                    text: match &e.note {
+                        Some(n) => format!("{} ({n})", shorten(&e.text, 120)),
+                        None => shorten(&e.text, 120),
+                    },
+                })
+                .collect(),
+        });
+    }
+    let listed: u64 = anomalies.len() as u64;
+    if stats_garbage + stats_unknown > listed {
+        out.push(Finding {
+            audit: META.id,
+            tool: None,
+            hint: None,
+            severity: Severity::Note,
+            confidence: Confidence::High,
+            message: format!("{} further anomalous lines are counted but not listed", stats_garbage + stats_unknown - listed),
+            evidence: Vec::new(),
+        });
+    }
+    for n in notes {
+        out.push(Finding {
+            audit: META.id,
+            tool: None,
+            hint: None,
+            severity: Severity::Warning,
+            confidence: Confidence::High,
+            message: format!("{}: {}", n.context, n.message),
+            evidence: Vec::new(),
+        });
+    }
+    out
+}

@@ -1,0 +1,130 @@
+//! `read-only`: a tool that declares `readOnlyHint: true` must not modify its environment.
+
+use super::{AuditMeta, HintJudgement, evidence_of, outcomes_summary};
+use crate::evidence::{Coverage, ToolRun};
+use crate::finding::{Suggestion, SuggestionBasis, Verdict};
+use crate::mcp::tool::{HintName, ToolDecl};
+
+/// Metadata.
+pub const META: AuditMeta = AuditMeta {
+    id: "read-only",
+    summary: "readOnlyHint: true, but the tool modified its environment",
+    docs: "A tool that declares `readOnlyHint: true` promises not to modify its environment. \
+Hosts use the hint to skip confirmation and to run such tools in parallel. hintcheck calls the \
+tool (and repeats the call) and contradicts the hint when any write is observed in the call \
+windows: a file created, appended to, overwritten, truncated, deleted, renamed, re-moded or \
+rewritten under the observed directories. The verdict is `consistent` when at least one call \
+succeeded and nothing was written, `unexercised` when no call succeeded. A clean verdict covers \
+only the arguments that were tried and the places that were observed (see the report's coverage).\n\n\
+Fix: set `readOnlyHint: false` (and declare `destructiveHint`/`idempotentHint` truthfully), or \
+remove the write from the tool.",
+};
+
+/// Judges `readOnlyHint`.
+pub fn judge(tool: &ToolDecl, run: &ToolRun, coverage: &Coverage) -> HintJudgement {
+    let writes: Vec<_> = run.observations().filter(|(_, o)| o.as_file().is_some()).collect();
+    let declared = tool.hints.read_only.declared();
+    if declared != Some(true) {
+        let mut j = HintJudgement::new(
+            Verdict::NotApplicable,
+            match declared {
+                Some(_) => "readOnlyHint is false: the tool may write, nothing to contradict",
+                None => "readOnlyHint is not declared: the spec's default (false) promises nothing",
+            },
+        );
+        if declared.is_none() {
+            j.suggestion = if !writes.is_empty() {
+                Some(Suggestion {
+                    hint: HintName::ReadOnly,
+                    value: false,
+                    basis: SuggestionBasis::Observed,
+                    reason: format!("the tool wrote: {}", writes[0].1.describe()),
+                })
+            } else if run.succeeded() && coverage.files.is_some() {
+                Some(Suggestion {
+                    hint: HintName::ReadOnly,
+                    value: true,
+                    basis: SuggestionBasis::Consistent,
+                    reason: "no write was observed in the successful calls".into(),
+                })
+            } else {
+                None
+            };
+        }
+        return j;
+    }
+    if !writes.is_empty() {
+        let mut j = HintJudgement::new(
+            Verdict::Contradicted,
+            format!("{} write(s) were observed during its calls", writes.len()),
+        );
+        j.evidence = evidence_of(writes.into_iter());
+        return j;
+    }
+    if coverage.files.is_none() {
+        return HintJudgement::new(Verdict::Unexercised, "no file observer was active");
+    }
+    if run.succeeded() {
+        let n = run.calls.iter().filter(|c| c.outcome.is_success()).count();
+        HintJudgement::new(Verdict::Consistent, format!("{n} successful call(s), no write observed"))
+    } else {
+        HintJudgement::new(
+            Verdict::Unexercised,
+            format!("no call succeeded ({}), so the behaviour was not reached", outcomes_summary(run)),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::audit::testing::*;
+    use crate::mcp::client::CallOutcome;
+    use crate::observe::FileEffectKind;
+    use serde_json::json;
+
+    #[test]
+    fn any_write_contradicts_even_on_a_failed_call() {
+        let t = tool(json!({"readOnlyHint": true}));
+        let r = run(vec![call(
+            1,
+            CallOutcome::ToolError {
+                text: "x".into(),
+                result_sha256: "h".into(),
+            },
+            vec![file("$WORKSPACE/log", FileEffectKind::Appended)],
+        )]);
+        let j = judge(&t, &r, &full_coverage());
+        assert_eq!(j.verdict, Verdict::Contradicted);
+        assert_eq!(j.evidence[0].text, "appended to $WORKSPACE/log");
+    }
+
+    #[test]
+    fn consistent_needs_a_successful_call() {
+        let t = tool(json!({"readOnlyHint": true}));
+        assert_eq!(judge(&t, &run(vec![call(1, ok(), vec![])]), &full_coverage()).verdict, Verdict::Consistent);
+        let failed = run(vec![call(1, CallOutcome::Timeout { after_ms: 5 }, vec![])]);
+        assert_eq!(judge(&t, &failed, &full_coverage()).verdict, Verdict::Unexercised);
+    }
+
+    #[test]
+    fn absent_hint_gets_a_suggestion_never_a_verdict() {
+        let t = tool(json!({}));
+        let quiet = judge(&t, &run(vec![call(1, ok(), vec![])]), &full_coverage());
+        assert_eq!(quiet.verdict, Verdict::NotApplicable);
+        let s = quiet.suggestion.expect("suggestion");
+        assert!(s.value);
+        assert_eq!(s.basis, SuggestionBasis::Consistent);
+        let writer = judge(&t, &run(vec![call(1, ok(), vec![file("$HOME/x", FileEffectKind::Created)])]), &full_coverage());
+        let s = writer.suggestion.expect("suggestion");
+        assert!(!s.value);
+        assert_eq!(s.basis, SuggestionBasis::Observed);
+    }
+
+    #[test]
+    fn wrong_type_is_judged_as_absent() {
+        let t = tool(json!({"readOnlyHint": "true"}));
+        let j = judge(&t, &run(vec![call(1, ok(), vec![file("$HOME/x", FileEffectKind::Created)])]), &full_coverage());
+        assert_eq!(j.verdict, Verdict::NotApplicable);
+    }
+}

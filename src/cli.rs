@@ -1,0 +1,121 @@
+//! The command line, as clap types only. [`crate::config`] validates these into a
+//! [`crate::config::RunConfig`]; nothing else sees clap.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// Checks whether the tools of an MCP server do what their annotations say.
+#[derive(Debug, Parser)]
+#[command(name = "hintcheck", version, about, long_about = None)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Start a stdio MCP server, call every tool, and judge its annotations.
+    ///
+    /// Example: hintcheck verify -- npx-free-server --root {workspace}
+    Verify(Box<VerifyArgs>),
+    /// Print the documentation of an audit (or list them all).
+    Explain(ExplainArgs),
+}
+
+/// Output formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    /// Human-readable report.
+    Text,
+    /// Versioned JSON (schema_version 1).
+    Json,
+}
+
+/// `--roots`
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum RootsArg {
+    /// Refuse roots/list (-32601) and declare no roots capability.
+    None,
+    /// Declare the roots capability and answer roots/list with the scratch workspace.
+    Workspace,
+}
+
+/// `--era`
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum EraArg {
+    /// Probe server/discover, fall back to initialize.
+    Auto,
+    /// 2026-07-28 and later only.
+    Modern,
+    /// initialize handshake only (2025-11-25 and earlier).
+    Legacy,
+}
+
+/// `hintcheck verify`
+#[derive(Debug, Args)]
+pub struct VerifyArgs {
+    /// Verify the server of a scenario file (or directory holding scenario.toml).
+    #[arg(long, value_name = "FILE")]
+    pub scenario: Option<PathBuf>,
+    /// Report format.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+    /// Write the report to FILE instead of stdout.
+    #[arg(long, short, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Calls per tool: the first plus identical repeats [default: 2].
+    #[arg(long, value_name = "N")]
+    pub repeat: Option<usize>,
+    /// Longest wait for one tool call, e.g. 30s or 500ms [default: 30s].
+    #[arg(long, value_name = "DURATION")]
+    pub call_timeout: Option<String>,
+    /// Longest wait for the handshake and each tools/list page [default: 30s].
+    #[arg(long, value_name = "DURATION")]
+    pub handshake_timeout: Option<String>,
+    /// Longest wait for server/discover before falling back to initialize [default: 3s].
+    #[arg(long, value_name = "DURATION")]
+    pub discover_timeout: Option<String>,
+    /// Longest time for the whole run; the report is then marked partial [default: 15m].
+    #[arg(long, value_name = "DURATION")]
+    pub timeout: Option<String>,
+    /// Time after each response during which effects still belong to the call [default: 50ms].
+    #[arg(long, value_name = "DURATION")]
+    pub settle: Option<String>,
+    /// Set an environment variable for the server (K=V), or pass one from hintcheck's own (K).
+    #[arg(long = "env", value_name = "K=V")]
+    pub env: Vec<String>,
+    /// Copy DIR into the scratch workspace before the server starts.
+    #[arg(long, value_name = "DIR")]
+    pub workspace: Option<PathBuf>,
+    /// Seed of argument synthesis [default: 0].
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
+    /// Whether to offer the scratch workspace as a root.
+    #[arg(long, value_enum)]
+    pub roots: Option<RootsArg>,
+    /// Protocol era.
+    #[arg(long, value_enum)]
+    pub era: Option<EraArg>,
+    /// Longest accepted stdout line in bytes [default: 16777216].
+    #[arg(long, value_name = "BYTES")]
+    pub max_line_bytes: Option<usize>,
+    /// Arguments for one tool, merged over the synthesized ones (TOOL=JSON).
+    #[arg(long = "args", value_name = "TOOL=JSON")]
+    pub args: Vec<String>,
+    /// Write the full JSON-RPC transcript to FILE (JSON Lines).
+    #[arg(long, value_name = "FILE")]
+    pub transcript: Option<PathBuf>,
+    /// The server command; `{workspace}`, `{home}` and `{tmp}` are replaced by the scratch paths.
+    #[arg(last = true, value_name = "CMD")]
+    pub command: Vec<String>,
+}
+
+/// `hintcheck explain`
+#[derive(Debug, Args)]
+pub struct ExplainArgs {
+    /// The audit id (e.g. read-only); without it, every audit is listed.
+    pub audit: Option<String>,
+}

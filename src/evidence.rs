@@ -1,0 +1,93 @@
+//! What the exercise and observe stages hand to the audits: every call made to every tool,
+//! how it ended and what was observed in its window, plus the observations that fell outside
+//! every call window (startup, idle, shutdown). Audits read these records and nothing else.
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::mcp::client::CallOutcome;
+use crate::observe::Observation;
+
+/// One call of a tool.
+#[derive(Debug, Clone, Serialize)]
+pub struct CallRecord {
+    /// 1 for the first call, 2.. for the identical repeats.
+    pub number: usize,
+    /// The arguments sent.
+    pub arguments: Value,
+    /// How it ended.
+    pub outcome: CallOutcome,
+    /// Milliseconds from the start of the run to the request.
+    pub started_ms: u64,
+    /// Milliseconds from the request to the response (or the timeout).
+    pub duration_ms: u64,
+    /// What was observed in the call's window.
+    pub observations: Vec<Observation>,
+    /// Garbage or unsolicited lines the server wrote during the call.
+    pub wire_anomalies: usize,
+}
+
+impl CallRecord {
+    /// A short label: `call 1`, `repeat 2`.
+    pub fn label(&self) -> String {
+        if self.number == 1 { "call 1".into() } else { format!("repeat {}", self.number) }
+    }
+}
+
+/// Everything done with one tool.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct ToolRun {
+    /// The calls, in order.
+    pub calls: Vec<CallRecord>,
+    /// Why the tool was not called, if it was not.
+    pub skipped: Option<String>,
+    /// Notes from argument synthesis.
+    pub synthesis_notes: Vec<String>,
+    /// Argument names given by the user.
+    pub overridden: Vec<String>,
+}
+
+impl ToolRun {
+    /// Whether at least one call succeeded.
+    pub fn succeeded(&self) -> bool {
+        self.calls.iter().any(|c| c.outcome.is_success())
+    }
+
+    /// Every observation of every call, with the call it belongs to.
+    pub fn observations(&self) -> impl Iterator<Item = (&CallRecord, &Observation)> {
+        self.calls.iter().flat_map(|c| c.observations.iter().map(move |o| (c, o)))
+    }
+}
+
+/// A window that belongs to no call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Phase {
+    /// From launch to the end of the tool listing.
+    Startup,
+    /// Between calls.
+    Idle,
+    /// From the last call to the end of the server.
+    Shutdown,
+}
+
+/// Observations outside every call window.
+#[derive(Debug, Clone, Serialize)]
+pub struct PhaseObservation {
+    /// The phase.
+    pub phase: Phase,
+    /// The tool whose call came last before it, for idle windows.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub after_tool: Option<String>,
+    /// What was seen.
+    pub observation: Observation,
+}
+
+/// What the observers could see in this run; audits must not judge what nobody watched.
+#[derive(Debug, Clone, Serialize)]
+pub struct Coverage {
+    /// Whether file effects were observed (and where).
+    pub files: Option<String>,
+    /// Whether network activity was observed (and how).
+    pub network: Option<String>,
+}

@@ -1,0 +1,8 @@
+//! The exercise stage: what to call and with which arguments. [`synth`] builds arguments from
+//! a tool's `inputSchema` ([`pattern`] for `pattern` strings, [`rng`] for determinism);
+//! [`plan`] orders the tools and applies user-given argument overrides.
+
+pub mod pattern;
+pub mod plan;
+pub mod rng;
+pub mod synth;

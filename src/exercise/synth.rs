@@ -1,0 +1,724 @@
+//! Argument synthesis: a JSON value built from a tool's `inputSchema`, deterministic for a
+//! seed. It understands the keywords seen in real servers in both dialects (draft-07 and
+//! 2020-12): types and type unions, `required`, `enum`/`const`, `default`/`examples`, numeric
+//! bounds in both `exclusive*` forms, `multipleOf`, string lengths, formats and patterns,
+//! arrays (`items`, `prefixItems`, tuple `items`, `contains`, `uniqueItems`), nested objects,
+//! `additionalProperties`, `dependentRequired`, local `$ref` into `$defs`/`definitions`/any
+//! pointer/`$anchor`, and `allOf`/`anyOf`/`oneOf` with nullable unions. Everything it cannot
+//! honour becomes a note; nothing here panics, loops forever or fetches a remote `$ref`.
+
+use serde_json::{Map, Number, Value, json};
+
+use super::pattern;
+use super::rng::Rng;
+
+/// The result of synthesis.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Synthesis {
+    /// The arguments object (or whatever the schema allowed).
+    pub arguments: Value,
+    /// What could not be honoured, with the schema location.
+    pub notes: Vec<String>,
+}
+
+/// Limits of one synthesis.
+const MAX_DEPTH: usize = 24;
+const MAX_NODES: usize = 20_000;
+const MAX_REFS: usize = 2_000;
+const MAX_ITEMS: u64 = 64;
+
+/// Builds arguments for `schema`, deterministic for (`seed`, `salt`).
+pub fn synthesize(schema: &Value, seed: u64, salt: &str) -> Synthesis {
+    let mut s = Synth {
+        root: schema,
+        rng: Rng::new(seed, salt),
+        notes: Vec::new(),
+        nodes: 0,
+        refs: 0,
+    };
+    let mut arguments = s.value(schema, 0, "");
+    if !arguments.is_object() && (schema.get("type").is_none() || schema.get("type") == Some(&json!("object"))) {
+        // tools/call arguments must be an object; a schema that allows anything gets `{}`.
+        if !arguments.is_object() {
+            arguments = Value::Object(Map::new());
+        }
+    }
+    s.notes.sort();
+    s.notes.dedup();
+    Synthesis {
+        arguments,
+        notes: s.notes,
+    }
+}
+
+struct Synth<'a> {
+    root: &'a Value,
+    rng: Rng,
+    notes: Vec<String>,
+    nodes: usize,
+    refs: usize,
+}
+
+impl Synth<'_> {
+    fn note(&mut self, at: &str, msg: impl Into<String>) {
+        if self.notes.len() < 100 {
+            let at = if at.is_empty() { "/" } else { at };
+            self.notes.push(format!("{at}: {}", msg.into()));
+        }
+    }
+
+    /// Resolves `$ref`, `allOf` and picks an `anyOf`/`oneOf` branch until a plain schema is left.
+    fn flatten(&mut self, schema: &Value, at: &str, depth: usize) -> Value {
+        let Value::Object(map) = schema else {
+            return schema.clone();
+        };
+        if depth > MAX_DEPTH {
+            self.note(at, "schema nesting too deep; stopped");
+            return json!({});
+        }
+        let mut map = map.clone();
+        if let Some(r) = map.remove("$ref") {
+            let target = match r.as_str() {
+                Some(r) => self.resolve(r, at),
+                None => {
+                    self.note(at, "$ref is not a string");
+                    None
+                }
+            };
+            let base = match target {
+                Some(t) => self.flatten(&t, at, depth + 1),
+                None => json!({}),
+            };
+            return merge(&base, &self.flatten(&Value::Object(map), at, depth + 1));
+        }
+        if let Some(Value::Array(parts)) = map.remove("allOf") {
+            let mut acc = self.flatten(&Value::Object(map), at, depth + 1);
+            for p in parts {
+                let flat = self.flatten(&p, at, depth + 1);
+                acc = merge(&acc, &flat);
+            }
+            return acc;
+        }
+        for key in ["anyOf", "oneOf"] {
+            if let Some(Value::Array(branches)) = map.remove(key) {
+                let rest = self.flatten(&Value::Object(map), at, depth + 1);
+                let non_null: Vec<&Value> = branches.iter().filter(|b| !is_null_schema(b)).collect();
+                let chosen = match non_null.len() {
+                    0 => branches.first().cloned().unwrap_or(json!({})),
+                    n => non_null[self.rng.below(n as u64) as usize].clone(),
+                };
+                if key == "oneOf" && non_null.len() > 1 {
+                    self.note(at, "oneOf: the chosen branch is not checked against the others");
+                }
+                let chosen = self.flatten(&chosen, at, depth + 1);
+                return merge(&rest, &chosen);
+            }
+        }
+        for key in ["not", "if", "dependentSchemas", "patternProperties", "unevaluatedProperties"] {
+            if map.contains_key(key) {
+                self.note(at, format!("{key} is not used to shape the value"));
+            }
+        }
+        Value::Object(map)
+    }
+
+    fn resolve(&mut self, reference: &str, at: &str) -> Option<Value> {
+        self.refs += 1;
+        if self.refs > MAX_REFS {
+            self.note(at, "too many $ref expansions (recursive schema?); stopped");
+            return None;
+        }
+        let Some(fragment) = reference.strip_prefix('#') else {
+            self.note(at, format!("external $ref {reference:?} is never fetched"));
+            return None;
+        };
+        if fragment.is_empty() {
+            return Some(self.root.clone());
+        }
+        if !fragment.starts_with('/') {
+            let found = find_anchor(self.root, fragment, 0).cloned();
+            if found.is_none() {
+                self.note(at, format!("$anchor {fragment:?} not found"));
+            }
+            return found;
+        }
+        let mut node = self.root;
+        for raw in fragment[1..].split('/') {
+            let token = percent_decode(raw).replace("~1", "/").replace("~0", "~");
+            let next = match node {
+                Value::Object(m) => m.get(&token),
+                Value::Array(a) => token.parse::<usize>().ok().and_then(|i| a.get(i)),
+                _ => None,
+            };
+            match next {
+                Some(n) => node = n,
+                None => {
+                    self.note(at, format!("$ref {reference:?} points nowhere"));
+                    return None;
+                }
+            }
+        }
+        Some(node.clone())
+    }
+
+    fn value(&mut self, schema: &Value, depth: usize, at: &str) -> Value {
+        self.nodes += 1;
+        if self.nodes > MAX_NODES {
+            self.note(at, "value too large; stopped");
+            return Value::Null;
+        }
+        if depth > MAX_DEPTH {
+            self.note(at, "nesting too deep; stopped");
+            return Value::Null;
+        }
+        match schema {
+            Value::Bool(true) => return json!("hintcheck"),
+            Value::Bool(false) => {
+                self.note(at, "schema `false` allows no value");
+                return Value::Null;
+            }
+            Value::Object(_) => {}
+            _ => {
+                self.note(at, "schema is neither an object nor a boolean");
+                return Value::Null;
+            }
+        }
+        let flat = self.flatten(schema, at, depth);
+        let Value::Object(s) = &flat else {
+            return self.value(&flat, depth + 1, at);
+        };
+        if let Some(c) = s.get("const") {
+            return c.clone();
+        }
+        if let Some(d) = s.get("default") {
+            return d.clone();
+        }
+        if let Some(Value::Array(values)) = s.get("enum") {
+            let non_null: Vec<&Value> = values.iter().filter(|v| !v.is_null()).collect();
+            if non_null.is_empty() {
+                if values.is_empty() {
+                    self.note(at, "empty enum allows no value");
+                }
+                return Value::Null;
+            }
+            return non_null[self.rng.below(non_null.len() as u64) as usize].clone();
+        }
+        if let Some(Value::Array(ex)) = s.get("examples") {
+            if let Some(first) = ex.first() {
+                return first.clone();
+            }
+        }
+        match self.pick_type(s, at).as_str() {
+            "null" => Value::Null,
+            "boolean" => Value::Bool(self.rng.coin()),
+            "integer" => self.integer(s, at),
+            "number" => self.number(s, at),
+            "string" => Value::String(self.string(s, at)),
+            "array" => self.array(s, depth, at),
+            _ => self.object(s, depth, at),
+        }
+    }
+
+    fn pick_type(&mut self, s: &Map<String, Value>, at: &str) -> String {
+        let declared: Vec<&str> = match s.get("type") {
+            Some(Value::String(t)) => vec![t.as_str()],
+            Some(Value::Array(ts)) => ts.iter().filter_map(Value::as_str).collect(),
+            Some(_) => {
+                self.note(at, "type is neither a string nor an array");
+                vec![]
+            }
+            None => vec![],
+        };
+        let known = ["null", "boolean", "integer", "number", "string", "array", "object"];
+        let usable: Vec<&str> = declared.iter().copied().filter(|t| known.contains(t)).collect();
+        if usable.len() < declared.len() {
+            self.note(at, format!("unknown type in {declared:?}"));
+        }
+        let non_null: Vec<&str> = usable.iter().copied().filter(|t| *t != "null").collect();
+        if let Some(t) = non_null.first() {
+            return t.to_string();
+        }
+        if !usable.is_empty() {
+            return "null".into();
+        }
+        // No type: infer from the keywords present.
+        let has = |k: &str| s.contains_key(k);
+        if has("properties") || has("required") || has("additionalProperties") {
+            "object".into()
+        } else if has("items") || has("prefixItems") || has("minItems") {
+            "array".into()
+        } else if has("minimum") || has("maximum") || has("exclusiveMinimum") || has("multipleOf") {
+            "number".into()
+        } else {
+            if !(has("format") || has("pattern") || has("minLength") || has("maxLength")) {
+                self.note(at, "no type given; sending a string");
+            }
+            "string".into()
+        }
+    }
+
+    fn bounds(&self, s: &Map<String, Value>) -> (Option<f64>, bool, Option<f64>, bool) {
+        let num = |k: &str| s.get(k).and_then(Value::as_f64);
+        let mut lo = num("minimum");
+        let mut lo_excl = false;
+        let mut hi = num("maximum");
+        let mut hi_excl = false;
+        match s.get("exclusiveMinimum") {
+            Some(Value::Bool(true)) => lo_excl = lo.is_some(),
+            Some(v) if v.is_number() => {
+                let e = v.as_f64().unwrap_or_default();
+                if lo.is_none_or(|l| e >= l) {
+                    lo = Some(e);
+                    lo_excl = true;
+                }
+            }
+            _ => {}
+        }
+        match s.get("exclusiveMaximum") {
+            Some(Value::Bool(true)) => hi_excl = hi.is_some(),
+            Some(v) if v.is_number() => {
+                let e = v.as_f64().unwrap_or_default();
+                if hi.is_none_or(|h| e <= h) {
+                    hi = Some(e);
+                    hi_excl = true;
+                }
+            }
+            _ => {}
+        }
+        (lo, lo_excl, hi, hi_excl)
+    }
+
+    fn integer(&mut self, s: &Map<String, Value>, at: &str) -> Value {
+        let (lo, lo_excl, hi, hi_excl) = self.bounds(s);
+        let lo = lo.map(|l| if lo_excl { l.floor() as i64 + 1 } else { l.ceil() as i64 });
+        let hi = hi.map(|h| if hi_excl { h.ceil() as i64 - 1 } else { h.floor() as i64 });
+        let mut v = match (lo, hi) {
+            (Some(l), Some(h)) if l <= h => l + (self.rng.below((h - l).min(9) as u64 + 1) as i64),
+            (Some(l), Some(_)) => {
+                self.note(at, "minimum is above maximum; no integer fits");
+                l
+            }
+            (Some(l), None) => l + self.rng.below(3) as i64,
+            (None, Some(h)) => h.min(1 + self.rng.below(5) as i64),
+            (None, None) => 1 + self.rng.below(9) as i64,
+        };
+        if let Some(m) = s.get("multipleOf").and_then(Value::as_f64) {
+            if m >= 1.0 && m.fract() == 0.0 {
+                let m = m as i64;
+                let up = v.div_euclid(m) * m + if v.rem_euclid(m) == 0 { 0 } else { m };
+                if hi.is_none_or(|h| up <= h) {
+                    v = up;
+                } else {
+                    self.note(at, "no multiple of multipleOf within the bounds");
+                }
+            } else if m > 0.0 {
+                self.note(at, "fractional multipleOf on an integer");
+            }
+        }
+        Value::from(v)
+    }
+
+    fn number(&mut self, s: &Map<String, Value>, at: &str) -> Value {
+        let (lo, lo_excl, hi, hi_excl) = self.bounds(s);
+        let v = match (lo, hi) {
+            (Some(l), Some(h)) if l < h || (l == h && !lo_excl && !hi_excl) => (l + h) / 2.0,
+            (Some(l), Some(_)) => {
+                self.note(at, "minimum is above maximum; no number fits");
+                l
+            }
+            (Some(l), None) => l + if lo_excl { 0.5 } else { 0.0 },
+            (None, Some(h)) => h.min(1.5) - if hi_excl && h <= 1.5 { 0.5 } else { 0.0 },
+            (None, None) => 1.5 + self.rng.below(8) as f64,
+        };
+        let v = match s.get("multipleOf").and_then(Value::as_f64) {
+            Some(m) if m > 0.0 => {
+                let up = (v / m).ceil() * m;
+                if hi.is_none_or(|h| up < h || (!hi_excl && up == h)) { up } else { v }
+            }
+            _ => v,
+        };
+        if v.fract() == 0.0 && v.abs() < 9.0e15 {
+            Value::from(v as i64)
+        } else {
+            Number::from_f64(v).map(Value::Number).unwrap_or(Value::from(0))
+        }
+    }
+
+    fn string(&mut self, s: &Map<String, Value>, at: &str) -> String {
+        let min = s.get("minLength").and_then(Value::as_u64).unwrap_or(0);
+        let max = s.get("maxLength").and_then(Value::as_u64);
+        if let Some(max) = max {
+            if max < min {
+                self.note(at, "minLength is above maxLength");
+            }
+        }
+        let mut value = None;
+        if let Some(Value::String(p)) = s.get("pattern") {
+            match pattern::generate(p, &mut self.rng) {
+                Ok(v) => value = Some(v),
+                Err(why) => self.note(at, why),
+            }
+        }
+        if value.is_none() {
+            if let Some(Value::String(f)) = s.get("format") {
+                value = self.format(f, at);
+            }
+        }
+        let from_rule = value.is_some();
+        let mut v = value.unwrap_or_else(|| {
+            const WORDS: [&str; 8] = ["alpha", "bravo", "delta", "echo", "kilo", "lima", "oscar", "tango"];
+            format!("hintcheck-{}", WORDS[self.rng.below(WORDS.len() as u64) as usize])
+        });
+        let len = v.chars().count() as u64;
+        if len < min {
+            if from_rule {
+                self.note(at, "value from pattern/format is shorter than minLength; padded");
+            }
+            v.extend(std::iter::repeat_n('x', (min - len) as usize).take(100_000));
+        }
+        if let Some(max) = max {
+            if v.chars().count() as u64 > max {
+                if from_rule {
+                    self.note(at, "value from pattern/format is longer than maxLength; cut");
+                }
+                v = v.chars().take(max as usize).collect();
+            }
+        }
+        v
+    }
+
+    fn format(&mut self, format: &str, at: &str) -> Option<String> {
+        let n = self.rng.below(9000) + 1000;
+        Some(match format {
+            "date-time" => "2026-01-15T10:30:00Z".into(),
+            "date" => "2026-01-15".into(),
+            "time" => "10:30:00Z".into(),
+            "duration" => "PT1H".into(),
+            "email" | "idn-email" => format!("user{n}@example.test"),
+            "hostname" | "idn-hostname" => "host.example.test".into(),
+            "ipv4" => "192.0.2.1".into(),
+            "ipv6" => "2001:db8::1".into(),
+            "uri" | "iri" | "url" => format!("https://example.test/hintcheck/{n}"),
+            "uri-reference" | "iri-reference" => format!("/hintcheck/{n}"),
+            "uri-template" => "https://example.test/{id}".into(),
+            "uuid" => {
+                let a = self.rng.next_u64();
+                let b = self.rng.next_u64();
+                format!(
+                    "{:08x}-{:04x}-4{:03x}-8{:03x}-{:012x}",
+                    a >> 32,
+                    (a >> 16) & 0xffff,
+                    a & 0xfff,
+                    b >> 52,
+                    b & 0xffff_ffff_ffff
+                )
+            }
+            "json-pointer" => "/hintcheck".into(),
+            "relative-json-pointer" => "0".into(),
+            "regex" => "^hintcheck$".into(),
+            "byte" => "aGludGNoZWNr".into(),
+            other => {
+                self.note(at, format!("format {other:?} is not known; plain string"));
+                return None;
+            }
+        })
+    }
+
+    fn array(&mut self, s: &Map<String, Value>, depth: usize, at: &str) -> Value {
+        let min = s.get("minItems").and_then(Value::as_u64).unwrap_or(0);
+        let max = s.get("maxItems").and_then(Value::as_u64);
+        let mut count = min.max(1);
+        if let Some(max) = max {
+            count = count.min(max);
+        }
+        if count > MAX_ITEMS {
+            self.note(at, format!("minItems {min} capped at {MAX_ITEMS}"));
+            count = MAX_ITEMS;
+        }
+        let prefix: Vec<Value> = match (s.get("prefixItems"), s.get("items")) {
+            (Some(Value::Array(p)), _) => p.clone(),
+            (None, Some(Value::Array(p))) => p.clone(),
+            _ => Vec::new(),
+        };
+        let rest = match (s.get("prefixItems"), s.get("items")) {
+            (Some(_), Some(items)) if !items.is_array() => items.clone(),
+            (Some(_), _) | (None, Some(Value::Array(_))) => s.get("additionalItems").cloned().unwrap_or(json!({})),
+            (None, Some(items)) => items.clone(),
+            (None, None) => json!({}),
+        };
+        if rest == json!(false) && (count as usize) > prefix.len() {
+            count = prefix.len() as u64;
+        }
+        let unique = s.get("uniqueItems") == Some(&Value::Bool(true));
+        let mut items: Vec<Value> = Vec::new();
+        for i in 0..count as usize {
+            let item_schema = prefix.get(i).unwrap_or(&rest).clone();
+            let here = format!("{at}/{i}");
+            let mut item = self.value(&item_schema, depth + 1, &here);
+            if unique {
+                let mut tries = 0;
+                while items.contains(&item) && tries < 8 {
+                    item = self.value(&item_schema, depth + 1, &here);
+                    tries += 1;
+                }
+                if items.contains(&item) {
+                    self.note(at, "could not make the items unique");
+                    break;
+                }
+            }
+            items.push(item);
+        }
+        if let Some(contains) = s.get("contains") {
+            let item = self.value(contains, depth + 1, &format!("{at}/contains"));
+            if max.is_none_or(|m| (items.len() as u64) < m) {
+                items.push(item);
+            } else if let Some(last) = items.last_mut() {
+                *last = item;
+            }
+        }
+        Value::Array(items)
+    }
+
+    fn object(&mut self, s: &Map<String, Value>, depth: usize, at: &str) -> Value {
+        let empty = Map::new();
+        let props = s.get("properties").and_then(Value::as_object).unwrap_or(&empty);
+        let mut required: Vec<String> = s
+            .get("required")
+            .and_then(Value::as_array)
+            .map(|r| r.iter().filter_map(Value::as_str).map(str::to_string).collect())
+            .unwrap_or_default();
+        let min_props = s.get("minProperties").and_then(Value::as_u64).unwrap_or(0) as usize;
+        for name in props.keys() {
+            if required.len() >= min_props {
+                break;
+            }
+            if !required.contains(name) {
+                required.push(name.clone());
+            }
+        }
+        if let Some(Value::Object(dep)) = s.get("dependentRequired") {
+            let mut extra = Vec::new();
+            for name in &required {
+                if let Some(Value::Array(needs)) = dep.get(name) {
+                    extra.extend(needs.iter().filter_map(Value::as_str).map(str::to_string));
+                }
+            }
+            for e in extra {
+                if !required.contains(&e) {
+                    required.push(e);
+                }
+            }
+        }
+        let mut out = Map::new();
+        for name in required {
+            let here = format!("{at}/{name}");
+            let prop_schema = match props.get(&name) {
+                Some(p) => p.clone(),
+                None => match s.get("additionalProperties") {
+                    Some(Value::Bool(false)) => {
+                        self.note(&here, "required but not allowed by additionalProperties: false");
+                        json!({})
+                    }
+                    Some(a @ Value::Object(_)) => a.clone(),
+                    _ => json!({"type": "string"}),
+                },
+            };
+            let v = self.value(&prop_schema, depth + 1, &here);
+            out.insert(name, v);
+        }
+        Value::Object(out)
+    }
+}
+
+fn is_null_schema(v: &Value) -> bool {
+    v.get("type") == Some(&json!("null")) || v.get("const") == Some(&Value::Null)
+}
+
+fn find_anchor<'v>(node: &'v Value, anchor: &str, depth: usize) -> Option<&'v Value> {
+    if depth > 64 {
+        return None;
+    }
+    match node {
+        Value::Object(m) => {
+            if m.get("$anchor").and_then(Value::as_str) == Some(anchor) {
+                return Some(node);
+            }
+            m.values().find_map(|v| find_anchor(v, anchor, depth + 1))
+        }
+        Value::Array(a) => a.iter().find_map(|v| find_anchor(v, anchor, depth + 1)),
+        _ => None,
+    }
+}
+
+fn percent_decode(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' && i + 2 < bytes.len() {
+            if let Ok(b) = u8::from_str_radix(&s[i + 1..i + 3], 16) {
+                out.push(b);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Combines two schemas that must both hold (for `allOf` and `$ref` siblings).
+fn merge(a: &Value, b: &Value) -> Value {
+    let (Value::Object(a), Value::Object(b)) = (a, b) else {
+        return if b.is_object() || *b == Value::Bool(false) { b.clone() } else { a.clone() };
+    };
+    let mut out = a.clone();
+    for (k, bv) in b {
+        let merged = match (k.as_str(), out.get(k)) {
+            (_, None) => bv.clone(),
+            ("properties", Some(Value::Object(ap))) => {
+                let mut props = ap.clone();
+                if let Value::Object(bp) = bv {
+                    for (name, schema) in bp {
+                        let m = match props.get(name) {
+                            Some(existing) => merge(existing, schema),
+                            None => schema.clone(),
+                        };
+                        props.insert(name.clone(), m);
+                    }
+                }
+                Value::Object(props)
+            }
+            ("required", Some(Value::Array(ar))) => {
+                let mut r = ar.clone();
+                if let Value::Array(br) = bv {
+                    for x in br {
+                        if !r.contains(x) {
+                            r.push(x.clone());
+                        }
+                    }
+                }
+                Value::Array(r)
+            }
+            ("minimum" | "minLength" | "minItems" | "exclusiveMinimum", Some(av)) if av.is_number() && bv.is_number() => {
+                if av.as_f64() >= bv.as_f64() { av.clone() } else { bv.clone() }
+            }
+            ("maximum" | "maxLength" | "maxItems" | "exclusiveMaximum", Some(av)) if av.is_number() && bv.is_number() => {
+                if av.as_f64() <= bv.as_f64() { av.clone() } else { bv.clone() }
+            }
+            ("type", Some(av)) => intersect_types(av, bv),
+            _ => bv.clone(),
+        };
+        out.insert(k.clone(), merged);
+    }
+    Value::Object(out)
+}
+
+fn intersect_types(a: &Value, b: &Value) -> Value {
+    let list = |v: &Value| -> Vec<String> {
+        match v {
+            Value::String(s) => vec![s.clone()],
+            Value::Array(a) => a.iter().filter_map(Value::as_str).map(str::to_string).collect(),
+            _ => vec![],
+        }
+    };
+    let (la, lb) = (list(a), list(b));
+    let both: Vec<String> = la
+        .iter()
+        .filter(|t| lb.contains(t) || (t.as_str() == "integer" && lb.iter().any(|x| x == "number")))
+        .cloned()
+        .chain(
+            lb.iter()
+                .filter(|t| t.as_str() == "integer" && la.iter().any(|x| x == "number") && !la.contains(t))
+                .cloned(),
+        )
+        .collect();
+    match both.len() {
+        0 => b.clone(),
+        1 => Value::String(both[0].clone()),
+        _ => Value::Array(both.into_iter().map(Value::String).collect()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn deterministic_for_a_seed_and_different_across_seeds() {
+        let schema = json!({"type":"object","required":["a","b","c"],"properties":{
+            "a":{"type":"string"},"b":{"type":"integer"},"c":{"enum":["x","y","z","w"]}}});
+        let one = synthesize(&schema, 42, "tool");
+        assert_eq!(one, synthesize(&schema, 42, "tool"));
+        let differs = (0..20).any(|seed| synthesize(&schema, seed, "tool").arguments != one.arguments);
+        assert!(differs);
+    }
+
+    #[test]
+    fn honours_bounds_formats_and_nullable_unions() {
+        let schema = json!({
+            "type":"object",
+            "required":["n","x","when","mail","opt","tags","id","code"],
+            "properties":{
+                "n":{"type":"integer","minimum":5,"maximum":7},
+                "x":{"type":"number","exclusiveMinimum":0,"exclusiveMaximum":1},
+                "when":{"type":"string","format":"date-time"},
+                "mail":{"type":"string","format":"email"},
+                "opt":{"anyOf":[{"type":"null"},{"type":"string","minLength":3,"maxLength":3}]},
+                "tags":{"type":"array","items":{"type":"string"},"minItems":2,"uniqueItems":true},
+                "id":{"type":"string","format":"uuid"},
+                "code":{"type":"string","pattern":"^[A-Z]{2}-\\d{3}$"}
+            }
+        });
+        let got = synthesize(&schema, 1, "t");
+        let a = &got.arguments;
+        let n = a["n"].as_i64().expect("int");
+        assert!((5..=7).contains(&n));
+        let x = a["x"].as_f64().expect("num");
+        assert!(x > 0.0 && x < 1.0);
+        assert_eq!(a["opt"].as_str().map(str::len), Some(3));
+        assert_eq!(a["tags"].as_array().map(Vec::len), Some(2));
+        assert_ne!(a["tags"][0], a["tags"][1]);
+        assert!(a["mail"].as_str().expect("str").contains('@'));
+        assert_eq!(a["code"].as_str().map(str::len), Some(6));
+        assert!(got.notes.is_empty(), "{:?}", got.notes);
+    }
+
+    #[test]
+    fn draft04_boolean_exclusive_bounds() {
+        let s = json!({"type":"object","required":["v"],"properties":{"v":{"type":"integer","minimum":0,"exclusiveMinimum":true,"maximum":1}}});
+        assert_eq!(synthesize(&s, 3, "t").arguments["v"], json!(1));
+    }
+
+    #[test]
+    fn local_refs_defs_definitions_and_anchors_resolve() {
+        let s = json!({
+            "type":"object","required":["a","b","c"],
+            "properties":{"a":{"$ref":"#/$defs/A"},"b":{"$ref":"#/definitions/B"},"c":{"$ref":"#cee"}},
+            "$defs":{"A":{"type":"object","required":["k"],"properties":{"k":{"const":7}}}},
+            "definitions":{"B":{"enum":["only"]}},
+            "x":{"$anchor":"cee","type":"boolean"}
+        });
+        let got = synthesize(&s, 0, "t");
+        assert_eq!(got.arguments["a"], json!({"k":7}));
+        assert_eq!(got.arguments["b"], json!("only"));
+        assert!(got.arguments["c"].is_boolean());
+        assert!(got.notes.is_empty(), "{:?}", got.notes);
+    }
+
+    #[test]
+    fn hostile_schemas_terminate_with_notes() {
+        let recursive = json!({"type":"object","required":["me"],"properties":{"me":{"$ref":"#"}}});
+        let got = synthesize(&recursive, 0, "t");
+        assert!(!got.notes.is_empty());
+        let remote = json!({"type":"object","required":["r"],"properties":{"r":{"$ref":"https://example.test/s.json"}}});
+        assert!(synthesize(&remote, 0, "t").notes.iter().any(|n| n.contains("never fetched")));
+        let impossible = json!({"type":"object","required":["i"],"properties":{"i":{"type":"integer","minimum":5,"maximum":1}}});
+        assert!(synthesize(&impossible, 0, "t").notes.iter().any(|n| n.contains("above maximum")));
+        let huge = json!({"type":"object","required":["h"],"properties":{"h":{"type":"array","minItems":1000000000u64}}});
+        assert!(synthesize(&huge, 0, "t").arguments["h"].as_array().expect("array").len() <= MAX_ITEMS as usize);
+        assert_eq!(synthesize(&json!(false), 0, "t").arguments, json!({}));
+        assert_eq!(synthesize(&json!("nonsense"), 0, "t").arguments, json!({}));
+    }
+}

@@ -1,0 +1,125 @@
+//! Findings and verdicts: what the audits conclude, each with the evidence it rests on.
+
+use serde::Serialize;
+
+use crate::mcp::tool::HintName;
+
+/// How bad a finding is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    /// Informational.
+    Note,
+    /// Something to look at.
+    Warning,
+    /// An annotation is contradicted by behaviour.
+    Error,
+}
+
+/// How sure the finding is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Confidence {
+    /// Indirect or weak evidence.
+    Low,
+    /// Good evidence with some room for doubt.
+    Medium,
+    /// Directly observed.
+    High,
+}
+
+/// The outcome of judging one hint of one tool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Verdict {
+    /// Behaviour contradicts the declared hint.
+    Contradicted,
+    /// The tool was exercised and nothing contradicted the hint.
+    Consistent,
+    /// No successful call reached the behaviour, or nobody watched it.
+    Unexercised,
+    /// The hint promises nothing that could be contradicted (absent, or the spec's default).
+    NotApplicable,
+}
+
+impl Verdict {
+    /// The kebab-case name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Contradicted => "contradicted",
+            Verdict::Consistent => "consistent",
+            Verdict::Unexercised => "unexercised",
+            Verdict::NotApplicable => "not-applicable",
+        }
+    }
+}
+
+/// One piece of evidence.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Evidence {
+    /// The call it comes from (`call 1`, `repeat 2`), or the phase (`startup`, `idle`).
+    pub source: String,
+    /// What was seen.
+    pub text: String,
+}
+
+/// Annotations the observations support, for hints the tool left absent.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Suggestion {
+    /// The hint.
+    pub hint: HintName,
+    /// The suggested value.
+    pub value: bool,
+    /// `observed` when behaviour proves it, `consistent` when it only fits what was exercised.
+    pub basis: SuggestionBasis,
+    /// Why.
+    pub reason: String,
+}
+
+/// How strong a suggestion is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SuggestionBasis {
+    /// Backed by an observed behaviour (e.g. a write, so not read-only).
+    Observed,
+    /// Only consistent with what was exercised.
+    Consistent,
+}
+
+/// The judgement of one hint of one tool.
+#[derive(Debug, Clone, Serialize)]
+pub struct HintVerdict {
+    /// The hint.
+    pub hint: HintName,
+    /// The declared value, described (`true`, `absent`, `wrong type (null)`).
+    pub declared: String,
+    /// The verdict.
+    pub verdict: Verdict,
+    /// Why, in one sentence.
+    pub reason: String,
+    /// The evidence (for contradictions, the behaviour seen).
+    pub evidence: Vec<Evidence>,
+    /// The audit that judged it.
+    pub audit: &'static str,
+}
+
+/// A finding: something the report tells the user about, with evidence.
+#[derive(Debug, Clone, Serialize)]
+pub struct Finding {
+    /// The audit id.
+    pub audit: &'static str,
+    /// The tool, when the finding is about one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool: Option<String>,
+    /// The hint, for hint audits.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hint: Option<HintName>,
+    /// How bad.
+    pub severity: Severity,
+    /// How sure.
+    pub confidence: Confidence,
+    /// One sentence.
+    pub message: String,
+    /// What it rests on.
+    pub evidence: Vec<Evidence>,
+}

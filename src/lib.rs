@@ -1,0 +1,40 @@
+//! hintcheck checks whether the tools of an MCP server do what their annotations say.
+//!
+//! It starts the server, calls every tool with arguments made from its `inputSchema`,
+//! repeats each call, records what really happened, and judges `readOnlyHint`,
+//! `destructiveHint`, `idempotentHint` and `openWorldHint` as contradicted, consistent,
+//! unexercised or not applicable, with evidence.
+//!
+//! ```text
+//! launch ─► handshake ─► inventory ─► exercise ─► observe ─► judge ─► render
+//! sandbox   rpc + mcp     mcp         exercise    observe    audit    report
+//! ```
+//!
+//! # Layout
+//! - [`sandbox`]: scratch directories, starting and ending the server, what was enforced.
+//! - [`rpc`]: JSON-RPC framing, transcript and session over the server's stdio.
+//! - [`mcp`]: both protocol eras, tool listing and calls; lenient tool definitions.
+//! - [`exercise`]: argument synthesis and the call plan.
+//! - [`observe`]: observers and their records.
+//! - [`evidence`]: the call records the audits read.
+//! - [`audit`]: one audit per hint, plus definition and protocol audits.
+//! - [`finding`], [`report`]: verdicts and findings; text and JSON renderers.
+//! - [`run`]: the orchestrator; [`config`], [`cli`], [`scenario`], [`error`]: the edges.
+//!
+//! Data flows forward only: audits never touch processes, renderers only format a finished
+//! [`report::Report`].
+
+pub mod audit;
+pub mod cli;
+pub mod config;
+pub mod error;
+pub mod evidence;
+pub mod exercise;
+pub mod finding;
+pub mod mcp;
+pub mod observe;
+pub mod report;
+pub mod rpc;
+pub mod run;
+pub mod sandbox;
+pub mod scenario;

@@ -1,0 +1,122 @@
+//! The hintcheck binary: parses the command line, builds the async runtime, runs the
+//! requested command and maps the outcome to the documented exit codes. The sandbox's hidden
+//! re-exec entry point will be dispatched here, before any runtime or thread exists.
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use clap::Parser;
+use hintcheck::cli::{Cli, Command, ExplainArgs, Format, VerifyArgs};
+use hintcheck::config::RunConfig;
+use hintcheck::error::Error;
+use hintcheck::report::{self, exit_code};
+use hintcheck::sandbox::process::become_subreaper;
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let code = if e.use_stderr() { exit_code::USAGE } else { 0 };
+            let _ = e.print();
+            return ExitCode::from(code as u8);
+        }
+    };
+    let code = match cli.command {
+        Command::Explain(a) => explain(&a),
+        Command::Verify(a) => match verify(&a) {
+            Ok(code) => code,
+            Err(e) => {
+                eprintln!("hintcheck: error: {}", hintcheck::run::error_chain(&e));
+                e.exit_code()
+            }
+        },
+    };
+    ExitCode::from(code as u8)
+}
+
+fn explain(a: &ExplainArgs) -> i32 {
+    let mut out = std::io::stdout().lock();
+    match &a.audit {
+        None => {
+            for m in hintcheck::audit::ALL {
+                let _ = writeln!(out, "{:<16} {}", m.id, m.summary);
+            }
+            0
+        }
+        Some(id) => match hintcheck::audit::find(id) {
+            Some(m) => {
+                let _ = writeln!(out, "{} — {}\n\n{}", m.id, m.summary, m.docs);
+                0
+            }
+            None => {
+                let ids: Vec<&str> = hintcheck::audit::ALL.iter().map(|m| m.id).collect();
+                eprintln!("hintcheck: error: no audit named {id:?}; the audits are: {}", ids.join(", "));
+                exit_code::USAGE
+            }
+        },
+    }
+}
+
+fn verify(a: &VerifyArgs) -> Result<i32, Error> {
+    let config = RunConfig::from_verify_args(a)?;
+    let subreaper = become_subreaper();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(Error::Runtime)?;
+    let verification = runtime.block_on(async {
+        let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+        tokio::spawn(async move {
+            use tokio::signal::unix::{SignalKind, signal};
+            let (Ok(mut int), Ok(mut term)) = (signal(SignalKind::interrupt()), signal(SignalKind::terminate())) else {
+                return;
+            };
+            tokio::select! {
+                _ = int.recv() => {}
+                _ = term.recv() => {}
+            }
+            let _ = stop_tx.send(true);
+        });
+        hintcheck::run::verify(&config, stop_rx, subreaper).await
+    });
+    let report = verification.report;
+    let rendered = match config.format {
+        Format::Text => report::text::render(&report),
+        Format::Json => report::json::render(&report),
+    };
+    let mut result = Ok(report.exit_code);
+    if let Some(path) = &config.transcript {
+        let mut lines = String::new();
+        for e in &verification.transcript {
+            lines.push_str(&serde_json::to_string(e).unwrap_or_default());
+            lines.push('\n');
+        }
+        if let Err(source) = std::fs::write(path, lines) {
+            result = Err(Error::Output {
+                what: "the transcript",
+                path: path.clone(),
+                source,
+            });
+        }
+    }
+    match &config.output {
+        Some(path) => {
+            if let Err(source) = std::fs::write(path, &rendered) {
+                // Never lose a report: print it, then fail.
+                let _ = std::io::stdout().lock().write_all(rendered.as_bytes());
+                return Err(Error::Output {
+                    what: "the report",
+                    path: path.clone(),
+                    source,
+                });
+            }
+        }
+        None => {
+            let _ = std::io::stdout().lock().write_all(rendered.as_bytes());
+        }
+    }
+    if result.is_ok() {
+        eprintln!("hintcheck: {} (exit {})", report.exit_reason, report.exit_code);
+    }
+    result
+}

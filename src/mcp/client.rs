@@ -1,0 +1,655 @@
+//! The MCP client of hintcheck: the dual-era handshake (probe `server/discover`, fall back to
+//! `initialize`), the tool inventory with page caps and repeated-cursor detection, and
+//! `tools/call`. It declares no client capabilities and only sends what it chose to send.
+//! Whatever the server does wrong comes back as data ([`ProtocolNote`]), not as an error.
+
+use std::collections::HashSet;
+use std::time::Duration;
+
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use super::tool::{ToolDecl, UnusableTool, parse_tool, sha256_hex, shorten};
+use crate::rpc::framing::{RpcError, json_type_name};
+use crate::rpc::session::{Reply, Session, SessionError};
+
+/// The modern protocol revision we speak.
+pub const MODERN_VERSION: &str = "2026-07-28";
+/// The newest handshake-era revision we speak.
+pub const LEGACY_VERSION: &str = "2025-11-25";
+/// Handshake-era revisions we understand.
+pub const LEGACY_VERSIONS: [&str; 4] = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
+
+/// Which protocol era to use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EraChoice {
+    /// Probe `server/discover`, fall back to `initialize`.
+    Auto,
+    /// Only `server/discover`.
+    Modern,
+    /// Only `initialize`.
+    Legacy,
+}
+
+/// The era the session settled on.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase", tag = "era", content = "version")]
+pub enum Era {
+    /// 2026-07-28 and later: per-request `_meta`, no handshake.
+    Modern(String),
+    /// 2025-11-25 and earlier: `initialize` handshake.
+    Legacy(String),
+}
+
+impl Era {
+    /// The negotiated protocol version.
+    pub fn version(&self) -> &str {
+        match self {
+            Era::Modern(v) | Era::Legacy(v) => v,
+        }
+    }
+}
+
+/// Something the server did that the protocol does not allow or recommend.
+#[derive(Debug, Clone, Serialize)]
+pub struct ProtocolNote {
+    /// Where it happened: `handshake`, `tools/list`, `tools/call <name>`.
+    pub context: String,
+    /// What happened.
+    pub message: String,
+}
+
+/// What the handshake learned.
+#[derive(Debug, Clone, Serialize)]
+pub struct ServerIdentity {
+    /// The era and version.
+    pub era: Era,
+    /// `serverInfo` as sent.
+    pub server_info: Option<Value>,
+    /// The server's capabilities object.
+    pub capabilities: Option<Value>,
+    /// `instructions`, shortened.
+    pub instructions: Option<String>,
+}
+
+/// Why the handshake failed.
+#[derive(Debug, thiserror::Error)]
+pub enum HandshakeError {
+    /// The transport failed (timeout, closed stream).
+    #[error("handshake failed")]
+    Session(#[from] SessionError),
+    /// The server answered with an error.
+    #[error("the server refused {method}: {code} {message}")]
+    Refused {
+        /// The method.
+        method: &'static str,
+        /// The error code.
+        code: i64,
+        /// The error message.
+        message: String,
+    },
+    /// The answer was not a usable result.
+    #[error("the answer to {method} is unusable: {why}")]
+    Unusable {
+        /// The method.
+        method: &'static str,
+        /// Why.
+        why: String,
+    },
+}
+
+/// Timeouts and limits of the client.
+#[derive(Debug, Clone)]
+pub struct ClientOptions {
+    /// Which era to use.
+    pub era: EraChoice,
+    /// How long to wait for `server/discover` before assuming a handshake-era server.
+    pub discover_timeout: Duration,
+    /// How long the handshake (and each `tools/list` page) may take.
+    pub handshake_timeout: Duration,
+    /// Most `tools/list` pages read.
+    pub max_pages: usize,
+    /// Most tools kept.
+    pub max_tools: usize,
+    /// Whether the client declares the `roots` capability.
+    pub offer_roots: bool,
+    /// Most `input_required` rounds answered per modern request.
+    pub max_input_rounds: usize,
+}
+
+impl Default for ClientOptions {
+    fn default() -> Self {
+        Self {
+            era: EraChoice::Auto,
+            discover_timeout: Duration::from_secs(3),
+            handshake_timeout: Duration::from_secs(30),
+            max_pages: 100,
+            max_tools: 10_000,
+            offer_roots: false,
+            max_input_rounds: 4,
+        }
+    }
+}
+
+/// The tools the server listed.
+#[derive(Debug, Clone, Default)]
+pub struct Inventory {
+    /// Usable tools, in listing order.
+    pub tools: Vec<ToolDecl>,
+    /// Listed entries that cannot be called.
+    pub unusable: Vec<UnusableTool>,
+    /// Pages read.
+    pub pages: usize,
+    /// Whether the listing was cut short (page cap, repeated cursor, tool cap, error).
+    pub incomplete: Option<String>,
+    /// SHA-256 over the tool definitions in order.
+    pub sha256: String,
+}
+
+/// How one `tools/call` ended.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "kebab-case", tag = "kind")]
+pub enum CallOutcome {
+    /// A result without `isError: true`.
+    Ok {
+        /// The first text content, shortened.
+        text: String,
+        /// SHA-256 of the result without `_meta`.
+        result_sha256: String,
+    },
+    /// A result with `isError: true`.
+    ToolError {
+        /// The first text content, shortened.
+        text: String,
+        /// SHA-256 of the result without `_meta`.
+        result_sha256: String,
+    },
+    /// A JSON-RPC error response.
+    RpcError {
+        /// The code.
+        code: i64,
+        /// The message, shortened.
+        message: String,
+    },
+    /// No answer within the call timeout.
+    Timeout {
+        /// Milliseconds waited.
+        after_ms: u64,
+    },
+    /// The server's stdout ended before the answer.
+    ServerDied,
+    /// The answer was not a usable `CallToolResult`.
+    Malformed {
+        /// Why.
+        why: String,
+    },
+}
+
+impl CallOutcome {
+    /// Whether the call completed successfully (the tool ran and reported success).
+    pub fn is_success(&self) -> bool {
+        matches!(self, CallOutcome::Ok { .. })
+    }
+
+    /// Whether the server answered at all (success, tool error or JSON-RPC error).
+    pub fn answered(&self) -> bool {
+        matches!(
+            self,
+            CallOutcome::Ok { .. } | CallOutcome::ToolError { .. } | CallOutcome::RpcError { .. } | CallOutcome::Malformed { .. }
+        )
+    }
+
+    /// Short label.
+    pub fn label(&self) -> &'static str {
+        match self {
+            CallOutcome::Ok { .. } => "ok",
+            CallOutcome::ToolError { .. } => "isError",
+            CallOutcome::RpcError { .. } => "json-rpc error",
+            CallOutcome::Timeout { .. } => "timeout",
+            CallOutcome::ServerDied => "server died",
+            CallOutcome::Malformed { .. } => "malformed result",
+        }
+    }
+
+    /// The digest of the result, when there is one.
+    pub fn result_sha256(&self) -> Option<&str> {
+        match self {
+            CallOutcome::Ok { result_sha256, .. } | CallOutcome::ToolError { result_sha256, .. } => Some(result_sha256),
+            _ => None,
+        }
+    }
+}
+
+/// A connected MCP client.
+pub struct McpClient {
+    session: Session,
+    identity: ServerIdentity,
+    options: ClientOptions,
+    notes: Vec<ProtocolNote>,
+}
+
+impl McpClient {
+    /// Performs the handshake over `session`.
+    pub async fn connect(session: Session, options: ClientOptions) -> Result<McpClient, (Session, HandshakeError, Vec<ProtocolNote>)> {
+        let mut notes = Vec::new();
+        let result = handshake(&session, &options, &mut notes).await;
+        match result {
+            Ok(identity) => Ok(McpClient {
+                session,
+                identity,
+                options,
+                notes,
+            }),
+            Err(e) => Err((session, e, notes)),
+        }
+    }
+
+    /// What the handshake learned.
+    pub fn identity(&self) -> &ServerIdentity {
+        &self.identity
+    }
+
+    /// The session underneath.
+    pub fn session(&self) -> &Session {
+        &self.session
+    }
+
+    /// Gives the session back (for shutdown).
+    pub fn into_session(self) -> (Session, Vec<ProtocolNote>) {
+        (self.session, self.notes)
+    }
+
+    /// Protocol problems noticed so far.
+    pub fn take_notes(&mut self) -> Vec<ProtocolNote> {
+        std::mem::take(&mut self.notes)
+    }
+
+    fn params(&self, mut params: Value) -> Value {
+        if let Era::Modern(version) = &self.identity.era {
+            params["_meta"] = modern_meta(version, self.options.offer_roots);
+        }
+        params
+    }
+
+    /// A request; in the modern era `input_required` results carrying only `requestState`
+    /// are retried with a new id, a bounded number of times.
+    async fn request(&mut self, method: &str, params: Value, timeout: Duration) -> Result<Reply, SessionError> {
+        let mut params = self.params(params);
+        let mut rounds = 0;
+        loop {
+            let reply = self.session.request(method, Some(params.clone()), timeout).await?;
+            let Ok(result) = &reply.outcome else { return Ok(reply) };
+            if !matches!(self.identity.era, Era::Modern(_)) {
+                return Ok(reply);
+            }
+            match result.get("resultType").and_then(Value::as_str) {
+                Some("input_required") => {
+                    if result.get("inputRequests").is_some() {
+                        self.notes.push(ProtocolNote {
+                            context: method.into(),
+                            message: "input_required with inputRequests, although hintcheck declared no client capabilities".into(),
+                        });
+                        return Ok(reply);
+                    }
+                    rounds += 1;
+                    if rounds > self.options.max_input_rounds {
+                        self.notes.push(ProtocolNote {
+                            context: method.into(),
+                            message: format!("still input_required after {} rounds", self.options.max_input_rounds),
+                        });
+                        return Ok(reply);
+                    }
+                    params["requestState"] = result.get("requestState").cloned().unwrap_or(Value::Null);
+                }
+                None | Some("complete") => return Ok(reply),
+                Some(other) => {
+                    self.notes.push(ProtocolNote {
+                        context: method.into(),
+                        message: format!("unknown resultType {other:?}"),
+                    });
+                    return Ok(reply);
+                }
+            }
+        }
+    }
+
+    /// Lists every tool, page by page.
+    pub async fn list_tools(&mut self) -> Inventory {
+        let mut inv = Inventory::default();
+        let mut cursors = HashSet::new();
+        let mut cursor: Option<String> = None;
+        let mut raw_all = Vec::new();
+        let mut names = HashSet::new();
+        loop {
+            if inv.pages >= self.options.max_pages {
+                inv.incomplete = Some(format!("stopped after {} pages (page cap)", self.options.max_pages));
+                break;
+            }
+            let params = match &cursor {
+                Some(c) => json!({ "cursor": c }),
+                None => json!({}),
+            };
+            let timeout = self.options.handshake_timeout;
+            let reply = match self.request("tools/list", params, timeout).await {
+                Ok(r) => r,
+                Err(e) => {
+                    inv.incomplete = Some(format!("tools/list failed: {e}"));
+                    break;
+                }
+            };
+            inv.pages += 1;
+            let result = match reply.outcome {
+                Ok(r) => r,
+                Err(e) => {
+                    inv.incomplete = Some(format!("tools/list returned error {} {}", e.code, shorten(&e.message, 200)));
+                    break;
+                }
+            };
+            let Some(tools) = result.get("tools").and_then(Value::as_array) else {
+                inv.incomplete = Some("tools/list result has no tools array".into());
+                break;
+            };
+            for raw in tools {
+                if inv.tools.len() + inv.unusable.len() >= self.options.max_tools {
+                    inv.incomplete = Some(format!("more than {} tools; the rest were not read", self.options.max_tools));
+                    break;
+                }
+                let index = inv.tools.len() + inv.unusable.len();
+                raw_all.push(raw.to_string());
+                match parse_tool(raw, index) {
+                    Ok(tool) => {
+                        if !names.insert(tool.name.clone()) {
+                            inv.unusable.push(UnusableTool {
+                                index,
+                                message: format!("duplicate tool name {:?}; only the first definition is verified", tool.name),
+                                raw: shorten(&raw.to_string(), 300),
+                            });
+                            continue;
+                        }
+                        inv.tools.push(tool);
+                    }
+                    Err(u) => inv.unusable.push(u),
+                }
+            }
+            if inv.incomplete.is_some() {
+                break;
+            }
+            match result.get("nextCursor") {
+                None | Some(Value::Null) => break,
+                Some(Value::String(c)) if c.is_empty() => break,
+                Some(Value::String(c)) => {
+                    if !cursors.insert(c.clone()) {
+                        inv.incomplete = Some(format!("the server repeated cursor {:?}; stopped paging", shorten(c, 80)));
+                        break;
+                    }
+                    cursor = Some(c.clone());
+                }
+                Some(other) => {
+                    inv.incomplete = Some(format!("nextCursor is a {}, not a string", json_type_name(other)));
+                    break;
+                }
+            }
+        }
+        if let Some(why) = &inv.incomplete {
+            self.notes.push(ProtocolNote {
+                context: "tools/list".into(),
+                message: why.clone(),
+            });
+        }
+        inv.sha256 = sha256_hex(raw_all.join("\n").as_bytes());
+        inv
+    }
+
+    /// Calls a tool once.
+    pub async fn call_tool(&mut self, name: &str, arguments: &Value, timeout: Duration) -> CallOutcome {
+        let params = json!({ "name": name, "arguments": arguments });
+        let reply = match self.request("tools/call", params, timeout).await {
+            Ok(r) => r,
+            Err(SessionError::Timeout { after, .. }) => {
+                if matches!(self.identity.era, Era::Legacy(_)) {
+                    let id = self.session.last_id();
+                    self.session
+                        .notify(
+                            "notifications/cancelled",
+                            Some(json!({"requestId": id, "reason": "hintcheck call timeout"})),
+                        )
+                        .await;
+                }
+                return CallOutcome::Timeout {
+                    after_ms: after.as_millis() as u64,
+                };
+            }
+            Err(SessionError::Closed { .. } | SessionError::Write { .. }) => return CallOutcome::ServerDied,
+        };
+        match reply.outcome {
+            Err(RpcError { code, message, .. }) => CallOutcome::RpcError {
+                code,
+                message: shorten(&message, 500),
+            },
+            Ok(result) => interpret_call_result(name, result, &mut self.notes),
+        }
+    }
+}
+
+fn interpret_call_result(name: &str, result: Value, notes: &mut Vec<ProtocolNote>) -> CallOutcome {
+    let Value::Object(mut map) = result else {
+        return CallOutcome::Malformed {
+            why: format!("the result is a {}, not an object", json_type_name(&result)),
+        };
+    };
+    map.remove("_meta");
+    let digest = sha256_hex(Value::Object(map.clone()).to_string().as_bytes());
+    let text = match map.get("content") {
+        Some(Value::Array(items)) => items
+            .iter()
+            .find_map(|i| i.get("text").and_then(Value::as_str))
+            .map(|t| shorten(t, 500))
+            .unwrap_or_default(),
+        Some(_) => {
+            notes.push(ProtocolNote {
+                context: format!("tools/call {name}"),
+                message: "content is not an array".into(),
+            });
+            String::new()
+        }
+        None => {
+            notes.push(ProtocolNote {
+                context: format!("tools/call {name}"),
+                message: "the result has no content array (it is required)".into(),
+            });
+            String::new()
+        }
+    };
+    match map.get("isError") {
+        Some(Value::Bool(true)) => CallOutcome::ToolError {
+            text,
+            result_sha256: digest,
+        },
+        None | Some(Value::Bool(false)) => CallOutcome::Ok {
+            text,
+            result_sha256: digest,
+        },
+        Some(other) => {
+            notes.push(ProtocolNote {
+                context: format!("tools/call {name}"),
+                message: format!("isError is {other}, not a boolean; treated as an error"),
+            });
+            CallOutcome::ToolError {
+                text,
+                result_sha256: digest,
+            }
+        }
+    }
+}
+
+fn client_info() -> Value {
+    json!({"name": "hintcheck", "version": env!("CARGO_PKG_VERSION")})
+}
+
+fn client_capabilities(offer_roots: bool) -> Value {
+    if offer_roots { json!({"roots": {"listChanged": false}}) } else { json!({}) }
+}
+
+fn modern_meta(version: &str, offer_roots: bool) -> Value {
+    json!({
+        "io.modelcontextprotocol/protocolVersion": version,
+        "io.modelcontextprotocol/clientInfo": client_info(),
+        "io.modelcontextprotocol/clientCapabilities": client_capabilities(offer_roots),
+    })
+}
+
+async fn handshake(session: &Session, options: &ClientOptions, notes: &mut Vec<ProtocolNote>) -> Result<ServerIdentity, HandshakeError> {
+    if options.era != EraChoice::Legacy {
+        let timeout = if options.era == EraChoice::Modern {
+            options.handshake_timeout
+        } else {
+            options.discover_timeout
+        };
+        match discover(session, options, timeout, MODERN_VERSION).await {
+            Ok(identity) => return Ok(identity),
+            Err(DiscoverOutcome::WantsVersion(supported)) => {
+                // A modern server that wants another modern version: never fall back.
+                if let Some(v) = supported.iter().find(|v| v.as_str() > LEGACY_VERSION) {
+                    return match discover(session, options, options.handshake_timeout, v).await {
+                        Ok(identity) => Ok(identity),
+                        Err(_) => Err(HandshakeError::Unusable {
+                            method: "server/discover",
+                            why: format!("the server asked for version {v} and then refused it"),
+                        }),
+                    };
+                }
+                notes.push(ProtocolNote {
+                    context: "handshake".into(),
+                    message: format!("server/discover answered -32022 listing only handshake-era versions {supported:?}"),
+                });
+            }
+            Err(DiscoverOutcome::Fatal(e)) => return Err(e),
+            Err(DiscoverOutcome::NotModern(why)) => {
+                if options.era == EraChoice::Modern {
+                    return Err(HandshakeError::Unusable {
+                        method: "server/discover",
+                        why,
+                    });
+                }
+            }
+        }
+    }
+    initialize(session, options, notes).await
+}
+
+enum DiscoverOutcome {
+    WantsVersion(Vec<String>),
+    NotModern(String),
+    Fatal(HandshakeError),
+}
+
+async fn discover(session: &Session, options: &ClientOptions, timeout: Duration, version: &str) -> Result<ServerIdentity, DiscoverOutcome> {
+    let params = json!({"_meta": modern_meta(version, options.offer_roots)});
+    let reply = match session.request("server/discover", Some(params), timeout).await {
+        Ok(r) => r,
+        Err(SessionError::Timeout { .. }) => return Err(DiscoverOutcome::NotModern("no answer to server/discover".into())),
+        Err(e) => return Err(DiscoverOutcome::Fatal(e.into())),
+    };
+    match reply.outcome {
+        Err(e) if e.code == -32022 => {
+            let supported = e
+                .data
+                .as_ref()
+                .and_then(|d| d.get("supported"))
+                .and_then(Value::as_array)
+                .map(|a| a.iter().filter_map(Value::as_str).map(str::to_string).collect())
+                .unwrap_or_default();
+            Err(DiscoverOutcome::WantsVersion(supported))
+        }
+        Err(e) => Err(DiscoverOutcome::NotModern(format!("server/discover answered {} {}", e.code, e.message))),
+        Ok(result) => {
+            let supported: Vec<&str> = result
+                .get("supportedVersions")
+                .and_then(Value::as_array)
+                .map(|a| a.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            if supported.is_empty() {
+                return Err(DiscoverOutcome::NotModern("server/discover result without supportedVersions".into()));
+            }
+            if !supported.contains(&version) {
+                let owned = supported.iter().map(|s| s.to_string()).collect();
+                return Err(DiscoverOutcome::WantsVersion(owned));
+            }
+            Ok(ServerIdentity {
+                era: Era::Modern(version.to_string()),
+                server_info: result
+                    .get("_meta")
+                    .and_then(|m| m.get("io.modelcontextprotocol/serverInfo"))
+                    .cloned()
+                    .or_else(|| result.get("serverInfo").cloned()),
+                capabilities: result.get("capabilities").cloned(),
+                instructions: result.get("instructions").and_then(Value::as_str).map(|s| shorten(s, 2000)),
+            })
+        }
+    }
+}
+
+async fn initialize(session: &Session, options: &ClientOptions, notes: &mut Vec<ProtocolNote>) -> Result<ServerIdentity, HandshakeError> {
+    let params = json!({
+        "protocolVersion": LEGACY_VERSION,
+        "capabilities": client_capabilities(options.offer_roots),
+        "clientInfo": client_info(),
+    });
+    let reply = session.request("initialize", Some(params), options.handshake_timeout).await?;
+    let result = match reply.outcome {
+        Ok(r) => r,
+        Err(e) => {
+            return Err(HandshakeError::Refused {
+                method: "initialize",
+                code: e.code,
+                message: shorten(&e.message, 300),
+            });
+        }
+    };
+    let Some(version) = result.get("protocolVersion").and_then(Value::as_str) else {
+        return Err(HandshakeError::Unusable {
+            method: "initialize",
+            why: "no protocolVersion in the result".into(),
+        });
+    };
+    if !LEGACY_VERSIONS.contains(&version) {
+        notes.push(ProtocolNote {
+            context: "handshake".into(),
+            message: format!("the server chose protocol version {version:?}, which hintcheck does not know; continuing as {LEGACY_VERSION}"),
+        });
+    }
+    session.notify("notifications/initialized", None).await;
+    Ok(ServerIdentity {
+        era: Era::Legacy(version.to_string()),
+        server_info: result.get("serverInfo").cloned(),
+        capabilities: result.get("capabilities").cloned(),
+        instructions: result.get("instructions").and_then(Value::as_str).map(|s| shorten(s, 2000)),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn call_results_are_interpreted_leniently() {
+        let mut notes = Vec::new();
+        let ok = interpret_call_result("t", json!({"content":[{"type":"text","text":"hi"}]}), &mut notes);
+        assert!(matches!(&ok, CallOutcome::Ok { text, .. } if text == "hi"));
+        let err = interpret_call_result("t", json!({"content":[], "isError": true}), &mut notes);
+        assert!(matches!(err, CallOutcome::ToolError { .. }));
+        let odd = interpret_call_result("t", json!({"isError": "yes"}), &mut notes);
+        assert!(matches!(odd, CallOutcome::ToolError { .. }));
+        assert_eq!(notes.len(), 2, "{notes:?}");
+        assert!(matches!(interpret_call_result("t", json!([1]), &mut notes), CallOutcome::Malformed { .. }));
+    }
+
+    #[test]
+    fn meta_is_ignored_in_result_digests() {
+        let mut notes = Vec::new();
+        let a = interpret_call_result("t", json!({"content":[],"_meta":{"x":1}}), &mut notes);
+        let b = interpret_call_result("t", json!({"content":[],"_meta":{"x":2}}), &mut notes);
+        assert_eq!(a.result_sha256(), b.result_sha256());
+    }
+}

@@ -1,0 +1,657 @@
+//! The snapshot observer: walks the scratch directories the server may write (workspace,
+//! HOME, TMPDIR) at every checkpoint and diffs the result against the previous walk, giving
+//! created, appended, overwritten, truncated, deleted, renamed and re-moded paths with sizes
+//! and hashes. The walk never follows symlinks (every open is `O_NOFOLLOW` relative to an
+//! already-open directory), never blocks on FIFOs, and is bounded in entries and depth.
+//! It sees only effects that persist until the checkpoint, not attempts.
+
+use std::collections::{BTreeMap, HashMap};
+use std::io::Read;
+use std::os::fd::{AsFd, OwnedFd};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use rustix::fs::{AtFlags, Dir, FileType, Mode, OFlags};
+use sha2::{Digest, Sha256};
+
+use super::{FileEffect, FileEffectKind, Mechanism, ObjectKind, ObserveError, Observation, Observer, ObserverStatus};
+
+/// A directory tree to watch, shown in reports under `label` (e.g. `$WORKSPACE`).
+#[derive(Debug, Clone)]
+pub struct SnapshotRoot {
+    /// The name shown in reports.
+    pub label: String,
+    /// The real path.
+    pub path: PathBuf,
+}
+
+/// Bounds of one snapshot.
+#[derive(Debug, Clone)]
+pub struct SnapshotLimits {
+    /// Most entries walked over all roots.
+    pub max_entries: usize,
+    /// Deepest directory level walked.
+    pub max_depth: usize,
+    /// Files up to this size keep their content, to tell appends and truncations apart.
+    pub keep_content_bytes: u64,
+    /// Total content kept per snapshot.
+    pub content_budget: u64,
+    /// Files larger than this are not hashed.
+    pub hash_limit: u64,
+    /// Most effects reported per checkpoint.
+    pub max_effects: usize,
+}
+
+impl Default for SnapshotLimits {
+    fn default() -> Self {
+        Self {
+            max_entries: 200_000,
+            max_depth: 64,
+            keep_content_bytes: 1024 * 1024,
+            content_budget: 128 * 1024 * 1024,
+            hash_limit: 1024 * 1024 * 1024,
+            max_effects: 2_000,
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+struct Entry {
+    kind: ObjectKind,
+    mode: u32,
+    size: u64,
+    dev: u64,
+    ino: u64,
+    mtime: (i64, i64),
+    ctime: (i64, i64),
+    sha: Option<[u8; 32]>,
+    content: Option<Arc<[u8]>>,
+    link: Option<Vec<u8>>,
+    /// SHA-256 of the first `n` bytes, where `n` is the size of the previous version of a
+    /// grown file: tells an append from a rewrite when the old content was not kept.
+    prefix_sha: Option<(u64, [u8; 32])>,
+}
+
+impl Entry {
+    fn same_version(&self, other: &Entry) -> bool {
+        self.dev == other.dev
+            && self.ino == other.ino
+            && self.size == other.size
+            && self.mtime == other.mtime
+            && self.ctime == other.ctime
+            && self.kind == other.kind
+    }
+}
+
+type Snapshot = BTreeMap<String, Entry>;
+
+/// Watches directory trees through snapshots.
+pub struct FsSnapshotObserver {
+    roots: Vec<SnapshotRoot>,
+    limits: SnapshotLimits,
+    last: Snapshot,
+    notes: Vec<String>,
+}
+
+impl FsSnapshotObserver {
+    /// Takes the baseline snapshot of `roots`.
+    pub fn new(roots: Vec<SnapshotRoot>, limits: SnapshotLimits) -> Self {
+        let mut me = Self {
+            roots,
+            limits,
+            last: Snapshot::new(),
+            notes: Vec::new(),
+        };
+        me.last = me.take();
+        me
+    }
+
+    fn take(&mut self) -> Snapshot {
+        let mut walk = Walk {
+            limits: &self.limits,
+            previous: &self.last,
+            out: Snapshot::new(),
+            kept_content: 0,
+            truncated: false,
+            notes: Vec::new(),
+        };
+        for root in &self.roots {
+            match rustix::fs::openat(
+                rustix::fs::CWD,
+                &root.path,
+                OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+                Mode::empty(),
+            ) {
+                Ok(fd) => walk.dir(fd, &root.label, 0),
+                Err(e) => walk.notes.push(format!("cannot open {}: {e}", root.label)),
+            }
+        }
+        if walk.truncated {
+            walk.notes.push(format!(
+                "snapshot stopped at {} entries or depth {}; effects beyond were not seen",
+                self.limits.max_entries, self.limits.max_depth
+            ));
+        }
+        self.notes.extend(walk.notes);
+        walk.out
+    }
+}
+
+impl Observer for FsSnapshotObserver {
+    fn checkpoint(&mut self) -> Result<Vec<Observation>, ObserveError> {
+        let now = self.take();
+        let mut effects = diff(&self.last, &now);
+        self.last = now;
+        if effects.len() > self.limits.max_effects {
+            self.notes.push(format!(
+                "{} file effects in one window; only the first {} are listed",
+                effects.len(),
+                self.limits.max_effects
+            ));
+            effects.truncate(self.limits.max_effects);
+        }
+        Ok(effects.into_iter().map(Observation::File).collect())
+    }
+
+    fn status(&self) -> ObserverStatus {
+        ObserverStatus {
+            name: "fs-snapshot".into(),
+            covers: format!(
+                "files under {} (before/after snapshots per window)",
+                self.roots.iter().map(|r| r.label.as_str()).collect::<Vec<_>>().join(", ")
+            ),
+            blind_spots: vec![
+                "writes outside these directories".into(),
+                "write attempts that failed, and files created and removed within one window".into(),
+            ],
+        }
+    }
+
+    fn take_notes(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.notes)
+    }
+}
+
+struct Walk<'a> {
+    limits: &'a SnapshotLimits,
+    previous: &'a Snapshot,
+    out: Snapshot,
+    kept_content: u64,
+    truncated: bool,
+    notes: Vec<String>,
+}
+
+impl Walk<'_> {
+    fn dir(&mut self, fd: OwnedFd, prefix: &str, depth: usize) {
+        if depth >= self.limits.max_depth {
+            self.truncated = true;
+            return;
+        }
+        let mut dir = match Dir::read_from(fd.as_fd()) {
+            Ok(d) => d,
+            Err(e) => {
+                self.notes.push(format!("cannot list {prefix}: {e}"));
+                return;
+            }
+        };
+        let mut names = Vec::new();
+        while let Some(entry) = dir.read() {
+            match entry {
+                Ok(e) => {
+                    let name = e.file_name().to_bytes();
+                    if name != b"." && name != b".." {
+                        names.push(name.to_vec());
+                    }
+                }
+                Err(e) => {
+                    self.notes.push(format!("error listing {prefix}: {e}"));
+                    break;
+                }
+            }
+        }
+        names.sort();
+        for name in names {
+            if self.out.len() >= self.limits.max_entries {
+                self.truncated = true;
+                return;
+            }
+            let display = format!("{prefix}/{}", display_name(&name));
+            let st = match rustix::fs::statat(fd.as_fd(), name.as_slice(), AtFlags::SYMLINK_NOFOLLOW) {
+                Ok(st) => st,
+                Err(e) => {
+                    // Gone since the listing: it simply is not in this snapshot.
+                    if e != rustix::io::Errno::NOENT {
+                        self.notes.push(format!("cannot stat {display}: {e}"));
+                    }
+                    continue;
+                }
+            };
+            let ft = FileType::from_raw_mode(st.st_mode as _);
+            let kind = match ft {
+                FileType::RegularFile => ObjectKind::File,
+                FileType::Directory => ObjectKind::Dir,
+                FileType::Symlink => ObjectKind::Symlink,
+                _ => ObjectKind::Special,
+            };
+            let mut entry = Entry {
+                kind,
+                mode: st.st_mode as u32 & 0o7777,
+                size: if kind == ObjectKind::File { st.st_size as u64 } else { 0 },
+                dev: st.st_dev as u64,
+                ino: st.st_ino as u64,
+                mtime: (st.st_mtime as i64, st.st_mtime_nsec as i64),
+                ctime: (st.st_ctime as i64, st.st_ctime_nsec as i64),
+                sha: None,
+                content: None,
+                link: None,
+                prefix_sha: None,
+            };
+            match kind {
+                ObjectKind::File => self.file(&fd, &name, &display, &mut entry),
+                ObjectKind::Symlink => {
+                    entry.link = rustix::fs::readlinkat(fd.as_fd(), name.as_slice(), Vec::new())
+                        .ok()
+                        .map(|c| c.into_bytes());
+                }
+                ObjectKind::Dir | ObjectKind::Special => {}
+            }
+            self.out.insert(display.clone(), entry);
+            if kind == ObjectKind::Dir {
+                match rustix::fs::openat(
+                    fd.as_fd(),
+                    name.as_slice(),
+                    OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+                    Mode::empty(),
+                ) {
+                    Ok(sub) => self.dir(sub, &display, depth + 1),
+                    Err(e) => self.notes.push(format!("cannot open directory {display}: {e}")),
+                }
+            }
+        }
+    }
+
+    fn file(&mut self, dirfd: &OwnedFd, name: &[u8], display: &str, entry: &mut Entry) {
+        let previous = self.previous.get(display);
+        if let Some(prev) = previous {
+            if prev.same_version(entry) && prev.sha.is_some() {
+                entry.sha = prev.sha;
+                if let Some(c) = &prev.content {
+                    if self.kept_content + c.len() as u64 <= self.limits.content_budget {
+                        self.kept_content += c.len() as u64;
+                        entry.content = Some(c.clone());
+                    }
+                }
+                return;
+            }
+        }
+        if entry.size > self.limits.hash_limit {
+            self.notes.push(format!("{display} is larger than {} bytes; not hashed", self.limits.hash_limit));
+            return;
+        }
+        let fd = match rustix::fs::openat(
+            dirfd.as_fd(),
+            name,
+            OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC | OFlags::NOCTTY,
+            Mode::empty(),
+        ) {
+            Ok(fd) => fd,
+            Err(e) => {
+                self.notes.push(format!("cannot read {display}: {e}"));
+                return;
+            }
+        };
+        match rustix::fs::fstat(&fd) {
+            Ok(st) if FileType::from_raw_mode(st.st_mode as _) == FileType::RegularFile && st.st_ino as u64 == entry.ino => {}
+            _ => return,
+        }
+        let keep = entry.size <= self.limits.keep_content_bytes
+            && self.kept_content + entry.size <= self.limits.content_budget;
+        let mut file = std::fs::File::from(fd);
+        let mut hasher = Sha256::new();
+        let mut prefix = previous
+            .filter(|p| p.kind == ObjectKind::File && p.content.is_none() && p.size > 0 && p.size < entry.size)
+            .map(|p| (p.size, Sha256::new()));
+        let mut kept = Vec::new();
+        let mut buf = vec![0u8; 64 * 1024];
+        let mut total = 0u64;
+        loop {
+            match file.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => {
+                    hasher.update(&buf[..n]);
+                    if let Some((len, h)) = prefix.as_mut() {
+                        let upto = (*len).saturating_sub(total).min(n as u64) as usize;
+                        h.update(&buf[..upto]);
+                    }
+                    total += n as u64;
+                    if keep && total <= self.limits.keep_content_bytes {
+                        kept.extend_from_slice(&buf[..n]);
+                    }
+                    if total > self.limits.hash_limit {
+                        return;
+                    }
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    self.notes.push(format!("error reading {display}: {e}"));
+                    return;
+                }
+            }
+        }
+        // The file may have changed size while we read: what we hashed is what we report.
+        entry.size = total;
+        entry.sha = Some(hasher.finalize().into());
+        entry.prefix_sha = prefix.filter(|(len, _)| *len <= total).map(|(len, h)| (len, h.finalize().into()));
+        if keep && total <= self.limits.keep_content_bytes {
+            self.kept_content += total;
+            entry.content = Some(kept.into());
+        }
+    }
+}
+
+/// A path component for display: UTF-8 as is, other bytes as `\xNN`.
+fn display_name(name: &[u8]) -> String {
+    match std::str::from_utf8(name) {
+        Ok(s) => s.to_string(),
+        Err(_) => name
+            .iter()
+            .map(|&b| if b.is_ascii_graphic() || b == b' ' { (b as char).to_string() } else { format!("\\x{b:02x}") })
+            .collect(),
+    }
+}
+
+fn hex(sha: &Option<[u8; 32]>) -> Option<String> {
+    sha.map(|s| s.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+fn effect(path: &str, kind: FileEffectKind, before: Option<&Entry>, after: Option<&Entry>) -> FileEffect {
+    let object = after.or(before).map(|e| e.kind).unwrap_or(ObjectKind::File);
+    let file_size = |e: Option<&Entry>| e.filter(|e| e.kind == ObjectKind::File).map(|e| e.size);
+    FileEffect {
+        path: path.to_string(),
+        kind,
+        object,
+        size_before: file_size(before),
+        size_after: file_size(after),
+        sha256_before: before.and_then(|e| hex(&e.sha)),
+        sha256_after: after.and_then(|e| hex(&e.sha)),
+        mechanism: Mechanism::Snapshot,
+    }
+}
+
+/// Classifies a change of content of a regular file.
+fn content_change(old: &Entry, new: &Entry) -> Option<FileEffectKind> {
+    let same_content = old.sha.is_some() && old.sha == new.sha;
+    if same_content || (old.sha.is_none() && old.size == new.size && old.mtime == new.mtime) {
+        if old.mode != new.mode {
+            return Some(FileEffectKind::ModeChanged {
+                from: format!("{:o}", old.mode),
+                to: format!("{:o}", new.mode),
+            });
+        }
+        if old.mtime != new.mtime || old.ino != new.ino {
+            return Some(FileEffectKind::Rewritten);
+        }
+        return None;
+    }
+    if new.size > old.size {
+        if let (Some(o), Some(n)) = (&old.content, &new.content) {
+            if n.starts_with(o) {
+                return Some(FileEffectKind::Appended);
+            }
+        }
+        if let (Some((len, prefix)), Some(old_sha)) = (&new.prefix_sha, &old.sha) {
+            if *len == old.size && prefix == old_sha {
+                return Some(FileEffectKind::Appended);
+            }
+        }
+        if old.size == 0 {
+            return Some(FileEffectKind::Appended);
+        }
+        return Some(FileEffectKind::Overwritten);
+    }
+    if new.size < old.size {
+        if new.size == 0 {
+            return Some(FileEffectKind::Truncated);
+        }
+        if let (Some(o), Some(n)) = (&old.content, &new.content) {
+            if o.starts_with(n) {
+                return Some(FileEffectKind::Truncated);
+            }
+        }
+    }
+    Some(FileEffectKind::Overwritten)
+}
+
+fn diff(old: &Snapshot, new: &Snapshot) -> Vec<FileEffect> {
+    let mut effects: Vec<FileEffect> = Vec::new();
+    let mut deleted: BTreeMap<&str, &Entry> = old
+        .iter()
+        .filter(|(p, _)| !new.contains_key(*p))
+        .map(|(p, e)| (p.as_str(), e))
+        .collect();
+    let by_inode: HashMap<(u64, u64), &str> = deleted.iter().map(|(p, e)| ((e.dev, e.ino), *p)).collect();
+    let rename_source = |e: &Entry| -> Option<&str> {
+        let from = by_inode.get(&(e.dev, e.ino))?;
+        let src = old.get(*from)?;
+        // Inode numbers are reused quickly: a rename also keeps the kind and the content.
+        (src.kind == e.kind && (e.kind != ObjectKind::File || src.sha == e.sha)).then_some(*from)
+    };
+    let mut renamed_dirs: Vec<(String, String)> = Vec::new();
+    let mut consumed: Vec<&str> = Vec::new();
+
+    for (path, e) in new {
+        match old.get(path) {
+            None => {
+                if let Some(from) = rename_source(e) {
+                    consumed.push(from);
+                    if e.kind == ObjectKind::Dir {
+                        renamed_dirs.push((from.to_string(), path.clone()));
+                    }
+                    effects.push(effect(
+                        path,
+                        FileEffectKind::Renamed {
+                            from: from.to_string(),
+                            over_existing: false,
+                        },
+                        old.get(from),
+                        Some(e),
+                    ));
+                } else {
+                    effects.push(effect(path, FileEffectKind::Created, None, Some(e)));
+                }
+            }
+            Some(o) => {
+                if o.kind != e.kind {
+                    effects.push(effect(path, FileEffectKind::Replaced, Some(o), Some(e)));
+                    continue;
+                }
+                if (o.dev, o.ino) != (e.dev, e.ino) {
+                    if let Some(from) = rename_source(e) {
+                        consumed.push(from);
+                        effects.push(effect(
+                            path,
+                            FileEffectKind::Renamed {
+                                from: from.to_string(),
+                                over_existing: true,
+                            },
+                            Some(o),
+                            Some(e),
+                        ));
+                        continue;
+                    }
+                }
+                let kind = match e.kind {
+                    ObjectKind::File => content_change(o, e),
+                    ObjectKind::Symlink if o.link != e.link => Some(FileEffectKind::Retargeted),
+                    _ if o.mode != e.mode => Some(FileEffectKind::ModeChanged {
+                        from: format!("{:o}", o.mode),
+                        to: format!("{:o}", e.mode),
+                    }),
+                    _ => None,
+                };
+                if let Some(kind) = kind {
+                    effects.push(effect(path, kind, Some(o), Some(e)));
+                }
+            }
+        }
+    }
+    for from in consumed {
+        deleted.remove(from);
+    }
+    // A deleted directory stands for everything that was under it.
+    let deleted_dirs: Vec<String> = deleted
+        .iter()
+        .filter(|(_, e)| e.kind == ObjectKind::Dir)
+        .map(|(p, _)| format!("{p}/"))
+        .collect();
+    for (path, e) in &deleted {
+        if deleted_dirs.iter().any(|d| path.starts_with(d.as_str())) {
+            continue;
+        }
+        effects.push(effect(path, FileEffectKind::Deleted, Some(e), None));
+    }
+    // Children of a renamed directory moved with it.
+    effects.retain(|f| match &f.kind {
+        FileEffectKind::Renamed { from, .. } => !renamed_dirs.iter().any(|(old_dir, new_dir)| {
+            from.starts_with(&format!("{old_dir}/")) && f.path.starts_with(&format!("{new_dir}/"))
+        }),
+        _ => true,
+    });
+    effects.sort_by(|a, b| a.path.cmp(&b.path));
+    effects
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::fs;
+
+    fn observer(dir: &std::path::Path) -> FsSnapshotObserver {
+        FsSnapshotObserver::new(
+            vec![SnapshotRoot {
+                label: "$W".into(),
+                path: dir.to_path_buf(),
+            }],
+            SnapshotLimits::default(),
+        )
+    }
+
+    fn kinds(o: &mut FsSnapshotObserver) -> Vec<(String, FileEffectKind)> {
+        o.checkpoint()
+            .expect("checkpoint")
+            .into_iter()
+            .filter_map(|o| o.as_file().map(|f| (f.path.clone(), f.kind.clone())))
+            .collect()
+    }
+
+    #[test]
+    fn classifies_every_kind_of_change() {
+        let t = tempfile::tempdir().expect("tempdir");
+        let d = t.path();
+        fs::write(d.join("append.txt"), "one\n").expect("w");
+        fs::write(d.join("over.txt"), "hello world").expect("w");
+        fs::write(d.join("trunc.txt"), "0123456789").expect("w");
+        fs::write(d.join("empty.txt"), "abc").expect("w");
+        fs::write(d.join("gone.txt"), "x").expect("w");
+        fs::write(d.join("move.txt"), "moving").expect("w");
+        fs::write(d.join("src.txt"), "new content").expect("w");
+        fs::write(d.join("dst.txt"), "old content").expect("w");
+        fs::create_dir_all(d.join("olddir/sub")).expect("mkdir");
+        fs::write(d.join("olddir/sub/f"), "f").expect("w");
+        fs::create_dir_all(d.join("rmdir/a")).expect("mkdir");
+        fs::write(d.join("rmdir/a/f"), "f").expect("w");
+        let mut o = observer(d);
+
+        fs::write(d.join("append.txt"), "one\ntwo\n").expect("w");
+        fs::write(d.join("over.txt"), "HELLO").expect("w");
+        fs::write(d.join("trunc.txt"), "01234").expect("w");
+        fs::write(d.join("empty.txt"), "").expect("w");
+        fs::remove_file(d.join("gone.txt")).expect("rm");
+        fs::rename(d.join("move.txt"), d.join("moved.txt")).expect("mv");
+        fs::rename(d.join("src.txt"), d.join("dst.txt")).expect("mv");
+        fs::rename(d.join("olddir"), d.join("newdir")).expect("mv");
+        fs::remove_dir_all(d.join("rmdir")).expect("rm -r");
+        fs::write(d.join("new.txt"), "n").expect("w");
+        let got = kinds(&mut o);
+        let expect = vec![
+            ("$W/append.txt".to_string(), FileEffectKind::Appended),
+            (
+                "$W/dst.txt".into(),
+                FileEffectKind::Renamed {
+                    from: "$W/src.txt".into(),
+                    over_existing: true,
+                },
+            ),
+            ("$W/empty.txt".into(), FileEffectKind::Truncated),
+            ("$W/gone.txt".into(), FileEffectKind::Deleted),
+            (
+                "$W/moved.txt".into(),
+                FileEffectKind::Renamed {
+                    from: "$W/move.txt".into(),
+                    over_existing: false,
+                },
+            ),
+            ("$W/new.txt".into(), FileEffectKind::Created),
+            (
+                "$W/newdir".into(),
+                FileEffectKind::Renamed {
+                    from: "$W/olddir".into(),
+                    over_existing: false,
+                },
+            ),
+            ("$W/over.txt".into(), FileEffectKind::Overwritten),
+            ("$W/rmdir".into(), FileEffectKind::Deleted),
+            ("$W/trunc.txt".into(), FileEffectKind::Truncated),
+        ];
+        assert_eq!(got, expect);
+        assert!(kinds(&mut o).is_empty(), "a second checkpoint without changes is empty");
+    }
+
+    #[test]
+    fn symlinks_are_recorded_not_followed() {
+        let t = tempfile::tempdir().expect("tempdir");
+        let outside = tempfile::tempdir().expect("tempdir");
+        fs::write(outside.path().join("secret"), "s").expect("w");
+        let mut o = observer(t.path());
+        std::os::unix::fs::symlink(outside.path(), t.path().join("escape")).expect("symlink");
+        let got = kinds(&mut o);
+        assert_eq!(got, vec![("$W/escape".to_string(), FileEffectKind::Created)]);
+        fs::write(outside.path().join("secret"), "changed").expect("w");
+        assert!(kinds(&mut o).is_empty(), "nothing under the link target is watched");
+    }
+
+    #[test]
+    fn fifos_do_not_block_the_walk_and_modes_are_seen() {
+        use std::os::unix::fs::PermissionsExt;
+        let t = tempfile::tempdir().expect("tempdir");
+        fs::write(t.path().join("f"), "x").expect("w");
+        let mut o = observer(t.path());
+        rustix::fs::mknodat(rustix::fs::CWD, t.path().join("pipe"), FileType::Fifo, Mode::from_raw_mode(0o600), 0)
+            .expect("mkfifo");
+        fs::set_permissions(t.path().join("f"), fs::Permissions::from_mode(0o600)).expect("chmod");
+        let got = kinds(&mut o);
+        assert_eq!(got.len(), 2, "{got:?}");
+        assert!(matches!(got[0].1, FileEffectKind::ModeChanged { .. }));
+        assert_eq!(got[1], ("$W/pipe".to_string(), FileEffectKind::Created));
+    }
+
+    #[test]
+    fn entry_limit_is_reported() {
+        let t = tempfile::tempdir().expect("tempdir");
+        for i in 0..20 {
+            fs::write(t.path().join(format!("f{i}")), "x").expect("w");
+        }
+        let mut o = FsSnapshotObserver::new(
+            vec![SnapshotRoot {
+                label: "$W".into(),
+                path: t.path().to_path_buf(),
+            }],
+            SnapshotLimits {
+                max_entries: 5,
+                ..Default::default()
+            },
+        );
+        assert!(o.take_notes().iter().any(|n| n.contains("stopped at 5 entries")));
+    }
+}

@@ -1,0 +1,318 @@
+//! The observe stage: what the server did, as records with the mechanism that saw them.
+//! An [`Observer`] is asked for a checkpoint at every window boundary (before and after each
+//! call, after startup, at shutdown); everything it saw since the previous checkpoint belongs
+//! to the window that just ended. [`fs`] provides the snapshot observer of the scratch
+//! directories; the sandbox adds kernel-fed observers behind the same trait.
+
+pub mod fs;
+
+use serde::Serialize;
+
+/// How an observation was made, so a reader can tell what was seen from what was inferred.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Mechanism {
+    /// A before/after snapshot of a directory tree (sees effects that persist, not attempts).
+    Snapshot,
+    /// A system call the server made, seen before the kernel ran it (seccomp notification):
+    /// an attempt, which may have been denied.
+    Attempt,
+    /// A packet seen on the sandbox's network.
+    Packet,
+    /// A DNS question the sandbox's resolver answered.
+    Dns,
+    /// The first bytes of a connection (TLS SNI, HTTP request line).
+    Payload,
+}
+
+/// What happened to one path.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case", tag = "kind")]
+pub enum FileEffectKind {
+    /// A new file, directory or symlink.
+    Created,
+    /// A file that grew and whose old content is a prefix of the new content.
+    Appended,
+    /// A file whose content was replaced.
+    Overwritten,
+    /// A file cut down to a prefix of its old content (or emptied).
+    Truncated,
+    /// A path that existed before and is gone.
+    Deleted,
+    /// A path moved; `over_existing` when it replaced something at the destination.
+    Renamed {
+        /// Where it came from.
+        from: String,
+        /// Whether the destination existed before.
+        over_existing: bool,
+    },
+    /// Only the permission bits changed.
+    ModeChanged {
+        /// Old mode, octal.
+        from: String,
+        /// New mode, octal.
+        to: String,
+    },
+    /// The path now holds a different kind of object (file ↔ directory ↔ symlink).
+    Replaced,
+    /// A symlink now points elsewhere.
+    Retargeted,
+    /// A file written again with identical content (a write, but no change of content).
+    Rewritten,
+}
+
+impl FileEffectKind {
+    /// Whether the effect destroys or replaces content that existed before.
+    pub fn is_destructive(&self) -> bool {
+        match self {
+            FileEffectKind::Overwritten
+            | FileEffectKind::Truncated
+            | FileEffectKind::Deleted
+            | FileEffectKind::Replaced
+            | FileEffectKind::Retargeted => true,
+            FileEffectKind::Renamed { over_existing, .. } => *over_existing,
+            FileEffectKind::Created
+            | FileEffectKind::Appended
+            | FileEffectKind::ModeChanged { .. }
+            | FileEffectKind::Rewritten => false,
+        }
+    }
+
+    /// A short verb for reports.
+    pub fn verb(&self) -> &'static str {
+        match self {
+            FileEffectKind::Created => "created",
+            FileEffectKind::Appended => "appended to",
+            FileEffectKind::Overwritten => "overwrote",
+            FileEffectKind::Truncated => "truncated",
+            FileEffectKind::Deleted => "deleted",
+            FileEffectKind::Renamed { over_existing: true, .. } => "renamed over",
+            FileEffectKind::Renamed { .. } => "renamed to",
+            FileEffectKind::ModeChanged { .. } => "changed mode of",
+            FileEffectKind::Replaced => "replaced",
+            FileEffectKind::Retargeted => "retargeted symlink",
+            FileEffectKind::Rewritten => "rewrote (same content)",
+        }
+    }
+}
+
+/// The kind of object at a path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ObjectKind {
+    /// A regular file.
+    File,
+    /// A directory.
+    Dir,
+    /// A symbolic link.
+    Symlink,
+    /// A FIFO, socket or device node.
+    Special,
+}
+
+/// One effect on the filesystem.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FileEffect {
+    /// The path, relative to a named root: `$WORKSPACE/notes.txt`, `$HOME/.cache/x`.
+    pub path: String,
+    /// What happened.
+    #[serde(flatten)]
+    pub kind: FileEffectKind,
+    /// What the path holds (after the effect, or before a deletion).
+    pub object: ObjectKind,
+    /// Size before, for files.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub size_before: Option<u64>,
+    /// Size after, for files.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub size_after: Option<u64>,
+    /// SHA-256 before, for files.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sha256_before: Option<String>,
+    /// SHA-256 after, for files.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sha256_after: Option<String>,
+    /// How it was seen.
+    pub mechanism: Mechanism,
+}
+
+impl FileEffect {
+    /// One line for humans: `overwrote $WORKSPACE/a.txt (12 → 3 bytes)`.
+    pub fn describe(&self) -> String {
+        let sizes = match (self.size_before, self.size_after) {
+            (Some(a), Some(b)) => format!(" ({a} → {b} bytes)"),
+            (None, Some(b)) if self.object == ObjectKind::File => format!(" ({b} bytes)"),
+            (Some(a), None) => format!(" (was {a} bytes)"),
+            _ => String::new(),
+        };
+        match &self.kind {
+            FileEffectKind::Renamed { from, .. } => format!("{} {} {}{}", from, self.kind.verb(), self.path, sizes),
+            FileEffectKind::ModeChanged { from, to } => format!("changed mode of {} ({from} → {to})", self.path),
+            FileEffectKind::Created if self.object == ObjectKind::Dir => format!("created directory {}", self.path),
+            FileEffectKind::Deleted if self.object == ObjectKind::Dir => format!("deleted directory {}", self.path),
+            kind => format!("{} {}{}", kind.verb(), self.path, sizes),
+        }
+    }
+}
+
+/// What kind of network activity was seen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum NetKind {
+    /// A DNS question.
+    Dns,
+    /// A TCP connection attempt.
+    Connect,
+    /// A UDP datagram.
+    Datagram,
+}
+
+/// One network event.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct NetEvent {
+    /// What happened.
+    pub kind: NetKind,
+    /// Destination address (or the name asked for, for DNS).
+    pub destination: String,
+    /// Destination port.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub port: Option<u16>,
+    /// The DNS name behind the destination, when known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Whether the destination is loopback (127.0.0.0/8, ::1): not open-world evidence.
+    pub loopback: bool,
+    /// How it was seen.
+    pub mechanism: Mechanism,
+}
+
+impl NetEvent {
+    /// One line for humans.
+    pub fn describe(&self) -> String {
+        let port = self.port.map(|p| format!(":{p}")).unwrap_or_default();
+        let name = self.name.as_ref().map(|n| format!(" ({n})")).unwrap_or_default();
+        match self.kind {
+            NetKind::Dns => format!("looked up {}", self.destination),
+            NetKind::Connect => format!("connected to {}{port}{name}", self.destination),
+            NetKind::Datagram => format!("sent a datagram to {}{port}{name}", self.destination),
+        }
+    }
+}
+
+/// One observation.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case", tag = "type")]
+pub enum Observation {
+    /// A filesystem effect.
+    File(FileEffect),
+    /// Network activity.
+    Network(NetEvent),
+}
+
+impl Observation {
+    /// The file effect, if this is one.
+    pub fn as_file(&self) -> Option<&FileEffect> {
+        match self {
+            Observation::File(f) => Some(f),
+            Observation::Network(_) => None,
+        }
+    }
+
+    /// The network event, if this is one.
+    pub fn as_network(&self) -> Option<&NetEvent> {
+        match self {
+            Observation::Network(n) => Some(n),
+            Observation::File(_) => None,
+        }
+    }
+
+    /// One line for humans.
+    pub fn describe(&self) -> String {
+        match self {
+            Observation::File(f) => f.describe(),
+            Observation::Network(n) => n.describe(),
+        }
+    }
+}
+
+/// What one observer covers, for the report's coverage section.
+#[derive(Debug, Clone, Serialize)]
+pub struct ObserverStatus {
+    /// The observer's name.
+    pub name: String,
+    /// What it watches.
+    pub covers: String,
+    /// What it cannot see.
+    pub blind_spots: Vec<String>,
+}
+
+/// Errors of an observer. They are reported, never fatal to the run.
+#[derive(Debug, thiserror::Error)]
+pub enum ObserveError {
+    /// A snapshot could not read something.
+    #[error("snapshot of {root} failed")]
+    Snapshot {
+        /// The root being walked.
+        root: String,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// A source of observations.
+pub trait Observer: Send {
+    /// What it sees since the previous checkpoint.
+    fn checkpoint(&mut self) -> Result<Vec<Observation>, ObserveError>;
+    /// What it covers.
+    fn status(&self) -> ObserverStatus;
+    /// Notes collected while observing (limits hit, unreadable entries).
+    fn take_notes(&mut self) -> Vec<String>;
+}
+
+/// All observers of a run.
+pub struct Recorder {
+    observers: Vec<Box<dyn Observer>>,
+    notes: Vec<String>,
+}
+
+impl Recorder {
+    /// A recorder over the given observers.
+    pub fn new(observers: Vec<Box<dyn Observer>>) -> Self {
+        Self {
+            observers,
+            notes: Vec::new(),
+        }
+    }
+
+    /// Everything seen since the last checkpoint, in observer order.
+    pub fn checkpoint(&mut self) -> Vec<Observation> {
+        let mut out = Vec::new();
+        for o in &mut self.observers {
+            match o.checkpoint() {
+                Ok(obs) => out.extend(obs),
+                Err(e) => {
+                    let mut msg = e.to_string();
+                    let mut src = std::error::Error::source(&e);
+                    while let Some(s) = src {
+                        msg.push_str(&format!(": {s}"));
+                        src = s.source();
+                    }
+                    self.notes.push(msg);
+                }
+            }
+            self.notes.extend(o.take_notes());
+        }
+        out
+    }
+
+    /// Status of every observer.
+    pub fn statuses(&self) -> Vec<ObserverStatus> {
+        self.observers.iter().map(|o| o.status()).collect()
+    }
+
+    /// Notes collected so far.
+    pub fn take_notes(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.notes)
+    }
+}

@@ -1,0 +1,436 @@
+//! The JSON report, version 1. These DTOs are frozen: they are the machine-readable contract
+//! and change only with `schema_version`, independently of the internal types they are built
+//! from. Strings from the server are passed through as JSON strings (JSON escaping makes them
+//! safe); nothing here decides anything.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::Report;
+use crate::evidence::CallRecord;
+use crate::finding::{Evidence, Finding, HintVerdict, Suggestion};
+use crate::observe::{Observation, ObserverStatus};
+
+/// The version of this format.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// The top-level object.
+#[derive(Debug, Serialize)]
+pub struct ReportV1<'a> {
+    schema_version: u32,
+    hintcheck_version: &'a str,
+    started_unix_ms: u64,
+    duration_ms: u64,
+    exit_code: i32,
+    exit_reason: &'a str,
+    partial: Option<&'a str>,
+    summary: SummaryV1,
+    server: ServerV1<'a>,
+    sandbox: SandboxV1<'a>,
+    coverage: CoverageV1<'a>,
+    settings: SettingsV1<'a>,
+    seeded: &'a [String],
+    tools: Vec<ToolV1<'a>>,
+    out_of_window: Vec<PhaseV1<'a>>,
+    findings: Vec<FindingV1<'a>>,
+    wire: WireV1<'a>,
+    notes: &'a [String],
+}
+
+#[derive(Debug, Serialize)]
+struct SummaryV1 {
+    tools: usize,
+    contradicted: usize,
+    consistent: usize,
+    unexercised: usize,
+    not_applicable: usize,
+    findings_by_severity: BTreeMap<&'static str, usize>,
+}
+
+#[derive(Debug, Serialize)]
+struct ServerV1<'a> {
+    command: &'a [String],
+    era: Option<&'a str>,
+    protocol_version: Option<&'a str>,
+    server_info: Option<&'a Value>,
+    instructions: Option<&'a str>,
+    start_error: Option<&'a str>,
+    restarts: usize,
+    exits: Vec<ExitV1<'a>>,
+    stderr: &'a str,
+    stderr_bytes: u64,
+    tools_sha256: Option<&'a str>,
+}
+
+#[derive(Debug, Serialize)]
+struct ExitV1<'a> {
+    code: Option<i32>,
+    signal: Option<i32>,
+    how: &'a str,
+    stragglers_killed: &'a [String],
+}
+
+#[derive(Debug, Serialize)]
+struct SandboxV1<'a> {
+    level: &'a str,
+    summary: &'a str,
+    enforced: &'a [String],
+    not_enforced: &'a [String],
+}
+
+#[derive(Debug, Serialize)]
+struct CoverageV1<'a> {
+    files_observed: bool,
+    network_observed: bool,
+    observers: Vec<ObserverV1<'a>>,
+    tools_listed: usize,
+    tools_succeeded: usize,
+    tools_failed: usize,
+    tools_skipped: usize,
+    tools_not_called: usize,
+    calls: usize,
+    inventory_incomplete: Option<&'a str>,
+}
+
+#[derive(Debug, Serialize)]
+struct ObserverV1<'a> {
+    name: &'a str,
+    covers: &'a str,
+    blind_spots: &'a [String],
+}
+
+#[derive(Debug, Serialize)]
+struct SettingsV1<'a> {
+    repeat: usize,
+    seed: u64,
+    settle_ms: u64,
+    call_timeout_ms: u64,
+    era: &'a str,
+    roots: &'a str,
+}
+
+#[derive(Debug, Serialize)]
+struct ToolV1<'a> {
+    name: &'a str,
+    title: Option<&'a str>,
+    description: Option<&'a str>,
+    index: usize,
+    definition_sha256: &'a str,
+    declared: &'a BTreeMap<&'static str, String>,
+    skipped: Option<&'a str>,
+    arguments: &'a Value,
+    arguments_overridden: &'a [String],
+    synthesis_notes: &'a [String],
+    calls: Vec<CallV1<'a>>,
+    verdicts: Vec<VerdictV1<'a>>,
+    suggestions: Vec<SuggestionV1<'a>>,
+}
+
+#[derive(Debug, Serialize)]
+struct CallV1<'a> {
+    number: usize,
+    outcome: &'a str,
+    detail: Value,
+    started_ms: u64,
+    duration_ms: u64,
+    wire_anomalies: usize,
+    observations: Vec<ObservationV1<'a>>,
+}
+
+/// Observations keep their own serialization (kind, mechanism, paths): it is part of v1.
+#[derive(Debug, Serialize)]
+struct ObservationV1<'a> {
+    description: String,
+    #[serde(flatten)]
+    record: &'a Observation,
+}
+
+#[derive(Debug, Serialize)]
+struct VerdictV1<'a> {
+    hint: &'static str,
+    declared: &'a str,
+    verdict: &'static str,
+    reason: &'a str,
+    audit: &'a str,
+    evidence: Vec<EvidenceV1<'a>>,
+}
+
+#[derive(Debug, Serialize)]
+struct EvidenceV1<'a> {
+    source: &'a str,
+    text: &'a str,
+}
+
+#[derive(Debug, Serialize)]
+struct SuggestionV1<'a> {
+    hint: &'static str,
+    value: bool,
+    basis: &'static str,
+    reason: &'a str,
+}
+
+#[derive(Debug, Serialize)]
+struct FindingV1<'a> {
+    audit: &'a str,
+    tool: Option<&'a str>,
+    hint: Option<&'static str>,
+    severity: &'static str,
+    confidence: &'static str,
+    message: &'a str,
+    evidence: Vec<EvidenceV1<'a>>,
+}
+
+#[derive(Debug, Serialize)]
+struct PhaseV1<'a> {
+    phase: &'static str,
+    after_tool: Option<&'a str>,
+    description: String,
+    observation: &'a Observation,
+}
+
+#[derive(Debug, Serialize)]
+struct WireV1<'a> {
+    lines_sent: u64,
+    lines_received: u64,
+    garbage_lines: u64,
+    unknown_id_responses: u64,
+    server_requests: Vec<ServerRequestV1<'a>>,
+    notifications: &'a BTreeMap<String, usize>,
+}
+
+#[derive(Debug, Serialize)]
+struct ServerRequestV1<'a> {
+    method: &'a str,
+    answer: &'a str,
+}
+
+fn evidence(e: &[Evidence]) -> Vec<EvidenceV1<'_>> {
+    e.iter()
+        .map(|e| EvidenceV1 {
+            source: &e.source,
+            text: &e.text,
+        })
+        .collect()
+}
+
+fn call(c: &CallRecord) -> CallV1<'_> {
+    let mut detail = serde_json::to_value(&c.outcome).unwrap_or(Value::Null);
+    if let Value::Object(m) = &mut detail {
+        m.remove("kind");
+    }
+    CallV1 {
+        number: c.number,
+        outcome: c.outcome.label(),
+        detail,
+        started_ms: c.started_ms,
+        duration_ms: c.duration_ms,
+        wire_anomalies: c.wire_anomalies,
+        observations: c
+            .observations
+            .iter()
+            .map(|o| ObservationV1 {
+                description: o.describe(),
+                record: o,
+            })
+            .collect(),
+    }
+}
+
+fn verdict(v: &HintVerdict) -> VerdictV1<'_> {
+    VerdictV1 {
+        hint: v.hint.key(),
+        declared: &v.declared,
+        verdict: v.verdict.as_str(),
+        reason: &v.reason,
+        audit: v.audit,
+        evidence: evidence(&v.evidence),
+    }
+}
+
+fn suggestion(s: &Suggestion) -> SuggestionV1<'_> {
+    SuggestionV1 {
+        hint: s.hint.key(),
+        value: s.value,
+        basis: match s.basis {
+            crate::finding::SuggestionBasis::Observed => "observed",
+            crate::finding::SuggestionBasis::Consistent => "consistent",
+        },
+        reason: &s.reason,
+    }
+}
+
+fn finding(f: &Finding) -> FindingV1<'_> {
+    FindingV1 {
+        audit: f.audit,
+        tool: f.tool.as_deref(),
+        hint: f.hint.map(|h| h.key()),
+        severity: match f.severity {
+            crate::finding::Severity::Error => "error",
+            crate::finding::Severity::Warning => "warning",
+            crate::finding::Severity::Note => "note",
+        },
+        confidence: match f.confidence {
+            crate::finding::Confidence::High => "high",
+            crate::finding::Confidence::Medium => "medium",
+            crate::finding::Confidence::Low => "low",
+        },
+        message: &f.message,
+        evidence: evidence(&f.evidence),
+    }
+}
+
+fn observer(o: &ObserverStatus) -> ObserverV1<'_> {
+    ObserverV1 {
+        name: &o.name,
+        covers: &o.covers,
+        blind_spots: &o.blind_spots,
+    }
+}
+
+/// Builds the v1 DTO of a report.
+pub fn to_v1(r: &Report) -> ReportV1<'_> {
+    let mut summary = SummaryV1 {
+        tools: r.tools.len(),
+        contradicted: 0,
+        consistent: 0,
+        unexercised: 0,
+        not_applicable: 0,
+        findings_by_severity: BTreeMap::new(),
+    };
+    for v in r.tools.iter().flat_map(|t| &t.verdicts) {
+        match v.verdict {
+            crate::finding::Verdict::Contradicted => summary.contradicted += 1,
+            crate::finding::Verdict::Consistent => summary.consistent += 1,
+            crate::finding::Verdict::Unexercised => summary.unexercised += 1,
+            crate::finding::Verdict::NotApplicable => summary.not_applicable += 1,
+        }
+    }
+    for f in &r.findings {
+        *summary.findings_by_severity.entry(finding(f).severity).or_default() += 1;
+    }
+    let identity = r.server.identity.as_ref();
+    ReportV1 {
+        schema_version: SCHEMA_VERSION,
+        hintcheck_version: &r.hintcheck_version,
+        started_unix_ms: r.started_unix_ms,
+        duration_ms: r.duration_ms,
+        exit_code: r.exit_code,
+        exit_reason: &r.exit_reason,
+        partial: r.partial.as_deref(),
+        summary,
+        server: ServerV1 {
+            command: &r.server.command,
+            era: identity.map(|i| match i.era {
+                crate::mcp::client::Era::Modern(_) => "modern",
+                crate::mcp::client::Era::Legacy(_) => "legacy",
+            }),
+            protocol_version: identity.map(|i| i.era.version()),
+            server_info: identity.and_then(|i| i.server_info.as_ref()),
+            instructions: identity.and_then(|i| i.instructions.as_deref()),
+            start_error: r.server.start_error.as_deref(),
+            restarts: r.server.restarts,
+            exits: r
+                .server
+                .exits
+                .iter()
+                .map(|e| ExitV1 {
+                    code: e.code,
+                    signal: e.signal,
+                    how: &e.how,
+                    stragglers_killed: &e.stragglers_killed,
+                })
+                .collect(),
+            stderr: &r.server.stderr,
+            stderr_bytes: r.server.stderr_bytes,
+            tools_sha256: r.server.tools_sha256.as_deref(),
+        },
+        sandbox: SandboxV1 {
+            level: &r.sandbox.level,
+            summary: &r.sandbox.summary,
+            enforced: &r.sandbox.enforced,
+            not_enforced: &r.sandbox.not_enforced,
+        },
+        coverage: CoverageV1 {
+            files_observed: r.coverage.files_observed,
+            network_observed: r.coverage.network_observed,
+            observers: r.coverage.observers.iter().map(observer).collect(),
+            tools_listed: r.coverage.tools_listed,
+            tools_succeeded: r.coverage.tools_succeeded,
+            tools_failed: r.coverage.tools_failed,
+            tools_skipped: r.coverage.tools_skipped,
+            tools_not_called: r.coverage.tools_not_called,
+            calls: r.coverage.calls,
+            inventory_incomplete: r.coverage.inventory_incomplete.as_deref(),
+        },
+        settings: SettingsV1 {
+            repeat: r.settings.repeat,
+            seed: r.settings.seed,
+            settle_ms: r.settings.settle_ms,
+            call_timeout_ms: r.settings.call_timeout_ms,
+            era: &r.settings.era,
+            roots: &r.settings.roots,
+        },
+        seeded: &r.seeded,
+        tools: r
+            .tools
+            .iter()
+            .map(|t| ToolV1 {
+                name: &t.name,
+                title: t.title.as_deref(),
+                description: t.description.as_deref(),
+                index: t.index,
+                definition_sha256: &t.definition_sha256,
+                declared: &t.declared,
+                skipped: t.skipped.as_deref(),
+                arguments: &t.arguments,
+                arguments_overridden: &t.overridden,
+                synthesis_notes: &t.synthesis_notes,
+                calls: t.calls.iter().map(call).collect(),
+                verdicts: t.verdicts.iter().map(verdict).collect(),
+                suggestions: t.suggestions.iter().map(suggestion).collect(),
+            })
+            .collect(),
+        out_of_window: r
+            .phases
+            .iter()
+            .map(|p| PhaseV1 {
+                phase: match p.phase {
+                    crate::evidence::Phase::Startup => "startup",
+                    crate::evidence::Phase::Idle => "idle",
+                    crate::evidence::Phase::Shutdown => "shutdown",
+                },
+                after_tool: p.after_tool.as_deref(),
+                description: p.observation.describe(),
+                observation: &p.observation,
+            })
+            .collect(),
+        findings: r.findings.iter().map(finding).collect(),
+        wire: WireV1 {
+            lines_sent: r.wire.stats.sent,
+            lines_received: r.wire.stats.received,
+            garbage_lines: r.wire.stats.garbage,
+            unknown_id_responses: r.wire.stats.unknown_id,
+            server_requests: r
+                .wire
+                .server_requests
+                .iter()
+                .take(200)
+                .map(|s| ServerRequestV1 {
+                    method: &s.method,
+                    answer: &s.answer,
+                })
+                .collect(),
+            notifications: &r.wire.notifications,
+        },
+        notes: &r.notes,
+    }
+}
+
+/// Renders the report as pretty JSON.
+pub fn render(r: &Report) -> String {
+    let mut s = serde_json::to_string_pretty(&to_v1(r)).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"));
+    s.push('\n');
+    s
+}

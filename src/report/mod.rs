@@ -1,0 +1,214 @@
+//! The render stage's input: [`Report`], a finished account of one run (server, sandbox,
+//! coverage, per-tool calls and verdicts, findings), and the renderers ([`text`], [`json`]).
+//! Renderers only format; every decision was made before a `Report` exists.
+
+pub mod json;
+pub mod text;
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+use crate::evidence::{CallRecord, PhaseObservation};
+use crate::finding::{Finding, HintVerdict, Suggestion, Verdict};
+use crate::mcp::client::ServerIdentity;
+use crate::observe::ObserverStatus;
+use crate::rpc::session::ServerRequestRecord;
+use crate::rpc::transcript::TranscriptStats;
+use crate::sandbox::SandboxStatus;
+use crate::sandbox::process::ExitSummary;
+
+/// One run, finished.
+#[derive(Debug, Clone)]
+pub struct Report {
+    /// hintcheck's version.
+    pub hintcheck_version: String,
+    /// Start of the run, milliseconds since the Unix epoch.
+    pub started_unix_ms: u64,
+    /// Wall time of the run.
+    pub duration_ms: u64,
+    /// The server.
+    pub server: ServerSummary,
+    /// What was enforced.
+    pub sandbox: SandboxStatus,
+    /// What was observed and exercised.
+    pub coverage: CoverageSummary,
+    /// Per tool, in listing order.
+    pub tools: Vec<ToolReport>,
+    /// Observations outside every call window.
+    pub phases: Vec<PhaseObservation>,
+    /// Every finding.
+    pub findings: Vec<Finding>,
+    /// Wire statistics.
+    pub wire: WireSummary,
+    /// The settings in force.
+    pub settings: Settings,
+    /// Paths seeded into the workspace.
+    pub seeded: Vec<String>,
+    /// Notes about the run itself (observer limits, cleanup problems).
+    pub notes: Vec<String>,
+    /// The exit code hintcheck returns.
+    pub exit_code: i32,
+    /// Why, in one line.
+    pub exit_reason: String,
+    /// Set when the run stopped early (timeout, interruption).
+    pub partial: Option<String>,
+}
+
+/// The server as seen by the run.
+#[derive(Debug, Clone)]
+pub struct ServerSummary {
+    /// The command as given (placeholders substituted).
+    pub command: Vec<String>,
+    /// What the handshake learned.
+    pub identity: Option<ServerIdentity>,
+    /// Why the server could not be started or greeted, if so.
+    pub start_error: Option<String>,
+    /// How each server process ended (more than one after restarts).
+    pub exits: Vec<ExitSummary>,
+    /// How often the server was restarted after a crash or a hung call.
+    pub restarts: usize,
+    /// The kept part of stderr.
+    pub stderr: String,
+    /// Total stderr bytes.
+    pub stderr_bytes: u64,
+    /// SHA-256 over the tool definitions.
+    pub tools_sha256: Option<String>,
+}
+
+/// Coverage of the run.
+#[derive(Debug, Clone, Default)]
+pub struct CoverageSummary {
+    /// The observers and what they see.
+    pub observers: Vec<ObserverStatus>,
+    /// Whether file effects were observed.
+    pub files_observed: bool,
+    /// Whether network activity was observed.
+    pub network_observed: bool,
+    /// Tools listed (usable).
+    pub tools_listed: usize,
+    /// Tools with at least one successful call.
+    pub tools_succeeded: usize,
+    /// Tools called whose calls all failed.
+    pub tools_failed: usize,
+    /// Tools skipped on purpose.
+    pub tools_skipped: usize,
+    /// Tools never called (run stopped, server could not be restarted).
+    pub tools_not_called: usize,
+    /// Calls made.
+    pub calls: usize,
+    /// Set when the tool listing was incomplete.
+    pub inventory_incomplete: Option<String>,
+}
+
+/// Wire statistics.
+#[derive(Debug, Clone, Default)]
+pub struct WireSummary {
+    /// Line counts.
+    pub stats: TranscriptStats,
+    /// Requests the server sent us.
+    pub server_requests: Vec<ServerRequestRecord>,
+    /// Notifications received, per method.
+    pub notifications: BTreeMap<String, usize>,
+}
+
+/// Settings in force.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// Calls per tool.
+    pub repeat: usize,
+    /// Synthesis seed.
+    pub seed: u64,
+    /// Settle period.
+    pub settle_ms: u64,
+    /// Per-call timeout.
+    pub call_timeout_ms: u64,
+    /// Era choice.
+    pub era: String,
+    /// Roots offered.
+    pub roots: String,
+}
+
+/// One tool.
+#[derive(Debug, Clone)]
+pub struct ToolReport {
+    /// Name.
+    pub name: String,
+    /// Title.
+    pub title: Option<String>,
+    /// Description (shortened).
+    pub description: Option<String>,
+    /// Position in the listing.
+    pub index: usize,
+    /// SHA-256 of the definition.
+    pub definition_sha256: String,
+    /// Declared hints, described (`true`, `absent`, …), by wire name.
+    pub declared: BTreeMap<&'static str, String>,
+    /// Why it was not called.
+    pub skipped: Option<String>,
+    /// The arguments used.
+    pub arguments: Value,
+    /// Synthesis notes.
+    pub synthesis_notes: Vec<String>,
+    /// Argument names given by the user.
+    pub overridden: Vec<String>,
+    /// The calls.
+    pub calls: Vec<CallRecord>,
+    /// One verdict per hint.
+    pub verdicts: Vec<HintVerdict>,
+    /// Suggestions for absent hints.
+    pub suggestions: Vec<Suggestion>,
+}
+
+impl ToolReport {
+    /// Whether any hint is contradicted.
+    pub fn contradicted(&self) -> bool {
+        self.verdicts.iter().any(|v| v.verdict == Verdict::Contradicted)
+    }
+}
+
+/// Replaces control characters (and bidirectional overrides) in untrusted text with visible
+/// escapes, so that a server cannot move the cursor, clear the screen or reorder text.
+pub fn escape_untrusted(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            '\r' => out.push_str("\\r"),
+            c if c.is_control() => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
+            '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{feff}' => {
+                out.push_str(&format!("\\u{{{:x}}}", c as u32))
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Exit codes, documented in one place (also in the README).
+pub mod exit_code {
+    /// The run completed and no declared hint was contradicted.
+    pub const OK: i32 = 0;
+    /// At least one declared hint was contradicted.
+    pub const CONTRADICTIONS: i32 = 1;
+    /// Usage or input error (bad flag, unreadable scenario).
+    pub const USAGE: i32 = 2;
+    /// Harness error: the server could not be started or greeted, or the report could not be
+    /// written. Errors outrank findings.
+    pub const HARNESS: i32 = 3;
+    /// Nothing was verified: no tool, or no call succeeded. Never looks clean.
+    pub const NOTHING_VERIFIED: i32 = 4;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escapes_terminal_controls_and_bidi() {
+        assert_eq!(escape_untrusted("a\x1b[2Jb"), "a\\u{1b}[2Jb");
+        assert_eq!(escape_untrusted("x\u{202e}y\nz"), "x\\u{202e}y\\nz");
+        assert_eq!(escape_untrusted("naïve ✓"), "naïve ✓");
+    }
+}

@@ -1,0 +1,157 @@
+//! The human report: per tool the declared hints, verdicts and evidence, then findings,
+//! out-of-window effects, coverage and the result. Every string that came from the server
+//! goes through [`escape_untrusted`] first.
+
+use std::fmt::Write;
+
+use super::{Report, escape_untrusted as esc};
+use crate::finding::{Severity, SuggestionBasis, Verdict};
+
+/// Renders the report as text.
+pub fn render(r: &Report) -> String {
+    let mut o = String::new();
+    let _ = write_report(&mut o, r);
+    o
+}
+
+fn write_report(o: &mut String, r: &Report) -> std::fmt::Result {
+    writeln!(o, "hintcheck {} — {}", r.hintcheck_version, esc(&r.server.command.join(" ")))?;
+    if let Some(id) = &r.server.identity {
+        let info = id
+            .server_info
+            .as_ref()
+            .map(|i| {
+                let name = i.get("name").and_then(|v| v.as_str()).unwrap_or("?");
+                let version = i.get("version").and_then(|v| v.as_str()).unwrap_or("");
+                esc(&format!("{name} {version}").trim().to_string())
+            })
+            .unwrap_or_else(|| "unnamed server".into());
+        let era = match &id.era {
+            crate::mcp::client::Era::Modern(v) => format!("modern era, {v}"),
+            crate::mcp::client::Era::Legacy(v) => format!("handshake era, {}", esc(v)),
+        };
+        writeln!(
+            o,
+            "server:   {info} ({era}) · {} tools · {} calls · {:.1}s",
+            r.coverage.tools_listed,
+            r.coverage.calls,
+            r.duration_ms as f64 / 1000.0
+        )?;
+    }
+    if let Some(e) = &r.server.start_error {
+        writeln!(o, "server:   could not be verified: {}", esc(e))?;
+    }
+    writeln!(o, "sandbox:  {} — {}", r.sandbox.level, r.sandbox.summary)?;
+    for obs in &r.coverage.observers {
+        writeln!(o, "observed: {} [{}]", obs.covers, obs.name)?;
+    }
+    if !r.coverage.network_observed {
+        writeln!(o, "observed: network activity was NOT observed")?;
+    }
+    if !r.seeded.is_empty() {
+        writeln!(o, "seeded:   {} path(s) into $WORKSPACE", r.seeded.len())?;
+    }
+    if let Some(p) = &r.partial {
+        writeln!(o, "PARTIAL:  {p}")?;
+    }
+    for t in &r.tools {
+        writeln!(o)?;
+        let mark = if t.contradicted() {
+            "✗"
+        } else if t.skipped.is_some() {
+            "-"
+        } else if t.calls.iter().any(|c| c.outcome.is_success()) {
+            "✓"
+        } else {
+            "?"
+        };
+        writeln!(o, "{mark} {}", esc(&t.name))?;
+        if let Some(s) = &t.skipped {
+            writeln!(o, "    skipped: {}", esc(s))?;
+            continue;
+        }
+        for v in &t.verdicts {
+            let tag = match v.verdict {
+                Verdict::Contradicted => "CONTRADICTED",
+                Verdict::Consistent => "consistent",
+                Verdict::Unexercised => "unexercised",
+                Verdict::NotApplicable => "n/a",
+            };
+            writeln!(o, "    {:<16} {:<8} {:<13} {}", v.hint.key(), esc(&v.declared), tag, esc(&v.reason))?;
+            for e in &v.evidence {
+                writeln!(o, "        {}: {}", e.source, esc(&e.text))?;
+            }
+        }
+        let calls: Vec<String> = t
+            .calls
+            .iter()
+            .map(|c| format!("{} {} ({} ms)", c.label(), c.outcome.label(), c.duration_ms))
+            .collect();
+        writeln!(o, "    calls:     {}", calls.join(", "))?;
+        if let Some(first) = t.calls.iter().find(|c| !c.outcome.is_success()) {
+            let detail = match &first.outcome {
+                crate::mcp::client::CallOutcome::ToolError { text, .. } => Some(text.clone()),
+                crate::mcp::client::CallOutcome::RpcError { code, message } => Some(format!("{code} {message}")),
+                crate::mcp::client::CallOutcome::Malformed { why } => Some(why.clone()),
+                _ => None,
+            };
+            if let Some(d) = detail {
+                writeln!(o, "    {}: {}", first.label(), esc(&crate::mcp::tool::shorten(&d, 200)))?;
+            }
+        }
+        let args = serde_json::to_string(&t.arguments).unwrap_or_default();
+        writeln!(o, "    arguments: {}", esc(&crate::mcp::tool::shorten(&args, 300)))?;
+        for n in t.synthesis_notes.iter().take(3) {
+            writeln!(o, "    note:      {}", esc(n))?;
+        }
+        for s in &t.suggestions {
+            let basis = match s.basis {
+                SuggestionBasis::Observed => "observed",
+                SuggestionBasis::Consistent => "consistent with what was exercised",
+            };
+            writeln!(o, "    suggest:   {}: {} ({basis}: {})", s.hint.key(), s.value, esc(&s.reason))?;
+        }
+    }
+    let listed: Vec<_> = r.findings.iter().filter(|f| f.hint.is_none()).collect();
+    if !listed.is_empty() {
+        writeln!(o, "\nfindings:")?;
+        for f in listed {
+            let sev = match f.severity {
+                Severity::Error => "error",
+                Severity::Warning => "warning",
+                Severity::Note => "note",
+            };
+            writeln!(o, "  [{sev}] {}: {}", f.audit, esc(&f.message))?;
+            for e in f.evidence.iter().take(5) {
+                writeln!(o, "      {}: {}", esc(&e.source), esc(&e.text))?;
+            }
+        }
+    }
+    if !r.server.exits.iter().all(|e| e.stragglers_killed.is_empty()) {
+        writeln!(o, "\nleft running by the server and killed:")?;
+        for s in r.server.exits.iter().flat_map(|e| &e.stragglers_killed) {
+            writeln!(o, "  {}", esc(s))?;
+        }
+    }
+    let c = &r.coverage;
+    writeln!(o, "\ncoverage: {} tool(s) listed: {} with a successful call, {} with only failed calls, {} skipped, {} not called; {} call(s) in all",
+        c.tools_listed, c.tools_succeeded, c.tools_failed, c.tools_skipped, c.tools_not_called, c.calls)?;
+    if let Some(i) = &c.inventory_incomplete {
+        writeln!(o, "          the tool listing was incomplete: {}", esc(i))?;
+    }
+    for n in &r.notes {
+        writeln!(o, "note:     {}", esc(n))?;
+    }
+    writeln!(
+        o,
+        "limits:   verdicts cover only the arguments tried and what the observers saw; `consistent` is not proof of absence"
+    )?;
+    if r.server.stderr_bytes > 0 && (r.server.start_error.is_some() || r.exit_code == super::exit_code::HARNESS) {
+        writeln!(o, "\nserver stderr ({} bytes):", r.server.stderr_bytes)?;
+        for line in r.server.stderr.lines().take(40) {
+            writeln!(o, "  | {}", esc(line))?;
+        }
+    }
+    writeln!(o, "\nresult:   {} (exit {})", r.exit_reason, r.exit_code)?;
+    Ok(())
+}

@@ -1,0 +1,571 @@
+//! The orchestrator: drives launch → handshake → inventory → exercise → observe → judge and
+//! builds the [`Report`]. It owns the timeouts, the restarts after a crash or a hung call, and
+//! the interruption path. A misbehaving server never makes this fail: whatever happens ends up
+//! in the report, with the exit code it deserves.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use serde_json::{Value, json};
+use tokio::sync::watch;
+
+use crate::audit;
+use crate::config::{RootsOffer, RunConfig};
+use crate::evidence::{CallRecord, Coverage, Phase, PhaseObservation, ToolRun};
+use crate::exercise::plan::plan;
+use crate::finding::{Finding, Verdict};
+use crate::mcp::client::{CallOutcome, ClientOptions, EraChoice, McpClient, ProtocolNote};
+use crate::mcp::tool::{HintName, shorten};
+use crate::observe::Recorder;
+use crate::observe::fs::{FsSnapshotObserver, SnapshotLimits, SnapshotRoot};
+use crate::report::{CoverageSummary, Report, ServerSummary, Settings, ToolReport, WireSummary, exit_code};
+use crate::rpc::session::{Session, SessionOptions};
+use crate::rpc::transcript::Entry;
+use crate::sandbox::SandboxStatus;
+use crate::sandbox::process::{ExitSummary, LaunchSpec, ServerProcess};
+use crate::sandbox::scratch::Scratch;
+
+/// How long a server gets to exit by itself after its stdin is closed.
+const EXIT_GRACE: Duration = Duration::from_secs(2);
+
+/// A started and greeted server.
+struct Live {
+    process: ServerProcess,
+    client: McpClient,
+}
+
+/// What is collected from every server instance of a run.
+#[derive(Default)]
+struct Collected {
+    exits: Vec<ExitSummary>,
+    notes: Vec<ProtocolNote>,
+    anomalies: Vec<Entry>,
+    stats: crate::rpc::transcript::TranscriptStats,
+    server_requests: Vec<crate::rpc::session::ServerRequestRecord>,
+    notifications: BTreeMap<String, usize>,
+    stderr: String,
+    stderr_bytes: u64,
+    transcripts: Vec<Vec<Entry>>,
+}
+
+impl Collected {
+    fn absorb(&mut self, session: &Session, notes: Vec<ProtocolNote>, keep_transcript: bool) {
+        let rec = session.record();
+        self.notes.extend(notes);
+        self.anomalies.extend(rec.anomalies);
+        self.stats.sent += rec.stats.sent;
+        self.stats.received += rec.stats.received;
+        self.stats.garbage += rec.stats.garbage;
+        self.stats.unknown_id += rec.stats.unknown_id;
+        self.stats.dropped_entries += rec.stats.dropped_entries;
+        self.server_requests.extend(rec.server_requests);
+        for n in rec.notifications {
+            *self.notifications.entry(n.method).or_default() += 1;
+        }
+        if !self.stderr.is_empty() && !rec.stderr.is_empty() {
+            self.stderr.push_str("\n[— restarted —]\n");
+        }
+        self.stderr.push_str(&rec.stderr);
+        self.stderr_bytes += rec.stderr_bytes;
+        if keep_transcript {
+            self.transcripts.push(session.transcript());
+        }
+    }
+}
+
+struct Ctx<'a> {
+    config: &'a RunConfig,
+    spec: LaunchSpec,
+    started: Instant,
+    workspace: String,
+}
+
+/// The environment the server gets: a clean one with the scratch directories.
+fn server_env(scratch: &Scratch, extra: &[(String, String)]) -> Vec<(String, String)> {
+    let mut env: Vec<(String, String)> = Vec::new();
+    for key in ["PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "USER", "LOGNAME"] {
+        if let Ok(v) = std::env::var(key) {
+            env.push((key.into(), v));
+        }
+    }
+    let home = scratch.home.display().to_string();
+    let tmp = scratch.tmp.display().to_string();
+    env.extend([
+        ("HOME".to_string(), home.clone()),
+        ("TMPDIR".into(), tmp.clone()),
+        ("TMP".into(), tmp.clone()),
+        ("TEMP".into(), tmp),
+        ("XDG_CONFIG_HOME".into(), format!("{home}/.config")),
+        ("XDG_CACHE_HOME".into(), format!("{home}/.cache")),
+        ("XDG_DATA_HOME".into(), format!("{home}/.local/share")),
+        ("XDG_STATE_HOME".into(), format!("{home}/.local/state")),
+    ]);
+    for (k, v) in extra {
+        env.retain(|(ek, _)| ek != k);
+        env.push((k.clone(), v.clone()));
+    }
+    env
+}
+
+async fn start_server(ctx: &Ctx<'_>) -> Result<Live, (String, Option<(Session, Vec<ProtocolNote>)>, Option<ExitSummary>)> {
+    let (mut process, pipes) = ServerProcess::spawn(&ctx.spec).map_err(|e| (error_chain(&e), None, None))?;
+    let config = ctx.config;
+    let roots = (config.roots == RootsOffer::Workspace).then(|| {
+        vec![json!({"uri": format!("file://{}", ctx.workspace), "name": "workspace"})]
+    });
+    let session = Session::start(
+        ctx.started,
+        pipes.stdin,
+        pipes.stdout,
+        Some(Box::new(pipes.stderr)),
+        SessionOptions {
+            max_line_bytes: config.max_line_bytes,
+            roots,
+            ..Default::default()
+        },
+    );
+    let options = ClientOptions {
+        era: config.era,
+        discover_timeout: config.discover_timeout,
+        handshake_timeout: config.handshake_timeout,
+        offer_roots: config.roots == RootsOffer::Workspace,
+        ..Default::default()
+    };
+    match McpClient::connect(session, options).await {
+        Ok(client) => Ok(Live { process, client }),
+        Err((mut session, err, notes)) => {
+            session.close_stdin().await;
+            let exit = process.shutdown(Duration::from_millis(500)).await;
+            session.drain(Duration::from_millis(500)).await;
+            let mut msg = error_chain(&err);
+            if let Some(code) = exit.code {
+                msg.push_str(&format!(" (the server exited with code {code})"));
+            } else if let Some(sig) = exit.signal {
+                msg.push_str(&format!(" (the server was ended by signal {sig})"));
+            }
+            Err((msg, Some((session, notes)), Some(exit)))
+        }
+    }
+}
+
+async fn stop_server(live: Live, collected: &mut Collected, keep_transcript: bool) {
+    let Live { mut process, client } = live;
+    let (mut session, notes) = client.into_session();
+    session.close_stdin().await;
+    let exit = process.shutdown(EXIT_GRACE).await;
+    session.drain(Duration::from_millis(500)).await;
+    collected.absorb(&session, notes, keep_transcript);
+    collected.exits.push(exit);
+}
+
+/// The error and its causes on one line.
+pub fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut src = e.source();
+    while let Some(c) = src {
+        s.push_str(": ");
+        s.push_str(&c.to_string());
+        src = c.source();
+    }
+    s
+}
+
+fn substitute(arg: &str, scratch: &Scratch) -> String {
+    arg.replace("{workspace}", &scratch.workspace.display().to_string())
+        .replace("{home}", &scratch.home.display().to_string())
+        .replace("{tmp}", &scratch.tmp.display().to_string())
+}
+
+/// The result of a run: the report, and the transcript when one was asked for.
+pub struct Verification {
+    /// The report.
+    pub report: Report,
+    /// Every line exchanged, when `RunConfig::transcript` is set (in server-instance order).
+    pub transcript: Vec<Entry>,
+}
+
+/// Runs one verification. `stop` ends the run early (the report is then partial).
+pub async fn verify(config: &RunConfig, mut stop: watch::Receiver<bool>, subreaper: bool) -> Verification {
+    let started = Instant::now();
+    let started_unix_ms = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0);
+    let deadline = started + config.run_timeout;
+    let mut notes: Vec<String> = Vec::new();
+    let mut collected = Collected::default();
+    let keep_transcript = config.transcript.is_some();
+    let settings = Settings {
+        repeat: config.repeat,
+        seed: config.seed,
+        settle_ms: config.settle.as_millis() as u64,
+        call_timeout_ms: config.call_timeout.as_millis() as u64,
+        era: match config.era {
+            EraChoice::Auto => "auto",
+            EraChoice::Modern => "modern",
+            EraChoice::Legacy => "legacy",
+        }
+        .into(),
+        roots: match config.roots {
+            RootsOffer::None => "none",
+            RootsOffer::Workspace => "workspace",
+        }
+        .into(),
+    };
+    let sandbox = SandboxStatus::scratch_only(subreaper);
+    let base_report = |command: Vec<String>, start_error: Option<String>| Report {
+        hintcheck_version: env!("CARGO_PKG_VERSION").into(),
+        started_unix_ms,
+        duration_ms: started.elapsed().as_millis() as u64,
+        server: ServerSummary {
+            command,
+            identity: None,
+            start_error,
+            exits: Vec::new(),
+            restarts: 0,
+            stderr: String::new(),
+            stderr_bytes: 0,
+            tools_sha256: None,
+        },
+        sandbox: sandbox.clone(),
+        coverage: CoverageSummary::default(),
+        tools: Vec::new(),
+        phases: Vec::new(),
+        findings: Vec::new(),
+        wire: WireSummary::default(),
+        settings: settings.clone(),
+        seeded: Vec::new(),
+        notes: Vec::new(),
+        exit_code: exit_code::HARNESS,
+        exit_reason: String::new(),
+        partial: None,
+    };
+
+    let mut scratch = match Scratch::create() {
+        Ok(s) => s,
+        Err(e) => {
+            let mut r = base_report(config.command.clone(), Some(error_chain(&e)));
+            r.exit_reason = "harness error: could not create the scratch directories".into();
+            return Verification { report: r, transcript: Vec::new() };
+        }
+    };
+    if let Some(seed) = &config.workspace_seed {
+        if let Err(e) = scratch.seed_from(seed) {
+            let mut r = base_report(config.command.clone(), Some(error_chain(&e)));
+            r.exit_reason = "harness error: could not seed the workspace".into();
+            return Verification { report: r, transcript: Vec::new() };
+        }
+    }
+    let command: Vec<String> = config.command.iter().map(|a| substitute(a, &scratch)).collect();
+    let run_id = format!("{}-{}", std::process::id(), started_unix_ms);
+    let ctx = Ctx {
+        config,
+        spec: LaunchSpec {
+            program: command[0].clone(),
+            args: command[1..].to_vec(),
+            env: server_env(&scratch, &config.env),
+            cwd: scratch.workspace.clone(),
+            run_id,
+        },
+        started,
+        workspace: scratch.workspace.display().to_string(),
+    };
+    let mut recorder = Recorder::new(vec![Box::new(FsSnapshotObserver::new(
+        vec![
+            SnapshotRoot {
+                label: "$WORKSPACE".into(),
+                path: scratch.workspace.clone(),
+            },
+            SnapshotRoot {
+                label: "$HOME".into(),
+                path: scratch.home.clone(),
+            },
+            SnapshotRoot {
+                label: "$TMPDIR".into(),
+                path: scratch.tmp.clone(),
+            },
+        ],
+        SnapshotLimits::default(),
+    ))]);
+    let coverage = Coverage {
+        files: Some("$WORKSPACE, $HOME, $TMPDIR".into()),
+        network: None,
+    };
+
+    // Launch and handshake.
+    let mut live = match start_server(&ctx).await {
+        Ok(l) => Some(l),
+        Err((msg, session, exit)) => {
+            if let Some((s, n)) = session {
+                collected.absorb(&s, n, keep_transcript);
+            }
+            collected.exits.extend(exit);
+            let mut r = base_report(command.clone(), Some(msg));
+            r.findings = protocol_findings(&collected);
+            let transcript = finish_collected(&mut r, collected);
+            r.seeded = scratch.seeded.clone();
+            r.phases = recorder
+                .checkpoint()
+                .into_iter()
+                .map(|o| PhaseObservation {
+                    phase: Phase::Startup,
+                    after_tool: None,
+                    observation: o,
+                })
+                .collect();
+            r.exit_reason = "harness error: the server could not be started or greeted".into();
+            r.notes.extend(recorder.take_notes());
+            if let Err(e) = scratch.remove() {
+                r.notes.push(e);
+            }
+            r.duration_ms = started.elapsed().as_millis() as u64;
+            return Verification { report: r, transcript };
+        }
+    };
+    let identity = live.as_ref().map(|l| l.client.identity().clone());
+
+    // Inventory.
+    let inventory = match live.as_mut() {
+        Some(l) => l.client.list_tools().await,
+        None => Default::default(),
+    };
+    let mut phases: Vec<PhaseObservation> = recorder
+        .checkpoint()
+        .into_iter()
+        .map(|o| PhaseObservation {
+            phase: Phase::Startup,
+            after_tool: None,
+            observation: o,
+        })
+        .collect();
+
+    // Exercise and observe.
+    let planned = plan(&inventory.tools, config.seed, &config.overrides);
+    let mut runs: Vec<ToolRun> = vec![ToolRun::default(); inventory.tools.len()];
+    let mut restarts = 0usize;
+    let mut partial: Option<String> = None;
+    let mut last_tool: Option<String> = None;
+    let mut called = vec![false; inventory.tools.len()];
+    for p in &planned {
+        let tool = &inventory.tools[p.tool_index];
+        let run = &mut runs[p.tool_index];
+        run.synthesis_notes = p.notes.clone();
+        run.overridden = p.overridden.clone();
+        if let Some(why) = &p.skip {
+            run.skipped = Some(why.clone());
+            continue;
+        }
+        if partial.is_some() {
+            continue;
+        }
+        if *stop.borrow() {
+            partial = Some("interrupted by a signal".into());
+            continue;
+        }
+        if Instant::now() >= deadline {
+            partial = Some(format!("the run timeout ({}s) was reached", config.run_timeout.as_secs()));
+            continue;
+        }
+        if live.is_none() {
+            if restarts >= config.max_restarts {
+                run.skipped = Some(format!("not called: the server stopped working and was restarted {restarts} times already"));
+                continue;
+            }
+            restarts += 1;
+            match start_server(&ctx).await {
+                Ok(l) => {
+                    let _ = recorder.checkpoint();
+                    live = Some(l);
+                }
+                Err((msg, session, exit)) => {
+                    if let Some((s, n)) = session {
+                        collected.absorb(&s, n, keep_transcript);
+                    }
+                    collected.exits.extend(exit);
+                    notes.push(format!("restart {restarts} failed: {msg}"));
+                    run.skipped = Some("not called: the server could not be restarted".into());
+                    continue;
+                }
+            }
+        }
+        for o in recorder.checkpoint() {
+            phases.push(PhaseObservation {
+                phase: Phase::Idle,
+                after_tool: last_tool.clone(),
+                observation: o,
+            });
+        }
+        called[p.tool_index] = true;
+        last_tool = Some(tool.name.clone());
+        for number in 1..=config.repeat {
+            let Some(l) = live.as_mut() else { break };
+            let cursor = l.client.session().transcript_len();
+            let t0 = Instant::now();
+            let timeout = config.call_timeout.min(deadline.saturating_duration_since(t0)).max(Duration::from_millis(1));
+            let outcome = tokio::select! {
+                o = l.client.call_tool(&tool.name, &p.arguments, timeout) => Some(o),
+                _ = stop.changed() => None,
+            };
+            let duration_ms = t0.elapsed().as_millis() as u64;
+            let interrupted = outcome.is_none();
+            let outcome = outcome.unwrap_or(CallOutcome::Timeout { after_ms: duration_ms });
+            if !interrupted {
+                tokio::time::sleep(config.settle).await;
+            }
+            let observations = recorder.checkpoint();
+            let wire_anomalies = l.client.session().anomalies_since(cursor).len();
+            let broken = matches!(outcome, CallOutcome::Timeout { .. } | CallOutcome::ServerDied) || l.process.has_exited();
+            run.calls.push(CallRecord {
+                number,
+                arguments: p.arguments.clone(),
+                outcome,
+                started_ms: t0.duration_since(started).as_millis() as u64,
+                duration_ms,
+                observations,
+                wire_anomalies,
+            });
+            if interrupted {
+                partial = Some("interrupted by a signal".into());
+            }
+            if broken || interrupted {
+                // A crashed or hung server cannot be trusted for later calls: start afresh.
+                if let Some(l) = live.take() {
+                    stop_server(l, &mut collected, keep_transcript).await;
+                }
+                for o in recorder.checkpoint() {
+                    phases.push(PhaseObservation {
+                        phase: Phase::Idle,
+                        after_tool: last_tool.clone(),
+                        observation: o,
+                    });
+                }
+                break;
+            }
+        }
+    }
+
+    // Shutdown.
+    if let Some(l) = live.take() {
+        stop_server(l, &mut collected, keep_transcript).await;
+    }
+    for o in recorder.checkpoint() {
+        phases.push(PhaseObservation {
+            phase: Phase::Shutdown,
+            after_tool: None,
+            observation: o,
+        });
+    }
+    notes.extend(recorder.take_notes());
+
+    // Judge.
+    let mut findings: Vec<Finding> = Vec::new();
+    let mut tools = Vec::new();
+    for (tool, run) in inventory.tools.iter().zip(runs) {
+        let judgement = audit::judge_tool(tool, &run, &coverage);
+        findings.extend(judgement.findings);
+        tools.push(ToolReport {
+            name: tool.name.clone(),
+            title: tool.title.clone(),
+            description: tool.description.as_ref().map(|d| shorten(d, 300)),
+            index: tool.index,
+            definition_sha256: tool.definition_sha256.clone(),
+            declared: HintName::ALL.iter().map(|h| (h.key(), tool.hints.get(*h).describe())).collect(),
+            skipped: run.skipped.clone(),
+            arguments: planned
+                .iter()
+                .find(|p| p.tool_index == tool.index)
+                .map(|p| p.arguments.clone())
+                .unwrap_or(Value::Null),
+            synthesis_notes: run.synthesis_notes.clone(),
+            overridden: run.overridden.clone(),
+            calls: run.calls,
+            verdicts: judgement.verdicts,
+            suggestions: judgement.suggestions,
+        });
+    }
+    findings.extend(audit::malformed_tool::unusable_findings(&inventory.unusable));
+    findings.extend(audit::out_of_window::findings(&phases));
+
+    let mut report = base_report(command, None);
+    report.server.identity = identity;
+    report.server.restarts = restarts;
+    report.server.tools_sha256 = Some(inventory.sha256.clone());
+    report.coverage = CoverageSummary {
+        observers: recorder.statuses(),
+        files_observed: coverage.files.is_some(),
+        network_observed: coverage.network.is_some(),
+        tools_listed: inventory.tools.len(),
+        tools_succeeded: tools.iter().filter(|t| t.calls.iter().any(|c| c.outcome.is_success())).count(),
+        tools_failed: tools
+            .iter()
+            .filter(|t| !t.calls.is_empty() && !t.calls.iter().any(|c| c.outcome.is_success()))
+            .count(),
+        tools_skipped: tools.iter().filter(|t| t.calls.is_empty() && t.skipped.is_some()).count(),
+        tools_not_called: tools
+            .iter()
+            .enumerate()
+            .filter(|(i, t)| !called[*i] && t.skipped.is_none())
+            .count(),
+        calls: tools.iter().map(|t| t.calls.len()).sum(),
+        inventory_incomplete: inventory.incomplete.clone(),
+    };
+    findings.extend(protocol_findings(&collected));
+    let transcript = finish_collected(&mut report, collected);
+    report.tools = tools;
+    report.phases = phases;
+    report.findings = findings;
+    report.seeded = scratch.seeded.clone();
+    report.partial = partial.clone();
+    report.notes = notes;
+
+    let contradictions = report
+        .tools
+        .iter()
+        .flat_map(|t| &t.verdicts)
+        .filter(|v| v.verdict == Verdict::Contradicted)
+        .count();
+    let contradicted_tools = report.tools.iter().filter(|t| t.contradicted()).count();
+    (report.exit_code, report.exit_reason) = if contradictions > 0 {
+        (
+            exit_code::CONTRADICTIONS,
+            format!("{contradictions} contradicted hint(s) in {contradicted_tools} tool(s)"),
+        )
+    } else if report.coverage.tools_succeeded == 0 {
+        (
+            exit_code::NOTHING_VERIFIED,
+            if report.tools.is_empty() {
+                "nothing verified: the server listed no usable tool".to_string()
+            } else {
+                "nothing verified: no tool call succeeded".to_string()
+            },
+        )
+    } else {
+        (
+            exit_code::OK,
+            format!(
+                "no contradiction in {} exercised tool(s){}",
+                report.coverage.tools_succeeded,
+                if partial.is_some() { " (partial run)" } else { "" }
+            ),
+        )
+    };
+    if let Err(e) = scratch.remove() {
+        report.notes.push(e);
+    }
+    report.duration_ms = started.elapsed().as_millis() as u64;
+    Verification { report, transcript }
+}
+
+fn protocol_findings(c: &Collected) -> Vec<Finding> {
+    audit::protocol::findings(&c.notes, &c.anomalies, c.stats.garbage, c.stats.unknown_id)
+}
+
+/// Moves what was collected from the server instances into the report; returns the transcript.
+fn finish_collected(r: &mut Report, c: Collected) -> Vec<Entry> {
+    r.server.exits = c.exits;
+    r.server.stderr = c.stderr;
+    r.server.stderr_bytes = c.stderr_bytes;
+    r.wire = WireSummary {
+        stats: c.stats,
+        server_requests: c.server_requests,
+        notifications: c.notifications,
+    };
+    c.transcripts.into_iter().flatten().collect()
+}

@@ -1,0 +1,346 @@
+//! Starting the server and ending it with everything it spawned. The server gets its own
+//! process group and a clean environment; teardown closes stdin, waits, then signals the
+//! group, and finally sweeps for stragglers that left the group (marked by an environment
+//! variable, or orphaned to hintcheck when it is a child subreaper). Dropping a
+//! [`ServerProcess`] kills the group, so a panic or an interrupted run leaves nothing behind.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use rustix::process::{Pid, Signal, WaitOptions};
+use serde::Serialize;
+use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command};
+
+use super::LaunchError;
+
+/// Environment variable carried by every process of a run, to find stragglers.
+pub const RUN_MARKER: &str = "HINTCHECK_RUN_ID";
+
+/// What to start.
+#[derive(Debug, Clone)]
+pub struct LaunchSpec {
+    /// The program (a path, or a name searched in `PATH`).
+    pub program: String,
+    /// Its arguments.
+    pub args: Vec<String>,
+    /// The complete environment.
+    pub env: Vec<(String, String)>,
+    /// The working directory.
+    pub cwd: PathBuf,
+    /// The value of [`RUN_MARKER`].
+    pub run_id: String,
+}
+
+/// How the server ended.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct ExitSummary {
+    /// Exit code, when it exited.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub code: Option<i32>,
+    /// Signal number, when a signal ended it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub signal: Option<i32>,
+    /// How we got it to stop: `exited`, `stdin-closed`, `terminated`, `killed`.
+    pub how: String,
+    /// Processes of the run still alive after the server ended, killed by the sweep.
+    pub stragglers_killed: Vec<String>,
+}
+
+/// A running server.
+pub struct ServerProcess {
+    child: Child,
+    pid: Option<Pid>,
+    run_id: String,
+}
+
+/// The server's three pipes.
+pub struct ServerPipes {
+    /// Its stdin.
+    pub stdin: ChildStdin,
+    /// Its stdout.
+    pub stdout: ChildStdout,
+    /// Its stderr.
+    pub stderr: ChildStderr,
+}
+
+/// Finds `program` like a shell would, with the host's `PATH`.
+pub fn resolve_program(program: &str, path_var: Option<&str>) -> Result<PathBuf, LaunchError> {
+    let is_exec = |p: &Path| {
+        use std::os::unix::fs::PermissionsExt;
+        p.metadata().is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    if program.contains('/') {
+        let p = std::path::absolute(program).unwrap_or_else(|_| PathBuf::from(program));
+        return if is_exec(&p) {
+            Ok(p)
+        } else {
+            Err(LaunchError::NotFound {
+                program: program.into(),
+                detail: if p.exists() { "it is not an executable file".into() } else { "no such file".into() },
+            })
+        };
+    }
+    let path_var = path_var.unwrap_or("/usr/local/bin:/usr/bin:/bin");
+    for dir in path_var.split(':').filter(|d| !d.is_empty()) {
+        let candidate = Path::new(dir).join(program);
+        if is_exec(&candidate) {
+            return Ok(candidate);
+        }
+    }
+    Err(LaunchError::NotFound {
+        program: program.into(),
+        detail: format!("not found in PATH ({path_var})"),
+    })
+}
+
+impl ServerProcess {
+    /// Starts the server.
+    pub fn spawn(spec: &LaunchSpec) -> Result<(ServerProcess, ServerPipes), LaunchError> {
+        let host_path = spec.env.iter().find(|(k, _)| k == "PATH").map(|(_, v)| v.as_str());
+        let program = resolve_program(&spec.program, host_path)?;
+        let mut cmd = Command::new(&program);
+        cmd.args(&spec.args)
+            .env_clear()
+            .envs(spec.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+            .env(RUN_MARKER, &spec.run_id)
+            .current_dir(&spec.cwd)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .kill_on_drop(true);
+        let mut child = cmd.spawn().map_err(|source| LaunchError::Spawn {
+            program: program.display().to_string(),
+            source,
+        })?;
+        let pid = child.id().and_then(|p| Pid::from_raw(p as i32));
+        let (Some(stdin), Some(stdout), Some(stderr)) = (child.stdin.take(), child.stdout.take(), child.stderr.take()) else {
+            return Err(LaunchError::Spawn {
+                program: program.display().to_string(),
+                source: std::io::Error::other("the child's pipes were not created"),
+            });
+        };
+        Ok((
+            ServerProcess {
+                child,
+                pid,
+                run_id: spec.run_id.clone(),
+            },
+            ServerPipes { stdin, stdout, stderr },
+        ))
+    }
+
+    /// The server's pid.
+    pub fn pid(&self) -> Option<u32> {
+        self.pid.map(|p| p.as_raw_nonzero().get() as u32)
+    }
+
+    /// Whether the server has exited (without waiting).
+    pub fn has_exited(&mut self) -> bool {
+        !matches!(self.child.try_wait(), Ok(None))
+    }
+
+    /// Ends the server: waits `grace` for it to exit by itself (stdin should be closed first),
+    /// then SIGTERM to its group, then SIGKILL, then sweeps stragglers.
+    pub async fn shutdown(&mut self, grace: Duration) -> ExitSummary {
+        let mut how = "stdin-closed";
+        let mut status = tokio::time::timeout(grace, self.child.wait()).await.ok().and_then(Result::ok);
+        if status.is_none() {
+            how = "terminated";
+            self.signal_group(Signal::TERM);
+            status = tokio::time::timeout(Duration::from_secs(1), self.child.wait())
+                .await
+                .ok()
+                .and_then(Result::ok);
+        }
+        if status.is_none() {
+            how = "killed";
+            self.signal_group(Signal::KILL);
+            status = tokio::time::timeout(Duration::from_secs(2), self.child.wait())
+                .await
+                .ok()
+                .and_then(Result::ok);
+        }
+        // Whatever is left in the group has outlived the server.
+        self.signal_group(Signal::KILL);
+        let stragglers_killed = sweep(&self.run_id, self.pid);
+        use std::os::unix::process::ExitStatusExt;
+        ExitSummary {
+            code: status.and_then(|s| s.code()),
+            signal: status.and_then(|s| s.signal()),
+            how: how.into(),
+            stragglers_killed,
+        }
+    }
+
+    /// How the server ended, if it already did (used when it died mid-run).
+    pub fn exit_status_now(&mut self) -> Option<ExitSummary> {
+        use std::os::unix::process::ExitStatusExt;
+        match self.child.try_wait() {
+            Ok(Some(s)) => Some(ExitSummary {
+                code: s.code(),
+                signal: s.signal(),
+                how: "exited".into(),
+                stragglers_killed: Vec::new(),
+            }),
+            _ => None,
+        }
+    }
+
+    fn signal_group(&self, sig: Signal) {
+        if let Some(pid) = self.pid {
+            // ESRCH (the group is gone) is the normal case at the end.
+            let _ = rustix::process::kill_process_group(pid, sig);
+        }
+    }
+}
+
+impl Drop for ServerProcess {
+    fn drop(&mut self) {
+        self.signal_group(Signal::KILL);
+        let _ = sweep(&self.run_id, self.pid);
+    }
+}
+
+/// One entry of `/proc/<pid>/stat`: (ppid, pgrp, session).
+fn proc_stat(pid: i32) -> Option<(i32, i32, i32)> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let mut fields = rest.split_whitespace();
+    let _state = fields.next()?;
+    let ppid = fields.next()?.parse().ok()?;
+    let pgrp = fields.next()?.parse().ok()?;
+    let session = fields.next()?.parse().ok()?;
+    Some((ppid, pgrp, session))
+}
+
+fn has_marker(pid: i32, run_id: &str) -> bool {
+    let Ok(env) = std::fs::read(format!("/proc/{pid}/environ")) else {
+        return false;
+    };
+    let needle = format!("{RUN_MARKER}={run_id}");
+    env.split(|&b| b == 0).any(|kv| kv == needle.as_bytes())
+}
+
+fn cmdline(pid: i32) -> String {
+    std::fs::read(format!("/proc/{pid}/cmdline"))
+        .map(|b| {
+            b.split(|&c| c == 0)
+                .filter(|s| !s.is_empty())
+                .map(|s| String::from_utf8_lossy(s).into_owned())
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .unwrap_or_default()
+}
+
+/// Kills every process that belongs to the run: it carries the run marker, sits in the
+/// server's process group or session, or was orphaned to us (when we are a subreaper).
+/// Repeats until a pass finds nothing, so a process forking during the sweep is caught too.
+fn sweep(run_id: &str, server: Option<Pid>) -> Vec<String> {
+    let me = std::process::id() as i32;
+    let server = server.map(|p| p.as_raw_nonzero().get());
+    let subreaper = rustix::process::child_subreaper().ok().flatten().is_some();
+    let mut killed = Vec::new();
+    for _ in 0..50 {
+        let Ok(dir) = std::fs::read_dir("/proc") else { break };
+        let mut found = false;
+        for entry in dir.flatten() {
+            let Some(pid) = entry.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
+                continue;
+            };
+            if pid == me {
+                continue;
+            }
+            let Some((ppid, pgrp, session)) = proc_stat(pid) else { continue };
+            let ours = has_marker(pid, run_id)
+                || server.is_some_and(|s| pgrp == s || session == s)
+                || (subreaper && ppid == me && Some(pid) != server);
+            if !ours {
+                continue;
+            }
+            let Some(p) = Pid::from_raw(pid) else { continue };
+            let line = cmdline(pid);
+            if rustix::process::kill_process(p, Signal::KILL).is_ok() {
+                found = true;
+                if !line.is_empty() && killed.len() < 50 {
+                    killed.push(line);
+                }
+            }
+            if ppid == me {
+                let _ = rustix::process::waitpid(Some(p), WaitOptions::NOHANG);
+            }
+        }
+        if !found {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // Reap orphans that died and were handed to us.
+    if subreaper {
+        reap_orphans(me, server);
+    }
+    killed
+}
+
+fn reap_orphans(me: i32, server: Option<i32>) {
+    let Ok(dir) = std::fs::read_dir("/proc") else { return };
+    for entry in dir.flatten() {
+        let Some(pid) = entry.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
+            continue;
+        };
+        if Some(pid) == server {
+            continue;
+        }
+        if proc_stat(pid).is_some_and(|(ppid, _, _)| ppid == me) {
+            if let Some(p) = Pid::from_raw(pid) {
+                let _ = rustix::process::waitpid(Some(p), WaitOptions::NOHANG);
+            }
+        }
+    }
+}
+
+/// Makes hintcheck the reaper of orphans of its children, so that a daemon that double-forks
+/// out of the server's process group is still found. Called once by the binary at startup.
+pub fn become_subreaper() -> bool {
+    rustix::process::set_child_subreaper(Some(rustix::process::getpid())).is_ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn programs_are_resolved_with_clear_errors() {
+        assert!(resolve_program("sh", Some("/usr/bin:/bin")).is_ok());
+        let err = resolve_program("no-such-program-hintcheck", Some("/usr/bin")).expect_err("missing");
+        assert!(err.to_string().contains("no-such-program-hintcheck"), "{err}");
+        assert!(resolve_program("./definitely/not/here", None).is_err());
+    }
+
+    #[tokio::test]
+    async fn shutdown_kills_the_whole_group_including_a_lingering_child() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let spec = LaunchSpec {
+            program: "sh".into(),
+            args: vec!["-c".into(), "sleep 300 & sleep 300".into()],
+            env: vec![("PATH".into(), "/usr/bin:/bin".into())],
+            cwd: dir.path().to_path_buf(),
+            run_id: format!("test-{}", std::process::id()),
+        };
+        let (mut p, pipes) = ServerProcess::spawn(&spec).expect("spawn");
+        drop(pipes);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let summary = p.shutdown(Duration::from_millis(100)).await;
+        assert_eq!(summary.how, "terminated");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let left: Vec<i32> = std::fs::read_dir("/proc")
+            .expect("proc")
+            .flatten()
+            .filter_map(|e| e.file_name().to_str().and_then(|s| s.parse().ok()))
+            .filter(|pid| has_marker(*pid, &spec.run_id) && proc_stat(*pid).is_some())
+            .collect();
+        assert!(left.is_empty(), "left running: {left:?}");
+    }
+}

@@ -1,0 +1,263 @@
+//! Scenario files (`scenarios/<name>/scenario.toml`): a server to verify (the harness's fake
+//! server by default, or a real command), run settings, and what the report must and must not
+//! contain. hintcheck reads `[meta]`, `[server]`, `[run]` and `[expect]`; `[fake]` and
+//! `[[tools]]` are the fake server's and are checked by it. The format is documented in
+//! `scenarios/README.md`.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::report::Report;
+
+/// Errors reading a scenario.
+#[derive(Debug, thiserror::Error)]
+pub enum ScenarioError {
+    /// The file could not be read.
+    #[error("cannot read scenario {}", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The file is not a valid scenario.
+    #[error("invalid scenario {}: {message}", path.display())]
+    Invalid {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong, with the line when known.
+        message: String,
+    },
+}
+
+/// A scenario file.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    /// Description.
+    #[serde(default)]
+    pub meta: Meta,
+    /// The server.
+    #[serde(default)]
+    pub server: ServerSection,
+    /// Run settings.
+    #[serde(default)]
+    pub run: RunSection,
+    /// Expectations.
+    #[serde(default)]
+    pub expect: Option<Expect>,
+    /// The fake server's settings (read by the fake server).
+    #[serde(default)]
+    pub fake: Option<toml::Value>,
+    /// The fake server's tools (read by the fake server).
+    #[serde(default)]
+    pub tools: Option<toml::Value>,
+    /// Where the file is.
+    #[serde(skip)]
+    pub path: PathBuf,
+}
+
+/// `[meta]`
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Meta {
+    /// Short id.
+    pub id: Option<String>,
+    /// One line.
+    pub description: Option<String>,
+    /// Related issues.
+    #[serde(default)]
+    pub issues: Vec<u32>,
+}
+
+/// `[server]`
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServerSection {
+    /// The command; defaults to the fake server reading this scenario.
+    pub command: Option<Vec<String>>,
+    /// Extra environment.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// A seed directory copied into the workspace, relative to the scenario file.
+    pub workspace: Option<PathBuf>,
+}
+
+/// `[run]`: defaults for the verify options; command-line flags override them.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunSection {
+    /// Calls per tool.
+    pub repeat: Option<usize>,
+    /// Synthesis seed.
+    pub seed: Option<u64>,
+    /// `none` or `workspace`.
+    pub roots: Option<String>,
+    /// `auto`, `modern` or `legacy`.
+    pub era: Option<String>,
+    /// Settle period, e.g. `"50ms"`.
+    pub settle: Option<String>,
+    /// Per-call timeout, e.g. `"5s"`.
+    pub call_timeout: Option<String>,
+    /// Handshake timeout.
+    pub handshake_timeout: Option<String>,
+    /// Timeout of the `server/discover` probe.
+    pub discover_timeout: Option<String>,
+    /// Line cap in bytes.
+    pub max_line_bytes: Option<usize>,
+    /// Argument overrides per tool.
+    #[serde(default)]
+    pub args: BTreeMap<String, toml::Value>,
+}
+
+/// `[expect]`: what the report must (and must not) say.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Expect {
+    /// The exit code.
+    pub exit: Option<i32>,
+    /// `tool:hintName` pairs that must be contradicted.
+    #[serde(default)]
+    pub contradicted: Vec<String>,
+    /// `tool:hintName` pairs that must be consistent.
+    #[serde(default)]
+    pub consistent: Vec<String>,
+    /// `tool:hintName` pairs that must be unexercised.
+    #[serde(default)]
+    pub unexercised: Vec<String>,
+    /// `audit` or `audit:tool` findings that must be present.
+    #[serde(default)]
+    pub findings: Vec<String>,
+    /// `audit` or `audit:tool` findings that must be absent.
+    #[serde(default)]
+    pub absent: Vec<String>,
+    /// Whether contradictions not listed in `contradicted` are failures (default true).
+    #[serde(default = "yes")]
+    pub only_listed_contradictions: bool,
+    /// Tools that must be skipped.
+    #[serde(default)]
+    pub skipped: Vec<String>,
+}
+
+fn yes() -> bool {
+    true
+}
+
+impl Scenario {
+    /// Reads a scenario from a file, or from `scenario.toml` inside a directory.
+    pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
+        let file = if path.is_dir() { path.join("scenario.toml") } else { path.to_path_buf() };
+        let text = std::fs::read_to_string(&file).map_err(|source| ScenarioError::Read {
+            path: file.clone(),
+            source,
+        })?;
+        let mut s: Scenario = toml::from_str(&text).map_err(|e| ScenarioError::Invalid {
+            path: file.clone(),
+            message: e.to_string().trim().replace('\n', " "),
+        })?;
+        s.path = std::path::absolute(&file).unwrap_or(file);
+        Ok(s)
+    }
+
+    /// The directory the scenario file is in.
+    pub fn dir(&self) -> PathBuf {
+        self.path.parent().map(Path::to_path_buf).unwrap_or_default()
+    }
+
+    /// `[run.args]` as JSON.
+    pub fn arg_overrides(&self) -> Result<BTreeMap<String, Value>, ScenarioError> {
+        self.run
+            .args
+            .iter()
+            .map(|(k, v)| {
+                let json = match v {
+                    // A string is JSON text; a table is the arguments object itself.
+                    toml::Value::String(s) => serde_json::from_str(s).map_err(|e| ScenarioError::Invalid {
+                        path: self.path.clone(),
+                        message: format!("[run.args] {k}: not JSON: {e}"),
+                    })?,
+                    other => serde_json::to_value(other).map_err(|e| ScenarioError::Invalid {
+                        path: self.path.clone(),
+                        message: format!("[run.args] {k}: {e}"),
+                    })?,
+                };
+                Ok((k.clone(), json))
+            })
+            .collect()
+    }
+}
+
+/// Checks a report against `[expect]`; returns one line per unmet expectation.
+pub fn check(expect: &Expect, report: &Report) -> Vec<String> {
+    let mut failures = Vec::new();
+    if let Some(code) = expect.exit {
+        if report.exit_code != code {
+            failures.push(format!("exit code {} (expected {code})", report.exit_code));
+        }
+    }
+    let verdict_of = |pair: &str| -> Result<Option<&str>, String> {
+        let (tool, hint) = pair.split_once(':').ok_or_else(|| format!("{pair:?} is not tool:hintName"))?;
+        let t = report
+            .tools
+            .iter()
+            .find(|t| t.name == tool)
+            .ok_or_else(|| format!("{pair}: no tool {tool:?} in the report"))?;
+        Ok(t.verdicts.iter().find(|v| v.hint.key() == hint).map(|v| v.verdict.as_str()))
+    };
+    for (list, want) in [
+        (&expect.contradicted, "contradicted"),
+        (&expect.consistent, "consistent"),
+        (&expect.unexercised, "unexercised"),
+    ] {
+        for pair in list {
+            match verdict_of(pair) {
+                Ok(Some(got)) if got == want => {}
+                Ok(Some(got)) => failures.push(format!("{pair}: {got} (expected {want})")),
+                Ok(None) => failures.push(format!("{pair}: no verdict (expected {want})")),
+                Err(e) => failures.push(e),
+            }
+        }
+    }
+    if expect.only_listed_contradictions {
+        for t in &report.tools {
+            for v in &t.verdicts {
+                let pair = format!("{}:{}", t.name, v.hint.key());
+                if v.verdict.as_str() == "contradicted" && !expect.contradicted.contains(&pair) {
+                    failures.push(format!("{pair}: contradicted, which no expectation lists (false accusation?)"));
+                }
+            }
+        }
+    }
+    let has_finding = |spec: &str| -> bool {
+        let (audit, tool) = match spec.split_once(':') {
+            Some((a, t)) => (a, Some(t)),
+            None => (spec, None),
+        };
+        report
+            .findings
+            .iter()
+            .any(|f| f.audit == audit && tool.is_none_or(|t| f.tool.as_deref() == Some(t)))
+    };
+    for spec in &expect.findings {
+        if !has_finding(spec) {
+            failures.push(format!("finding {spec} is missing"));
+        }
+    }
+    for spec in &expect.absent {
+        if has_finding(spec) {
+            failures.push(format!("finding {spec} must be absent but is present"));
+        }
+    }
+    for tool in &expect.skipped {
+        match report.tools.iter().find(|t| &t.name == tool) {
+            Some(t) if t.skipped.is_some() => {}
+            Some(_) => failures.push(format!("{tool}: expected to be skipped")),
+            None => failures.push(format!("{tool}: not in the report")),
+        }
+    }
+    failures
+}
