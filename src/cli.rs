@@ -84,7 +84,8 @@ pub struct VerifyArgs {
     /// Time after each response during which effects still belong to the call [default: 50ms].
     #[arg(long, value_name = "DURATION")]
     pub settle: Option<String>,
-    /// Set an environment variable for the server (K=V), or pass one from hintcheck's own (K).
+    /// Set an environment variable for the server (K=V; `{workspace}`, `{home}`, `{tmp}` are
+    /// replaced), or pass one from hintcheck's own environment (K).
     #[arg(long = "env", value_name = "K=V")]
     pub env: Vec<String>,
     /// Copy DIR into the scratch workspace before the server starts.

@@ -24,7 +24,9 @@ pub enum ConfigError {
         message: String,
     },
     /// No server command was given.
-    #[error("no server command: give one after `--` (hintcheck verify -- CMD ARGS…) or use --scenario FILE")]
+    #[error(
+        "no server command: give one after `--` (hintcheck verify -- CMD ARGS…) or use --scenario FILE"
+    )]
     NoCommand,
     /// Both a scenario and a command were given.
     #[error("give either --scenario or a command after `--`, not both")]
@@ -33,7 +35,9 @@ pub enum ConfigError {
     #[error(transparent)]
     Scenario(#[from] ScenarioError),
     /// The fake server of the harness was not found.
-    #[error("the scenario needs the harness's fake server, which was not found next to hintcheck ({searched}); build it with `cargo build --workspace` or set HINTCHECK_FAKE_SERVER")]
+    #[error(
+        "the scenario needs the harness's fake server, which was not found next to hintcheck ({searched}); build it with `cargo build --workspace` or set HINTCHECK_FAKE_SERVER"
+    )]
     NoFakeServer {
         /// Where we looked.
         searched: String,
@@ -111,7 +115,7 @@ pub fn parse_duration(flag: &str, s: &str) -> Result<Duration, ConfigError> {
         "h" => n * 3600.0,
         _ => return Err(bad("has an unknown unit")),
     };
-    if !secs.is_finite() || secs < 0.0 || secs > 7.0 * 24.0 * 3600.0 {
+    if !secs.is_finite() || !(0.0..=7.0 * 24.0 * 3600.0).contains(&secs) {
         return Err(bad("is out of range"));
     }
     Ok(Duration::from_secs_f64(secs))
@@ -126,7 +130,9 @@ fn parse_env(items: &[String]) -> Result<Vec<(String, String)>, ConfigError> {
                 None => {
                     let v = std::env::var(item).map_err(|_| ConfigError::BadValue {
                         flag: "--env".into(),
-                        message: format!("{item:?} has no `=VALUE` and is not set in hintcheck's environment"),
+                        message: format!(
+                            "{item:?} has no `=VALUE` and is not set in hintcheck's environment"
+                        ),
                     })?;
                     (item.clone(), v)
                 }
@@ -197,7 +203,11 @@ impl RunConfig {
             return Err(ConfigError::ScenarioAndCommand);
         }
         let run = scenario.as_ref().map(|s| s.run.clone()).unwrap_or_default();
-        let duration = |flag: &str, cli: &Option<String>, file: &Option<String>, default: Duration| -> Result<Duration, ConfigError> {
+        let duration = |flag: &str,
+                        cli: &Option<String>,
+                        file: &Option<String>,
+                        default: Duration|
+         -> Result<Duration, ConfigError> {
             match cli.as_ref().or(file.as_ref()) {
                 Some(s) => parse_duration(flag, s),
                 None => Ok(default),
@@ -210,7 +220,11 @@ impl RunConfig {
         if let Some(s) = &scenario {
             command = match &s.server.command {
                 Some(c) => c.clone(),
-                None => vec!["{fake_server}".into(), "--scenario".into(), "{scenario}".into()],
+                None => vec![
+                    "{fake_server}".into(),
+                    "--scenario".into(),
+                    "{scenario}".into(),
+                ],
             };
             let fake = if command.iter().any(|c| c.contains("{fake_server}")) {
                 Some(find_fake_server()?.display().to_string())
@@ -220,7 +234,9 @@ impl RunConfig {
             let scenario_path = s.path.display().to_string();
             let scenario_dir = s.dir().display().to_string();
             for c in &mut command {
-                *c = c.replace("{scenario}", &scenario_path).replace("{scenario_dir}", &scenario_dir);
+                *c = c
+                    .replace("{scenario}", &scenario_path)
+                    .replace("{scenario_dir}", &scenario_dir);
                 if let Some(f) = &fake {
                     *c = c.replace("{fake_server}", f);
                 }
@@ -273,7 +289,10 @@ impl RunConfig {
                 }
             },
         };
-        let max_line_bytes = a.max_line_bytes.or(run.max_line_bytes).unwrap_or(16 * 1024 * 1024);
+        let max_line_bytes = a
+            .max_line_bytes
+            .or(run.max_line_bytes)
+            .unwrap_or(16 * 1024 * 1024);
         if max_line_bytes < 1024 {
             return Err(ConfigError::BadValue {
                 flag: "--max-line-bytes".into(),
@@ -293,11 +312,31 @@ impl RunConfig {
             env,
             workspace_seed,
             repeat,
-            call_timeout: duration("--call-timeout", &a.call_timeout, &run.call_timeout, Duration::from_secs(30))?,
-            handshake_timeout: duration("--handshake-timeout", &a.handshake_timeout, &run.handshake_timeout, Duration::from_secs(30))?,
-            discover_timeout: duration("--discover-timeout", &a.discover_timeout, &run.discover_timeout, Duration::from_secs(3))?,
+            call_timeout: duration(
+                "--call-timeout",
+                &a.call_timeout,
+                &run.call_timeout,
+                Duration::from_secs(30),
+            )?,
+            handshake_timeout: duration(
+                "--handshake-timeout",
+                &a.handshake_timeout,
+                &run.handshake_timeout,
+                Duration::from_secs(30),
+            )?,
+            discover_timeout: duration(
+                "--discover-timeout",
+                &a.discover_timeout,
+                &run.discover_timeout,
+                Duration::from_secs(3),
+            )?,
             run_timeout: duration("--timeout", &a.timeout, &None, Duration::from_secs(900))?,
-            settle: duration("--settle", &a.settle, &run.settle, Duration::from_millis(50))?,
+            settle: duration(
+                "--settle",
+                &a.settle,
+                &run.settle,
+                Duration::from_millis(50),
+            )?,
             seed: a.seed.or(run.seed).unwrap_or(0),
             roots,
             era,
@@ -318,9 +357,18 @@ mod tests {
 
     #[test]
     fn durations_parse_with_units_and_reject_garbage() {
-        assert_eq!(parse_duration("--x", "500ms").expect("ms"), Duration::from_millis(500));
-        assert_eq!(parse_duration("--x", "2m").expect("m"), Duration::from_secs(120));
-        assert_eq!(parse_duration("--x", "3").expect("plain"), Duration::from_secs(3));
+        assert_eq!(
+            parse_duration("--x", "500ms").expect("ms"),
+            Duration::from_millis(500)
+        );
+        assert_eq!(
+            parse_duration("--x", "2m").expect("m"),
+            Duration::from_secs(120)
+        );
+        assert_eq!(
+            parse_duration("--x", "3").expect("plain"),
+            Duration::from_secs(3)
+        );
         let err = parse_duration("--call-timeout", "soon").expect_err("bad");
         assert!(err.to_string().starts_with("--call-timeout"), "{err}");
         assert!(parse_duration("--x", "5 fortnights").is_err());
@@ -329,7 +377,10 @@ mod tests {
 
     #[test]
     fn env_and_args_are_validated() {
-        assert_eq!(parse_env(&["A=1".into()]).expect("kv"), [("A".to_string(), "1".to_string())]);
+        assert_eq!(
+            parse_env(&["A=1".into()]).expect("kv"),
+            [("A".to_string(), "1".to_string())]
+        );
         assert!(parse_env(&["=x".into()]).is_err());
         assert!(parse_env(&["HINTCHECK_SURELY_UNSET_VAR".into()]).is_err());
         assert!(parse_overrides(&["t={\"a\":1}".into()]).is_ok());

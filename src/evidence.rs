@@ -30,7 +30,11 @@ pub struct CallRecord {
 impl CallRecord {
     /// A short label: `call 1`, `repeat 2`.
     pub fn label(&self) -> String {
-        if self.number == 1 { "call 1".into() } else { format!("repeat {}", self.number) }
+        if self.number == 1 {
+            "call 1".into()
+        } else {
+            format!("repeat {}", self.number)
+        }
     }
 }
 
@@ -55,7 +59,9 @@ impl ToolRun {
 
     /// Every observation of every call, with the call it belongs to.
     pub fn observations(&self) -> impl Iterator<Item = (&CallRecord, &Observation)> {
-        self.calls.iter().flat_map(|c| c.observations.iter().map(move |o| (c, o)))
+        self.calls
+            .iter()
+            .flat_map(|c| c.observations.iter().map(move |o| (c, o)))
     }
 }
 

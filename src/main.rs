@@ -50,7 +50,10 @@ fn explain(a: &ExplainArgs) -> i32 {
             }
             None => {
                 let ids: Vec<&str> = hintcheck::audit::ALL.iter().map(|m| m.id).collect();
-                eprintln!("hintcheck: error: no audit named {id:?}; the audits are: {}", ids.join(", "));
+                eprintln!(
+                    "hintcheck: error: no audit named {id:?}; the audits are: {}",
+                    ids.join(", ")
+                );
                 exit_code::USAGE
             }
         },
@@ -68,7 +71,10 @@ fn verify(a: &VerifyArgs) -> Result<i32, Error> {
         let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
         tokio::spawn(async move {
             use tokio::signal::unix::{SignalKind, signal};
-            let (Ok(mut int), Ok(mut term)) = (signal(SignalKind::interrupt()), signal(SignalKind::terminate())) else {
+            let (Ok(mut int), Ok(mut term)) = (
+                signal(SignalKind::interrupt()),
+                signal(SignalKind::terminate()),
+            ) else {
                 return;
             };
             tokio::select! {
@@ -116,7 +122,10 @@ fn verify(a: &VerifyArgs) -> Result<i32, Error> {
         }
     }
     if result.is_ok() {
-        eprintln!("hintcheck: {} (exit {})", report.exit_reason, report.exit_code);
+        eprintln!(
+            "hintcheck: {} (exit {})",
+            report.exit_reason, report.exit_code
+        );
     }
     result
 }

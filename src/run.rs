@@ -18,7 +18,9 @@ use crate::mcp::client::{CallOutcome, ClientOptions, EraChoice, McpClient, Proto
 use crate::mcp::tool::{HintName, shorten};
 use crate::observe::Recorder;
 use crate::observe::fs::{FsSnapshotObserver, SnapshotLimits, SnapshotRoot};
-use crate::report::{CoverageSummary, Report, ServerSummary, Settings, ToolReport, WireSummary, exit_code};
+use crate::report::{
+    CoverageSummary, Report, ServerSummary, Settings, ToolReport, WireSummary, exit_code,
+};
 use crate::rpc::session::{Session, SessionOptions};
 use crate::rpc::transcript::Entry;
 use crate::sandbox::SandboxStatus;
@@ -83,7 +85,9 @@ struct Ctx<'a> {
 /// The environment the server gets: a clean one with the scratch directories.
 fn server_env(scratch: &Scratch, extra: &[(String, String)]) -> Vec<(String, String)> {
     let mut env: Vec<(String, String)> = Vec::new();
-    for key in ["PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "USER", "LOGNAME"] {
+    for key in [
+        "PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "USER", "LOGNAME",
+    ] {
         if let Ok(v) = std::env::var(key) {
             env.push((key.into(), v));
         }
@@ -107,12 +111,21 @@ fn server_env(scratch: &Scratch, extra: &[(String, String)]) -> Vec<(String, Str
     env
 }
 
-async fn start_server(ctx: &Ctx<'_>) -> Result<Live, (String, Option<(Session, Vec<ProtocolNote>)>, Option<ExitSummary>)> {
-    let (mut process, pipes) = ServerProcess::spawn(&ctx.spec).map_err(|e| (error_chain(&e), None, None))?;
+async fn start_server(
+    ctx: &Ctx<'_>,
+) -> Result<
+    Live,
+    (
+        String,
+        Option<(Session, Vec<ProtocolNote>)>,
+        Option<ExitSummary>,
+    ),
+> {
+    let (mut process, pipes) =
+        ServerProcess::spawn(&ctx.spec).map_err(|e| (error_chain(&e), None, None))?;
     let config = ctx.config;
-    let roots = (config.roots == RootsOffer::Workspace).then(|| {
-        vec![json!({"uri": format!("file://{}", ctx.workspace), "name": "workspace"})]
-    });
+    let roots = (config.roots == RootsOffer::Workspace)
+        .then(|| vec![json!({"uri": format!("file://{}", ctx.workspace), "name": "workspace"})]);
     let session = Session::start(
         ctx.started,
         pipes.stdin,
@@ -149,7 +162,10 @@ async fn start_server(ctx: &Ctx<'_>) -> Result<Live, (String, Option<(Session, V
 }
 
 async fn stop_server(live: Live, collected: &mut Collected, keep_transcript: bool) {
-    let Live { mut process, client } = live;
+    let Live {
+        mut process,
+        client,
+    } = live;
     let (mut session, notes) = client.into_session();
     session.close_stdin().await;
     let exit = process.shutdown(EXIT_GRACE).await;
@@ -185,9 +201,16 @@ pub struct Verification {
 }
 
 /// Runs one verification. `stop` ends the run early (the report is then partial).
-pub async fn verify(config: &RunConfig, mut stop: watch::Receiver<bool>, subreaper: bool) -> Verification {
+pub async fn verify(
+    config: &RunConfig,
+    mut stop: watch::Receiver<bool>,
+    subreaper: bool,
+) -> Verification {
     let started = Instant::now();
-    let started_unix_ms = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0);
+    let started_unix_ms = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0);
     let deadline = started + config.run_timeout;
     let mut notes: Vec<String> = Vec::new();
     let mut collected = Collected::default();
@@ -243,24 +266,47 @@ pub async fn verify(config: &RunConfig, mut stop: watch::Receiver<bool>, subreap
         Err(e) => {
             let mut r = base_report(config.command.clone(), Some(error_chain(&e)));
             r.exit_reason = "harness error: could not create the scratch directories".into();
-            return Verification { report: r, transcript: Vec::new() };
+            return Verification {
+                report: r,
+                transcript: Vec::new(),
+            };
         }
     };
     if let Some(seed) = &config.workspace_seed {
         if let Err(e) = scratch.seed_from(seed) {
             let mut r = base_report(config.command.clone(), Some(error_chain(&e)));
             r.exit_reason = "harness error: could not seed the workspace".into();
-            return Verification { report: r, transcript: Vec::new() };
+            return Verification {
+                report: r,
+                transcript: Vec::new(),
+            };
         }
     }
-    let command: Vec<String> = config.command.iter().map(|a| substitute(a, &scratch)).collect();
-    let run_id = format!("{}-{}", std::process::id(), started_unix_ms);
+    let command: Vec<String> = config
+        .command
+        .iter()
+        .map(|a| substitute(a, &scratch))
+        .collect();
+    static RUNS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let run_id = format!(
+        "{}-{}-{}",
+        std::process::id(),
+        started_unix_ms,
+        RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    );
     let ctx = Ctx {
         config,
         spec: LaunchSpec {
             program: command[0].clone(),
             args: command[1..].to_vec(),
-            env: server_env(&scratch, &config.env),
+            env: server_env(
+                &scratch,
+                &config
+                    .env
+                    .iter()
+                    .map(|(k, v)| (k.clone(), substitute(v, &scratch)))
+                    .collect::<Vec<_>>(),
+            ),
             cwd: scratch.workspace.clone(),
             run_id,
         },
@@ -316,7 +362,10 @@ pub async fn verify(config: &RunConfig, mut stop: watch::Receiver<bool>, subreap
                 r.notes.push(e);
             }
             r.duration_ms = started.elapsed().as_millis() as u64;
-            return Verification { report: r, transcript };
+            return Verification {
+                report: r,
+                transcript,
+            };
         }
     };
     let identity = live.as_ref().map(|l| l.client.identity().clone());
@@ -360,12 +409,17 @@ pub async fn verify(config: &RunConfig, mut stop: watch::Receiver<bool>, subreap
             continue;
         }
         if Instant::now() >= deadline {
-            partial = Some(format!("the run timeout ({}s) was reached", config.run_timeout.as_secs()));
+            partial = Some(format!(
+                "the run timeout ({}s) was reached",
+                config.run_timeout.as_secs()
+            ));
             continue;
         }
         if live.is_none() {
             if restarts >= config.max_restarts {
-                run.skipped = Some(format!("not called: the server stopped working and was restarted {restarts} times already"));
+                run.skipped = Some(format!(
+                    "not called: the server stopped working and was restarted {restarts} times already"
+                ));
                 continue;
             }
             restarts += 1;
@@ -398,20 +452,28 @@ pub async fn verify(config: &RunConfig, mut stop: watch::Receiver<bool>, subreap
             let Some(l) = live.as_mut() else { break };
             let cursor = l.client.session().transcript_len();
             let t0 = Instant::now();
-            let timeout = config.call_timeout.min(deadline.saturating_duration_since(t0)).max(Duration::from_millis(1));
+            let timeout = config
+                .call_timeout
+                .min(deadline.saturating_duration_since(t0))
+                .max(Duration::from_millis(1));
             let outcome = tokio::select! {
                 o = l.client.call_tool(&tool.name, &p.arguments, timeout) => Some(o),
                 _ = stop.changed() => None,
             };
             let duration_ms = t0.elapsed().as_millis() as u64;
             let interrupted = outcome.is_none();
-            let outcome = outcome.unwrap_or(CallOutcome::Timeout { after_ms: duration_ms });
+            let outcome = outcome.unwrap_or(CallOutcome::Timeout {
+                after_ms: duration_ms,
+            });
             if !interrupted {
                 tokio::time::sleep(config.settle).await;
             }
             let observations = recorder.checkpoint();
             let wire_anomalies = l.client.session().anomalies_since(cursor).len();
-            let broken = matches!(outcome, CallOutcome::Timeout { .. } | CallOutcome::ServerDied) || l.process.has_exited();
+            let broken = matches!(
+                outcome,
+                CallOutcome::Timeout { .. } | CallOutcome::ServerDied
+            ) || l.process.has_exited();
             run.calls.push(CallRecord {
                 number,
                 arguments: p.arguments.clone(),
@@ -466,7 +528,10 @@ pub async fn verify(config: &RunConfig, mut stop: watch::Receiver<bool>, subreap
             description: tool.description.as_ref().map(|d| shorten(d, 300)),
             index: tool.index,
             definition_sha256: tool.definition_sha256.clone(),
-            declared: HintName::ALL.iter().map(|h| (h.key(), tool.hints.get(*h).describe())).collect(),
+            declared: HintName::ALL
+                .iter()
+                .map(|h| (h.key(), tool.hints.get(*h).describe()))
+                .collect(),
             skipped: run.skipped.clone(),
             arguments: planned
                 .iter()
@@ -480,7 +545,9 @@ pub async fn verify(config: &RunConfig, mut stop: watch::Receiver<bool>, subreap
             suggestions: judgement.suggestions,
         });
     }
-    findings.extend(audit::malformed_tool::unusable_findings(&inventory.unusable));
+    findings.extend(audit::malformed_tool::unusable_findings(
+        &inventory.unusable,
+    ));
     findings.extend(audit::out_of_window::findings(&phases));
 
     let mut report = base_report(command, None);
@@ -492,12 +559,18 @@ pub async fn verify(config: &RunConfig, mut stop: watch::Receiver<bool>, subreap
         files_observed: coverage.files.is_some(),
         network_observed: coverage.network.is_some(),
         tools_listed: inventory.tools.len(),
-        tools_succeeded: tools.iter().filter(|t| t.calls.iter().any(|c| c.outcome.is_success())).count(),
+        tools_succeeded: tools
+            .iter()
+            .filter(|t| t.calls.iter().any(|c| c.outcome.is_success()))
+            .count(),
         tools_failed: tools
             .iter()
             .filter(|t| !t.calls.is_empty() && !t.calls.iter().any(|c| c.outcome.is_success()))
             .count(),
-        tools_skipped: tools.iter().filter(|t| t.calls.is_empty() && t.skipped.is_some()).count(),
+        tools_skipped: tools
+            .iter()
+            .filter(|t| t.calls.is_empty() && t.skipped.is_some())
+            .count(),
         tools_not_called: tools
             .iter()
             .enumerate()
@@ -542,7 +615,11 @@ pub async fn verify(config: &RunConfig, mut stop: watch::Receiver<bool>, subreap
             format!(
                 "no contradiction in {} exercised tool(s){}",
                 report.coverage.tools_succeeded,
-                if partial.is_some() { " (partial run)" } else { "" }
+                if partial.is_some() {
+                    " (partial run)"
+                } else {
+                    ""
+                }
             ),
         )
     };

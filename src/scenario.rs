@@ -150,7 +150,11 @@ fn yes() -> bool {
 impl Scenario {
     /// Reads a scenario from a file, or from `scenario.toml` inside a directory.
     pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
-        let file = if path.is_dir() { path.join("scenario.toml") } else { path.to_path_buf() };
+        let file = if path.is_dir() {
+            path.join("scenario.toml")
+        } else {
+            path.to_path_buf()
+        };
         let text = std::fs::read_to_string(&file).map_err(|source| ScenarioError::Read {
             path: file.clone(),
             source,
@@ -165,7 +169,10 @@ impl Scenario {
 
     /// The directory the scenario file is in.
     pub fn dir(&self) -> PathBuf {
-        self.path.parent().map(Path::to_path_buf).unwrap_or_default()
+        self.path
+            .parent()
+            .map(Path::to_path_buf)
+            .unwrap_or_default()
     }
 
     /// `[run.args]` as JSON.
@@ -176,10 +183,12 @@ impl Scenario {
             .map(|(k, v)| {
                 let json = match v {
                     // A string is JSON text; a table is the arguments object itself.
-                    toml::Value::String(s) => serde_json::from_str(s).map_err(|e| ScenarioError::Invalid {
-                        path: self.path.clone(),
-                        message: format!("[run.args] {k}: not JSON: {e}"),
-                    })?,
+                    toml::Value::String(s) => {
+                        serde_json::from_str(s).map_err(|e| ScenarioError::Invalid {
+                            path: self.path.clone(),
+                            message: format!("[run.args] {k}: not JSON: {e}"),
+                        })?
+                    }
                     other => serde_json::to_value(other).map_err(|e| ScenarioError::Invalid {
                         path: self.path.clone(),
                         message: format!("[run.args] {k}: {e}"),
@@ -200,13 +209,18 @@ pub fn check(expect: &Expect, report: &Report) -> Vec<String> {
         }
     }
     let verdict_of = |pair: &str| -> Result<Option<&str>, String> {
-        let (tool, hint) = pair.split_once(':').ok_or_else(|| format!("{pair:?} is not tool:hintName"))?;
+        let (tool, hint) = pair
+            .split_once(':')
+            .ok_or_else(|| format!("{pair:?} is not tool:hintName"))?;
         let t = report
             .tools
             .iter()
             .find(|t| t.name == tool)
             .ok_or_else(|| format!("{pair}: no tool {tool:?} in the report"))?;
-        Ok(t.verdicts.iter().find(|v| v.hint.key() == hint).map(|v| v.verdict.as_str()))
+        Ok(t.verdicts
+            .iter()
+            .find(|v| v.hint.key() == hint)
+            .map(|v| v.verdict.as_str()))
     };
     for (list, want) in [
         (&expect.contradicted, "contradicted"),
@@ -227,7 +241,9 @@ pub fn check(expect: &Expect, report: &Report) -> Vec<String> {
             for v in &t.verdicts {
                 let pair = format!("{}:{}", t.name, v.hint.key());
                 if v.verdict.as_str() == "contradicted" && !expect.contradicted.contains(&pair) {
-                    failures.push(format!("{pair}: contradicted, which no expectation lists (false accusation?)"));
+                    failures.push(format!(
+                        "{pair}: contradicted, which no expectation lists (false accusation?)"
+                    ));
                 }
             }
         }

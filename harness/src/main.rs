@@ -117,8 +117,27 @@ struct Step {
 }
 
 const ACTIONS: &[&str] = &[
-    "write", "append", "truncate", "delete", "rename", "mkdir", "chmod", "counter", "spawn_write", "spawn_daemon",
-    "connect", "sleep", "garbage", "oversized", "stderr", "wrong_id", "exit", "hang", "error", "rpc_error", "notify",
+    "write",
+    "append",
+    "truncate",
+    "delete",
+    "rename",
+    "mkdir",
+    "chmod",
+    "counter",
+    "spawn_write",
+    "spawn_daemon",
+    "connect",
+    "sleep",
+    "garbage",
+    "oversized",
+    "stderr",
+    "wrong_id",
+    "exit",
+    "hang",
+    "error",
+    "rpc_error",
+    "notify",
 ];
 
 fn die(msg: &str) -> ! {
@@ -144,34 +163,54 @@ fn main() {
 }
 
 fn load(path: &Path) -> ScenarioFile {
-    let text = std::fs::read_to_string(path).unwrap_or_else(|e| die(&format!("cannot read {}: {e}", path.display())));
-    let file: ScenarioFile = toml::from_str(&text).unwrap_or_else(|e| die(&format!("{}: {e}", path.display())));
+    let text = std::fs::read_to_string(path)
+        .unwrap_or_else(|e| die(&format!("cannot read {}: {e}", path.display())));
+    let file: ScenarioFile =
+        toml::from_str(&text).unwrap_or_else(|e| die(&format!("{}: {e}", path.display())));
     for t in &file.tools {
         for s in &t.steps {
             if !ACTIONS.contains(&s.action.as_str()) {
-                die(&format!("tool {}: unknown action {:?}; known: {}", t.name, s.action, ACTIONS.join(", ")));
+                die(&format!(
+                    "tool {}: unknown action {:?}; known: {}",
+                    t.name,
+                    s.action,
+                    ACTIONS.join(", ")
+                ));
             }
         }
     }
     if !["legacy", "modern", "both"].contains(&file.fake.era.as_str()) {
-        die(&format!("[fake] era {:?} is not legacy, modern or both", file.fake.era));
+        die(&format!(
+            "[fake] era {:?} is not legacy, modern or both",
+            file.fake.era
+        ));
     }
     file
 }
 
 fn definition(t: &ToolSpec) -> Value {
     if let Some(raw) = &t.tool_json {
-        return serde_json::from_str(raw).unwrap_or_else(|e| die(&format!("tool {}: tool_json: {e}", t.name)));
+        return serde_json::from_str(raw)
+            .unwrap_or_else(|e| die(&format!("tool {}: tool_json: {e}", t.name)));
     }
     let mut d = Map::new();
     d.insert("name".into(), json!(t.name));
     if let Some(title) = &t.title {
         d.insert("title".into(), json!(title));
     }
-    d.insert("description".into(), json!(t.description.clone().unwrap_or_else(|| format!("The {} tool.", t.name))));
+    d.insert(
+        "description".into(),
+        json!(
+            t.description
+                .clone()
+                .unwrap_or_else(|| format!("The {} tool.", t.name))
+        ),
+    );
     let schema = match (&t.input_schema_json, &t.input_schema) {
-        (Some(raw), _) => serde_json::from_str(raw).unwrap_or_else(|e| die(&format!("tool {}: input_schema_json: {e}", t.name))),
-        (None, Some(s)) => serde_json::to_value(s).unwrap_or_else(|e| die(&format!("tool {}: input_schema: {e}", t.name))),
+        (Some(raw), _) => serde_json::from_str(raw)
+            .unwrap_or_else(|e| die(&format!("tool {}: input_schema_json: {e}", t.name))),
+        (None, Some(s)) => serde_json::to_value(s)
+            .unwrap_or_else(|e| die(&format!("tool {}: input_schema: {e}", t.name))),
         (None, None) => json!({"type": "object", "properties": {}}),
     };
     d.insert("inputSchema".into(), schema);
@@ -179,11 +218,15 @@ fn definition(t: &ToolSpec) -> Value {
         (Some(raw), _) => {
             d.insert(
                 "annotations".into(),
-                serde_json::from_str(raw).unwrap_or_else(|e| die(&format!("tool {}: annotations_json: {e}", t.name))),
+                serde_json::from_str(raw)
+                    .unwrap_or_else(|e| die(&format!("tool {}: annotations_json: {e}", t.name))),
             );
         }
         (None, Some(a)) => {
-            d.insert("annotations".into(), serde_json::to_value(a).unwrap_or(Value::Null));
+            d.insert(
+                "annotations".into(),
+                serde_json::to_value(a).unwrap_or(Value::Null),
+            );
         }
         (None, None) => {}
     }
@@ -200,6 +243,8 @@ struct Server {
     calls: HashMap<String, u32>,
     modern: bool,
     next_request: i64,
+    /// Lines read while waiting for the client's answer, handled afterwards.
+    queued: std::collections::VecDeque<String>,
 }
 
 impl Server {
@@ -223,7 +268,9 @@ impl Server {
     }
 
     fn error(&mut self, id: &Value, code: i64, message: &str) {
-        self.send(&json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}}));
+        self.send(
+            &json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}}),
+        );
     }
 
     /// Sends a request to the client and waits for its answer, skipping anything else.
@@ -233,12 +280,21 @@ impl Server {
         self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method}));
         for line in self.lines.by_ref() {
             let Ok(line) = line else { return None };
-            let Ok(v) = serde_json::from_str::<Value>(&line) else { continue };
-            if v.get("id") == Some(&json!(id)) && v.get("method").is_none() {
-                return Some(v);
+            match serde_json::from_str::<Value>(&line) {
+                Ok(v) if v.get("id") == Some(&json!(id)) && v.get("method").is_none() => {
+                    return Some(v);
+                }
+                _ => self.queued.push_back(line),
             }
         }
         None
+    }
+
+    fn next_line(&mut self) -> Option<String> {
+        if let Some(l) = self.queued.pop_front() {
+            return Some(l);
+        }
+        self.lines.next().and_then(Result::ok)
     }
 }
 
@@ -252,6 +308,7 @@ fn serve(path: &Path) {
         calls: HashMap::new(),
         modern: false,
         next_request: 0,
+        queued: std::collections::VecDeque::new(),
     };
     for g in s.file.fake.garbage_before_handshake.clone() {
         s.raw(&g);
@@ -259,10 +316,17 @@ fn serve(path: &Path) {
     if let Some(p) = s.file.fake.startup_write.clone() {
         let _ = std::fs::write(&p, "started\n");
     }
-    while let Some(line) = s.lines.next() {
-        let Ok(line) = line else { break };
-        let Ok(msg) = serde_json::from_str::<Value>(&line) else { continue };
-        let Some(method) = msg.get("method").and_then(Value::as_str).map(str::to_string) else { continue };
+    while let Some(line) = s.next_line() {
+        let Ok(msg) = serde_json::from_str::<Value>(&line) else {
+            continue;
+        };
+        let Some(method) = msg
+            .get("method")
+            .and_then(Value::as_str)
+            .map(str::to_string)
+        else {
+            continue;
+        };
         let Some(id) = msg.get("id").cloned() else {
             if method == "notifications/initialized" && s.file.fake.request_roots {
                 let answer = s.ask_client("roots/list");
@@ -301,7 +365,11 @@ fn serve(path: &Path) {
                     s.error(&id, -32601, "Method not found");
                     continue;
                 }
-                let asked = params.get("protocolVersion").and_then(Value::as_str).unwrap_or("2025-11-25").to_string();
+                let asked = params
+                    .get("protocolVersion")
+                    .and_then(Value::as_str)
+                    .unwrap_or("2025-11-25")
+                    .to_string();
                 let version = s.file.fake.protocol_version.clone().unwrap_or(asked);
                 let name = s.file.fake.server_name.clone();
                 s.result(
@@ -315,7 +383,11 @@ fn serve(path: &Path) {
                     let _ = s.ask_client("ping");
                 }
                 let all: Vec<Value> = s.file.tools.iter().map(definition).collect();
-                let page_size = if s.file.fake.page_size == 0 { all.len().max(1) } else { s.file.fake.page_size };
+                let page_size = if s.file.fake.page_size == 0 {
+                    all.len().max(1)
+                } else {
+                    s.file.fake.page_size
+                };
                 let start: usize = params
                     .get("cursor")
                     .and_then(Value::as_str)
@@ -351,7 +423,9 @@ fn expand(template: &str, args: &Value, n: u32) -> String {
             .unwrap_or_default(),
     );
     while let Some(start) = out.find("{arg:") {
-        let Some(len) = out[start..].find('}') else { break };
+        let Some(len) = out[start..].find('}') else {
+            break;
+        };
         let name = &out[start + 5..start + len];
         let value = match args.get(name) {
             Some(Value::String(s)) => s.clone(),
@@ -371,14 +445,21 @@ fn resolve(path: &str) -> PathBuf {
 }
 
 fn call(s: &mut Server, id: &Value, params: &Value) {
-    let name = params.get("name").and_then(Value::as_str).unwrap_or_default().to_string();
+    let name = params
+        .get("name")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string();
     let args = params.get("arguments").cloned().unwrap_or(json!({}));
     let Some(tool) = s.file.tools.iter().find(|t| t.name == name) else {
         s.error(id, -32602, &format!("Unknown tool: {name}"));
         return;
     };
     let steps = tool.steps.clone();
-    let mut text = tool.result_text.clone().unwrap_or_else(|| format!("{name} done"));
+    let mut text = tool
+        .result_text
+        .clone()
+        .unwrap_or_else(|| format!("{name} done"));
     let n = {
         let c = s.calls.entry(name.clone()).or_insert(0);
         *c += 1;
@@ -405,18 +486,26 @@ fn call(s: &mut Server, id: &Value, params: &Value) {
                 .and_then(|f| f.set_len(step.size.unwrap_or(0))),
             "delete" => {
                 let target = p(&step.path);
-                if target.is_dir() { std::fs::remove_dir_all(target) } else { std::fs::remove_file(target) }
+                if target.is_dir() {
+                    std::fs::remove_dir_all(target)
+                } else {
+                    std::fs::remove_file(target)
+                }
             }
             "rename" => std::fs::rename(p(&step.from), p(&step.to)),
             "mkdir" => std::fs::create_dir_all(p(&step.path)),
             "chmod" => {
                 use std::os::unix::fs::PermissionsExt;
-                let mode = u32::from_str_radix(step.mode.as_deref().unwrap_or("644"), 8).unwrap_or(0o644);
+                let mode =
+                    u32::from_str_radix(step.mode.as_deref().unwrap_or("644"), 8).unwrap_or(0o644);
                 std::fs::set_permissions(p(&step.path), std::fs::Permissions::from_mode(mode))
             }
             "counter" => {
                 let target = p(&step.path);
-                let current: u64 = std::fs::read_to_string(&target).ok().and_then(|t| t.trim().parse().ok()).unwrap_or(0);
+                let current: u64 = std::fs::read_to_string(&target)
+                    .ok()
+                    .and_then(|t| t.trim().parse().ok())
+                    .unwrap_or(0);
                 std::fs::write(target, format!("{}\n", current + 1))
             }
             "spawn_write" => Command::new(std::env::current_exe().unwrap_or_default())
@@ -433,7 +522,10 @@ fn call(s: &mut Server, id: &Value, params: &Value) {
             "spawn_daemon" => {
                 use std::os::unix::process::CommandExt;
                 Command::new(std::env::current_exe().unwrap_or_default())
-                    .args(["--linger".to_string(), step.seconds.unwrap_or(300).to_string()])
+                    .args([
+                        "--linger".to_string(),
+                        step.seconds.unwrap_or(300).to_string(),
+                    ])
                     .stdin(Stdio::null())
                     .stdout(Stdio::null())
                     .stderr(Stdio::null())
@@ -455,7 +547,12 @@ fn call(s: &mut Server, id: &Value, params: &Value) {
                 Ok(())
             }
             "garbage" => {
-                s.raw(&step.text.clone().unwrap_or_else(|| "this is not json".into()));
+                s.raw(
+                    &step
+                        .text
+                        .clone()
+                        .unwrap_or_else(|| "this is not json".into()),
+                );
                 Ok(())
             }
             "oversized" => {
@@ -485,12 +582,18 @@ fn call(s: &mut Server, id: &Value, params: &Value) {
                 Ok(())
             }
             "rpc_error" => {
-                let message = step.message.clone().unwrap_or_else(|| "Invalid params".into());
+                let message = step
+                    .message
+                    .clone()
+                    .unwrap_or_else(|| "Invalid params".into());
                 s.error(id, step.code.unwrap_or(-32602), &message);
                 return;
             }
             "notify" => {
-                let method = step.method.clone().unwrap_or_else(|| "notifications/tools/list_changed".into());
+                let method = step
+                    .method
+                    .clone()
+                    .unwrap_or_else(|| "notifications/tools/list_changed".into());
                 s.send(&json!({"jsonrpc":"2.0","method": method}));
                 Ok(())
             }

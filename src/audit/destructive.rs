@@ -32,7 +32,10 @@ pub fn judge(tool: &ToolDecl, run: &ToolRun, coverage: &Coverage) -> HintJudgeme
         );
     }
     match tool.hints.destructive.declared() {
-        Some(true) => HintJudgement::new(Verdict::NotApplicable, "destructiveHint is true: nothing to contradict"),
+        Some(true) => HintJudgement::new(
+            Verdict::NotApplicable,
+            "destructiveHint is true: nothing to contradict",
+        ),
         None => {
             let mut j = HintJudgement::new(
                 Verdict::NotApplicable,
@@ -61,7 +64,10 @@ pub fn judge(tool: &ToolDecl, run: &ToolRun, coverage: &Coverage) -> HintJudgeme
             if !destructive.is_empty() {
                 let mut j = HintJudgement::new(
                     Verdict::Contradicted,
-                    format!("{} destructive effect(s) on existing content were observed", destructive.len()),
+                    format!(
+                        "{} destructive effect(s) on existing content were observed",
+                        destructive.len()
+                    ),
                 );
                 j.evidence = evidence_of(destructive.into_iter());
                 return j;
@@ -77,7 +83,10 @@ pub fn judge(tool: &ToolDecl, run: &ToolRun, coverage: &Coverage) -> HintJudgeme
                 };
                 HintJudgement::new(Verdict::Consistent, what)
             } else {
-                HintJudgement::new(Verdict::Unexercised, format!("no call succeeded ({})", outcomes_summary(run)))
+                HintJudgement::new(
+                    Verdict::Unexercised,
+                    format!("no call succeeded ({})", outcomes_summary(run)),
+                )
             }
         }
     }
@@ -101,7 +110,10 @@ mod tests {
                 file("$WORKSPACE/b", FileEffectKind::Appended),
             ],
         )]);
-        assert_eq!(judge(&t, &additive, &full_coverage()).verdict, Verdict::Consistent);
+        assert_eq!(
+            judge(&t, &additive, &full_coverage()).verdict,
+            Verdict::Consistent
+        );
         for kind in [
             FileEffectKind::Overwritten,
             FileEffectKind::Truncated,
@@ -111,8 +123,16 @@ mod tests {
                 over_existing: true,
             },
         ] {
-            let r = run(vec![call(1, ok(), vec![file("$WORKSPACE/a", kind.clone())])]);
-            assert_eq!(judge(&t, &r, &full_coverage()).verdict, Verdict::Contradicted, "{kind:?}");
+            let r = run(vec![call(
+                1,
+                ok(),
+                vec![file("$WORKSPACE/a", kind.clone())],
+            )]);
+            assert_eq!(
+                judge(&t, &r, &full_coverage()).verdict,
+                Verdict::Contradicted,
+                "{kind:?}"
+            );
         }
         let plain_rename = run(vec![call(
             1,
@@ -125,14 +145,24 @@ mod tests {
                 },
             )],
         )]);
-        assert_eq!(judge(&t, &plain_rename, &full_coverage()).verdict, Verdict::Consistent);
+        assert_eq!(
+            judge(&t, &plain_rename, &full_coverage()).verdict,
+            Verdict::Consistent
+        );
     }
 
     #[test]
     fn not_applicable_for_read_only_and_default_tools() {
-        let r = run(vec![call(1, ok(), vec![file("$WORKSPACE/a", FileEffectKind::Deleted)])]);
+        let r = run(vec![call(
+            1,
+            ok(),
+            vec![file("$WORKSPACE/a", FileEffectKind::Deleted)],
+        )]);
         let ro = tool(json!({"readOnlyHint": true, "destructiveHint": false}));
-        assert_eq!(judge(&ro, &r, &full_coverage()).verdict, Verdict::NotApplicable);
+        assert_eq!(
+            judge(&ro, &r, &full_coverage()).verdict,
+            Verdict::NotApplicable
+        );
         let absent = judge(&tool(json!({})), &r, &full_coverage());
         assert_eq!(absent.verdict, Verdict::NotApplicable);
         assert!(absent.suggestion.expect("suggestion").value);

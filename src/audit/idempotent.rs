@@ -35,9 +35,17 @@ pub fn judge(tool: &ToolDecl, run: &ToolRun, coverage: &Coverage) -> HintJudgeme
     let repeats: Vec<_> = run.calls.iter().skip(1).collect();
     let repeat_effects: Vec<_> = repeats
         .iter()
-        .flat_map(|c| c.observations.iter().filter(|o| counts(o)).map(move |o| (*c, o)))
+        .flat_map(|c| {
+            c.observations
+                .iter()
+                .filter(|o| counts(o))
+                .map(move |o| (*c, o))
+        })
         .collect();
-    let first_effects = run.calls.first().is_some_and(|c| c.observations.iter().any(counts));
+    let first_effects = run
+        .calls
+        .first()
+        .is_some_and(|c| c.observations.iter().any(counts));
     let answered_repeats = repeats.iter().filter(|c| c.outcome.answered()).count();
     if tool.hints.read_only.declared() == Some(true) {
         return HintJudgement::new(
@@ -46,7 +54,10 @@ pub fn judge(tool: &ToolDecl, run: &ToolRun, coverage: &Coverage) -> HintJudgeme
         );
     }
     match tool.hints.idempotent.declared() {
-        Some(false) => HintJudgement::new(Verdict::NotApplicable, "idempotentHint is false: nothing to contradict"),
+        Some(false) => HintJudgement::new(
+            Verdict::NotApplicable,
+            "idempotentHint is false: nothing to contradict",
+        ),
         None => {
             let mut j = HintJudgement::new(
                 Verdict::NotApplicable,
@@ -58,14 +69,18 @@ pub fn judge(tool: &ToolDecl, run: &ToolRun, coverage: &Coverage) -> HintJudgeme
                         hint: HintName::Idempotent,
                         value: false,
                         basis: SuggestionBasis::Observed,
-                        reason: format!("the repeated call had an effect of its own: {}", o.describe()),
+                        reason: format!(
+                            "the repeated call had an effect of its own: {}",
+                            o.describe()
+                        ),
                     })
                 } else if first_effects {
                     Some(Suggestion {
                         hint: HintName::Idempotent,
                         value: true,
                         basis: SuggestionBasis::Consistent,
-                        reason: "the first call wrote and the identical repeat changed nothing".into(),
+                        reason: "the first call wrote and the identical repeat changed nothing"
+                            .into(),
                     })
                 } else {
                     None
@@ -83,7 +98,10 @@ pub fn judge(tool: &ToolDecl, run: &ToolRun, coverage: &Coverage) -> HintJudgeme
             if !repeat_effects.is_empty() {
                 let mut j = HintJudgement::new(
                     Verdict::Contradicted,
-                    format!("the identical repeat call had {} effect(s) of its own", repeat_effects.len()),
+                    format!(
+                        "the identical repeat call had {} effect(s) of its own",
+                        repeat_effects.len()
+                    ),
                 );
                 j.evidence = evidence_of(repeat_effects.into_iter());
                 return j;
@@ -102,7 +120,9 @@ pub fn judge(tool: &ToolDecl, run: &ToolRun, coverage: &Coverage) -> HintJudgeme
                 return HintJudgement::new(Verdict::Unexercised, "no file observer was active");
             }
             let first_digest = run.calls[0].outcome.result_sha256();
-            let changed = repeats.iter().any(|c| c.outcome.result_sha256() != first_digest);
+            let changed = repeats
+                .iter()
+                .any(|c| c.outcome.result_sha256() != first_digest);
             let mut j = HintJudgement::new(
                 Verdict::Consistent,
                 if changed {
@@ -133,7 +153,11 @@ mod tests {
         let t = tool(json!({"idempotentHint": true}));
         let r = run(vec![
             call(1, ok(), vec![file("$WORKSPACE/n", FileEffectKind::Created)]),
-            call(2, ok(), vec![file("$WORKSPACE/n", FileEffectKind::Appended)]),
+            call(
+                2,
+                ok(),
+                vec![file("$WORKSPACE/n", FileEffectKind::Appended)],
+            ),
         ]);
         let j = judge(&t, &r, &full_coverage());
         assert_eq!(j.verdict, Verdict::Contradicted);
@@ -162,10 +186,19 @@ mod tests {
     #[test]
     fn unexercised_without_a_successful_first_call_or_a_repeat() {
         let t = tool(json!({"idempotentHint": true}));
-        let failed = run(vec![call(1, CallOutcome::ServerDied, vec![]), call(2, ok(), vec![])]);
-        assert_eq!(judge(&t, &failed, &full_coverage()).verdict, Verdict::Unexercised);
+        let failed = run(vec![
+            call(1, CallOutcome::ServerDied, vec![]),
+            call(2, ok(), vec![]),
+        ]);
+        assert_eq!(
+            judge(&t, &failed, &full_coverage()).verdict,
+            Verdict::Unexercised
+        );
         let once = run(vec![call(1, ok(), vec![])]);
-        assert_eq!(judge(&t, &once, &full_coverage()).verdict, Verdict::Unexercised);
+        assert_eq!(
+            judge(&t, &once, &full_coverage()).verdict,
+            Verdict::Unexercised
+        );
     }
 
     #[test]
@@ -175,7 +208,9 @@ mod tests {
             call(1, ok(), vec![file("$WORKSPACE/n", FileEffectKind::Created)]),
             call(2, ok(), vec![]),
         ]);
-        let s = judge(&t, &r, &full_coverage()).suggestion.expect("suggestion");
+        let s = judge(&t, &r, &full_coverage())
+            .suggestion
+            .expect("suggestion");
         assert!(s.value);
     }
 }

@@ -87,10 +87,26 @@ pub struct ToolJudgement {
 /// Judges one tool.
 pub fn judge_tool(tool: &ToolDecl, run: &ToolRun, coverage: &Coverage) -> ToolJudgement {
     let judged: [(HintName, &AuditMeta, HintJudgement); 4] = [
-        (HintName::ReadOnly, &read_only::META, read_only::judge(tool, run, coverage)),
-        (HintName::Destructive, &destructive::META, destructive::judge(tool, run, coverage)),
-        (HintName::Idempotent, &idempotent::META, idempotent::judge(tool, run, coverage)),
-        (HintName::OpenWorld, &open_world::META, open_world::judge(tool, run, coverage)),
+        (
+            HintName::ReadOnly,
+            &read_only::META,
+            read_only::judge(tool, run, coverage),
+        ),
+        (
+            HintName::Destructive,
+            &destructive::META,
+            destructive::judge(tool, run, coverage),
+        ),
+        (
+            HintName::Idempotent,
+            &idempotent::META,
+            idempotent::judge(tool, run, coverage),
+        ),
+        (
+            HintName::OpenWorld,
+            &open_world::META,
+            open_world::judge(tool, run, coverage),
+        ),
     ];
     let mut out = ToolJudgement {
         verdicts: Vec::new(),
@@ -106,7 +122,13 @@ pub fn judge_tool(tool: &ToolDecl, run: &ToolRun, coverage: &Coverage) -> ToolJu
                 hint: Some(hint),
                 severity: Severity::Error,
                 confidence: j.confidence,
-                message: format!("{} declares {}: {} but {}", tool.name, hint.key(), tool.hints.get(hint).describe(), j.reason),
+                message: format!(
+                    "{} declares {}: {} but {}",
+                    tool.name,
+                    hint.key(),
+                    tool.hints.get(hint).describe(),
+                    j.reason
+                ),
                 evidence: j.evidence.clone(),
             });
         }
@@ -134,7 +156,9 @@ pub fn judge_tool(tool: &ToolDecl, run: &ToolRun, coverage: &Coverage) -> ToolJu
 }
 
 /// Evidence lines for observations, capped so that a flood stays readable.
-pub(crate) fn evidence_of<'a>(items: impl Iterator<Item = (&'a CallRecord, &'a Observation)>) -> Vec<Evidence> {
+pub(crate) fn evidence_of<'a>(
+    items: impl Iterator<Item = (&'a CallRecord, &'a Observation)>,
+) -> Vec<Evidence> {
     const CAP: usize = 20;
     let all: Vec<(&CallRecord, &Observation)> = items.collect();
     let mut out: Vec<Evidence> = all
@@ -157,7 +181,10 @@ pub(crate) fn evidence_of<'a>(items: impl Iterator<Item = (&'a CallRecord, &'a O
 /// "2 of 2 calls succeeded" / the outcomes of failed calls, for reasons.
 pub(crate) fn outcomes_summary(run: &ToolRun) -> String {
     if run.calls.is_empty() {
-        return run.skipped.clone().unwrap_or_else(|| "the tool was not called".into());
+        return run
+            .skipped
+            .clone()
+            .unwrap_or_else(|| "the tool was not called".into());
     }
     let labels: Vec<String> = run
         .calls
@@ -177,7 +204,11 @@ pub(crate) mod testing {
     use serde_json::{Value, json};
 
     pub(crate) fn tool(annotations: Value) -> ToolDecl {
-        parse_tool(&json!({"name":"t","inputSchema":{"type":"object"},"annotations":annotations}), 0).expect("tool")
+        parse_tool(
+            &json!({"name":"t","inputSchema":{"type":"object"},"annotations":annotations}),
+            0,
+        )
+        .expect("tool")
     }
 
     pub(crate) fn ok() -> CallOutcome {
@@ -187,7 +218,11 @@ pub(crate) mod testing {
         }
     }
 
-    pub(crate) fn call(number: usize, outcome: CallOutcome, observations: Vec<Observation>) -> CallRecord {
+    pub(crate) fn call(
+        number: usize,
+        outcome: CallOutcome,
+        observations: Vec<Observation>,
+    ) -> CallRecord {
         CallRecord {
             number,
             arguments: json!({}),
@@ -248,7 +283,11 @@ mod tests {
         let mut seen = HashSet::new();
         for m in ALL {
             assert!(seen.insert(m.id), "duplicate id {}", m.id);
-            assert!(m.id.chars().all(|c| c.is_ascii_lowercase() || c == '-'), "{}", m.id);
+            assert!(
+                m.id.chars().all(|c| c.is_ascii_lowercase() || c == '-'),
+                "{}",
+                m.id
+            );
             assert!(!m.summary.is_empty() && m.docs.len() > 80, "{}", m.id);
             assert!(!m.summary.contains('\n'), "{}", m.id);
         }

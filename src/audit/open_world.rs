@@ -25,7 +25,10 @@ pub fn judge(tool: &ToolDecl, run: &ToolRun, coverage: &Coverage) -> HintJudgeme
         .filter(|(_, o)| o.as_network().is_some_and(|n| !n.loopback))
         .collect();
     match tool.hints.open_world.declared() {
-        Some(true) => HintJudgement::new(Verdict::NotApplicable, "openWorldHint is true: nothing to contradict"),
+        Some(true) => HintJudgement::new(
+            Verdict::NotApplicable,
+            "openWorldHint is true: nothing to contradict",
+        ),
         None => {
             let mut j = HintJudgement::new(
                 Verdict::NotApplicable,
@@ -54,7 +57,10 @@ pub fn judge(tool: &ToolDecl, run: &ToolRun, coverage: &Coverage) -> HintJudgeme
             if !external.is_empty() {
                 let mut j = HintJudgement::new(
                     Verdict::Contradicted,
-                    format!("{} network attempt(s) to external destinations were observed", external.len()),
+                    format!(
+                        "{} network attempt(s) to external destinations were observed",
+                        external.len()
+                    ),
                 );
                 j.evidence = evidence_of(external.into_iter());
                 return j;
@@ -68,7 +74,10 @@ pub fn judge(tool: &ToolDecl, run: &ToolRun, coverage: &Coverage) -> HintJudgeme
             if run.succeeded() {
                 HintJudgement::new(Verdict::Consistent, "no network activity was observed")
             } else {
-                HintJudgement::new(Verdict::Unexercised, format!("no call succeeded ({})", outcomes_summary(run)))
+                HintJudgement::new(
+                    Verdict::Unexercised,
+                    format!("no call succeeded ({})", outcomes_summary(run)),
+                )
             }
         }
     }
@@ -84,11 +93,22 @@ mod tests {
     #[test]
     fn external_attempts_contradict_loopback_does_not() {
         let t = tool(json!({"openWorldHint": false}));
-        let lo = run(vec![call(1, ok(), vec![net(NetKind::Connect, "127.0.0.1", true)])]);
-        assert_eq!(judge(&t, &lo, &full_coverage()).verdict, Verdict::Consistent);
+        let lo = run(vec![call(
+            1,
+            ok(),
+            vec![net(NetKind::Connect, "127.0.0.1", true)],
+        )]);
+        assert_eq!(
+            judge(&t, &lo, &full_coverage()).verdict,
+            Verdict::Consistent
+        );
         for kind in [NetKind::Dns, NetKind::Connect, NetKind::Datagram] {
             let r = run(vec![call(1, ok(), vec![net(kind, "192.0.2.1", false)])]);
-            assert_eq!(judge(&t, &r, &full_coverage()).verdict, Verdict::Contradicted, "{kind:?}");
+            assert_eq!(
+                judge(&t, &r, &full_coverage()).verdict,
+                Verdict::Contradicted,
+                "{kind:?}"
+            );
         }
     }
 
@@ -100,6 +120,9 @@ mod tests {
         let j = judge(&t, &run(vec![call(1, ok(), vec![])]), &cov);
         assert_eq!(j.verdict, Verdict::Unexercised);
         let absent = judge(&tool(json!({})), &run(vec![call(1, ok(), vec![])]), &cov);
-        assert!(absent.suggestion.is_none(), "no suggestion without an observer");
+        assert!(
+            absent.suggestion.is_none(),
+            "no suggestion without an observer"
+        );
     }
 }

@@ -29,7 +29,10 @@ pub fn findings(phases: &[PhaseObservation]) -> Vec<Finding> {
             Phase::Idle => 1,
             Phase::Shutdown => 2,
         };
-        grouped.entry((order, p.after_tool.as_deref())).or_default().push(p);
+        grouped
+            .entry((order, p.after_tool.as_deref()))
+            .or_default()
+            .push(p);
     }
     grouped
         .into_iter()

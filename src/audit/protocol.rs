@@ -24,7 +24,12 @@ Fix: log to stderr, never to stdout.",
 };
 
 /// Findings for the wire anomalies and protocol notes of a run.
-pub fn findings(notes: &[ProtocolNote], anomalies: &[Entry], stats_garbage: u64, stats_unknown: u64) -> Vec<Finding> {
+pub fn findings(
+    notes: &[ProtocolNote],
+    anomalies: &[Entry],
+    stats_garbage: u64,
+    stats_unknown: u64,
+) -> Vec<Finding> {
     let mut out = Vec::new();
     let mut by_class: BTreeMap<&str, Vec<&Entry>> = BTreeMap::new();
     for e in anomalies {
@@ -71,7 +76,10 @@ pub fn findings(notes: &[ProtocolNote], anomalies: &[Entry], stats_garbage: u64,
             hint: None,
             severity: Severity::Note,
             confidence: Confidence::High,
-            message: format!("{} further anomalous lines are counted but not listed", stats_garbage + stats_unknown - listed),
+            message: format!(
+                "{} further anomalous lines are counted but not listed",
+                stats_garbage + stats_unknown - listed
+            ),
             evidence: Vec::new(),
         });
     }

@@ -22,7 +22,10 @@ remove the write from the tool.",
 
 /// Judges `readOnlyHint`.
 pub fn judge(tool: &ToolDecl, run: &ToolRun, coverage: &Coverage) -> HintJudgement {
-    let writes: Vec<_> = run.observations().filter(|(_, o)| o.as_file().is_some()).collect();
+    let writes: Vec<_> = run
+        .observations()
+        .filter(|(_, o)| o.as_file().is_some())
+        .collect();
     let declared = tool.hints.read_only.declared();
     if declared != Some(true) {
         let mut j = HintJudgement::new(
@@ -66,11 +69,17 @@ pub fn judge(tool: &ToolDecl, run: &ToolRun, coverage: &Coverage) -> HintJudgeme
     }
     if run.succeeded() {
         let n = run.calls.iter().filter(|c| c.outcome.is_success()).count();
-        HintJudgement::new(Verdict::Consistent, format!("{n} successful call(s), no write observed"))
+        HintJudgement::new(
+            Verdict::Consistent,
+            format!("{n} successful call(s), no write observed"),
+        )
     } else {
         HintJudgement::new(
             Verdict::Unexercised,
-            format!("no call succeeded ({}), so the behaviour was not reached", outcomes_summary(run)),
+            format!(
+                "no call succeeded ({}), so the behaviour was not reached",
+                outcomes_summary(run)
+            ),
         )
     }
 }
@@ -102,9 +111,15 @@ mod tests {
     #[test]
     fn consistent_needs_a_successful_call() {
         let t = tool(json!({"readOnlyHint": true}));
-        assert_eq!(judge(&t, &run(vec![call(1, ok(), vec![])]), &full_coverage()).verdict, Verdict::Consistent);
+        assert_eq!(
+            judge(&t, &run(vec![call(1, ok(), vec![])]), &full_coverage()).verdict,
+            Verdict::Consistent
+        );
         let failed = run(vec![call(1, CallOutcome::Timeout { after_ms: 5 }, vec![])]);
-        assert_eq!(judge(&t, &failed, &full_coverage()).verdict, Verdict::Unexercised);
+        assert_eq!(
+            judge(&t, &failed, &full_coverage()).verdict,
+            Verdict::Unexercised
+        );
     }
 
     #[test]
@@ -115,7 +130,15 @@ mod tests {
         let s = quiet.suggestion.expect("suggestion");
         assert!(s.value);
         assert_eq!(s.basis, SuggestionBasis::Consistent);
-        let writer = judge(&t, &run(vec![call(1, ok(), vec![file("$HOME/x", FileEffectKind::Created)])]), &full_coverage());
+        let writer = judge(
+            &t,
+            &run(vec![call(
+                1,
+                ok(),
+                vec![file("$HOME/x", FileEffectKind::Created)],
+            )]),
+            &full_coverage(),
+        );
         let s = writer.suggestion.expect("suggestion");
         assert!(!s.value);
         assert_eq!(s.basis, SuggestionBasis::Observed);
@@ -124,7 +147,15 @@ mod tests {
     #[test]
     fn wrong_type_is_judged_as_absent() {
         let t = tool(json!({"readOnlyHint": "true"}));
-        let j = judge(&t, &run(vec![call(1, ok(), vec![file("$HOME/x", FileEffectKind::Created)])]), &full_coverage());
+        let j = judge(
+            &t,
+            &run(vec![call(
+                1,
+                ok(),
+                vec![file("$HOME/x", FileEffectKind::Created)],
+            )]),
+            &full_coverage(),
+        );
         assert_eq!(j.verdict, Verdict::NotApplicable);
     }
 }

@@ -12,7 +12,12 @@ pub fn generate(pattern: &str, rng: &mut Rng) -> Result<String, String> {
     let hir = regex_syntax::ParserBuilder::new()
         .build()
         .parse(pattern)
-        .map_err(|e| format!("pattern {pattern:?} is not supported: {}", first_line(&e.to_string())))?;
+        .map_err(|e| {
+            format!(
+                "pattern {pattern:?} is not supported: {}",
+                first_line(&e.to_string())
+            )
+        })?;
     let mut out = String::new();
     let mut budget = 4096usize;
     build(&hir, rng, &mut out, &mut budget)?;
@@ -35,7 +40,11 @@ fn build(hir: &Hir, rng: &mut Rng, out: &mut String, budget: &mut usize) -> Resu
             Ok(())
         }
         HirKind::Class(Class::Unicode(class)) => {
-            let ranges: Vec<(char, char)> = class.ranges().iter().map(|r| (r.start(), r.end())).collect();
+            let ranges: Vec<(char, char)> = class
+                .ranges()
+                .iter()
+                .map(|r| (r.start(), r.end()))
+                .collect();
             let c = pick_char(&ranges, rng).ok_or("pattern has an empty character class")?;
             out.push(c);
             Ok(())
@@ -79,7 +88,12 @@ fn build(hir: &Hir, rng: &mut Rng, out: &mut String, budget: &mut usize) -> Resu
 /// A character from the class, preferring letters, then digits, then printable ASCII.
 fn pick_char(ranges: &[(char, char)], rng: &mut Rng) -> Option<char> {
     let contains = |c: char| ranges.iter().any(|&(a, b)| a <= c && c <= b);
-    for pool in [('a'..='z').collect::<Vec<_>>(), ('0'..='9').collect(), ('A'..='Z').collect(), ('!'..='~').collect()] {
+    for pool in [
+        ('a'..='z').collect::<Vec<_>>(),
+        ('0'..='9').collect(),
+        ('A'..='Z').collect(),
+        ('!'..='~').collect(),
+    ] {
         let hits: Vec<char> = pool.into_iter().filter(|c| contains(*c)).collect();
         if !hits.is_empty() {
             return Some(hits[rng.below(hits.len() as u64) as usize]);

@@ -27,7 +27,11 @@ pub struct PlannedTool {
 }
 
 /// Orders the tools and builds their arguments.
-pub fn plan(tools: &[ToolDecl], seed: u64, overrides: &BTreeMap<String, Value>) -> Vec<PlannedTool> {
+pub fn plan(
+    tools: &[ToolDecl],
+    seed: u64,
+    overrides: &BTreeMap<String, Value>,
+) -> Vec<PlannedTool> {
     let mut order: Vec<usize> = (0..tools.len()).collect();
     order.sort_by_key(|&i| {
         let h = &tools[i].hints;
@@ -94,7 +98,10 @@ mod tests {
         .collect();
         let overrides = BTreeMap::from([("read".to_string(), json!({"p": "given.txt"}))]);
         let p = plan(&tools, 0, &overrides);
-        let names: Vec<&str> = p.iter().map(|x| tools[x.tool_index].name.as_str()).collect();
+        let names: Vec<&str> = p
+            .iter()
+            .map(|x| tools[x.tool_index].name.as_str())
+            .collect();
         assert_eq!(names, ["read", "add", "wipe", "task"]);
         assert_eq!(p[0].arguments, json!({"p": "given.txt"}));
         assert_eq!(p[0].overridden, ["p"]);

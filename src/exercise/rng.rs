@@ -44,14 +44,18 @@ mod tests {
 
     #[test]
     fn same_seed_same_sequence_and_salts_differ() {
-        let a: Vec<u64> = (0..4).map({
-            let mut r = Rng::new(7, "t");
-            move |_| r.next_u64()
-        }).collect();
-        let b: Vec<u64> = (0..4).map({
-            let mut r = Rng::new(7, "t");
-            move |_| r.next_u64()
-        }).collect();
+        let a: Vec<u64> = (0..4)
+            .map({
+                let mut r = Rng::new(7, "t");
+                move |_| r.next_u64()
+            })
+            .collect();
+        let b: Vec<u64> = (0..4)
+            .map({
+                let mut r = Rng::new(7, "t");
+                move |_| r.next_u64()
+            })
+            .collect();
         let c = Rng::new(7, "u").next_u64();
         assert_eq!(a, b);
         assert_ne!(a[0], c);

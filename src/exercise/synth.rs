@@ -37,7 +37,9 @@ pub fn synthesize(schema: &Value, seed: u64, salt: &str) -> Synthesis {
         refs: 0,
     };
     let mut arguments = s.value(schema, 0, "");
-    if !arguments.is_object() && (schema.get("type").is_none() || schema.get("type") == Some(&json!("object"))) {
+    if !arguments.is_object()
+        && (schema.get("type").is_none() || schema.get("type") == Some(&json!("object")))
+    {
         // tools/call arguments must be an object; a schema that allows anything gets `{}`.
         if !arguments.is_object() {
             arguments = Value::Object(Map::new());
@@ -102,19 +104,29 @@ impl Synth<'_> {
         for key in ["anyOf", "oneOf"] {
             if let Some(Value::Array(branches)) = map.remove(key) {
                 let rest = self.flatten(&Value::Object(map), at, depth + 1);
-                let non_null: Vec<&Value> = branches.iter().filter(|b| !is_null_schema(b)).collect();
+                let non_null: Vec<&Value> =
+                    branches.iter().filter(|b| !is_null_schema(b)).collect();
                 let chosen = match non_null.len() {
                     0 => branches.first().cloned().unwrap_or(json!({})),
                     n => non_null[self.rng.below(n as u64) as usize].clone(),
                 };
                 if key == "oneOf" && non_null.len() > 1 {
-                    self.note(at, "oneOf: the chosen branch is not checked against the others");
+                    self.note(
+                        at,
+                        "oneOf: the chosen branch is not checked against the others",
+                    );
                 }
                 let chosen = self.flatten(&chosen, at, depth + 1);
                 return merge(&rest, &chosen);
             }
         }
-        for key in ["not", "if", "dependentSchemas", "patternProperties", "unevaluatedProperties"] {
+        for key in [
+            "not",
+            "if",
+            "dependentSchemas",
+            "patternProperties",
+            "unevaluatedProperties",
+        ] {
             if map.contains_key(key) {
                 self.note(at, format!("{key} is not used to shape the value"));
             }
@@ -229,8 +241,14 @@ impl Synth<'_> {
             }
             None => vec![],
         };
-        let known = ["null", "boolean", "integer", "number", "string", "array", "object"];
-        let usable: Vec<&str> = declared.iter().copied().filter(|t| known.contains(t)).collect();
+        let known = [
+            "null", "boolean", "integer", "number", "string", "array", "object",
+        ];
+        let usable: Vec<&str> = declared
+            .iter()
+            .copied()
+            .filter(|t| known.contains(t))
+            .collect();
         if usable.len() < declared.len() {
             self.note(at, format!("unknown type in {declared:?}"));
         }
@@ -290,8 +308,20 @@ impl Synth<'_> {
 
     fn integer(&mut self, s: &Map<String, Value>, at: &str) -> Value {
         let (lo, lo_excl, hi, hi_excl) = self.bounds(s);
-        let lo = lo.map(|l| if lo_excl { l.floor() as i64 + 1 } else { l.ceil() as i64 });
-        let hi = hi.map(|h| if hi_excl { h.ceil() as i64 - 1 } else { h.floor() as i64 });
+        let lo = lo.map(|l| {
+            if lo_excl {
+                l.floor() as i64 + 1
+            } else {
+                l.ceil() as i64
+            }
+        });
+        let hi = hi.map(|h| {
+            if hi_excl {
+                h.ceil() as i64 - 1
+            } else {
+                h.floor() as i64
+            }
+        });
         let mut v = match (lo, hi) {
             (Some(l), Some(h)) if l <= h => l + (self.rng.below((h - l).min(9) as u64 + 1) as i64),
             (Some(l), Some(_)) => {
@@ -333,14 +363,20 @@ impl Synth<'_> {
         let v = match s.get("multipleOf").and_then(Value::as_f64) {
             Some(m) if m > 0.0 => {
                 let up = (v / m).ceil() * m;
-                if hi.is_none_or(|h| up < h || (!hi_excl && up == h)) { up } else { v }
+                if hi.is_none_or(|h| up < h || (!hi_excl && up == h)) {
+                    up
+                } else {
+                    v
+                }
             }
             _ => v,
         };
         if v.fract() == 0.0 && v.abs() < 9.0e15 {
             Value::from(v as i64)
         } else {
-            Number::from_f64(v).map(Value::Number).unwrap_or(Value::from(0))
+            Number::from_f64(v)
+                .map(Value::Number)
+                .unwrap_or(Value::from(0))
         }
     }
 
@@ -366,20 +402,31 @@ impl Synth<'_> {
         }
         let from_rule = value.is_some();
         let mut v = value.unwrap_or_else(|| {
-            const WORDS: [&str; 8] = ["alpha", "bravo", "delta", "echo", "kilo", "lima", "oscar", "tango"];
-            format!("hintcheck-{}", WORDS[self.rng.below(WORDS.len() as u64) as usize])
+            const WORDS: [&str; 8] = [
+                "alpha", "bravo", "delta", "echo", "kilo", "lima", "oscar", "tango",
+            ];
+            format!(
+                "hintcheck-{}",
+                WORDS[self.rng.below(WORDS.len() as u64) as usize]
+            )
         });
         let len = v.chars().count() as u64;
         if len < min {
             if from_rule {
-                self.note(at, "value from pattern/format is shorter than minLength; padded");
+                self.note(
+                    at,
+                    "value from pattern/format is shorter than minLength; padded",
+                );
             }
             v.extend(std::iter::repeat_n('x', (min - len) as usize).take(100_000));
         }
         if let Some(max) = max {
             if v.chars().count() as u64 > max {
                 if from_rule {
-                    self.note(at, "value from pattern/format is longer than maxLength; cut");
+                    self.note(
+                        at,
+                        "value from pattern/format is longer than maxLength; cut",
+                    );
                 }
                 v = v.chars().take(max as usize).collect();
             }
@@ -442,7 +489,9 @@ impl Synth<'_> {
         };
         let rest = match (s.get("prefixItems"), s.get("items")) {
             (Some(_), Some(items)) if !items.is_array() => items.clone(),
-            (Some(_), _) | (None, Some(Value::Array(_))) => s.get("additionalItems").cloned().unwrap_or(json!({})),
+            (Some(_), _) | (None, Some(Value::Array(_))) => {
+                s.get("additionalItems").cloned().unwrap_or(json!({}))
+            }
             (None, Some(items)) => items.clone(),
             (None, None) => json!({}),
         };
@@ -481,11 +530,19 @@ impl Synth<'_> {
 
     fn object(&mut self, s: &Map<String, Value>, depth: usize, at: &str) -> Value {
         let empty = Map::new();
-        let props = s.get("properties").and_then(Value::as_object).unwrap_or(&empty);
+        let props = s
+            .get("properties")
+            .and_then(Value::as_object)
+            .unwrap_or(&empty);
         let mut required: Vec<String> = s
             .get("required")
             .and_then(Value::as_array)
-            .map(|r| r.iter().filter_map(Value::as_str).map(str::to_string).collect())
+            .map(|r| {
+                r.iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_string)
+                    .collect()
+            })
             .unwrap_or_default();
         let min_props = s.get("minProperties").and_then(Value::as_u64).unwrap_or(0) as usize;
         for name in props.keys() {
@@ -516,7 +573,10 @@ impl Synth<'_> {
                 Some(p) => p.clone(),
                 None => match s.get("additionalProperties") {
                     Some(Value::Bool(false)) => {
-                        self.note(&here, "required but not allowed by additionalProperties: false");
+                        self.note(
+                            &here,
+                            "required but not allowed by additionalProperties: false",
+                        );
                         json!({})
                     }
                     Some(a @ Value::Object(_)) => a.clone(),
@@ -571,7 +631,11 @@ fn percent_decode(s: &str) -> String {
 /// Combines two schemas that must both hold (for `allOf` and `$ref` siblings).
 fn merge(a: &Value, b: &Value) -> Value {
     let (Value::Object(a), Value::Object(b)) = (a, b) else {
-        return if b.is_object() || *b == Value::Bool(false) { b.clone() } else { a.clone() };
+        return if b.is_object() || *b == Value::Bool(false) {
+            b.clone()
+        } else {
+            a.clone()
+        };
     };
     let mut out = a.clone();
     for (k, bv) in b {
@@ -601,11 +665,23 @@ fn merge(a: &Value, b: &Value) -> Value {
                 }
                 Value::Array(r)
             }
-            ("minimum" | "minLength" | "minItems" | "exclusiveMinimum", Some(av)) if av.is_number() && bv.is_number() => {
-                if av.as_f64() >= bv.as_f64() { av.clone() } else { bv.clone() }
+            ("minimum" | "minLength" | "minItems" | "exclusiveMinimum", Some(av))
+                if av.is_number() && bv.is_number() =>
+            {
+                if av.as_f64() >= bv.as_f64() {
+                    av.clone()
+                } else {
+                    bv.clone()
+                }
             }
-            ("maximum" | "maxLength" | "maxItems" | "exclusiveMaximum", Some(av)) if av.is_number() && bv.is_number() => {
-                if av.as_f64() <= bv.as_f64() { av.clone() } else { bv.clone() }
+            ("maximum" | "maxLength" | "maxItems" | "exclusiveMaximum", Some(av))
+                if av.is_number() && bv.is_number() =>
+            {
+                if av.as_f64() <= bv.as_f64() {
+                    av.clone()
+                } else {
+                    bv.clone()
+                }
             }
             ("type", Some(av)) => intersect_types(av, bv),
             _ => bv.clone(),
@@ -619,7 +695,11 @@ fn intersect_types(a: &Value, b: &Value) -> Value {
     let list = |v: &Value| -> Vec<String> {
         match v {
             Value::String(s) => vec![s.clone()],
-            Value::Array(a) => a.iter().filter_map(Value::as_str).map(str::to_string).collect(),
+            Value::Array(a) => a
+                .iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect(),
             _ => vec![],
         }
     };
@@ -630,7 +710,9 @@ fn intersect_types(a: &Value, b: &Value) -> Value {
         .cloned()
         .chain(
             lb.iter()
-                .filter(|t| t.as_str() == "integer" && la.iter().any(|x| x == "number") && !la.contains(t))
+                .filter(|t| {
+                    t.as_str() == "integer" && la.iter().any(|x| x == "number") && !la.contains(t)
+                })
                 .cloned(),
         )
         .collect();
@@ -651,7 +733,8 @@ mod tests {
             "a":{"type":"string"},"b":{"type":"integer"},"c":{"enum":["x","y","z","w"]}}});
         let one = synthesize(&schema, 42, "tool");
         assert_eq!(one, synthesize(&schema, 42, "tool"));
-        let differs = (0..20).any(|seed| synthesize(&schema, seed, "tool").arguments != one.arguments);
+        let differs =
+            (0..20).any(|seed| synthesize(&schema, seed, "tool").arguments != one.arguments);
         assert!(differs);
     }
 
@@ -713,11 +796,27 @@ mod tests {
         let got = synthesize(&recursive, 0, "t");
         assert!(!got.notes.is_empty());
         let remote = json!({"type":"object","required":["r"],"properties":{"r":{"$ref":"https://example.test/s.json"}}});
-        assert!(synthesize(&remote, 0, "t").notes.iter().any(|n| n.contains("never fetched")));
+        assert!(
+            synthesize(&remote, 0, "t")
+                .notes
+                .iter()
+                .any(|n| n.contains("never fetched"))
+        );
         let impossible = json!({"type":"object","required":["i"],"properties":{"i":{"type":"integer","minimum":5,"maximum":1}}});
-        assert!(synthesize(&impossible, 0, "t").notes.iter().any(|n| n.contains("above maximum")));
+        assert!(
+            synthesize(&impossible, 0, "t")
+                .notes
+                .iter()
+                .any(|n| n.contains("above maximum"))
+        );
         let huge = json!({"type":"object","required":["h"],"properties":{"h":{"type":"array","minItems":1000000000u64}}});
-        assert!(synthesize(&huge, 0, "t").arguments["h"].as_array().expect("array").len() <= MAX_ITEMS as usize);
+        assert!(
+            synthesize(&huge, 0, "t").arguments["h"]
+                .as_array()
+                .expect("array")
+                .len()
+                <= MAX_ITEMS as usize
+        );
         assert_eq!(synthesize(&json!(false), 0, "t").arguments, json!({}));
         assert_eq!(synthesize(&json!("nonsense"), 0, "t").arguments, json!({}));
     }

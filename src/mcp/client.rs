@@ -196,7 +196,10 @@ impl CallOutcome {
     pub fn answered(&self) -> bool {
         matches!(
             self,
-            CallOutcome::Ok { .. } | CallOutcome::ToolError { .. } | CallOutcome::RpcError { .. } | CallOutcome::Malformed { .. }
+            CallOutcome::Ok { .. }
+                | CallOutcome::ToolError { .. }
+                | CallOutcome::RpcError { .. }
+                | CallOutcome::Malformed { .. }
         )
     }
 
@@ -215,7 +218,8 @@ impl CallOutcome {
     /// The digest of the result, when there is one.
     pub fn result_sha256(&self) -> Option<&str> {
         match self {
-            CallOutcome::Ok { result_sha256, .. } | CallOutcome::ToolError { result_sha256, .. } => Some(result_sha256),
+            CallOutcome::Ok { result_sha256, .. }
+            | CallOutcome::ToolError { result_sha256, .. } => Some(result_sha256),
             _ => None,
         }
     }
@@ -231,7 +235,10 @@ pub struct McpClient {
 
 impl McpClient {
     /// Performs the handshake over `session`.
-    pub async fn connect(session: Session, options: ClientOptions) -> Result<McpClient, (Session, HandshakeError, Vec<ProtocolNote>)> {
+    pub async fn connect(
+        session: Session,
+        options: ClientOptions,
+    ) -> Result<McpClient, (Session, HandshakeError, Vec<ProtocolNote>)> {
         let mut notes = Vec::new();
         let result = handshake(&session, &options, &mut notes).await;
         match result {
@@ -274,12 +281,22 @@ impl McpClient {
 
     /// A request; in the modern era `input_required` results carrying only `requestState`
     /// are retried with a new id, a bounded number of times.
-    async fn request(&mut self, method: &str, params: Value, timeout: Duration) -> Result<Reply, SessionError> {
+    async fn request(
+        &mut self,
+        method: &str,
+        params: Value,
+        timeout: Duration,
+    ) -> Result<Reply, SessionError> {
         let mut params = self.params(params);
         let mut rounds = 0;
         loop {
-            let reply = self.session.request(method, Some(params.clone()), timeout).await?;
-            let Ok(result) = &reply.outcome else { return Ok(reply) };
+            let reply = self
+                .session
+                .request(method, Some(params.clone()), timeout)
+                .await?;
+            let Ok(result) = &reply.outcome else {
+                return Ok(reply);
+            };
             if !matches!(self.identity.era, Era::Modern(_)) {
                 return Ok(reply);
             }
@@ -296,11 +313,15 @@ impl McpClient {
                     if rounds > self.options.max_input_rounds {
                         self.notes.push(ProtocolNote {
                             context: method.into(),
-                            message: format!("still input_required after {} rounds", self.options.max_input_rounds),
+                            message: format!(
+                                "still input_required after {} rounds",
+                                self.options.max_input_rounds
+                            ),
                         });
                         return Ok(reply);
                     }
-                    params["requestState"] = result.get("requestState").cloned().unwrap_or(Value::Null);
+                    params["requestState"] =
+                        result.get("requestState").cloned().unwrap_or(Value::Null);
                 }
                 None | Some("complete") => return Ok(reply),
                 Some(other) => {
@@ -323,7 +344,10 @@ impl McpClient {
         let mut names = HashSet::new();
         loop {
             if inv.pages >= self.options.max_pages {
-                inv.incomplete = Some(format!("stopped after {} pages (page cap)", self.options.max_pages));
+                inv.incomplete = Some(format!(
+                    "stopped after {} pages (page cap)",
+                    self.options.max_pages
+                ));
                 break;
             }
             let params = match &cursor {
@@ -342,7 +366,11 @@ impl McpClient {
             let result = match reply.outcome {
                 Ok(r) => r,
                 Err(e) => {
-                    inv.incomplete = Some(format!("tools/list returned error {} {}", e.code, shorten(&e.message, 200)));
+                    inv.incomplete = Some(format!(
+                        "tools/list returned error {} {}",
+                        e.code,
+                        shorten(&e.message, 200)
+                    ));
                     break;
                 }
             };
@@ -352,7 +380,10 @@ impl McpClient {
             };
             for raw in tools {
                 if inv.tools.len() + inv.unusable.len() >= self.options.max_tools {
-                    inv.incomplete = Some(format!("more than {} tools; the rest were not read", self.options.max_tools));
+                    inv.incomplete = Some(format!(
+                        "more than {} tools; the rest were not read",
+                        self.options.max_tools
+                    ));
                     break;
                 }
                 let index = inv.tools.len() + inv.unusable.len();
@@ -380,13 +411,19 @@ impl McpClient {
                 Some(Value::String(c)) if c.is_empty() => break,
                 Some(Value::String(c)) => {
                     if !cursors.insert(c.clone()) {
-                        inv.incomplete = Some(format!("the server repeated cursor {:?}; stopped paging", shorten(c, 80)));
+                        inv.incomplete = Some(format!(
+                            "the server repeated cursor {:?}; stopped paging",
+                            shorten(c, 80)
+                        ));
                         break;
                     }
                     cursor = Some(c.clone());
                 }
                 Some(other) => {
-                    inv.incomplete = Some(format!("nextCursor is a {}, not a string", json_type_name(other)));
+                    inv.incomplete = Some(format!(
+                        "nextCursor is a {}, not a string",
+                        json_type_name(other)
+                    ));
                     break;
                 }
             }
@@ -402,7 +439,12 @@ impl McpClient {
     }
 
     /// Calls a tool once.
-    pub async fn call_tool(&mut self, name: &str, arguments: &Value, timeout: Duration) -> CallOutcome {
+    pub async fn call_tool(
+        &mut self,
+        name: &str,
+        arguments: &Value,
+        timeout: Duration,
+    ) -> CallOutcome {
         let params = json!({ "name": name, "arguments": arguments });
         let reply = match self.request("tools/call", params, timeout).await {
             Ok(r) => r,
@@ -420,7 +462,9 @@ impl McpClient {
                     after_ms: after.as_millis() as u64,
                 };
             }
-            Err(SessionError::Closed { .. } | SessionError::Write { .. }) => return CallOutcome::ServerDied,
+            Err(SessionError::Closed { .. } | SessionError::Write { .. }) => {
+                return CallOutcome::ServerDied;
+            }
         };
         match reply.outcome {
             Err(RpcError { code, message, .. }) => CallOutcome::RpcError {
@@ -488,7 +532,11 @@ fn client_info() -> Value {
 }
 
 fn client_capabilities(offer_roots: bool) -> Value {
-    if offer_roots { json!({"roots": {"listChanged": false}}) } else { json!({}) }
+    if offer_roots {
+        json!({"roots": {"listChanged": false}})
+    } else {
+        json!({})
+    }
 }
 
 fn modern_meta(version: &str, offer_roots: bool) -> Value {
@@ -499,7 +547,11 @@ fn modern_meta(version: &str, offer_roots: bool) -> Value {
     })
 }
 
-async fn handshake(session: &Session, options: &ClientOptions, notes: &mut Vec<ProtocolNote>) -> Result<ServerIdentity, HandshakeError> {
+async fn handshake(
+    session: &Session,
+    options: &ClientOptions,
+    notes: &mut Vec<ProtocolNote>,
+) -> Result<ServerIdentity, HandshakeError> {
     if options.era != EraChoice::Legacy {
         let timeout = if options.era == EraChoice::Modern {
             options.handshake_timeout
@@ -544,11 +596,23 @@ enum DiscoverOutcome {
     Fatal(HandshakeError),
 }
 
-async fn discover(session: &Session, options: &ClientOptions, timeout: Duration, version: &str) -> Result<ServerIdentity, DiscoverOutcome> {
+async fn discover(
+    session: &Session,
+    options: &ClientOptions,
+    timeout: Duration,
+    version: &str,
+) -> Result<ServerIdentity, DiscoverOutcome> {
     let params = json!({"_meta": modern_meta(version, options.offer_roots)});
-    let reply = match session.request("server/discover", Some(params), timeout).await {
+    let reply = match session
+        .request("server/discover", Some(params), timeout)
+        .await
+    {
         Ok(r) => r,
-        Err(SessionError::Timeout { .. }) => return Err(DiscoverOutcome::NotModern("no answer to server/discover".into())),
+        Err(SessionError::Timeout { .. }) => {
+            return Err(DiscoverOutcome::NotModern(
+                "no answer to server/discover".into(),
+            ));
+        }
         Err(e) => return Err(DiscoverOutcome::Fatal(e.into())),
     };
     match reply.outcome {
@@ -558,11 +622,19 @@ async fn discover(session: &Session, options: &ClientOptions, timeout: Duration,
                 .as_ref()
                 .and_then(|d| d.get("supported"))
                 .and_then(Value::as_array)
-                .map(|a| a.iter().filter_map(Value::as_str).map(str::to_string).collect())
+                .map(|a| {
+                    a.iter()
+                        .filter_map(Value::as_str)
+                        .map(str::to_string)
+                        .collect()
+                })
                 .unwrap_or_default();
             Err(DiscoverOutcome::WantsVersion(supported))
         }
-        Err(e) => Err(DiscoverOutcome::NotModern(format!("server/discover answered {} {}", e.code, e.message))),
+        Err(e) => Err(DiscoverOutcome::NotModern(format!(
+            "server/discover answered {} {}",
+            e.code, e.message
+        ))),
         Ok(result) => {
             let supported: Vec<&str> = result
                 .get("supportedVersions")
@@ -570,7 +642,9 @@ async fn discover(session: &Session, options: &ClientOptions, timeout: Duration,
                 .map(|a| a.iter().filter_map(Value::as_str).collect())
                 .unwrap_or_default();
             if supported.is_empty() {
-                return Err(DiscoverOutcome::NotModern("server/discover result without supportedVersions".into()));
+                return Err(DiscoverOutcome::NotModern(
+                    "server/discover result without supportedVersions".into(),
+                ));
             }
             if !supported.contains(&version) {
                 let owned = supported.iter().map(|s| s.to_string()).collect();
@@ -584,19 +658,28 @@ async fn discover(session: &Session, options: &ClientOptions, timeout: Duration,
                     .cloned()
                     .or_else(|| result.get("serverInfo").cloned()),
                 capabilities: result.get("capabilities").cloned(),
-                instructions: result.get("instructions").and_then(Value::as_str).map(|s| shorten(s, 2000)),
+                instructions: result
+                    .get("instructions")
+                    .and_then(Value::as_str)
+                    .map(|s| shorten(s, 2000)),
             })
         }
     }
 }
 
-async fn initialize(session: &Session, options: &ClientOptions, notes: &mut Vec<ProtocolNote>) -> Result<ServerIdentity, HandshakeError> {
+async fn initialize(
+    session: &Session,
+    options: &ClientOptions,
+    notes: &mut Vec<ProtocolNote>,
+) -> Result<ServerIdentity, HandshakeError> {
     let params = json!({
         "protocolVersion": LEGACY_VERSION,
         "capabilities": client_capabilities(options.offer_roots),
         "clientInfo": client_info(),
     });
-    let reply = session.request("initialize", Some(params), options.handshake_timeout).await?;
+    let reply = session
+        .request("initialize", Some(params), options.handshake_timeout)
+        .await?;
     let result = match reply.outcome {
         Ok(r) => r,
         Err(e) => {
@@ -624,7 +707,10 @@ async fn initialize(session: &Session, options: &ClientOptions, notes: &mut Vec<
         era: Era::Legacy(version.to_string()),
         server_info: result.get("serverInfo").cloned(),
         capabilities: result.get("capabilities").cloned(),
-        instructions: result.get("instructions").and_then(Value::as_str).map(|s| shorten(s, 2000)),
+        instructions: result
+            .get("instructions")
+            .and_then(Value::as_str)
+            .map(|s| shorten(s, 2000)),
     })
 }
 
@@ -635,14 +721,21 @@ mod tests {
     #[test]
     fn call_results_are_interpreted_leniently() {
         let mut notes = Vec::new();
-        let ok = interpret_call_result("t", json!({"content":[{"type":"text","text":"hi"}]}), &mut notes);
+        let ok = interpret_call_result(
+            "t",
+            json!({"content":[{"type":"text","text":"hi"}]}),
+            &mut notes,
+        );
         assert!(matches!(&ok, CallOutcome::Ok { text, .. } if text == "hi"));
         let err = interpret_call_result("t", json!({"content":[], "isError": true}), &mut notes);
         assert!(matches!(err, CallOutcome::ToolError { .. }));
         let odd = interpret_call_result("t", json!({"isError": "yes"}), &mut notes);
         assert!(matches!(odd, CallOutcome::ToolError { .. }));
         assert_eq!(notes.len(), 2, "{notes:?}");
-        assert!(matches!(interpret_call_result("t", json!([1]), &mut notes), CallOutcome::Malformed { .. }));
+        assert!(matches!(
+            interpret_call_result("t", json!([1]), &mut notes),
+            CallOutcome::Malformed { .. }
+        ));
     }
 
     #[test]

@@ -27,7 +27,12 @@ pub enum HintName {
 
 impl HintName {
     /// All four, in the spec's order.
-    pub const ALL: [HintName; 4] = [HintName::ReadOnly, HintName::Destructive, HintName::Idempotent, HintName::OpenWorld];
+    pub const ALL: [HintName; 4] = [
+        HintName::ReadOnly,
+        HintName::Destructive,
+        HintName::Idempotent,
+        HintName::OpenWorld,
+    ];
 
     /// The wire name.
     pub fn key(self) -> &'static str {
@@ -185,18 +190,31 @@ pub fn parse_tool(raw: &Value, index: usize) -> Result<ToolDecl, UnusableTool> {
         raw: shorten(&raw.to_string(), 300),
     };
     let Value::Object(obj) = raw else {
-        return Err(unusable(format!("tool #{index} is a JSON {}, not an object", json_type_name(raw))));
+        return Err(unusable(format!(
+            "tool #{index} is a JSON {}, not an object",
+            json_type_name(raw)
+        )));
     };
     let name = match obj.get("name") {
         Some(Value::String(s)) if !s.is_empty() => s.clone(),
         Some(Value::String(_)) => return Err(unusable(format!("tool #{index} has an empty name"))),
-        Some(other) => return Err(unusable(format!("tool #{index} has a name that is a {}", json_type_name(other)))),
+        Some(other) => {
+            return Err(unusable(format!(
+                "tool #{index} has a name that is a {}",
+                json_type_name(other)
+            )));
+        }
         None => return Err(unusable(format!("tool #{index} has no name"))),
     };
     let mut problems = Vec::new();
-    let mut problem = |audit: &'static str, message: String| problems.push(DefinitionProblem { audit, message });
+    let mut problem =
+        |audit: &'static str, message: String| problems.push(DefinitionProblem { audit, message });
 
-    if name.len() > 128 || !name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.')) {
+    if name.len() > 128
+        || !name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
+    {
         problem(
             "malformed-tool",
             "name is not 1–128 characters of [A-Za-z0-9_.-] as the spec recommends".to_string(),
@@ -206,7 +224,10 @@ pub fn parse_tool(raw: &Value, index: usize) -> Result<ToolDecl, UnusableTool> {
         Some(Value::Object(s)) => {
             if let Some(t) = s.get("type") {
                 if t != "object" {
-                    problem("malformed-tool", format!("inputSchema.type is {t}, not \"object\""));
+                    problem(
+                        "malformed-tool",
+                        format!("inputSchema.type is {t}, not \"object\""),
+                    );
                 }
             }
             Value::Object(s.clone())
@@ -214,12 +235,18 @@ pub fn parse_tool(raw: &Value, index: usize) -> Result<ToolDecl, UnusableTool> {
         Some(other) => {
             problem(
                 "malformed-tool",
-                format!("inputSchema is a {}, not an object; calling with no arguments", json_type_name(other)),
+                format!(
+                    "inputSchema is a {}, not an object; calling with no arguments",
+                    json_type_name(other)
+                ),
             );
             Value::Object(Map::new())
         }
         None => {
-            problem("malformed-tool", "inputSchema is missing; calling with no arguments".into());
+            problem(
+                "malformed-tool",
+                "inputSchema is missing; calling with no arguments".into(),
+            );
             Value::Object(Map::new())
         }
     };
@@ -254,14 +281,18 @@ pub fn parse_tool(raw: &Value, index: usize) -> Result<ToolDecl, UnusableTool> {
             }
             for key in ann.keys() {
                 let lower = key.to_ascii_lowercase();
-                let near = HintName::ALL
-                    .into_iter()
-                    .find(|h| h.key().to_ascii_lowercase() == lower || h.key().to_ascii_lowercase() == format!("{lower}hint"));
+                let near = HintName::ALL.into_iter().find(|h| {
+                    h.key().to_ascii_lowercase() == lower
+                        || h.key().to_ascii_lowercase() == format!("{lower}hint")
+                });
                 if let Some(h) = near {
                     if h.key() != key {
                         problem(
                             "annotation-type",
-                            format!("annotations has key {key:?}; the spec's key is {:?} (keys are case-sensitive)", h.key()),
+                            format!(
+                                "annotations has key {key:?}; the spec's key is {:?} (keys are case-sensitive)",
+                                h.key()
+                            ),
                         );
                     }
                 }
@@ -271,7 +302,10 @@ pub fn parse_tool(raw: &Value, index: usize) -> Result<ToolDecl, UnusableTool> {
         Some(other) => {
             problem(
                 "annotation-type",
-                format!("annotations is a {}, not an object; every hint is judged as absent", json_type_name(other)),
+                format!(
+                    "annotations is a {}, not an object; every hint is judged as absent",
+                    json_type_name(other)
+                ),
             );
             Hints::absent()
         }
@@ -280,7 +314,10 @@ pub fn parse_tool(raw: &Value, index: usize) -> Result<ToolDecl, UnusableTool> {
         if obj.contains_key(name.key()) {
             problem(
                 "annotation-type",
-                format!("{} is set on the tool itself, outside annotations, where hosts do not read it", name.key()),
+                format!(
+                    "{} is set on the tool itself, outside annotations, where hosts do not read it",
+                    name.key()
+                ),
             );
         }
     }
@@ -337,7 +374,13 @@ mod tests {
         assert_eq!(t.hints.destructive, Hint::Declared(false));
         assert_eq!(t.hints.idempotent, Hint::WrongType(Value::Null));
         assert_eq!(t.hints.open_world, Hint::Absent);
-        assert_eq!(t.problems.iter().filter(|p| p.audit == "annotation-type").count(), 2);
+        assert_eq!(
+            t.problems
+                .iter()
+                .filter(|p| p.audit == "annotation-type")
+                .count(),
+            2
+        );
         assert!(!t.hints.read_only.effective(HintName::ReadOnly));
         assert!(t.hints.open_world.effective(HintName::OpenWorld));
     }
@@ -346,10 +389,17 @@ mod tests {
     fn malformed_definitions_are_reported_not_fatal() {
         assert!(parse_tool(&json!("x"), 3).is_err());
         assert!(parse_tool(&json!({"name": 5}), 0).is_err());
-        let t = parse_tool(&json!({"name":"b","annotations":[true],"readOnlyHint":true}), 1).expect("usable");
+        let t = parse_tool(
+            &json!({"name":"b","annotations":[true],"readOnlyHint":true}),
+            1,
+        )
+        .expect("usable");
         assert_eq!(t.input_schema, json!({}));
         let audits: Vec<&str> = t.problems.iter().map(|p| p.audit).collect();
-        assert_eq!(audits, ["malformed-tool", "annotation-type", "annotation-type"]);
+        assert_eq!(
+            audits,
+            ["malformed-tool", "annotation-type", "annotation-type"]
+        );
     }
 
     #[test]
@@ -362,16 +412,25 @@ mod tests {
 
     #[test]
     fn every_real_world_tool_parses_cleanly() {
-        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/mcp-spec/real-world/github-mcp-server/toolsnaps");
+        let dir = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../shared/mcp-spec/real-world/github-mcp-server/toolsnaps"
+        );
         let Ok(entries) = std::fs::read_dir(dir) else {
             panic!("test data missing: {dir}");
         };
         let mut n = 0;
         for e in entries {
             let path = e.expect("dir entry").path();
-            let raw: Value = serde_json::from_slice(&std::fs::read(&path).expect("read")).expect("json");
+            let raw: Value =
+                serde_json::from_slice(&std::fs::read(&path).expect("read")).expect("json");
             let t = parse_tool(&raw, 0).expect("usable");
-            assert!(t.problems.is_empty(), "{}: {:?}", path.display(), t.problems);
+            assert!(
+                t.problems.is_empty(),
+                "{}: {:?}",
+                path.display(),
+                t.problems
+            );
             assert!(t.hints.read_only.declared().is_some(), "{}", path.display());
             n += 1;
         }

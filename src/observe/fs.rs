@@ -14,7 +14,10 @@ use std::sync::Arc;
 use rustix::fs::{AtFlags, Dir, FileType, Mode, OFlags};
 use sha2::{Digest, Sha256};
 
-use super::{FileEffect, FileEffectKind, Mechanism, ObjectKind, ObserveError, Observation, Observer, ObserverStatus};
+use super::{
+    FileEffect, FileEffectKind, Mechanism, ObjectKind, Observation, ObserveError, Observer,
+    ObserverStatus,
+};
 
 /// A directory tree to watch, shown in reports under `label` (e.g. `$WORKSPACE`).
 #[derive(Debug, Clone)]
@@ -158,11 +161,16 @@ impl Observer for FsSnapshotObserver {
             name: "fs-snapshot".into(),
             covers: format!(
                 "files under {} (before/after snapshots per window)",
-                self.roots.iter().map(|r| r.label.as_str()).collect::<Vec<_>>().join(", ")
+                self.roots
+                    .iter()
+                    .map(|r| r.label.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ),
             blind_spots: vec![
                 "writes outside these directories".into(),
-                "write attempts that failed, and files created and removed within one window".into(),
+                "write attempts that failed, and files created and removed within one window"
+                    .into(),
             ],
         }
     }
@@ -216,16 +224,17 @@ impl Walk<'_> {
                 return;
             }
             let display = format!("{prefix}/{}", display_name(&name));
-            let st = match rustix::fs::statat(fd.as_fd(), name.as_slice(), AtFlags::SYMLINK_NOFOLLOW) {
-                Ok(st) => st,
-                Err(e) => {
-                    // Gone since the listing: it simply is not in this snapshot.
-                    if e != rustix::io::Errno::NOENT {
-                        self.notes.push(format!("cannot stat {display}: {e}"));
+            let st =
+                match rustix::fs::statat(fd.as_fd(), name.as_slice(), AtFlags::SYMLINK_NOFOLLOW) {
+                    Ok(st) => st,
+                    Err(e) => {
+                        // Gone since the listing: it simply is not in this snapshot.
+                        if e != rustix::io::Errno::NOENT {
+                            self.notes.push(format!("cannot stat {display}: {e}"));
+                        }
+                        continue;
                     }
-                    continue;
-                }
-            };
+                };
             let ft = FileType::from_raw_mode(st.st_mode as _);
             let kind = match ft {
                 FileType::RegularFile => ObjectKind::File,
@@ -236,7 +245,11 @@ impl Walk<'_> {
             let mut entry = Entry {
                 kind,
                 mode: st.st_mode as u32 & 0o7777,
-                size: if kind == ObjectKind::File { st.st_size as u64 } else { 0 },
+                size: if kind == ObjectKind::File {
+                    st.st_size as u64
+                } else {
+                    0
+                },
                 dev: st.st_dev as u64,
                 ino: st.st_ino as u64,
                 mtime: (st.st_mtime as i64, st.st_mtime_nsec as i64),
@@ -264,7 +277,9 @@ impl Walk<'_> {
                     Mode::empty(),
                 ) {
                     Ok(sub) => self.dir(sub, &display, depth + 1),
-                    Err(e) => self.notes.push(format!("cannot open directory {display}: {e}")),
+                    Err(e) => self
+                        .notes
+                        .push(format!("cannot open directory {display}: {e}")),
                 }
             }
         }
@@ -285,7 +300,10 @@ impl Walk<'_> {
             }
         }
         if entry.size > self.limits.hash_limit {
-            self.notes.push(format!("{display} is larger than {} bytes; not hashed", self.limits.hash_limit));
+            self.notes.push(format!(
+                "{display} is larger than {} bytes; not hashed",
+                self.limits.hash_limit
+            ));
             return;
         }
         let fd = match rustix::fs::openat(
@@ -301,7 +319,9 @@ impl Walk<'_> {
             }
         };
         match rustix::fs::fstat(&fd) {
-            Ok(st) if FileType::from_raw_mode(st.st_mode as _) == FileType::RegularFile && st.st_ino as u64 == entry.ino => {}
+            Ok(st)
+                if FileType::from_raw_mode(st.st_mode as _) == FileType::RegularFile
+                    && inode(&st) == entry.ino => {}
             _ => return,
         }
         let keep = entry.size <= self.limits.keep_content_bytes
@@ -309,7 +329,12 @@ impl Walk<'_> {
         let mut file = std::fs::File::from(fd);
         let mut hasher = Sha256::new();
         let mut prefix = previous
-            .filter(|p| p.kind == ObjectKind::File && p.content.is_none() && p.size > 0 && p.size < entry.size)
+            .filter(|p| {
+                p.kind == ObjectKind::File
+                    && p.content.is_none()
+                    && p.size > 0
+                    && p.size < entry.size
+            })
             .map(|p| (p.size, Sha256::new()));
         let mut kept = Vec::new();
         let mut buf = vec![0u8; 64 * 1024];
@@ -341,12 +366,20 @@ impl Walk<'_> {
         // The file may have changed size while we read: what we hashed is what we report.
         entry.size = total;
         entry.sha = Some(hasher.finalize().into());
-        entry.prefix_sha = prefix.filter(|(len, _)| *len <= total).map(|(len, h)| (len, h.finalize().into()));
+        entry.prefix_sha = prefix
+            .filter(|(len, _)| *len <= total)
+            .map(|(len, h)| (len, h.finalize().into()));
         if keep && total <= self.limits.keep_content_bytes {
             self.kept_content += total;
             entry.content = Some(kept.into());
         }
     }
+}
+
+/// The inode number (its integer type differs between architectures).
+#[allow(clippy::unnecessary_cast)]
+fn inode(st: &rustix::fs::Stat) -> u64 {
+    st.st_ino as u64
 }
 
 /// A path component for display: UTF-8 as is, other bytes as `\xNN`.
@@ -355,7 +388,13 @@ fn display_name(name: &[u8]) -> String {
         Ok(s) => s.to_string(),
         Err(_) => name
             .iter()
-            .map(|&b| if b.is_ascii_graphic() || b == b' ' { (b as char).to_string() } else { format!("\\x{b:02x}") })
+            .map(|&b| {
+                if b.is_ascii_graphic() || b == b' ' {
+                    (b as char).to_string()
+                } else {
+                    format!("\\x{b:02x}")
+                }
+            })
             .collect(),
     }
 }
@@ -364,7 +403,12 @@ fn hex(sha: &Option<[u8; 32]>) -> Option<String> {
     sha.map(|s| s.iter().map(|b| format!("{b:02x}")).collect())
 }
 
-fn effect(path: &str, kind: FileEffectKind, before: Option<&Entry>, after: Option<&Entry>) -> FileEffect {
+fn effect(
+    path: &str,
+    kind: FileEffectKind,
+    before: Option<&Entry>,
+    after: Option<&Entry>,
+) -> FileEffect {
     let object = after.or(before).map(|e| e.kind).unwrap_or(ObjectKind::File);
     let file_size = |e: Option<&Entry>| e.filter(|e| e.kind == ObjectKind::File).map(|e| e.size);
     FileEffect {
@@ -430,7 +474,8 @@ fn diff(old: &Snapshot, new: &Snapshot) -> Vec<FileEffect> {
         .filter(|(p, _)| !new.contains_key(*p))
         .map(|(p, e)| (p.as_str(), e))
         .collect();
-    let by_inode: HashMap<(u64, u64), &str> = deleted.iter().map(|(p, e)| ((e.dev, e.ino), *p)).collect();
+    let by_inode: HashMap<(u64, u64), &str> =
+        deleted.iter().map(|(p, e)| ((e.dev, e.ino), *p)).collect();
     let rename_source = |e: &Entry| -> Option<&str> {
         let from = by_inode.get(&(e.dev, e.ino))?;
         let src = old.get(*from)?;
@@ -605,7 +650,10 @@ mod tests {
             ("$W/trunc.txt".into(), FileEffectKind::Truncated),
         ];
         assert_eq!(got, expect);
-        assert!(kinds(&mut o).is_empty(), "a second checkpoint without changes is empty");
+        assert!(
+            kinds(&mut o).is_empty(),
+            "a second checkpoint without changes is empty"
+        );
     }
 
     #[test]
@@ -616,9 +664,15 @@ mod tests {
         let mut o = observer(t.path());
         std::os::unix::fs::symlink(outside.path(), t.path().join("escape")).expect("symlink");
         let got = kinds(&mut o);
-        assert_eq!(got, vec![("$W/escape".to_string(), FileEffectKind::Created)]);
+        assert_eq!(
+            got,
+            vec![("$W/escape".to_string(), FileEffectKind::Created)]
+        );
         fs::write(outside.path().join("secret"), "changed").expect("w");
-        assert!(kinds(&mut o).is_empty(), "nothing under the link target is watched");
+        assert!(
+            kinds(&mut o).is_empty(),
+            "nothing under the link target is watched"
+        );
     }
 
     #[test]
@@ -627,8 +681,14 @@ mod tests {
         let t = tempfile::tempdir().expect("tempdir");
         fs::write(t.path().join("f"), "x").expect("w");
         let mut o = observer(t.path());
-        rustix::fs::mknodat(rustix::fs::CWD, t.path().join("pipe"), FileType::Fifo, Mode::from_raw_mode(0o600), 0)
-            .expect("mkfifo");
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            t.path().join("pipe"),
+            FileType::Fifo,
+            Mode::from_raw_mode(0o600),
+            0,
+        )
+        .expect("mkfifo");
         fs::set_permissions(t.path().join("f"), fs::Permissions::from_mode(0o600)).expect("chmod");
         let got = kinds(&mut o);
         assert_eq!(got.len(), 2, "{got:?}");
@@ -652,6 +712,10 @@ mod tests {
                 ..Default::default()
             },
         );
-        assert!(o.take_notes().iter().any(|n| n.contains("stopped at 5 entries")));
+        assert!(
+            o.take_notes()
+                .iter()
+                .any(|n| n.contains("stopped at 5 entries"))
+        );
     }
 }

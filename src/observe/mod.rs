@@ -86,7 +86,10 @@ impl FileEffectKind {
             FileEffectKind::Overwritten => "overwrote",
             FileEffectKind::Truncated => "truncated",
             FileEffectKind::Deleted => "deleted",
-            FileEffectKind::Renamed { over_existing: true, .. } => "renamed over",
+            FileEffectKind::Renamed {
+                over_existing: true,
+                ..
+            } => "renamed over",
             FileEffectKind::Renamed { .. } => "renamed to",
             FileEffectKind::ModeChanged { .. } => "changed mode of",
             FileEffectKind::Replaced => "replaced",
@@ -146,10 +149,18 @@ impl FileEffect {
             _ => String::new(),
         };
         match &self.kind {
-            FileEffectKind::Renamed { from, .. } => format!("{} {} {}{}", from, self.kind.verb(), self.path, sizes),
-            FileEffectKind::ModeChanged { from, to } => format!("changed mode of {} ({from} → {to})", self.path),
-            FileEffectKind::Created if self.object == ObjectKind::Dir => format!("created directory {}", self.path),
-            FileEffectKind::Deleted if self.object == ObjectKind::Dir => format!("deleted directory {}", self.path),
+            FileEffectKind::Renamed { from, .. } => {
+                format!("{} {} {}{}", from, self.kind.verb(), self.path, sizes)
+            }
+            FileEffectKind::ModeChanged { from, to } => {
+                format!("changed mode of {} ({from} → {to})", self.path)
+            }
+            FileEffectKind::Created if self.object == ObjectKind::Dir => {
+                format!("created directory {}", self.path)
+            }
+            FileEffectKind::Deleted if self.object == ObjectKind::Dir => {
+                format!("deleted directory {}", self.path)
+            }
             kind => format!("{} {}{}", kind.verb(), self.path, sizes),
         }
     }
@@ -190,7 +201,11 @@ impl NetEvent {
     /// One line for humans.
     pub fn describe(&self) -> String {
         let port = self.port.map(|p| format!(":{p}")).unwrap_or_default();
-        let name = self.name.as_ref().map(|n| format!(" ({n})")).unwrap_or_default();
+        let name = self
+            .name
+            .as_ref()
+            .map(|n| format!(" ({n})"))
+            .unwrap_or_default();
         match self.kind {
             NetKind::Dns => format!("looked up {}", self.destination),
             NetKind::Connect => format!("connected to {}{port}{name}", self.destination),

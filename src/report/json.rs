@@ -308,7 +308,10 @@ pub fn to_v1(r: &Report) -> ReportV1<'_> {
         }
     }
     for f in &r.findings {
-        *summary.findings_by_severity.entry(finding(f).severity).or_default() += 1;
+        *summary
+            .findings_by_severity
+            .entry(finding(f).severity)
+            .or_default() += 1;
     }
     let identity = r.server.identity.as_ref();
     ReportV1 {
@@ -430,7 +433,8 @@ pub fn to_v1(r: &Report) -> ReportV1<'_> {
 
 /// Renders the report as pretty JSON.
 pub fn render(r: &Report) -> String {
-    let mut s = serde_json::to_string_pretty(&to_v1(r)).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"));
+    let mut s = serde_json::to_string_pretty(&to_v1(r))
+        .unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"));
     s.push('\n');
     s
 }

@@ -163,7 +163,9 @@ pub struct ToolReport {
 impl ToolReport {
     /// Whether any hint is contradicted.
     pub fn contradicted(&self) -> bool {
-        self.verdicts.iter().any(|v| v.verdict == Verdict::Contradicted)
+        self.verdicts
+            .iter()
+            .any(|v| v.verdict == Verdict::Contradicted)
     }
 }
 
@@ -177,9 +179,10 @@ pub fn escape_untrusted(s: &str) -> String {
             '\t' => out.push_str("\\t"),
             '\r' => out.push_str("\\r"),
             c if c.is_control() => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
-            '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{feff}' => {
-                out.push_str(&format!("\\u{{{:x}}}", c as u32))
-            }
+            '\u{200b}'..='\u{200f}'
+            | '\u{202a}'..='\u{202e}'
+            | '\u{2066}'..='\u{2069}'
+            | '\u{feff}' => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
             c => out.push(c),
         }
     }

@@ -15,7 +15,12 @@ pub fn render(r: &Report) -> String {
 }
 
 fn write_report(o: &mut String, r: &Report) -> std::fmt::Result {
-    writeln!(o, "hintcheck {} — {}", r.hintcheck_version, esc(&r.server.command.join(" ")))?;
+    writeln!(
+        o,
+        "hintcheck {} — {}",
+        r.hintcheck_version,
+        esc(&r.server.command.join(" "))
+    )?;
     if let Some(id) = &r.server.identity {
         let info = id
             .server_info
@@ -23,7 +28,7 @@ fn write_report(o: &mut String, r: &Report) -> std::fmt::Result {
             .map(|i| {
                 let name = i.get("name").and_then(|v| v.as_str()).unwrap_or("?");
                 let version = i.get("version").and_then(|v| v.as_str()).unwrap_or("");
-                esc(&format!("{name} {version}").trim().to_string())
+                esc(format!("{name} {version}").trim())
             })
             .unwrap_or_else(|| "unnamed server".into());
         let era = match &id.era {
@@ -77,7 +82,14 @@ fn write_report(o: &mut String, r: &Report) -> std::fmt::Result {
                 Verdict::Unexercised => "unexercised",
                 Verdict::NotApplicable => "n/a",
             };
-            writeln!(o, "    {:<16} {:<8} {:<13} {}", v.hint.key(), esc(&v.declared), tag, esc(&v.reason))?;
+            writeln!(
+                o,
+                "    {:<16} {:<8} {:<13} {}",
+                v.hint.key(),
+                esc(&v.declared),
+                tag,
+                esc(&v.reason)
+            )?;
             for e in &v.evidence {
                 writeln!(o, "        {}: {}", e.source, esc(&e.text))?;
             }
@@ -91,16 +103,27 @@ fn write_report(o: &mut String, r: &Report) -> std::fmt::Result {
         if let Some(first) = t.calls.iter().find(|c| !c.outcome.is_success()) {
             let detail = match &first.outcome {
                 crate::mcp::client::CallOutcome::ToolError { text, .. } => Some(text.clone()),
-                crate::mcp::client::CallOutcome::RpcError { code, message } => Some(format!("{code} {message}")),
+                crate::mcp::client::CallOutcome::RpcError { code, message } => {
+                    Some(format!("{code} {message}"))
+                }
                 crate::mcp::client::CallOutcome::Malformed { why } => Some(why.clone()),
                 _ => None,
             };
             if let Some(d) = detail {
-                writeln!(o, "    {}: {}", first.label(), esc(&crate::mcp::tool::shorten(&d, 200)))?;
+                writeln!(
+                    o,
+                    "    {}: {}",
+                    first.label(),
+                    esc(&crate::mcp::tool::shorten(&d, 200))
+                )?;
             }
         }
         let args = serde_json::to_string(&t.arguments).unwrap_or_default();
-        writeln!(o, "    arguments: {}", esc(&crate::mcp::tool::shorten(&args, 300)))?;
+        writeln!(
+            o,
+            "    arguments: {}",
+            esc(&crate::mcp::tool::shorten(&args, 300))
+        )?;
         for n in t.synthesis_notes.iter().take(3) {
             writeln!(o, "    note:      {}", esc(n))?;
         }
@@ -109,7 +132,13 @@ fn write_report(o: &mut String, r: &Report) -> std::fmt::Result {
                 SuggestionBasis::Observed => "observed",
                 SuggestionBasis::Consistent => "consistent with what was exercised",
             };
-            writeln!(o, "    suggest:   {}: {} ({basis}: {})", s.hint.key(), s.value, esc(&s.reason))?;
+            writeln!(
+                o,
+                "    suggest:   {}: {} ({basis}: {})",
+                s.hint.key(),
+                s.value,
+                esc(&s.reason)
+            )?;
         }
     }
     let listed: Vec<_> = r.findings.iter().filter(|f| f.hint.is_none()).collect();
@@ -127,15 +156,28 @@ fn write_report(o: &mut String, r: &Report) -> std::fmt::Result {
             }
         }
     }
-    if !r.server.exits.iter().all(|e| e.stragglers_killed.is_empty()) {
+    if !r
+        .server
+        .exits
+        .iter()
+        .all(|e| e.stragglers_killed.is_empty())
+    {
         writeln!(o, "\nleft running by the server and killed:")?;
         for s in r.server.exits.iter().flat_map(|e| &e.stragglers_killed) {
             writeln!(o, "  {}", esc(s))?;
         }
     }
     let c = &r.coverage;
-    writeln!(o, "\ncoverage: {} tool(s) listed: {} with a successful call, {} with only failed calls, {} skipped, {} not called; {} call(s) in all",
-        c.tools_listed, c.tools_succeeded, c.tools_failed, c.tools_skipped, c.tools_not_called, c.calls)?;
+    writeln!(
+        o,
+        "\ncoverage: {} tool(s) listed: {} with a successful call, {} with only failed calls, {} skipped, {} not called; {} call(s) in all",
+        c.tools_listed,
+        c.tools_succeeded,
+        c.tools_failed,
+        c.tools_skipped,
+        c.tools_not_called,
+        c.calls
+    )?;
     if let Some(i) = &c.inventory_incomplete {
         writeln!(o, "          the tool listing was incomplete: {}", esc(i))?;
     }
@@ -146,7 +188,9 @@ fn write_report(o: &mut String, r: &Report) -> std::fmt::Result {
         o,
         "limits:   verdicts cover only the arguments tried and what the observers saw; `consistent` is not proof of absence"
     )?;
-    if r.server.stderr_bytes > 0 && (r.server.start_error.is_some() || r.exit_code == super::exit_code::HARNESS) {
+    if r.server.stderr_bytes > 0
+        && (r.server.start_error.is_some() || r.exit_code == super::exit_code::HARNESS)
+    {
         writeln!(o, "\nserver stderr ({} bytes):", r.server.stderr_bytes)?;
         for line in r.server.stderr.lines().take(40) {
             writeln!(o, "  | {}", esc(line))?;

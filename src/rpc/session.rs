@@ -168,7 +168,10 @@ impl Shared {
             .record(Direction::Sent, &line, line.len() as u64, "sent", None);
         let mut guard = self.stdin.lock().await;
         let Some(w) = guard.as_mut() else {
-            return Err(std::io::Error::new(std::io::ErrorKind::BrokenPipe, "stdin already closed"));
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::BrokenPipe,
+                "stdin already closed",
+            ));
         };
         let mut framed = line;
         framed.push(b'\n');
@@ -209,7 +212,10 @@ impl Session {
             stdin: tokio::sync::Mutex::new(Some(Box::new(stdin))),
             options,
         });
-        let reader = tokio::spawn(read_loop(shared.clone(), LineReader::new(stdout, shared.options.max_line_bytes)));
+        let reader = tokio::spawn(read_loop(
+            shared.clone(),
+            LineReader::new(stdout, shared.options.max_line_bytes),
+        ));
         let stderr_reader = stderr.map(|mut err| {
             let shared = shared.clone();
             tokio::spawn(async move {
@@ -231,13 +237,20 @@ impl Session {
     }
 
     /// Sends a request and waits for its response, at most `timeout` in all.
-    pub async fn request(&self, method: &str, params: Option<Value>, timeout: Duration) -> Result<Reply, SessionError> {
+    pub async fn request(
+        &self,
+        method: &str,
+        params: Option<Value>,
+        timeout: Duration,
+    ) -> Result<Reply, SessionError> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
         {
             let mut st = self.shared.lock();
             if st.closed.is_some() {
-                return Err(SessionError::Closed { method: method.into() });
+                return Err(SessionError::Closed {
+                    method: method.into(),
+                });
             }
             st.pending.insert(id, (method.to_string(), tx));
         }
@@ -266,7 +279,9 @@ impl Session {
         }
         match tokio::time::timeout_at(deadline, rx).await {
             Ok(Ok(reply)) => Ok(reply),
-            Ok(Err(_)) => Err(SessionError::Closed { method: method.into() }),
+            Ok(Err(_)) => Err(SessionError::Closed {
+                method: method.into(),
+            }),
             Err(_) => {
                 self.forget(id);
                 Err(SessionError::Timeout {
@@ -300,7 +315,9 @@ impl Session {
 
     /// Closes the server's stdin (the polite way to ask a stdio server to exit).
     pub async fn close_stdin(&self) {
-        if let Ok(mut guard) = tokio::time::timeout(Duration::from_secs(1), self.shared.stdin.lock()).await {
+        if let Ok(mut guard) =
+            tokio::time::timeout(Duration::from_secs(1), self.shared.stdin.lock()).await
+        {
             if let Some(mut w) = guard.take() {
                 let _ = tokio::time::timeout(Duration::from_millis(200), w.shutdown()).await;
             }
@@ -393,7 +410,9 @@ async fn read_loop<R: AsyncRead + Unpin>(shared: Arc<Shared>, mut reader: LineRe
                     &head,
                     len,
                     "oversized",
-                    Some(format!("line of {len} bytes exceeds the {limit}-byte cap; dropped")),
+                    Some(format!(
+                        "line of {len} bytes exceeds the {limit}-byte cap; dropped"
+                    )),
                 );
             }
             Frame::Eof { trailing } => {
@@ -426,10 +445,13 @@ async fn handle_line(shared: &Shared, bytes: &[u8]) {
         Classified::NotJson(why) | Classified::NotJsonRpc(why) => Some(why.clone()),
         _ => None,
     };
-    let seq = shared
-        .lock()
-        .transcript
-        .record(Direction::Received, bytes, bytes.len() as u64, classified.kind(), note);
+    let seq = shared.lock().transcript.record(
+        Direction::Received,
+        bytes,
+        bytes.len() as u64,
+        classified.kind(),
+        note,
+    );
     let Classified::Message(message) = classified else {
         return;
     };
@@ -452,22 +474,39 @@ async fn handle_line(shared: &Shared, bytes: &[u8]) {
                 }
                 None => {
                     let (class, note) = match numeric {
-                        Some(n) if st.timed_out.contains(&n) => ("late-response", format!("response to id {n} after we stopped waiting")),
-                        Some(n) if st.answered.contains(&n) => ("duplicate-response", format!("second response to id {n}")),
-                        _ => ("unknown-id", format!("response to id {id}, which we never sent")),
+                        Some(n) if st.timed_out.contains(&n) => (
+                            "late-response",
+                            format!("response to id {n} after we stopped waiting"),
+                        ),
+                        Some(n) if st.answered.contains(&n) => {
+                            ("duplicate-response", format!("second response to id {n}"))
+                        }
+                        _ => (
+                            "unknown-id",
+                            format!("response to id {id}, which we never sent"),
+                        ),
                     };
                     st.transcript.reclassify(seq, class, Some(note));
                 }
             }
         }
         Message::Notification { method, .. } => {
-            shared.lock().notifications.push(NotificationRecord { seq, method });
+            shared
+                .lock()
+                .notifications
+                .push(NotificationRecord { seq, method });
         }
         Message::Request { id, method, .. } => {
             let (answer, reply) = {
                 let mut st = shared.lock();
                 if st.replies_sent >= shared.options.max_replies {
-                    (format!("not answered: more than {} server requests", shared.options.max_replies), None)
+                    (
+                        format!(
+                            "not answered: more than {} server requests",
+                            shared.options.max_replies
+                        ),
+                        None,
+                    )
                 } else {
                     st.replies_sent += 1;
                     let reply = answer_server_request(&method, &shared.options);
@@ -517,7 +556,9 @@ mod tests {
     use tokio::io::{AsyncBufReadExt, BufReader};
 
     /// A session wired to in-memory pipes; returns the server's ends.
-    fn pair(options: SessionOptions) -> (Session, tokio::io::DuplexStream, tokio::io::DuplexStream) {
+    fn pair(
+        options: SessionOptions,
+    ) -> (Session, tokio::io::DuplexStream, tokio::io::DuplexStream) {
         let (client_out, server_in) = tokio::io::duplex(1 << 20);
         let (server_out, client_in) = tokio::io::duplex(1 << 20);
         let s = Session::start(Instant::now(), client_out, client_in, None, options);
@@ -542,7 +583,10 @@ mod tests {
         assert_eq!(v, json!({"jsonrpc":"2.0","id":7,"result":{}}));
         let rec = s.record();
         let classes: Vec<&str> = rec.anomalies.iter().map(|e| e.class.as_str()).collect();
-        assert_eq!(classes, ["not-json", "not-utf8", "not-jsonrpc", "unknown-id"]);
+        assert_eq!(
+            classes,
+            ["not-json", "not-utf8", "not-jsonrpc", "unknown-id"]
+        );
         assert_eq!(rec.server_requests.len(), 1);
         drop(server_out);
         assert!(
@@ -559,23 +603,40 @@ mod tests {
         let mut lines = BufReader::new(server_in).lines();
         let s = Arc::new(s);
         let s2 = s.clone();
-        let slow = tokio::spawn(async move { s2.request("slow", None, Duration::from_millis(100)).await });
+        let slow =
+            tokio::spawn(async move { s2.request("slow", None, Duration::from_millis(100)).await });
         let first = lines.next_line().await.expect("read").expect("line");
         let first: Value = serde_json::from_str(&first).expect("json");
         let err = slow.await.expect("join").expect_err("must time out");
         assert!(matches!(err, SessionError::Timeout { .. }));
         // Answer the timed-out request late, then a fresh one on time.
         let late = json!({"jsonrpc":"2.0","id":first["id"],"result":{}});
-        server_out.write_all(format!("{late}\n").as_bytes()).await.expect("write");
+        server_out
+            .write_all(format!("{late}\n").as_bytes())
+            .await
+            .expect("write");
         let s3 = s.clone();
-        let fast = tokio::spawn(async move { s3.request("fast", Some(json!({"x":1})), Duration::from_secs(5)).await });
-        let second: Value = serde_json::from_str(&lines.next_line().await.expect("read").expect("line")).expect("json");
+        let fast = tokio::spawn(async move {
+            s3.request("fast", Some(json!({"x":1})), Duration::from_secs(5))
+                .await
+        });
+        let second: Value =
+            serde_json::from_str(&lines.next_line().await.expect("read").expect("line"))
+                .expect("json");
         assert_eq!(second["params"], json!({"x":1}));
         let reply = json!({"jsonrpc":"2.0","id":second["id"],"result":{"ok":true}});
-        server_out.write_all(format!("{reply}\n").as_bytes()).await.expect("write");
+        server_out
+            .write_all(format!("{reply}\n").as_bytes())
+            .await
+            .expect("write");
         let got = fast.await.expect("join").expect("answered");
         assert_eq!(got.outcome.expect("result"), json!({"ok": true}));
-        let classes: Vec<String> = s.record().anomalies.iter().map(|e| e.class.clone()).collect();
+        let classes: Vec<String> = s
+            .record()
+            .anomalies
+            .iter()
+            .map(|e| e.class.clone())
+            .collect();
         assert_eq!(classes, ["late-response"]);
     }
 
@@ -584,7 +645,8 @@ mod tests {
         let (s, _server_in, server_out) = pair(SessionOptions::default());
         let s = Arc::new(s);
         let s2 = s.clone();
-        let waiting = tokio::spawn(async move { s2.request("x", None, Duration::from_secs(10)).await });
+        let waiting =
+            tokio::spawn(async move { s2.request("x", None, Duration::from_secs(10)).await });
         tokio::time::sleep(Duration::from_millis(50)).await;
         drop(server_out);
         let err = waiting.await.expect("join").expect_err("closed");
@@ -605,7 +667,9 @@ mod tests {
                 .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":\"r\",\"method\":\"roots/list\"}\n")
                 .await
                 .expect("write");
-            let v: Value = serde_json::from_str(&lines.next_line().await.expect("read").expect("line")).expect("json");
+            let v: Value =
+                serde_json::from_str(&lines.next_line().await.expect("read").expect("line"))
+                    .expect("json");
             assert_eq!(v.get("result").is_some(), expect_result, "{v}");
             if expect_result {
                 assert_eq!(v["result"]["roots"], json!(roots));

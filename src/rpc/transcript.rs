@@ -81,7 +81,14 @@ impl Transcript {
     }
 
     /// Records a line and returns its sequence number.
-    pub fn record(&mut self, direction: Direction, bytes: &[u8], full_len: u64, class: &str, note: Option<String>) -> u64 {
+    pub fn record(
+        &mut self,
+        direction: Direction,
+        bytes: &[u8],
+        full_len: u64,
+        class: &str,
+        note: Option<String>,
+    ) -> u64 {
         let seq = self.entries.len() as u64 + self.dropped_entries;
         if self.entries.len() >= self.max_entries {
             self.dropped_entries += 1;
@@ -130,7 +137,10 @@ impl Transcript {
                 Direction::Sent => s.sent += 1,
                 Direction::Received => {
                     s.received += 1;
-                    if e.class == "unknown-id" || e.class == "late-response" || e.class == "duplicate-response" {
+                    if e.class == "unknown-id"
+                        || e.class == "late-response"
+                        || e.class == "duplicate-response"
+                    {
                         s.unknown_id += 1;
                     } else if !matches!(e.class.as_str(), "request" | "response" | "notification") {
                         s.garbage += 1;

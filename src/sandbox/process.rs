@@ -68,7 +68,8 @@ pub struct ServerPipes {
 pub fn resolve_program(program: &str, path_var: Option<&str>) -> Result<PathBuf, LaunchError> {
     let is_exec = |p: &Path| {
         use std::os::unix::fs::PermissionsExt;
-        p.metadata().is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        p.metadata()
+            .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
     };
     if program.contains('/') {
         let p = std::path::absolute(program).unwrap_or_else(|_| PathBuf::from(program));
@@ -77,7 +78,11 @@ pub fn resolve_program(program: &str, path_var: Option<&str>) -> Result<PathBuf,
         } else {
             Err(LaunchError::NotFound {
                 program: program.into(),
-                detail: if p.exists() { "it is not an executable file".into() } else { "no such file".into() },
+                detail: if p.exists() {
+                    "it is not an executable file".into()
+                } else {
+                    "no such file".into()
+                },
             })
         };
     }
@@ -97,7 +102,11 @@ pub fn resolve_program(program: &str, path_var: Option<&str>) -> Result<PathBuf,
 impl ServerProcess {
     /// Starts the server.
     pub fn spawn(spec: &LaunchSpec) -> Result<(ServerProcess, ServerPipes), LaunchError> {
-        let host_path = spec.env.iter().find(|(k, _)| k == "PATH").map(|(_, v)| v.as_str());
+        let host_path = spec
+            .env
+            .iter()
+            .find(|(k, _)| k == "PATH")
+            .map(|(_, v)| v.as_str());
         let program = resolve_program(&spec.program, host_path)?;
         let mut cmd = Command::new(&program);
         cmd.args(&spec.args)
@@ -115,7 +124,9 @@ impl ServerProcess {
             source,
         })?;
         let pid = child.id().and_then(|p| Pid::from_raw(p as i32));
-        let (Some(stdin), Some(stdout), Some(stderr)) = (child.stdin.take(), child.stdout.take(), child.stderr.take()) else {
+        let (Some(stdin), Some(stdout), Some(stderr)) =
+            (child.stdin.take(), child.stdout.take(), child.stderr.take())
+        else {
             return Err(LaunchError::Spawn {
                 program: program.display().to_string(),
                 source: std::io::Error::other("the child's pipes were not created"),
@@ -127,7 +138,11 @@ impl ServerProcess {
                 pid,
                 run_id: spec.run_id.clone(),
             },
-            ServerPipes { stdin, stdout, stderr },
+            ServerPipes {
+                stdin,
+                stdout,
+                stderr,
+            },
         ))
     }
 
@@ -145,7 +160,10 @@ impl ServerProcess {
     /// then SIGTERM to its group, then SIGKILL, then sweeps stragglers.
     pub async fn shutdown(&mut self, grace: Duration) -> ExitSummary {
         let mut how = "stdin-closed";
-        let mut status = tokio::time::timeout(grace, self.child.wait()).await.ok().and_then(Result::ok);
+        let mut status = tokio::time::timeout(grace, self.child.wait())
+            .await
+            .ok()
+            .and_then(Result::ok);
         if status.is_none() {
             how = "terminated";
             self.signal_group(Signal::TERM);
@@ -244,23 +262,33 @@ fn sweep(run_id: &str, server: Option<Pid>) -> Vec<String> {
     let subreaper = rustix::process::child_subreaper().ok().flatten().is_some();
     let mut killed = Vec::new();
     for _ in 0..50 {
-        let Ok(dir) = std::fs::read_dir("/proc") else { break };
+        let Ok(dir) = std::fs::read_dir("/proc") else {
+            break;
+        };
         let mut found = false;
         for entry in dir.flatten() {
-            let Some(pid) = entry.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
+            let Some(pid) = entry
+                .file_name()
+                .to_str()
+                .and_then(|s| s.parse::<i32>().ok())
+            else {
                 continue;
             };
             if pid == me {
                 continue;
             }
-            let Some((ppid, pgrp, session)) = proc_stat(pid) else { continue };
+            let Some((ppid, pgrp, session)) = proc_stat(pid) else {
+                continue;
+            };
             let ours = has_marker(pid, run_id)
                 || server.is_some_and(|s| pgrp == s || session == s)
                 || (subreaper && ppid == me && Some(pid) != server);
             if !ours {
                 continue;
             }
-            let Some(p) = Pid::from_raw(pid) else { continue };
+            let Some(p) = Pid::from_raw(pid) else {
+                continue;
+            };
             let line = cmdline(pid);
             if rustix::process::kill_process(p, Signal::KILL).is_ok() {
                 found = true;
@@ -285,9 +313,15 @@ fn sweep(run_id: &str, server: Option<Pid>) -> Vec<String> {
 }
 
 fn reap_orphans(me: i32, server: Option<i32>) {
-    let Ok(dir) = std::fs::read_dir("/proc") else { return };
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return;
+    };
     for entry in dir.flatten() {
-        let Some(pid) = entry.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<i32>().ok())
+        else {
             continue;
         };
         if Some(pid) == server {
@@ -314,8 +348,12 @@ mod tests {
     #[test]
     fn programs_are_resolved_with_clear_errors() {
         assert!(resolve_program("sh", Some("/usr/bin:/bin")).is_ok());
-        let err = resolve_program("no-such-program-hintcheck", Some("/usr/bin")).expect_err("missing");
-        assert!(err.to_string().contains("no-such-program-hintcheck"), "{err}");
+        let err =
+            resolve_program("no-such-program-hintcheck", Some("/usr/bin")).expect_err("missing");
+        assert!(
+            err.to_string().contains("no-such-program-hintcheck"),
+            "{err}"
+        );
         assert!(resolve_program("./definitely/not/here", None).is_err());
     }
 

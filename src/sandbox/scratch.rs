@@ -65,9 +65,11 @@ impl Scratch {
             });
         }
         let mut seeded = Vec::new();
-        copy_tree(seed, &self.workspace, Path::new(""), &mut seeded).map_err(|source| LaunchError::Seed {
-            path: seed.to_path_buf(),
-            source,
+        copy_tree(seed, &self.workspace, Path::new(""), &mut seeded).map_err(|source| {
+            LaunchError::Seed {
+                path: seed.to_path_buf(),
+                source,
+            }
         })?;
         seeded.sort();
         self.seeded = seeded;
@@ -77,7 +79,9 @@ impl Scratch {
     /// Removes everything, first making every directory writable again. Returns an error
     /// message when something could not be removed.
     pub fn remove(&mut self) -> Result<(), String> {
-        let Some(root) = self.root.take() else { return Ok(()) };
+        let Some(root) = self.root.take() else {
+            return Ok(());
+        };
         let path = root.path().to_path_buf();
         restore_permissions(&path, 0);
         match root.close() {
@@ -97,7 +101,9 @@ fn copy_tree(src: &Path, dst: &Path, rel: &Path, seeded: &mut Vec<String>) -> st
     for entry in fs::read_dir(src)? {
         let entry = entry?;
         if seeded.len() >= MAX_SEED_ENTRIES {
-            return Err(std::io::Error::other(format!("more than {MAX_SEED_ENTRIES} entries")));
+            return Err(std::io::Error::other(format!(
+                "more than {MAX_SEED_ENTRIES} entries"
+            )));
         }
         let name = entry.file_name();
         let from = entry.path();
@@ -147,7 +153,12 @@ mod tests {
         let mut s = Scratch::create().expect("scratch");
         s.seed_from(seed.path()).expect("seed");
         assert_eq!(s.seeded, ["link", "sub", "sub/a.txt"]);
-        assert!(fs::symlink_metadata(s.workspace.join("link")).expect("lstat").file_type().is_symlink());
+        assert!(
+            fs::symlink_metadata(s.workspace.join("link"))
+                .expect("lstat")
+                .file_type()
+                .is_symlink()
+        );
         let locked = s.workspace.join("locked");
         fs::create_dir(&locked).expect("mkdir");
         fs::write(locked.join("f"), "x").expect("w");
@@ -160,7 +171,9 @@ mod tests {
     #[test]
     fn a_missing_seed_is_an_error_naming_it() {
         let mut s = Scratch::create().expect("scratch");
-        let err = s.seed_from(Path::new("/nonexistent/seed")).expect_err("missing");
+        let err = s
+            .seed_from(Path::new("/nonexistent/seed"))
+            .expect_err("missing");
         assert!(err.to_string().contains("/nonexistent/seed"), "{err}");
     }
 }

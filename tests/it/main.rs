@@ -1,4 +1,10 @@
-//! The integration test binary: drives the hintcheck binary against harness scenarios and
-//! real servers.
+//! The integration test binary (one link step for all of them).
 
+/// The command line: usage errors, formats, exit codes, explain, cleanup.
+mod cli;
+/// Real MCP servers from npm, when installed.
+mod real_servers;
+/// Every scenario under scenarios/ against its `[expect]` section.
+mod scenarios;
+/// Locating binaries, running hintcheck with a wall-clock limit.
 mod util;

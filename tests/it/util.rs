@@ -1,1 +1,141 @@
-//! Helpers shared by the integration tests.
+//! Helpers shared by the integration tests: locating the binaries and running hintcheck with
+//! a wall-clock limit, so that a hung server can never hang the test suite.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The repository root.
+pub(crate) fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The hintcheck binary under test.
+pub(crate) fn hintcheck_bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_hintcheck"))
+}
+
+/// The fake server, built next to hintcheck by `cargo test --workspace`.
+pub(crate) fn fake_server() -> PathBuf {
+    let p = hintcheck_bin().with_file_name("hintcheck-fake-server");
+    assert!(
+        p.is_file(),
+        "{} is missing: run the tests with `cargo test --workspace`",
+        p.display()
+    );
+    p
+}
+
+/// What a hintcheck run printed and returned.
+pub(crate) struct Outcome {
+    pub(crate) code: i32,
+    pub(crate) stdout: String,
+    pub(crate) stderr: String,
+}
+
+impl Outcome {
+    pub(crate) fn json(&self) -> serde_json::Value {
+        serde_json::from_str(&self.stdout).unwrap_or_else(|e| {
+            panic!(
+                "stdout is not JSON ({e}):\n{}\nstderr:\n{}",
+                self.stdout, self.stderr
+            )
+        })
+    }
+}
+
+/// Runs hintcheck with `args`, extra environment and a wall-clock limit.
+pub(crate) fn run(args: &[&str], env: &[(&str, &str)], limit: Duration) -> Outcome {
+    let mut cmd = Command::new(hintcheck_bin());
+    cmd.args(args)
+        .env("HINTCHECK_FAKE_SERVER", fake_server())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let mut child = cmd.spawn().expect("spawn hintcheck");
+    let mut out = child.stdout.take().expect("stdout");
+    let mut err = child.stderr.take().expect("stderr");
+    let out_reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = out.read_to_string(&mut s);
+        s
+    });
+    let err_reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = err.read_to_string(&mut s);
+        s
+    });
+    let start = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("wait") {
+            break s;
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("hintcheck {args:?} did not finish within {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    Outcome {
+        code: status.code().unwrap_or(-1),
+        stdout: out_reader.join().unwrap_or_default(),
+        stderr: err_reader.join().unwrap_or_default(),
+    }
+}
+
+/// Whether a skip must fail (CI sets HINTCHECK_REQUIRE_ALL=1).
+pub(crate) fn skip(reason: &str) {
+    if std::env::var("HINTCHECK_REQUIRE_ALL").is_ok_and(|v| v == "1") {
+        panic!("required test skipped: {reason}");
+    }
+    eprintln!("SKIPPED: {reason}");
+}
+
+/// Pids of live processes whose command line contains `needle`.
+pub(crate) fn processes_matching(needle: &str) -> Vec<i32> {
+    std::fs::read_dir("/proc")
+        .expect("/proc")
+        .flatten()
+        .filter_map(|e| e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()))
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .map(|b| {
+                    String::from_utf8_lossy(&b)
+                        .replace('\0', " ")
+                        .contains(needle)
+                })
+                .unwrap_or(false)
+        })
+        .filter(|pid| {
+            // Zombies are already dead.
+            std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .map(|s| {
+                    s.rsplit(')')
+                        .next()
+                        .is_some_and(|r| !r.trim_start().starts_with('Z'))
+                })
+                .unwrap_or(false)
+        })
+        .collect()
+}
+
+/// A path inside the repository.
+pub(crate) fn at(rel: &str) -> String {
+    repo().join(rel).display().to_string()
+}
+
+/// Entries of a directory.
+pub(crate) fn entries(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}

@@ -1,0 +1,314 @@
+//! The command line: usage errors name the problem and exit 2, harness errors exit 3,
+//! formats, explain, the transcript, and cleanup of processes and scratch directories.
+
+use std::time::Duration;
+
+use crate::util::{at, entries, processes_matching, run};
+
+const LIMIT: Duration = Duration::from_secs(60);
+
+#[test]
+fn explain_prints_docs_and_lists_audits() {
+    let out = run(&["explain", "read-only"], &[], LIMIT);
+    assert_eq!(out.code, 0);
+    assert!(
+        out.stdout.starts_with("read-only — readOnlyHint: true"),
+        "{}",
+        out.stdout
+    );
+    let all = run(&["explain"], &[], LIMIT);
+    assert_eq!(all.code, 0);
+    for id in [
+        "read-only",
+        "destructive",
+        "idempotent",
+        "open-world",
+        "annotation-type",
+        "protocol",
+    ] {
+        assert!(
+            all.stdout.contains(id),
+            "{id} missing from:\n{}",
+            all.stdout
+        );
+    }
+    let bad = run(&["explain", "nope"], &[], LIMIT);
+    assert_eq!(bad.code, 2);
+    assert!(
+        bad.stderr.contains("no audit named \"nope\""),
+        "{}",
+        bad.stderr
+    );
+}
+
+#[test]
+fn usage_errors_name_the_problem_and_exit_2() {
+    let cases: &[(&[&str], &str)] = &[
+        (&["verify"], "no server command"),
+        (&["verify", "--repeat", "0", "--", "x"], "--repeat"),
+        (&["verify", "--env", "=x", "--", "x"], "--env"),
+        (
+            &["verify", "--call-timeout", "soon", "--", "x"],
+            "--call-timeout",
+        ),
+        (&["verify", "--args", "t=[1]", "--", "x"], "--args"),
+        (&["verify", "--no-such-flag"], "--no-such-flag"),
+        (
+            &["verify", "--workspace", "/nonexistent/seed", "--", "x"],
+            "/nonexistent/seed",
+        ),
+        (
+            &["verify", "--scenario", "/nonexistent/scenario.toml"],
+            "/nonexistent/scenario.toml",
+        ),
+    ];
+    for (args, needle) in cases {
+        let out = run(args, &[], LIMIT);
+        assert_eq!(out.code, 2, "{args:?}: {}", out.stderr);
+        assert!(
+            out.stderr.contains(needle),
+            "{args:?}: {needle} not in {}",
+            out.stderr
+        );
+    }
+}
+
+#[test]
+fn a_scenario_with_an_unknown_key_is_rejected_naming_key_and_file() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("scenario.toml");
+    std::fs::write(&file, "[server]\ncomand = [\"x\"]\n").expect("write");
+    let out = run(
+        &["verify", "--scenario", file.to_str().expect("utf8")],
+        &[],
+        LIMIT,
+    );
+    assert_eq!(out.code, 2);
+    assert!(
+        out.stderr.contains("comand") && out.stderr.contains("scenario.toml"),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn a_missing_server_command_is_a_harness_error_with_a_report() {
+    let out = run(
+        &[
+            "verify",
+            "--format",
+            "json",
+            "--",
+            "no-such-mcp-server-hintcheck",
+        ],
+        &[],
+        LIMIT,
+    );
+    assert_eq!(out.code, 3, "{}", out.stderr);
+    let r = out.json();
+    assert_eq!(r["exit_code"], 3);
+    assert!(
+        r["server"]["start_error"]
+            .as_str()
+            .expect("error")
+            .contains("no-such-mcp-server-hintcheck")
+    );
+}
+
+#[test]
+fn a_server_that_exits_at_once_is_reported_with_its_stderr() {
+    let out = run(
+        &["verify", "--", "sh", "-c", "echo broken config >&2; exit 7"],
+        &[],
+        LIMIT,
+    );
+    assert_eq!(out.code, 3, "{}", out.stderr);
+    assert!(
+        out.stdout.contains("could not be verified"),
+        "{}",
+        out.stdout
+    );
+    assert!(out.stdout.contains("exited with code 7"), "{}", out.stdout);
+    assert!(out.stdout.contains("| broken config"), "{}", out.stdout);
+}
+
+#[test]
+fn json_report_is_versioned_and_complete() {
+    let out = run(
+        &[
+            "verify",
+            "--scenario",
+            &at("scenarios/demo"),
+            "--format",
+            "json",
+        ],
+        &[],
+        LIMIT,
+    );
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    let r = out.json();
+    assert_eq!(r["schema_version"], 1);
+    assert_eq!(r["sandbox"]["level"], "none");
+    assert_eq!(r["coverage"]["files_observed"], true);
+    assert_eq!(r["coverage"]["network_observed"], false);
+    assert_eq!(r["summary"]["contradicted"], 6);
+    let tools = r["tools"].as_array().expect("tools");
+    assert_eq!(tools.len(), 11);
+    for t in tools {
+        assert_eq!(
+            t["verdicts"].as_array().map(Vec::len),
+            Some(4),
+            "{}",
+            t["name"]
+        );
+        assert!(
+            t["definition_sha256"]
+                .as_str()
+                .is_some_and(|h| h.len() == 64)
+        );
+    }
+    let get_status = tools
+        .iter()
+        .find(|t| t["name"] == "get_status")
+        .expect("get_status");
+    let obs = &get_status["calls"][0]["observations"][0];
+    assert_eq!(obs["type"], "file");
+    assert_eq!(obs["kind"], "created");
+    assert_eq!(obs["mechanism"], "snapshot");
+    assert_eq!(obs["path"], "$WORKSPACE/status.log");
+    assert!(
+        out.stderr.trim_end().ends_with("(exit 1)"),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn text_report_escapes_what_the_server_sent() {
+    let out = run(
+        &["verify", "--scenario", &at("scenarios/malformed-tools")],
+        &[],
+        LIMIT,
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(!out.stdout.contains('\u{1b}'), "raw escape in report");
+    assert!(
+        !out.stdout.contains('\u{202e}'),
+        "raw bidi override in report"
+    );
+    assert!(out.stdout.contains("- task_only"), "{}", out.stdout);
+}
+
+#[test]
+fn output_file_transcript_and_no_leftovers() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let tmp = dir.path().join("tmp");
+    std::fs::create_dir(&tmp).expect("mkdir");
+    let report = dir.path().join("report.json");
+    let transcript = dir.path().join("transcript.jsonl");
+    let out = run(
+        &[
+            "verify",
+            "--scenario",
+            &at("scenarios/crash-and-hang"),
+            "--format",
+            "json",
+            "--output",
+            report.to_str().expect("utf8"),
+            "--transcript",
+            transcript.to_str().expect("utf8"),
+        ],
+        &[("TMPDIR", tmp.to_str().expect("utf8"))],
+        LIMIT,
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(out.stdout.is_empty());
+    let r: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&report).expect("report")).expect("json");
+    assert_eq!(r["server"]["restarts"], 2);
+    let lines = std::fs::read_to_string(&transcript).expect("transcript");
+    assert!(lines.lines().count() > 10);
+    for l in lines.lines() {
+        let e: serde_json::Value = serde_json::from_str(l).expect("jsonl");
+        assert!(e["direction"] == "sent" || e["direction"] == "received");
+    }
+    assert!(
+        entries(&tmp).is_empty(),
+        "scratch left behind: {:?}",
+        entries(&tmp)
+    );
+    assert!(
+        processes_matching("--linger 4242").is_empty(),
+        "daemon left running"
+    );
+}
+
+#[test]
+fn an_unwritable_output_still_prints_the_report() {
+    let out = run(
+        &[
+            "verify",
+            "--scenario",
+            &at("scenarios/startup-writer"),
+            "--output",
+            "/nonexistent/dir/report.txt",
+        ],
+        &[],
+        LIMIT,
+    );
+    assert_eq!(out.code, 3);
+    assert!(out.stdout.contains("result:"), "{}", out.stdout);
+    assert!(
+        out.stderr.contains("/nonexistent/dir/report.txt"),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn workspace_placeholder_env_and_args_overrides_reach_the_server() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(dir.path().join("seed.txt"), "seed").expect("w");
+    let scenario = dir.path().join("scenario.toml");
+    std::fs::write(
+        &scenario,
+        r#"
+[[tools]]
+name = "write_named"
+annotations = { readOnlyHint = true }
+input_schema = { type = "object", properties = { name = { type = "string" } }, required = ["name"] }
+steps = [{ action = "write", path = "{arg:name}", content = "x" }]
+"#,
+    )
+    .expect("write");
+    let out = run(
+        &[
+            "verify",
+            "--scenario",
+            scenario.to_str().expect("utf8"),
+            "--workspace",
+            dir.path().to_str().expect("utf8"),
+            "--args",
+            r#"write_named={"name":"chosen.txt"}"#,
+            "--format",
+            "json",
+        ],
+        &[],
+        LIMIT,
+    );
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    let r = out.json();
+    assert_eq!(r["tools"][0]["arguments"]["name"], "chosen.txt");
+    assert_eq!(r["tools"][0]["arguments_overridden"][0], "name");
+    assert_eq!(
+        r["tools"][0]["calls"][0]["observations"][0]["path"],
+        "$WORKSPACE/chosen.txt"
+    );
+    assert!(
+        r["seeded"]
+            .as_array()
+            .expect("seeded")
+            .iter()
+            .any(|s| s == "seed.txt")
+    );
+}

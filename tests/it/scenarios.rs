@@ -1,0 +1,216 @@
+//! Runs every scenario under `scenarios/` in process, concurrently, and checks each report
+//! against the scenario's `[expect]` section. A scenario without `[expect]` is an error: a
+//! test that asserts nothing is a defect.
+
+use std::time::Duration;
+
+use hintcheck::cli::{Format, VerifyArgs};
+use hintcheck::config::RunConfig;
+use hintcheck::report::Report;
+use hintcheck::scenario::check;
+
+use crate::util::{fake_server, repo};
+
+fn args_for(path: std::path::PathBuf) -> VerifyArgs {
+    VerifyArgs {
+        scenario: Some(path),
+        format: Format::Json,
+        output: None,
+        repeat: None,
+        call_timeout: None,
+        handshake_timeout: None,
+        discover_timeout: None,
+        timeout: Some("120s".into()),
+        settle: None,
+        env: Vec::new(),
+        workspace: None,
+        seed: None,
+        roots: None,
+        era: None,
+        max_line_bytes: None,
+        args: Vec::new(),
+        transcript: None,
+        command: Vec::new(),
+    }
+}
+
+/// Runs one scenario in process.
+pub(crate) fn run_scenario(name: &str) -> Report {
+    // The config finds the fake server next to the test binary's directory; fail clearly first.
+    let _ = fake_server();
+    let config = RunConfig::from_verify_args(&args_for(repo().join("scenarios").join(name)))
+        .expect("scenario config");
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    rt.block_on(async {
+        let (_tx, rx) = tokio::sync::watch::channel(false);
+        tokio::time::timeout(
+            Duration::from_secs(150),
+            hintcheck::run::verify(&config, rx, false),
+        )
+        .await
+        .expect("scenario finished in time")
+        .report
+    })
+}
+
+#[test]
+fn every_scenario_meets_its_expectations() {
+    let mut names: Vec<String> = std::fs::read_dir(repo().join("scenarios"))
+        .expect("scenarios dir")
+        .flatten()
+        .filter(|e| e.path().join("scenario.toml").is_file())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert!(names.len() >= 10, "scenarios: {names:?}");
+    let handles: Vec<_> = names
+        .iter()
+        .map(|name| {
+            let name = name.clone();
+            std::thread::spawn(move || (name.clone(), run_scenario(&name)))
+        })
+        .collect();
+    let mut failures = Vec::new();
+    for h in handles {
+        let (name, report) = h.join().expect("scenario thread");
+        let scenario = hintcheck::scenario::Scenario::load(&repo().join("scenarios").join(&name))
+            .expect("load");
+        let Some(expect) = scenario.expect else {
+            failures.push(format!("{name}: no [expect] section"));
+            continue;
+        };
+        for f in check(&expect, &report) {
+            failures.push(format!("{name}: {f}"));
+        }
+        eprintln!(
+            "scenario {name}: exit {} — {}",
+            report.exit_code, report.exit_reason
+        );
+    }
+    assert!(
+        failures.is_empty(),
+        "unmet expectations:\n{}",
+        failures.join("\n")
+    );
+}
+
+#[test]
+fn demo_evidence_names_the_exact_effects() {
+    let r = run_scenario("demo");
+    let verdict = |tool: &str, hint: &str| {
+        r.tools
+            .iter()
+            .find(|t| t.name == tool)
+            .and_then(|t| t.verdicts.iter().find(|v| v.hint.key() == hint))
+            .unwrap_or_else(|| panic!("{tool}:{hint}"))
+            .clone()
+    };
+    let v = verdict("reset_items", "destructiveHint");
+    let t = &v.evidence[0].text;
+    assert!(
+        t.starts_with("truncated $WORKSPACE/items.txt (") && t.ends_with("→ 0 bytes)"),
+        "{t}"
+    );
+    let v = verdict("add_item", "idempotentHint");
+    assert_eq!(v.evidence.len(), 1);
+    assert_eq!(v.evidence[0].source, "repeat 2");
+    assert!(
+        v.evidence[0]
+            .text
+            .starts_with("appended to $WORKSPACE/items.txt"),
+        "{:?}",
+        v.evidence
+    );
+    let v = verdict("peek_cache", "readOnlyHint");
+    assert_eq!(v.evidence[0].text, "created $HOME/.peek-cache (7 bytes)");
+    let v = verdict("archive_note", "destructiveHint");
+    assert!(
+        v.evidence[0]
+            .text
+            .contains("draft.txt renamed over $WORKSPACE/archive.txt"),
+        "{:?}",
+        v.evidence
+    );
+    assert_eq!(r.seeded.len(), 7);
+    assert!(!r.coverage.network_observed);
+    assert_eq!(r.sandbox.level, "none");
+}
+
+#[test]
+fn crash_and_hang_restart_the_server_and_kill_the_daemon() {
+    let r = run_scenario("crash-and-hang");
+    let outcome = |tool: &str| -> Vec<String> {
+        r.tools
+            .iter()
+            .find(|t| t.name == tool)
+            .map(|t| {
+                t.calls
+                    .iter()
+                    .map(|c| c.outcome.label().to_string())
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    assert_eq!(outcome("crash"), ["server died"]);
+    assert_eq!(outcome("hang"), ["timeout"]);
+    assert_eq!(outcome("survivor"), ["ok", "ok"]);
+    assert_eq!(r.server.restarts, 2);
+    assert!(
+        crate::util::processes_matching("--linger 4242").is_empty(),
+        "the daemon survived"
+    );
+    let killed: Vec<&String> = r
+        .server
+        .exits
+        .iter()
+        .flat_map(|e| &e.stragglers_killed)
+        .collect();
+    assert!(
+        killed.iter().any(|k| k.contains("--linger 4242")),
+        "{killed:?}"
+    );
+}
+
+#[test]
+fn roots_are_offered_when_asked_and_pings_answered() {
+    let r = run_scenario("roots");
+    let answers: Vec<(&str, &str)> = r
+        .wire
+        .server_requests
+        .iter()
+        .map(|s| (s.method.as_str(), s.answer.as_str()))
+        .collect();
+    assert_eq!(answers, [("roots/list", "result")]);
+    assert!(r.server.stderr.contains("file://"), "{}", r.server.stderr);
+    let hostile = run_scenario("hostile-wire");
+    let answers: Vec<(&str, &str)> = hostile
+        .wire
+        .server_requests
+        .iter()
+        .map(|s| (s.method.as_str(), s.answer.as_str()))
+        .collect();
+    assert!(
+        answers.contains(&("roots/list", "error -32601")),
+        "{answers:?}"
+    );
+    assert!(answers.contains(&("ping", "result")), "{answers:?}");
+}
+
+#[test]
+fn modern_era_is_detected_and_legacy_fallback_works() {
+    let modern = run_scenario("modern-era");
+    let era = modern.server.identity.as_ref().map(|i| i.era.clone());
+    assert_eq!(
+        era,
+        Some(hintcheck::mcp::client::Era::Modern("2026-07-28".into()))
+    );
+    let legacy = run_scenario("discover-fallback");
+    let era = legacy.server.identity.as_ref().map(|i| i.era.clone());
+    assert_eq!(
+        era,
+        Some(hintcheck::mcp::client::Era::Legacy("2025-03-26".into()))
+    );
+}
