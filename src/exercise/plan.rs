@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use super::synth::synthesize;
+use super::synth::synthesize_arguments;
 use crate::mcp::tool::ToolDecl;
 
 /// One planned tool.
@@ -50,7 +50,7 @@ pub fn plan(
             let tool = &tools[i];
             let skip = (tool.task_support.as_deref() == Some("required"))
                 .then(|| "execution.taskSupport is \"required\": the tool can only be called as a task, which hintcheck does not do".to_string());
-            let synthesis = synthesize(&tool.input_schema, seed, &tool.name);
+            let synthesis = synthesize_arguments(&tool.input_schema, seed, &tool.name);
             let mut arguments = synthesis.arguments;
             let mut overridden = Vec::new();
             if let Some(o) = overrides.get(&tool.name) {

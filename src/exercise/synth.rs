@@ -27,7 +27,7 @@ const MAX_NODES: usize = 20_000;
 const MAX_REFS: usize = 2_000;
 const MAX_ITEMS: u64 = 64;
 
-/// Builds arguments for `schema`, deterministic for (`seed`, `salt`).
+/// Builds a value for `schema`, deterministic for (`seed`, `salt`).
 pub fn synthesize(schema: &Value, seed: u64, salt: &str) -> Synthesis {
     let mut s = Synth {
         root: schema,
@@ -36,21 +36,27 @@ pub fn synthesize(schema: &Value, seed: u64, salt: &str) -> Synthesis {
         nodes: 0,
         refs: 0,
     };
-    let mut arguments = s.value(schema, 0, "");
-    if !arguments.is_object()
-        && (schema.get("type").is_none() || schema.get("type") == Some(&json!("object")))
-    {
-        // tools/call arguments must be an object; a schema that allows anything gets `{}`.
-        if !arguments.is_object() {
-            arguments = Value::Object(Map::new());
-        }
-    }
+    let value = s.value(schema, 0, "");
     s.notes.sort();
     s.notes.dedup();
     Synthesis {
-        arguments,
+        arguments: value,
         notes: s.notes,
     }
+}
+
+/// Builds the `arguments` of a `tools/call` for an `inputSchema`: always an object, since the
+/// protocol requires one; a schema that describes something else is noted.
+pub fn synthesize_arguments(schema: &Value, seed: u64, salt: &str) -> Synthesis {
+    let mut out = synthesize(schema, seed, salt);
+    if !out.arguments.is_object() {
+        out.notes.push(format!(
+            "/: the schema yields {}, not an object; sending {{}}",
+            crate::rpc::framing::json_type_name(&out.arguments)
+        ));
+        out.arguments = Value::Object(Map::new());
+    }
+    out
 }
 
 struct Synth<'a> {
@@ -817,7 +823,115 @@ mod tests {
                 .len()
                 <= MAX_ITEMS as usize
         );
-        assert_eq!(synthesize(&json!(false), 0, "t").arguments, json!({}));
-        assert_eq!(synthesize(&json!("nonsense"), 0, "t").arguments, json!({}));
+        assert_eq!(
+            synthesize_arguments(&json!(false), 0, "t").arguments,
+            json!({})
+        );
+        assert_eq!(
+            synthesize_arguments(&json!("nonsense"), 0, "t").arguments,
+            json!({})
+        );
+        assert_eq!(
+            synthesize_arguments(&json!({"type": "string"}), 0, "t").arguments,
+            json!({})
+        );
+    }
+}
+
+/// Synthesis over real data: the 117 real tool schemas and every definition of every
+/// official protocol schema, checked with an independent validator (the `jsonschema` crate).
+#[cfg(test)]
+mod corpus_tests {
+    use super::*;
+    use std::path::PathBuf;
+
+    fn shared() -> PathBuf {
+        PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/mcp-spec"))
+    }
+
+    /// Synthesizes for `wrapper` and returns (valid, notes, error text).
+    fn check(wrapper: &Value, seed: u64, salt: &str) -> (bool, Vec<String>, String) {
+        let got = synthesize(wrapper, seed, salt);
+        let validator = jsonschema::validator_for(wrapper).expect("the schema compiles");
+        let errors: Vec<String> = validator
+            .iter_errors(&got.arguments)
+            .map(|e| e.to_string())
+            .collect();
+        (errors.is_empty(), got.notes, errors.join("; "))
+    }
+
+    #[test]
+    fn every_real_tool_gets_valid_deterministic_arguments() {
+        let dir = shared().join("real-world/github-mcp-server/toolsnaps");
+        let mut n = 0;
+        for e in std::fs::read_dir(&dir).expect("toolsnaps") {
+            let path = e.expect("entry").path();
+            let tool: Value =
+                serde_json::from_slice(&std::fs::read(&path).expect("read")).expect("json");
+            let schema = &tool["inputSchema"];
+            for seed in [0, 1, 2] {
+                let (valid, notes, errors) = check(schema, seed, "t");
+                assert!(
+                    valid,
+                    "{} seed {seed}: {errors}; notes {notes:?}",
+                    path.display()
+                );
+            }
+            assert_eq!(synthesize(schema, 9, "x"), synthesize(schema, 9, "x"));
+            n += 1;
+        }
+        assert_eq!(n, 117);
+    }
+
+    #[test]
+    fn official_schema_definitions_are_valid_or_flagged() {
+        let mut total = 0;
+        let mut valid = 0;
+        let mut unflagged_invalid = Vec::new();
+        for rev in [
+            "2024-11-05",
+            "2025-03-26",
+            "2025-06-18",
+            "2025-11-25",
+            "2026-07-28",
+        ] {
+            let schema: Value = serde_json::from_slice(
+                &std::fs::read(shared().join("schema").join(rev).join("schema.json"))
+                    .expect("schema"),
+            )
+            .expect("json");
+            let defs_key = if schema.get("$defs").is_some() {
+                "$defs"
+            } else {
+                "definitions"
+            };
+            let names: Vec<String> = schema[defs_key]
+                .as_object()
+                .expect("defs")
+                .keys()
+                .cloned()
+                .collect();
+            for name in names {
+                let mut wrapper = schema.clone();
+                wrapper["$ref"] = json!(format!("#/{defs_key}/{name}"));
+                let (ok, notes, errors) = check(&wrapper, 0, &name);
+                total += 1;
+                if ok {
+                    valid += 1;
+                } else if notes.is_empty() {
+                    unflagged_invalid.push(format!("{rev} {name}: {errors}"));
+                }
+            }
+        }
+        assert!(total > 500, "{total} definitions");
+        assert!(
+            unflagged_invalid.is_empty(),
+            "invalid values without a note:\n{}",
+            unflagged_invalid.join("\n")
+        );
+        assert!(
+            valid * 100 >= total * 95,
+            "only {valid} of {total} definitions got a valid value"
+        );
     }
 }
