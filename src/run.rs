@@ -62,7 +62,13 @@ impl Collected {
         self.stats.dropped_entries += rec.stats.dropped_entries;
         self.server_requests.extend(rec.server_requests);
         for n in rec.notifications {
-            *self.notifications.entry(n.method).or_default() += 1;
+            // The method names come from the server: keep the map small whatever it sends.
+            let key = if self.notifications.len() < 100 || self.notifications.contains_key(&n.method) {
+                shorten(&n.method, 100)
+            } else {
+                "(other methods)".into()
+            };
+            *self.notifications.entry(key).or_default() += 1;
         }
         if !self.stderr.is_empty() && !rec.stderr.is_empty() {
             self.stderr.push_str("\n[— restarted —]\n");

@@ -133,6 +133,8 @@ pub struct SessionRecord {
     pub stderr_bytes: u64,
     /// How the stream ended, if it did.
     pub closed: Option<CloseReason>,
+    /// Notifications and server requests counted but not kept.
+    pub unrecorded: u64,
 }
 
 struct State {
@@ -145,7 +147,12 @@ struct State {
     stderr: CappedCapture,
     closed: Option<CloseReason>,
     replies_sent: u64,
+    /// Notifications and server requests beyond `MAX_RECORDS`, counted only.
+    unrecorded: u64,
 }
+
+/// Most notifications and server requests kept as records (each kind).
+const MAX_RECORDS: usize = 1_000;
 
 type Writer = Box<dyn AsyncWrite + Send + Unpin>;
 
@@ -208,6 +215,7 @@ impl Session {
                 stderr: CappedCapture::new(options.stderr_head, options.stderr_tail),
                 closed: None,
                 replies_sent: 0,
+                unrecorded: 0,
             }),
             stdin: tokio::sync::Mutex::new(Some(Box::new(stdin))),
             options,
@@ -375,6 +383,7 @@ impl Session {
             stderr: st.stderr.text(),
             stderr_bytes: st.stderr.total(),
             closed: st.closed.clone(),
+            unrecorded: st.unrecorded,
         }
     }
 }
@@ -517,11 +526,14 @@ async fn handle_line(shared: &Shared, bytes: &[u8]) {
                     (answer, Some(reply))
                 }
             };
-            shared.lock().server_requests.push(ServerRequestRecord {
-                seq,
-                method: method.clone(),
-                answer,
-            });
+            {
+                let mut st = shared.lock();
+                if st.server_requests.len() < MAX_RECORDS {
+                    st.server_requests.push(ServerRequestRecord { seq, method, answer });
+                } else {
+                    st.unrecorded += 1;
+                }
+            }
             if let Some(reply) = reply {
                 let msg = match reply {
                     Ok(result) => json!({"jsonrpc": "2.0", "id": id.to_value(), "result": result}),

@@ -74,8 +74,8 @@ impl Transcript {
             entries: Vec::new(),
             stored_bytes: 0,
             budget,
-            head_after_budget: 512,
-            max_entries: 200_000,
+            head_after_budget: 128,
+            max_entries: 50_000,
             dropped_entries: 0,
         }
     }
@@ -221,7 +221,7 @@ mod tests {
         t.record(Direction::Received, &[b'a'; 2000], 2000, "not-json", None);
         assert!(!t.entries()[0].truncated);
         assert!(t.entries()[1].truncated);
-        assert_eq!(t.entries()[1].text.len(), 512);
+        assert_eq!(t.entries()[1].text.len(), 128);
         assert_eq!(t.entries()[1].len, 2000);
         assert_eq!(t.stats().garbage, 2);
     }
