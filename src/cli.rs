@@ -43,6 +43,15 @@ pub enum RootsArg {
     Workspace,
 }
 
+/// `--sandbox`
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SandboxArg {
+    /// Every isolation step must succeed, or the server is not started (exit 5).
+    Required,
+    /// Steps that fail are reported and skipped; without namespaces, no sandbox at all.
+    BestEffort,
+}
+
 /// `--era`
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum EraArg {
@@ -106,6 +115,12 @@ pub struct VerifyArgs {
     /// Arguments for one tool, merged over the synthesized ones (TOOL=JSON).
     #[arg(long = "args", value_name = "TOOL=JSON")]
     pub args: Vec<String>,
+    /// How strict the sandbox must be [default: required].
+    #[arg(long, value_enum, conflicts_with = "no_sandbox")]
+    pub sandbox: Option<SandboxArg>,
+    /// Run the server without the sandbox (only for servers already isolated by other means).
+    #[arg(long)]
+    pub no_sandbox: bool,
     /// Write the full JSON-RPC transcript to FILE (JSON Lines).
     #[arg(long, value_name = "FILE")]
     pub transcript: Option<PathBuf>,

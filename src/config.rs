@@ -8,8 +8,9 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::cli::{EraArg, Format, RootsArg, VerifyArgs};
+use crate::cli::{EraArg, Format, RootsArg, SandboxArg, VerifyArgs};
 use crate::mcp::client::EraChoice;
+use crate::sandbox::SandboxLevel;
 use crate::scenario::{Scenario, ScenarioError};
 
 /// Errors in the user's input.
@@ -92,6 +93,11 @@ pub struct RunConfig {
     pub output: Option<PathBuf>,
     /// Transcript file.
     pub transcript: Option<PathBuf>,
+    /// The sandbox level, or `None` for no sandbox.
+    pub sandbox: Option<SandboxLevel>,
+    /// The binary that runs `__sandbox-init`; `None` means this executable (the hintcheck
+    /// binary). Library users whose executable is something else set it.
+    pub sandbox_exe: Option<PathBuf>,
     /// The scenario, when one was given.
     pub scenario: Option<Scenario>,
 }
@@ -346,6 +352,12 @@ impl RunConfig {
             format: a.format,
             output: a.output.clone(),
             transcript: a.transcript.clone(),
+            sandbox: match (a.no_sandbox, a.sandbox) {
+                (true, _) => None,
+                (false, Some(SandboxArg::BestEffort)) => Some(SandboxLevel::BestEffort),
+                (false, _) => Some(SandboxLevel::Required),
+            },
+            sandbox_exe: None,
             scenario,
         })
     }

@@ -13,6 +13,14 @@ use hintcheck::report::{self, exit_code};
 use hintcheck::sandbox::process::become_subreaper;
 
 fn main() -> ExitCode {
+    // The sandbox's init runs before anything else exists: no runtime, no threads.
+    if std::env::args_os()
+        .nth(1)
+        .is_some_and(|a| a == "__sandbox-init")
+    {
+        let code = hintcheck::sandbox::init::main();
+        return ExitCode::from(code.clamp(0, 255) as u8);
+    }
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {

@@ -4,6 +4,7 @@
 //! in the report, with the exit code it deserves.
 
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde_json::{Value, json};
@@ -23,9 +24,13 @@ use crate::report::{
 };
 use crate::rpc::session::{Session, SessionOptions};
 use crate::rpc::transcript::Entry;
-use crate::sandbox::SandboxStatus;
-use crate::sandbox::process::{ExitSummary, LaunchSpec, ServerProcess};
+use crate::sandbox::control::StepFailure;
+use crate::sandbox::policy::{Limits, named_tmp_entries};
+use crate::sandbox::process::{
+    ExitSummary, LaunchSpec, RUN_MARKER, ServerProcess, resolve_program,
+};
 use crate::sandbox::scratch::Scratch;
+use crate::sandbox::{Enforcement, LaunchError, SandboxConfig, SandboxLevel, SandboxStatus};
 
 /// How long a server gets to exit by itself after its stdin is closed.
 const EXIT_GRACE: Duration = Duration::from_secs(2);
@@ -63,11 +68,12 @@ impl Collected {
         self.server_requests.extend(rec.server_requests);
         for n in rec.notifications {
             // The method names come from the server: keep the map small whatever it sends.
-            let key = if self.notifications.len() < 100 || self.notifications.contains_key(&n.method) {
-                shorten(&n.method, 100)
-            } else {
-                "(other methods)".into()
-            };
+            let key =
+                if self.notifications.len() < 100 || self.notifications.contains_key(&n.method) {
+                    shorten(&n.method, 100)
+                } else {
+                    "(other methods)".into()
+                };
             *self.notifications.entry(key).or_default() += 1;
         }
         if !self.stderr.is_empty() && !rec.stderr.is_empty() {
@@ -82,6 +88,9 @@ impl Collected {
 }
 
 struct Ctx<'a> {
+    scratch_root: PathBuf,
+    writable: Vec<PathBuf>,
+    run_as: Option<(u32, u32)>,
     config: &'a RunConfig,
     spec: LaunchSpec,
     started: Instant,
@@ -117,18 +126,102 @@ fn server_env(scratch: &Scratch, extra: &[(String, String)]) -> Vec<(String, Str
     env
 }
 
+/// Why a server could not be started and greeted.
+struct StartFailure {
+    message: String,
+    session: Option<(Session, Vec<ProtocolNote>)>,
+    exit: Option<ExitSummary>,
+    /// Set when the sandbox itself failed (nothing was started).
+    sandbox: Option<StepFailure>,
+    /// What the sandbox enforced, when it started the server and the handshake failed.
+    enforcement: Option<Enforcement>,
+}
+
+impl StartFailure {
+    fn plain(message: String) -> Self {
+        Self {
+            message,
+            session: None,
+            exit: None,
+            sandbox: None,
+            enforcement: None,
+        }
+    }
+}
+
+/// Starts the server (inside the sandbox unless it is off) and performs the handshake.
 async fn start_server(
     ctx: &Ctx<'_>,
-) -> Result<
-    Live,
-    (
-        String,
-        Option<(Session, Vec<ProtocolNote>)>,
-        Option<ExitSummary>,
-    ),
-> {
-    let (mut process, pipes) =
-        ServerProcess::spawn(&ctx.spec).map_err(|e| (error_chain(&e), None, None))?;
+    sandbox: Option<SandboxLevel>,
+    recorder: &mut Recorder,
+) -> Result<(Live, Option<Enforcement>), StartFailure> {
+    let (mut process, pipes, enforcement) = match sandbox {
+        None => {
+            let (p, pipes) = ServerProcess::spawn(&ctx.spec)
+                .map_err(|e| StartFailure::plain(error_chain(&e)))?;
+            (p, pipes, None)
+        }
+        Some(level) => {
+            let path_var = ctx
+                .spec
+                .env
+                .iter()
+                .find(|(k, _)| k == "PATH")
+                .map(|(_, v)| v.as_str());
+            let program = resolve_program(&ctx.spec.program, path_var)
+                .map_err(|e| StartFailure::plain(error_chain(&e)))?;
+            let mut env = ctx.spec.env.clone();
+            env.push((RUN_MARKER.into(), ctx.spec.run_id.clone()));
+            let words: Vec<&str> = std::iter::once(ctx.spec.program.as_str())
+                .chain(ctx.spec.args.iter().map(String::as_str))
+                .chain(ctx.config.env.iter().map(|(_, v)| v.as_str()))
+                .collect();
+            let visible_tmp = named_tmp_entries(words, &ctx.scratch_root);
+            let sandbox_config = SandboxConfig {
+                level,
+                visible_tmp,
+                program,
+                args: ctx.spec.args.clone(),
+                env,
+                cwd: ctx.spec.cwd.clone(),
+                scratch_root: ctx.scratch_root.clone(),
+                writable: ctx.writable.clone(),
+                run_as: ctx.run_as,
+                harness_pid: std::process::id() as i32,
+                resolv_conf: "nameserver 127.0.0.1\noptions timeout:1 attempts:1\n".into(),
+                limits: Limits::for_uid(
+                    ctx.run_as
+                        .map(|r| r.0)
+                        .unwrap_or_else(|| rustix::process::getuid().as_raw()),
+                ),
+            };
+            match ServerProcess::spawn_sandboxed(
+                &ctx.spec,
+                &sandbox_config,
+                ctx.config.sandbox_exe.as_deref(),
+            )
+            .await
+            {
+                Ok((p, pipes, e)) => (p, pipes, Some(e)),
+                Err(LaunchError::Sandbox(f)) => {
+                    return Err(StartFailure {
+                        message: format!("sandbox step {} failed: {}", f.step, f.message),
+                        session: None,
+                        exit: None,
+                        sandbox: Some(f),
+                        enforcement: None,
+                    });
+                }
+                Err(e) => return Err(StartFailure::plain(error_chain(&e))),
+            }
+        }
+    };
+    // The observers take their baseline now, before the server can do anything more.
+    let sandbox_root = enforcement
+        .as_ref()
+        .and(process.pid())
+        .map(|pid| PathBuf::from(format!("/proc/{pid}/root")));
+    recorder.server_started(sandbox_root.as_deref());
     let config = ctx.config;
     let roots = (config.roots == RootsOffer::Workspace)
         .then(|| vec![json!({"uri": format!("file://{}", ctx.workspace), "name": "workspace"})]);
@@ -151,7 +244,7 @@ async fn start_server(
         ..Default::default()
     };
     match McpClient::connect(session, options).await {
-        Ok(client) => Ok(Live { process, client }),
+        Ok(client) => Ok((Live { process, client }, enforcement)),
         Err((mut session, err, notes)) => {
             session.close_stdin().await;
             let exit = process.shutdown(Duration::from_millis(500)).await;
@@ -162,12 +255,23 @@ async fn start_server(
             } else if let Some(sig) = exit.signal {
                 msg.push_str(&format!(" (the server was ended by signal {sig})"));
             }
-            Err((msg, Some((session, notes)), Some(exit)))
+            Err(StartFailure {
+                message: msg,
+                session: Some((session, notes)),
+                exit: Some(exit),
+                sandbox: None,
+                enforcement,
+            })
         }
     }
 }
 
-async fn stop_server(live: Live, collected: &mut Collected, keep_transcript: bool) {
+async fn stop_server(
+    live: Live,
+    collected: &mut Collected,
+    keep_transcript: bool,
+    recorder: &mut Recorder,
+) {
     let Live {
         mut process,
         client,
@@ -178,6 +282,8 @@ async fn stop_server(live: Live, collected: &mut Collected, keep_transcript: boo
     session.drain(Duration::from_millis(500)).await;
     collected.absorb(&session, notes, keep_transcript);
     collected.exits.push(exit);
+    // The sandbox's private directories are gone with it.
+    recorder.server_started(None);
 }
 
 /// The error and its causes on one line.
@@ -190,6 +296,19 @@ pub fn error_chain(e: &dyn std::error::Error) -> String {
         src = c.source();
     }
     s
+}
+
+/// The server runs in the scratch workspace, so a relative path the user typed (relative to
+/// where hintcheck runs) is made absolute when it names something that exists.
+fn absolutize(arg: &str) -> String {
+    if arg.starts_with('-') || arg.starts_with('/') || !arg.contains('/') {
+        return arg.to_string();
+    }
+    let p = std::path::Path::new(arg);
+    match (p.exists(), std::path::absolute(p)) {
+        (true, Ok(abs)) => abs.display().to_string(),
+        _ => arg.to_string(),
+    }
 }
 
 fn substitute(arg: &str, scratch: &Scratch) -> String {
@@ -291,7 +410,7 @@ pub async fn verify(
     let command: Vec<String> = config
         .command
         .iter()
-        .map(|a| substitute(a, &scratch))
+        .map(|a| absolutize(&substitute(a, &scratch)))
         .collect();
     static RUNS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let run_id = format!(
@@ -300,7 +419,32 @@ pub async fn verify(
         started_unix_ms,
         RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
     );
+    // As root, the server runs as nobody: the scratch directories become its own.
+    let run_as = (config.sandbox.is_some() && rustix::process::getuid().is_root())
+        .then_some((65534u32, 65534u32));
+    if config.sandbox.is_some() {
+        if let Err(e) = scratch.prepare_sandbox(run_as) {
+            let mut r = base_report(
+                config.command.clone(),
+                Some(format!(
+                    "cannot prepare the scratch directories for the sandbox: {e}"
+                )),
+            );
+            r.exit_reason = "harness error: could not prepare the sandbox".into();
+            return Verification {
+                report: r,
+                transcript: Vec::new(),
+            };
+        }
+    }
     let ctx = Ctx {
+        scratch_root: scratch.root().map(|p| p.to_path_buf()).unwrap_or_default(),
+        writable: vec![
+            scratch.workspace.clone(),
+            scratch.home.clone(),
+            scratch.tmp.clone(),
+        ],
+        run_as,
         config,
         spec: LaunchSpec {
             program: command[0].clone(),
@@ -319,37 +463,75 @@ pub async fn verify(
         started,
         workspace: scratch.workspace.display().to_string(),
     };
-    let mut recorder = Recorder::new(vec![Box::new(FsSnapshotObserver::new(
+    let mut fs_observer = FsSnapshotObserver::new(
         vec![
-            SnapshotRoot {
-                label: "$WORKSPACE".into(),
-                path: scratch.workspace.clone(),
-            },
-            SnapshotRoot {
-                label: "$HOME".into(),
-                path: scratch.home.clone(),
-            },
-            SnapshotRoot {
-                label: "$TMPDIR".into(),
-                path: scratch.tmp.clone(),
-            },
+            SnapshotRoot::new("$WORKSPACE", scratch.workspace.clone()),
+            SnapshotRoot::new("$HOME", scratch.home.clone()),
+            SnapshotRoot::new("$TMPDIR", scratch.tmp.clone()),
         ],
         SnapshotLimits::default(),
-    ))]);
+    );
+    if config.sandbox.is_some() {
+        // The scratch root is bound inside the sandbox's /tmp: its top-level entry there is
+        // watched through the scratch roots already.
+        let scratch_name: Vec<String> = scratch
+            .root()
+            .and_then(|r| r.strip_prefix("/tmp").ok())
+            .and_then(|rel| rel.components().next())
+            .map(|c| vec![c.as_os_str().to_string_lossy().into_owned()])
+            .unwrap_or_default();
+        fs_observer.watch_sandbox_dirs(vec![
+            ("/tmp".into(), PathBuf::from("/tmp"), scratch_name),
+            ("/var/tmp".into(), PathBuf::from("/var/tmp"), Vec::new()),
+            ("/dev/shm".into(), PathBuf::from("/dev/shm"), Vec::new()),
+        ]);
+    }
+    let mut recorder = Recorder::new(vec![Box::new(fs_observer)]);
     let coverage = Coverage {
-        files: Some("$WORKSPACE, $HOME, $TMPDIR".into()),
+        files: Some(if config.sandbox.is_some() {
+            "$WORKSPACE, $HOME, $TMPDIR and the sandbox's /tmp, /var/tmp, /dev/shm".into()
+        } else {
+            "$WORKSPACE, $HOME, $TMPDIR".into()
+        }),
         network: None,
     };
 
     // Launch and handshake.
-    let mut live = match start_server(&ctx).await {
-        Ok(l) => Some(l),
-        Err((msg, session, exit)) => {
-            if let Some((s, n)) = session {
+    let mut sandbox_level = config.sandbox;
+    let mut sandbox_status = SandboxStatus::scratch_only(subreaper);
+    let mut first = start_server(&ctx, sandbox_level, &mut recorder).await;
+    if let Err(f) = &first {
+        if let (Some(step), Some(SandboxLevel::BestEffort)) = (&f.sandbox, sandbox_level) {
+            // Best effort and no namespaces at all: run without the sandbox, and say so loudly.
+            sandbox_status.requested = "best-effort".into();
+            sandbox_status.not_enforced.insert(
+                0,
+                format!(
+                    "the sandbox could not be set up (step {}: {}); the server ran without it",
+                    step.step, step.message
+                ),
+            );
+            sandbox_level = None;
+            first = start_server(&ctx, None, &mut recorder).await;
+        }
+    }
+    let mut live = match first {
+        Ok((l, enforcement)) => {
+            if let (Some(e), Some(level)) = (enforcement, sandbox_level) {
+                sandbox_status = SandboxStatus::from_enforcement(&e, level);
+            }
+            Some(l)
+        }
+        Err(f) => {
+            if let (Some(e), Some(level)) = (&f.enforcement, sandbox_level) {
+                sandbox_status = SandboxStatus::from_enforcement(e, level);
+            }
+            if let Some((s, n)) = f.session {
                 collected.absorb(&s, n, keep_transcript);
             }
-            collected.exits.extend(exit);
-            let mut r = base_report(command.clone(), Some(msg));
+            collected.exits.extend(f.exit);
+            let mut r = base_report(command.clone(), Some(f.message.clone()));
+            r.sandbox = sandbox_status;
             r.findings = protocol_findings(&collected);
             let transcript = finish_collected(&mut r, collected);
             r.seeded = scratch.seeded.clone();
@@ -362,7 +544,24 @@ pub async fn verify(
                     observation: o,
                 })
                 .collect();
-            r.exit_reason = "harness error: the server could not be started or greeted".into();
+            match &f.sandbox {
+                Some(step) => {
+                    r.exit_code = exit_code::SANDBOX_UNAVAILABLE;
+                    r.exit_reason = format!(
+                        "the required sandbox is unavailable: step {} failed",
+                        step.step
+                    );
+                    r.sandbox.requested = "required".into();
+                    r.sandbox.not_enforced.insert(0, f.message.clone());
+                    if let Some(fix) = crate::sandbox::remedy(step) {
+                        r.notes.push(fix);
+                    }
+                }
+                None => {
+                    r.exit_reason =
+                        "harness error: the server could not be started or greeted".into()
+                }
+            }
             r.notes.extend(recorder.take_notes());
             if let Err(e) = scratch.remove() {
                 r.notes.push(e);
@@ -429,17 +628,16 @@ pub async fn verify(
                 continue;
             }
             restarts += 1;
-            match start_server(&ctx).await {
-                Ok(l) => {
-                    let _ = recorder.checkpoint();
+            match start_server(&ctx, sandbox_level, &mut recorder).await {
+                Ok((l, _)) => {
                     live = Some(l);
                 }
-                Err((msg, session, exit)) => {
-                    if let Some((s, n)) = session {
+                Err(f) => {
+                    if let Some((s, n)) = f.session {
                         collected.absorb(&s, n, keep_transcript);
                     }
-                    collected.exits.extend(exit);
-                    notes.push(format!("restart {restarts} failed: {msg}"));
+                    collected.exits.extend(f.exit);
+                    notes.push(format!("restart {restarts} failed: {}", f.message));
                     run.skipped = Some("not called: the server could not be restarted".into());
                     continue;
                 }
@@ -495,7 +693,7 @@ pub async fn verify(
             if broken || interrupted {
                 // A crashed or hung server cannot be trusted for later calls: start afresh.
                 if let Some(l) = live.take() {
-                    stop_server(l, &mut collected, keep_transcript).await;
+                    stop_server(l, &mut collected, keep_transcript, &mut recorder).await;
                 }
                 for o in recorder.checkpoint() {
                     phases.push(PhaseObservation {
@@ -511,7 +709,7 @@ pub async fn verify(
 
     // Shutdown.
     if let Some(l) = live.take() {
-        stop_server(l, &mut collected, keep_transcript).await;
+        stop_server(l, &mut collected, keep_transcript, &mut recorder).await;
     }
     for o in recorder.checkpoint() {
         phases.push(PhaseObservation {
@@ -557,6 +755,7 @@ pub async fn verify(
     findings.extend(audit::out_of_window::findings(&phases));
 
     let mut report = base_report(command, None);
+    report.sandbox = sandbox_status;
     report.server.identity = identity;
     report.server.restarts = restarts;
     report.server.tools_sha256 = Some(inventory.sha256.clone());

@@ -68,7 +68,7 @@ pub fn judge(tool: &ToolDecl, run: &ToolRun, coverage: &Coverage) -> HintJudgeme
             if coverage.network.is_none() {
                 return HintJudgement::new(
                     Verdict::Unexercised,
-                    "network activity was not observed in this run (no network observer without the sandbox)",
+                    "network activity was not observed in this run (no network observer was active)",
                 );
             }
             if run.succeeded() {

@@ -26,6 +26,19 @@ pub struct SnapshotRoot {
     pub label: String,
     /// The real path.
     pub path: PathBuf,
+    /// Names directly under the root that are not walked (watched elsewhere).
+    pub exclude: Vec<String>,
+}
+
+impl SnapshotRoot {
+    /// A root without exclusions.
+    pub fn new(label: &str, path: PathBuf) -> Self {
+        Self {
+            label: label.into(),
+            path,
+            exclude: Vec::new(),
+        }
+    }
 }
 
 /// Bounds of one snapshot.
@@ -91,6 +104,9 @@ type Snapshot = BTreeMap<String, Entry>;
 /// Watches directory trees through snapshots.
 pub struct FsSnapshotObserver {
     roots: Vec<SnapshotRoot>,
+    /// Roots inside a running sandbox (its private /tmp, …), replaced at every server start.
+    sandbox_dirs: Vec<(String, PathBuf, Vec<String>)>,
+    sandbox_roots: Vec<SnapshotRoot>,
     limits: SnapshotLimits,
     last: Snapshot,
     notes: Vec<String>,
@@ -101,6 +117,8 @@ impl FsSnapshotObserver {
     pub fn new(roots: Vec<SnapshotRoot>, limits: SnapshotLimits) -> Self {
         let mut me = Self {
             roots,
+            sandbox_dirs: Vec::new(),
+            sandbox_roots: Vec::new(),
             limits,
             last: Snapshot::new(),
             notes: Vec::new(),
@@ -109,7 +127,37 @@ impl FsSnapshotObserver {
         me
     }
 
+    /// Also watch directories of a running sandbox, seen through `/proc/<pid>/root`: `dirs`
+    /// are (label, path inside the sandbox, names to skip). The baseline of those roots is
+    /// taken now, and replaced at every call (a restarted sandbox has fresh directories).
+    pub fn watch_sandbox_dirs(&mut self, dirs: Vec<(String, PathBuf, Vec<String>)>) {
+        self.sandbox_dirs = dirs;
+    }
+
     fn take(&mut self) -> Snapshot {
+        let roots: Vec<SnapshotRoot> = self
+            .roots
+            .iter()
+            .chain(&self.sandbox_roots)
+            .cloned()
+            .collect();
+        let sandbox_labels: Vec<String> =
+            self.sandbox_roots.iter().map(|r| r.label.clone()).collect();
+        let mut snap = self.take_roots(&roots);
+        // A sandbox directory that cannot be opened has vanished with its sandbox (the server
+        // died): keep its last state instead of reporting everything in it as deleted.
+        for label in sandbox_labels {
+            let prefix = format!("{label}/");
+            if !snap.keys().any(|k| k.starts_with(&prefix)) {
+                for (k, v) in self.last.iter().filter(|(k, _)| k.starts_with(&prefix)) {
+                    snap.insert(k.clone(), v.clone());
+                }
+            }
+        }
+        snap
+    }
+
+    fn take_roots(&mut self, roots: &[SnapshotRoot]) -> Snapshot {
         let mut walk = Walk {
             limits: &self.limits,
             previous: &self.last,
@@ -117,15 +165,22 @@ impl FsSnapshotObserver {
             kept_content: 0,
             truncated: false,
             notes: Vec::new(),
+            exclude: Vec::new(),
         };
-        for root in &self.roots {
+        for root in roots {
             match rustix::fs::openat(
                 rustix::fs::CWD,
                 &root.path,
                 OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
                 Mode::empty(),
             ) {
-                Ok(fd) => walk.dir(fd, &root.label, 0),
+                Ok(fd) => {
+                    walk.exclude = root.exclude.clone();
+                    walk.dir(fd, &root.label, 0);
+                }
+                Err(e)
+                    if e == rustix::io::Errno::NOENT
+                        && self.sandbox_roots.iter().any(|r| r.label == root.label) => {}
                 Err(e) => walk.notes.push(format!("cannot open {}: {e}", root.label)),
             }
         }
@@ -141,6 +196,33 @@ impl FsSnapshotObserver {
 }
 
 impl Observer for FsSnapshotObserver {
+    fn server_started(&mut self, sandbox_root: Option<&std::path::Path>) {
+        let old: Vec<String> = self
+            .sandbox_roots
+            .iter()
+            .map(|r| format!("{}/", r.label))
+            .collect();
+        self.last
+            .retain(|path, _| !old.iter().any(|o| path.starts_with(o.as_str())));
+        self.sandbox_roots = match sandbox_root {
+            Some(root) => self
+                .sandbox_dirs
+                .iter()
+                .map(|(label, inside, exclude)| SnapshotRoot {
+                    label: label.clone(),
+                    path: root.join(inside.strip_prefix("/").unwrap_or(inside)),
+                    exclude: exclude.clone(),
+                })
+                .collect(),
+            None => Vec::new(),
+        };
+        // A baseline for the fresh sandbox directories only; the other roots keep theirs, so
+        // nothing that happened there since the last checkpoint is lost.
+        let roots = self.sandbox_roots.clone();
+        let fresh = self.take_roots(&roots);
+        self.last.extend(fresh);
+    }
+
     fn checkpoint(&mut self) -> Result<Vec<Observation>, ObserveError> {
         let now = self.take();
         let mut effects = diff(&self.last, &now);
@@ -187,6 +269,8 @@ struct Walk<'a> {
     kept_content: u64,
     truncated: bool,
     notes: Vec<String>,
+    /// Top-level names of the current root to skip.
+    exclude: Vec<String>,
 }
 
 impl Walk<'_> {
@@ -218,6 +302,9 @@ impl Walk<'_> {
             }
         }
         names.sort();
+        if depth == 0 && !self.exclude.is_empty() {
+            names.retain(|n| !self.exclude.iter().any(|x| x.as_bytes() == n.as_slice()));
+        }
         for name in names {
             if self.out.len() >= self.limits.max_entries {
                 self.truncated = true;
@@ -574,10 +661,7 @@ mod tests {
 
     fn observer(dir: &std::path::Path) -> FsSnapshotObserver {
         FsSnapshotObserver::new(
-            vec![SnapshotRoot {
-                label: "$W".into(),
-                path: dir.to_path_buf(),
-            }],
+            vec![SnapshotRoot::new("$W", dir.to_path_buf())],
             SnapshotLimits::default(),
         )
     }
@@ -703,10 +787,7 @@ mod tests {
             fs::write(t.path().join(format!("f{i}")), "x").expect("w");
         }
         let mut o = FsSnapshotObserver::new(
-            vec![SnapshotRoot {
-                label: "$W".into(),
-                path: t.path().to_path_buf(),
-            }],
+            vec![SnapshotRoot::new("$W", t.path().to_path_buf())],
             SnapshotLimits {
                 max_entries: 5,
                 ..Default::default()

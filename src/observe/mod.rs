@@ -277,6 +277,8 @@ pub enum ObserveError {
 
 /// A source of observations.
 pub trait Observer: Send {
+    /// A server (re)started; `sandbox_root` is `/proc/<pid>/root` of its sandbox, if any.
+    fn server_started(&mut self, _sandbox_root: Option<&std::path::Path>) {}
     /// What it sees since the previous checkpoint.
     fn checkpoint(&mut self) -> Result<Vec<Observation>, ObserveError>;
     /// What it covers.
@@ -319,6 +321,13 @@ impl Recorder {
             self.notes.extend(o.take_notes());
         }
         out
+    }
+
+    /// Tells every observer that a server (re)started.
+    pub fn server_started(&mut self, sandbox_root: Option<&std::path::Path>) {
+        for o in &mut self.observers {
+            o.server_started(sandbox_root);
+        }
     }
 
     /// Status of every observer.

@@ -75,6 +75,7 @@ struct ExitV1<'a> {
 #[derive(Debug, Serialize)]
 struct SandboxV1<'a> {
     level: &'a str,
+    requested: &'a str,
     summary: &'a str,
     enforced: &'a [String],
     not_enforced: &'a [String],
@@ -351,6 +352,7 @@ pub fn to_v1(r: &Report) -> ReportV1<'_> {
         },
         sandbox: SandboxV1 {
             level: &r.sandbox.level,
+            requested: &r.sandbox.requested,
             summary: &r.sandbox.summary,
             enforced: &r.sandbox.enforced,
             not_enforced: &r.sandbox.not_enforced,

@@ -202,6 +202,8 @@ pub mod exit_code {
     pub const HARNESS: i32 = 3;
     /// Nothing was verified: no tool, or no call succeeded. Never looks clean.
     pub const NOTHING_VERIFIED: i32 = 4;
+    /// The sandbox was required (the default) but could not be set up; nothing was started.
+    pub const SANDBOX_UNAVAILABLE: i32 = 5;
 }
 
 #[cfg(test)]

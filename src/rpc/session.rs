@@ -529,7 +529,11 @@ async fn handle_line(shared: &Shared, bytes: &[u8]) {
             {
                 let mut st = shared.lock();
                 if st.server_requests.len() < MAX_RECORDS {
-                    st.server_requests.push(ServerRequestRecord { seq, method, answer });
+                    st.server_requests.push(ServerRequestRecord {
+                        seq,
+                        method,
+                        answer,
+                    });
                 } else {
                     st.unrecorded += 1;
                 }

@@ -3,8 +3,16 @@
 //! enforced. In this mode the server runs as an ordinary process in scratch directories: it
 //! is not isolated from the host; the namespace sandbox plugs in here.
 
+pub mod control;
+pub mod init;
+pub mod landlock;
+pub mod netns;
+pub mod policy;
 pub mod process;
 pub mod scratch;
+pub mod seccomp;
+
+pub use policy::{Enforcement, SandboxConfig, SandboxLevel};
 
 use std::path::PathBuf;
 
@@ -37,6 +45,9 @@ pub enum LaunchError {
         /// Why.
         detail: String,
     },
+    /// A step of the sandbox failed.
+    #[error("sandbox step {} failed: {}", .0.step, .0.message)]
+    Sandbox(control::StepFailure),
     /// Starting the server failed.
     #[error("cannot start the server {program}")]
     Spawn {
@@ -48,11 +59,31 @@ pub enum LaunchError {
     },
 }
 
+/// The exact fix for a failed sandbox step, when there is a known one.
+pub fn remedy(f: &control::StepFailure) -> Option<String> {
+    let eperm = matches!(f.errno, Some(1) | Some(13));
+    match f.step.as_str() {
+        "unshare" | "uid_map" | "mount-private" | "loopback" if eperm || f.step == "uid_map" => Some(
+            "unprivileged user namespaces are refused or restricted here. Either run hintcheck as root (sudo), \
+or allow them: `sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0` (Ubuntu 23.10+), \
+`sudo sysctl -w kernel.unprivileged_userns_clone=1` (older Debian), \
+or `sudo sysctl -w user.max_user_namespaces=15000`; inside Docker, the default seccomp profile blocks them. \
+`--sandbox best-effort` runs without isolation instead, and says so in the report."
+                .into(),
+        ),
+        "landlock" => Some("Landlock is not enabled: boot with `lsm=...,landlock` (Linux 5.13+), or use --sandbox best-effort.".into()),
+        "seccomp" => Some("seccomp filters are not available in this kernel or container; use --sandbox best-effort.".into()),
+        _ => None,
+    }
+}
+
 /// What isolation was in force, for every report.
 #[derive(Debug, Clone, Serialize)]
 pub struct SandboxStatus {
-    /// `none`, or the sandbox level.
+    /// `full`, `partial` or `none`.
     pub level: String,
+    /// What was asked for: `required`, `best-effort` or `off`.
+    pub requested: String,
     /// One sentence for humans.
     pub summary: String,
     /// What was enforced.
@@ -74,6 +105,7 @@ impl SandboxStatus {
         }
         SandboxStatus {
             level: "none".into(),
+            requested: "off".into(),
             summary: "no sandbox: the server ran as an ordinary process in scratch directories and could reach the whole host"
                 .into(),
             enforced,
@@ -82,6 +114,74 @@ impl SandboxStatus {
                 "network isolation (network activity is neither blocked nor observed)".into(),
                 "resource limits".into(),
             ],
+        }
+    }
+
+    /// The status of a sandbox that started, from what its init reported.
+    pub fn from_enforcement(e: &Enforcement, requested: SandboxLevel) -> SandboxStatus {
+        let mut enforced = vec![format!(
+            "namespaces: {}{}",
+            e.namespaces.join(", "),
+            if e.user_namespace {
+                " (unprivileged, through a user namespace)"
+            } else {
+                ""
+            }
+        )];
+        enforced.push(
+            "network: an empty network namespace (loopback only); nothing leaves the machine"
+                .into(),
+        );
+        enforced.extend(e.mounts.iter().cloned());
+        if let Some(abi) = e.landlock_abi {
+            enforced.push(format!("Landlock ABI {abi}: {} (read/execute everywhere, writes only to the scratch directories and the sandbox's tmpfs)", e.landlock));
+        }
+        enforced.push(format!("seccomp: {}", e.seccomp));
+        if e.no_new_privs {
+            enforced.push("no_new_privs".into());
+        }
+        if e.capabilities_dropped {
+            enforced.push("every capability dropped".into());
+        }
+        enforced.push(format!(
+            "server runs as host uid {} gid {}",
+            e.host_uid, e.host_gid
+        ));
+        if !e.rlimits.is_empty() {
+            enforced.push(format!("rlimits: {}", e.rlimits.join(", ")));
+        }
+        enforced.push(
+            "PID 1 of its own pid namespace: no process of the server outlives the run".into(),
+        );
+        let mut not_enforced: Vec<String> = e
+            .degraded
+            .iter()
+            .map(|d| format!("degraded: {d}"))
+            .collect();
+        if e.landlock != "full" {
+            not_enforced.push(format!("Landlock is {} on this kernel", e.landlock));
+        }
+        not_enforced
+            .push("network attempts are blocked but not yet observed (no network observer)".into());
+        not_enforced.push("write attempts denied by Landlock are not yet recorded (no seccomp notification recorder)".into());
+        not_enforced
+            .push("reading host files is allowed (Landlock grants read access to /)".into());
+        let full = e.degraded.is_empty() && e.landlock == "full";
+        SandboxStatus {
+            level: if full { "full" } else { "partial" }.into(),
+            requested: match requested {
+                SandboxLevel::Required => "required",
+                SandboxLevel::BestEffort => "best-effort",
+            }
+            .into(),
+            summary: if full {
+                "the server ran in namespaces under Landlock and seccomp; it could not change the host or reach the network".into()
+            } else {
+                "the server ran in namespaces with some protections missing (see not_enforced)"
+                    .into()
+            },
+            enforced,
+            not_enforced,
         }
     }
 }

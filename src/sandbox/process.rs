@@ -3,9 +3,15 @@
 //! group, and finally sweeps for stragglers that left the group (marked by an environment
 //! variable, or orphaned to hintcheck when it is a child subreaper). Dropping a
 //! [`ServerProcess`] kills the group, so a panic or an interrupted run leaves nothing behind.
+//! [`ServerProcess::spawn_sandboxed`] starts the server through `hintcheck __sandbox-init`
+//! instead: the same binary, opened once and executed through its descriptor.
 
+#![allow(unsafe_code)]
+
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use rustix::process::{Pid, Signal, WaitOptions};
@@ -13,6 +19,38 @@ use serde::Serialize;
 use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command};
 
 use super::LaunchError;
+use super::control::{self, ControlRecord, StepFailure};
+use super::policy::{CONFIG_ENV, Enforcement, SandboxConfig};
+
+/// How long the sandbox may take to report that the server started.
+const SANDBOX_START_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// Opens an executable as an `O_PATH` descriptor numbered above the standard ones and the
+/// control socket's slot (fd 3), which the child's `dup2` would otherwise overwrite.
+fn open_exe(path: &Path) -> std::io::Result<OwnedFd> {
+    let fd = rustix::fs::open(
+        path,
+        rustix::fs::OFlags::PATH | rustix::fs::OFlags::CLOEXEC,
+        rustix::fs::Mode::empty(),
+    )?;
+    Ok(rustix::io::fcntl_dupfd_cloexec(&fd, 10)?)
+}
+
+/// The hintcheck binary, opened once: every sandbox executes exactly this file, even if the
+/// path is replaced while hintcheck runs. A library user whose own executable is not hintcheck
+/// (a test binary) names the hintcheck binary in `RunConfig::sandbox_exe` instead.
+pub fn self_exe() -> Result<&'static OwnedFd, LaunchError> {
+    static EXE: OnceLock<Result<OwnedFd, String>> = OnceLock::new();
+    EXE.get_or_init(|| open_exe(Path::new("/proc/self/exe")).map_err(|e| e.to_string()))
+        .as_ref()
+        .map_err(|e| {
+            LaunchError::Sandbox(StepFailure {
+                step: "self-exe".into(),
+                errno: None,
+                message: format!("cannot open /proc/self/exe: {e}"),
+            })
+        })
+}
 
 /// Environment variable carried by every process of a run, to find stragglers.
 pub const RUN_MARKER: &str = "HINTCHECK_RUN_ID";
@@ -146,7 +184,144 @@ impl ServerProcess {
         ))
     }
 
-    /// The server's pid.
+    /// Starts the server inside the sandbox: `hintcheck __sandbox-init` with the control
+    /// socket on fd 3. Returns once the server was executed, with what was enforced.
+    pub async fn spawn_sandboxed(
+        spec: &LaunchSpec,
+        config: &SandboxConfig,
+        exe_override: Option<&Path>,
+    ) -> Result<(ServerProcess, ServerPipes, Enforcement), LaunchError> {
+        let opened;
+        let exe: &OwnedFd = match exe_override {
+            None => self_exe()?,
+            Some(path) => {
+                opened = open_exe(path).map_err(|e| LaunchError::NotFound {
+                    program: path.display().to_string(),
+                    detail: format!("the sandbox executable cannot be opened: {e}"),
+                })?;
+                &opened
+            }
+        };
+        let sandbox_err = |step: &str, e: std::io::Error| {
+            LaunchError::Sandbox(StepFailure {
+                step: step.into(),
+                errno: e.raw_os_error(),
+                message: e.to_string(),
+            })
+        };
+        let (host_end, init_end) = control::pair().map_err(|e| sandbox_err("socketpair", e))?;
+        let json = serde_json::to_string(config)
+            .map_err(|e| sandbox_err("config", std::io::Error::other(e)))?;
+        let mut cmd = Command::new(format!("/proc/self/fd/{}", exe.as_raw_fd()));
+        cmd.arg("__sandbox-init")
+            .env_clear()
+            .env(CONFIG_ENV, json)
+            .env(RUN_MARKER, &spec.run_id)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .kill_on_drop(true);
+        let init_fd = init_end.as_raw_fd();
+        // SAFETY: between fork and exec only async-signal-safe calls: dup2, or fcntl when the
+        // socket already is fd 3 (dup2 onto itself would keep close-on-exec set).
+        unsafe {
+            cmd.pre_exec(move || {
+                let r = if init_fd == super::init::CONTROL_FD {
+                    libc::fcntl(init_fd, libc::F_SETFD, 0)
+                } else {
+                    libc::dup2(init_fd, super::init::CONTROL_FD)
+                };
+                if r < 0 {
+                    Err(std::io::Error::last_os_error())
+                } else {
+                    Ok(())
+                }
+            });
+        }
+        let mut child = cmd.spawn().map_err(|source| LaunchError::Spawn {
+            program: "hintcheck __sandbox-init".into(),
+            source,
+        })?;
+        drop(init_end);
+        let reader = tokio::task::spawn_blocking(move || {
+            let mut enforced = None;
+            loop {
+                match control::recv(host_end.as_fd()) {
+                    Ok(Some((ControlRecord::Enforced(e), _))) => enforced = Some(e),
+                    Ok(Some((ControlRecord::Failed(f), _))) => return Err(f),
+                    Ok(None) => return Ok(enforced),
+                    Err(e) => {
+                        return Err(StepFailure {
+                            step: "control".into(),
+                            errno: e.raw_os_error(),
+                            message: format!("reading the control channel: {e}"),
+                        });
+                    }
+                }
+            }
+        });
+        let outcome = match tokio::time::timeout(SANDBOX_START_TIMEOUT, reader).await {
+            Ok(Ok(r)) => r,
+            Ok(Err(e)) => Err(StepFailure {
+                step: "control".into(),
+                errno: None,
+                message: e.to_string(),
+            }),
+            Err(_) => Err(StepFailure {
+                step: "start".into(),
+                errno: None,
+                message: format!(
+                    "the sandbox did not start the server within {SANDBOX_START_TIMEOUT:?}"
+                ),
+            }),
+        };
+        let enforcement = match outcome {
+            Ok(Some(e)) => e,
+            Ok(None) => {
+                let status = tokio::time::timeout(Duration::from_secs(2), child.wait())
+                    .await
+                    .ok()
+                    .and_then(Result::ok);
+                return Err(LaunchError::Sandbox(StepFailure {
+                    step: "init".into(),
+                    errno: None,
+                    message: format!(
+                        "the sandbox init ended before starting the server ({status:?})"
+                    ),
+                }));
+            }
+            Err(f) => {
+                let _ = child.start_kill();
+                let _ = tokio::time::timeout(Duration::from_secs(2), child.wait()).await;
+                return Err(LaunchError::Sandbox(f));
+            }
+        };
+        let pid = child.id().and_then(|p| Pid::from_raw(p as i32));
+        let (Some(stdin), Some(stdout), Some(stderr)) =
+            (child.stdin.take(), child.stdout.take(), child.stderr.take())
+        else {
+            return Err(LaunchError::Spawn {
+                program: "hintcheck __sandbox-init".into(),
+                source: std::io::Error::other("the child's pipes were not created"),
+            });
+        };
+        Ok((
+            ServerProcess {
+                child,
+                pid,
+                run_id: spec.run_id.clone(),
+            },
+            ServerPipes {
+                stdin,
+                stdout,
+                stderr,
+            },
+            enforcement,
+        ))
+    }
+
+    /// The server's pid (in sandbox mode, the pid of the sandbox's init, outside).
     pub fn pid(&self) -> Option<u32> {
         self.pid.map(|p| p.as_raw_nonzero().get() as u32)
     }

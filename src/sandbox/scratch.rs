@@ -76,6 +76,23 @@ impl Scratch {
         Ok(())
     }
 
+    /// Prepares the scratch root for the sandbox: a `.sandbox` directory for its own files,
+    /// and, when the server runs as another uid (root mode), the three directories handed
+    /// over to that uid and the root made traversable.
+    pub fn prepare_sandbox(&self, run_as: Option<(u32, u32)>) -> std::io::Result<()> {
+        let Some(root) = self.root() else {
+            return Ok(());
+        };
+        fs::create_dir_all(root.join(".sandbox"))?;
+        if let Some((uid, gid)) = run_as {
+            fs::set_permissions(root, fs::Permissions::from_mode(0o711))?;
+            for dir in [&self.workspace, &self.home, &self.tmp] {
+                chown_tree(dir, uid, gid, 0)?;
+            }
+        }
+        Ok(())
+    }
+
     /// Removes everything, first making every directory writable again. Returns an error
     /// message when something could not be removed.
     pub fn remove(&mut self) -> Result<(), String> {
@@ -122,6 +139,16 @@ fn copy_tree(src: &Path, dst: &Path, rel: &Path, seeded: &mut Vec<String>) -> st
             continue;
         }
         seeded.push(rel.to_string_lossy().into_owned());
+    }
+    Ok(())
+}
+
+fn chown_tree(path: &Path, uid: u32, gid: u32, depth: usize) -> std::io::Result<()> {
+    std::os::unix::fs::lchown(path, Some(uid), Some(gid))?;
+    if depth < 256 && fs::symlink_metadata(path)?.is_dir() {
+        for e in fs::read_dir(path)? {
+            chown_tree(&e?.path(), uid, gid, depth + 1)?;
+        }
     }
     Ok(())
 }

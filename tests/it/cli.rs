@@ -148,7 +148,8 @@ fn json_report_is_versioned_and_complete() {
     assert_eq!(out.code, 1, "{}", out.stderr);
     let r = out.json();
     assert_eq!(r["schema_version"], 1);
-    assert_eq!(r["sandbox"]["level"], "none");
+    assert_eq!(r["sandbox"]["level"], "full", "{}", r["sandbox"]);
+    assert_eq!(r["sandbox"]["requested"], "required");
     assert_eq!(r["coverage"]["files_observed"], true);
     assert_eq!(r["coverage"]["network_observed"], false);
     assert_eq!(r["summary"]["contradicted"], 6);

@@ -30,6 +30,8 @@ fn args_for(path: std::path::PathBuf) -> VerifyArgs {
         max_line_bytes: None,
         args: Vec::new(),
         transcript: None,
+        sandbox: None,
+        no_sandbox: false,
         command: Vec::new(),
     }
 }
@@ -38,8 +40,10 @@ fn args_for(path: std::path::PathBuf) -> VerifyArgs {
 pub(crate) fn run_scenario(name: &str) -> Report {
     // The config finds the fake server next to the test binary's directory; fail clearly first.
     let _ = fake_server();
-    let config = RunConfig::from_verify_args(&args_for(repo().join("scenarios").join(name)))
+    let mut config = RunConfig::from_verify_args(&args_for(repo().join("scenarios").join(name)))
         .expect("scenario config");
+    // This test binary is not hintcheck: the sandbox must re-execute the real one.
+    config.sandbox_exe = Some(crate::util::hintcheck_bin());
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -82,7 +86,23 @@ fn every_scenario_meets_its_expectations() {
             failures.push(format!("{name}: no [expect] section"));
             continue;
         };
-        for f in check(&expect, &report) {
+        let unmet = check(&expect, &report);
+        if !unmet.is_empty() {
+            // Enough context to debug a failure from the CI log alone.
+            let calls: Vec<String> = report
+                .tools
+                .iter()
+                .map(|t| {
+                    let outcomes: Vec<&str> = t.calls.iter().map(|c| c.outcome.label()).collect();
+                    format!("{} {:?} {:?}", t.name, t.skipped, outcomes)
+                })
+                .collect();
+            failures.push(format!(
+                "{name}: start_error {:?}; notes {:?}; calls {calls:?}",
+                report.server.start_error, report.notes
+            ));
+        }
+        for f in unmet {
             failures.push(format!("{name}: {f}"));
         }
         eprintln!(
@@ -136,7 +156,7 @@ fn demo_evidence_names_the_exact_effects() {
     );
     assert_eq!(r.seeded.len(), 7);
     assert!(!r.coverage.network_observed);
-    assert_eq!(r.sandbox.level, "none");
+    assert_eq!(r.sandbox.level, "full", "{:?}", r.sandbox);
 }
 
 #[test]
@@ -162,16 +182,8 @@ fn crash_and_hang_restart_the_server_and_kill_the_daemon() {
         crate::util::processes_matching("--linger 4242").is_empty(),
         "the daemon survived"
     );
-    let killed: Vec<&String> = r
-        .server
-        .exits
-        .iter()
-        .flat_map(|e| &e.stragglers_killed)
-        .collect();
-    assert!(
-        killed.iter().any(|k| k.contains("--linger 4242")),
-        "{killed:?}"
-    );
+    // The daemon died with the sandbox's pid namespace.
+    assert_eq!(r.sandbox.level, "full");
 }
 
 #[test]
@@ -202,6 +214,7 @@ fn roots_are_offered_when_asked_and_pings_answered() {
 #[test]
 fn modern_era_is_detected_and_legacy_fallback_works() {
     let modern = run_scenario("modern-era");
+    assert_eq!(modern.server.start_error, None, "{:?}", modern.notes);
     let era = modern.server.identity.as_ref().map(|i| i.era.clone());
     assert_eq!(
         era,

@@ -1,0 +1,806 @@
+//! The sandbox side: `hintcheck __sandbox-init`, executed by the harness (so it starts
+//! single-threaded, before any async runtime) with the control socket on fd 3 and the config
+//! in an environment variable. It creates the namespaces, forks our own PID 1 (which mounts a
+//! fresh /proc and tmpfs over /run, /tmp, /var/tmp and /dev/shm, and reaps), and PID 1 forks
+//! the server child, which applies rlimits, Landlock, the uid switch (as root), drops every
+//! capability, sets `no_new_privs`, installs the seccomp filter, reports what was enforced
+//! and executes the server. Every return value is checked; a failed step is reported with its
+//! errno and, in `required` mode, nothing is started.
+
+#![allow(unsafe_code)]
+
+use std::ffi::{CString, OsStr};
+use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+use super::control::{self, ControlRecord, StepFailure};
+use super::policy::{CONFIG_ENV, Enforcement, SandboxConfig, SandboxLevel};
+
+/// The file descriptor the harness puts the control socket on.
+pub const CONTROL_FD: RawFd = 3;
+
+/// Hostname inside the sandbox.
+const HOSTNAME: &str = "hintcheck-sandbox";
+
+struct Init {
+    /// The control socket; parents drop their copy after forking, so that the server's
+    /// `execve` closes the last one and the harness sees the channel end.
+    ctl: Option<OwnedFd>,
+    config: SandboxConfig,
+    enforcement: Enforcement,
+}
+
+type Step = Result<(), (Option<i32>, String)>;
+
+fn os_err(context: &str) -> (Option<i32>, String) {
+    let e = std::io::Error::last_os_error();
+    (e.raw_os_error(), format!("{context}: {e}"))
+}
+
+fn io_err(context: &str, e: std::io::Error) -> (Option<i32>, String) {
+    (e.raw_os_error(), format!("{context}: {e}"))
+}
+
+fn cstr(p: impl AsRef<OsStr>) -> CString {
+    // Paths and arguments come from our own config; an interior NUL is replaced, not fatal.
+    CString::new(p.as_ref().as_bytes().to_vec()).unwrap_or_else(|e| {
+        let mut v = e.into_vec();
+        v.retain(|&b| b != 0);
+        CString::new(v).unwrap_or_default()
+    })
+}
+
+/// `mount(2)`.
+fn mount(
+    source: Option<&str>,
+    target: &Path,
+    fstype: Option<&str>,
+    flags: libc::c_ulong,
+    data: Option<&str>,
+) -> Step {
+    let src = source.map(cstr);
+    let tgt = cstr(target);
+    let fs = fstype.map(cstr);
+    let dat = data.map(cstr);
+    // SAFETY: every pointer is either null or points to a NUL-terminated string that lives
+    // until the call returns.
+    let r = unsafe {
+        libc::mount(
+            src.as_ref().map_or(std::ptr::null(), |s| s.as_ptr()),
+            tgt.as_ptr(),
+            fs.as_ref().map_or(std::ptr::null(), |s| s.as_ptr()),
+            flags,
+            dat.as_ref()
+                .map_or(std::ptr::null(), |s| s.as_ptr() as *const libc::c_void),
+        )
+    };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(os_err(&format!("mount {}", target.display())))
+    }
+}
+
+/// Entry point of `__sandbox-init`; returns the process exit code.
+pub fn main() -> i32 {
+    // SAFETY: the harness placed the control socket on fd 3 with dup2 right before exec; this
+    // process owns it from here on.
+    let ctl = unsafe { OwnedFd::from_raw_fd(CONTROL_FD) };
+    // The server's execve must close the last copy, which tells the harness it started.
+    // SAFETY: fcntl on a descriptor we own.
+    unsafe { libc::fcntl(ctl.as_raw_fd(), libc::F_SETFD, libc::FD_CLOEXEC) };
+    let config: SandboxConfig = match std::env::var(CONFIG_ENV)
+        .map_err(|e| e.to_string())
+        .and_then(|s| serde_json::from_str(&s).map_err(|e| e.to_string()))
+    {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = control::send(
+                ctl.as_fd(),
+                &ControlRecord::Failed(StepFailure {
+                    step: "config".into(),
+                    errno: None,
+                    message: format!("cannot read the sandbox config: {e}"),
+                }),
+                &[],
+            );
+            return 120;
+        }
+    };
+    let mut init = Init {
+        ctl: Some(ctl),
+        config,
+        enforcement: Enforcement::default(),
+    };
+    init.outer().unwrap_or(121)
+}
+
+impl Init {
+    fn fail(&self, step: &str, (errno, message): (Option<i32>, String)) {
+        let Some(ctl) = &self.ctl else { return };
+        let _ = control::send(
+            ctl.as_fd(),
+            &ControlRecord::Failed(StepFailure {
+                step: step.into(),
+                errno,
+                message,
+            }),
+            &[],
+        );
+    }
+
+    /// Runs a step: an error is fatal when the step is essential or the level is `required`,
+    /// otherwise it is recorded as a degradation.
+    fn step(&mut self, name: &str, essential: bool, r: Step) -> Result<(), ()> {
+        match r {
+            Ok(()) => Ok(()),
+            Err(e) if essential || self.config.level == SandboxLevel::Required => {
+                self.fail(name, e);
+                Err(())
+            }
+            Err((_, msg)) => {
+                self.enforcement.degraded.push(format!("{name}: {msg}"));
+                Ok(())
+            }
+        }
+    }
+
+    /// The first process: namespaces, then PID 1.
+    fn outer(&mut self) -> Result<i32, ()> {
+        // SAFETY: prctl with integer arguments.
+        let r = unsafe {
+            libc::prctl(
+                libc::PR_SET_PDEATHSIG,
+                libc::SIGKILL as libc::c_ulong,
+                0,
+                0,
+                0,
+            )
+        };
+        self.step(
+            "pdeathsig",
+            true,
+            if r == 0 {
+                Ok(())
+            } else {
+                Err(os_err("PR_SET_PDEATHSIG"))
+            },
+        )?;
+        // SAFETY: getppid cannot fail.
+        if unsafe { libc::getppid() } != self.config.harness_pid {
+            return Ok(122); // The harness is already gone.
+        }
+        // SAFETY: getuid/getgid cannot fail.
+        let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
+        let userns = uid != 0;
+        let mut flags = libc::CLONE_NEWNS
+            | libc::CLONE_NEWNET
+            | libc::CLONE_NEWPID
+            | libc::CLONE_NEWIPC
+            | libc::CLONE_NEWUTS;
+        if userns {
+            flags |= libc::CLONE_NEWUSER;
+        }
+        // SAFETY: unshare with flags only; this process is single-threaded (a fresh exec).
+        let r = unsafe { libc::unshare(flags) };
+        self.step(
+            "unshare",
+            true,
+            if r == 0 {
+                Ok(())
+            } else {
+                Err(os_err("unshare"))
+            },
+        )?;
+        self.enforcement.user_namespace = userns;
+        self.enforcement.namespaces = ["net", "mnt", "pid", "ipc", "uts"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        if userns {
+            self.enforcement.namespaces.push("user".into());
+            let maps = std::fs::write("/proc/self/setgroups", "deny")
+                .and_then(|_| std::fs::write("/proc/self/uid_map", format!("0 {uid} 1")))
+                .and_then(|_| std::fs::write("/proc/self/gid_map", format!("0 {gid} 1")));
+            self.step(
+                "uid_map",
+                true,
+                maps.map_err(|e| io_err("writing the uid/gid map of the user namespace", e)),
+            )?;
+        }
+        let host = cstr(HOSTNAME);
+        // SAFETY: the pointer and length describe a live buffer.
+        let r = unsafe { libc::sethostname(host.as_ptr(), HOSTNAME.len()) };
+        self.step(
+            "hostname",
+            false,
+            if r == 0 {
+                Ok(())
+            } else {
+                Err(os_err("sethostname"))
+            },
+        )?;
+        let r = mount(
+            None,
+            Path::new("/"),
+            None,
+            libc::MS_REC | libc::MS_PRIVATE,
+            None,
+        );
+        self.step("mount-private", true, r)?;
+        let r = super::netns::loopback_up();
+        self.step(
+            "loopback",
+            false,
+            r.map_err(|e| io_err("bringing lo up", e)),
+        )?;
+
+        let (death_r, death_w) = match rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC) {
+            Ok(p) => p,
+            Err(e) => {
+                self.fail("pipe", io_err("pipe", e.into()));
+                return Err(());
+            }
+        };
+        // SAFETY: single-threaded process; the child only runs our own code and execve.
+        let pid1 = unsafe { libc::fork() };
+        if pid1 < 0 {
+            self.fail("fork", os_err("fork of PID 1"));
+            return Err(());
+        }
+        if pid1 == 0 {
+            drop(death_w);
+            let code = self.pid1(death_r);
+            // SAFETY: leave without running destructors shared with the parent.
+            unsafe { libc::_exit(code) };
+        }
+        drop(death_r);
+        self.ctl = None;
+        // Held until this process exits: PID 1 sees the pipe close when we are gone.
+        let _death_w = death_w;
+        quiet_stdio();
+        let status = wait_for(pid1);
+        Ok(status)
+    }
+
+    /// PID 1 of the new pid namespace: mounts, then the server child, then reaping.
+    fn pid1(&mut self, death_r: OwnedFd) -> i32 {
+        // SAFETY: prctl with integer arguments.
+        if unsafe {
+            libc::prctl(
+                libc::PR_SET_PDEATHSIG,
+                libc::SIGKILL as libc::c_ulong,
+                0,
+                0,
+                0,
+            )
+        } != 0
+        {
+            self.fail("pdeathsig", os_err("PR_SET_PDEATHSIG in PID 1"));
+            return 123;
+        }
+        // getppid() is 0 here: the pipe tells whether the outer init died before the prctl.
+        let mut fds = [rustix::event::PollFd::new(
+            &death_r,
+            rustix::event::PollFlags::IN,
+        )];
+        if rustix::event::poll(
+            &mut fds,
+            Some(&rustix::event::Timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            }),
+        )
+        .unwrap_or(0)
+            > 0
+        {
+            return 124;
+        }
+        if self.mounts().is_err() {
+            return 125;
+        }
+        // SAFETY: single-threaded process; the child runs our code then execve.
+        let server = unsafe { libc::fork() };
+        if server < 0 {
+            self.fail("fork", os_err("fork of the server"));
+            return 126;
+        }
+        if server == 0 {
+            drop(death_r);
+            self.server_child();
+        }
+        self.ctl = None;
+        quiet_stdio();
+        reap_until(server)
+    }
+
+    fn mounts(&mut self) -> Result<(), ()> {
+        let nodev = libc::MS_NOSUID | libc::MS_NODEV;
+        let r = mount(
+            Some("proc"),
+            Path::new("/proc"),
+            Some("proc"),
+            nodev | libc::MS_NOEXEC,
+            None,
+        );
+        self.mounted("mount-proc", r, "fresh /proc of the pid namespace")?;
+        // Where /etc/resolv.conf really points, before /run is replaced.
+        let resolv_target = resolve_link(Path::new("/etc/resolv.conf"));
+        let r = mount(
+            Some("tmpfs"),
+            Path::new("/run"),
+            Some("tmpfs"),
+            nodev,
+            Some("mode=0755,size=64m"),
+        );
+        self.mounted(
+            "mount-run",
+            r,
+            "tmpfs over /run (host sockets out of reach)",
+        )?;
+        if Path::new("/var/run").is_dir() && !Path::new("/var/run").is_symlink() {
+            let r = mount(
+                Some("tmpfs"),
+                Path::new("/var/run"),
+                Some("tmpfs"),
+                nodev,
+                Some("mode=0755,size=64m"),
+            );
+            self.mounted("mount-var-run", r, "tmpfs over /var/run")?;
+        }
+        let r = self.new_tmp();
+        self.mounted(
+            "mount-tmp",
+            r,
+            "tmpfs over /tmp (the scratch directories bound inside)",
+        )?;
+        for dir in ["/var/tmp", "/dev/shm"] {
+            if Path::new(dir).is_dir() {
+                let r = mount(
+                    Some("tmpfs"),
+                    Path::new(dir),
+                    Some("tmpfs"),
+                    nodev,
+                    Some("mode=1777,size=256m"),
+                );
+                let name = format!("mount-{}", dir.trim_start_matches('/').replace('/', "-"));
+                self.mounted(&name, r, &format!("tmpfs over {dir}"))?;
+            }
+        }
+        let r = self.resolv_conf(&resolv_target);
+        self.mounted("resolv-conf", r, "own /etc/resolv.conf")?;
+        Ok(())
+    }
+
+    /// A mount step: on success its label goes into the enforcement record.
+    fn mounted(&mut self, name: &str, r: Step, label: &str) -> Result<(), ()> {
+        let ok = r.is_ok();
+        self.step(name, false, r)?;
+        if ok {
+            self.enforcement.mounts.push(label.to_string());
+        }
+        Ok(())
+    }
+
+    /// A fresh tmpfs over /tmp that still holds the scratch root at its usual path, and,
+    /// read-only, the /tmp entries the server's command line names.
+    fn new_tmp(&mut self) -> Step {
+        let nodev = libc::MS_NOSUID | libc::MS_NODEV;
+        let stage = Path::new("/run/hintcheck-stage");
+        std::fs::create_dir_all(stage).map_err(|e| io_err("creating the staging directory", e))?;
+        mount(
+            Some("tmpfs"),
+            stage,
+            Some("tmpfs"),
+            nodev,
+            Some("mode=1777,size=256m"),
+        )?;
+        let mut binds: Vec<(PathBuf, bool)> = Vec::new();
+        if self.config.scratch_root.starts_with("/tmp") {
+            binds.push((self.config.scratch_root.clone(), false));
+        }
+        binds.extend(self.config.visible_tmp.iter().map(|p| (p.clone(), true)));
+        for (source, read_only) in binds {
+            let Ok(rel) = source.strip_prefix("/tmp") else {
+                continue;
+            };
+            let inner = stage.join(rel);
+            if source.is_dir() {
+                std::fs::create_dir_all(&inner)
+                    .map_err(|e| io_err("creating a mount point in /tmp", e))?;
+            } else {
+                if let Some(parent) = inner.parent() {
+                    std::fs::create_dir_all(parent)
+                        .map_err(|e| io_err("creating a mount point in /tmp", e))?;
+                }
+                std::fs::write(&inner, "")
+                    .map_err(|e| io_err("creating a mount point in /tmp", e))?;
+            }
+            let src = source.display().to_string();
+            mount(Some(&src), &inner, None, libc::MS_BIND | libc::MS_REC, None)?;
+            if read_only {
+                mount(
+                    None,
+                    &inner,
+                    None,
+                    libc::MS_REMOUNT | libc::MS_BIND | libc::MS_RDONLY,
+                    None,
+                )?;
+                self.enforcement.mounts.push(format!(
+                    "{src} visible read-only (named on the command line)"
+                ));
+            }
+        }
+        mount(
+            Some(&stage.display().to_string()),
+            Path::new("/tmp"),
+            None,
+            libc::MS_MOVE,
+            None,
+        )?;
+        let _ = std::fs::remove_dir(stage);
+        Ok(())
+    }
+
+    fn resolv_conf(&mut self, target: &Path) -> Step {
+        let ours = self.config.scratch_root.join(".sandbox/resolv.conf");
+        std::fs::write(&ours, &self.config.resolv_conf)
+            .map_err(|e| io_err("writing resolv.conf", e))?;
+        if !target.exists() {
+            if let Some(parent) = target.parent() {
+                std::fs::create_dir_all(parent)
+                    .map_err(|e| io_err("creating the resolv.conf directory", e))?;
+            }
+            std::fs::write(target, "")
+                .map_err(|e| io_err("creating the resolv.conf mount point", e))?;
+        }
+        mount(
+            Some(&ours.display().to_string()),
+            target,
+            None,
+            libc::MS_BIND,
+            None,
+        )
+    }
+
+    /// The server child: never returns.
+    fn server_child(&mut self) -> ! {
+        let code = match self.confine() {
+            Ok(()) => self.exec(),
+            Err(()) => 127,
+        };
+        // SAFETY: leave without running destructors shared with the parent.
+        unsafe { libc::_exit(code) }
+    }
+
+    fn confine(&mut self) -> Result<(), ()> {
+        // SAFETY: setsid has no arguments; failure only means we already lead a session.
+        unsafe { libc::setsid() };
+        let limits = self.config.limits.clone();
+        let rl = vec![
+            (libc::RLIMIT_CORE, 0, "core 0".to_string()),
+            (
+                libc::RLIMIT_NOFILE,
+                limits.open_files,
+                format!("nofile {}", limits.open_files),
+            ),
+            (
+                libc::RLIMIT_FSIZE,
+                limits.file_size,
+                format!("fsize {}", limits.file_size),
+            ),
+            (
+                libc::RLIMIT_CPU,
+                limits.cpu_seconds,
+                format!("cpu {}s", limits.cpu_seconds),
+            ),
+            (
+                libc::RLIMIT_DATA,
+                limits.data_bytes,
+                format!("data {}", limits.data_bytes),
+            ),
+            (
+                libc::RLIMIT_NPROC,
+                limits.processes,
+                format!("nproc {}", limits.processes),
+            ),
+        ];
+        for (res, value, label) in rl {
+            let lim = libc::rlimit {
+                rlim_cur: value,
+                rlim_max: value,
+            };
+            // SAFETY: a valid resource and a pointer to a live rlimit.
+            let r = unsafe { libc::setrlimit(res, &lim) };
+            self.step(
+                "rlimit",
+                false,
+                if r == 0 { Ok(()) } else { Err(os_err(&label)) },
+            )?;
+            if r == 0 {
+                self.enforcement.rlimits.push(label);
+            }
+        }
+        match super::landlock::restrict(&self.config) {
+            Ok((status, abi)) => {
+                let none = status == "none";
+                self.enforcement.landlock = status;
+                self.enforcement.landlock_abi = abi;
+                if none {
+                    self.step(
+                        "landlock",
+                        false,
+                        Err((None, "Landlock is not available in this kernel".into())),
+                    )?;
+                }
+            }
+            Err(e) => {
+                self.enforcement.landlock = "none".into();
+                self.step("landlock", false, Err((None, e)))?;
+            }
+        }
+        // Drop the bounding set while we still hold CAP_SETPCAP (before any uid switch).
+        for cap in caps::all() {
+            if caps::has_cap(None, caps::CapSet::Bounding, cap).unwrap_or(false) {
+                let r = caps::drop(None, caps::CapSet::Bounding, cap);
+                self.step(
+                    "capabilities",
+                    true,
+                    r.map_err(|e| (None, format!("dropping {cap} from the bounding set: {e}"))),
+                )?;
+            }
+        }
+        if let Some((uid, gid)) = self.config.run_as {
+            // Order matters: groups and gid first, uid last, every return checked.
+            // SAFETY: plain integer arguments; a null list with length 0 clears the groups.
+            let r = unsafe {
+                if libc::setgroups(0, std::ptr::null()) != 0 {
+                    Err(os_err("setgroups"))
+                } else if libc::setresgid(gid, gid, gid) != 0 {
+                    Err(os_err("setresgid"))
+                } else if libc::setresuid(uid, uid, uid) != 0 {
+                    Err(os_err("setresuid"))
+                } else {
+                    Ok(())
+                }
+            };
+            self.step("drop-uid", true, r)?;
+            // SAFETY: getresuid-style checks with plain calls.
+            let (now_uid, now_euid) = unsafe { (libc::getuid(), libc::geteuid()) };
+            if now_uid != uid || now_euid != uid {
+                self.fail(
+                    "drop-uid",
+                    (
+                        None,
+                        format!("still uid {now_uid}/{now_euid} after setresuid({uid})"),
+                    ),
+                );
+                return Err(());
+            }
+        }
+        for set in [
+            caps::CapSet::Ambient,
+            caps::CapSet::Inheritable,
+            caps::CapSet::Effective,
+            caps::CapSet::Permitted,
+        ] {
+            let r = caps::clear(None, set);
+            self.step(
+                "capabilities",
+                true,
+                r.map_err(|e| (None, format!("clearing {set:?}: {e}"))),
+            )?;
+        }
+        self.enforcement.capabilities_dropped = caps::read(None, caps::CapSet::Permitted)
+            .map(|s| s.is_empty())
+            .unwrap_or(false)
+            && caps::read(None, caps::CapSet::Effective)
+                .map(|s| s.is_empty())
+                .unwrap_or(false);
+        // SAFETY: prctl with integer arguments.
+        let r = unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) };
+        self.step(
+            "no-new-privs",
+            true,
+            if r == 0 {
+                Ok(())
+            } else {
+                Err(os_err("PR_SET_NO_NEW_PRIVS"))
+            },
+        )?;
+        self.enforcement.no_new_privs = true;
+        let r = install_seccomp();
+        self.step("seccomp", false, r)?;
+        self.enforcement.seccomp = if self
+            .enforcement
+            .degraded
+            .iter()
+            .any(|d| d.starts_with("seccomp"))
+        {
+            "none".into()
+        } else {
+            "foreign-architecture and x32 system calls and io_uring refused (ENOSYS); socket(AF_UNIX) refused (EACCES)".into()
+        };
+        // SAFETY: getuid/getgid cannot fail.
+        let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
+        self.enforcement.host_uid = self
+            .config
+            .run_as
+            .map(|r| r.0)
+            .unwrap_or_else(|| host_id("/proc/self/uid_map", uid));
+        self.enforcement.host_gid = self
+            .config
+            .run_as
+            .map(|r| r.1)
+            .unwrap_or_else(|| host_id("/proc/self/gid_map", gid));
+        let sent = match &self.ctl {
+            Some(ctl) => control::send(
+                ctl.as_fd(),
+                &ControlRecord::Enforced(self.enforcement.clone()),
+                &[],
+            ),
+            None => Err(std::io::Error::other("no control socket")),
+        };
+        if let Err(e) = sent {
+            self.fail("report", io_err("sending the enforcement record", e));
+            return Err(());
+        }
+        Ok(())
+    }
+
+    fn exec(&mut self) -> i32 {
+        if let Err(e) = std::env::set_current_dir(&self.config.cwd) {
+            self.fail(
+                "chdir",
+                io_err(&format!("chdir {}", self.config.cwd.display()), e),
+            );
+            return 127;
+        }
+        let program = cstr(&self.config.program);
+        let mut argv: Vec<CString> = vec![program.clone()];
+        argv.extend(self.config.args.iter().map(cstr));
+        let envp: Vec<CString> = self
+            .config
+            .env
+            .iter()
+            .map(|(k, v)| cstr(format!("{k}={v}")))
+            .collect();
+        let mut argv_p: Vec<*const libc::c_char> = argv.iter().map(|a| a.as_ptr()).collect();
+        argv_p.push(std::ptr::null());
+        let mut envp_p: Vec<*const libc::c_char> = envp.iter().map(|a| a.as_ptr()).collect();
+        envp_p.push(std::ptr::null());
+        // The Rust runtime ignores SIGPIPE; the server must start with the default.
+        // SAFETY: resetting a signal disposition to its default.
+        unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+        // SAFETY: NULL-terminated arrays of pointers to live NUL-terminated strings.
+        unsafe { libc::execve(program.as_ptr(), argv_p.as_ptr(), envp_p.as_ptr()) };
+        self.fail(
+            "exec",
+            os_err(&format!("execve {}", self.config.program.display())),
+        );
+        127
+    }
+}
+
+/// The host id a namespace id maps to (first line of the map).
+fn host_id(map: &str, inside: u32) -> u32 {
+    std::fs::read_to_string(map)
+        .ok()
+        .and_then(|m| {
+            m.lines().find_map(|l| {
+                let f: Vec<u32> = l
+                    .split_whitespace()
+                    .filter_map(|x| x.parse().ok())
+                    .collect();
+                (f.len() == 3 && inside >= f[0] && inside < f[0] + f[2])
+                    .then(|| f[1] + (inside - f[0]))
+            })
+        })
+        .unwrap_or(inside)
+}
+
+/// Follows symlinks by hand (the target may not exist).
+fn resolve_link(path: &Path) -> PathBuf {
+    let mut p = path.to_path_buf();
+    for _ in 0..16 {
+        match std::fs::read_link(&p) {
+            Ok(t) => {
+                p = if t.is_absolute() {
+                    t
+                } else {
+                    p.parent().unwrap_or(Path::new("/")).join(t)
+                };
+            }
+            Err(_) => break,
+        }
+    }
+    p
+}
+
+/// Points stdin, stdout and stderr at /dev/null so that only the server holds the pipes.
+fn quiet_stdio() {
+    if let Ok(null) = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/null")
+    {
+        for fd in 0..3 {
+            // SAFETY: dup2 onto the standard descriptors of this process.
+            unsafe { libc::dup2(null.as_raw_fd(), fd) };
+        }
+    }
+}
+
+/// Waits for one child and turns its status into an exit code.
+fn wait_for(pid: libc::pid_t) -> i32 {
+    loop {
+        let mut status = 0;
+        // SAFETY: waitpid with a pointer to a live int.
+        let r = unsafe { libc::waitpid(pid, &mut status, 0) };
+        if r == pid {
+            return exit_code(status);
+        }
+        if r < 0 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+            return 128;
+        }
+    }
+}
+
+/// PID 1's loop: reaps everything, returns when the server exits.
+fn reap_until(server: libc::pid_t) -> i32 {
+    loop {
+        let mut status = 0;
+        // SAFETY: waitpid with a pointer to a live int.
+        let r = unsafe { libc::waitpid(-1, &mut status, 0) };
+        if r == server {
+            return exit_code(status);
+        }
+        if r < 0 {
+            match std::io::Error::last_os_error().raw_os_error() {
+                Some(libc::EINTR) => continue,
+                _ => return 128,
+            }
+        }
+    }
+}
+
+fn exit_code(status: libc::c_int) -> i32 {
+    if libc::WIFEXITED(status) {
+        libc::WEXITSTATUS(status)
+    } else if libc::WIFSIGNALED(status) {
+        128 + libc::WTERMSIG(status)
+    } else {
+        128
+    }
+}
+
+fn install_seccomp() -> Step {
+    let prog: Vec<libc::sock_filter> = super::seccomp::filter()
+        .into_iter()
+        .map(|i| libc::sock_filter {
+            code: i.code,
+            jt: i.jt,
+            jf: i.jf,
+            k: i.k,
+        })
+        .collect();
+    let fprog = libc::sock_fprog {
+        len: prog.len() as u16,
+        filter: prog.as_ptr() as *mut libc::sock_filter,
+    };
+    // SAFETY: the program outlives the call; no_new_privs is already set.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_seccomp,
+            libc::SECCOMP_SET_MODE_FILTER,
+            0,
+            &fprog as *const libc::sock_fprog,
+        )
+    };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(os_err("seccomp(SET_MODE_FILTER)"))
+    }
+}
