@@ -115,6 +115,9 @@ pub struct VerifyArgs {
     /// Arguments for one tool, merged over the synthesized ones (TOOL=JSON).
     #[arg(long = "args", value_name = "TOOL=JSON")]
     pub args: Vec<String>,
+    /// Memory the server may use (RLIMIT_DATA), e.g. 512MiB or 4G [default: 8GiB].
+    #[arg(long, value_name = "SIZE")]
+    pub memory_limit: Option<String>,
     /// How strict the sandbox must be [default: required].
     #[arg(long, value_enum, conflicts_with = "no_sandbox")]
     pub sandbox: Option<SandboxArg>,

@@ -95,6 +95,8 @@ pub struct RunConfig {
     pub transcript: Option<PathBuf>,
     /// The sandbox level, or `None` for no sandbox.
     pub sandbox: Option<SandboxLevel>,
+    /// RLIMIT_DATA of the server in bytes.
+    pub memory_limit: u64,
     /// The binary that runs `__sandbox-init`; `None` means this executable (the hintcheck
     /// binary). Library users whose executable is something else set it.
     pub sandbox_exe: Option<PathBuf>,
@@ -125,6 +127,37 @@ pub fn parse_duration(flag: &str, s: &str) -> Result<Duration, ConfigError> {
         return Err(bad("is out of range"));
     }
     Ok(Duration::from_secs_f64(secs))
+}
+
+/// Parses `512MiB`, `4G`, `1024k` or a plain number of bytes.
+pub fn parse_size(flag: &str, s: &str) -> Result<u64, ConfigError> {
+    let t = s.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (num, unit) = (&t[..split], t[split..].trim().to_ascii_lowercase());
+    let n: u64 = num.parse().map_err(|_| ConfigError::BadValue {
+        flag: flag.into(),
+        message: format!("{s:?} is not a size (use e.g. 512MiB or 4G)"),
+    })?;
+    let mult: u64 = match unit.as_str() {
+        "" | "b" => 1,
+        "k" | "kb" | "kib" => 1 << 10,
+        "m" | "mb" | "mib" => 1 << 20,
+        "g" | "gb" | "gib" => 1 << 30,
+        _ => {
+            return Err(ConfigError::BadValue {
+                flag: flag.into(),
+                message: format!("{s:?} has an unknown unit"),
+            });
+        }
+    };
+    let bytes = n
+        .checked_mul(mult)
+        .filter(|b| *b >= 16 << 20)
+        .ok_or_else(|| ConfigError::BadValue {
+            flag: flag.into(),
+            message: format!("{s:?} is out of range (at least 16MiB)"),
+        })?;
+    Ok(bytes)
 }
 
 fn parse_env(items: &[String]) -> Result<Vec<(String, String)>, ConfigError> {
@@ -358,6 +391,10 @@ impl RunConfig {
                 (false, _) => Some(SandboxLevel::Required),
             },
             sandbox_exe: None,
+            memory_limit: match a.memory_limit.as_ref().or(run.memory_limit.as_ref()) {
+                Some(v) => parse_size("--memory-limit", v)?,
+                None => 8 * 1024 * 1024 * 1024,
+            },
             scenario,
         })
     }
@@ -385,6 +422,14 @@ mod tests {
         assert!(err.to_string().starts_with("--call-timeout"), "{err}");
         assert!(parse_duration("--x", "5 fortnights").is_err());
         assert!(parse_duration("--x", "-1s").is_err());
+    }
+
+    #[test]
+    fn sizes_parse_with_units() {
+        assert_eq!(parse_size("--m", "256MiB").expect("mib"), 256 << 20);
+        assert_eq!(parse_size("--m", "4G").expect("g"), 4 << 30);
+        assert!(parse_size("--m", "12 parsecs").is_err());
+        assert!(parse_size("--m", "1k").is_err(), "too small");
     }
 
     #[test]

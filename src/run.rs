@@ -189,11 +189,14 @@ async fn start_server(
                 run_as: ctx.run_as,
                 harness_pid: std::process::id() as i32,
                 resolv_conf: "nameserver 127.0.0.1\noptions timeout:1 attempts:1\n".into(),
-                limits: Limits::for_uid(
-                    ctx.run_as
-                        .map(|r| r.0)
-                        .unwrap_or_else(|| rustix::process::getuid().as_raw()),
-                ),
+                limits: Limits {
+                    data_bytes: ctx.config.memory_limit,
+                    ..Limits::for_uid(
+                        ctx.run_as
+                            .map(|r| r.0)
+                            .unwrap_or_else(|| rustix::process::getuid().as_raw()),
+                    )
+                },
             };
             match ServerProcess::spawn_sandboxed(
                 &ctx.spec,

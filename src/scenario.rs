@@ -109,6 +109,8 @@ pub struct RunSection {
     pub discover_timeout: Option<String>,
     /// Line cap in bytes.
     pub max_line_bytes: Option<usize>,
+    /// Memory limit of the server, e.g. `"256MiB"`.
+    pub memory_limit: Option<String>,
     /// Argument overrides per tool.
     #[serde(default)]
     pub args: BTreeMap<String, toml::Value>,

@@ -114,9 +114,18 @@ struct Step {
     code: Option<i64>,
     message: Option<String>,
     method: Option<String>,
+    /// For `spawn`: the command line (placeholders expanded).
+    argv: Option<Vec<String>>,
+    /// For `connect`: `host:port` (placeholders expanded), instead of `host` and `port`.
+    address: Option<String>,
 }
 
 const ACTIONS: &[&str] = &[
+    "spawn",
+    "kill_parent",
+    "fork_bomb",
+    "alloc",
+    "connect_unix",
     "write",
     "append",
     "truncate",
@@ -157,9 +166,24 @@ fn main() {
             let secs: u64 = args[2].parse().unwrap_or(60);
             std::thread::sleep(Duration::from_secs(secs));
         }
+        Some("--fork-bomb") => fork_bomb(),
         Some("--scenario") if args.len() == 3 => serve(Path::new(&args[2])),
         _ => die("usage: hintcheck-fake-server --scenario FILE"),
     }
+}
+
+/// Two copies of itself, forever, until the process limit says no; then sleep.
+fn fork_bomb() {
+    let me = std::env::current_exe().unwrap_or_default();
+    for _ in 0..2 {
+        let _ = Command::new(&me)
+            .arg("--fork-bomb")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn();
+    }
+    std::thread::sleep(Duration::from_secs(600));
 }
 
 fn load(path: &Path) -> ScenarioFile {
@@ -535,12 +559,82 @@ fn call(s: &mut Server, id: &Value, params: &Value) {
             }
             "connect" => {
                 let host = step.host.clone().unwrap_or_else(|| "127.0.0.1".into());
-                let addr = format!("{host}:{}", step.port.unwrap_or(9));
+                let addr = match &step.address {
+                    Some(a) => expand(a, &args, n),
+                    None => format!("{host}:{}", step.port.unwrap_or(9)),
+                };
                 match addr.parse::<std::net::SocketAddr>() {
                     Ok(sa) => std::net::TcpStream::connect_timeout(&sa, Duration::from_secs(2))
                         .and_then(|mut c| c.write_all(content.as_bytes())),
                     Err(e) => Err(std::io::Error::other(e.to_string())),
                 }
+            }
+            "connect_unix" => std::os::unix::net::UnixStream::connect(p(&step.path))
+                .and_then(|mut c| c.write_all(b"escaped")),
+            "spawn" => {
+                let argv: Vec<String> = step
+                    .argv
+                    .clone()
+                    .unwrap_or_default()
+                    .iter()
+                    .map(|a| expand(a, &args, n))
+                    .collect();
+                match argv.split_first() {
+                    Some((prog, rest)) => Command::new(prog)
+                        .args(rest)
+                        .stdin(Stdio::null())
+                        .stdout(Stdio::null())
+                        .stderr(Stdio::null())
+                        .spawn()
+                        .map(|_| ()),
+                    None => Err(std::io::Error::other("spawn needs argv")),
+                }
+            }
+            "kill_parent" => {
+                // `kill -KILL $PPID` through the shell's builtin: no libc in the harness.
+                let ppid = std::fs::read_to_string("/proc/self/stat")
+                    .ok()
+                    .and_then(|st| {
+                        st.rsplit(')')
+                            .next()
+                            .and_then(|r| r.split_whitespace().nth(1))
+                            .map(str::to_string)
+                    })
+                    .unwrap_or_default();
+                Command::new("sh")
+                    .args(["-c", &format!("kill -KILL {ppid}")])
+                    .status()
+                    .and_then(|st| {
+                        if st.success() {
+                            Ok(())
+                        } else {
+                            Err(std::io::Error::other(format!("kill {ppid} refused")))
+                        }
+                    })
+            }
+            "fork_bomb" => Command::new(std::env::current_exe().unwrap_or_default())
+                .arg("--fork-bomb")
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .map(|_| ()),
+            "alloc" => {
+                // Touch every page so that the memory is really used.
+                let total = step.bytes.unwrap_or(usize::MAX);
+                let mut blocks: Vec<Vec<u8>> = Vec::new();
+                let mut used = 0usize;
+                while used < total {
+                    let mut block = Vec::new();
+                    if block.try_reserve_exact(16 << 20).is_err() {
+                        break;
+                    }
+                    block.resize(16 << 20, 1u8);
+                    used += block.len();
+                    blocks.push(block);
+                }
+                text = format!("allocated {} MiB", used >> 20);
+                Ok(())
             }
             "sleep" => {
                 std::thread::sleep(Duration::from_millis(step.ms.unwrap_or(100)));

@@ -4,6 +4,8 @@
 mod cli;
 /// Real MCP servers from npm, when installed.
 mod real_servers;
+/// Escape attempts against the sandbox, as root and unprivileged.
+mod sandbox;
 /// Every scenario under scenarios/ against its `[expect]` section.
 mod scenarios;
 /// Locating binaries, running hintcheck with a wall-clock limit.

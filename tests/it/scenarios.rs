@@ -32,6 +32,7 @@ fn args_for(path: std::path::PathBuf) -> VerifyArgs {
         transcript: None,
         sandbox: None,
         no_sandbox: false,
+        memory_limit: None,
         command: Vec::new(),
     }
 }

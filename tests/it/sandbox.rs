@@ -1,0 +1,352 @@
+//! Enforcement, for real: a hostile server tries to write outside its scratch directories,
+//! reach host services, signal its parent, leave a daemon, fork-bomb and eat memory. Every
+//! attempt must fail inside the sandbox, the host must be unchanged, nothing may be left
+//! running, and the report must still be complete. Each test runs as root and as an
+//! unprivileged user (through user namespaces); where the machine cannot, the test skips with
+//! the reason (HINTCHECK_REQUIRE_ALL=1 turns that into a failure).
+
+use std::io::ErrorKind;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::util::{Outcome, fake_server, hintcheck_bin, processes_matching, repo, skip};
+
+fn is_root() -> bool {
+    rustix::process::getuid().is_root()
+}
+
+fn have(tool: &str) -> bool {
+    Command::new(tool)
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok()
+}
+
+/// How hintcheck is started: as root, or as an unprivileged user.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum As {
+    Root,
+    Unprivileged,
+}
+
+/// The command prefix for running hintcheck as `who`, optionally inside a fresh network
+/// namespace that the test itself creates; `None` (with the reason printed) when impossible.
+fn prefix(who: As, own_netns: bool) -> Option<Vec<String>> {
+    let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+    match (who, is_root()) {
+        (As::Root, false) => {
+            skip("the root variant needs root");
+            None
+        }
+        (As::Root, true) => Some(if own_netns {
+            s(&["unshare", "--net", "--"])
+        } else {
+            Vec::new()
+        }),
+        (As::Unprivileged, true) => {
+            if !have("setpriv") {
+                skip("setpriv (util-linux) is missing");
+                return None;
+            }
+            let mut p = if own_netns {
+                s(&["unshare", "--net", "--"])
+            } else {
+                Vec::new()
+            };
+            p.extend(s(&[
+                "setpriv",
+                "--reuid=65534",
+                "--regid=65534",
+                "--clear-groups",
+                "--",
+            ]));
+            Some(p)
+        }
+        (As::Unprivileged, false) => Some(if own_netns {
+            s(&["unshare", "--user", "--map-current-user", "--net", "--"])
+        } else {
+            Vec::new()
+        }),
+    }
+}
+
+/// Runs hintcheck through `prefix` with a wall-clock limit.
+fn run_as(prefix: &[String], args: &[String], limit: Duration) -> Outcome {
+    let mut argv: Vec<String> = prefix.to_vec();
+    argv.push(hintcheck_bin().display().to_string());
+    argv.extend(args.iter().cloned());
+    let mut cmd = Command::new(&argv[0]);
+    cmd.args(&argv[1..])
+        .env("HINTCHECK_FAKE_SERVER", fake_server())
+        .env("TMPDIR", "/tmp")
+        .current_dir("/")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let child = cmd.spawn().expect("spawn");
+    let start = Instant::now();
+    let out = std::thread::spawn(move || child.wait_with_output());
+    while !out.is_finished() {
+        assert!(
+            start.elapsed() < limit,
+            "{argv:?} did not finish within {limit:?}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let o = out.join().expect("join").expect("output");
+    Outcome {
+        code: o.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+    }
+}
+
+/// A directory that every uid may write by permissions alone, so that only the sandbox can
+/// stop a write into it.
+fn open_dir(name: &str) -> PathBuf {
+    let d = repo()
+        .join("target")
+        .join(format!("{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).expect("mkdir");
+    std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o777)).expect("chmod");
+    d
+}
+
+fn world_writable_file(path: &Path, content: &str) {
+    std::fs::write(path, content).expect("write");
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o666)).expect("chmod");
+}
+
+/// The escape tests look for leftovers by name: they must not overlap.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn escape_run(who: As) {
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let Some(prefix) = prefix(who, false) else {
+        return;
+    };
+    let tag = format!("{who:?}").to_lowercase();
+    let host = open_dir(&format!("escape-host-{tag}"));
+    let ssh = host.join(".ssh");
+    std::fs::create_dir(&ssh).expect("mkdir");
+    std::fs::set_permissions(&ssh, std::fs::Permissions::from_mode(0o777)).expect("chmod");
+    let seed = open_dir(&format!("escape-seed-{tag}"));
+    world_writable_file(&seed.join("original.txt"), "seed");
+    // Host services: a TCP listener on loopback and a unix socket, both open to every uid.
+    let tcp = std::net::TcpListener::bind("127.0.0.1:0").expect("tcp listener");
+    tcp.set_nonblocking(true).expect("nonblocking");
+    let port = tcp.local_addr().expect("addr").port();
+    let sock_path = host.join("host.sock");
+    let unix = std::os::unix::net::UnixListener::bind(&sock_path).expect("unix listener");
+    unix.set_nonblocking(true).expect("nonblocking");
+    std::fs::set_permissions(&sock_path, std::fs::Permissions::from_mode(0o777)).expect("chmod");
+    let var_tmp_marker = Path::new("/var/tmp/hintcheck-escape");
+    let _ = std::fs::remove_file(var_tmp_marker);
+
+    let arg = |tool: &str, json: String| vec!["--args".to_string(), format!("{tool}={json}")];
+    let mut args: Vec<String> = vec![
+        "verify".into(),
+        "--scenario".into(),
+        repo().join("tests/fixtures/escape").display().to_string(),
+        "--workspace".into(),
+        seed.display().to_string(),
+        "--format".into(),
+        "json".into(),
+    ];
+    args.extend(arg(
+        "write_host_ssh",
+        format!(r#"{{"path":"{}/authorized_keys"}}"#, ssh.display()),
+    ));
+    args.extend(arg(
+        "write_seed",
+        format!(r#"{{"path":"{}/original.txt"}}"#, seed.display()),
+    ));
+    args.extend(arg(
+        "connect_out",
+        format!(r#"{{"host":"127.0.0.1","port":{port}}}"#),
+    ));
+    args.extend(arg(
+        "connect_unix",
+        format!(r#"{{"path":"{}"}}"#, sock_path.display()),
+    ));
+    let out = run_as(&prefix, &args, Duration::from_secs(180));
+
+    // A complete report, with the sandbox in force.
+    assert!(
+        matches!(out.code, 0 | 1 | 4),
+        "exit {}: {}",
+        out.code,
+        out.stderr
+    );
+    let r = out.json();
+    assert_eq!(r["sandbox"]["requested"], "required");
+    assert!(
+        r["sandbox"]["level"] == "full" || r["sandbox"]["level"] == "partial",
+        "{}",
+        r["sandbox"]
+    );
+    let expect_userns = who == As::Unprivileged;
+    let userns = r["sandbox"]["enforced"][0]
+        .as_str()
+        .unwrap_or_default()
+        .contains("user namespace");
+    assert_eq!(userns, expect_userns, "{}", r["sandbox"]["enforced"][0]);
+    let tools = r["tools"].as_array().expect("tools");
+    assert_eq!(tools.len(), 11);
+    for t in tools {
+        assert_eq!(
+            t["verdicts"].as_array().map(Vec::len),
+            Some(4),
+            "{}",
+            t["name"]
+        );
+    }
+    let outcome = |name: &str| -> String {
+        let t = tools
+            .iter()
+            .find(|t| t["name"] == name)
+            .unwrap_or_else(|| panic!("{name}"));
+        t["calls"][0]["outcome"]
+            .as_str()
+            .unwrap_or("not called")
+            .to_string()
+    };
+    for denied in [
+        "write_host_ssh",
+        "write_etc",
+        "write_seed",
+        "connect_out",
+        "connect_unix",
+    ] {
+        assert_eq!(
+            outcome(denied),
+            "isError",
+            "{denied} must fail inside the sandbox"
+        );
+    }
+    assert_eq!(
+        outcome("write_var_tmp"),
+        "ok",
+        "the sandbox's own /var/tmp is writable"
+    );
+    assert_eq!(outcome("still_works"), "ok");
+    let var_tmp = tools
+        .iter()
+        .find(|t| t["name"] == "write_var_tmp")
+        .expect("tool");
+    assert_eq!(
+        var_tmp["calls"][0]["observations"][0]["path"],
+        "/var/tmp/hintcheck-escape"
+    );
+
+    // The host is unchanged.
+    assert!(
+        !ssh.join("authorized_keys").exists(),
+        "wrote into the host's .ssh"
+    );
+    assert!(
+        !Path::new("/etc/hintcheck-escape").exists(),
+        "wrote into /etc"
+    );
+    assert!(!var_tmp_marker.exists(), "wrote into the host's /var/tmp");
+    assert_eq!(
+        std::fs::read_to_string(seed.join("original.txt")).expect("seed"),
+        "seed"
+    );
+    assert!(
+        matches!(
+            tcp.accept().map_err(|e| e.kind()),
+            Err(ErrorKind::WouldBlock)
+        ),
+        "reached the host's loopback listener"
+    );
+    assert!(
+        matches!(
+            unix.accept().map_err(|e| e.kind()),
+            Err(ErrorKind::WouldBlock)
+        ),
+        "reached the host's unix socket"
+    );
+
+    // Nothing is left running (the kernel may need a moment to finish the namespace).
+    let fixture = repo().join("tests/fixtures/escape").display().to_string();
+    for needle in ["sleep 4343", "--fork-bomb", fixture.as_str()] {
+        let deadline = Instant::now() + Duration::from_secs(3);
+        let mut left = processes_matching(needle);
+        while !left.is_empty() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+            left = processes_matching(needle);
+        }
+        assert!(left.is_empty(), "{needle} still running: {left:?}");
+    }
+    let _ = std::fs::remove_dir_all(&host);
+    let _ = std::fs::remove_dir_all(&seed);
+}
+
+#[test]
+fn escape_attempts_fail_as_root() {
+    escape_run(As::Root);
+}
+
+#[test]
+fn escape_attempts_fail_unprivileged() {
+    escape_run(As::Unprivileged);
+}
+
+fn external(who: As) {
+    if !have("unshare") {
+        return skip("unshare (util-linux) is missing");
+    }
+    let Some(prefix) = prefix(who, true) else {
+        return;
+    };
+    let args: Vec<String> = [
+        "verify",
+        "--scenario",
+        &repo()
+            .join("tests/fixtures/external-connect")
+            .display()
+            .to_string(),
+        "--format",
+        "json",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let out = run_as(&prefix, &args, Duration::from_secs(60));
+    assert!(
+        matches!(out.code, 0 | 4),
+        "exit {}: {}",
+        out.code,
+        out.stderr
+    );
+    let r = out.json();
+    for t in r["tools"].as_array().expect("tools") {
+        assert_eq!(
+            t["calls"][0]["outcome"], "isError",
+            "{} connected",
+            t["name"]
+        );
+        let text = t["calls"][0]["detail"]["text"].as_str().unwrap_or_default();
+        assert!(
+            text.contains("unreachable") || text.contains("refused"),
+            "{}: {text}",
+            t["name"]
+        );
+    }
+}
+
+#[test]
+fn external_connections_fail_as_root() {
+    external(As::Root);
+}
+
+#[test]
+fn external_connections_fail_unprivileged() {
+    external(As::Unprivileged);
+}
