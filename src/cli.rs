@@ -23,6 +23,16 @@ pub enum Command {
     Verify(Box<VerifyArgs>),
     /// Print the documentation of an audit (or list them all).
     Explain(ExplainArgs),
+    /// Check what the sandbox can enforce on this machine, and how to fix what it cannot.
+    Doctor(DoctorArgs),
+}
+
+/// `hintcheck doctor`
+#[derive(Debug, Args)]
+pub struct DoctorArgs {
+    /// Report format.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
 }
 
 /// Output formats.

@@ -6,7 +6,7 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use clap::Parser;
-use hintcheck::cli::{Cli, Command, ExplainArgs, Format, VerifyArgs};
+use hintcheck::cli::{Cli, Command, DoctorArgs, ExplainArgs, Format, VerifyArgs};
 use hintcheck::config::RunConfig;
 use hintcheck::error::Error;
 use hintcheck::report::{self, exit_code};
@@ -31,6 +31,13 @@ fn main() -> ExitCode {
     };
     let code = match cli.command {
         Command::Explain(a) => explain(&a),
+        Command::Doctor(a) => match doctor(&a) {
+            Ok(code) => code,
+            Err(e) => {
+                eprintln!("hintcheck: error: {}", hintcheck::run::error_chain(&e));
+                e.exit_code()
+            }
+        },
         Command::Verify(a) => match verify(&a) {
             Ok(code) => code,
             Err(e) => {
@@ -66,6 +73,27 @@ fn explain(a: &ExplainArgs) -> i32 {
             }
         },
     }
+}
+
+fn doctor(a: &DoctorArgs) -> Result<i32, Error> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(Error::Runtime)?;
+    let report = runtime.block_on(hintcheck::sandbox::doctor::diagnose());
+    let text = match a.format {
+        Format::Text => hintcheck::sandbox::doctor::render_text(&report),
+        Format::Json => format!(
+            "{}\n",
+            serde_json::to_string_pretty(&report).unwrap_or_default()
+        ),
+    };
+    let _ = std::io::stdout().lock().write_all(text.as_bytes());
+    Ok(if report.required_sandbox_available {
+        0
+    } else {
+        exit_code::SANDBOX_UNAVAILABLE
+    })
 }
 
 fn verify(a: &VerifyArgs) -> Result<i32, Error> {

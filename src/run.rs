@@ -189,6 +189,7 @@ async fn start_server(
                 run_as: ctx.run_as,
                 harness_pid: std::process::id() as i32,
                 resolv_conf: "nameserver 127.0.0.1\noptions timeout:1 attempts:1\n".into(),
+                simulate_failure: crate::sandbox::policy::simulated_failure(),
                 limits: Limits {
                     data_bytes: ctx.config.memory_limit,
                     ..Limits::for_uid(
@@ -807,6 +808,11 @@ pub async fn verify(
         (
             exit_code::CONTRADICTIONS,
             format!("{contradictions} contradicted hint(s) in {contradicted_tools} tool(s)"),
+        )
+    } else if let Some(why) = &partial {
+        (
+            exit_code::HARNESS,
+            format!("the run did not complete ({why}); the report is partial"),
         )
     } else if report.coverage.tools_succeeded == 0 {
         (

@@ -47,6 +47,11 @@ fn write_report(o: &mut String, r: &Report) -> std::fmt::Result {
         writeln!(o, "server:   could not be verified: {}", esc(e))?;
     }
     writeln!(o, "sandbox:  {} — {}", r.sandbox.level, r.sandbox.summary)?;
+    if r.sandbox.level != "full" {
+        for gap in &r.sandbox.not_enforced {
+            writeln!(o, "          not enforced: {gap}")?;
+        }
+    }
     for obs in &r.coverage.observers {
         writeln!(o, "observed: {} [{}]", obs.covers, obs.name)?;
     }

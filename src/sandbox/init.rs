@@ -133,6 +133,13 @@ impl Init {
     /// Runs a step: an error is fatal when the step is essential or the level is `required`,
     /// otherwise it is recorded as a degradation.
     fn step(&mut self, name: &str, essential: bool, r: Step) -> Result<(), ()> {
+        let r = match &self.config.simulate_failure {
+            Some(simulated) if simulated == name => Err((
+                Some(libc::EPERM),
+                format!("{name}: simulated failure (EPERM)"),
+            )),
+            _ => r,
+        };
         match r {
             Ok(()) => Ok(()),
             Err(e) if essential || self.config.level == SandboxLevel::Required => {
@@ -396,11 +403,17 @@ impl Init {
             nodev,
             Some("mode=1777,size=256m"),
         )?;
-        let mut binds: Vec<(PathBuf, bool)> = Vec::new();
+        // Read-only entries first: the scratch root may lie inside one of them, and its
+        // read-write bind must come on top.
+        let mut binds: Vec<(PathBuf, bool)> = self
+            .config
+            .visible_tmp
+            .iter()
+            .map(|p| (p.clone(), true))
+            .collect();
         if self.config.scratch_root.starts_with("/tmp") {
             binds.push((self.config.scratch_root.clone(), false));
         }
-        binds.extend(self.config.visible_tmp.iter().map(|p| (p.clone(), true)));
         for (source, read_only) in binds {
             let Ok(rel) = source.strip_prefix("/tmp") else {
                 continue;

@@ -47,6 +47,21 @@ pub struct SandboxConfig {
     pub resolv_conf: String,
     /// Resource limits for the server.
     pub limits: Limits,
+    /// A step to fail on purpose with EPERM, for testing the failure paths (user namespaces
+    /// restricted by AppArmor cannot be reproduced on every test machine). Set from
+    /// [`SIMULATE_FAILURE_ENV`].
+    #[serde(default)]
+    pub simulate_failure: Option<String>,
+}
+
+/// Names a sandbox step that fails on purpose (tests only).
+pub const SIMULATE_FAILURE_ENV: &str = "HINTCHECK_SIMULATE_SANDBOX_FAILURE";
+
+/// The step to fail on purpose, if the environment asks for one.
+pub fn simulated_failure() -> Option<String> {
+    std::env::var(SIMULATE_FAILURE_ENV)
+        .ok()
+        .filter(|s| !s.is_empty())
 }
 
 /// Resource limits applied to the server with `setrlimit`.
@@ -145,11 +160,9 @@ pub fn named_tmp_entries<'a>(
     scratch_root: &std::path::Path,
 ) -> Vec<PathBuf> {
     let mut out: Vec<PathBuf> = Vec::new();
-    let scratch_top = scratch_root
-        .strip_prefix("/tmp")
-        .ok()
-        .and_then(|r| r.components().next())
-        .map(|c| std::path::Path::new("/tmp").join(c));
+    // Entries inside the scratch root are bound read-write anyway.
+    let scratch_top = (scratch_root.parent() == Some(std::path::Path::new("/tmp")))
+        .then(|| scratch_root.to_path_buf());
     for word in words {
         for candidate in std::iter::once(word).chain(word.split_once('=').map(|(_, v)| v)) {
             let Ok(rel) = std::path::Path::new(candidate).strip_prefix("/tmp") else {

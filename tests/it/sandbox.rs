@@ -350,3 +350,161 @@ fn external_connections_fail_as_root() {
 fn external_connections_fail_unprivileged() {
     external(As::Unprivileged);
 }
+
+#[test]
+fn a_restricted_user_namespace_is_refused_with_the_remedy() {
+    // Ubuntu 24.04 lets unshare() succeed and then refuses the uid map; simulate that step.
+    let scenario = crate::util::at("scenarios/startup-writer");
+    let step = if is_root() { "unshare" } else { "uid_map" };
+    let env_step = [("HINTCHECK_SIMULATE_SANDBOX_FAILURE", step)];
+    let out = crate::util::run(
+        &["verify", "--scenario", &scenario, "--format", "json"],
+        &env_step,
+        Duration::from_secs(60),
+    );
+    assert_eq!(out.code, 5, "{}", out.stderr);
+    let r = out.json();
+    assert_eq!(r["exit_code"], 5);
+    assert_eq!(r["sandbox"]["requested"], "required");
+    assert!(r["notes"].to_string().contains("sysctl"), "{}", r["notes"]);
+    assert!(
+        r["server"]["start_error"]
+            .as_str()
+            .unwrap_or_default()
+            .contains(step)
+    );
+
+    let doctor = crate::util::run(&["doctor"], &env_step, Duration::from_secs(60));
+    assert_eq!(doctor.code, 5, "{}", doctor.stdout);
+    assert!(doctor.stdout.contains("fix: "), "{}", doctor.stdout);
+
+    let best = crate::util::run(
+        &[
+            "verify",
+            "--sandbox",
+            "best-effort",
+            "--scenario",
+            &scenario,
+            "--format",
+            "json",
+        ],
+        &env_step,
+        Duration::from_secs(60),
+    );
+    assert_eq!(best.code, 0, "{}", best.stderr);
+    let r = best.json();
+    assert_eq!(r["sandbox"]["level"], "none");
+    assert_eq!(r["sandbox"]["requested"], "best-effort");
+    assert!(
+        r["sandbox"]["not_enforced"][0]
+            .as_str()
+            .unwrap_or_default()
+            .contains("could not be set up")
+    );
+}
+
+#[test]
+fn no_sandbox_is_stated_in_the_report() {
+    let out = crate::util::run(
+        &[
+            "verify",
+            "--no-sandbox",
+            "--scenario",
+            &crate::util::at("scenarios/startup-writer"),
+            "--format",
+            "json",
+        ],
+        &[],
+        Duration::from_secs(60),
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let r = out.json();
+    assert_eq!(r["sandbox"]["level"], "none");
+    assert_eq!(r["sandbox"]["requested"], "off");
+}
+
+#[test]
+fn sigterm_mid_run_leaves_a_partial_report_and_nothing_behind() {
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let dir = tempfile::tempdir().expect("tempdir");
+    let tmp = dir.path().join("tmp");
+    std::fs::create_dir(&tmp).expect("mkdir");
+    let scenario = dir.path().join("scenario.toml");
+    std::fs::write(
+        &scenario,
+        r#"
+[run]
+call_timeout = "60s"
+[[tools]]
+name = "quick"
+annotations = { readOnlyHint = true }
+[[tools]]
+name = "stuck"
+annotations = { readOnlyHint = true }
+steps = [{ action = "spawn", argv = ["sleep", "4344"] }, { action = "hang" }]
+"#,
+    )
+    .expect("write");
+    let report = dir.path().join("report.json");
+    let mut child = Command::new(hintcheck_bin())
+        .args(["verify", "--format", "json", "--output"])
+        .arg(&report)
+        .arg("--scenario")
+        .arg(&scenario)
+        .env("HINTCHECK_FAKE_SERVER", fake_server())
+        .env("TMPDIR", &tmp)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    // Wait until the stuck call is in flight.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while processes_matching("sleep 4344").is_empty() {
+        assert!(Instant::now() < deadline, "the stuck tool never started");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let pid = rustix::process::Pid::from_raw(child.id() as i32).expect("pid");
+    rustix::process::kill_process(pid, rustix::process::Signal::TERM).expect("SIGTERM");
+    let start = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("wait") {
+            break s;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "hintcheck did not stop after SIGTERM"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(status.code(), Some(3));
+    let r: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&report).expect("partial report")).expect("json");
+    assert!(
+        r["partial"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("interrupted"),
+        "{}",
+        r["partial"]
+    );
+    let quick = r["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .find(|t| t["name"] == "quick")
+        .expect("quick");
+    assert_eq!(quick["calls"][0]["outcome"], "ok");
+    let deadline = Instant::now() + Duration::from_secs(3);
+    while !processes_matching("sleep 4344").is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(
+        processes_matching("sleep 4344").is_empty(),
+        "the server's child survived"
+    );
+    assert!(
+        crate::util::entries(&tmp).is_empty(),
+        "scratch left: {:?}",
+        crate::util::entries(&tmp)
+    );
+}

@@ -1,0 +1,312 @@
+//! `hintcheck doctor`: what the sandbox can enforce and observe on this machine, found by
+//! really setting it up in a throw-away sandbox (on Ubuntu 24.04 `unshare` succeeds and the
+//! user namespace is still useless, so only the whole setup proves anything), with the exact
+//! remedy for each gap.
+
+use serde::Serialize;
+
+use super::control::StepFailure;
+use super::policy::{Limits, SandboxConfig, SandboxLevel};
+use super::process::{LaunchSpec, ServerProcess, resolve_program};
+use super::scratch::Scratch;
+use super::{Enforcement, LaunchError, SandboxStatus, remedy};
+
+/// One line of the doctor's report.
+#[derive(Debug, Clone, Serialize)]
+pub struct Check {
+    /// What was checked.
+    pub name: String,
+    /// `ok`, `degraded`, `missing` or `info`.
+    pub status: &'static str,
+    /// What was found.
+    pub detail: String,
+    /// How to fix it, when it is not ok.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub remedy: Option<String>,
+}
+
+/// The doctor's findings.
+#[derive(Debug, Clone, Serialize)]
+pub struct DoctorReport {
+    /// Whether `--sandbox required` (the default) will work.
+    pub required_sandbox_available: bool,
+    /// The sandbox level a run would report (`full`, `partial`, `none`).
+    pub level: String,
+    /// Every check.
+    pub checks: Vec<Check>,
+    /// What a run would state as enforced, when the sandbox works.
+    pub enforced: Vec<String>,
+}
+
+fn check(
+    name: &str,
+    status: &'static str,
+    detail: impl Into<String>,
+    remedy: Option<String>,
+) -> Check {
+    Check {
+        name: name.into(),
+        status,
+        detail: detail.into(),
+        remedy,
+    }
+}
+
+fn read_trimmed(path: &str) -> Option<String> {
+    std::fs::read_to_string(path)
+        .ok()
+        .map(|s| s.trim().to_string())
+}
+
+/// An AppArmor profile that lets this very binary create user namespaces.
+pub fn apparmor_profile() -> String {
+    let exe = std::fs::read_link("/proc/self/exe")
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|_| "/usr/local/bin/hintcheck".into());
+    format!(
+        "sudo tee /etc/apparmor.d/hintcheck >/dev/null <<'EOF'\nabi <abi/4.0>,\ninclude <tunables/global>\nprofile hintcheck {exe} flags=(unconfined) {{\n  userns,\n}}\nEOF\nsudo apparmor_parser -r /etc/apparmor.d/hintcheck"
+    )
+}
+
+/// Sets up a throw-away sandbox around `true` and reports what it enforced or where it failed.
+async fn probe_sandbox(level: SandboxLevel) -> Result<Enforcement, StepFailure> {
+    let fail = |step: &str, message: String| StepFailure {
+        step: step.into(),
+        errno: None,
+        message,
+    };
+    let scratch = Scratch::create().map_err(|e| fail("scratch", e.to_string()))?;
+    let root = rustix::process::getuid().is_root();
+    let run_as = root.then_some((65534u32, 65534u32));
+    scratch
+        .prepare_sandbox(run_as)
+        .map_err(|e| fail("scratch", e.to_string()))?;
+    let path = std::env::var("PATH").unwrap_or_else(|_| "/usr/bin:/bin".into());
+    let program = resolve_program("true", Some(&path)).map_err(|e| fail("probe", e.to_string()))?;
+    let spec = LaunchSpec {
+        program: program.display().to_string(),
+        args: Vec::new(),
+        env: vec![("PATH".into(), path)],
+        cwd: scratch.workspace.clone(),
+        run_id: format!("doctor-{}", std::process::id()),
+    };
+    let config = SandboxConfig {
+        level,
+        program,
+        args: Vec::new(),
+        env: spec.env.clone(),
+        cwd: scratch.workspace.clone(),
+        scratch_root: scratch.root().map(|p| p.to_path_buf()).unwrap_or_default(),
+        writable: vec![
+            scratch.workspace.clone(),
+            scratch.home.clone(),
+            scratch.tmp.clone(),
+        ],
+        visible_tmp: Vec::new(),
+        run_as,
+        harness_pid: std::process::id() as i32,
+        resolv_conf: "nameserver 127.0.0.1\n".into(),
+        limits: Limits::default(),
+        simulate_failure: super::policy::simulated_failure(),
+    };
+    match ServerProcess::spawn_sandboxed(&spec, &config, None).await {
+        Ok((mut process, pipes, enforcement)) => {
+            drop(pipes);
+            let _ = process.shutdown(std::time::Duration::from_secs(2)).await;
+            Ok(enforcement)
+        }
+        Err(LaunchError::Sandbox(f)) => Err(f),
+        Err(e) => Err(fail("launch", e.to_string())),
+    }
+}
+
+/// Runs every probe.
+pub async fn diagnose() -> DoctorReport {
+    let mut checks = Vec::new();
+    let root = rustix::process::getuid().is_root();
+    checks.push(check(
+        "privileges",
+        "info",
+        if root {
+            "running as root: namespaces without a user namespace; the server runs as uid 65534"
+        } else {
+            "running unprivileged: the sandbox needs user namespaces"
+        },
+        None,
+    ));
+    if let Some(v) = read_trimmed("/proc/sys/kernel/apparmor_restrict_unprivileged_userns") {
+        let restricted = v == "1";
+        checks.push(check(
+            "apparmor userns restriction",
+            if restricted && !root { "degraded" } else { "info" },
+            format!("kernel.apparmor_restrict_unprivileged_userns = {v}"),
+            (restricted && !root).then(|| {
+                format!(
+                    "sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0, or load a profile for this binary:\n{}",
+                    apparmor_profile()
+                )
+            }),
+        ));
+    }
+    if let Some(v) = read_trimmed("/proc/sys/user/max_user_namespaces") {
+        if v == "0" && !root {
+            checks.push(check(
+                "user namespaces",
+                "missing",
+                "user.max_user_namespaces = 0",
+                Some("sudo sysctl -w user.max_user_namespaces=15000".into()),
+            ));
+        }
+    }
+    let required = probe_sandbox(SandboxLevel::Required).await;
+    let best = match &required {
+        Ok(e) => Ok(e.clone()),
+        Err(_) => probe_sandbox(SandboxLevel::BestEffort).await,
+    };
+    match &required {
+        Ok(_) => checks.push(check(
+            "sandbox (required)",
+            "ok",
+            "every isolation step succeeded",
+            None,
+        )),
+        Err(f) => checks.push(check(
+            "sandbox (required)",
+            "missing",
+            format!("step {} failed: {}", f.step, f.message),
+            remedy(f).or_else(|| Some("run under sudo, or use --sandbox best-effort".into())),
+        )),
+    }
+    let mut enforced = Vec::new();
+    let level = match &best {
+        Ok(e) => {
+            let status = SandboxStatus::from_enforcement(e, SandboxLevel::BestEffort);
+            let landlock_remedy = (e.landlock != "full").then(|| {
+                "a kernel with Landlock ABI 6 or newer (Linux 6.12+) and `landlock` in the lsm= boot parameter".to_string()
+            });
+            checks.push(check(
+                "landlock",
+                if e.landlock == "full" {
+                    "ok"
+                } else {
+                    "degraded"
+                },
+                format!(
+                    "{} (ABI {})",
+                    e.landlock,
+                    e.landlock_abi
+                        .map(|a| a.to_string())
+                        .unwrap_or_else(|| "none".into())
+                ),
+                landlock_remedy,
+            ));
+            checks.push(check(
+                "seccomp",
+                if e.seccomp == "none" { "missing" } else { "ok" },
+                e.seccomp.clone(),
+                None,
+            ));
+            checks.push(check(
+                "namespaces",
+                "ok",
+                format!(
+                    "{}{}",
+                    e.namespaces.join(", "),
+                    if e.user_namespace {
+                        " (user namespace)"
+                    } else {
+                        ""
+                    }
+                ),
+                None,
+            ));
+            for d in &e.degraded {
+                checks.push(check("degraded step", "degraded", d.clone(), None));
+            }
+            enforced = status.enforced;
+            status.level
+        }
+        Err(f) => {
+            checks.push(check(
+                "sandbox (best effort)",
+                "missing",
+                format!(
+                    "step {} failed: {}; runs would have no sandbox at all",
+                    f.step, f.message
+                ),
+                remedy(f),
+            ));
+            "none".into()
+        }
+    };
+    let notif = read_trimmed("/proc/sys/kernel/seccomp/actions_avail")
+        .is_some_and(|a| a.split_whitespace().any(|x| x == "user_notif"));
+    checks.push(check(
+        "seccomp user notification",
+        "info",
+        if notif {
+            "available (for recording write and connect attempts)"
+        } else {
+            "not available"
+        },
+        None,
+    ));
+    let tun = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/net/tun")
+        .is_ok();
+    checks.push(check(
+        "/dev/net/tun",
+        "info",
+        if tun {
+            "can be opened (TUN network observer possible)"
+        } else {
+            "cannot be opened (the lo-local observer needs no TUN)"
+        },
+        None,
+    ));
+    let cgroup = std::path::Path::new("/sys/fs/cgroup/cgroup.controllers").exists()
+        || std::path::Path::new("/sys/fs/cgroup/unified/cgroup.controllers").exists();
+    checks.push(check(
+        "cgroup v2",
+        "info",
+        if cgroup { "present" } else { "not mounted" },
+        None,
+    ));
+    DoctorReport {
+        required_sandbox_available: required.is_ok(),
+        level,
+        checks,
+        enforced,
+    }
+}
+
+/// The doctor's report as text.
+pub fn render_text(r: &DoctorReport) -> String {
+    let mut o = String::new();
+    o.push_str(&format!(
+        "sandbox: {} — {}\n\n",
+        r.level,
+        if r.required_sandbox_available {
+            "`hintcheck verify` (sandbox required, the default) works here"
+        } else {
+            "`hintcheck verify` will refuse to start servers (exit 5) until a remedy below is applied"
+        }
+    ));
+    for c in &r.checks {
+        o.push_str(&format!("[{:<8}] {}: {}\n", c.status, c.name, c.detail));
+        if let Some(fix) = &c.remedy {
+            for line in fix.lines() {
+                o.push_str(&format!("           fix: {line}\n"));
+            }
+        }
+    }
+    if !r.enforced.is_empty() {
+        o.push_str("\nA run enforces:\n");
+        for e in &r.enforced {
+            o.push_str(&format!("  - {e}\n"));
+        }
+    }
+    o
+}
