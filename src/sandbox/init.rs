@@ -155,11 +155,25 @@ impl Init {
 
     /// The first process: namespaces, then PID 1.
     fn outer(&mut self) -> Result<i32, ()> {
+        // If the harness dies (even by SIGKILL), this process gets SIGUSR2: it then kills the
+        // sandbox and removes the scratch directories, which nobody else is left to remove.
+        // The handler only sets a flag; the work happens in the wait loop.
+        let scratch_parent = self.config.scratch_root.parent().and_then(|p| {
+            rustix::fs::open(
+                p,
+                rustix::fs::OFlags::DIRECTORY
+                    | rustix::fs::OFlags::RDONLY
+                    | rustix::fs::OFlags::CLOEXEC,
+                rustix::fs::Mode::empty(),
+            )
+            .ok()
+        });
+        install_orphan_handler();
         // SAFETY: prctl with integer arguments.
         let r = unsafe {
             libc::prctl(
                 libc::PR_SET_PDEATHSIG,
-                libc::SIGKILL as libc::c_ulong,
+                libc::SIGUSR2 as libc::c_ulong,
                 0,
                 0,
                 0,
@@ -268,6 +282,9 @@ impl Init {
         let _death_w = death_w;
         quiet_stdio();
         let status = wait_for(pid1);
+        if ORPHANED.load(std::sync::atomic::Ordering::SeqCst) {
+            remove_scratch(scratch_parent.as_ref(), &self.config.scratch_root);
+        }
         Ok(status)
     }
 
@@ -746,6 +763,37 @@ fn quiet_stdio() {
 }
 
 /// Waits for one child and turns its status into an exit code.
+/// Set by the SIGUSR2 handler: the harness is gone.
+static ORPHANED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+extern "C" fn on_orphaned(_sig: libc::c_int) {
+    ORPHANED.store(true, std::sync::atomic::Ordering::SeqCst);
+}
+
+fn install_orphan_handler() {
+    // SAFETY: a zeroed sigaction with a handler that only stores to an atomic (async-signal
+    // safe); no SA_RESTART, so waitpid returns EINTR and the loop sees the flag.
+    unsafe {
+        let mut action: libc::sigaction = std::mem::zeroed();
+        action.sa_sigaction = on_orphaned as *const () as usize;
+        libc::sigemptyset(&mut action.sa_mask);
+        libc::sigaction(libc::SIGUSR2, &action, std::ptr::null_mut());
+    }
+}
+
+/// Removes the scratch root through a directory descriptor opened in the host's mount
+/// namespace (here the root is a mount point of the sandbox's /tmp).
+fn remove_scratch(parent: Option<&OwnedFd>, root: &Path) {
+    let (Some(parent), Some(name)) = (parent, root.file_name()) else {
+        return;
+    };
+    // In this namespace the root is a mount point, which rmdir refuses: detach it first.
+    let target = cstr(root);
+    // SAFETY: umount2 with a NUL-terminated path.
+    unsafe { libc::umount2(target.as_ptr(), libc::MNT_DETACH) };
+    super::scratch::force_remove_at(parent.as_fd(), name);
+}
+
 fn wait_for(pid: libc::pid_t) -> i32 {
     loop {
         let mut status = 0;
@@ -753,6 +801,12 @@ fn wait_for(pid: libc::pid_t) -> i32 {
         let r = unsafe { libc::waitpid(pid, &mut status, 0) };
         if r == pid {
             return exit_code(status);
+        }
+        if r < 0 && ORPHANED.load(std::sync::atomic::Ordering::SeqCst) {
+            // The harness is gone: end the sandbox (PID 1 takes everything with it).
+            // SAFETY: kill with a pid we forked.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+            continue;
         }
         if r < 0 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
             return 128;

@@ -3,6 +3,7 @@
 //! at the end even when the server made parts of it unwritable.
 
 use std::fs;
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
@@ -143,6 +144,48 @@ fn copy_tree(src: &Path, dst: &Path, rel: &Path, seeded: &mut Vec<String>) -> st
     Ok(())
 }
 
+/// Removes the tree `name` inside the directory `parent`, relative to the descriptor (the
+/// caller may be in another mount namespace than the one `parent` was opened in), making
+/// locked directories writable first. Errors are ignored: this runs when nobody is left to
+/// report them.
+pub fn force_remove_at(parent: std::os::fd::BorrowedFd<'_>, name: &std::ffi::OsStr) {
+    remove_at(parent, name, 0);
+}
+
+fn remove_at(parent: std::os::fd::BorrowedFd<'_>, name: &std::ffi::OsStr, depth: usize) {
+    use rustix::fs::{AtFlags, Dir, FileType, Mode, OFlags};
+    let is_dir = rustix::fs::statat(parent, name, AtFlags::SYMLINK_NOFOLLOW)
+        .map(|st| FileType::from_raw_mode(st.st_mode as _) == FileType::Directory)
+        .unwrap_or(false);
+    if !is_dir {
+        let _ = rustix::fs::unlinkat(parent, name, AtFlags::empty());
+        return;
+    }
+    if depth < 256 {
+        if let Ok(fd) = rustix::fs::openat(
+            parent,
+            name,
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::empty(),
+        ) {
+            let _ = rustix::fs::fchmod(&fd, Mode::from_raw_mode(0o700));
+            let mut names = Vec::new();
+            if let Ok(mut dir) = Dir::read_from(&fd) {
+                while let Some(Ok(e)) = dir.read() {
+                    let n = e.file_name().to_bytes();
+                    if n != b"." && n != b".." {
+                        names.push(std::ffi::OsStr::from_bytes(n).to_os_string());
+                    }
+                }
+            }
+            for n in names {
+                remove_at(std::os::fd::AsFd::as_fd(&fd), &n, depth + 1);
+            }
+        }
+    }
+    let _ = rustix::fs::unlinkat(parent, name, AtFlags::REMOVEDIR);
+}
+
 fn chown_tree(path: &Path, uid: u32, gid: u32, depth: usize) -> std::io::Result<()> {
     std::os::unix::fs::lchown(path, Some(uid), Some(gid))?;
     if depth < 256 && fs::symlink_metadata(path)?.is_dir() {
@@ -193,6 +236,23 @@ mod tests {
         let root = s.root().expect("root").to_path_buf();
         s.remove().expect("removed");
         assert!(!root.exists());
+    }
+
+    #[test]
+    fn removal_through_a_descriptor_handles_locked_directories() {
+        let t = tempfile::tempdir().expect("tempdir");
+        let tree = t.path().join("tree");
+        fs::create_dir_all(tree.join("a/b")).expect("mkdir");
+        fs::write(tree.join("a/b/f"), "x").expect("w");
+        std::os::unix::fs::symlink("/etc", tree.join("link")).expect("symlink");
+        fs::set_permissions(tree.join("a"), fs::Permissions::from_mode(0o000)).expect("chmod");
+        let parent = fs::File::open(t.path()).expect("open");
+        force_remove_at(
+            std::os::fd::AsFd::as_fd(&parent),
+            std::ffi::OsStr::new("tree"),
+        );
+        assert!(!tree.exists());
+        assert!(Path::new("/etc").exists());
     }
 
     #[test]

@@ -508,3 +508,58 @@ steps = [{ action = "spawn", argv = ["sleep", "4344"] }, { action = "hang" }]
         crate::util::entries(&tmp)
     );
 }
+
+#[test]
+fn sigkill_of_hintcheck_still_leaves_nothing_behind() {
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let dir = tempfile::tempdir().expect("tempdir");
+    let tmp = dir.path().join("tmp");
+    std::fs::create_dir(&tmp).expect("mkdir");
+    let scenario = dir.path().join("scenario.toml");
+    std::fs::write(
+        &scenario,
+        r#"
+[run]
+call_timeout = "60s"
+[[tools]]
+name = "stuck"
+annotations = { readOnlyHint = true }
+steps = [{ action = "write", path = "evidence.txt", content = "x" }, { action = "spawn", argv = ["sleep", "4345"] }, { action = "hang" }]
+"#,
+    )
+    .expect("write");
+    let mut child = Command::new(hintcheck_bin())
+        .args(["verify", "--scenario"])
+        .arg(&scenario)
+        .env("HINTCHECK_FAKE_SERVER", fake_server())
+        .env("TMPDIR", &tmp)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while processes_matching("sleep 4345").is_empty() {
+        assert!(Instant::now() < deadline, "the stuck tool never started");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(
+        !crate::util::entries(&tmp).is_empty(),
+        "the scratch directory exists during the run"
+    );
+    child.kill().expect("SIGKILL");
+    let _ = child.wait();
+    // No handler runs in hintcheck: the sandbox's init notices (PR_SET_PDEATHSIG) and cleans up.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let left = processes_matching("sleep 4345");
+        let scratch = crate::util::entries(&tmp);
+        if left.is_empty() && scratch.is_empty() {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "left behind: processes {left:?}, scratch {scratch:?}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
