@@ -24,6 +24,7 @@ use crate::report::{
 };
 use crate::rpc::session::{Session, SessionOptions};
 use crate::rpc::transcript::Entry;
+use crate::sandbox::cgroup::RunCgroup;
 use crate::sandbox::control::StepFailure;
 use crate::sandbox::policy::{Limits, named_tmp_entries};
 use crate::sandbox::process::{
@@ -39,6 +40,8 @@ const EXIT_GRACE: Duration = Duration::from_secs(2);
 struct Live {
     process: ServerProcess,
     client: McpClient,
+    /// The run's cgroup (root mode); dropping it kills what is left and removes it.
+    cgroup: Option<RunCgroup>,
 }
 
 /// What is collected from every server instance of a run.
@@ -155,6 +158,7 @@ async fn start_server(
     sandbox: Option<SandboxLevel>,
     recorder: &mut Recorder,
 ) -> Result<(Live, Option<Enforcement>), StartFailure> {
+    let mut cgroup = None;
     let (mut process, pipes, enforcement) = match sandbox {
         None => {
             let (p, pipes) = ServerProcess::spawn(&ctx.spec)
@@ -177,7 +181,31 @@ async fn start_server(
                 .chain(ctx.config.env.iter().map(|(_, v)| v.as_str()))
                 .collect();
             let visible_tmp = named_tmp_entries(words, &ctx.scratch_root);
+            let limits = Limits {
+                data_bytes: ctx.config.memory_limit,
+                ..Limits::for_uid(
+                    ctx.run_as
+                        .map(|r| r.0)
+                        .unwrap_or_else(|| rustix::process::getuid().as_raw()),
+                )
+            };
+            // As root, a cgroup of its own where the host offers cgroup v2 (best effort).
+            if ctx.run_as.is_some() {
+                static STARTS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+                let n = STARTS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                cgroup = RunCgroup::create(
+                    &format!("run-{}-{n}", ctx.spec.run_id),
+                    limits.processes,
+                    limits.data_bytes,
+                )
+                .ok();
+            }
             let sandbox_config = SandboxConfig {
+                cgroup: cgroup.as_ref().map(|c| c.path().to_path_buf()),
+                cgroup_enforces: cgroup
+                    .as_ref()
+                    .map(|c| c.enforces.clone())
+                    .unwrap_or_default(),
                 level,
                 visible_tmp,
                 program,
@@ -190,14 +218,7 @@ async fn start_server(
                 harness_pid: std::process::id() as i32,
                 resolv_conf: "nameserver 127.0.0.1\noptions timeout:1 attempts:1\n".into(),
                 simulate_failure: crate::sandbox::policy::simulated_failure(),
-                limits: Limits {
-                    data_bytes: ctx.config.memory_limit,
-                    ..Limits::for_uid(
-                        ctx.run_as
-                            .map(|r| r.0)
-                            .unwrap_or_else(|| rustix::process::getuid().as_raw()),
-                    )
-                },
+                limits,
             };
             match ServerProcess::spawn_sandboxed(
                 &ctx.spec,
@@ -248,7 +269,14 @@ async fn start_server(
         ..Default::default()
     };
     match McpClient::connect(session, options).await {
-        Ok(client) => Ok((Live { process, client }, enforcement)),
+        Ok(client) => Ok((
+            Live {
+                process,
+                client,
+                cgroup,
+            },
+            enforcement,
+        )),
         Err((mut session, err, notes)) => {
             session.close_stdin().await;
             let exit = process.shutdown(Duration::from_millis(500)).await;
@@ -279,6 +307,7 @@ async fn stop_server(
     let Live {
         mut process,
         client,
+        cgroup,
     } = live;
     let (mut session, notes) = client.into_session();
     session.close_stdin().await;
@@ -286,6 +315,7 @@ async fn stop_server(
     session.drain(Duration::from_millis(500)).await;
     collected.absorb(&session, notes, keep_transcript);
     collected.exits.push(exit);
+    drop(cgroup);
     // The sandbox's private directories are gone with it.
     recorder.server_started(None);
 }

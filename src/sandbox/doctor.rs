@@ -108,6 +108,8 @@ async fn probe_sandbox(level: SandboxLevel) -> Result<Enforcement, StepFailure> 
         resolv_conf: "nameserver 127.0.0.1\n".into(),
         limits: Limits::default(),
         simulate_failure: super::policy::simulated_failure(),
+        cgroup: None,
+        cgroup_enforces: Vec::new(),
     };
     match ServerProcess::spawn_sandboxed(&spec, &config, None).await {
         Ok((mut process, pipes, enforcement)) => {

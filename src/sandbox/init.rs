@@ -188,6 +188,16 @@ impl Init {
                 Err(os_err("PR_SET_PDEATHSIG"))
             },
         )?;
+        if let Some(cg) = self.config.cgroup.clone() {
+            // Before any fork: every process of the sandbox starts inside.
+            let r = std::fs::write(cg.join("cgroup.procs"), "0")
+                .map_err(|e| io_err("joining the run's cgroup", e));
+            let joined = r.is_ok();
+            self.step("cgroup", false, r)?;
+            if joined {
+                self.enforcement.cgroup = self.config.cgroup_enforces.clone();
+            }
+        }
         // SAFETY: getppid cannot fail.
         if unsafe { libc::getppid() } != self.config.harness_pid {
             return Ok(122); // The harness is already gone.

@@ -3,6 +3,7 @@
 //! enforced. In this mode the server runs as an ordinary process in scratch directories: it
 //! is not isolated from the host; the namespace sandbox plugs in here.
 
+pub mod cgroup;
 pub mod control;
 pub mod doctor;
 pub mod init;
@@ -154,6 +155,9 @@ impl SandboxStatus {
         enforced.push(
             "PID 1 of its own pid namespace: no process of the server outlives the run".into(),
         );
+        if !e.cgroup.is_empty() {
+            enforced.push(format!("cgroup v2: {}", e.cgroup.join(", ")));
+        }
         let mut not_enforced: Vec<String> = e
             .degraded
             .iter()

@@ -47,6 +47,12 @@ pub struct SandboxConfig {
     pub resolv_conf: String,
     /// Resource limits for the server.
     pub limits: Limits,
+    /// The cgroup the init moves itself into before forking (root mode, where available).
+    #[serde(default)]
+    pub cgroup: Option<PathBuf>,
+    /// What that cgroup enforces, for the report.
+    #[serde(default)]
+    pub cgroup_enforces: Vec<String>,
     /// A step to fail on purpose with EPERM, for testing the failure paths (user namespaces
     /// restricted by AppArmor cannot be reproduced on every test machine). Set from
     /// [`SIMULATE_FAILURE_ENV`].
@@ -149,6 +155,9 @@ pub struct Enforcement {
     pub capabilities_dropped: bool,
     /// Limits applied.
     pub rlimits: Vec<String>,
+    /// What the run's cgroup enforces (root mode), empty without one.
+    #[serde(default)]
+    pub cgroup: Vec<String>,
     /// Steps that failed in best-effort mode.
     pub degraded: Vec<String>,
 }
