@@ -1,0 +1,81 @@
+//! How much time the sandbox adds to a server's start: the median of starting `true` plainly
+//! versus inside the sandbox (namespaces, mounts, Landlock, seccomp, uid switch), each until
+//! the process has exited. Target: under 15 ms added (issue 3). Prints medians, the
+//! difference and the ratio; run with `cargo bench --bench sandbox_start`.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use hintcheck::sandbox::policy::{Limits, SandboxConfig, SandboxLevel};
+use hintcheck::sandbox::process::{LaunchSpec, ServerProcess, resolve_program};
+use hintcheck::sandbox::scratch::Scratch;
+
+const RUNS: usize = 40;
+const TARGET_MS: f64 = 15.0;
+
+fn median(mut v: Vec<Duration>) -> Duration {
+    v.sort();
+    v[v.len() / 2]
+}
+
+fn main() {
+    let exe = PathBuf::from(env!("CARGO_BIN_EXE_hintcheck"));
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("runtime");
+    let scratch = Scratch::create().expect("scratch");
+    let root = rustix::process::getuid().is_root();
+    let run_as = root.then_some((65534u32, 65534u32));
+    scratch.prepare_sandbox(run_as).expect("prepare");
+    let path = std::env::var("PATH").unwrap_or_else(|_| "/usr/bin:/bin".into());
+    let program = resolve_program("true", Some(&path)).expect("true");
+    let spec = LaunchSpec {
+        program: program.display().to_string(),
+        args: Vec::new(),
+        env: vec![("PATH".into(), path)],
+        cwd: scratch.workspace.clone(),
+        run_id: format!("bench-{}", std::process::id()),
+    };
+    let config = SandboxConfig {
+        level: SandboxLevel::Required,
+        program,
+        args: Vec::new(),
+        env: spec.env.clone(),
+        cwd: scratch.workspace.clone(),
+        scratch_root: scratch.root().expect("root").to_path_buf(),
+        writable: vec![scratch.workspace.clone(), scratch.home.clone(), scratch.tmp.clone()],
+        visible_tmp: Vec::new(),
+        run_as,
+        harness_pid: std::process::id() as i32,
+        resolv_conf: "nameserver 127.0.0.1\n".into(),
+        limits: Limits::default(),
+        cgroup: None,
+        cgroup_enforces: Vec::new(),
+        simulate_failure: None,
+    };
+    let (plain, sandboxed) = rt.block_on(async {
+        let mut plain = Vec::new();
+        let mut sandboxed = Vec::new();
+        for i in 0..RUNS + 5 {
+            let t = Instant::now();
+            let (mut p, pipes) = ServerProcess::spawn(&spec).expect("spawn");
+            drop(pipes);
+            let _ = p.shutdown(Duration::from_secs(5)).await;
+            let plain_t = t.elapsed();
+            let t = Instant::now();
+            let (mut p, pipes, _) = ServerProcess::spawn_sandboxed(&spec, &config, Some(&exe)).await.expect("sandbox");
+            drop(pipes);
+            let _ = p.shutdown(Duration::from_secs(5)).await;
+            let sandbox_t = t.elapsed();
+            if i >= 5 {
+                plain.push(plain_t);
+                sandboxed.push(sandbox_t);
+            }
+        }
+        (median(plain), median(sandboxed))
+    });
+    let added = sandboxed.as_secs_f64() * 1000.0 - plain.as_secs_f64() * 1000.0;
+    println!("sandbox start ({} mode, {RUNS} runs, medians)", if root { "root" } else { "unprivileged" });
+    println!("  plain start of `true`:      {:8.2} ms", plain.as_secs_f64() * 1000.0);
+    println!("  sandboxed start of `true`:  {:8.2} ms", sandboxed.as_secs_f64() * 1000.0);
+    println!("  added by the sandbox:       {added:8.2} ms (target < {TARGET_MS} ms){}", if added < TARGET_MS { "" } else { "  MISSED" });
+    println!("  ratio sandboxed / plain:    {:8.2}", sandboxed.as_secs_f64() / plain.as_secs_f64());
+}
