@@ -3,6 +3,8 @@
 //! the process has exited. Target: under 15 ms added (issue 3). Prints medians, the
 //! difference and the ratio; run with `cargo bench --bench sandbox_start`.
 
+#![allow(clippy::print_stdout)] // a benchmark reports on stdout
+
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -20,7 +22,10 @@ fn median(mut v: Vec<Duration>) -> Duration {
 
 fn main() {
     let exe = PathBuf::from(env!("CARGO_BIN_EXE_hintcheck"));
-    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("runtime");
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
     let scratch = Scratch::create().expect("scratch");
     let root = rustix::process::getuid().is_root();
     let run_as = root.then_some((65534u32, 65534u32));
@@ -41,7 +46,11 @@ fn main() {
         env: spec.env.clone(),
         cwd: scratch.workspace.clone(),
         scratch_root: scratch.root().expect("root").to_path_buf(),
-        writable: vec![scratch.workspace.clone(), scratch.home.clone(), scratch.tmp.clone()],
+        writable: vec![
+            scratch.workspace.clone(),
+            scratch.home.clone(),
+            scratch.tmp.clone(),
+        ],
         visible_tmp: Vec::new(),
         run_as,
         harness_pid: std::process::id() as i32,
@@ -61,7 +70,9 @@ fn main() {
             let _ = p.shutdown(Duration::from_secs(5)).await;
             let plain_t = t.elapsed();
             let t = Instant::now();
-            let (mut p, pipes, _) = ServerProcess::spawn_sandboxed(&spec, &config, Some(&exe)).await.expect("sandbox");
+            let (mut p, pipes, _) = ServerProcess::spawn_sandboxed(&spec, &config, Some(&exe))
+                .await
+                .expect("sandbox");
             drop(pipes);
             let _ = p.shutdown(Duration::from_secs(5)).await;
             let sandbox_t = t.elapsed();
@@ -73,9 +84,24 @@ fn main() {
         (median(plain), median(sandboxed))
     });
     let added = sandboxed.as_secs_f64() * 1000.0 - plain.as_secs_f64() * 1000.0;
-    println!("sandbox start ({} mode, {RUNS} runs, medians)", if root { "root" } else { "unprivileged" });
-    println!("  plain start of `true`:      {:8.2} ms", plain.as_secs_f64() * 1000.0);
-    println!("  sandboxed start of `true`:  {:8.2} ms", sandboxed.as_secs_f64() * 1000.0);
-    println!("  added by the sandbox:       {added:8.2} ms (target < {TARGET_MS} ms){}", if added < TARGET_MS { "" } else { "  MISSED" });
-    println!("  ratio sandboxed / plain:    {:8.2}", sandboxed.as_secs_f64() / plain.as_secs_f64());
+    println!(
+        "sandbox start ({} mode, {RUNS} runs, medians)",
+        if root { "root" } else { "unprivileged" }
+    );
+    println!(
+        "  plain start of `true`:      {:8.2} ms",
+        plain.as_secs_f64() * 1000.0
+    );
+    println!(
+        "  sandboxed start of `true`:  {:8.2} ms",
+        sandboxed.as_secs_f64() * 1000.0
+    );
+    println!(
+        "  added by the sandbox:       {added:8.2} ms (target < {TARGET_MS} ms){}",
+        if added < TARGET_MS { "" } else { "  MISSED" }
+    );
+    println!(
+        "  ratio sandboxed / plain:    {:8.2}",
+        sandboxed.as_secs_f64() / plain.as_secs_f64()
+    );
 }
