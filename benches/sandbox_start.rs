@@ -29,7 +29,7 @@ fn main() {
     let scratch = Scratch::create().expect("scratch");
     let root = rustix::process::getuid().is_root();
     let run_as = root.then_some((65534u32, 65534u32));
-    scratch.prepare_sandbox(run_as).expect("prepare");
+    scratch.prepare_sandbox(run_as, 0).expect("prepare");
     let path = std::env::var("PATH").unwrap_or_else(|_| "/usr/bin:/bin".into());
     let program = resolve_program("true", Some(&path)).expect("true");
     let spec = LaunchSpec {
@@ -52,6 +52,7 @@ fn main() {
             scratch.tmp.clone(),
         ],
         visible_tmp: Vec::new(),
+        overlays: Vec::new(),
         run_as,
         harness_pid: std::process::id() as i32,
         resolv_conf: "nameserver 127.0.0.1\n".into(),

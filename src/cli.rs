@@ -128,6 +128,10 @@ pub struct VerifyArgs {
     /// Memory the server may use (RLIMIT_DATA), e.g. 512MiB or 4G [default: 8GiB].
     #[arg(long, value_name = "SIZE")]
     pub memory_limit: Option<String>,
+    /// Cover a host directory with an overlay: the server may write there, its writes stay
+    /// in the sandbox and are observed (for servers that write next to their own files).
+    #[arg(long, value_name = "DIR")]
+    pub overlay: Vec<PathBuf>,
     /// How strict the sandbox must be [default: required].
     #[arg(long, value_enum, conflicts_with = "no_sandbox")]
     pub sandbox: Option<SandboxArg>,

@@ -97,6 +97,8 @@ pub struct RunConfig {
     pub sandbox: Option<SandboxLevel>,
     /// RLIMIT_DATA of the server in bytes.
     pub memory_limit: u64,
+    /// Host directories covered by an overlay (absolute, existing).
+    pub overlays: Vec<PathBuf>,
     /// The binary that runs `__sandbox-init`; `None` means this executable (the hintcheck
     /// binary). Library users whose executable is something else set it.
     pub sandbox_exe: Option<PathBuf>,
@@ -391,6 +393,27 @@ impl RunConfig {
                 (false, _) => Some(SandboxLevel::Required),
             },
             sandbox_exe: None,
+            overlays: {
+                let mut dirs: Vec<PathBuf> = a.overlay.clone();
+                if let Some(s) = &scenario {
+                    dirs.extend(s.run.overlays.iter().map(|d| s.dir().join(d)));
+                }
+                let mut out = Vec::new();
+                for d in dirs {
+                    let abs = std::fs::canonicalize(&d).map_err(|e| ConfigError::BadValue {
+                        flag: "--overlay".into(),
+                        message: format!("{}: {e}", d.display()),
+                    })?;
+                    if !abs.is_dir() || abs == Path::new("/") {
+                        return Err(ConfigError::BadValue {
+                            flag: "--overlay".into(),
+                            message: format!("{} is not a directory other than /", d.display()),
+                        });
+                    }
+                    out.push(abs);
+                }
+                out
+            },
             memory_limit: match a.memory_limit.as_ref().or(run.memory_limit.as_ref()) {
                 Some(v) => parse_size("--memory-limit", v)?,
                 None => 8 * 1024 * 1024 * 1024,

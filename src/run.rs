@@ -208,6 +208,7 @@ async fn start_server(
                     .unwrap_or_default(),
                 level,
                 visible_tmp,
+                overlays: ctx.config.overlays.clone(),
                 program,
                 args: ctx.spec.args.clone(),
                 env,
@@ -457,7 +458,7 @@ pub async fn verify(
     let run_as = (config.sandbox.is_some() && rustix::process::getuid().is_root())
         .then_some((65534u32, 65534u32));
     if config.sandbox.is_some() {
-        if let Err(e) = scratch.prepare_sandbox(run_as) {
+        if let Err(e) = scratch.prepare_sandbox(run_as, config.overlays.len()) {
             let mut r = base_report(
                 config.command.clone(),
                 Some(format!(
@@ -514,11 +515,21 @@ pub async fn verify(
             .and_then(|rel| rel.components().next())
             .map(|c| vec![c.as_os_str().to_string_lossy().into_owned()])
             .unwrap_or_default();
-        fs_observer.watch_sandbox_dirs(vec![
-            ("/tmp".into(), PathBuf::from("/tmp"), scratch_name),
-            ("/var/tmp".into(), PathBuf::from("/var/tmp"), Vec::new()),
-            ("/dev/shm".into(), PathBuf::from("/dev/shm"), Vec::new()),
-        ]);
+        fs_observer.watch_sandbox_dirs(
+            vec![
+                ("/tmp".into(), PathBuf::from("/tmp"), scratch_name),
+                ("/var/tmp".into(), PathBuf::from("/var/tmp"), Vec::new()),
+                ("/dev/shm".into(), PathBuf::from("/dev/shm"), Vec::new()),
+            ]
+            .into_iter()
+            .chain(
+                config
+                    .overlays
+                    .iter()
+                    .map(|d| (d.display().to_string(), d.clone(), Vec::new())),
+            )
+            .collect(),
+        );
     }
     let mut recorder = Recorder::new(vec![Box::new(fs_observer)]);
     let coverage = Coverage {

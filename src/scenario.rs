@@ -111,6 +111,9 @@ pub struct RunSection {
     pub max_line_bytes: Option<usize>,
     /// Memory limit of the server, e.g. `"256MiB"`.
     pub memory_limit: Option<String>,
+    /// Host directories covered by an overlay, relative to the scenario file.
+    #[serde(default)]
+    pub overlays: Vec<PathBuf>,
     /// Argument overrides per tool.
     #[serde(default)]
     pub args: BTreeMap<String, toml::Value>,

@@ -79,7 +79,7 @@ async fn probe_sandbox(level: SandboxLevel) -> Result<Enforcement, StepFailure> 
     let root = rustix::process::getuid().is_root();
     let run_as = root.then_some((65534u32, 65534u32));
     scratch
-        .prepare_sandbox(run_as)
+        .prepare_sandbox(run_as, 0)
         .map_err(|e| fail("scratch", e.to_string()))?;
     let path = std::env::var("PATH").unwrap_or_else(|_| "/usr/bin:/bin".into());
     let program = resolve_program("true", Some(&path)).map_err(|e| fail("probe", e.to_string()))?;
@@ -103,6 +103,7 @@ async fn probe_sandbox(level: SandboxLevel) -> Result<Enforcement, StepFailure> 
             scratch.tmp.clone(),
         ],
         visible_tmp: Vec::new(),
+        overlays: Vec::new(),
         run_as,
         harness_pid: std::process::id() as i32,
         resolv_conf: "nameserver 127.0.0.1\n".into(),

@@ -404,6 +404,51 @@ impl Init {
         }
         let r = self.resolv_conf(&resolv_target);
         self.mounted("resolv-conf", r, "own /etc/resolv.conf")?;
+        for (i, dir) in self.config.overlays.clone().into_iter().enumerate() {
+            let r = self.overlay(i, &dir);
+            self.mounted(
+                "overlay",
+                r,
+                &format!(
+                    "overlay over {} (writes stay in the sandbox)",
+                    dir.display()
+                ),
+            )?;
+        }
+        Ok(())
+    }
+
+    /// An overlay over a host directory: reads see the host, writes go to an upper layer in
+    /// the scratch root. In a user namespace the overlay keeps its metadata in `user.*`
+    /// xattrs (`userxattr`, Linux 5.11+).
+    fn overlay(&mut self, i: usize, dir: &Path) -> Step {
+        let base = self
+            .config
+            .scratch_root
+            .join(format!(".sandbox/overlay-{i}"));
+        let (upper, work) = (base.join("upper"), base.join("work"));
+        let mut data = format!(
+            "lowerdir={},upperdir={},workdir={}",
+            dir.display(),
+            upper.display(),
+            work.display()
+        );
+        if self.enforcement.user_namespace {
+            data.push_str(",userxattr");
+        }
+        mount(
+            Some("overlay"),
+            dir,
+            Some("overlay"),
+            libc::MS_NOSUID | libc::MS_NODEV,
+            Some(&data),
+        )?;
+        // The server runs as another uid in root mode: the top directory becomes its own
+        // (a copy-up in the upper layer; the host directory is untouched).
+        if let Some((uid, gid)) = self.config.run_as {
+            std::os::unix::fs::chown(dir, Some(uid), Some(gid))
+                .map_err(|e| io_err("chown of the overlay", e))?;
+        }
         Ok(())
     }
 

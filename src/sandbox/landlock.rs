@@ -25,7 +25,12 @@ pub fn restrict(config: &SandboxConfig) -> Result<(String, Option<u32>), String>
             .map(Path::to_path_buf)
             .collect()
     };
-    let mut writable: Vec<&Path> = config.writable.iter().map(|p| p.as_path()).collect();
+    let mut writable: Vec<&Path> = config
+        .writable
+        .iter()
+        .chain(&config.overlays)
+        .map(|p| p.as_path())
+        .collect();
     writable.extend([
         Path::new("/tmp"),
         Path::new("/var/tmp"),

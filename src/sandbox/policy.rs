@@ -36,6 +36,10 @@ pub struct SandboxConfig {
     pub scratch_root: PathBuf,
     /// Directories the server may write (inside the scratch root).
     pub writable: Vec<PathBuf>,
+    /// Host directories covered by an overlay inside the sandbox: the server may write there,
+    /// its writes land in `scratch_root/.sandbox/overlay-N/upper` and never reach the host.
+    #[serde(default)]
+    pub overlays: Vec<PathBuf>,
     /// Entries of the host's /tmp that the command line names: visible read-only inside,
     /// where /tmp is otherwise a fresh tmpfs.
     pub visible_tmp: Vec<PathBuf>,

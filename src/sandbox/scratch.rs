@@ -80,11 +80,19 @@ impl Scratch {
     /// Prepares the scratch root for the sandbox: a `.sandbox` directory for its own files,
     /// and, when the server runs as another uid (root mode), the three directories handed
     /// over to that uid and the root made traversable.
-    pub fn prepare_sandbox(&self, run_as: Option<(u32, u32)>) -> std::io::Result<()> {
+    pub fn prepare_sandbox(
+        &self,
+        run_as: Option<(u32, u32)>,
+        overlays: usize,
+    ) -> std::io::Result<()> {
         let Some(root) = self.root() else {
             return Ok(());
         };
         fs::create_dir_all(root.join(".sandbox"))?;
+        for i in 0..overlays {
+            fs::create_dir_all(root.join(format!(".sandbox/overlay-{i}/upper")))?;
+            fs::create_dir_all(root.join(format!(".sandbox/overlay-{i}/work")))?;
+        }
         if let Some((uid, gid)) = run_as {
             fs::set_permissions(root, fs::Permissions::from_mode(0o711))?;
             for dir in [&self.workspace, &self.home, &self.tmp] {

@@ -137,3 +137,59 @@ fn server_memory_writes_are_seen_when_its_file_is_in_the_workspace() {
         .expect("ro");
     assert_eq!(ro["verdict"], "consistent");
 }
+
+#[test]
+fn server_memory_default_file_is_seen_through_an_overlay() {
+    let Some(js) = server_js("server-memory") else {
+        return skip(
+            "@modelcontextprotocol/server-memory is not installed (scripts/install-real-servers)",
+        );
+    };
+    if !has_node() {
+        return skip("node is not on PATH");
+    }
+    // Without MEMORY_FILE_PATH the server writes memory.jsonl next to its own code.
+    let dist = js.parent().expect("dist").to_path_buf();
+    let before: Vec<String> = crate::util::entries(&dist);
+    let out = run(
+        &[
+            "verify",
+            "--format",
+            "json",
+            "--overlay",
+            dist.to_str().expect("utf8"),
+            "--",
+            "node",
+            js.to_str().expect("utf8"),
+        ],
+        &[],
+        Duration::from_secs(120),
+    );
+    assert!(
+        matches!(out.code, 0 | 1),
+        "exit {}: {}",
+        out.code,
+        out.stderr
+    );
+    let r = out.json();
+    let create = r["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .find(|t| t["name"] == "create_entities")
+        .expect("tool");
+    assert_eq!(
+        create["calls"][0]["outcome"], "ok",
+        "{}",
+        create["calls"][0]
+    );
+    let path = create["calls"][0]["observations"][0]["path"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(path.ends_with("/dist/memory.jsonl"), "{path}");
+    assert_eq!(
+        crate::util::entries(&dist),
+        before,
+        "the host directory changed"
+    );
+}

@@ -563,3 +563,81 @@ steps = [{ action = "write", path = "evidence.txt", content = "x" }, { action = 
         std::thread::sleep(Duration::from_millis(50));
     }
 }
+
+fn overlay_run(who: As) {
+    let Some(prefix) = prefix(who, false) else {
+        return;
+    };
+    let tag = format!("{who:?}").to_lowercase();
+    let dir = open_dir(&format!("overlay-{tag}"));
+    world_writable_file(&dir.join("existing.txt"), "host content");
+    let scenario = dir.join("scenario.toml");
+    world_writable_file(
+        &scenario,
+        r#"
+[[tools]]
+name = "write_beside"
+annotations = { readOnlyHint = true }
+input_schema = { type = "object", properties = { dir = { type = "string" } }, required = ["dir"] }
+steps = [
+    { action = "write", path = "{arg:dir}/new.txt", content = "inside" },
+    { action = "append", path = "{arg:dir}/existing.txt", content = " + sandbox" },
+]
+"#,
+    );
+    if who == As::Unprivileged && is_root() {
+        // A user overlays their own files: in a user namespace an overlay cannot copy up a
+        // file whose owner is not mapped (EOVERFLOW).
+        for p in [dir.clone(), dir.join("existing.txt"), scenario.clone()] {
+            std::os::unix::fs::lchown(&p, Some(65534), Some(65534)).expect("chown");
+        }
+    }
+    let args: Vec<String> = vec![
+        "verify".into(),
+        "--scenario".into(),
+        scenario.display().to_string(),
+        "--overlay".into(),
+        dir.display().to_string(),
+        "--args".into(),
+        format!(r#"write_beside={{"dir":"{}"}}"#, dir.display()),
+        "--format".into(),
+        "json".into(),
+    ];
+    let out = run_as(&prefix, &args, Duration::from_secs(60));
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    let r = out.json();
+    let calls = &r["tools"][0]["calls"];
+    assert_eq!(calls[0]["outcome"], "ok", "{}", calls[0]);
+    let seen: Vec<String> = calls[0]["observations"]
+        .as_array()
+        .expect("observations")
+        .iter()
+        .map(|o| o["description"].as_str().unwrap_or_default().to_string())
+        .collect();
+    let d = dir.display();
+    assert!(
+        seen.contains(&format!("created {d}/new.txt (6 bytes)")),
+        "{seen:?}"
+    );
+    assert!(
+        seen.contains(&format!("appended to {d}/existing.txt (12 → 22 bytes)")),
+        "{seen:?}"
+    );
+    // The host directory is untouched.
+    assert!(!dir.join("new.txt").exists());
+    assert_eq!(
+        std::fs::read_to_string(dir.join("existing.txt")).expect("read"),
+        "host content"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn overlays_keep_writes_inside_and_observed_as_root() {
+    overlay_run(As::Root);
+}
+
+#[test]
+fn overlays_keep_writes_inside_and_observed_unprivileged() {
+    overlay_run(As::Unprivileged);
+}

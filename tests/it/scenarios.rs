@@ -33,6 +33,7 @@ fn args_for(path: std::path::PathBuf) -> VerifyArgs {
         sandbox: None,
         no_sandbox: false,
         memory_limit: None,
+        overlay: Vec::new(),
         command: Vec::new(),
     }
 }
