@@ -13,6 +13,78 @@ use std::time::{Duration, Instant};
 
 use crate::util::{Outcome, fake_server, hintcheck_bin, processes_matching, repo, skip};
 
+/// A copy of everything the sandbox tests hand to hintcheck (its binaries and fixtures) in a
+/// world-readable directory under /tmp, so that an unprivileged uid can use them whatever the
+/// permissions of the checkout are. Passed to the server as `HINTCHECK_IT`, which makes the
+/// sandbox show it read-only inside (it names a /tmp entry).
+struct Stage {
+    dir: PathBuf,
+    hintcheck: PathBuf,
+    fake: PathBuf,
+}
+
+fn stage() -> &'static Stage {
+    static STAGE: std::sync::OnceLock<Stage> = std::sync::OnceLock::new();
+    STAGE.get_or_init(|| {
+        // Stages of earlier test processes that are gone (a test binary has no teardown hook).
+        for e in std::fs::read_dir("/tmp").into_iter().flatten().flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if let Some(pid) = name.strip_prefix("hintcheck-it-") {
+                if !Path::new("/proc").join(pid).exists() {
+                    let _ = std::fs::remove_dir_all(e.path());
+                }
+            }
+        }
+        let dir = PathBuf::from(format!("/tmp/hintcheck-it-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("bin")).expect("stage");
+        let copy = |from: &Path, to: &Path| {
+            std::fs::copy(from, to).unwrap_or_else(|e| panic!("copy {}: {e}", from.display()));
+            std::fs::set_permissions(to, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        };
+        let hintcheck = dir.join("bin/hintcheck");
+        let fake = dir.join("bin/hintcheck-fake-server");
+        copy(&hintcheck_bin(), &hintcheck);
+        copy(&fake_server(), &fake);
+        for fixture in ["escape", "external-connect"] {
+            let src = repo().join("tests/fixtures").join(fixture);
+            let dst = dir.join("fixtures").join(fixture);
+            copy_tree(&src, &dst);
+        }
+        for d in [dir.as_path(), &dir.join("fixtures")] {
+            std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        }
+        Stage {
+            dir,
+            hintcheck,
+            fake,
+        }
+    })
+}
+
+fn copy_tree(src: &Path, dst: &Path) {
+    std::fs::create_dir_all(dst).expect("mkdir");
+    std::fs::set_permissions(dst, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    for e in std::fs::read_dir(src).expect("read_dir").flatten() {
+        let to = dst.join(e.file_name());
+        if e.path().is_dir() {
+            copy_tree(&e.path(), &to);
+        } else {
+            std::fs::copy(e.path(), &to).expect("copy");
+            std::fs::set_permissions(&to, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+        }
+    }
+}
+
+fn fixture(name: &str) -> String {
+    stage()
+        .dir
+        .join("fixtures")
+        .join(name)
+        .display()
+        .to_string()
+}
+
 fn is_root() -> bool {
     rustix::process::getuid().is_root()
 }
@@ -77,11 +149,15 @@ fn prefix(who: As, own_netns: bool) -> Option<Vec<String>> {
 /// Runs hintcheck through `prefix` with a wall-clock limit.
 fn run_as(prefix: &[String], args: &[String], limit: Duration) -> Outcome {
     let mut argv: Vec<String> = prefix.to_vec();
-    argv.push(hintcheck_bin().display().to_string());
+    argv.push(stage().hintcheck.display().to_string());
     argv.extend(args.iter().cloned());
+    if args.first().is_some_and(|a| a == "verify") {
+        argv.push("--env".into());
+        argv.push(format!("HINTCHECK_IT={}", stage().dir.display()));
+    }
     let mut cmd = Command::new(&argv[0]);
     cmd.args(&argv[1..])
-        .env("HINTCHECK_FAKE_SERVER", fake_server())
+        .env("HINTCHECK_FAKE_SERVER", &stage().fake)
         .env("TMPDIR", "/tmp")
         .current_dir("/")
         .stdin(Stdio::null())
@@ -108,9 +184,7 @@ fn run_as(prefix: &[String], args: &[String], limit: Duration) -> Outcome {
 /// A directory that every uid may write by permissions alone, so that only the sandbox can
 /// stop a write into it.
 fn open_dir(name: &str) -> PathBuf {
-    let d = repo()
-        .join("target")
-        .join(format!("{name}-{}", std::process::id()));
+    let d = stage().dir.join(name);
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).expect("mkdir");
     std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o777)).expect("chmod");
@@ -152,7 +226,7 @@ fn escape_run(who: As) {
     let mut args: Vec<String> = vec![
         "verify".into(),
         "--scenario".into(),
-        repo().join("tests/fixtures/escape").display().to_string(),
+        fixture("escape"),
         "--workspace".into(),
         seed.display().to_string(),
         "--format".into(),
@@ -274,8 +348,8 @@ fn escape_run(who: As) {
     );
 
     // Nothing is left running (the kernel may need a moment to finish the namespace).
-    let fixture = repo().join("tests/fixtures/escape").display().to_string();
-    for needle in ["sleep 4343", "--fork-bomb", fixture.as_str()] {
+    let escape_fixture = fixture("escape");
+    for needle in ["sleep 4343", "--fork-bomb", escape_fixture.as_str()] {
         let deadline = Instant::now() + Duration::from_secs(3);
         let mut left = processes_matching(needle);
         while !left.is_empty() && Instant::now() < deadline {
@@ -308,10 +382,7 @@ fn external(who: As) {
     let args: Vec<String> = [
         "verify",
         "--scenario",
-        &repo()
-            .join("tests/fixtures/external-connect")
-            .display()
-            .to_string(),
+        &fixture("external-connect"),
         "--format",
         "json",
     ]
