@@ -176,9 +176,18 @@ async fn start_server(
                 .map_err(|e| StartFailure::plain(error_chain(&e)))?;
             let mut env = ctx.spec.env.clone();
             env.push((RUN_MARKER.into(), ctx.spec.run_id.clone()));
+            // /tmp entries the server must see: its files on the command line, in its
+            // environment, and the lower layers of overlays.
+            let overlay_paths: Vec<String> = ctx
+                .config
+                .overlays
+                .iter()
+                .map(|d| d.display().to_string())
+                .collect();
             let words: Vec<&str> = std::iter::once(ctx.spec.program.as_str())
                 .chain(ctx.spec.args.iter().map(String::as_str))
                 .chain(ctx.config.env.iter().map(|(_, v)| v.as_str()))
+                .chain(overlay_paths.iter().map(String::as_str))
                 .collect();
             let visible_tmp = named_tmp_entries(words, &ctx.scratch_root);
             let limits = Limits {
@@ -507,14 +516,30 @@ pub async fn verify(
         SnapshotLimits::default(),
     );
     if config.sandbox.is_some() {
-        // The scratch root is bound inside the sandbox's /tmp: its top-level entry there is
-        // watched through the scratch roots already.
-        let scratch_name: Vec<String> = scratch
-            .root()
-            .and_then(|r| r.strip_prefix("/tmp").ok())
-            .and_then(|rel| rel.components().next())
-            .map(|c| vec![c.as_os_str().to_string_lossy().into_owned()])
-            .unwrap_or_default();
+        // In the sandbox's /tmp, the scratch root is watched through the scratch roots, the
+        // overlays through their own roots, and the read-only /tmp entries named on the
+        // command line cannot change: walk none of them twice.
+        let top_name = |p: &std::path::Path| -> Option<String> {
+            p.strip_prefix("/tmp")
+                .ok()
+                .and_then(|rel| rel.components().next())
+                .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        };
+        let words: Vec<&str> = command
+            .iter()
+            .map(String::as_str)
+            .chain(config.env.iter().map(|(_, v)| v.as_str()))
+            .collect();
+        let scratch_root = scratch.root().map(|p| p.to_path_buf()).unwrap_or_default();
+        let mut skip_in_tmp: Vec<String> = named_tmp_entries(words, &scratch_root)
+            .iter()
+            .chain(config.overlays.iter())
+            .chain(std::iter::once(&scratch_root))
+            .filter_map(|p| top_name(p))
+            .collect();
+        skip_in_tmp.sort();
+        skip_in_tmp.dedup();
+        let scratch_name = skip_in_tmp;
         fs_observer.watch_sandbox_dirs(
             vec![
                 ("/tmp".into(), PathBuf::from("/tmp"), scratch_name),
