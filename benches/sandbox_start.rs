@@ -53,6 +53,7 @@ fn main() {
         ],
         visible_tmp: Vec::new(),
         overlays: Vec::new(),
+        notify: false,
         run_as,
         harness_pid: std::process::id() as i32,
         resolv_conf: "nameserver 127.0.0.1\n".into(),
@@ -71,7 +72,7 @@ fn main() {
             let _ = p.shutdown(Duration::from_secs(5)).await;
             let plain_t = t.elapsed();
             let t = Instant::now();
-            let (mut p, pipes, _) = ServerProcess::spawn_sandboxed(&spec, &config, Some(&exe))
+            let (mut p, pipes, _, _) = ServerProcess::spawn_sandboxed(&spec, &config, Some(&exe))
                 .await
                 .expect("sandbox");
             drop(pipes);

@@ -17,8 +17,9 @@ use crate::exercise::plan::plan;
 use crate::finding::{Finding, Verdict};
 use crate::mcp::client::{CallOutcome, ClientOptions, EraChoice, McpClient, ProtocolNote};
 use crate::mcp::tool::{HintName, shorten};
-use crate::observe::Recorder;
+use crate::observe::attempts::AttemptObserver;
 use crate::observe::fs::{FsSnapshotObserver, SnapshotLimits, SnapshotRoot};
+use crate::observe::{Recorder, ServerStart};
 use crate::report::{
     CoverageSummary, Report, ServerSummary, Settings, ToolReport, WireSummary, exit_code,
 };
@@ -32,6 +33,10 @@ use crate::sandbox::process::{
 };
 use crate::sandbox::scratch::Scratch;
 use crate::sandbox::{Enforcement, LaunchError, SandboxConfig, SandboxLevel, SandboxStatus};
+
+/// The resolver the sandbox's resolv.conf names: a documentation address, unreachable from
+/// the empty network namespace, so a lookup fails fast and its attempt is seen as DNS.
+const SANDBOX_RESOLVER: &str = "192.0.2.53";
 
 /// How long a server gets to exit by itself after its stdin is closed.
 const EXIT_GRACE: Duration = Duration::from_secs(2);
@@ -159,6 +164,7 @@ async fn start_server(
     recorder: &mut Recorder,
 ) -> Result<(Live, Option<Enforcement>), StartFailure> {
     let mut cgroup = None;
+    let mut attempts = None;
     let (mut process, pipes, enforcement) = match sandbox {
         None => {
             let (p, pipes) = ServerProcess::spawn(&ctx.spec)
@@ -218,6 +224,7 @@ async fn start_server(
                 level,
                 visible_tmp,
                 overlays: ctx.config.overlays.clone(),
+                notify: true,
                 program,
                 args: ctx.spec.args.clone(),
                 env,
@@ -226,7 +233,9 @@ async fn start_server(
                 writable: ctx.writable.clone(),
                 run_as: ctx.run_as,
                 harness_pid: std::process::id() as i32,
-                resolv_conf: "nameserver 127.0.0.1\noptions timeout:1 attempts:1\n".into(),
+                resolv_conf: format!(
+                    "nameserver {SANDBOX_RESOLVER}\noptions timeout:1 attempts:1\n"
+                ),
                 simulate_failure: crate::sandbox::policy::simulated_failure(),
                 limits,
             };
@@ -237,7 +246,10 @@ async fn start_server(
             )
             .await
             {
-                Ok((p, pipes, e)) => (p, pipes, Some(e)),
+                Ok((p, pipes, e, queue)) => {
+                    attempts = queue;
+                    (p, pipes, Some(e))
+                }
                 Err(LaunchError::Sandbox(f)) => {
                     return Err(StartFailure {
                         message: format!("sandbox step {} failed: {}", f.step, f.message),
@@ -256,7 +268,10 @@ async fn start_server(
         .as_ref()
         .and(process.pid())
         .map(|pid| PathBuf::from(format!("/proc/{pid}/root")));
-    recorder.server_started(sandbox_root.as_deref());
+    recorder.server_started(&ServerStart {
+        sandbox_root,
+        attempts,
+    });
     let config = ctx.config;
     let roots = (config.roots == RootsOffer::Workspace)
         .then(|| vec![json!({"uri": format!("file://{}", ctx.workspace), "name": "workspace"})]);
@@ -327,7 +342,7 @@ async fn stop_server(
     collected.exits.push(exit);
     drop(cgroup);
     // The sandbox's private directories are gone with it.
-    recorder.server_started(None);
+    recorder.server_started(&ServerStart::default());
 }
 
 /// The error and its causes on one line.
@@ -515,6 +530,7 @@ pub async fn verify(
         ],
         SnapshotLimits::default(),
     );
+    let mut read_only_tmp: Vec<PathBuf> = Vec::new();
     if config.sandbox.is_some() {
         // In the sandbox's /tmp, the scratch root is watched through the scratch roots, the
         // overlays through their own roots, and the read-only /tmp entries named on the
@@ -531,7 +547,8 @@ pub async fn verify(
             .chain(config.env.iter().map(|(_, v)| v.as_str()))
             .collect();
         let scratch_root = scratch.root().map(|p| p.to_path_buf()).unwrap_or_default();
-        let mut skip_in_tmp: Vec<String> = named_tmp_entries(words, &scratch_root)
+        read_only_tmp = named_tmp_entries(words, &scratch_root);
+        let mut skip_in_tmp: Vec<String> = read_only_tmp
             .iter()
             .chain(config.overlays.iter())
             .chain(std::iter::once(&scratch_root))
@@ -556,16 +573,37 @@ pub async fn verify(
             .collect(),
         );
     }
-    let mut recorder = Recorder::new(vec![Box::new(fs_observer)]);
+    let mut observers: Vec<Box<dyn crate::observe::Observer>> = vec![Box::new(fs_observer)];
+    if config.sandbox.is_some() {
+        let mut writable: Vec<PathBuf> = vec![
+            scratch.workspace.clone(),
+            scratch.home.clone(),
+            scratch.tmp.clone(),
+            PathBuf::from("/tmp"),
+            PathBuf::from("/var/tmp"),
+            PathBuf::from("/dev/shm"),
+        ];
+        writable.extend(config.overlays.iter().cloned());
+        let resolver = SANDBOX_RESOLVER
+            .parse()
+            .unwrap_or(std::net::IpAddr::from([192, 0, 2, 53]));
+        observers.push(Box::new(AttemptObserver::new(
+            writable,
+            read_only_tmp.clone(),
+            resolver,
+        )));
+    }
+    let mut recorder = Recorder::new(observers);
     let coverage = Coverage {
         files: Some(if config.sandbox.is_some() {
-            "$WORKSPACE, $HOME, $TMPDIR and the sandbox's /tmp, /var/tmp, /dev/shm".into()
+            "$WORKSPACE, $HOME, $TMPDIR and the sandbox's /tmp, /var/tmp, /dev/shm (effects); write attempts anywhere (seccomp)".into()
         } else {
             "$WORKSPACE, $HOME, $TMPDIR".into()
         }),
-        network: None,
+        network: config.sandbox.is_some().then(|| {
+            "connect and sendto attempts (seccomp); DNS names are not resolved yet".into()
+        }),
     };
-
     // Launch and handshake.
     let mut sandbox_level = config.sandbox;
     let mut sandbox_status = SandboxStatus::scratch_only(subreaper);

@@ -22,9 +22,9 @@ Fix: declare `destructiveHint: true`, or change the tool so that it only adds.",
 pub fn judge(tool: &ToolDecl, run: &ToolRun, coverage: &Coverage) -> HintJudgement {
     let destructive: Vec<_> = run
         .observations()
-        .filter(|(_, o)| o.as_file().is_some_and(|f| f.kind.is_destructive()))
+        .filter(|(_, o)| o.is_destructive())
         .collect();
-    let any_write = run.observations().any(|(_, o)| o.as_file().is_some());
+    let any_write = run.observations().any(|(_, o)| o.is_write());
     if tool.hints.read_only.declared() == Some(true) {
         return HintJudgement::new(
             Verdict::NotApplicable,

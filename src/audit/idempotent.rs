@@ -25,7 +25,7 @@ Fix: declare `idempotentHint: false`, or make the repeated call a no-op.",
 fn counts(o: &Observation) -> bool {
     match o {
         Observation::File(f) => f.kind != FileEffectKind::Rewritten,
-        Observation::Network(_) => false,
+        Observation::Network(_) | Observation::Attempt(_) | Observation::Process(_) => false,
     }
 }
 

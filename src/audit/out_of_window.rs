@@ -23,7 +23,12 @@ Fix: finish a tool's work before answering, or declare the hints of the tools th
 /// Findings for observations outside every call window.
 pub fn findings(phases: &[PhaseObservation]) -> Vec<Finding> {
     let mut grouped: BTreeMap<(u8, Option<&str>), Vec<&PhaseObservation>> = BTreeMap::new();
-    for p in phases {
+    // Writes and external network attempts matter; the server's own start (an exec) and
+    // loopback traffic do not.
+    let matters = |o: &crate::observe::Observation| {
+        o.is_write() || o.as_network().is_some_and(|n| !n.loopback)
+    };
+    for p in phases.iter().filter(|p| matters(&p.observation)) {
         let order = match p.phase {
             Phase::Startup => 0,
             Phase::Idle => 1,

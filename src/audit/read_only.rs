@@ -22,10 +22,7 @@ remove the write from the tool.",
 
 /// Judges `readOnlyHint`.
 pub fn judge(tool: &ToolDecl, run: &ToolRun, coverage: &Coverage) -> HintJudgement {
-    let writes: Vec<_> = run
-        .observations()
-        .filter(|(_, o)| o.as_file().is_some())
-        .collect();
+    let writes: Vec<_> = run.observations().filter(|(_, o)| o.is_write()).collect();
     let declared = tool.hints.read_only.declared();
     if declared != Some(true) {
         let mut j = HintJudgement::new(

@@ -196,7 +196,8 @@ impl FsSnapshotObserver {
 }
 
 impl Observer for FsSnapshotObserver {
-    fn server_started(&mut self, sandbox_root: Option<&std::path::Path>) {
+    fn server_started(&mut self, start: &super::ServerStart) {
+        let sandbox_root = start.sandbox_root.as_deref();
         let old: Vec<String> = self
             .sandbox_roots
             .iter()

@@ -4,6 +4,7 @@
 //! to the window that just ended. [`fs`] provides the snapshot observer of the scratch
 //! directories; the sandbox adds kernel-fed observers behind the same trait.
 
+pub mod attempts;
 pub mod fs;
 
 use serde::Serialize;
@@ -214,6 +215,53 @@ impl NetEvent {
     }
 }
 
+/// A filesystem change the server asked for, seen as a system call.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct WriteAttempt {
+    /// The system call.
+    pub syscall: String,
+    /// The path, as the server named it.
+    pub path: String,
+    /// The second path of rename, link and symlink.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
+    /// Whether the sandbox denied it (inferred: the path is outside every writable directory).
+    pub denied: bool,
+    /// Whether it would destroy content that exists (unlink, rmdir, truncate, O_TRUNC,
+    /// rename from or over an existing path).
+    pub destructive: bool,
+    /// How it was seen.
+    pub mechanism: Mechanism,
+}
+
+impl WriteAttempt {
+    /// One line for humans.
+    pub fn describe(&self) -> String {
+        let target = self
+            .target
+            .as_ref()
+            .map(|t| format!(" -> {t}"))
+            .unwrap_or_default();
+        let verdict = if self.denied {
+            ", denied by the sandbox"
+        } else {
+            ""
+        };
+        format!("tried {} {}{target}{verdict}", self.syscall, self.path)
+    }
+}
+
+/// A program the server started.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ProcessEvent {
+    /// The program.
+    pub program: String,
+    /// Its arguments.
+    pub argv: Vec<String>,
+    /// How it was seen.
+    pub mechanism: Mechanism,
+}
+
 /// One observation.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case", tag = "type")]
@@ -222,6 +270,30 @@ pub enum Observation {
     File(FileEffect),
     /// Network activity.
     Network(NetEvent),
+    /// A write that was attempted (and, when denied, had no effect).
+    Attempt(WriteAttempt),
+    /// A program started.
+    Process(ProcessEvent),
+}
+
+impl Observation {
+    /// Whether this shows the tool writing: an effect, or an attempt the sandbox denied.
+    pub fn is_write(&self) -> bool {
+        match self {
+            Observation::File(_) => true,
+            Observation::Attempt(a) => a.denied,
+            Observation::Network(_) | Observation::Process(_) => false,
+        }
+    }
+
+    /// Whether this shows the tool destroying existing content (or trying to).
+    pub fn is_destructive(&self) -> bool {
+        match self {
+            Observation::File(f) => f.kind.is_destructive(),
+            Observation::Attempt(a) => a.denied && a.destructive,
+            Observation::Network(_) | Observation::Process(_) => false,
+        }
+    }
 }
 
 impl Observation {
@@ -229,7 +301,7 @@ impl Observation {
     pub fn as_file(&self) -> Option<&FileEffect> {
         match self {
             Observation::File(f) => Some(f),
-            Observation::Network(_) => None,
+            _ => None,
         }
     }
 
@@ -237,7 +309,7 @@ impl Observation {
     pub fn as_network(&self) -> Option<&NetEvent> {
         match self {
             Observation::Network(n) => Some(n),
-            Observation::File(_) => None,
+            _ => None,
         }
     }
 
@@ -246,6 +318,8 @@ impl Observation {
         match self {
             Observation::File(f) => f.describe(),
             Observation::Network(n) => n.describe(),
+            Observation::Attempt(a) => a.describe(),
+            Observation::Process(p) => format!("started {}", p.argv.join(" ")),
         }
     }
 }
@@ -275,10 +349,19 @@ pub enum ObserveError {
     },
 }
 
+/// What observers learn when a server (re)starts or stops.
+#[derive(Debug, Clone, Default)]
+pub struct ServerStart {
+    /// `/proc/<pid>/root` of its sandbox, if any (`None` also when the server stopped).
+    pub sandbox_root: Option<std::path::PathBuf>,
+    /// The queue of its seccomp recorder, if any.
+    pub attempts: Option<crate::sandbox::notify::AttemptQueue>,
+}
+
 /// A source of observations.
 pub trait Observer: Send {
-    /// A server (re)started; `sandbox_root` is `/proc/<pid>/root` of its sandbox, if any.
-    fn server_started(&mut self, _sandbox_root: Option<&std::path::Path>) {}
+    /// A server (re)started or stopped.
+    fn server_started(&mut self, _start: &ServerStart) {}
     /// What it sees since the previous checkpoint.
     fn checkpoint(&mut self) -> Result<Vec<Observation>, ObserveError>;
     /// What it covers.
@@ -323,10 +406,10 @@ impl Recorder {
         out
     }
 
-    /// Tells every observer that a server (re)started.
-    pub fn server_started(&mut self, sandbox_root: Option<&std::path::Path>) {
+    /// Tells every observer that a server (re)started or stopped.
+    pub fn server_started(&mut self, start: &ServerStart) {
         for o in &mut self.observers {
-            o.server_started(sandbox_root);
+            o.server_started(start);
         }
     }
 

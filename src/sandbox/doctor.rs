@@ -104,6 +104,7 @@ async fn probe_sandbox(level: SandboxLevel) -> Result<Enforcement, StepFailure> 
         ],
         visible_tmp: Vec::new(),
         overlays: Vec::new(),
+        notify: false,
         run_as,
         harness_pid: std::process::id() as i32,
         resolv_conf: "nameserver 127.0.0.1\n".into(),
@@ -113,7 +114,7 @@ async fn probe_sandbox(level: SandboxLevel) -> Result<Enforcement, StepFailure> 
         cgroup_enforces: Vec::new(),
     };
     match ServerProcess::spawn_sandboxed(&spec, &config, None).await {
-        Ok((mut process, pipes, enforcement)) => {
+        Ok((mut process, pipes, enforcement, _)) => {
             drop(pipes);
             let _ = process.shutdown(std::time::Duration::from_secs(2)).await;
             Ok(enforcement)

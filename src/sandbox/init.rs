@@ -695,8 +695,13 @@ impl Init {
             },
         )?;
         self.enforcement.no_new_privs = true;
-        let r = install_seccomp();
-        self.step("seccomp", false, r)?;
+        let listener = match install_seccomp(self.config.notify) {
+            Ok(l) => l,
+            Err(e) => {
+                self.step("seccomp", false, Err(e))?;
+                None
+            }
+        };
         self.enforcement.seccomp = if self
             .enforcement
             .degraded
@@ -705,7 +710,14 @@ impl Init {
         {
             "none".into()
         } else {
-            "foreign-architecture and x32 system calls and io_uring refused (ENOSYS); socket(AF_UNIX) refused (EACCES)".into()
+            format!(
+                "foreign-architecture and x32 system calls and io_uring refused (ENOSYS); socket(AF_UNIX) refused (EACCES){}",
+                if listener.is_some() {
+                    "; write, connect and exec attempts reported to hintcheck"
+                } else {
+                    ""
+                }
+            )
         };
         // SAFETY: getuid/getgid cannot fail.
         let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
@@ -720,13 +732,19 @@ impl Init {
             .map(|r| r.1)
             .unwrap_or_else(|| host_id("/proc/self/gid_map", gid));
         let sent = match &self.ctl {
-            Some(ctl) => control::send(
-                ctl.as_fd(),
-                &ControlRecord::Enforced(self.enforcement.clone()),
-                &[],
-            ),
+            Some(ctl) => {
+                let fds: Vec<std::os::fd::BorrowedFd<'_>> =
+                    listener.iter().map(|l| l.as_fd()).collect();
+                control::send(
+                    ctl.as_fd(),
+                    &ControlRecord::Enforced(self.enforcement.clone()),
+                    &fds,
+                )
+            }
             None => Err(std::io::Error::other("no control socket")),
         };
+        // The server must not hold its own listener.
+        drop(listener);
         if let Err(e) = sent {
             self.fail("report", io_err("sending the enforcement record", e));
             return Err(());
@@ -897,8 +915,9 @@ fn exit_code(status: libc::c_int) -> i32 {
     }
 }
 
-fn install_seccomp() -> Step {
-    let prog: Vec<libc::sock_filter> = super::seccomp::filter()
+/// Installs the filter; with `notify`, returns the user-notification listener.
+fn install_seccomp(notify: bool) -> Result<Option<OwnedFd>, (Option<i32>, String)> {
+    let prog: Vec<libc::sock_filter> = super::seccomp::filter(notify)
         .into_iter()
         .map(|i| libc::sock_filter {
             code: i.code,
@@ -911,18 +930,34 @@ fn install_seccomp() -> Step {
         len: prog.len() as u16,
         filter: prog.as_ptr() as *mut libc::sock_filter,
     };
-    // SAFETY: the program outlives the call; no_new_privs is already set.
-    let r = unsafe {
-        libc::syscall(
-            libc::SYS_seccomp,
-            libc::SECCOMP_SET_MODE_FILTER,
-            0,
-            &fprog as *const libc::sock_fprog,
-        )
+    let install = |flags: libc::c_ulong| {
+        // SAFETY: the program outlives the call; no_new_privs is already set.
+        unsafe {
+            libc::syscall(
+                libc::SYS_seccomp,
+                libc::SECCOMP_SET_MODE_FILTER,
+                flags,
+                &fprog as *const libc::sock_fprog,
+            )
+        }
     };
-    if r == 0 {
-        Ok(())
-    } else {
-        Err(os_err("seccomp(SET_MODE_FILTER)"))
+    if !notify {
+        return if install(0) == 0 {
+            Ok(None)
+        } else {
+            Err(os_err("seccomp(SET_MODE_FILTER)"))
+        };
     }
+    // WAIT_KILLABLE_RECV (5.19+) keeps Go's preemption signals from restarting notified calls.
+    let mut r = install(
+        libc::SECCOMP_FILTER_FLAG_NEW_LISTENER | libc::SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV,
+    );
+    if r < 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::EINVAL) {
+        r = install(libc::SECCOMP_FILTER_FLAG_NEW_LISTENER);
+    }
+    if r < 0 {
+        return Err(os_err("seccomp(SET_MODE_FILTER, NEW_LISTENER)"));
+    }
+    // SAFETY: the kernel returned a new descriptor that we own.
+    Ok(Some(unsafe { OwnedFd::from_raw_fd(r as RawFd) }))
 }

@@ -9,6 +9,7 @@ pub mod doctor;
 pub mod init;
 pub mod landlock;
 pub mod netns;
+pub mod notify;
 pub mod policy;
 pub mod process;
 pub mod scratch;

@@ -51,6 +51,10 @@ pub struct SandboxConfig {
     pub resolv_conf: String,
     /// Resource limits for the server.
     pub limits: Limits,
+    /// Whether to report write, connect and exec attempts through a seccomp listener (the
+    /// harness must then answer every notification).
+    #[serde(default)]
+    pub notify: bool,
     /// The cgroup the init moves itself into before forking (root mode, where available).
     #[serde(default)]
     pub cgroup: Option<PathBuf>,

@@ -190,7 +190,15 @@ impl ServerProcess {
         spec: &LaunchSpec,
         config: &SandboxConfig,
         exe_override: Option<&Path>,
-    ) -> Result<(ServerProcess, ServerPipes, Enforcement), LaunchError> {
+    ) -> Result<
+        (
+            ServerProcess,
+            ServerPipes,
+            Enforcement,
+            Option<super::notify::AttemptQueue>,
+        ),
+        LaunchError,
+    > {
         let opened;
         let exe: &OwnedFd = match exe_override {
             None => self_exe()?,
@@ -248,7 +256,11 @@ impl ServerProcess {
             let mut enforced = None;
             loop {
                 match control::recv(host_end.as_fd()) {
-                    Ok(Some((ControlRecord::Enforced(e), _))) => enforced = Some(e),
+                    Ok(Some((ControlRecord::Enforced(e), mut fds))) => {
+                        // Answer notifications at once: the server's own execve is one.
+                        let queue = fds.pop().map(super::notify::start);
+                        enforced = Some((e, queue));
+                    }
                     Ok(Some((ControlRecord::Failed(f), _))) => return Err(f),
                     Ok(None) => return Ok(enforced),
                     Err(e) => {
@@ -276,7 +288,7 @@ impl ServerProcess {
                 ),
             }),
         };
-        let enforcement = match outcome {
+        let (enforcement, attempts) = match outcome {
             Ok(Some(e)) => e,
             Ok(None) => {
                 let status = tokio::time::timeout(Duration::from_secs(2), child.wait())
@@ -318,6 +330,7 @@ impl ServerProcess {
                 stderr,
             },
             enforcement,
+            attempts,
         ))
     }
 

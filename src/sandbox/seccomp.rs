@@ -1,11 +1,16 @@
 //! The seccomp filter of the server, as hand-written classic BPF (no C library to install).
-//! It refuses system calls of a foreign architecture (an x86_64 process can still enter the
-//! i386 table with `int 0x80`) and the x32 ABI, and makes `io_uring_setup`, `io_uring_enter`
-//! and `io_uring_register` fail with ENOSYS: io_uring operations bypass seccomp, so a server
-//! could otherwise act unobserved. `socket(AF_UNIX, …)` fails with EACCES: a network
-//! namespace does not isolate pathname unix sockets and Landlock controls them only from ABI 9,
-//! so a server could otherwise reach host daemons (D-Bus, docker.sock, nscd); `socketpair`
-//! stays allowed. Everything else is allowed.
+//!
+//! Refused: system calls of a foreign architecture (an x86_64 process can still enter the i386
+//! table with `int 0x80`) and the x32 ABI, and `io_uring_setup`/`enter`/`register` (ENOSYS: io_uring
+//! operations bypass seccomp, so a server could otherwise act unobserved); `socket(AF_UNIX)`
+//! (EACCES: a network namespace does not isolate pathname unix sockets and Landlock controls
+//! them only from ABI 9; `socketpair` stays allowed).
+//!
+//! Reported to the harness through a user-notification listener, then continued: `open` and
+//! `openat` with a write flag (tested in BPF, so read-only opens cost nothing), `openat2`,
+//! `creat`, `truncate`, `unlink(at)`, `rename(at, at2)`, `mkdir(at)`, `rmdir`, `link(at)`,
+//! `symlink(at)`, `mknod(at)`, `chmod`, `fchmodat`, `connect`, `bind`, `sendto` with an
+//! address, and `execve(at)`. Everything else is allowed.
 
 use serde::Serialize;
 
@@ -25,21 +30,22 @@ pub struct Insn {
 const BPF_LD_W_ABS: u16 = 0x20; // BPF_LD | BPF_W | BPF_ABS
 const BPF_JEQ_K: u16 = 0x15; // BPF_JMP | BPF_JEQ | BPF_K
 const BPF_JGE_K: u16 = 0x35; // BPF_JMP | BPF_JGE | BPF_K
+const BPF_JSET_K: u16 = 0x45; // BPF_JMP | BPF_JSET | BPF_K
 const BPF_RET_K: u16 = 0x06; // BPF_RET | BPF_K
 const OFFSET_NR: u32 = 0; // seccomp_data.nr
 const OFFSET_ARCH: u32 = 4; // seccomp_data.arch
+/// seccomp_data.args[i], low word (little endian).
+const fn arg_low(i: u32) -> u32 {
+    16 + 8 * i
+}
 
 const SECCOMP_RET_ALLOW: u32 = 0x7fff_0000;
 const SECCOMP_RET_ERRNO: u32 = 0x0005_0000;
+/// `SECCOMP_RET_USER_NOTIF`.
+pub const SECCOMP_RET_USER_NOTIF: u32 = 0x7fc0_0000;
 const ENOSYS: u32 = 38;
 const EACCES: u32 = 13;
 const AF_UNIX: u32 = 1;
-const OFFSET_ARG0_LOW: u32 = 16; // seccomp_data.args[0], low word (little endian)
-
-#[cfg(target_arch = "x86_64")]
-const SYS_SOCKET: u32 = 41;
-#[cfg(target_arch = "aarch64")]
-const SYS_SOCKET: u32 = 198;
 
 #[cfg(target_arch = "x86_64")]
 const AUDIT_ARCH: u32 = 0xC000_003E;
@@ -54,64 +60,131 @@ const X32_SYSCALL_BIT: Option<u32> = None;
 /// The io_uring system calls (the same numbers on every architecture since 5.1).
 const IO_URING: [u32; 3] = [425, 426, 427];
 
-/// The filter program.
-pub fn filter() -> Vec<Insn> {
+/// Open flags that mean a write: O_WRONLY, O_RDWR, O_CREAT, O_TRUNC, O_APPEND, __O_TMPFILE.
+pub const WRITE_FLAGS: u32 = 0o1 | 0o2 | 0o100 | 0o1000 | 0o2000 | 0o20000000;
+
+/// When a watched system call is reported.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum When {
+    Always,
+    /// When the argument (low word) has any of these bits.
+    FlagsIn(u32, u32),
+    /// When the argument is not zero (a pointer).
+    NonZero(u32),
+}
+
+/// The watched system calls of this architecture: (number, condition, name).
+pub fn watched() -> Vec<(u32, &'static str)> {
+    rules()
+        .into_iter()
+        .map(|(nr, _, name)| (nr, name))
+        .collect()
+}
+
+fn rules() -> Vec<(u32, When, &'static str)> {
+    let mut v: Vec<(i64, When, &'static str)> = vec![
+        (libc::SYS_openat, When::FlagsIn(2, WRITE_FLAGS), "openat"),
+        (libc::SYS_openat2, When::Always, "openat2"),
+        (libc::SYS_truncate, When::Always, "truncate"),
+        (libc::SYS_unlinkat, When::Always, "unlinkat"),
+        (libc::SYS_renameat, When::Always, "renameat"),
+        (libc::SYS_renameat2, When::Always, "renameat2"),
+        (libc::SYS_mkdirat, When::Always, "mkdirat"),
+        (libc::SYS_linkat, When::Always, "linkat"),
+        (libc::SYS_symlinkat, When::Always, "symlinkat"),
+        (libc::SYS_mknodat, When::Always, "mknodat"),
+        (libc::SYS_fchmodat, When::Always, "fchmodat"),
+        (libc::SYS_connect, When::Always, "connect"),
+        (libc::SYS_bind, When::Always, "bind"),
+        (libc::SYS_sendto, When::NonZero(4), "sendto"),
+        (libc::SYS_execve, When::Always, "execve"),
+        (libc::SYS_execveat, When::Always, "execveat"),
+    ];
+    #[cfg(target_arch = "x86_64")]
+    v.extend([
+        (libc::SYS_open, When::FlagsIn(1, WRITE_FLAGS), "open"),
+        (libc::SYS_creat, When::Always, "creat"),
+        (libc::SYS_unlink, When::Always, "unlink"),
+        (libc::SYS_rename, When::Always, "rename"),
+        (libc::SYS_mkdir, When::Always, "mkdir"),
+        (libc::SYS_rmdir, When::Always, "rmdir"),
+        (libc::SYS_link, When::Always, "link"),
+        (libc::SYS_symlink, When::Always, "symlink"),
+        (libc::SYS_mknod, When::Always, "mknod"),
+        (libc::SYS_chmod, When::Always, "chmod"),
+    ]);
+    v.into_iter().map(|(nr, w, n)| (nr as u32, w, n)).collect()
+}
+
+/// The name of a watched system call.
+pub fn name_of(nr: i32) -> &'static str {
+    rules()
+        .into_iter()
+        .find(|r| r.0 == nr as u32)
+        .map(|r| r.2)
+        .unwrap_or("?")
+}
+
+/// The filter program; `notify` adds the user-notification rules.
+pub fn filter(notify: bool) -> Vec<Insn> {
     let stmt = |code, k| Insn {
         code,
         jt: 0,
         jf: 0,
         k,
     };
-    let mut p = vec![stmt(BPF_LD_W_ABS, OFFSET_ARCH)];
-    // Layout: every test jumps forward to the shared ENOSYS return at the end.
-    let mut tests: Vec<(u16, u32)> = Vec::new();
-    p.push(Insn {
-        code: BPF_JEQ_K,
-        jt: 0,
-        jf: 0, // patched below: foreign arch → ENOSYS
-        k: AUDIT_ARCH,
-    });
-    p.push(stmt(BPF_LD_W_ABS, OFFSET_NR));
+    let jump = |code, k, jt, jf| Insn { code, jt, jf, k };
+    let ret = |k| stmt(BPF_RET_K, k);
+    let enosys = SECCOMP_RET_ERRNO | ENOSYS;
+    // Every test jumps at most a few instructions: each rule carries its own returns.
+    let mut p = vec![
+        stmt(BPF_LD_W_ABS, OFFSET_ARCH),
+        jump(BPF_JEQ_K, AUDIT_ARCH, 1, 0),
+        ret(enosys),
+        stmt(BPF_LD_W_ABS, OFFSET_NR),
+    ];
     if let Some(bit) = X32_SYSCALL_BIT {
-        tests.push((BPF_JGE_K, bit));
+        p.push(jump(BPF_JGE_K, bit, 0, 1));
+        p.push(ret(enosys));
     }
     for nr in IO_URING {
-        tests.push((BPF_JEQ_K, nr));
+        p.push(jump(BPF_JEQ_K, nr, 0, 1));
+        p.push(ret(enosys));
     }
-    for (code, k) in &tests {
-        p.push(Insn {
-            code: *code,
-            jt: 0,
-            jf: 0,
-            k: *k,
-        });
+    // socket(AF_UNIX, …) → EACCES; other families allowed.
+    p.push(jump(BPF_JEQ_K, libc::SYS_socket as u32, 0, 4));
+    p.push(stmt(BPF_LD_W_ABS, arg_low(0)));
+    p.push(jump(BPF_JEQ_K, AF_UNIX, 0, 1));
+    p.push(ret(SECCOMP_RET_ERRNO | EACCES));
+    p.push(ret(SECCOMP_RET_ALLOW));
+    if notify {
+        for (nr, when, _) in rules() {
+            match when {
+                When::Always => {
+                    p.push(jump(BPF_JEQ_K, nr, 0, 1));
+                    p.push(ret(SECCOMP_RET_USER_NOTIF));
+                }
+                When::FlagsIn(arg, mask) => {
+                    p.push(jump(BPF_JEQ_K, nr, 0, 4));
+                    p.push(stmt(BPF_LD_W_ABS, arg_low(arg)));
+                    p.push(jump(BPF_JSET_K, mask, 0, 1));
+                    p.push(ret(SECCOMP_RET_USER_NOTIF));
+                    p.push(ret(SECCOMP_RET_ALLOW));
+                }
+                When::NonZero(arg) => {
+                    // A 64-bit pointer is non-zero when either word is.
+                    p.push(jump(BPF_JEQ_K, nr, 0, 6));
+                    p.push(stmt(BPF_LD_W_ABS, arg_low(arg)));
+                    p.push(jump(BPF_JEQ_K, 0, 0, 2));
+                    p.push(stmt(BPF_LD_W_ABS, arg_low(arg) + 4));
+                    p.push(jump(BPF_JEQ_K, 0, 1, 0));
+                    p.push(ret(SECCOMP_RET_USER_NOTIF));
+                    p.push(ret(SECCOMP_RET_ALLOW));
+                }
+            }
+        }
     }
-    // socket(AF_UNIX, …) → EACCES.
-    let socket_test = p.len();
-    p.push(Insn {
-        code: BPF_JEQ_K,
-        jt: 0,
-        jf: 2, // not socket(): on to ALLOW
-        k: SYS_SOCKET,
-    });
-    p.push(stmt(BPF_LD_W_ABS, OFFSET_ARG0_LOW));
-    p.push(Insn {
-        code: BPF_JEQ_K,
-        jt: 2, // AF_UNIX → EACCES
-        jf: 0,
-        k: AF_UNIX,
-    });
-    let allow = p.len();
-    p.push(stmt(BPF_RET_K, SECCOMP_RET_ALLOW));
-    p.push(stmt(BPF_RET_K, SECCOMP_RET_ERRNO | ENOSYS));
-    p.push(stmt(BPF_RET_K, SECCOMP_RET_ERRNO | EACCES));
-    let enosys = allow + 1;
-    debug_assert_eq!(socket_test + 3, allow);
-    // Arch check: equal → continue (jt 0), otherwise → ENOSYS.
-    p[1].jf = (enosys - 2) as u8;
-    for (i, insn) in p.iter_mut().enumerate().take(3 + tests.len()).skip(3) {
-        insn.jt = (enosys - i - 1) as u8;
-    }
+    p.push(ret(SECCOMP_RET_ALLOW));
     p
 }
 
@@ -119,22 +192,25 @@ pub fn filter() -> Vec<Insn> {
 mod tests {
     use super::*;
 
-    /// A tiny interpreter of the subset the filter uses, to check its decisions.
-    fn run(prog: &[Insn], arch: u32, nr: u32) -> u32 {
-        run_with(prog, arch, nr, 0)
-    }
-
-    fn run_with(prog: &[Insn], arch: u32, nr: u32, arg0: u32) -> u32 {
+    /// An interpreter of the subset the filter uses, to check its decisions.
+    fn run(prog: &[Insn], arch: u32, nr: u32, args: [u64; 6]) -> u32 {
         let mut acc = 0u32;
         let mut pc = 0usize;
-        loop {
+        for _ in 0..prog.len() + 1 {
             let i = prog[pc];
             match i.code {
                 BPF_LD_W_ABS => {
                     acc = match i.k {
                         OFFSET_ARCH => arch,
                         OFFSET_NR => nr,
-                        OFFSET_ARG0_LOW => arg0,
+                        k if (16..64).contains(&k) => {
+                            let idx = ((k - 16) / 8) as usize;
+                            if (k - 16) % 8 == 0 {
+                                args[idx] as u32
+                            } else {
+                                (args[idx] >> 32) as u32
+                            }
+                        }
                         other => panic!("unexpected load offset {other}"),
                     };
                     pc += 1;
@@ -153,40 +229,87 @@ mod tests {
                         i.jf as usize
                     }
                 }
+                BPF_JSET_K => {
+                    pc += 1 + if acc & i.k != 0 {
+                        i.jt as usize
+                    } else {
+                        i.jf as usize
+                    }
+                }
                 BPF_RET_K => return i.k,
                 other => panic!("unexpected opcode {other:#x}"),
             }
         }
+        panic!("the program did not return (a loop?)");
     }
 
     #[test]
     fn decisions() {
-        let p = filter();
-        let enosys = SECCOMP_RET_ERRNO | ENOSYS;
-        assert_eq!(run(&p, AUDIT_ARCH, 0), SECCOMP_RET_ALLOW);
-        assert_eq!(run(&p, AUDIT_ARCH, 59), SECCOMP_RET_ALLOW);
-        assert_eq!(run(&p, 0x4000_0003, 1), enosys, "i386 entry");
-        for nr in IO_URING {
-            assert_eq!(run(&p, AUDIT_ARCH, nr), enosys);
+        for notify in [false, true] {
+            let p = filter(notify);
+            assert!(p.len() < 4096);
+            let a = AUDIT_ARCH;
+            let enosys = SECCOMP_RET_ERRNO | ENOSYS;
+            let n = |nr: i64| nr as u32;
+            assert_eq!(run(&p, a, n(libc::SYS_read), [0; 6]), SECCOMP_RET_ALLOW);
+            assert_eq!(run(&p, 0x4000_0003, 1, [0; 6]), enosys, "i386 entry");
+            for nr in IO_URING {
+                assert_eq!(run(&p, a, nr, [0; 6]), enosys);
+            }
+            if X32_SYSCALL_BIT.is_some() {
+                assert_eq!(run(&p, a, 0x4000_0001, [0; 6]), enosys, "x32");
+            }
+            let sock = n(libc::SYS_socket);
+            assert_eq!(
+                run(&p, a, sock, [1, 1, 0, 0, 0, 0]),
+                SECCOMP_RET_ERRNO | EACCES,
+                "unix socket"
+            );
+            assert_eq!(
+                run(&p, a, sock, [2, 1, 0, 0, 0, 0]),
+                SECCOMP_RET_ALLOW,
+                "inet socket"
+            );
+            let watched = if notify {
+                SECCOMP_RET_USER_NOTIF
+            } else {
+                SECCOMP_RET_ALLOW
+            };
+            let openat = n(libc::SYS_openat);
+            assert_eq!(
+                run(&p, a, openat, [0, 0, 0o0, 0, 0, 0]),
+                SECCOMP_RET_ALLOW,
+                "read-only open"
+            );
+            assert_eq!(
+                run(&p, a, openat, [0, 0, 0o1101, 0, 0, 0]),
+                watched,
+                "write open"
+            );
+            assert_eq!(
+                run(&p, a, openat, [0, 0, 0o2002, 0, 0, 0]),
+                watched,
+                "append open"
+            );
+            assert_eq!(run(&p, a, n(libc::SYS_unlinkat), [0; 6]), watched);
+            assert_eq!(run(&p, a, n(libc::SYS_connect), [0; 6]), watched);
+            assert_eq!(run(&p, a, n(libc::SYS_execve), [0; 6]), watched);
+            let sendto = n(libc::SYS_sendto);
+            assert_eq!(
+                run(&p, a, sendto, [3, 0, 10, 0, 0, 0]),
+                SECCOMP_RET_ALLOW,
+                "sendto without address"
+            );
+            assert_eq!(
+                run(&p, a, sendto, [3, 0, 10, 0, 0x7fff_0000_1000, 16]),
+                watched,
+                "sendto with address"
+            );
+            assert_eq!(
+                run(&p, a, sendto, [3, 0, 10, 0, 0x0000_7fff_0000_0000, 16]),
+                watched,
+                "high-word pointer"
+            );
         }
-        if X32_SYSCALL_BIT.is_some() {
-            assert_eq!(run(&p, AUDIT_ARCH, 0x4000_0001), enosys, "x32");
-        }
-        let eacces = SECCOMP_RET_ERRNO | EACCES;
-        assert_eq!(
-            run_with(&p, AUDIT_ARCH, SYS_SOCKET, AF_UNIX),
-            eacces,
-            "unix socket"
-        );
-        assert_eq!(
-            run_with(&p, AUDIT_ARCH, SYS_SOCKET, 2),
-            SECCOMP_RET_ALLOW,
-            "inet socket"
-        );
-        assert_eq!(
-            run_with(&p, AUDIT_ARCH, SYS_SOCKET, 10),
-            SECCOMP_RET_ALLOW,
-            "inet6 socket"
-        );
     }
 }

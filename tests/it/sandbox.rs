@@ -308,6 +308,20 @@ fn escape_run(who: As) {
         "ok",
         "the sandbox's own /var/tmp is writable"
     );
+    // Denied writes are still behaviour: the recorder saw the attempt, the read-only hint falls.
+    for tool in ["write_host_ssh", "write_etc", "write_seed"] {
+        let t = tools.iter().find(|t| t["name"] == tool).expect("tool");
+        let ro = &t["verdicts"][0];
+        assert_eq!(ro["verdict"], "contradicted", "{tool}: {ro}");
+        let evidence = ro["evidence"][0]["text"].as_str().unwrap_or_default();
+        assert!(
+            evidence.contains("denied by the sandbox"),
+            "{tool}: {evidence}"
+        );
+        let obs = &t["calls"][0]["observations"][0];
+        assert_eq!(obs["type"], "attempt");
+        assert_eq!(obs["mechanism"], "attempt");
+    }
     assert_eq!(outcome("still_works"), "ok");
     let var_tmp = tools
         .iter()
@@ -390,14 +404,12 @@ fn external(who: As) {
     .map(|s| s.to_string())
     .collect();
     let out = run_as(&prefix, &args, Duration::from_secs(60));
-    assert!(
-        matches!(out.code, 0 | 4),
-        "exit {}: {}",
-        out.code,
-        out.stderr
-    );
+    // Both tools declare openWorldHint: false and try to connect out: contradicted, with the
+    // destination seen by the seccomp recorder, and the connection itself failed.
+    assert_eq!(out.code, 1, "{}", out.stderr);
     let r = out.json();
-    for t in r["tools"].as_array().expect("tools") {
+    let tools = r["tools"].as_array().expect("tools");
+    for (t, dest) in tools.iter().zip(["192.0.2.1:80", "2001:db8::1:443"]) {
         assert_eq!(
             t["calls"][0]["outcome"], "isError",
             "{} connected",
@@ -407,6 +419,19 @@ fn external(who: As) {
         assert!(
             text.contains("unreachable") || text.contains("refused"),
             "{}: {text}",
+            t["name"]
+        );
+        let ow = t["verdicts"]
+            .as_array()
+            .expect("verdicts")
+            .iter()
+            .find(|v| v["hint"] == "openWorldHint")
+            .expect("openWorldHint");
+        assert_eq!(ow["verdict"], "contradicted", "{}", t["name"]);
+        assert_eq!(
+            ow["evidence"][0]["text"],
+            format!("connected to {dest}"),
+            "{}",
             t["name"]
         );
     }

@@ -157,7 +157,7 @@ fn demo_evidence_names_the_exact_effects() {
         v.evidence
     );
     assert_eq!(r.seeded.len(), 7);
-    assert!(!r.coverage.network_observed);
+    assert!(r.coverage.network_observed);
     assert_eq!(r.sandbox.level, "full", "{:?}", r.sandbox);
 }
 

@@ -1,0 +1,307 @@
+//! The attempt observer: turns the seccomp recorder's system calls into observations. A write
+//! outside every writable directory is a write the sandbox denied (inferred from the policy,
+//! since the recorder answers before the kernel decides): intent is behaviour, so it counts
+//! against `readOnlyHint: true`. Writes inside writable directories are left to the file
+//! observer, which sees their real effect. `connect` and `sendto` give network destinations;
+//! `execve` gives the programs the server started.
+
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+
+use super::{
+    Mechanism, NetEvent, NetKind, Observation, ObserveError, Observer, ObserverStatus,
+    ProcessEvent, ServerStart, WriteAttempt,
+};
+use crate::sandbox::notify::{AttemptKind, AttemptQueue};
+
+/// Paths a server writes as a matter of course that change nothing (terminals, null devices,
+/// its own descriptors).
+fn harmless(path: &str) -> bool {
+    matches!(
+        path,
+        "/dev/null"
+            | "/dev/zero"
+            | "/dev/full"
+            | "/dev/tty"
+            | "/dev/ptmx"
+            | "/dev/stdout"
+            | "/dev/stderr"
+            | "/dev/stdin"
+    ) || path.starts_with("/dev/pts/")
+        || path.starts_with("/dev/fd/")
+        || path.starts_with("/proc/self/fd/")
+        || path.starts_with("/proc/thread-self/fd/")
+}
+
+/// The attempt observer.
+pub struct AttemptObserver {
+    queue: Option<AttemptQueue>,
+    writable: Vec<PathBuf>,
+    read_only: Vec<PathBuf>,
+    resolver: IpAddr,
+    notes: Vec<String>,
+}
+
+impl AttemptObserver {
+    /// An observer for a sandbox whose writable directories are `writable` (except what lies
+    /// under `read_only`, such as the /tmp entries shown read-only) and whose `resolv.conf`
+    /// names `resolver`.
+    pub fn new(writable: Vec<PathBuf>, read_only: Vec<PathBuf>, resolver: IpAddr) -> Self {
+        Self {
+            queue: None,
+            writable,
+            read_only,
+            resolver,
+            notes: Vec::new(),
+        }
+    }
+
+    fn is_writable(&self, path: &str) -> bool {
+        let p = Path::new(path);
+        // The most specific directory decides (an overlay inside a read-only entry is writable).
+        let best = |dirs: &[PathBuf]| {
+            dirs.iter()
+                .filter(|d| p.starts_with(d))
+                .map(|d| d.components().count())
+                .max()
+        };
+        match (best(&self.writable), best(&self.read_only)) {
+            (Some(w), Some(r)) => w > r,
+            (Some(_), None) => true,
+            _ => false,
+        }
+    }
+
+    fn file_attempt(
+        &self,
+        syscall: &str,
+        path: String,
+        target: Option<String>,
+        flags: Option<u64>,
+    ) -> Option<Observation> {
+        if harmless(&path)
+            || self.is_writable(&path)
+                && target
+                    .as_deref()
+                    .is_none_or(|t| self.is_writable(t) || syscall.starts_with("symlink"))
+        {
+            return None;
+        }
+        let exists = Path::new(&path).exists();
+        let truncates = flags.is_some_and(|f| f & 0o1000 != 0);
+        let destructive = match syscall {
+            "unlink" | "unlinkat" | "rmdir" | "truncate" => exists,
+            "rename" | "renameat" | "renameat2" => {
+                exists || target.as_deref().is_some_and(|t| Path::new(t).exists())
+            }
+            "open" | "openat" | "openat2" | "creat" => exists && (truncates || syscall == "creat"),
+            _ => false,
+        };
+        Some(Observation::Attempt(WriteAttempt {
+            syscall: syscall.to_string(),
+            path,
+            target,
+            denied: true,
+            destructive,
+            mechanism: Mechanism::Attempt,
+        }))
+    }
+
+    fn socket_attempt(
+        &self,
+        syscall: &str,
+        family: &str,
+        address: String,
+        port: Option<u16>,
+    ) -> Option<Observation> {
+        if syscall == "bind" || family == "unix" {
+            // Binding is the server's own listener; unix sockets are refused before connect.
+            return None;
+        }
+        let ip: Option<IpAddr> = address.parse().ok();
+        let loopback = ip.is_some_and(|ip| ip.is_loopback() || ip.to_canonical().is_loopback());
+        let kind = if ip == Some(self.resolver) && port == Some(53) || port == Some(53) && !loopback
+        {
+            NetKind::Dns
+        } else if syscall == "sendto" {
+            NetKind::Datagram
+        } else {
+            NetKind::Connect
+        };
+        Some(Observation::Network(NetEvent {
+            kind,
+            destination: if kind == NetKind::Dns {
+                format!("resolver {address}")
+            } else {
+                address
+            },
+            port,
+            name: None,
+            loopback,
+            mechanism: Mechanism::Attempt,
+        }))
+    }
+}
+
+impl Observer for AttemptObserver {
+    fn server_started(&mut self, start: &ServerStart) {
+        // Whatever the previous server left is taken at the last checkpoint; a new recorder
+        // replaces it.
+        self.queue = start.attempts.clone();
+    }
+
+    fn checkpoint(&mut self) -> Result<Vec<Observation>, ObserveError> {
+        let Some(queue) = &self.queue else {
+            return Ok(Vec::new());
+        };
+        let pending = {
+            let mut q = queue.lock().unwrap_or_else(|p| p.into_inner());
+            if q.dropped > 0 {
+                self.notes.push(format!(
+                    "{} system calls were not recorded (the recorder's queue was full)",
+                    q.dropped
+                ));
+                q.dropped = 0;
+            }
+            std::mem::take(&mut q.attempts)
+        };
+        let mut out: Vec<Observation> = Vec::new();
+        for a in pending {
+            let obs = match a.kind {
+                AttemptKind::Path {
+                    path,
+                    target,
+                    flags,
+                } => self.file_attempt(a.syscall, path, target, flags),
+                AttemptKind::Socket {
+                    family,
+                    address,
+                    port,
+                } => self.socket_attempt(a.syscall, &family, address, port),
+                AttemptKind::Exec { path, argv } => Some(Observation::Process(ProcessEvent {
+                    program: path,
+                    argv,
+                    mechanism: Mechanism::Attempt,
+                })),
+            };
+            if let Some(o) = obs {
+                // One record per distinct attempt in a window is enough evidence.
+                if !out.contains(&o) {
+                    out.push(o);
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    fn status(&self) -> ObserverStatus {
+        ObserverStatus {
+            name: "seccomp-attempts".into(),
+            covers: "write attempts outside the writable directories (denied by the sandbox), connect and sendto destinations, and started programs, by seccomp user notification".into(),
+            blind_spots: vec![
+                "DNS names (only the resolver's address is seen)".into(),
+                "sendmsg destinations and writes through descriptors opened before the call".into(),
+            ],
+        }
+    }
+
+    fn take_notes(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.notes)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn obs() -> AttemptObserver {
+        AttemptObserver::new(
+            vec![
+                PathBuf::from("/tmp"),
+                PathBuf::from("/scratch/workspace"),
+                PathBuf::from("/tmp/ro/overlay"),
+            ],
+            vec![PathBuf::from("/tmp/ro")],
+            "192.0.2.53".parse().expect("ip"),
+        )
+    }
+
+    #[test]
+    fn writes_outside_writable_dirs_are_denied_attempts() {
+        let o = obs();
+        assert!(
+            o.file_attempt("openat", "/scratch/workspace/a".into(), None, Some(0o101))
+                .is_none()
+        );
+        assert!(
+            o.file_attempt("openat", "/dev/null".into(), None, Some(0o1))
+                .is_none()
+        );
+        let Some(Observation::Attempt(a)) =
+            o.file_attempt("openat", "/etc/hintcheck-x".into(), None, Some(0o101))
+        else {
+            panic!("expected an attempt");
+        };
+        assert!(a.denied && !a.destructive);
+        let Some(Observation::Attempt(a)) =
+            o.file_attempt("unlinkat", "/etc/passwd".into(), None, None)
+        else {
+            panic!("expected an attempt");
+        };
+        assert!(a.destructive, "deleting an existing file");
+        assert!(
+            o.file_attempt("openat", "/tmp/ro/x".into(), None, Some(0o1))
+                .is_some(),
+            "read-only /tmp entry"
+        );
+        assert!(
+            o.file_attempt("openat", "/tmp/ro/overlay/x".into(), None, Some(0o1))
+                .is_none(),
+            "overlay inside it"
+        );
+        assert!(
+            o.file_attempt("openat", "/tmp/other".into(), None, Some(0o1))
+                .is_none(),
+            "the sandbox's /tmp"
+        );
+    }
+
+    #[test]
+    fn network_attempts_are_classified() {
+        let o = obs();
+        let dns = o.socket_attempt("connect", "inet", "192.0.2.53".into(), Some(53));
+        assert!(matches!(
+            dns,
+            Some(Observation::Network(NetEvent {
+                kind: NetKind::Dns,
+                loopback: false,
+                ..
+            }))
+        ));
+        let lo = o.socket_attempt("connect", "inet", "127.0.0.1".into(), Some(8080));
+        assert!(matches!(
+            lo,
+            Some(Observation::Network(NetEvent { loopback: true, .. }))
+        ));
+        let v6 = o.socket_attempt("connect", "inet6", "::ffff:127.0.0.1".into(), Some(80));
+        assert!(
+            matches!(
+                v6,
+                Some(Observation::Network(NetEvent { loopback: true, .. }))
+            ),
+            "{v6:?}"
+        );
+        let udp = o.socket_attempt("sendto", "inet", "192.0.2.1".into(), Some(123));
+        assert!(matches!(
+            udp,
+            Some(Observation::Network(NetEvent {
+                kind: NetKind::Datagram,
+                ..
+            }))
+        ));
+        assert!(
+            o.socket_attempt("bind", "inet", "0.0.0.0".into(), Some(80))
+                .is_none()
+        );
+    }
+}

@@ -1,0 +1,331 @@
+//! The seccomp notification recorder, harness side: a thread reads every notification from
+//! the listener the sandbox handed over, decodes the system call (paths from the thread's
+//! memory, resolved against its cwd or dirfd; socket addresses; argv), checks that the
+//! notification is still valid (`ID_VALID`, so a recycled thread id cannot lie), and always
+//! answers `CONTINUE`: the kernel then runs the call, and Landlock and the namespaces decide.
+//! Records go to a bounded queue that the attempt observer drains at every checkpoint.
+//! Recorded memory can be changed by the target after we read it (TOCTOU): these records are
+//! evidence of intent, and file effects stay the ground truth.
+
+#![allow(unsafe_code)]
+
+use std::fs::File;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::fs::FileExt;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+/// Most attempts kept between two checkpoints; the rest are counted.
+const QUEUE_CAP: usize = 50_000;
+
+/// What one notification asked for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AttemptKind {
+    /// A filesystem change: `path` (and `target` for rename/link/symlink).
+    Path {
+        /// The path as the server named it, made absolute.
+        path: String,
+        /// The second path of rename, link and symlink.
+        target: Option<String>,
+        /// For opens, the flags.
+        flags: Option<u64>,
+    },
+    /// connect, bind or sendto with an address.
+    Socket {
+        /// `inet`, `inet6`, `unix`, or the family number.
+        family: String,
+        /// The address (IP, or socket path).
+        address: String,
+        /// The port, for inet families.
+        port: Option<u16>,
+    },
+    /// execve(at).
+    Exec {
+        /// The program.
+        path: String,
+        /// Its arguments.
+        argv: Vec<String>,
+    },
+}
+
+/// One recorded system call.
+#[derive(Debug, Clone)]
+pub struct Attempt {
+    /// When the notification was read.
+    pub at: Instant,
+    /// The thread (in the harness's pid namespace).
+    pub tid: u32,
+    /// The system call.
+    pub syscall: &'static str,
+    /// What it asked for.
+    pub kind: AttemptKind,
+}
+
+/// Attempts not yet drained, plus how many were dropped for the cap.
+#[derive(Debug, Default)]
+pub struct Pending {
+    /// The records.
+    pub attempts: Vec<Attempt>,
+    /// Records dropped because the queue was full.
+    pub dropped: u64,
+}
+
+/// Shared between the recorder thread and the observer.
+pub type AttemptQueue = Arc<Mutex<Pending>>;
+
+/// Starts the recorder thread on `listener`; it ends when every process of the filter is gone.
+pub fn start(listener: OwnedFd) -> AttemptQueue {
+    let queue: AttemptQueue = Arc::new(Mutex::new(Pending::default()));
+    let q = queue.clone();
+    let _ = std::thread::Builder::new()
+        .name("seccomp-recorder".into())
+        .spawn(move || run(listener, q));
+    queue
+}
+
+fn run(listener: OwnedFd, queue: AttemptQueue) {
+    let fd = listener.as_raw_fd();
+    loop {
+        // Wait for a notification, or for the end (no process left: POLLHUP).
+        let mut pfd = libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: poll on one valid pollfd.
+        let r = unsafe { libc::poll(&mut pfd, 1, 1000) };
+        if r < 0 {
+            if std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {
+                continue;
+            }
+            return;
+        }
+        if r == 0 {
+            continue;
+        }
+        if pfd.revents & libc::POLLIN == 0
+            && pfd.revents & (libc::POLLHUP | libc::POLLERR | libc::POLLNVAL) != 0
+        {
+            return;
+        }
+        // SAFETY: seccomp_notif is plain data; zero is the required initial value.
+        let mut req: libc::seccomp_notif = unsafe { std::mem::zeroed() };
+        // SAFETY: NOTIF_RECV with a pointer to a live, zeroed seccomp_notif.
+        if unsafe { libc::ioctl(fd, libc::SECCOMP_IOCTL_NOTIF_RECV, &mut req) } != 0 {
+            // ENOENT: the target died before we read it; EINTR: retry.
+            continue;
+        }
+        let decoded = decode(&req);
+        // SAFETY: NOTIF_ID_VALID with a pointer to the id.
+        let valid = unsafe { libc::ioctl(fd, libc::SECCOMP_IOCTL_NOTIF_ID_VALID, &req.id) } == 0;
+        let resp = libc::seccomp_notif_resp {
+            id: req.id,
+            val: 0,
+            error: 0,
+            flags: libc::SECCOMP_USER_NOTIF_FLAG_CONTINUE as u32,
+        };
+        // Always answer: an unanswered notification blocks the server's thread.
+        // SAFETY: NOTIF_SEND with a pointer to a live response.
+        unsafe { libc::ioctl(fd, libc::SECCOMP_IOCTL_NOTIF_SEND, &resp) };
+        if let (true, Some(kind)) = (valid, decoded) {
+            let mut q = queue.lock().unwrap_or_else(|p| p.into_inner());
+            if q.attempts.len() < QUEUE_CAP {
+                q.attempts.push(Attempt {
+                    at: Instant::now(),
+                    tid: req.pid,
+                    syscall: super::seccomp::name_of(req.data.nr),
+                    kind,
+                });
+            } else {
+                q.dropped += 1;
+            }
+        }
+    }
+}
+
+fn read_mem(mem: &File, addr: u64, max: usize, c_string: bool) -> Option<Vec<u8>> {
+    let mut out = Vec::new();
+    let mut at = addr;
+    while out.len() < max {
+        let page_left = 4096 - (at as usize % 4096);
+        let mut buf = vec![0u8; page_left.min(max - out.len())];
+        let n = mem.read_at(&mut buf, at).ok()?;
+        if n == 0 {
+            break;
+        }
+        buf.truncate(n);
+        if c_string {
+            if let Some(z) = buf.iter().position(|&b| b == 0) {
+                out.extend_from_slice(&buf[..z]);
+                return Some(out);
+            }
+        }
+        out.extend_from_slice(&buf);
+        at += n as u64;
+    }
+    Some(out)
+}
+
+fn dir_of(tid: u32, dirfd: i32) -> String {
+    let link = if dirfd == libc::AT_FDCWD {
+        format!("/proc/{tid}/cwd")
+    } else {
+        format!("/proc/{tid}/fd/{dirfd}")
+    };
+    std::fs::read_link(link)
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|_| "?".into())
+}
+
+fn absolute(tid: u32, dirfd: i32, p: &str) -> String {
+    if p.starts_with('/') {
+        p.to_string()
+    } else {
+        format!("{}/{p}", dir_of(tid, dirfd).trim_end_matches('/'))
+    }
+}
+
+fn sockaddr(buf: &[u8]) -> Option<(String, String, Option<u16>)> {
+    if buf.len() < 2 {
+        return None;
+    }
+    let family = u16::from_ne_bytes([buf[0], buf[1]]) as i32;
+    match family {
+        libc::AF_INET if buf.len() >= 8 => Some((
+            "inet".into(),
+            std::net::Ipv4Addr::new(buf[4], buf[5], buf[6], buf[7]).to_string(),
+            Some(u16::from_be_bytes([buf[2], buf[3]])),
+        )),
+        libc::AF_INET6 if buf.len() >= 24 => {
+            let mut a = [0u8; 16];
+            a.copy_from_slice(&buf[8..24]);
+            Some((
+                "inet6".into(),
+                std::net::Ipv6Addr::from(a).to_string(),
+                Some(u16::from_be_bytes([buf[2], buf[3]])),
+            ))
+        }
+        libc::AF_UNIX => {
+            let p = &buf[2..];
+            let name = if p.first() == Some(&0) {
+                format!(
+                    "@{}",
+                    String::from_utf8_lossy(&p[1..]).trim_end_matches('\0')
+                )
+            } else {
+                String::from_utf8_lossy(p.split(|&b| b == 0).next().unwrap_or(&[])).into_owned()
+            };
+            Some(("unix".into(), name, None))
+        }
+        // Netlink (getaddrinfo asks the kernel for interfaces) and others are not attempts
+        // to reach anybody.
+        _ => None,
+    }
+}
+
+/// Decodes one notification; `None` for calls that are not worth recording.
+fn decode(req: &libc::seccomp_notif) -> Option<AttemptKind> {
+    let tid = req.pid;
+    let a = req.data.args;
+    let mem = File::open(format!("/proc/{tid}/mem")).ok()?;
+    let s = |addr: u64| -> String {
+        read_mem(&mem, addr, 4096, true)
+            .map(|b| String::from_utf8_lossy(&b).into_owned())
+            .unwrap_or_else(|| "<unreadable>".into())
+    };
+    let fd_arg = |i: usize| a[i] as i32;
+    let path = |path: String, target: Option<String>, flags: Option<u64>| {
+        Some(AttemptKind::Path {
+            path,
+            target,
+            flags,
+        })
+    };
+    let nr = req.data.nr as i64;
+    #[cfg(target_arch = "x86_64")]
+    {
+        let cwd = libc::AT_FDCWD;
+        match nr {
+            libc::SYS_open => return path(absolute(tid, cwd, &s(a[0])), None, Some(a[1])),
+            libc::SYS_creat
+            | libc::SYS_unlink
+            | libc::SYS_mkdir
+            | libc::SYS_rmdir
+            | libc::SYS_chmod
+            | libc::SYS_mknod => {
+                return path(absolute(tid, cwd, &s(a[0])), None, None);
+            }
+            libc::SYS_rename | libc::SYS_link => {
+                return path(
+                    absolute(tid, cwd, &s(a[0])),
+                    Some(absolute(tid, cwd, &s(a[1]))),
+                    None,
+                );
+            }
+            libc::SYS_symlink => return path(absolute(tid, cwd, &s(a[1])), Some(s(a[0])), None),
+            _ => {}
+        }
+    }
+    match nr {
+        libc::SYS_openat => path(absolute(tid, fd_arg(0), &s(a[1])), None, Some(a[2])),
+        libc::SYS_openat2 => path(absolute(tid, fd_arg(0), &s(a[1])), None, None),
+        libc::SYS_truncate => path(absolute(tid, libc::AT_FDCWD, &s(a[0])), None, None),
+        libc::SYS_unlinkat | libc::SYS_mkdirat | libc::SYS_mknodat | libc::SYS_fchmodat => {
+            path(absolute(tid, fd_arg(0), &s(a[1])), None, None)
+        }
+        libc::SYS_renameat | libc::SYS_renameat2 | libc::SYS_linkat => path(
+            absolute(tid, fd_arg(0), &s(a[1])),
+            Some(absolute(tid, fd_arg(2), &s(a[3]))),
+            None,
+        ),
+        libc::SYS_symlinkat => path(absolute(tid, fd_arg(1), &s(a[2])), Some(s(a[0])), None),
+        libc::SYS_connect | libc::SYS_bind => {
+            let b = read_mem(&mem, a[1], (a[2] as usize).min(128), false)?;
+            let (family, address, port) = sockaddr(&b)?;
+            Some(AttemptKind::Socket {
+                family,
+                address,
+                port,
+            })
+        }
+        libc::SYS_sendto => {
+            let b = read_mem(&mem, a[4], (a[5] as usize).min(128), false)?;
+            let (family, address, port) = sockaddr(&b)?;
+            Some(AttemptKind::Socket {
+                family,
+                address,
+                port,
+            })
+        }
+        libc::SYS_execve | libc::SYS_execveat => {
+            let (path_arg, argv_arg, dirfd) = if nr == libc::SYS_execve {
+                (a[0], a[1], libc::AT_FDCWD)
+            } else {
+                (a[1], a[2], fd_arg(0))
+            };
+            let mut argv = Vec::new();
+            for i in 0..32u64 {
+                let Some(ptr) = read_mem(&mem, argv_arg + i * 8, 8, false) else {
+                    break;
+                };
+                if ptr.len() < 8 {
+                    break;
+                }
+                let p = u64::from_ne_bytes(ptr[..8].try_into().unwrap_or([0; 8]));
+                if p == 0 {
+                    break;
+                }
+                argv.push(
+                    read_mem(&mem, p, 512, true)
+                        .map(|b| String::from_utf8_lossy(&b).into_owned())
+                        .unwrap_or_default(),
+                );
+            }
+            Some(AttemptKind::Exec {
+                path: absolute(tid, dirfd, &s(path_arg)),
+                argv,
+            })
+        }
+        _ => None,
+    }
+}
