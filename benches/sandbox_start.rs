@@ -8,9 +8,9 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use hintcheck::sandbox::policy::{Limits, SandboxConfig, SandboxLevel};
-use hintcheck::sandbox::process::{LaunchSpec, ServerProcess, resolve_program};
-use hintcheck::sandbox::scratch::Scratch;
+use hintcheck::sandbox::doctor::probe_setup;
+use hintcheck::sandbox::policy::SandboxLevel;
+use hintcheck::sandbox::process::ServerProcess;
 
 const RUNS: usize = 40;
 const TARGET_MS: f64 = 15.0;
@@ -26,42 +26,8 @@ fn main() {
         .enable_all()
         .build()
         .expect("runtime");
-    let scratch = Scratch::create().expect("scratch");
     let root = rustix::process::getuid().is_root();
-    let run_as = root.then_some((65534u32, 65534u32));
-    scratch.prepare_sandbox(run_as, 0).expect("prepare");
-    let path = std::env::var("PATH").unwrap_or_else(|_| "/usr/bin:/bin".into());
-    let program = resolve_program("true", Some(&path)).expect("true");
-    let spec = LaunchSpec {
-        program: program.display().to_string(),
-        args: Vec::new(),
-        env: vec![("PATH".into(), path)],
-        cwd: scratch.workspace.clone(),
-        run_id: format!("bench-{}", std::process::id()),
-    };
-    let config = SandboxConfig {
-        level: SandboxLevel::Required,
-        program,
-        args: Vec::new(),
-        env: spec.env.clone(),
-        cwd: scratch.workspace.clone(),
-        scratch_root: scratch.root().expect("root").to_path_buf(),
-        writable: vec![
-            scratch.workspace.clone(),
-            scratch.home.clone(),
-            scratch.tmp.clone(),
-        ],
-        visible_tmp: Vec::new(),
-        overlays: Vec::new(),
-        notify: false,
-        run_as,
-        harness_pid: std::process::id() as i32,
-        resolv_conf: "nameserver 127.0.0.1\n".into(),
-        limits: Limits::default(),
-        cgroup: None,
-        cgroup_enforces: Vec::new(),
-        simulate_failure: None,
-    };
+    let (_scratch, spec, config) = probe_setup(SandboxLevel::Required).expect("probe setup");
     let (plain, sandboxed) = rt.block_on(async {
         let mut plain = Vec::new();
         let mut sandboxed = Vec::new();

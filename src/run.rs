@@ -19,7 +19,7 @@ use crate::mcp::client::{CallOutcome, ClientOptions, EraChoice, McpClient, Proto
 use crate::mcp::tool::{HintName, shorten};
 use crate::observe::attempts::AttemptObserver;
 use crate::observe::fs::{FsSnapshotObserver, SnapshotLimits, SnapshotRoot};
-use crate::observe::{Recorder, ServerStart};
+use crate::observe::{Observation, Recorder, ServerStart};
 use crate::report::{
     CoverageSummary, Report, ServerSummary, Settings, ToolReport, WireSummary, exit_code,
 };
@@ -643,15 +643,7 @@ pub async fn verify(
             r.findings = protocol_findings(&collected);
             let transcript = finish_collected(&mut r, collected);
             r.seeded = scratch.seeded.clone();
-            r.phases = recorder
-                .checkpoint()
-                .into_iter()
-                .map(|o| PhaseObservation {
-                    phase: Phase::Startup,
-                    after_tool: None,
-                    observation: o,
-                })
-                .collect();
+            r.phases = phase_observations(recorder.checkpoint(), Phase::Startup, None);
             match &f.sandbox {
                 Some(step) => {
                     r.exit_code = exit_code::SANDBOX_UNAVAILABLE;
@@ -688,15 +680,7 @@ pub async fn verify(
         Some(l) => l.client.list_tools().await,
         None => Default::default(),
     };
-    let mut phases: Vec<PhaseObservation> = recorder
-        .checkpoint()
-        .into_iter()
-        .map(|o| PhaseObservation {
-            phase: Phase::Startup,
-            after_tool: None,
-            observation: o,
-        })
-        .collect();
+    let mut phases = phase_observations(recorder.checkpoint(), Phase::Startup, None);
 
     // Exercise and observe.
     let planned = plan(&inventory.tools, config.seed, &config.overrides);
@@ -751,13 +735,11 @@ pub async fn verify(
                 }
             }
         }
-        for o in recorder.checkpoint() {
-            phases.push(PhaseObservation {
-                phase: Phase::Idle,
-                after_tool: last_tool.clone(),
-                observation: o,
-            });
-        }
+        phases.extend(phase_observations(
+            recorder.checkpoint(),
+            Phase::Idle,
+            last_tool.clone(),
+        ));
         called[p.tool_index] = true;
         last_tool = Some(tool.name.clone());
         for number in 1..=config.repeat {
@@ -803,13 +785,11 @@ pub async fn verify(
                 if let Some(l) = live.take() {
                     stop_server(l, &mut collected, keep_transcript, &mut recorder).await;
                 }
-                for o in recorder.checkpoint() {
-                    phases.push(PhaseObservation {
-                        phase: Phase::Idle,
-                        after_tool: last_tool.clone(),
-                        observation: o,
-                    });
-                }
+                phases.extend(phase_observations(
+                    recorder.checkpoint(),
+                    Phase::Idle,
+                    last_tool.clone(),
+                ));
                 break;
             }
         }
@@ -819,13 +799,11 @@ pub async fn verify(
     if let Some(l) = live.take() {
         stop_server(l, &mut collected, keep_transcript, &mut recorder).await;
     }
-    for o in recorder.checkpoint() {
-        phases.push(PhaseObservation {
-            phase: Phase::Shutdown,
-            after_tool: None,
-            observation: o,
-        });
-    }
+    phases.extend(phase_observations(
+        recorder.checkpoint(),
+        Phase::Shutdown,
+        None,
+    ));
     notes.extend(recorder.take_notes());
 
     // Judge.
@@ -946,6 +924,22 @@ pub async fn verify(
     }
     report.duration_ms = started.elapsed().as_millis() as u64;
     Verification { report, transcript }
+}
+
+/// Observations of a window that belongs to no call.
+fn phase_observations(
+    observations: Vec<Observation>,
+    phase: Phase,
+    after_tool: Option<String>,
+) -> Vec<PhaseObservation> {
+    observations
+        .into_iter()
+        .map(|observation| PhaseObservation {
+            phase,
+            after_tool: after_tool.clone(),
+            observation,
+        })
+        .collect()
 }
 
 fn protocol_findings(c: &Collected) -> Vec<Finding> {

@@ -1,7 +1,7 @@
 //! `annotation-type`: hints must be booleans inside an `annotations` object.
 
 use super::AuditMeta;
-use crate::finding::{Confidence, Evidence, Finding, Severity};
+use crate::finding::Finding;
 use crate::mcp::tool::ToolDecl;
 
 /// Metadata.
@@ -19,20 +19,5 @@ Fix: send `true` or `false` under the exact key inside `annotations`.",
 
 /// Findings for one tool's definition.
 pub fn findings(tool: &ToolDecl) -> Vec<Finding> {
-    tool.problems
-        .iter()
-        .filter(|p| p.audit == META.id)
-        .map(|p| Finding {
-            audit: META.id,
-            tool: Some(tool.name.clone()),
-            hint: None,
-            severity: Severity::Warning,
-            confidence: Confidence::High,
-            message: format!("{}: {}", tool.name, p.message),
-            evidence: vec![Evidence {
-                source: "tools/list".into(),
-                text: format!("definition sha256 {}", &tool.definition_sha256[..16]),
-            }],
-        })
-        .collect()
+    super::definition_findings(tool, META.id, true)
 }

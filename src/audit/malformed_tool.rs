@@ -18,19 +18,7 @@ Fix: send a valid definition for every tool.",
 
 /// Findings for one usable tool's definition.
 pub fn findings(tool: &ToolDecl) -> Vec<Finding> {
-    tool.problems
-        .iter()
-        .filter(|p| p.audit == META.id)
-        .map(|p| Finding {
-            audit: META.id,
-            tool: Some(tool.name.clone()),
-            hint: None,
-            severity: Severity::Warning,
-            confidence: Confidence::High,
-            message: format!("{}: {}", tool.name, p.message),
-            evidence: Vec::new(),
-        })
-        .collect()
+    super::definition_findings(tool, META.id, false)
 }
 
 /// Findings for listed entries that could not be used at all.

@@ -178,6 +178,34 @@ pub(crate) fn evidence_of<'a>(
     out
 }
 
+/// One finding per definition problem of `audit` in a tool.
+pub(crate) fn definition_findings(
+    tool: &ToolDecl,
+    audit: &'static str,
+    with_hash: bool,
+) -> Vec<Finding> {
+    tool.problems
+        .iter()
+        .filter(|p| p.audit == audit)
+        .map(|p| Finding {
+            audit,
+            tool: Some(tool.name.clone()),
+            hint: None,
+            severity: Severity::Warning,
+            confidence: Confidence::High,
+            message: format!("{}: {}", tool.name, p.message),
+            evidence: if with_hash {
+                vec![Evidence {
+                    source: "tools/list".into(),
+                    text: format!("definition sha256 {}", &tool.definition_sha256[..16]),
+                }]
+            } else {
+                Vec::new()
+            },
+        })
+        .collect()
+}
+
 /// "2 of 2 calls succeeded" / the outcomes of failed calls, for reasons.
 pub(crate) fn outcomes_summary(run: &ToolRun) -> String {
     if run.calls.is_empty() {

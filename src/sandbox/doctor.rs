@@ -68,16 +68,20 @@ pub fn apparmor_profile() -> String {
     )
 }
 
-/// Sets up a throw-away sandbox around `true` and reports what it enforced or where it failed.
-async fn probe_sandbox(level: SandboxLevel) -> Result<Enforcement, StepFailure> {
+/// A throw-away sandbox around `true`: its scratch directories, launch spec and config. The
+/// doctor probes with it; the start-up benchmark times it.
+pub fn probe_setup(
+    level: SandboxLevel,
+) -> Result<(Scratch, LaunchSpec, SandboxConfig), StepFailure> {
     let fail = |step: &str, message: String| StepFailure {
         step: step.into(),
         errno: None,
         message,
     };
     let scratch = Scratch::create().map_err(|e| fail("scratch", e.to_string()))?;
-    let root = rustix::process::getuid().is_root();
-    let run_as = root.then_some((65534u32, 65534u32));
+    let run_as = rustix::process::getuid()
+        .is_root()
+        .then_some((65534u32, 65534u32));
     scratch
         .prepare_sandbox(run_as, 0)
         .map_err(|e| fail("scratch", e.to_string()))?;
@@ -88,7 +92,7 @@ async fn probe_sandbox(level: SandboxLevel) -> Result<Enforcement, StepFailure> 
         args: Vec::new(),
         env: vec![("PATH".into(), path)],
         cwd: scratch.workspace.clone(),
-        run_id: format!("doctor-{}", std::process::id()),
+        run_id: format!("probe-{}", std::process::id()),
     };
     let config = SandboxConfig {
         level,
@@ -113,6 +117,12 @@ async fn probe_sandbox(level: SandboxLevel) -> Result<Enforcement, StepFailure> 
         cgroup: None,
         cgroup_enforces: Vec::new(),
     };
+    Ok((scratch, spec, config))
+}
+
+/// Sets up a throw-away sandbox around `true` and reports what it enforced or where it failed.
+async fn probe_sandbox(level: SandboxLevel) -> Result<Enforcement, StepFailure> {
+    let (_scratch, spec, config) = probe_setup(level)?;
     match ServerProcess::spawn_sandboxed(&spec, &config, None).await {
         Ok((mut process, pipes, enforcement, _)) => {
             drop(pipes);
@@ -120,7 +130,11 @@ async fn probe_sandbox(level: SandboxLevel) -> Result<Enforcement, StepFailure> 
             Ok(enforcement)
         }
         Err(LaunchError::Sandbox(f)) => Err(f),
-        Err(e) => Err(fail("launch", e.to_string())),
+        Err(e) => Err(StepFailure {
+            step: "launch".into(),
+            errno: None,
+            message: e.to_string(),
+        }),
     }
 }
 

@@ -157,16 +157,25 @@ impl ServerProcess {
             .stderr(Stdio::piped())
             .process_group(0)
             .kill_on_drop(true);
-        let mut child = cmd.spawn().map_err(|source| LaunchError::Spawn {
+        let child = cmd.spawn().map_err(|source| LaunchError::Spawn {
             program: program.display().to_string(),
             source,
         })?;
+        Self::adopt(child, &spec.run_id, &program.display().to_string())
+    }
+
+    /// Wraps a spawned child and takes its three pipes.
+    fn adopt(
+        mut child: Child,
+        run_id: &str,
+        program: &str,
+    ) -> Result<(ServerProcess, ServerPipes), LaunchError> {
         let pid = child.id().and_then(|p| Pid::from_raw(p as i32));
         let (Some(stdin), Some(stdout), Some(stderr)) =
             (child.stdin.take(), child.stdout.take(), child.stderr.take())
         else {
             return Err(LaunchError::Spawn {
-                program: program.display().to_string(),
+                program: program.into(),
                 source: std::io::Error::other("the child's pipes were not created"),
             });
         };
@@ -174,7 +183,7 @@ impl ServerProcess {
             ServerProcess {
                 child,
                 pid,
-                run_id: spec.run_id.clone(),
+                run_id: run_id.into(),
             },
             ServerPipes {
                 stdin,
@@ -309,29 +318,8 @@ impl ServerProcess {
                 return Err(LaunchError::Sandbox(f));
             }
         };
-        let pid = child.id().and_then(|p| Pid::from_raw(p as i32));
-        let (Some(stdin), Some(stdout), Some(stderr)) =
-            (child.stdin.take(), child.stdout.take(), child.stderr.take())
-        else {
-            return Err(LaunchError::Spawn {
-                program: "hintcheck __sandbox-init".into(),
-                source: std::io::Error::other("the child's pipes were not created"),
-            });
-        };
-        Ok((
-            ServerProcess {
-                child,
-                pid,
-                run_id: spec.run_id.clone(),
-            },
-            ServerPipes {
-                stdin,
-                stdout,
-                stderr,
-            },
-            enforcement,
-            attempts,
-        ))
+        let (process, pipes) = Self::adopt(child, &spec.run_id, "hintcheck __sandbox-init")?;
+        Ok((process, pipes, enforcement, attempts))
     }
 
     /// The server's pid (in sandbox mode, the pid of the sandbox's init, outside).
