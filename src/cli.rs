@@ -100,9 +100,13 @@ pub struct VerifyArgs {
     /// Longest time for the whole run; the report is then marked partial [default: 15m].
     #[arg(long, value_name = "DURATION")]
     pub timeout: Option<String>,
-    /// Time after each response during which effects still belong to the call [default: 50ms].
+    /// After a response, how long the server's processes must be idle before the call's
+    /// window closes [default: 10ms].
     #[arg(long, value_name = "DURATION")]
     pub settle: Option<String>,
+    /// The longest a call's window stays open after the response [default: 2s].
+    #[arg(long, value_name = "DURATION")]
+    pub settle_max: Option<String>,
     /// Set an environment variable for the server (K=V; `{workspace}`, `{home}`, `{tmp}` are
     /// replaced), or pass one from hintcheck's own environment (K).
     #[arg(long = "env", value_name = "K=V")]

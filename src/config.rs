@@ -73,8 +73,11 @@ pub struct RunConfig {
     pub discover_timeout: Duration,
     /// Whole-run timeout.
     pub run_timeout: Duration,
-    /// Settle period after each response.
+    /// How long the server's processes must be idle after a response before the call's
+    /// window closes.
     pub settle: Duration,
+    /// The longest the window stays open after a response.
+    pub settle_max: Duration,
     /// Synthesis seed.
     pub seed: u64,
     /// Roots offered.
@@ -376,7 +379,13 @@ impl RunConfig {
                 "--settle",
                 &a.settle,
                 &run.settle,
-                Duration::from_millis(50),
+                Duration::from_millis(10),
+            )?,
+            settle_max: duration(
+                "--settle-max",
+                &a.settle_max,
+                &run.settle_max,
+                Duration::from_secs(2),
             )?,
             seed: a.seed.or(run.seed).unwrap_or(0),
             roots,

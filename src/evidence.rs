@@ -21,6 +21,8 @@ pub struct CallRecord {
     pub started_ms: u64,
     /// Milliseconds from the request to the response (or the timeout).
     pub duration_ms: u64,
+    /// Milliseconds waited after the response until the server's processes were idle.
+    pub settle_ms: u64,
     /// What was observed in the call's window.
     pub observations: Vec<Observation>,
     /// Garbage or unsolicited lines the server wrote during the call.

@@ -17,6 +17,7 @@ use crate::exercise::plan::plan;
 use crate::finding::{Finding, Verdict};
 use crate::mcp::client::{CallOutcome, ClientOptions, EraChoice, McpClient, ProtocolNote};
 use crate::mcp::tool::{HintName, shorten};
+use crate::observe::activity::{ProcessTree, settle};
 use crate::observe::attempts::AttemptObserver;
 use crate::observe::fs::{FsSnapshotObserver, SnapshotLimits, SnapshotRoot};
 use crate::observe::{Observation, Recorder, ServerStart};
@@ -745,6 +746,8 @@ pub async fn verify(
         for number in 1..=config.repeat {
             let Some(l) = live.as_mut() else { break };
             let cursor = l.client.session().transcript_len();
+            let tree = l.process.pid().map(ProcessTree::new);
+            let before = tree.map(|t| t.pids()).unwrap_or_default();
             let t0 = Instant::now();
             let timeout = config
                 .call_timeout
@@ -759,9 +762,13 @@ pub async fn verify(
             let outcome = outcome.unwrap_or(CallOutcome::Timeout {
                 after_ms: duration_ms,
             });
-            if !interrupted {
-                tokio::time::sleep(config.settle).await;
-            }
+            let settle_ms = if interrupted {
+                0
+            } else {
+                settle(tree, &before, config.settle, config.settle_max)
+                    .await
+                    .as_millis() as u64
+            };
             let observations = recorder.checkpoint();
             let wire_anomalies = l.client.session().anomalies_since(cursor).len();
             let broken = matches!(
@@ -774,6 +781,7 @@ pub async fn verify(
                 outcome,
                 started_ms: t0.duration_since(started).as_millis() as u64,
                 duration_ms,
+                settle_ms,
                 observations,
                 wire_anomalies,
             });

@@ -99,8 +99,10 @@ pub struct RunSection {
     pub roots: Option<String>,
     /// `auto`, `modern` or `legacy`.
     pub era: Option<String>,
-    /// Settle period, e.g. `"50ms"`.
+    /// Quiet period after a response, e.g. `"50ms"`.
     pub settle: Option<String>,
+    /// The longest settle, e.g. `"2s"`.
+    pub settle_max: Option<String>,
     /// Per-call timeout, e.g. `"5s"`.
     pub call_timeout: Option<String>,
     /// Handshake timeout.

@@ -257,6 +257,7 @@ pub(crate) mod testing {
             outcome,
             started_ms: 0,
             duration_ms: 1,
+            settle_ms: 0,
             observations,
             wire_anomalies: 0,
         }

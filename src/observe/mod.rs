@@ -4,6 +4,7 @@
 //! to the window that just ended. [`fs`] provides the snapshot observer of the scratch
 //! directories; the sandbox adds kernel-fed observers behind the same trait.
 
+pub mod activity;
 pub mod attempts;
 pub mod fs;
 

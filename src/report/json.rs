@@ -136,6 +136,7 @@ struct CallV1<'a> {
     detail: Value,
     started_ms: u64,
     duration_ms: u64,
+    settle_ms: u64,
     wire_anomalies: usize,
     observations: Vec<ObservationV1<'a>>,
 }
@@ -227,6 +228,7 @@ fn call(c: &CallRecord) -> CallV1<'_> {
         detail,
         started_ms: c.started_ms,
         duration_ms: c.duration_ms,
+        settle_ms: c.settle_ms,
         wire_anomalies: c.wire_anomalies,
         observations: c
             .observations

@@ -22,6 +22,7 @@ fn args_for(path: std::path::PathBuf) -> VerifyArgs {
         discover_timeout: None,
         timeout: Some("120s".into()),
         settle: None,
+        settle_max: None,
         env: Vec::new(),
         workspace: None,
         seed: None,

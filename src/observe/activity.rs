@@ -1,0 +1,162 @@
+//! When a call is over: the settle period after a response ends as soon as the server's
+//! process tree has been idle (no thread running or in uninterruptible sleep, and no process
+//! left that the call started) for a quiet interval, and at the latest after a maximum. A
+//! helper that the call started keeps the window open until it exits, so its late writes stay
+//! with the call; an idle server closes the window within milliseconds.
+
+use std::time::{Duration, Instant};
+
+/// Most processes looked at in one tree.
+const MAX_PROCESSES: usize = 4096;
+
+/// The processes below (and including) a root pid.
+#[derive(Debug, Clone, Copy)]
+pub struct ProcessTree {
+    root: u32,
+}
+
+impl ProcessTree {
+    /// The tree rooted at `root` (the server, or the sandbox's init).
+    pub fn new(root: u32) -> Self {
+        Self { root }
+    }
+
+    /// The root and every descendant, through `/proc/<pid>/task/<tid>/children`.
+    pub fn pids(&self) -> Vec<u32> {
+        let mut out = vec![self.root];
+        let mut i = 0;
+        while i < out.len() && out.len() < MAX_PROCESSES {
+            let pid = out[i];
+            if let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) {
+                for t in tasks.flatten() {
+                    if let Ok(children) = std::fs::read_to_string(t.path().join("children")) {
+                        out.extend(
+                            children
+                                .split_whitespace()
+                                .filter_map(|c| c.parse::<u32>().ok()),
+                        );
+                    }
+                }
+            }
+            i += 1;
+        }
+        out.truncate(MAX_PROCESSES);
+        out
+    }
+
+    /// Whether any thread of the tree is running or in uninterruptible sleep.
+    pub fn busy(&self) -> bool {
+        for pid in self.pids() {
+            let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+                continue;
+            };
+            for t in tasks.flatten() {
+                if let Ok(stat) = std::fs::read_to_string(t.path().join("stat")) {
+                    let state = stat
+                        .rsplit(')')
+                        .next()
+                        .and_then(|r| r.split_whitespace().next());
+                    if matches!(state, Some("R") | Some("D")) {
+                        return true;
+                    }
+                }
+            }
+        }
+        false
+    }
+}
+
+/// Waits until `tree` has been idle for `quiet`, at most `max`; processes not in `before`
+/// (started during the call) count as busy while they live. Returns the time waited.
+pub async fn settle(
+    tree: Option<ProcessTree>,
+    before: &[u32],
+    quiet: Duration,
+    max: Duration,
+) -> Duration {
+    let start = Instant::now();
+    let Some(tree) = tree else {
+        tokio::time::sleep(quiet).await;
+        return start.elapsed();
+    };
+    let mut idle_since: Option<Instant> = None;
+    loop {
+        let now = Instant::now();
+        if now.duration_since(start) >= max {
+            return start.elapsed();
+        }
+        let started_by_call = tree.pids().iter().any(|p| !before.contains(p));
+        if started_by_call || tree.busy() {
+            idle_since = None;
+        } else {
+            let since = *idle_since.get_or_insert(now);
+            if now.duration_since(since) >= quiet {
+                return start.elapsed();
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn an_idle_tree_settles_fast_and_a_working_child_keeps_the_window_open() {
+        let mut idle = std::process::Command::new("sleep")
+            .arg("5")
+            .spawn()
+            .expect("sleep");
+        let tree = ProcessTree::new(idle.id());
+        let t = settle(
+            Some(tree),
+            &tree.pids(),
+            Duration::from_millis(10),
+            Duration::from_secs(2),
+        )
+        .await;
+        assert!(t < Duration::from_millis(500), "idle tree took {t:?}");
+        let _ = idle.kill();
+        let _ = idle.wait();
+        // A shell whose child burns CPU for ~300 ms.
+        let mut busy = std::process::Command::new("sh")
+            .args(["-c", "i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done"])
+            .spawn()
+            .expect("sh");
+        let tree = ProcessTree::new(busy.id());
+        let t = settle(
+            Some(tree),
+            &tree.pids(),
+            Duration::from_millis(10),
+            Duration::from_millis(150),
+        )
+        .await;
+        assert!(
+            t >= Duration::from_millis(140),
+            "busy tree settled after {t:?}"
+        );
+        let _ = busy.kill();
+        let _ = busy.wait();
+        // A sleeping child that the call started keeps the window open until it exits.
+        let mut parent = std::process::Command::new("sh")
+            .args(["-c", "sleep 0.3 & wait"])
+            .spawn()
+            .expect("sh");
+        let tree = ProcessTree::new(parent.id());
+        let before = vec![parent.id()];
+        std::thread::sleep(Duration::from_millis(50));
+        let t = settle(
+            Some(tree),
+            &before,
+            Duration::from_millis(10),
+            Duration::from_secs(2),
+        )
+        .await;
+        assert!(
+            t >= Duration::from_millis(200),
+            "settled after {t:?} while the child slept"
+        );
+        let _ = parent.wait();
+    }
+}
