@@ -38,11 +38,11 @@ fn main() {
             let _ = p.shutdown(Duration::from_secs(5)).await;
             let plain_t = t.elapsed();
             let t = Instant::now();
-            let (mut p, pipes, _, _) = ServerProcess::spawn_sandboxed(&spec, &config, Some(&exe))
+            let mut started = ServerProcess::spawn_sandboxed(&spec, &config, Some(&exe))
                 .await
                 .expect("sandbox");
-            drop(pipes);
-            let _ = p.shutdown(Duration::from_secs(5)).await;
+            drop(started.pipes);
+            let _ = started.process.shutdown(Duration::from_secs(5)).await;
             let sandbox_t = t.elapsed();
             if i >= 5 {
                 plain.push(plain_t);

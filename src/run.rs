@@ -166,6 +166,7 @@ async fn start_server(
 ) -> Result<(Live, Option<Enforcement>), StartFailure> {
     let mut cgroup = None;
     let mut attempts = None;
+    let mut network = None;
     let (mut process, pipes, enforcement) = match sandbox {
         None => {
             let (p, pipes) = ServerProcess::spawn(&ctx.spec)
@@ -226,6 +227,7 @@ async fn start_server(
                 visible_tmp,
                 overlays: ctx.config.overlays.clone(),
                 notify: true,
+                network_observer: true,
                 program,
                 args: ctx.spec.args.clone(),
                 env,
@@ -247,9 +249,10 @@ async fn start_server(
             )
             .await
             {
-                Ok((p, pipes, e, queue)) => {
-                    attempts = queue;
-                    (p, pipes, Some(e))
+                Ok(started) => {
+                    attempts = started.attempts;
+                    network = started.network;
+                    (started.process, started.pipes, Some(started.enforcement))
                 }
                 Err(LaunchError::Sandbox(f)) => {
                     return Err(StartFailure {
@@ -272,6 +275,7 @@ async fn start_server(
     recorder.server_started(&ServerStart {
         sandbox_root,
         attempts,
+        network,
     });
     let config = ctx.config;
     let roots = (config.roots == RootsOffer::Workspace)
@@ -593,6 +597,7 @@ pub async fn verify(
             read_only_tmp.clone(),
             resolver,
         )));
+        observers.push(Box::new(crate::observe::net::NetObserver::default()));
     }
     let mut recorder = Recorder::new(observers);
     let coverage = Coverage {
@@ -602,7 +607,7 @@ pub async fn verify(
             "$WORKSPACE, $HOME, $TMPDIR".into()
         }),
         network: config.sandbox.is_some().then(|| {
-            "connect and sendto attempts (seccomp); DNS names are not resolved yet".into()
+            "DNS questions with their names, connect and sendto attempts (seccomp), TLS SNI and HTTP request lines on ports 80 and 443".into()
         }),
     };
     // Launch and handshake.

@@ -118,6 +118,10 @@ struct Step {
     argv: Option<Vec<String>>,
     /// For `connect`: `host:port` (placeholders expanded), instead of `host` and `port`.
     address: Option<String>,
+    /// For `connect`: send a TLS ClientHello naming this server instead of `content`.
+    tls_sni: Option<String>,
+    /// For `lookup`: the name to resolve.
+    name: Option<String>,
 }
 
 const ACTIONS: &[&str] = &[
@@ -126,6 +130,8 @@ const ACTIONS: &[&str] = &[
     "fork_bomb",
     "alloc",
     "connect_unix",
+    "lookup",
+    "udp",
     "write",
     "append",
     "truncate",
@@ -184,6 +190,30 @@ fn fork_bomb() {
             .spawn();
     }
     std::thread::sleep(Duration::from_secs(600));
+}
+
+/// A minimal TLS 1.2 ClientHello naming `name` in its SNI extension.
+fn client_hello(name: &str) -> Vec<u8> {
+    let n = name.as_bytes();
+    let list_len = (n.len() + 3) as u16;
+    let mut sni = vec![0, 0];
+    sni.extend_from_slice(&(list_len + 2).to_be_bytes());
+    sni.extend_from_slice(&list_len.to_be_bytes());
+    sni.push(0);
+    sni.extend_from_slice(&(n.len() as u16).to_be_bytes());
+    sni.extend_from_slice(n);
+    let mut body = vec![0x03, 0x03];
+    body.extend_from_slice(&[0u8; 32]);
+    body.extend_from_slice(&[0, 0, 2, 0x13, 0x01, 1, 0]);
+    body.extend_from_slice(&(sni.len() as u16).to_be_bytes());
+    body.extend_from_slice(&sni);
+    let mut hs = vec![0x01];
+    hs.extend_from_slice(&(body.len() as u32).to_be_bytes()[1..]);
+    hs.extend_from_slice(&body);
+    let mut rec = vec![0x16, 0x03, 0x01];
+    rec.extend_from_slice(&(hs.len() as u16).to_be_bytes());
+    rec.extend_from_slice(&hs);
+    rec
 }
 
 fn load(path: &Path) -> ScenarioFile {
@@ -558,16 +588,42 @@ fn call(s: &mut Server, id: &Value, params: &Value) {
                     .map(|_| ())
             }
             "connect" => {
+                use std::net::ToSocketAddrs;
                 let host = step.host.clone().unwrap_or_else(|| "127.0.0.1".into());
                 let addr = match &step.address {
                     Some(a) => expand(a, &args, n),
                     None => format!("{host}:{}", step.port.unwrap_or(9)),
                 };
-                match addr.parse::<std::net::SocketAddr>() {
-                    Ok(sa) => std::net::TcpStream::connect_timeout(&sa, Duration::from_secs(2))
-                        .and_then(|mut c| c.write_all(content.as_bytes())),
-                    Err(e) => Err(std::io::Error::other(e.to_string())),
+                let bytes = match &step.tls_sni {
+                    Some(sni) => client_hello(sni),
+                    None => content.clone().into_bytes(),
+                };
+                // Names are resolved through the system resolver (the sandbox's DNS stub).
+                match addr.to_socket_addrs().map(|mut a| a.next()) {
+                    Ok(Some(sa)) => {
+                        std::net::TcpStream::connect_timeout(&sa, Duration::from_secs(2)).and_then(
+                            |mut c| {
+                                c.write_all(&bytes)?;
+                                let _ = c.set_read_timeout(Some(Duration::from_millis(500)));
+                                let mut sink = [0u8; 64];
+                                let _ = std::io::Read::read(&mut c, &mut sink);
+                                Ok(())
+                            },
+                        )
+                    }
+                    Ok(None) => Err(std::io::Error::other(format!("{addr}: no address"))),
+                    Err(e) => Err(e),
                 }
+            }
+            "lookup" => {
+                use std::net::ToSocketAddrs;
+                let name = expand(step.name.as_deref().unwrap_or("example.test"), &args, n);
+                (name.as_str(), 0).to_socket_addrs().map(|_| ())
+            }
+            "udp" => {
+                let addr = expand(step.address.as_deref().unwrap_or("127.0.0.1:9"), &args, n);
+                std::net::UdpSocket::bind("0.0.0.0:0")
+                    .and_then(|s| s.send_to(content.as_bytes(), addr.as_str()).map(|_| ()))
             }
             "connect_unix" => std::os::unix::net::UnixStream::connect(p(&step.path))
                 .and_then(|mut c| c.write_all(b"escaped")),

@@ -284,6 +284,7 @@ pub(crate) mod testing {
             name: None,
             loopback,
             mechanism: Mechanism::Packet,
+            payload: None,
         })
     }
 

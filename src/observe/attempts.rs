@@ -36,6 +36,7 @@ fn harmless(path: &str) -> bool {
 /// The attempt observer.
 pub struct AttemptObserver {
     queue: Option<AttemptQueue>,
+    network: Option<super::net::NetHandle>,
     writable: Vec<PathBuf>,
     read_only: Vec<PathBuf>,
     resolver: IpAddr,
@@ -49,6 +50,7 @@ impl AttemptObserver {
     pub fn new(writable: Vec<PathBuf>, read_only: Vec<PathBuf>, resolver: IpAddr) -> Self {
         Self {
             queue: None,
+            network: None,
             writable,
             read_only,
             resolver,
@@ -120,6 +122,22 @@ impl AttemptObserver {
         }
         let ip: Option<IpAddr> = address.parse().ok();
         let loopback = ip.is_some_and(|ip| ip.is_loopback() || ip.to_canonical().is_loopback());
+        if port == Some(0) {
+            // getaddrinfo connects UDP sockets to port 0 to sort addresses: nothing is sent.
+            return None;
+        }
+        if self.network.is_some() && port == Some(53) {
+            // The DNS stub reports the question itself, with the name.
+            return None;
+        }
+        let name = match (&self.network, ip) {
+            (Some(n), Some(ip)) => n
+                .names
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .name_of(ip),
+            _ => None,
+        };
         let kind = if ip == Some(self.resolver) && port == Some(53) || port == Some(53) && !loopback
         {
             NetKind::Dns
@@ -136,9 +154,10 @@ impl AttemptObserver {
                 address
             },
             port,
-            name: None,
+            name,
             loopback,
             mechanism: Mechanism::Attempt,
+            payload: None,
         }))
     }
 }
@@ -148,6 +167,7 @@ impl Observer for AttemptObserver {
         // Whatever the previous server left is taken at the last checkpoint; a new recorder
         // replaces it.
         self.queue = start.attempts.clone();
+        self.network = start.network.clone();
     }
 
     fn checkpoint(&mut self) -> Result<Vec<Observation>, ObserveError> {

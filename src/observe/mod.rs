@@ -7,6 +7,7 @@
 pub mod activity;
 pub mod attempts;
 pub mod fs;
+pub mod net;
 
 use serde::Serialize;
 
@@ -197,6 +198,9 @@ pub struct NetEvent {
     pub loopback: bool,
     /// How it was seen.
     pub mechanism: Mechanism,
+    /// What was asked or sent (DNS query type, TLS SNI, HTTP request line).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub payload: Option<String>,
 }
 
 impl NetEvent {
@@ -208,9 +212,19 @@ impl NetEvent {
             .as_ref()
             .map(|n| format!(" ({n})"))
             .unwrap_or_default();
+        let payload = self
+            .payload
+            .as_ref()
+            .map(|p| format!(": {p}"))
+            .unwrap_or_default();
         match self.kind {
-            NetKind::Dns => format!("looked up {}", self.destination),
-            NetKind::Connect => format!("connected to {}{port}{name}", self.destination),
+            NetKind::Dns => match &self.payload {
+                Some(p) if self.mechanism == Mechanism::Dns => {
+                    format!("looked up {} ({p})", self.destination)
+                }
+                _ => format!("looked up {}", self.destination),
+            },
+            NetKind::Connect => format!("connected to {}{port}{name}{payload}", self.destination),
             NetKind::Datagram => format!("sent a datagram to {}{port}{name}", self.destination),
         }
     }
@@ -357,6 +371,8 @@ pub struct ServerStart {
     pub sandbox_root: Option<std::path::PathBuf>,
     /// The queue of its seccomp recorder, if any.
     pub attempts: Option<crate::sandbox::notify::AttemptQueue>,
+    /// Its network observer service, if any.
+    pub network: Option<net::NetHandle>,
 }
 
 /// A source of observations.

@@ -25,6 +25,11 @@ pub enum ControlRecord {
     Enforced(super::Enforcement),
     /// A step failed; in `required` mode nothing was started.
     Failed(StepFailure),
+    /// The network observer's sockets follow: the DNS socket, then one listener per port.
+    Network {
+        /// The listeners' ports, in the order of the descriptors after the DNS socket.
+        ports: Vec<u16>,
+    },
 }
 
 /// A failed step.

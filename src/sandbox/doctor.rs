@@ -109,6 +109,7 @@ pub fn probe_setup(
         visible_tmp: Vec::new(),
         overlays: Vec::new(),
         notify: false,
+        network_observer: false,
         run_as,
         harness_pid: std::process::id() as i32,
         resolv_conf: "nameserver 127.0.0.1\n".into(),
@@ -124,10 +125,13 @@ pub fn probe_setup(
 async fn probe_sandbox(level: SandboxLevel) -> Result<Enforcement, StepFailure> {
     let (_scratch, spec, config) = probe_setup(level)?;
     match ServerProcess::spawn_sandboxed(&spec, &config, None).await {
-        Ok((mut process, pipes, enforcement, _)) => {
-            drop(pipes);
-            let _ = process.shutdown(std::time::Duration::from_secs(2)).await;
-            Ok(enforcement)
+        Ok(mut started) => {
+            drop(started.pipes);
+            let _ = started
+                .process
+                .shutdown(std::time::Duration::from_secs(2))
+                .await;
+            Ok(started.enforcement)
         }
         Err(LaunchError::Sandbox(f)) => Err(f),
         Err(e) => Err(StepFailure {

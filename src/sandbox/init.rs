@@ -267,6 +267,10 @@ impl Init {
             r.map_err(|e| io_err("bringing lo up", e)),
         )?;
 
+        if self.config.network_observer {
+            let r = self.network_observer();
+            self.step("network-observer", false, r)?;
+        }
         let (death_r, death_w) = match rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC) {
             Ok(p) => p,
             Err(e) => {
@@ -296,6 +300,38 @@ impl Init {
             remove_scratch(scratch_parent.as_ref(), &self.config.scratch_root);
         }
         Ok(status)
+    }
+
+    /// Routes everything to `lo`, binds the observer's sockets and hands them to the harness.
+    /// The sockets are closed here afterwards: only the harness holds them.
+    fn network_observer(&mut self) -> Step {
+        super::netns::route_everything_to_loopback()
+            .map_err(|e| io_err("routing every address to lo", e))?;
+        let socks = super::netns::observer_sockets(&[80, 443])
+            .map_err(|e| io_err("binding the DNS stub", e))?;
+        let ports: Vec<u16> = socks.listeners.iter().map(|(p, _)| *p).collect();
+        let mut fds: Vec<std::os::fd::BorrowedFd<'_>> = vec![socks.dns.as_fd()];
+        fds.extend(socks.listeners.iter().map(|(_, l)| l.as_fd()));
+        let Some(ctl) = &self.ctl else {
+            return Err((None, "no control socket".into()));
+        };
+        control::send(
+            ctl.as_fd(),
+            &ControlRecord::Network {
+                ports: ports.clone(),
+            },
+            &fds,
+        )
+        .map_err(|e| io_err("handing over the observer's sockets", e))?;
+        self.enforcement.network_observer = Some(format!(
+            "every address routed to lo; DNS answered by hintcheck on port 53; TCP {} read by hintcheck",
+            ports
+                .iter()
+                .map(|p| p.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+        Ok(())
     }
 
     /// PID 1 of the new pid namespace: mounts, then the server child, then reaping.

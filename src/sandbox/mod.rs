@@ -131,10 +131,15 @@ impl SandboxStatus {
                 ""
             }
         )];
-        enforced.push(
-            "network: an empty network namespace (loopback only); nothing leaves the machine"
-                .into(),
-        );
+        enforced.push(match &e.network_observer {
+            Some(n) => {
+                format!("network: a network namespace of its own, nothing leaves the machine; {n}")
+            }
+            None => {
+                "network: an empty network namespace (loopback only); nothing leaves the machine"
+                    .into()
+            }
+        });
         enforced.extend(e.mounts.iter().cloned());
         if let Some(abi) = e.landlock_abi {
             enforced.push(format!("Landlock ABI {abi}: {} (read/execute everywhere, writes only to the scratch directories and the sandbox's tmpfs)", e.landlock));
@@ -167,9 +172,10 @@ impl SandboxStatus {
         if e.landlock != "full" {
             not_enforced.push(format!("Landlock is {} on this kernel", e.landlock));
         }
-        not_enforced
-            .push("network attempts are blocked but not yet observed (no network observer)".into());
-        not_enforced.push("write attempts denied by Landlock are not yet recorded (no seccomp notification recorder)".into());
+        if e.network_observer.is_none() {
+            not_enforced
+                .push("DNS questions and payloads are not observed (no network observer)".into());
+        }
         not_enforced
             .push("reading host files is allowed (Landlock grants read access to /)".into());
         let full = e.degraded.is_empty() && e.landlock == "full";

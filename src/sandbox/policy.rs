@@ -51,6 +51,10 @@ pub struct SandboxConfig {
     pub resolv_conf: String,
     /// Resource limits for the server.
     pub limits: Limits,
+    /// Whether to route every address to `lo` and hand the harness a DNS stub socket and TCP
+    /// listeners (the lo-local network observer).
+    #[serde(default)]
+    pub network_observer: bool,
     /// Whether to report write, connect and exec attempts through a seccomp listener (the
     /// harness must then answer every notification).
     #[serde(default)]
@@ -163,6 +167,9 @@ pub struct Enforcement {
     pub capabilities_dropped: bool,
     /// Limits applied.
     pub rlimits: Vec<String>,
+    /// The network observer, when it was set up.
+    #[serde(default)]
+    pub network_observer: Option<String>,
     /// What the run's cgroup enforces (root mode), empty without one.
     #[serde(default)]
     pub cgroup: Vec<String>,

@@ -92,6 +92,20 @@ pub struct ServerProcess {
     run_id: String,
 }
 
+/// A server started in the sandbox, with what the sandbox handed over.
+pub struct Sandboxed {
+    /// The process (the sandbox's init, outside).
+    pub process: ServerProcess,
+    /// The server's pipes.
+    pub pipes: ServerPipes,
+    /// What was enforced.
+    pub enforcement: Enforcement,
+    /// The seccomp recorder's queue, when attempts are reported.
+    pub attempts: Option<super::notify::AttemptQueue>,
+    /// The network observer, when it was set up.
+    pub network: Option<crate::observe::net::NetHandle>,
+}
+
 /// The server's three pipes.
 pub struct ServerPipes {
     /// Its stdin.
@@ -199,15 +213,7 @@ impl ServerProcess {
         spec: &LaunchSpec,
         config: &SandboxConfig,
         exe_override: Option<&Path>,
-    ) -> Result<
-        (
-            ServerProcess,
-            ServerPipes,
-            Enforcement,
-            Option<super::notify::AttemptQueue>,
-        ),
-        LaunchError,
-    > {
+    ) -> Result<Sandboxed, LaunchError> {
         let opened;
         let exe: &OwnedFd = match exe_override {
             None => self_exe()?,
@@ -263,12 +269,28 @@ impl ServerProcess {
         drop(init_end);
         let reader = tokio::task::spawn_blocking(move || {
             let mut enforced = None;
+            let mut network = None;
             loop {
                 match control::recv(host_end.as_fd()) {
+                    Ok(Some((ControlRecord::Network { ports }, fds))) => {
+                        // Serve DNS at once: the server may look names up while starting.
+                        let mut fds = fds.into_iter();
+                        if let Some(dns) = fds.next() {
+                            let listeners = ports
+                                .into_iter()
+                                .zip(fds)
+                                .map(|(p, fd)| (p, std::net::TcpListener::from(fd)))
+                                .collect();
+                            network = Some(crate::observe::net::start(
+                                std::net::UdpSocket::from(dns),
+                                listeners,
+                            ));
+                        }
+                    }
                     Ok(Some((ControlRecord::Enforced(e), mut fds))) => {
                         // Answer notifications at once: the server's own execve is one.
                         let queue = fds.pop().map(super::notify::start);
-                        enforced = Some((e, queue));
+                        enforced = Some((e, queue, network.take()));
                     }
                     Ok(Some((ControlRecord::Failed(f), _))) => return Err(f),
                     Ok(None) => return Ok(enforced),
@@ -297,7 +319,7 @@ impl ServerProcess {
                 ),
             }),
         };
-        let (enforcement, attempts) = match outcome {
+        let (enforcement, attempts, network) = match outcome {
             Ok(Some(e)) => e,
             Ok(None) => {
                 let status = tokio::time::timeout(Duration::from_secs(2), child.wait())
@@ -319,7 +341,13 @@ impl ServerProcess {
             }
         };
         let (process, pipes) = Self::adopt(child, &spec.run_id, "hintcheck __sandbox-init")?;
-        Ok((process, pipes, enforcement, attempts))
+        Ok(Sandboxed {
+            process,
+            pipes,
+            enforcement,
+            attempts,
+            network,
+        })
     }
 
     /// The server's pid (in sandbox mode, the pid of the sandbox's init, outside).

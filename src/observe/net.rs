@@ -1,0 +1,400 @@
+//! The lo-local network observer. Inside the sandbox's network namespace every address is
+//! routed to `lo`; the sandbox hands us a UDP socket on port 53 and TCP listeners (80, 443).
+//! The DNS stub answers every name with an address of its own (198.18.0.0/15, fc00:5eed::/96),
+//! so later connections map back to names; the listeners read the first bytes (TLS SNI, HTTP
+//! request line and Host) and close. Nothing here ever talks to a real network.
+
+use std::collections::HashMap;
+use std::io::Read;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener, UdpSocket};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use super::{
+    Mechanism, NetEvent, NetKind, Observation, ObserveError, Observer, ObserverStatus, ServerStart,
+};
+
+/// Names the DNS stub handed out, both ways.
+#[derive(Debug, Default)]
+pub struct FakeNames {
+    by_name_v4: HashMap<String, Ipv4Addr>,
+    by_name_v6: HashMap<String, Ipv6Addr>,
+    by_ip: HashMap<IpAddr, String>,
+}
+
+impl FakeNames {
+    fn v4(&mut self, name: &str) -> Ipv4Addr {
+        let next = self.by_name_v4.len() as u32 + 1;
+        let ip = *self
+            .by_name_v4
+            .entry(name.to_string())
+            .or_insert_with(|| Ipv4Addr::from(u32::from(Ipv4Addr::new(198, 18, 0, 0)) + next));
+        self.by_ip.insert(IpAddr::V4(ip), name.to_string());
+        ip
+    }
+
+    fn v6(&mut self, name: &str) -> Ipv6Addr {
+        let next = self.by_name_v6.len() as u128 + 1;
+        let base = u128::from(Ipv6Addr::new(0xfc00, 0x5eed, 0, 0, 0, 0, 0, 0));
+        let ip = *self
+            .by_name_v6
+            .entry(name.to_string())
+            .or_insert_with(|| Ipv6Addr::from(base + next));
+        self.by_ip.insert(IpAddr::V6(ip), name.to_string());
+        ip
+    }
+
+    /// The name behind a fake address (also in its v4-mapped v6 form).
+    pub fn name_of(&self, ip: IpAddr) -> Option<String> {
+        self.by_ip
+            .get(&ip.to_canonical())
+            .or_else(|| self.by_ip.get(&ip))
+            .cloned()
+    }
+}
+
+/// What the network service threads share with the observer.
+#[derive(Debug, Default)]
+pub struct NetState {
+    /// The fake names.
+    pub names: Mutex<FakeNames>,
+    events: Mutex<Vec<NetEvent>>,
+    stop: AtomicBool,
+}
+
+/// A running network observer service.
+pub type NetHandle = Arc<NetState>;
+
+/// Most events kept between checkpoints.
+const EVENT_CAP: usize = 10_000;
+
+impl NetState {
+    fn push(&self, e: NetEvent) {
+        let mut ev = self.events.lock().unwrap_or_else(|p| p.into_inner());
+        if ev.len() < EVENT_CAP && !ev.contains(&e) {
+            ev.push(e);
+        }
+    }
+
+    /// Stops the service threads (they notice within their poll interval).
+    pub fn stop(&self) {
+        self.stop.store(true, Ordering::SeqCst);
+    }
+}
+
+/// Starts the DNS stub and the listeners on sockets made inside the sandbox.
+pub fn start(dns: UdpSocket, listeners: Vec<(u16, TcpListener)>) -> NetHandle {
+    let state: NetHandle = Arc::new(NetState::default());
+    let s = state.clone();
+    let _ = dns.set_read_timeout(Some(Duration::from_millis(200)));
+    let _ = std::thread::Builder::new()
+        .name("dns-stub".into())
+        .spawn(move || dns_loop(dns, s));
+    for (port, listener) in listeners {
+        let s = state.clone();
+        let _ = listener.set_nonblocking(true);
+        let _ = std::thread::Builder::new()
+            .name(format!("listener-{port}"))
+            .spawn(move || accept_loop(listener, port, s));
+    }
+    state
+}
+
+fn dns_loop(sock: UdpSocket, state: NetHandle) {
+    let mut buf = [0u8; 1500];
+    while !state.stop.load(Ordering::SeqCst) {
+        let Ok((n, from)) = sock.recv_from(&mut buf) else {
+            continue;
+        };
+        let Some((name, qtype, question_end)) = parse_query(&buf[..n]) else {
+            continue;
+        };
+        let answer = {
+            let mut names = state.names.lock().unwrap_or_else(|p| p.into_inner());
+            match qtype {
+                1 => Some(IpAddr::V4(names.v4(&name))),
+                28 => Some(IpAddr::V6(names.v6(&name))),
+                _ => None,
+            }
+        };
+        state.push(NetEvent {
+            kind: NetKind::Dns,
+            destination: name.clone(),
+            port: None,
+            name: Some(name),
+            loopback: false,
+            mechanism: Mechanism::Dns,
+            payload: Some(match qtype {
+                1 => "A".to_string(),
+                28 => "AAAA".to_string(),
+                other => format!("type {other}"),
+            }),
+        });
+        let reply = build_reply(&buf[..question_end], answer);
+        let _ = sock.send_to(&reply, from);
+    }
+}
+
+/// (name, qtype, end of the question section) of a standard query.
+pub fn parse_query(b: &[u8]) -> Option<(String, u16, usize)> {
+    if b.len() < 12 || b[2] & 0x80 != 0 || u16::from_be_bytes([b[4], b[5]]) == 0 {
+        return None;
+    }
+    let mut labels = Vec::new();
+    let mut off = 12;
+    loop {
+        let len = *b.get(off)? as usize;
+        if len == 0 {
+            off += 1;
+            break;
+        }
+        if len & 0xc0 != 0 || labels.len() > 127 {
+            return None;
+        }
+        labels.push(String::from_utf8_lossy(b.get(off + 1..off + 1 + len)?).to_ascii_lowercase());
+        off += 1 + len;
+    }
+    let qtype = u16::from_be_bytes([*b.get(off)?, *b.get(off + 1)?]);
+    Some((labels.join("."), qtype, off + 4))
+}
+
+/// A reply that copies the question and answers it with `answer` (TTL 5 s), or no answer.
+pub fn build_reply(question: &[u8], answer: Option<IpAddr>) -> Vec<u8> {
+    let mut r = question.to_vec();
+    r[2] = 0x84 | (question[2] & 0x01); // response, authoritative, keep RD
+    r[3] = 0x80; // recursion available, NOERROR
+    r[4..6].copy_from_slice(&1u16.to_be_bytes());
+    r[6..8].copy_from_slice(&(answer.is_some() as u16).to_be_bytes());
+    r[8..12].fill(0);
+    if let Some(ip) = answer {
+        r.extend_from_slice(&[0xc0, 0x0c]); // name: pointer to the question
+        let (rtype, data): (u16, Vec<u8>) = match ip {
+            IpAddr::V4(v4) => (1, v4.octets().to_vec()),
+            IpAddr::V6(v6) => (28, v6.octets().to_vec()),
+        };
+        r.extend_from_slice(&rtype.to_be_bytes());
+        r.extend_from_slice(&1u16.to_be_bytes()); // class IN
+        r.extend_from_slice(&5u32.to_be_bytes()); // TTL
+        r.extend_from_slice(&(data.len() as u16).to_be_bytes());
+        r.extend_from_slice(&data);
+    }
+    r
+}
+
+fn accept_loop(listener: TcpListener, port: u16, state: NetHandle) {
+    while !state.stop.load(Ordering::SeqCst) {
+        match listener.accept() {
+            Ok((mut conn, _peer)) => {
+                // Every address is local: the local address is where the server connected.
+                let dest = conn.local_addr().ok();
+                let _ = conn.set_nonblocking(false);
+                let _ = conn.set_read_timeout(Some(Duration::from_millis(500)));
+                let mut buf = vec![0u8; 4096];
+                let n = conn.read(&mut buf).unwrap_or(0);
+                let payload = describe_payload(&buf[..n]);
+                let dest_ip = dest.map(|d| d.ip().to_canonical());
+                let name = dest_ip.and_then(|ip| {
+                    state
+                        .names
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .name_of(ip)
+                });
+                state.push(NetEvent {
+                    kind: NetKind::Connect,
+                    destination: dest_ip.map(|ip| ip.to_string()).unwrap_or_default(),
+                    port: Some(dest.map(|d: SocketAddr| d.port()).unwrap_or(port)),
+                    name,
+                    loopback: dest_ip.is_some_and(|ip| ip.is_loopback()),
+                    mechanism: Mechanism::Payload,
+                    payload,
+                });
+            }
+            Err(_) => std::thread::sleep(Duration::from_millis(5)),
+        }
+    }
+}
+
+/// The first bytes of a connection, for humans: TLS SNI or the HTTP request line and Host.
+pub fn describe_payload(b: &[u8]) -> Option<String> {
+    if b.is_empty() {
+        return None;
+    }
+    if let Some(sni) = tls_sni(b) {
+        return Some(format!("TLS ClientHello, SNI {sni}"));
+    }
+    let text = String::from_utf8_lossy(&b[..b.len().min(2048)]);
+    let mut lines = text.split("\r\n");
+    let first = lines.next().unwrap_or_default();
+    let looks_http = [
+        "GET ", "POST ", "PUT ", "DELETE ", "HEAD ", "PATCH ", "OPTIONS ", "CONNECT ",
+    ]
+    .iter()
+    .any(|m| first.starts_with(m));
+    if looks_http {
+        let host = lines
+            .find(|l| l.to_ascii_lowercase().starts_with("host:"))
+            .map(|l| format!(", Host: {}", l[5..].trim()))
+            .unwrap_or_default();
+        let line: String = first.chars().take(200).collect();
+        return Some(format!("HTTP {line:?}{host}"));
+    }
+    Some(format!("{} bytes", b.len()))
+}
+
+/// The server name of a TLS ClientHello.
+pub fn tls_sni(b: &[u8]) -> Option<String> {
+    // Record header (5) + handshake header (4) + version (2) + random (32).
+    if b.len() < 43 || b[0] != 0x16 || b[5] != 0x01 {
+        return None;
+    }
+    let mut off = 43;
+    let sid = *b.get(off)? as usize;
+    off += 1 + sid;
+    let suites = u16::from_be_bytes([*b.get(off)?, *b.get(off + 1)?]) as usize;
+    off += 2 + suites;
+    let comp = *b.get(off)? as usize;
+    off += 1 + comp;
+    let ext_end = off + 2 + u16::from_be_bytes([*b.get(off)?, *b.get(off + 1)?]) as usize;
+    off += 2;
+    while off + 4 <= ext_end.min(b.len()) {
+        let kind = u16::from_be_bytes([b[off], b[off + 1]]);
+        let len = u16::from_be_bytes([b[off + 2], b[off + 3]]) as usize;
+        let body = b.get(off + 4..off + 4 + len)?;
+        if kind == 0 && body.len() >= 5 && body[2] == 0 {
+            let name_len = u16::from_be_bytes([body[3], body[4]]) as usize;
+            return body
+                .get(5..5 + name_len)
+                .map(|n| String::from_utf8_lossy(n).into_owned());
+        }
+        off += 4 + len;
+    }
+    None
+}
+
+/// The observer over a running service.
+#[derive(Default)]
+pub struct NetObserver {
+    handle: Option<NetHandle>,
+}
+
+impl Observer for NetObserver {
+    fn server_started(&mut self, start: &ServerStart) {
+        if let Some(old) = self.handle.take() {
+            old.stop();
+        }
+        self.handle = start.network.clone();
+    }
+
+    fn checkpoint(&mut self) -> Result<Vec<Observation>, ObserveError> {
+        let Some(h) = &self.handle else {
+            return Ok(Vec::new());
+        };
+        let events = std::mem::take(&mut *h.events.lock().unwrap_or_else(|p| p.into_inner()));
+        Ok(events.into_iter().map(Observation::Network).collect())
+    }
+
+    fn status(&self) -> ObserverStatus {
+        ObserverStatus {
+            name: "lo-local network".into(),
+            covers: "DNS questions (answered with addresses of our own), and the first bytes of TCP connections to ports 80 and 443 (TLS SNI, HTTP request line and Host)".into(),
+            blind_spots: vec!["payloads on other ports (their connection attempts are seen by seccomp)".into()],
+        }
+    }
+
+    fn take_notes(&mut self) -> Vec<String> {
+        Vec::new()
+    }
+}
+
+impl Drop for NetObserver {
+    fn drop(&mut self) {
+        if let Some(h) = &self.handle {
+            h.stop();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn query(name: &str, qtype: u16) -> Vec<u8> {
+        let mut q = vec![0x12, 0x34, 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0];
+        for label in name.split('.') {
+            q.push(label.len() as u8);
+            q.extend_from_slice(label.as_bytes());
+        }
+        q.push(0);
+        q.extend_from_slice(&qtype.to_be_bytes());
+        q.extend_from_slice(&1u16.to_be_bytes());
+        q
+    }
+
+    #[test]
+    fn dns_queries_are_parsed_and_answered_with_stable_fake_addresses() {
+        let q = query("API.Example.test", 1);
+        let (name, qtype, end) = parse_query(&q).expect("query");
+        assert_eq!(
+            (name.as_str(), qtype, end),
+            ("api.example.test", 1, q.len())
+        );
+        let mut names = FakeNames::default();
+        let ip = names.v4(&name);
+        assert_eq!(ip, Ipv4Addr::new(198, 18, 0, 1));
+        assert_eq!(names.v4(&name), ip, "stable");
+        assert_eq!(
+            names.name_of(IpAddr::V6(ip.to_ipv6_mapped())),
+            Some(name.clone())
+        );
+        let r = build_reply(&q[..end], Some(IpAddr::V4(ip)));
+        assert_eq!(&r[0..2], &[0x12, 0x34]);
+        assert_eq!(u16::from_be_bytes([r[6], r[7]]), 1, "one answer");
+        assert_eq!(&r[r.len() - 4..], &[198, 18, 0, 1]);
+        assert!(parse_query(&[0u8; 5]).is_none());
+    }
+
+    #[test]
+    fn payloads_are_described() {
+        let http = b"GET /collect?token=abc HTTP/1.1\r\nHost: tracker.example.test\r\n\r\n";
+        assert_eq!(
+            describe_payload(http).as_deref(),
+            Some("HTTP \"GET /collect?token=abc HTTP/1.1\", Host: tracker.example.test")
+        );
+        let hello = client_hello("secret.example.test");
+        assert_eq!(tls_sni(&hello).as_deref(), Some("secret.example.test"));
+        assert_eq!(
+            describe_payload(&hello).as_deref(),
+            Some("TLS ClientHello, SNI secret.example.test")
+        );
+        assert_eq!(describe_payload(b"\x00\x01").as_deref(), Some("2 bytes"));
+    }
+
+    /// A minimal TLS 1.2 ClientHello with one SNI extension.
+    pub(crate) fn client_hello(name: &str) -> Vec<u8> {
+        let n = name.as_bytes();
+        let mut sni = vec![0, 0];
+        let list_len = (n.len() + 3) as u16;
+        let ext_len = list_len + 2;
+        sni.extend_from_slice(&ext_len.to_be_bytes());
+        sni.extend_from_slice(&list_len.to_be_bytes());
+        sni.push(0);
+        sni.extend_from_slice(&(n.len() as u16).to_be_bytes());
+        sni.extend_from_slice(n);
+        let mut body = vec![0x03, 0x03];
+        body.extend_from_slice(&[0u8; 32]);
+        body.push(0); // session id
+        body.extend_from_slice(&[0, 2, 0x13, 0x01]); // one cipher suite
+        body.extend_from_slice(&[1, 0]); // compression
+        body.extend_from_slice(&(sni.len() as u16).to_be_bytes());
+        body.extend_from_slice(&sni);
+        let mut hs = vec![0x01];
+        hs.extend_from_slice(&(body.len() as u32).to_be_bytes()[1..]);
+        hs.extend_from_slice(&body);
+        let mut rec = vec![0x16, 0x03, 0x01];
+        rec.extend_from_slice(&(hs.len() as u16).to_be_bytes());
+        rec.extend_from_slice(&hs);
+        rec
+    }
+}
