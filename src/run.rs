@@ -752,7 +752,7 @@ pub async fn verify(
             let Some(l) = live.as_mut() else { break };
             let cursor = l.client.session().transcript_len();
             let tree = l.process.pid().map(ProcessTree::new);
-            let before = tree.map(|t| t.pids()).unwrap_or_default();
+            let before = tree.map(|t| t.tasks()).unwrap_or_default();
             let t0 = Instant::now();
             let timeout = config
                 .call_timeout

@@ -44,6 +44,21 @@ impl ProcessTree {
         out
     }
 
+    /// Every thread (task id) of every process of the tree.
+    pub fn tasks(&self) -> Vec<u32> {
+        let mut out = Vec::new();
+        for pid in self.pids() {
+            if let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) {
+                out.extend(
+                    tasks
+                        .flatten()
+                        .filter_map(|t| t.file_name().to_str().and_then(|n| n.parse::<u32>().ok())),
+                );
+            }
+        }
+        out
+    }
+
     /// Whether any thread of the tree is running or in uninterruptible sleep.
     pub fn busy(&self) -> bool {
         for pid in self.pids() {
@@ -85,7 +100,7 @@ pub async fn settle(
         if now.duration_since(start) >= max {
             return start.elapsed();
         }
-        let started_by_call = tree.pids().iter().any(|p| !before.contains(p));
+        let started_by_call = tree.tasks().iter().any(|t| !before.contains(t));
         if started_by_call || tree.busy() {
             idle_since = None;
         } else {
@@ -111,7 +126,7 @@ mod tests {
         let tree = ProcessTree::new(idle.id());
         let t = settle(
             Some(tree),
-            &tree.pids(),
+            &tree.tasks(),
             Duration::from_millis(10),
             Duration::from_secs(2),
         )
@@ -127,7 +142,7 @@ mod tests {
         let tree = ProcessTree::new(busy.id());
         let t = settle(
             Some(tree),
-            &tree.pids(),
+            &tree.tasks(),
             Duration::from_millis(10),
             Duration::from_millis(150),
         )

@@ -115,6 +115,7 @@ impl AttemptObserver {
         family: &str,
         address: String,
         port: Option<u16>,
+        udp: bool,
     ) -> Option<Observation> {
         if syscall == "bind" || family == "unix" {
             // Binding is the server's own listener; unix sockets are refused before connect.
@@ -141,7 +142,7 @@ impl AttemptObserver {
         let kind = if ip == Some(self.resolver) && port == Some(53) || port == Some(53) && !loopback
         {
             NetKind::Dns
-        } else if syscall == "sendto" {
+        } else if syscall == "sendto" || udp {
             NetKind::Datagram
         } else {
             NetKind::Connect
@@ -197,7 +198,8 @@ impl Observer for AttemptObserver {
                     family,
                     address,
                     port,
-                } => self.socket_attempt(a.syscall, &family, address, port),
+                    udp,
+                } => self.socket_attempt(a.syscall, &family, address, port, udp),
                 AttemptKind::Exec { path, argv } => Some(Observation::Process(ProcessEvent {
                     program: path,
                     argv,
@@ -289,7 +291,7 @@ mod tests {
     #[test]
     fn network_attempts_are_classified() {
         let o = obs();
-        let dns = o.socket_attempt("connect", "inet", "192.0.2.53".into(), Some(53));
+        let dns = o.socket_attempt("connect", "inet", "192.0.2.53".into(), Some(53), true);
         assert!(matches!(
             dns,
             Some(Observation::Network(NetEvent {
@@ -298,12 +300,18 @@ mod tests {
                 ..
             }))
         ));
-        let lo = o.socket_attempt("connect", "inet", "127.0.0.1".into(), Some(8080));
+        let lo = o.socket_attempt("connect", "inet", "127.0.0.1".into(), Some(8080), false);
         assert!(matches!(
             lo,
             Some(Observation::Network(NetEvent { loopback: true, .. }))
         ));
-        let v6 = o.socket_attempt("connect", "inet6", "::ffff:127.0.0.1".into(), Some(80));
+        let v6 = o.socket_attempt(
+            "connect",
+            "inet6",
+            "::ffff:127.0.0.1".into(),
+            Some(80),
+            false,
+        );
         assert!(
             matches!(
                 v6,
@@ -311,7 +319,7 @@ mod tests {
             ),
             "{v6:?}"
         );
-        let udp = o.socket_attempt("sendto", "inet", "192.0.2.1".into(), Some(123));
+        let udp = o.socket_attempt("sendto", "inet", "192.0.2.1".into(), Some(123), true);
         assert!(matches!(
             udp,
             Some(Observation::Network(NetEvent {
@@ -320,7 +328,7 @@ mod tests {
             }))
         ));
         assert!(
-            o.socket_attempt("bind", "inet", "0.0.0.0".into(), Some(80))
+            o.socket_attempt("bind", "inet", "0.0.0.0".into(), Some(80), false)
                 .is_none()
         );
     }

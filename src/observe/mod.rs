@@ -225,6 +225,9 @@ impl NetEvent {
                 _ => format!("looked up {}", self.destination),
             },
             NetKind::Connect => format!("connected to {}{port}{name}{payload}", self.destination),
+            NetKind::Datagram if self.mechanism == Mechanism::Attempt => {
+                format!("sent or aimed UDP at {}{port}{name}", self.destination)
+            }
             NetKind::Datagram => format!("sent a datagram to {}{port}{name}", self.destination),
         }
     }

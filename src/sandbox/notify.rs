@@ -38,6 +38,8 @@ pub enum AttemptKind {
         address: String,
         /// The port, for inet families.
         port: Option<u16>,
+        /// Whether the socket is a UDP socket (a UDP connect sends nothing by itself).
+        udp: bool,
     },
     /// execve(at).
     Exec {
@@ -185,6 +187,31 @@ fn absolute(tid: u32, dirfd: i32, p: &str) -> String {
     }
 }
 
+/// Whether descriptor `fd` of thread `tid` is a datagram socket: a copy of the descriptor
+/// is taken with `pidfd_getfd` (the same permission as reading the thread's memory) and asked.
+fn is_udp_socket(tid: u32, fd: i32) -> bool {
+    let tgid = std::fs::read_to_string(format!("/proc/{tid}/status"))
+        .ok()
+        .and_then(|st| {
+            st.lines().find_map(|l| {
+                l.strip_prefix("Tgid:")
+                    .and_then(|v| v.trim().parse::<i32>().ok())
+            })
+        });
+    let Some(pid) = tgid.and_then(rustix::process::Pid::from_raw) else {
+        return false;
+    };
+    let Ok(pidfd) = rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty()) else {
+        return false;
+    };
+    let Ok(copy) =
+        rustix::process::pidfd_getfd(&pidfd, fd, rustix::process::PidfdGetfdFlags::empty())
+    else {
+        return false;
+    };
+    rustix::net::sockopt::socket_type(&copy).is_ok_and(|t| t == rustix::net::SocketType::DGRAM)
+}
+
 fn sockaddr(buf: &[u8]) -> Option<(String, String, Option<u16>)> {
     if buf.len() < 2 {
         return None;
@@ -282,10 +309,12 @@ fn decode(req: &libc::seccomp_notif) -> Option<AttemptKind> {
         libc::SYS_connect | libc::SYS_bind => {
             let b = read_mem(&mem, a[1], (a[2] as usize).min(128), false)?;
             let (family, address, port) = sockaddr(&b)?;
+            let udp = family.starts_with("inet") && is_udp_socket(tid, fd_arg(0));
             Some(AttemptKind::Socket {
                 family,
                 address,
                 port,
+                udp,
             })
         }
         libc::SYS_sendto => {
@@ -295,6 +324,7 @@ fn decode(req: &libc::seccomp_notif) -> Option<AttemptKind> {
                 family,
                 address,
                 port,
+                udp: true,
             })
         }
         libc::SYS_execve | libc::SYS_execveat => {

@@ -46,7 +46,7 @@ fn stage() -> &'static Stage {
         let fake = dir.join("bin/hintcheck-fake-server");
         copy(&hintcheck_bin(), &hintcheck);
         copy(&fake_server(), &fake);
-        for fixture in ["escape", "external-connect", "network"] {
+        for fixture in ["escape", "external-connect", "network", "python"] {
             let src = repo().join("tests/fixtures").join(fixture);
             let dst = dir.join("fixtures").join(fixture);
             copy_tree(&src, &dst);
@@ -839,4 +839,136 @@ fn network_behaviour_is_observed_with_names_as_root() {
 #[test]
 fn network_behaviour_is_observed_with_names_unprivileged() {
     network_run(As::Unprivileged);
+}
+
+fn python_run(who: As) {
+    if !Path::new("/usr/bin/python3").is_file() {
+        return skip("/usr/bin/python3 is missing (the Python runtime case)");
+    }
+    if !have("unshare") {
+        return skip("unshare (util-linux) is missing");
+    }
+    let Some(prefix) = prefix(who, true) else {
+        return;
+    };
+    let args: Vec<String> = [
+        "verify",
+        "--scenario",
+        &fixture("python"),
+        "--format",
+        "json",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let out = run_as(&prefix, &args, Duration::from_secs(90));
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    let r = out.json();
+    let tools = r["tools"].as_array().expect("tools");
+    let verdict = |tool: &str, hint: &str| -> (String, Vec<String>) {
+        let t = tools
+            .iter()
+            .find(|t| t["name"] == tool)
+            .unwrap_or_else(|| panic!("{tool}"));
+        let v = t["verdicts"]
+            .as_array()
+            .expect("verdicts")
+            .iter()
+            .find(|v| v["hint"] == hint)
+            .expect("hint");
+        let evidence = v["evidence"]
+            .as_array()
+            .expect("evidence")
+            .iter()
+            .map(|e| {
+                format!(
+                    "{}: {}",
+                    e["source"].as_str().unwrap_or_default(),
+                    e["text"].as_str().unwrap_or_default()
+                )
+            })
+            .collect();
+        (
+            v["verdict"].as_str().unwrap_or_default().to_string(),
+            evidence,
+        )
+    };
+    let cases = [
+        // A helper process writes 200 ms after the answer: still call 1's.
+        (
+            "child_writer",
+            "readOnlyHint",
+            "call 1: created $WORKSPACE/child.txt (1 bytes)",
+        ),
+        // A thread writes 500 ms after the answer: still call 1's.
+        (
+            "late_thread_writer",
+            "readOnlyHint",
+            "call 1: created $WORKSPACE/late.txt (5 bytes)",
+        ),
+        // Writes only on the second call.
+        (
+            "second_call_writer",
+            "idempotentHint",
+            "repeat 2: created $WORKSPACE/second.txt (6 bytes)",
+        ),
+        // A DNS lookup without a connection.
+        (
+            "dns_only",
+            "openWorldHint",
+            "call 1: looked up py.example.test (A)",
+        ),
+        // HTTPS to a literal IP: the SNI names the host.
+        (
+            "https_ip",
+            "openWorldHint",
+            "TLS ClientHello, SNI pinned.example.test",
+        ),
+        // HTTP with a Host header, by name.
+        ("http_host", "openWorldHint", "Host: web.example.test"),
+        // A UDP datagram.
+        ("udp", "openWorldHint", "192.0.2.40:9999"),
+        // A write the sandbox denies.
+        (
+            "denied_write",
+            "readOnlyHint",
+            "call 1: tried openat /etc/pyserver-denied, denied by the sandbox",
+        ),
+    ];
+    for (tool, hint, needle) in cases {
+        let (v, evidence) = verdict(tool, hint);
+        assert_eq!(v, "contradicted", "{tool} {hint}: {evidence:?}");
+        assert!(
+            evidence.iter().any(|e| e.contains(needle)),
+            "{tool}: {needle:?} not in {evidence:?}"
+        );
+    }
+    assert_eq!(verdict("honest_reader", "readOnlyHint").0, "consistent");
+    assert_eq!(verdict("honest_reader", "openWorldHint").0, "consistent");
+    assert_eq!(
+        verdict("second_call_writer", "destructiveHint").0,
+        "consistent"
+    );
+    let out_of_window: Vec<&str> = r["out_of_window"]
+        .as_array()
+        .expect("oow")
+        .iter()
+        .filter_map(|p| p["description"].as_str())
+        .collect();
+    assert!(
+        out_of_window
+            .iter()
+            .all(|d| !d.contains("late.txt") && !d.contains("child.txt")),
+        "{out_of_window:?}"
+    );
+}
+
+#[test]
+fn a_python_server_is_observed_call_by_call_as_root() {
+    python_run(As::Root);
+}
+
+#[test]
+fn a_python_server_is_observed_call_by_call_unprivileged() {
+    python_run(As::Unprivileged);
 }
