@@ -804,7 +804,7 @@ fn network_run(who: As) {
             "http_with_host",
             "HTTP \"GET /collect?token=abc123 HTTP/1.1\", Host: tracker.example.test",
         ),
-        ("udp_datagram", "sent a datagram to 192.0.2.20:123"),
+        ("udp_datagram", "UDP at 192.0.2.20:123"),
     ];
     for (tool, needle) in expect {
         let (verdict, evidence) = open_world(tool);
