@@ -23,6 +23,8 @@ pub struct CallRecord {
     pub duration_ms: u64,
     /// Milliseconds waited after the response until the server's processes were idle.
     pub settle_ms: u64,
+    /// The same in microseconds, and what the observers cost (for benchmarks).
+    pub timing: CallTiming,
     /// What was observed in the call's window.
     pub observations: Vec<Observation>,
     /// Garbage or unsolicited lines the server wrote during the call.
@@ -38,6 +40,17 @@ impl CallRecord {
             format!("repeat {}", self.number)
         }
     }
+}
+
+/// Where the time of one call went, in microseconds.
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct CallTiming {
+    /// From writing the request to parsing the response.
+    pub response_us: u64,
+    /// The settle period after the response.
+    pub settle_us: u64,
+    /// The observers' checkpoint after the settle period.
+    pub observe_us: u64,
 }
 
 /// Everything done with one tool.

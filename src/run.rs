@@ -12,7 +12,7 @@ use tokio::sync::watch;
 
 use crate::audit;
 use crate::config::{RootsOffer, RunConfig};
-use crate::evidence::{CallRecord, Coverage, Phase, PhaseObservation, ToolRun};
+use crate::evidence::{CallRecord, CallTiming, Coverage, Phase, PhaseObservation, ToolRun};
 use crate::exercise::plan::plan;
 use crate::finding::{Finding, Verdict};
 use crate::mcp::client::{CallOutcome, ClientOptions, EraChoice, McpClient, ProtocolNote};
@@ -762,19 +762,20 @@ pub async fn verify(
                 o = l.client.call_tool(&tool.name, &p.arguments, timeout) => Some(o),
                 _ = stop.changed() => None,
             };
-            let duration_ms = t0.elapsed().as_millis() as u64;
+            let duration = t0.elapsed();
+            let duration_ms = duration.as_millis() as u64;
             let interrupted = outcome.is_none();
             let outcome = outcome.unwrap_or(CallOutcome::Timeout {
                 after_ms: duration_ms,
             });
-            let settle_ms = if interrupted {
-                0
+            let settled = if interrupted {
+                Duration::ZERO
             } else {
-                settle(tree, &before, config.settle, config.settle_max)
-                    .await
-                    .as_millis() as u64
+                settle(tree, &before, config.settle, config.settle_max).await
             };
+            let observe_start = Instant::now();
             let observations = recorder.checkpoint();
+            let observe = observe_start.elapsed();
             let wire_anomalies = l.client.session().anomalies_since(cursor).len();
             let broken = matches!(
                 outcome,
@@ -786,7 +787,12 @@ pub async fn verify(
                 outcome,
                 started_ms: t0.duration_since(started).as_millis() as u64,
                 duration_ms,
-                settle_ms,
+                settle_ms: settled.as_millis() as u64,
+                timing: CallTiming {
+                    response_us: duration.as_micros() as u64,
+                    settle_us: settled.as_micros() as u64,
+                    observe_us: observe.as_micros() as u64,
+                },
                 observations,
                 wire_anomalies,
             });

@@ -258,6 +258,7 @@ pub(crate) mod testing {
             started_ms: 0,
             duration_ms: 1,
             settle_ms: 0,
+            timing: Default::default(),
             observations,
             wire_anomalies: 0,
         }

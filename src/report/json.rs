@@ -137,6 +137,7 @@ struct CallV1<'a> {
     started_ms: u64,
     duration_ms: u64,
     settle_ms: u64,
+    timing_us: &'a crate::evidence::CallTiming,
     wire_anomalies: usize,
     observations: Vec<ObservationV1<'a>>,
 }
@@ -229,6 +230,7 @@ fn call(c: &CallRecord) -> CallV1<'_> {
         started_ms: c.started_ms,
         duration_ms: c.duration_ms,
         settle_ms: c.settle_ms,
+        timing_us: &c.timing,
         wire_anomalies: c.wire_anomalies,
         observations: c
             .observations
