@@ -29,6 +29,9 @@ pub struct CallRecord {
     pub observations: Vec<Observation>,
     /// Garbage or unsolicited lines the server wrote during the call.
     pub wire_anomalies: usize,
+    /// Earlier calls whose processes or threads were still running during this call's
+    /// window: its observations may be theirs (attribution is then uncertain).
+    pub concurrent_with: Vec<String>,
 }
 
 impl CallRecord {

@@ -101,6 +101,9 @@ pub struct HintVerdict {
     pub evidence: Vec<Evidence>,
     /// The audit that judged it.
     pub audit: &'static str,
+    /// For a contradiction: every piece of evidence comes from a window that processes of
+    /// other calls shared, so the behaviour may be theirs. Reported, but does not fail the run.
+    pub uncertain: bool,
 }
 
 /// A finding: something the report tells the user about, with evidence.

@@ -695,6 +695,8 @@ pub async fn verify(
     let mut partial: Option<String> = None;
     let mut last_tool: Option<String> = None;
     let mut called = vec![false; inventory.tools.len()];
+    // (owner call, task id) of processes and threads started by calls, while they live.
+    let mut lingering: Vec<(String, u32)> = Vec::new();
     for p in &planned {
         let tool = &inventory.tools[p.tool_index];
         let run = &mut runs[p.tool_index];
@@ -753,6 +755,16 @@ pub async fn verify(
             let cursor = l.client.session().transcript_len();
             let tree = l.process.pid().map(ProcessTree::new);
             let before = tree.map(|t| t.tasks()).unwrap_or_default();
+            // Processes and threads that earlier calls started and that still run: what they
+            // do now may land in this call's window.
+            lingering.retain(|(_, tid)| before.contains(tid));
+            let lingering_now: Vec<String> = {
+                let mut owners: Vec<String> =
+                    lingering.iter().map(|(owner, _)| owner.clone()).collect();
+                owners.sort();
+                owners.dedup();
+                owners
+            };
             let t0 = Instant::now();
             let timeout = config
                 .call_timeout
@@ -773,6 +785,19 @@ pub async fn verify(
             } else {
                 settle(tree, &before, config.settle, config.settle_max).await
             };
+            if let Some(t) = tree {
+                let label = if number == 1 {
+                    format!("{} call 1", tool.name)
+                } else {
+                    format!("{} repeat {number}", tool.name)
+                };
+                lingering.extend(
+                    t.tasks()
+                        .into_iter()
+                        .filter(|tid| !before.contains(tid))
+                        .map(|tid| (label.clone(), tid)),
+                );
+            }
             let observe_start = Instant::now();
             let observations = recorder.checkpoint();
             let observe = observe_start.elapsed();
@@ -792,6 +817,11 @@ pub async fn verify(
                     response_us: duration.as_micros() as u64,
                     settle_us: settled.as_micros() as u64,
                     observe_us: observe.as_micros() as u64,
+                },
+                concurrent_with: if observations.is_empty() {
+                    Vec::new()
+                } else {
+                    lingering_now.clone()
                 },
                 observations,
                 wire_anomalies,
@@ -902,9 +932,17 @@ pub async fn verify(
         .tools
         .iter()
         .flat_map(|t| &t.verdicts)
-        .filter(|v| v.verdict == Verdict::Contradicted)
+        .filter(|v| v.verdict == Verdict::Contradicted && !v.uncertain)
         .count();
-    let contradicted_tools = report.tools.iter().filter(|t| t.contradicted()).count();
+    let contradicted_tools = report
+        .tools
+        .iter()
+        .filter(|t| {
+            t.verdicts
+                .iter()
+                .any(|v| v.verdict == Verdict::Contradicted && !v.uncertain)
+        })
+        .count();
     (report.exit_code, report.exit_reason) = if contradictions > 0 {
         (
             exit_code::CONTRADICTIONS,

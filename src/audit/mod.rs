@@ -115,13 +115,26 @@ pub fn judge_tool(tool: &ToolDecl, run: &ToolRun, coverage: &Coverage) -> ToolJu
     };
     out.findings.extend(malformed_tool::findings(tool));
     for (hint, meta, j) in judged {
+        // When every piece of evidence comes from a window that other calls' processes
+        // shared, the contradiction stands but is uncertain.
+        let uncertain = j.verdict == Verdict::Contradicted
+            && !j.evidence.is_empty()
+            && j.evidence.iter().all(|e| e.text.contains("(uncertain: "));
         if j.verdict == Verdict::Contradicted {
             out.findings.push(Finding {
                 audit: meta.id,
                 tool: Some(tool.name.clone()),
                 hint: Some(hint),
-                severity: Severity::Error,
-                confidence: j.confidence,
+                severity: if uncertain {
+                    Severity::Warning
+                } else {
+                    Severity::Error
+                },
+                confidence: if uncertain {
+                    Confidence::Low
+                } else {
+                    j.confidence
+                },
                 message: format!(
                     "{} declares {}: {} but {}",
                     tool.name,
@@ -147,9 +160,14 @@ pub fn judge_tool(tool: &ToolDecl, run: &ToolRun, coverage: &Coverage) -> ToolJu
             hint,
             declared: tool.hints.get(hint).describe(),
             verdict: j.verdict,
-            reason,
+            reason: if uncertain {
+                format!("{reason}, but other calls' processes were running at the time (uncertain)")
+            } else {
+                reason
+            },
             evidence: j.evidence,
             audit: meta.id,
+            uncertain,
         });
     }
     out
@@ -166,7 +184,15 @@ pub(crate) fn evidence_of<'a>(
         .take(CAP)
         .map(|(c, o)| Evidence {
             source: c.label(),
-            text: o.describe(),
+            text: if c.concurrent_with.is_empty() {
+                o.describe()
+            } else {
+                format!(
+                    "{} (uncertain: started by {} may have done it)",
+                    o.describe(),
+                    c.concurrent_with.join(", ")
+                )
+            },
         })
         .collect();
     if all.len() > CAP {
@@ -259,6 +285,7 @@ pub(crate) mod testing {
             duration_ms: 1,
             settle_ms: 0,
             timing: Default::default(),
+            concurrent_with: Vec::new(),
             observations,
             wire_anomalies: 0,
         }

@@ -44,16 +44,28 @@ impl ProcessTree {
         out
     }
 
-    /// Every thread (task id) of every process of the tree.
+    /// Every live thread (task id) of every process of the tree; zombies are dead.
     pub fn tasks(&self) -> Vec<u32> {
         let mut out = Vec::new();
         for pid in self.pids() {
-            if let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) {
-                out.extend(
-                    tasks
-                        .flatten()
-                        .filter_map(|t| t.file_name().to_str().and_then(|n| n.parse::<u32>().ok())),
-                );
+            let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+                continue;
+            };
+            for t in tasks.flatten() {
+                let Some(tid) = t.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+                    continue;
+                };
+                let state = std::fs::read_to_string(t.path().join("stat"))
+                    .ok()
+                    .and_then(|st| {
+                        st.rsplit(')')
+                            .next()
+                            .and_then(|r| r.split_whitespace().next())
+                            .map(str::to_string)
+                    });
+                if !matches!(state.as_deref(), Some("Z") | Some("X") | None) {
+                    out.push(tid);
+                }
             }
         }
         out

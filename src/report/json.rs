@@ -138,6 +138,8 @@ struct CallV1<'a> {
     duration_ms: u64,
     settle_ms: u64,
     timing_us: &'a crate::evidence::CallTiming,
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    concurrent_with: &'a [String],
     wire_anomalies: usize,
     observations: Vec<ObservationV1<'a>>,
 }
@@ -157,6 +159,7 @@ struct VerdictV1<'a> {
     verdict: &'static str,
     reason: &'a str,
     audit: &'a str,
+    uncertain: bool,
     evidence: Vec<EvidenceV1<'a>>,
 }
 
@@ -231,6 +234,7 @@ fn call(c: &CallRecord) -> CallV1<'_> {
         duration_ms: c.duration_ms,
         settle_ms: c.settle_ms,
         timing_us: &c.timing,
+        concurrent_with: &c.concurrent_with,
         wire_anomalies: c.wire_anomalies,
         observations: c
             .observations
@@ -250,6 +254,7 @@ fn verdict(v: &HintVerdict) -> VerdictV1<'_> {
         verdict: v.verdict.as_str(),
         reason: &v.reason,
         audit: v.audit,
+        uncertain: v.uncertain,
         evidence: evidence(&v.evidence),
     }
 }

@@ -82,6 +82,7 @@ fn write_report(o: &mut String, r: &Report) -> std::fmt::Result {
         }
         for v in &t.verdicts {
             let tag = match v.verdict {
+                Verdict::Contradicted if v.uncertain => "CONTRADICTED?",
                 Verdict::Contradicted => "CONTRADICTED",
                 Verdict::Consistent => "consistent",
                 Verdict::Unexercised => "unexercised",

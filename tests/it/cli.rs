@@ -239,6 +239,11 @@ fn output_file_transcript_and_no_leftovers() {
         entries(&tmp)
     );
     assert!(
+    // Other tests may run the same scenario at this moment: wait for their runs to end too.
+    let deadline = std::time::Instant::now() + Duration::from_secs(15);
+    while !processes_matching("--linger 4242").is_empty() && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
         processes_matching("--linger 4242").is_empty(),
         "daemon left running"
     );
