@@ -238,12 +238,12 @@ fn output_file_transcript_and_no_leftovers() {
         "scratch left behind: {:?}",
         entries(&tmp)
     );
-    assert!(
     // Other tests may run the same scenario at this moment: wait for their runs to end too.
     let deadline = std::time::Instant::now() + Duration::from_secs(15);
     while !processes_matching("--linger 4242").is_empty() && std::time::Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(100));
     }
+    assert!(
         processes_matching("--linger 4242").is_empty(),
         "daemon left running"
     );
