@@ -102,6 +102,10 @@ pub struct RunConfig {
     pub memory_limit: u64,
     /// Host directories covered by an overlay (absolute, existing).
     pub overlays: Vec<PathBuf>,
+    /// Call only these tools (replays use it); `None` calls all.
+    pub only_tools: Option<Vec<String>>,
+    /// Whether uncertain attributions are confirmed by replaying tools alone.
+    pub replay: bool,
     /// The binary that runs `__sandbox-init`; `None` means this executable (the hintcheck
     /// binary). Library users whose executable is something else set it.
     pub sandbox_exe: Option<PathBuf>,
@@ -402,6 +406,8 @@ impl RunConfig {
                 (false, _) => Some(SandboxLevel::Required),
             },
             sandbox_exe: None,
+            only_tools: None,
+            replay: true,
             overlays: {
                 let mut dirs: Vec<PathBuf> = a.overlay.clone();
                 if let Some(s) = &scenario {

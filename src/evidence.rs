@@ -32,6 +32,12 @@ pub struct CallRecord {
     /// Earlier calls whose processes or threads were still running during this call's
     /// window: its observations may be theirs (attribution is then uncertain).
     pub concurrent_with: Vec<String>,
+    /// The tools of `concurrent_with`.
+    #[serde(skip)]
+    pub concurrent_tools: Vec<String>,
+    /// Observations of this call that a replay of the tool alone, on a fresh server,
+    /// reproduced (attribution confirmed), as descriptions.
+    pub confirmed_by_replay: Vec<String>,
 }
 
 impl CallRecord {

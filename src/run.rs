@@ -696,7 +696,7 @@ pub async fn verify(
     let mut last_tool: Option<String> = None;
     let mut called = vec![false; inventory.tools.len()];
     // (owner call, task id) of processes and threads started by calls, while they live.
-    let mut lingering: Vec<(String, u32)> = Vec::new();
+    let mut lingering: Vec<(String, String, u32)> = Vec::new();
     for p in &planned {
         let tool = &inventory.tools[p.tool_index];
         let run = &mut runs[p.tool_index];
@@ -705,6 +705,12 @@ pub async fn verify(
         if let Some(why) = &p.skip {
             run.skipped = Some(why.clone());
             continue;
+        }
+        if let Some(only) = &config.only_tools {
+            if !only.contains(&tool.name) {
+                run.skipped = Some("not selected for this run".into());
+                continue;
+            }
         }
         if partial.is_some() {
             continue;
@@ -757,14 +763,17 @@ pub async fn verify(
             let before = tree.map(|t| t.tasks()).unwrap_or_default();
             // Processes and threads that earlier calls started and that still run: what they
             // do now may land in this call's window.
-            lingering.retain(|(_, tid)| before.contains(tid));
-            let lingering_now: Vec<String> = {
-                let mut owners: Vec<String> =
-                    lingering.iter().map(|(owner, _)| owner.clone()).collect();
-                owners.sort();
-                owners.dedup();
-                owners
-            };
+            lingering.retain(|(_, _, tid)| before.contains(tid));
+            let mut lingering_now: Vec<String> = lingering
+                .iter()
+                .map(|(owner, _, _)| owner.clone())
+                .collect();
+            lingering_now.sort();
+            lingering_now.dedup();
+            let mut lingering_tools: Vec<String> =
+                lingering.iter().map(|(_, t, _)| t.clone()).collect();
+            lingering_tools.sort();
+            lingering_tools.dedup();
             let t0 = Instant::now();
             let timeout = config
                 .call_timeout
@@ -795,7 +804,7 @@ pub async fn verify(
                     t.tasks()
                         .into_iter()
                         .filter(|tid| !before.contains(tid))
-                        .map(|tid| (label.clone(), tid)),
+                        .map(|tid| (label.clone(), tool.name.clone(), tid)),
                 );
             }
             let observe_start = Instant::now();
@@ -823,6 +832,12 @@ pub async fn verify(
                 } else {
                     lingering_now.clone()
                 },
+                concurrent_tools: if observations.is_empty() {
+                    Vec::new()
+                } else {
+                    lingering_tools.clone()
+                },
+                confirmed_by_replay: Vec::new(),
                 observations,
                 wire_anomalies,
             });
@@ -854,6 +869,14 @@ pub async fn verify(
         None,
     ));
     notes.extend(recorder.take_notes());
+
+    // Confirm uncertain attributions by replaying tools alone on fresh servers.
+    if config.replay && partial.is_none() {
+        let names: Vec<String> = inventory.tools.iter().map(|t| t.name.clone()).collect();
+        notes.extend(
+            replay_ambiguous(config, &stop, subreaper, &names, &mut runs, &mut phases).await,
+        );
+    }
 
     // Judge.
     let mut findings: Vec<Finding> = Vec::new();
@@ -981,6 +1004,174 @@ pub async fn verify(
     }
     report.duration_ms = started.elapsed().as_millis() as u64;
     Verification { report, transcript }
+}
+
+/// A key that identifies an observation across runs (fake network addresses differ between
+/// runs, names do not; process starts are not evidence).
+fn replay_key(o: &Observation) -> Option<String> {
+    match o {
+        Observation::File(f) => Some(format!("file {} {}", f.kind.verb(), f.path)),
+        Observation::Attempt(a) => Some(format!("attempt {} {}", a.syscall, a.path)),
+        Observation::Network(n) => Some(format!(
+            "net {:?} {} {:?}",
+            n.kind,
+            n.name.clone().unwrap_or_else(|| n.destination.clone()),
+            n.port
+        )),
+        Observation::Process(_) => None,
+    }
+}
+
+/// Most tools replayed in one run.
+const MAX_REPLAYS: usize = 6;
+
+/// Replays `tool` alone on a fresh server with a long settle period; returns the keys of
+/// everything observed, or `None` when the replay could not run.
+async fn replay_keys(
+    config: &RunConfig,
+    stop: &watch::Receiver<bool>,
+    subreaper: bool,
+    tool: &str,
+) -> Option<Vec<String>> {
+    let mut cfg = config.clone();
+    cfg.only_tools = Some(vec![tool.to_string()]);
+    cfg.replay = false;
+    cfg.transcript = None;
+    cfg.settle = Duration::from_millis(300);
+    cfg.settle_max = cfg.settle_max.max(Duration::from_secs(5));
+    let v = Box::pin(verify(&cfg, stop.clone(), subreaper)).await;
+    let r = v.report;
+    if r.server.start_error.is_some() {
+        return None;
+    }
+    let mut keys: Vec<String> = r
+        .tools
+        .iter()
+        .flat_map(|t| t.calls.iter().flat_map(|c| c.observations.iter()))
+        .chain(
+            r.phases
+                .iter()
+                .filter(|p| p.phase != Phase::Startup)
+                .map(|p| &p.observation),
+        )
+        .filter_map(replay_key)
+        .collect();
+    keys.sort();
+    keys.dedup();
+    Some(keys)
+}
+
+/// Confirms or corrects uncertain attributions: a call whose window other calls' processes
+/// shared keeps only what a replay of its tool alone reproduces, and observations that belong
+/// to no call (or were taken from one) go to the tool whose replay reproduces them. Returns
+/// notes for the report.
+async fn replay_ambiguous(
+    config: &RunConfig,
+    stop: &watch::Receiver<bool>,
+    subreaper: bool,
+    names: &[String],
+    runs: &mut [ToolRun],
+    phases: &mut Vec<PhaseObservation>,
+) -> Vec<String> {
+    let mut notes = Vec::new();
+    let mut cache: BTreeMap<String, Option<Vec<String>>> = BTreeMap::new();
+    let matters = |o: &Observation| o.is_write() || o.as_network().is_some_and(|n| !n.loopback);
+    // 1. Calls with uncertain windows keep what their own tool reproduces alone.
+    let mut orphans: Vec<(Vec<String>, Observation)> = Vec::new();
+    for (i, run) in runs.iter_mut().enumerate() {
+        for call in run
+            .calls
+            .iter_mut()
+            .filter(|c| !c.concurrent_with.is_empty())
+        {
+            if !cache.contains_key(&names[i]) {
+                if cache.len() >= MAX_REPLAYS {
+                    notes.push(format!(
+                        "replay budget spent: {} {} stays uncertain",
+                        names[i],
+                        call.label()
+                    ));
+                    continue;
+                }
+                let keys = replay_keys(config, stop, subreaper, &names[i]).await;
+                cache.insert(names[i].clone(), keys);
+            }
+            let Some(Some(keys)) = cache.get(&names[i]) else {
+                continue;
+            };
+            let (own, foreign): (Vec<Observation>, Vec<Observation>) =
+                std::mem::take(&mut call.observations)
+                    .into_iter()
+                    .partition(|o| replay_key(o).is_none_or(|k| keys.contains(&k)));
+            for o in &foreign {
+                notes.push(format!(
+                    "{} {}: \"{}\" did not happen when {} ran alone on a fresh server; it is not attributed to it",
+                    names[i],
+                    call.label(),
+                    o.describe(),
+                    names[i]
+                ));
+            }
+            orphans.extend(
+                foreign
+                    .into_iter()
+                    .filter(|o| matters(o))
+                    .map(|o| (call.concurrent_tools.clone(), o)),
+            );
+            call.confirmed_by_replay = own
+                .iter()
+                .filter(|o| matters(o))
+                .map(|o| o.describe())
+                .collect();
+            call.observations = own;
+            call.concurrent_with.clear();
+        }
+    }
+    // 2. Observations outside every call (or taken from one): find the tool that produces them.
+    let mut candidates: Vec<(Vec<String>, Observation)> = orphans;
+    let mut keep: Vec<PhaseObservation> = Vec::new();
+    for p in phases.drain(..) {
+        match (&p.phase, &p.after_tool) {
+            (Phase::Idle, Some(t)) if matters(&p.observation) => {
+                candidates.push((vec![t.clone()], p.observation))
+            }
+            _ => keep.push(p),
+        }
+    }
+    for (tools, o) in candidates {
+        let mut placed = false;
+        for t in &tools {
+            let Some(i) = names.iter().position(|n| n == t) else {
+                continue;
+            };
+            if !cache.contains_key(t) {
+                if cache.len() >= MAX_REPLAYS {
+                    break;
+                }
+                let keys = replay_keys(config, stop, subreaper, t).await;
+                cache.insert(t.clone(), keys);
+            }
+            let reproduced = matches!((cache.get(t), replay_key(&o)), (Some(Some(keys)), Some(k)) if keys.contains(&k));
+            if reproduced {
+                if let Some(last) = runs[i].calls.last_mut() {
+                    notes.push(format!("\"{}\" is attributed to {t}: a replay of {t} alone on a fresh server reproduced it", o.describe()));
+                    last.confirmed_by_replay.push(o.describe());
+                    last.observations.push(o.clone());
+                    placed = true;
+                    break;
+                }
+            }
+        }
+        if !placed {
+            keep.push(PhaseObservation {
+                phase: Phase::Idle,
+                after_tool: tools.first().cloned(),
+                observation: o,
+            });
+        }
+    }
+    *phases = keep;
+    notes
 }
 
 /// Observations of a window that belongs to no call.

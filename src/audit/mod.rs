@@ -184,7 +184,12 @@ pub(crate) fn evidence_of<'a>(
         .take(CAP)
         .map(|(c, o)| Evidence {
             source: c.label(),
-            text: if c.concurrent_with.is_empty() {
+            text: if c.confirmed_by_replay.contains(&o.describe()) {
+                format!(
+                    "{} (confirmed by replaying the tool alone on a fresh server)",
+                    o.describe()
+                )
+            } else if c.concurrent_with.is_empty() {
                 o.describe()
             } else {
                 format!(
@@ -286,6 +291,8 @@ pub(crate) mod testing {
             settle_ms: 0,
             timing: Default::default(),
             concurrent_with: Vec::new(),
+            concurrent_tools: Vec::new(),
+            confirmed_by_replay: Vec::new(),
             observations,
             wire_anomalies: 0,
         }

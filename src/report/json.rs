@@ -140,6 +140,8 @@ struct CallV1<'a> {
     timing_us: &'a crate::evidence::CallTiming,
     #[serde(skip_serializing_if = "<[String]>::is_empty")]
     concurrent_with: &'a [String],
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    confirmed_by_replay: &'a [String],
     wire_anomalies: usize,
     observations: Vec<ObservationV1<'a>>,
 }
@@ -235,6 +237,7 @@ fn call(c: &CallRecord) -> CallV1<'_> {
         settle_ms: c.settle_ms,
         timing_us: &c.timing,
         concurrent_with: &c.concurrent_with,
+        confirmed_by_replay: &c.confirmed_by_replay,
         wire_anomalies: c.wire_anomalies,
         observations: c
             .observations

@@ -238,20 +238,25 @@ fn modern_era_is_detected_and_legacy_fallback_works() {
     );
 }
 
-#[test]
-fn a_lingering_helper_makes_attribution_uncertain_not_an_accusation() {
+fn run_lingering(replay: bool) -> hintcheck::report::Report {
     let mut config =
         RunConfig::from_verify_args(&args_for(repo().join("tests/fixtures/lingering")))
             .expect("config");
     config.sandbox_exe = Some(crate::util::hintcheck_bin());
+    config.replay = replay;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .expect("runtime");
-    let r = rt.block_on(async {
+    rt.block_on(async {
         let (_tx, rx) = tokio::sync::watch::channel(false);
         hintcheck::run::verify(&config, rx, false).await.report
-    });
+    })
+}
+
+#[test]
+fn without_replay_a_lingering_helper_makes_attribution_uncertain_not_an_accusation() {
+    let r = run_lingering(false);
     let honest = r
         .tools
         .iter()
@@ -281,4 +286,38 @@ fn a_lingering_helper_makes_attribution_uncertain_not_an_accusation() {
         "an uncertain contradiction does not fail the run: {}",
         r.exit_reason
     );
+}
+
+#[test]
+fn replay_moves_a_lingering_helpers_write_to_the_tool_that_started_it() {
+    let r = run_lingering(true);
+    let verdict = |tool: &str| {
+        r.tools
+            .iter()
+            .find(|t| t.name == tool)
+            .map(|t| t.verdicts[0].clone())
+            .expect("tool")
+    };
+    let honest = verdict("honest_but_slow");
+    assert_eq!(honest.verdict.as_str(), "consistent", "{honest:?}");
+    let liar = verdict("starts_slow_writer");
+    assert_eq!(liar.verdict.as_str(), "contradicted");
+    assert!(!liar.uncertain);
+    assert!(
+        liar.evidence[0]
+            .text
+            .contains("created $WORKSPACE/slow.txt")
+            && liar.evidence[0].text.contains("confirmed by replaying"),
+        "{:?}",
+        liar.evidence
+    );
+    assert!(
+        r.notes
+            .iter()
+            .any(|n| n
+                .contains("a replay of starts_slow_writer alone on a fresh server reproduced it")),
+        "{:?}",
+        r.notes
+    );
+    assert_eq!(r.exit_code, 1);
 }
