@@ -107,6 +107,7 @@ fn through_hintcheck(
         transcript: None,
         memory_limit: None,
         overlay: Vec::new(),
+        observe_port: Vec::new(),
         sandbox: None,
         no_sandbox: !sandbox,
         command: Vec::new(),

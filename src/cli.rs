@@ -136,6 +136,9 @@ pub struct VerifyArgs {
     /// in the sandbox and are observed (for servers that write next to their own files).
     #[arg(long, value_name = "DIR")]
     pub overlay: Vec<PathBuf>,
+    /// Read the first bytes of TCP connections to this port too (besides 80, 443, 8080, 8443).
+    #[arg(long, value_name = "PORT")]
+    pub observe_port: Vec<u16>,
     /// How strict the sandbox must be [default: required].
     #[arg(long, value_enum, conflicts_with = "no_sandbox")]
     pub sandbox: Option<SandboxArg>,

@@ -102,6 +102,8 @@ pub struct RunConfig {
     pub memory_limit: u64,
     /// Host directories covered by an overlay (absolute, existing).
     pub overlays: Vec<PathBuf>,
+    /// TCP ports whose first bytes the network observer reads (80, 443, 8080, 8443 and more).
+    pub observe_ports: Vec<u16>,
     /// Call only these tools (replays use it); `None` calls all.
     pub only_tools: Option<Vec<String>>,
     /// Whether uncertain attributions are confirmed by replaying tools alone.
@@ -407,6 +409,22 @@ impl RunConfig {
             },
             sandbox_exe: None,
             only_tools: None,
+            observe_ports: {
+                let mut ports = vec![80u16, 443, 8080, 8443];
+                ports.extend(a.observe_port.iter().copied());
+                if let Some(s) = &scenario {
+                    ports.extend(s.run.observe_ports.iter().copied());
+                }
+                ports.sort_unstable();
+                ports.dedup();
+                if ports.len() > 32 {
+                    return Err(ConfigError::BadValue {
+                        flag: "--observe-port".into(),
+                        message: "at most 32 ports".into(),
+                    });
+                }
+                ports
+            },
             replay: true,
             overlays: {
                 let mut dirs: Vec<PathBuf> = a.overlay.clone();

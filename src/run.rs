@@ -228,6 +228,7 @@ async fn start_server(
                 overlays: ctx.config.overlays.clone(),
                 notify: true,
                 network_observer: true,
+                observe_ports: ctx.config.observe_ports.clone(),
                 program,
                 args: ctx.spec.args.clone(),
                 env,
@@ -597,7 +598,9 @@ pub async fn verify(
             read_only_tmp.clone(),
             resolver,
         )));
-        observers.push(Box::new(crate::observe::net::NetObserver::default()));
+        observers.push(Box::new(crate::observe::net::NetObserver::new(
+            config.observe_ports.clone(),
+        )));
     }
     let mut recorder = Recorder::new(observers);
     let coverage = Coverage {
@@ -607,7 +610,7 @@ pub async fn verify(
             "$WORKSPACE, $HOME, $TMPDIR".into()
         }),
         network: config.sandbox.is_some().then(|| {
-            "DNS questions with their names, connect and sendto attempts (seccomp), TLS SNI and HTTP request lines on ports 80 and 443".into()
+            format!("DNS questions with their names, connect and sendto attempts (seccomp), TLS SNI and HTTP request lines on ports {}", config.observe_ports.iter().map(|p| p.to_string()).collect::<Vec<_>>().join(", "))
         }),
     };
     // Launch and handshake.

@@ -116,6 +116,9 @@ pub struct RunSection {
     /// Host directories covered by an overlay, relative to the scenario file.
     #[serde(default)]
     pub overlays: Vec<PathBuf>,
+    /// More TCP ports whose first bytes the network observer reads.
+    #[serde(default)]
+    pub observe_ports: Vec<u16>,
     /// Argument overrides per tool.
     #[serde(default)]
     pub args: BTreeMap<String, toml::Value>,

@@ -274,9 +274,19 @@ pub fn tls_sni(b: &[u8]) -> Option<String> {
 }
 
 /// The observer over a running service.
-#[derive(Default)]
 pub struct NetObserver {
     handle: Option<NetHandle>,
+    ports: Vec<u16>,
+}
+
+impl NetObserver {
+    /// An observer whose listeners are on `ports`.
+    pub fn new(ports: Vec<u16>) -> Self {
+        Self {
+            handle: None,
+            ports,
+        }
+    }
 }
 
 impl Observer for NetObserver {
@@ -298,8 +308,17 @@ impl Observer for NetObserver {
     fn status(&self) -> ObserverStatus {
         ObserverStatus {
             name: "lo-local network".into(),
-            covers: "DNS questions (answered with addresses of our own), and the first bytes of TCP connections to ports 80 and 443 (TLS SNI, HTTP request line and Host)".into(),
-            blind_spots: vec!["payloads on other ports (their connection attempts are seen by seccomp)".into()],
+            covers: format!(
+                "DNS questions (answered with addresses of our own), and the first bytes of TCP connections to ports {} (TLS SNI, HTTP request line and Host)",
+                self.ports
+                    .iter()
+                    .map(|p| p.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            blind_spots: vec![
+                "payloads on other ports (their connection attempts are seen by seccomp)".into(),
+            ],
         }
     }
 

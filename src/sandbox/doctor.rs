@@ -110,6 +110,7 @@ pub fn probe_setup(
         overlays: Vec::new(),
         notify: false,
         network_observer: false,
+        observe_ports: Vec::new(),
         run_as,
         harness_pid: std::process::id() as i32,
         resolv_conf: "nameserver 127.0.0.1\n".into(),

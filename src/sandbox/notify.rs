@@ -297,9 +297,11 @@ fn decode(req: &libc::seccomp_notif) -> Option<AttemptKind> {
         libc::SYS_openat => path(absolute(tid, fd_arg(0), &s(a[1])), None, Some(a[2])),
         libc::SYS_openat2 => path(absolute(tid, fd_arg(0), &s(a[1])), None, None),
         libc::SYS_truncate => path(absolute(tid, libc::AT_FDCWD, &s(a[0])), None, None),
-        libc::SYS_unlinkat | libc::SYS_mkdirat | libc::SYS_mknodat | libc::SYS_fchmodat => {
-            path(absolute(tid, fd_arg(0), &s(a[1])), None, None)
-        }
+        libc::SYS_unlinkat
+        | libc::SYS_mkdirat
+        | libc::SYS_mknodat
+        | libc::SYS_fchmodat
+        | libc::SYS_fchmodat2 => path(absolute(tid, fd_arg(0), &s(a[1])), None, None),
         libc::SYS_renameat | libc::SYS_renameat2 | libc::SYS_linkat => path(
             absolute(tid, fd_arg(0), &s(a[1])),
             Some(absolute(tid, fd_arg(2), &s(a[3]))),

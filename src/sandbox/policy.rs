@@ -55,6 +55,9 @@ pub struct SandboxConfig {
     /// listeners (the lo-local network observer).
     #[serde(default)]
     pub network_observer: bool,
+    /// The TCP ports whose first bytes the network observer reads.
+    #[serde(default)]
+    pub observe_ports: Vec<u16>,
     /// Whether to report write, connect and exec attempts through a seccomp listener (the
     /// harness must then answer every notification).
     #[serde(default)]

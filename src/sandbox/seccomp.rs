@@ -94,6 +94,7 @@ fn rules() -> Vec<(u32, When, &'static str)> {
         (libc::SYS_symlinkat, When::Always, "symlinkat"),
         (libc::SYS_mknodat, When::Always, "mknodat"),
         (libc::SYS_fchmodat, When::Always, "fchmodat"),
+        (libc::SYS_fchmodat2, When::Always, "fchmodat2"),
         (libc::SYS_connect, When::Always, "connect"),
         (libc::SYS_bind, When::Always, "bind"),
         (libc::SYS_sendto, When::NonZero(4), "sendto"),

@@ -35,6 +35,7 @@ fn args_for(path: std::path::PathBuf) -> VerifyArgs {
         no_sandbox: false,
         memory_limit: None,
         overlay: Vec::new(),
+        observe_port: Vec::new(),
         command: Vec::new(),
     }
 }
