@@ -813,6 +813,10 @@ pub async fn verify(
             let observe_start = Instant::now();
             let observations = recorder.checkpoint();
             let observe = observe_start.elapsed();
+            // Only writes and external network traffic can be evidence against a hint.
+            let evidential = observations
+                .iter()
+                .any(|o| o.is_write() || o.as_network().is_some_and(|n| !n.loopback));
             let wire_anomalies = l.client.session().anomalies_since(cursor).len();
             let broken = matches!(
                 outcome,
@@ -830,15 +834,15 @@ pub async fn verify(
                     settle_us: settled.as_micros() as u64,
                     observe_us: observe.as_micros() as u64,
                 },
-                concurrent_with: if observations.is_empty() {
-                    Vec::new()
-                } else {
+                concurrent_with: if evidential {
                     lingering_now.clone()
-                },
-                concurrent_tools: if observations.is_empty() {
-                    Vec::new()
                 } else {
+                    Vec::new()
+                },
+                concurrent_tools: if evidential {
                     lingering_tools.clone()
+                } else {
+                    Vec::new()
                 },
                 confirmed_by_replay: Vec::new(),
                 observations,
