@@ -17,7 +17,7 @@ use crate::exercise::plan::plan;
 use crate::finding::{Finding, Verdict};
 use crate::mcp::client::{CallOutcome, ClientOptions, EraChoice, McpClient, ProtocolNote};
 use crate::mcp::tool::{HintName, shorten};
-use crate::observe::activity::{ProcessTree, settle};
+use crate::observe::activity::{ProcessTree, ran_between, settle};
 use crate::observe::attempts::AttemptObserver;
 use crate::observe::fs::{FsSnapshotObserver, SnapshotLimits, SnapshotRoot};
 use crate::observe::{Observation, Recorder, ServerStart};
@@ -691,6 +691,15 @@ pub async fn verify(
     };
     let mut phases = phase_observations(recorder.checkpoint(), Phase::Startup, None);
 
+    // Threads that run while no call is in flight are background workers: what the server
+    // does while they run during a call may be theirs.
+    let skip = if sandbox_level.is_some() { 3 } else { 1 };
+    let mut background: Vec<u32> = Vec::new();
+    if let Some(l) = live.as_ref() {
+        background.extend(probe_background(l.process.pid().map(ProcessTree::new), skip).await);
+    }
+    let mut idle_sample: Option<std::collections::HashMap<u32, u64>> = None;
+
     // Exercise and observe.
     let planned = plan(&inventory.tools, config.seed, &config.overrides);
     let mut runs: Vec<ToolRun> = vec![ToolRun::default(); inventory.tools.len()];
@@ -739,6 +748,10 @@ pub async fn verify(
             restarts += 1;
             match start_server(&ctx, sandbox_level, &mut recorder).await {
                 Ok((l, _)) => {
+                    background.extend(
+                        probe_background(l.process.pid().map(ProcessTree::new), skip).await,
+                    );
+                    idle_sample = None;
                     live = Some(l);
                 }
                 Err(f) => {
@@ -777,6 +790,12 @@ pub async fn verify(
                 lingering.iter().map(|(_, t, _)| t.clone()).collect();
             lingering_tools.sort();
             lingering_tools.dedup();
+            let rt_start = tree.map(|t| t.runtimes(skip)).unwrap_or_default();
+            if let Some(prev) = idle_sample.take() {
+                background.extend(ran_between(&prev, &rt_start));
+                background.sort_unstable();
+                background.dedup();
+            }
             let t0 = Instant::now();
             let timeout = config
                 .call_timeout
@@ -817,6 +836,18 @@ pub async fn verify(
             let evidential = observations
                 .iter()
                 .any(|o| o.is_write() || o.as_network().is_some_and(|n| !n.loopback));
+            let rt_end = tree.map(|t| t.runtimes(skip)).unwrap_or_default();
+            let busy_background: Vec<u32> = ran_between(&rt_start, &rt_end)
+                .into_iter()
+                .filter(|t| background.contains(t))
+                .collect();
+            idle_sample = Some(rt_end);
+            if evidential && !busy_background.is_empty() {
+                lingering_now.push(format!(
+                    "background threads of the server ({})",
+                    busy_background.len()
+                ));
+            }
             let wire_anomalies = l.client.session().anomalies_since(cursor).len();
             let broken = matches!(
                 outcome,
@@ -948,6 +979,7 @@ pub async fn verify(
             .count(),
         calls: tools.iter().map(|t| t.calls.len()).sum(),
         inventory_incomplete: inventory.incomplete.clone(),
+        background_threads: background.len(),
     };
     findings.extend(protocol_findings(&collected));
     let transcript = finish_collected(&mut report, collected);
@@ -1013,6 +1045,15 @@ pub async fn verify(
     Verification { report, transcript }
 }
 
+/// Threads (other than the server's main thread) that use CPU while no call is in flight,
+/// watched for a short while after the tool listing.
+async fn probe_background(tree: Option<ProcessTree>, skip: usize) -> Vec<u32> {
+    let Some(tree) = tree else { return Vec::new() };
+    let first = tree.runtimes(skip);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    ran_between(&first, &tree.runtimes(skip))
+}
+
 /// A key that identifies an observation across runs (fake network addresses differ between
 /// runs, names do not; process starts are not evidence).
 fn replay_key(o: &Observation) -> Option<String> {
@@ -1051,14 +1092,21 @@ async fn replay_keys(
     if r.server.start_error.is_some() {
         return None;
     }
+    // What the replay itself could not pin down (its background threads ran) proves nothing.
+    let quiet = r.coverage.background_threads == 0;
     let mut keys: Vec<String> = r
         .tools
         .iter()
-        .flat_map(|t| t.calls.iter().flat_map(|c| c.observations.iter()))
+        .flat_map(|t| {
+            t.calls
+                .iter()
+                .filter(|c| c.concurrent_with.is_empty())
+                .flat_map(|c| c.observations.iter())
+        })
         .chain(
             r.phases
                 .iter()
-                .filter(|p| p.phase != Phase::Startup)
+                .filter(|p| quiet && p.phase != Phase::Startup)
                 .map(|p| &p.observation),
         )
         .filter_map(replay_key)

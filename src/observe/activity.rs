@@ -71,6 +71,38 @@ impl ProcessTree {
         out
     }
 
+    /// CPU time (ns) of every live thread of the tree, from `/proc/<pid>/task/<tid>/schedstat`;
+    /// the threads of the first `skip` processes (the sandbox's init and PID 1, the server's
+    /// main thread) are left out: they are not background workers.
+    pub fn runtimes(&self, skip: usize) -> std::collections::HashMap<u32, u64> {
+        let pids = self.pids();
+        let mut out = std::collections::HashMap::new();
+        for (i, pid) in pids.iter().enumerate() {
+            let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+                continue;
+            };
+            for t in tasks.flatten() {
+                let Some(tid) = t.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+                    continue;
+                };
+                if i < skip && tid == *pid {
+                    continue;
+                }
+                if let Some(ns) = std::fs::read_to_string(t.path().join("schedstat"))
+                    .ok()
+                    .and_then(|s| {
+                        s.split_whitespace()
+                            .next()
+                            .and_then(|v| v.parse::<u64>().ok())
+                    })
+                {
+                    out.insert(tid, ns);
+                }
+            }
+        }
+        out
+    }
+
     /// Whether any thread of the tree is running or in uninterruptible sleep.
     pub fn busy(&self) -> bool {
         for pid in self.pids() {
@@ -91,6 +123,18 @@ impl ProcessTree {
         }
         false
     }
+}
+
+/// Threads that ran between two samples of [`ProcessTree::runtimes`].
+pub fn ran_between(
+    before: &std::collections::HashMap<u32, u64>,
+    after: &std::collections::HashMap<u32, u64>,
+) -> Vec<u32> {
+    after
+        .iter()
+        .filter(|(tid, ns)| before.get(tid).is_some_and(|b| *ns > b))
+        .map(|(tid, _)| *tid)
+        .collect()
 }
 
 /// Waits until `tree` has been idle for `quiet`, at most `max`; processes not in `before`

@@ -93,6 +93,7 @@ struct CoverageV1<'a> {
     tools_not_called: usize,
     calls: usize,
     inventory_incomplete: Option<&'a str>,
+    background_threads: usize,
 }
 
 #[derive(Debug, Serialize)]
@@ -380,6 +381,7 @@ pub fn to_v1(r: &Report) -> ReportV1<'_> {
             tools_not_called: r.coverage.tools_not_called,
             calls: r.coverage.calls,
             inventory_incomplete: r.coverage.inventory_incomplete.as_deref(),
+            background_threads: r.coverage.background_threads,
         },
         settings: SettingsV1 {
             repeat: r.settings.repeat,

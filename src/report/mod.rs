@@ -99,6 +99,8 @@ pub struct CoverageSummary {
     pub calls: usize,
     /// Set when the tool listing was incomplete.
     pub inventory_incomplete: Option<String>,
+    /// Threads of the server that ran while no call was in flight (background workers).
+    pub background_threads: usize,
 }
 
 /// Wire statistics.

@@ -46,7 +46,13 @@ fn stage() -> &'static Stage {
         let fake = dir.join("bin/hintcheck-fake-server");
         copy(&hintcheck_bin(), &hintcheck);
         copy(&fake_server(), &fake);
-        for fixture in ["escape", "external-connect", "network", "python"] {
+        for fixture in [
+            "escape",
+            "external-connect",
+            "network",
+            "python",
+            "python-background",
+        ] {
             let src = repo().join("tests/fixtures").join(fixture);
             let dst = dir.join("fixtures").join(fixture);
             copy_tree(&src, &dst);
@@ -971,4 +977,57 @@ fn a_python_server_is_observed_call_by_call_as_root() {
 #[test]
 fn a_python_server_is_observed_call_by_call_unprivileged() {
     python_run(As::Unprivileged);
+}
+
+fn python_background_run(who: As) {
+    if !Path::new("/usr/bin/python3").is_file() {
+        return skip("/usr/bin/python3 is missing (the Python runtime case)");
+    }
+    let Some(prefix) = prefix(who, false) else {
+        return;
+    };
+    let args: Vec<String> = [
+        "verify",
+        "--scenario",
+        &fixture("python-background"),
+        "--format",
+        "json",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let out = run_as(&prefix, &args, Duration::from_secs(120));
+    // A thread writes bg.txt every 100 ms, also while honest tools run: no accusation.
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let r = out.json();
+    assert!(
+        r["coverage"]["background_threads"].as_u64().unwrap_or(0) >= 1,
+        "{}",
+        r["coverage"]
+    );
+    for t in r["tools"].as_array().expect("tools") {
+        let ro = &t["verdicts"][0];
+        let firm = ro["verdict"] == "contradicted" && ro["uncertain"] == false;
+        assert!(!firm, "{} accused: {ro}", t["name"]);
+    }
+    let oow: Vec<&str> = r["out_of_window"]
+        .as_array()
+        .expect("oow")
+        .iter()
+        .filter_map(|p| p["description"].as_str())
+        .collect();
+    assert!(
+        oow.iter().any(|d| d.contains("bg.txt")),
+        "the background writes are reported out of window: {oow:?}"
+    );
+}
+
+#[test]
+fn a_background_writer_does_not_accuse_honest_tools_as_root() {
+    python_background_run(As::Root);
+}
+
+#[test]
+fn a_background_writer_does_not_accuse_honest_tools_unprivileged() {
+    python_background_run(As::Unprivileged);
 }
