@@ -80,6 +80,7 @@ impl AttemptObserver {
         path: String,
         target: Option<String>,
         flags: Option<u64>,
+        pid: u32,
     ) -> Option<Observation> {
         if harmless(&path)
             || self.is_writable(&path)
@@ -105,6 +106,7 @@ impl AttemptObserver {
             target,
             denied: true,
             destructive,
+            pid,
             mechanism: Mechanism::Attempt,
         }))
     }
@@ -193,7 +195,7 @@ impl Observer for AttemptObserver {
                     path,
                     target,
                     flags,
-                } => self.file_attempt(a.syscall, path, target, flags),
+                } => self.file_attempt(a.syscall, path, target, flags, a.pid),
                 AttemptKind::Socket {
                     family,
                     address,
@@ -203,6 +205,7 @@ impl Observer for AttemptObserver {
                 AttemptKind::Exec { path, argv } => Some(Observation::Process(ProcessEvent {
                     program: path,
                     argv,
+                    pid: a.pid,
                     mechanism: Mechanism::Attempt,
                 })),
             };
@@ -252,37 +255,43 @@ mod tests {
     fn writes_outside_writable_dirs_are_denied_attempts() {
         let o = obs();
         assert!(
-            o.file_attempt("openat", "/scratch/workspace/a".into(), None, Some(0o101))
-                .is_none()
+            o.file_attempt(
+                "openat",
+                "/scratch/workspace/a".into(),
+                None,
+                Some(0o101),
+                1
+            )
+            .is_none()
         );
         assert!(
-            o.file_attempt("openat", "/dev/null".into(), None, Some(0o1))
+            o.file_attempt("openat", "/dev/null".into(), None, Some(0o1), 1)
                 .is_none()
         );
         let Some(Observation::Attempt(a)) =
-            o.file_attempt("openat", "/etc/hintcheck-x".into(), None, Some(0o101))
+            o.file_attempt("openat", "/etc/hintcheck-x".into(), None, Some(0o101), 1)
         else {
             panic!("expected an attempt");
         };
         assert!(a.denied && !a.destructive);
         let Some(Observation::Attempt(a)) =
-            o.file_attempt("unlinkat", "/etc/passwd".into(), None, None)
+            o.file_attempt("unlinkat", "/etc/passwd".into(), None, None, 1)
         else {
             panic!("expected an attempt");
         };
         assert!(a.destructive, "deleting an existing file");
         assert!(
-            o.file_attempt("openat", "/tmp/ro/x".into(), None, Some(0o1))
+            o.file_attempt("openat", "/tmp/ro/x".into(), None, Some(0o1), 1)
                 .is_some(),
             "read-only /tmp entry"
         );
         assert!(
-            o.file_attempt("openat", "/tmp/ro/overlay/x".into(), None, Some(0o1))
+            o.file_attempt("openat", "/tmp/ro/overlay/x".into(), None, Some(0o1), 1)
                 .is_none(),
             "overlay inside it"
         );
         assert!(
-            o.file_attempt("openat", "/tmp/other".into(), None, Some(0o1))
+            o.file_attempt("openat", "/tmp/other".into(), None, Some(0o1), 1)
                 .is_none(),
             "the sandbox's /tmp"
         );

@@ -248,6 +248,8 @@ pub struct WriteAttempt {
     /// Whether it would destroy content that exists (unlink, rmdir, truncate, O_TRUNC,
     /// rename from or over an existing path).
     pub destructive: bool,
+    /// The process that tried (host pid).
+    pub pid: u32,
     /// How it was seen.
     pub mechanism: Mechanism,
 }
@@ -276,6 +278,8 @@ pub struct ProcessEvent {
     pub program: String,
     /// Its arguments.
     pub argv: Vec<String>,
+    /// The process (host pid).
+    pub pid: u32,
     /// How it was seen.
     pub mechanism: Mechanism,
 }

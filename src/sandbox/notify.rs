@@ -57,6 +57,8 @@ pub struct Attempt {
     pub at: Instant,
     /// The thread (in the harness's pid namespace).
     pub tid: u32,
+    /// Its process (thread group), in the harness's pid namespace.
+    pub pid: u32,
     /// The system call.
     pub syscall: &'static str,
     /// What it asked for.
@@ -135,6 +137,7 @@ fn run(listener: OwnedFd, queue: AttemptQueue) {
                 q.attempts.push(Attempt {
                     at: Instant::now(),
                     tid: req.pid,
+                    pid: thread_group(req.pid).unwrap_or(req.pid),
                     syscall: super::seccomp::name_of(req.data.nr),
                     kind,
                 });
@@ -187,17 +190,18 @@ fn absolute(tid: u32, dirfd: i32, p: &str) -> String {
     }
 }
 
+/// The process (thread group id) of a thread.
+fn thread_group(tid: u32) -> Option<u32> {
+    std::fs::read_to_string(format!("/proc/{tid}/status"))
+        .ok()?
+        .lines()
+        .find_map(|l| l.strip_prefix("Tgid:").and_then(|v| v.trim().parse().ok()))
+}
+
 /// Whether descriptor `fd` of thread `tid` is a datagram socket: a copy of the descriptor
 /// is taken with `pidfd_getfd` (the same permission as reading the thread's memory) and asked.
 fn is_udp_socket(tid: u32, fd: i32) -> bool {
-    let tgid = std::fs::read_to_string(format!("/proc/{tid}/status"))
-        .ok()
-        .and_then(|st| {
-            st.lines().find_map(|l| {
-                l.strip_prefix("Tgid:")
-                    .and_then(|v| v.trim().parse::<i32>().ok())
-            })
-        });
+    let tgid = thread_group(tid).map(|t| t as i32);
     let Some(pid) = tgid.and_then(rustix::process::Pid::from_raw) else {
         return false;
     };

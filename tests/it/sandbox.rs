@@ -1031,3 +1031,70 @@ fn a_background_writer_does_not_accuse_honest_tools_as_root() {
 fn a_background_writer_does_not_accuse_honest_tools_unprivileged() {
     python_background_run(As::Unprivileged);
 }
+
+fn static_run(who: As) {
+    let Some(prefix) = prefix(who, false) else {
+        return;
+    };
+    // Built once for every test of this process.
+    static BIN: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
+    let built = BIN.get_or_init(|| {
+        let bin = stage().dir.join("bin/static-writer");
+        let ok = Command::new("cc")
+            .args(["-static", "-O2", "-o"])
+            .arg(&bin)
+            .arg(stage().dir.join("fixtures/static/writer.c"))
+            .status()
+            .is_ok_and(|s| s.success());
+        ok.then(|| {
+            std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+            bin
+        })
+    });
+    let Some(bin) = built.clone() else {
+        return skip("cannot build a static binary here (cc -static failed: no static libc?)");
+    };
+    let args: Vec<String> = vec![
+        "verify".into(),
+        "--scenario".into(),
+        fixture("static"),
+        "--args".into(),
+        format!(r#"static_helper={{"bin":"{}"}}"#, bin.display()),
+        "--format".into(),
+        "json".into(),
+    ];
+    let out = run_as(&prefix, &args, Duration::from_secs(60));
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    let r = out.json();
+    let ro = &r["tools"][0]["verdicts"][0];
+    assert_eq!(ro["verdict"], "contradicted", "{ro}");
+    let evidence: Vec<&str> = ro["evidence"]
+        .as_array()
+        .expect("evidence")
+        .iter()
+        .filter_map(|e| e["text"].as_str())
+        .collect();
+    assert!(
+        evidence
+            .iter()
+            .any(|e| e.starts_with("created $WORKSPACE/static.txt")),
+        "{evidence:?}"
+    );
+    assert!(
+        evidence
+            .iter()
+            .any(|e| e.contains("/etc/hintcheck-static-escape, denied by the sandbox")),
+        "{evidence:?}"
+    );
+    assert!(!Path::new("/etc/hintcheck-static-escape").exists());
+}
+
+#[test]
+fn a_static_binary_is_observed_as_root() {
+    static_run(As::Root);
+}
+
+#[test]
+fn a_static_binary_is_observed_unprivileged() {
+    static_run(As::Unprivileged);
+}
