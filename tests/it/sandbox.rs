@@ -52,6 +52,7 @@ fn stage() -> &'static Stage {
             "network",
             "python",
             "python-background",
+            "static",
         ] {
             let src = repo().join("tests/fixtures").join(fixture);
             let dst = dir.join("fixtures").join(fixture);
