@@ -14,6 +14,7 @@ use crate::audit;
 use crate::config::{RootsOffer, RunConfig};
 use crate::evidence::{CallRecord, CallTiming, Coverage, Phase, PhaseObservation, ToolRun};
 use crate::exercise::plan::plan;
+use crate::exercise::semantics::WorkspaceFacts;
 use crate::finding::{Finding, Verdict};
 use crate::mcp::client::{CallOutcome, ClientOptions, EraChoice, McpClient, ProtocolNote};
 use crate::mcp::tool::{HintName, shorten};
@@ -462,15 +463,17 @@ pub async fn verify(
             };
         }
     };
-    if let Some(seed) = &config.workspace_seed {
-        if let Err(e) = scratch.seed_from(seed) {
-            let mut r = base_report(config.command.clone(), Some(error_chain(&e)));
-            r.exit_reason = "harness error: could not seed the workspace".into();
-            return Verification {
-                report: r,
-                transcript: Vec::new(),
-            };
-        }
+    let seeding = match &config.workspace_seed {
+        Some(seed) => scratch.seed_from(seed),
+        None => scratch.seed_default(),
+    };
+    if let Err(e) = seeding {
+        let mut r = base_report(config.command.clone(), Some(error_chain(&e)));
+        r.exit_reason = "harness error: could not seed the workspace".into();
+        return Verification {
+            report: r,
+            transcript: Vec::new(),
+        };
     }
     let command: Vec<String> = config
         .command
@@ -701,7 +704,13 @@ pub async fn verify(
     let mut idle_sample: Option<std::collections::HashMap<u32, u64>> = None;
 
     // Exercise and observe.
-    let planned = plan(&inventory.tools, config.seed, &config.overrides);
+    let workspace_facts = WorkspaceFacts::scan(&scratch.workspace);
+    let planned = plan(
+        &inventory.tools,
+        config.seed,
+        &config.overrides,
+        Some(&workspace_facts),
+    );
     let mut runs: Vec<ToolRun> = vec![ToolRun::default(); inventory.tools.len()];
     let mut restarts = 0usize;
     let mut partial: Option<String> = None;

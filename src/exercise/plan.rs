@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
+use super::semantics::{Semantics, WorkspaceFacts};
 use super::synth::synthesize_arguments;
 use crate::mcp::tool::ToolDecl;
 
@@ -31,6 +32,7 @@ pub fn plan(
     tools: &[ToolDecl],
     seed: u64,
     overrides: &BTreeMap<String, Value>,
+    workspace: Option<&WorkspaceFacts>,
 ) -> Vec<PlannedTool> {
     let mut order: Vec<usize> = (0..tools.len()).collect();
     order.sort_by_key(|&i| {
@@ -50,7 +52,9 @@ pub fn plan(
             let tool = &tools[i];
             let skip = (tool.task_support.as_deref() == Some("required"))
                 .then(|| "execution.taskSupport is \"required\": the tool can only be called as a task, which hintcheck does not do".to_string());
-            let synthesis = synthesize_arguments(&tool.input_schema, seed, &tool.name);
+            let semantics = workspace.map(|w| Semantics::new(w, tool));
+            let synthesis =
+                synthesize_arguments(&tool.input_schema, seed, &tool.name, semantics.as_ref());
             let mut arguments = synthesis.arguments;
             let mut overridden = Vec::new();
             if let Some(o) = overrides.get(&tool.name) {
@@ -97,7 +101,7 @@ mod tests {
         .map(|(i, t)| parse_tool(t, i).expect("tool"))
         .collect();
         let overrides = BTreeMap::from([("read".to_string(), json!({"p": "given.txt"}))]);
-        let p = plan(&tools, 0, &overrides);
+        let p = plan(&tools, 0, &overrides, None);
         let names: Vec<&str> = p
             .iter()
             .map(|x| tools[x.tool_index].name.as_str())

@@ -11,6 +11,7 @@ use serde_json::{Map, Number, Value, json};
 
 use super::pattern;
 use super::rng::Rng;
+use super::semantics::Semantics;
 
 /// The result of synthesis.
 #[derive(Debug, Clone, PartialEq)]
@@ -29,12 +30,24 @@ const MAX_ITEMS: u64 = 64;
 
 /// Builds a value for `schema`, deterministic for (`seed`, `salt`).
 pub fn synthesize(schema: &Value, seed: u64, salt: &str) -> Synthesis {
+    synthesize_with(schema, seed, salt, None)
+}
+
+/// Like [`synthesize`], but properties whose names say what they are get values chosen by
+/// `semantics` (a path in the workspace, a test URL) when their schema is a plain string.
+pub fn synthesize_with(
+    schema: &Value,
+    seed: u64,
+    salt: &str,
+    semantics: Option<&Semantics>,
+) -> Synthesis {
     let mut s = Synth {
         root: schema,
         rng: Rng::new(seed, salt),
         notes: Vec::new(),
         nodes: 0,
         refs: 0,
+        semantics,
     };
     let value = s.value(schema, 0, "");
     s.notes.sort();
@@ -47,8 +60,13 @@ pub fn synthesize(schema: &Value, seed: u64, salt: &str) -> Synthesis {
 
 /// Builds the `arguments` of a `tools/call` for an `inputSchema`: always an object, since the
 /// protocol requires one; a schema that describes something else is noted.
-pub fn synthesize_arguments(schema: &Value, seed: u64, salt: &str) -> Synthesis {
-    let mut out = synthesize(schema, seed, salt);
+pub fn synthesize_arguments(
+    schema: &Value,
+    seed: u64,
+    salt: &str,
+    semantics: Option<&Semantics>,
+) -> Synthesis {
+    let mut out = synthesize_with(schema, seed, salt, semantics);
     if !out.arguments.is_object() {
         out.notes.push(format!(
             "/: the schema yields {}, not an object; sending {{}}",
@@ -65,6 +83,7 @@ struct Synth<'a> {
     notes: Vec<String>,
     nodes: usize,
     refs: usize,
+    semantics: Option<&'a Semantics>,
 }
 
 impl Synth<'_> {
@@ -589,7 +608,14 @@ impl Synth<'_> {
                     _ => json!({"type": "string"}),
                 },
             };
-            let v = self.value(&prop_schema, depth + 1, &here);
+            let chosen = match (self.semantics, prop_schema.as_object()) {
+                (Some(sem), Some(obj)) => sem.value_for(&name, obj),
+                _ => None,
+            };
+            let v = match chosen {
+                Some(v) => v,
+                None => self.value(&prop_schema, depth + 1, &here),
+            };
             out.insert(name, v);
         }
         Value::Object(out)
@@ -824,15 +850,15 @@ mod tests {
                 <= MAX_ITEMS as usize
         );
         assert_eq!(
-            synthesize_arguments(&json!(false), 0, "t").arguments,
+            synthesize_arguments(&json!(false), 0, "t", None).arguments,
             json!({})
         );
         assert_eq!(
-            synthesize_arguments(&json!("nonsense"), 0, "t").arguments,
+            synthesize_arguments(&json!("nonsense"), 0, "t", None).arguments,
             json!({})
         );
         assert_eq!(
-            synthesize_arguments(&json!({"type": "string"}), 0, "t").arguments,
+            synthesize_arguments(&json!({"type": "string"}), 0, "t", None).arguments,
             json!({})
         );
     }
@@ -863,6 +889,11 @@ mod corpus_tests {
     #[test]
     fn every_real_tool_gets_valid_deterministic_arguments() {
         let dir = shared().join("real-world/github-mcp-server/toolsnaps");
+        let facts = crate::exercise::semantics::WorkspaceFacts {
+            root: PathBuf::from("/w"),
+            files: vec!["notes.txt".into()],
+            dirs: vec![],
+        };
         let mut n = 0;
         for e in std::fs::read_dir(&dir).expect("toolsnaps") {
             let path = e.expect("entry").path();
@@ -878,6 +909,16 @@ mod corpus_tests {
                 );
             }
             assert_eq!(synthesize(schema, 9, "x"), synthesize(schema, 9, "x"));
+            let decl = crate::mcp::tool::parse_tool(&tool, 0).expect("a valid tool");
+            let semantics = Semantics::new(&facts, &decl);
+            let got = synthesize_arguments(schema, 0, "t", Some(&semantics));
+            let validator = jsonschema::validator_for(schema).expect("the schema compiles");
+            assert!(
+                validator.is_valid(&got.arguments),
+                "{} with semantics: {}",
+                path.display(),
+                got.arguments
+            );
             n += 1;
         }
         assert_eq!(n, 117);

@@ -77,6 +77,38 @@ impl Scratch {
         Ok(())
     }
 
+    /// Seeds the workspace with a few small files of known content, for runs without a
+    /// user seed: tools that read, edit or list then have something to work on, and edits
+    /// find the word `hintcheck` that synthesized arguments look for.
+    pub fn seed_default(&mut self) -> Result<(), LaunchError> {
+        const FILES: &[(&str, &str)] = &[
+            ("notes.txt", "hintcheck sample notes\nsecond line\n"),
+            ("docs/readme.md", "# hintcheck sample\n\nA seeded file.\n"),
+            (
+                "data/sample.json",
+                "{\"name\": \"hintcheck\", \"items\": [1, 2, 3]}\n",
+            ),
+        ];
+        let mut seeded = Vec::new();
+        for (rel, content) in FILES {
+            let path = self.workspace.join(rel);
+            let write = || -> std::io::Result<()> {
+                if let Some(parent) = path.parent() {
+                    fs::create_dir_all(parent)?;
+                }
+                fs::write(&path, content)
+            };
+            write().map_err(|source| LaunchError::Seed {
+                path: path.clone(),
+                source,
+            })?;
+            seeded.push((*rel).to_string());
+        }
+        seeded.sort();
+        self.seeded = seeded;
+        Ok(())
+    }
+
     /// Prepares the scratch root for the sandbox: a `.sandbox` directory for its own files,
     /// and, when the server runs as another uid (root mode), the three directories handed
     /// over to that uid and the root made traversable.
