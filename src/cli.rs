@@ -85,6 +85,10 @@ pub struct VerifyArgs {
     /// Write the report to FILE instead of stdout.
     #[arg(long, short, value_name = "FILE")]
     pub output: Option<PathBuf>,
+    /// Argument sets tried per tool while its calls end in an error (isError or invalid
+    /// params) [default: 4].
+    #[arg(long, value_name = "N")]
+    pub attempts: Option<usize>,
     /// Calls per tool: the first plus identical repeats [default: 2].
     #[arg(long, value_name = "N")]
     pub repeat: Option<usize>,
@@ -136,6 +140,11 @@ pub struct VerifyArgs {
     /// in the sandbox and are observed (for servers that write next to their own files).
     #[arg(long, value_name = "DIR")]
     pub overlay: Vec<PathBuf>,
+    /// As root, the uid (and gid) the server runs as inside the sandbox [default: 65534:65534,
+    /// nobody]. `0` keeps root's file ownership (for servers installed under /root); writes
+    /// stay confined by Landlock and every capability is still dropped.
+    #[arg(long, value_name = "UID[:GID]")]
+    pub run_as: Option<String>,
     /// Read the first bytes of TCP connections to this port too (besides 80, 443, 8080, 8443).
     #[arg(long, value_name = "PORT")]
     pub observe_port: Vec<u16>,

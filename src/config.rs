@@ -65,6 +65,8 @@ pub struct RunConfig {
     pub workspace_seed: Option<PathBuf>,
     /// Calls per tool.
     pub repeat: usize,
+    /// Argument sets tried per tool while its calls fail.
+    pub attempts: usize,
     /// Per-call timeout.
     pub call_timeout: Duration,
     /// Handshake timeout.
@@ -104,6 +106,8 @@ pub struct RunConfig {
     pub overlays: Vec<PathBuf>,
     /// TCP ports whose first bytes the network observer reads (80, 443, 8080, 8443 and more).
     pub observe_ports: Vec<u16>,
+    /// As root, the uid and gid the sandboxed server runs as.
+    pub run_as: (u32, u32),
     /// Call only these tools (replays use it); `None` calls all.
     pub only_tools: Option<Vec<String>>,
     /// Whether uncertain attributions are confirmed by replaying tools alone.
@@ -309,6 +313,13 @@ impl RunConfig {
                 message: format!("{repeat} is not between 1 and 20"),
             });
         }
+        let attempts = a.attempts.or(run.attempts).unwrap_or(4);
+        if !(1..=16).contains(&attempts) {
+            return Err(ConfigError::BadValue {
+                flag: "--attempts".into(),
+                message: format!("{attempts} is not between 1 and 16"),
+            });
+        }
         let roots = match a.roots {
             Some(RootsArg::Workspace) => RootsOffer::Workspace,
             Some(RootsArg::None) => RootsOffer::None,
@@ -362,6 +373,7 @@ impl RunConfig {
             env,
             workspace_seed,
             repeat,
+            attempts,
             call_timeout: duration(
                 "--call-timeout",
                 &a.call_timeout,
@@ -426,6 +438,10 @@ impl RunConfig {
                 ports
             },
             replay: true,
+            run_as: match &a.run_as {
+                None => (65534, 65534),
+                Some(text) => parse_run_as(text)?,
+            },
             overlays: {
                 let mut dirs: Vec<PathBuf> = a.overlay.clone();
                 if let Some(s) = &scenario {
@@ -500,4 +516,24 @@ mod tests {
         assert!(parse_overrides(&["t=[1]".into()]).is_err());
         assert!(parse_overrides(&["t".into()]).is_err());
     }
+}
+
+/// Parses `UID[:GID]` (the gid defaults to the uid).
+fn parse_run_as(text: &str) -> Result<(u32, u32), ConfigError> {
+    let bad = |message: String| ConfigError::BadValue {
+        flag: "--run-as".into(),
+        message,
+    };
+    let (uid, gid) = match text.split_once(':') {
+        Some((u, g)) => (u, g),
+        None => (text, text),
+    };
+    let number = |s: &str| {
+        s.trim()
+            .parse::<u32>()
+            .ok()
+            .filter(|&n| n != u32::MAX)
+            .ok_or_else(|| bad(format!("{text:?} is not UID or UID:GID (numbers)")))
+    };
+    Ok((number(uid)?, number(gid)?))
 }

@@ -13,6 +13,9 @@ use crate::observe::Observation;
 pub struct CallRecord {
     /// 1 for the first call, 2.. for the identical repeats.
     pub number: usize,
+    /// Which argument set a first call tried (1, 2, ..): failed first calls are retried with
+    /// the next candidate; repeats carry the attempt that succeeded.
+    pub attempt: usize,
     /// The arguments sent.
     pub arguments: Value,
     /// How it ended.
@@ -43,7 +46,9 @@ pub struct CallRecord {
 impl CallRecord {
     /// A short label: `call 1`, `repeat 2`.
     pub fn label(&self) -> String {
-        if self.number == 1 {
+        if self.number == 1 && self.attempt > 1 {
+            format!("call 1 (attempt {})", self.attempt)
+        } else if self.number == 1 {
             "call 1".into()
         } else {
             format!("repeat {}", self.number)
@@ -79,6 +84,19 @@ impl ToolRun {
     /// Whether at least one call succeeded.
     pub fn succeeded(&self) -> bool {
         self.calls.iter().any(|c| c.outcome.is_success())
+    }
+
+    /// The first call that counts: the successful attempt, or else the last one tried.
+    pub fn first_call(&self) -> Option<&CallRecord> {
+        self.calls
+            .iter()
+            .find(|c| c.number == 1 && c.outcome.is_success())
+            .or_else(|| self.calls.iter().rfind(|c| c.number == 1))
+    }
+
+    /// The identical repeats of the first call.
+    pub fn repeats(&self) -> impl Iterator<Item = &CallRecord> {
+        self.calls.iter().filter(|c| c.number > 1)
     }
 
     /// Every observation of every call, with the call it belongs to.

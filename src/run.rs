@@ -256,6 +256,22 @@ async fn start_server(
                     network = started.network;
                     (started.process, started.pipes, Some(started.enforcement))
                 }
+                Err(LaunchError::Sandbox(f)) if f.step == "exec" => {
+                    // The sandbox is in place; the server program itself could not start.
+                    let mut message = format!(
+                        "the server program could not be started in the sandbox: {}",
+                        f.message
+                    );
+                    if let (Some(13), Some((uid, _))) = (f.errno, ctx.run_as) {
+                        message.push_str(&format!(
+                            "; in the sandbox the server runs as uid {uid}, which must be able to \
+reach the program, its interpreter and their libraries (a directory such as /root, mode 700, \
+hides them): install the server somewhere readable, or pass --run-as 0 to keep root's file \
+ownership (writes stay confined and capabilities dropped)"
+                        ));
+                    }
+                    return Err(StartFailure::plain(message));
+                }
                 Err(LaunchError::Sandbox(f)) => {
                     return Err(StartFailure {
                         message: format!("sandbox step {} failed: {}", f.step, f.message),
@@ -467,6 +483,7 @@ pub async fn verify(
         Some(seed) => scratch.seed_from(seed),
         None => scratch.seed_default(),
     };
+    let seed_notes = std::mem::take(&mut scratch.seed_notes);
     if let Err(e) = seeding {
         let mut r = base_report(config.command.clone(), Some(error_chain(&e)));
         r.exit_reason = "harness error: could not seed the workspace".into();
@@ -488,8 +505,8 @@ pub async fn verify(
         RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
     );
     // As root, the server runs as nobody: the scratch directories become its own.
-    let run_as = (config.sandbox.is_some() && rustix::process::getuid().is_root())
-        .then_some((65534u32, 65534u32));
+    let run_as =
+        (config.sandbox.is_some() && rustix::process::getuid().is_root()).then_some(config.run_as);
     if config.sandbox.is_some() {
         if let Err(e) = scratch.prepare_sandbox(run_as, config.overlays.len()) {
             let mut r = base_report(
@@ -710,6 +727,7 @@ pub async fn verify(
         config.seed,
         &config.overrides,
         Some(&workspace_facts),
+        config.attempts,
     );
     let mut runs: Vec<ToolRun> = vec![ToolRun::default(); inventory.tools.len()];
     let mut restarts = 0usize;
@@ -781,7 +799,12 @@ pub async fn verify(
         ));
         called[p.tool_index] = true;
         last_tool = Some(tool.name.clone());
-        for number in 1..=config.repeat {
+        // The first call tries the candidate argument sets in turn while it ends in an
+        // error; the repeats reuse the set that worked.
+        let mut number = 1;
+        let mut attempt = 1;
+        while number <= config.repeat {
+            let arguments = p.candidates[attempt - 1].clone();
             let Some(l) = live.as_mut() else { break };
             let cursor = l.client.session().transcript_len();
             let tree = l.process.pid().map(ProcessTree::new);
@@ -811,7 +834,7 @@ pub async fn verify(
                 .min(deadline.saturating_duration_since(t0))
                 .max(Duration::from_millis(1));
             let outcome = tokio::select! {
-                o = l.client.call_tool(&tool.name, &p.arguments, timeout) => Some(o),
+                o = l.client.call_tool(&tool.name, &arguments, timeout) => Some(o),
                 _ = stop.changed() => None,
             };
             let duration = t0.elapsed();
@@ -826,7 +849,9 @@ pub async fn verify(
                 settle(tree, &before, config.settle, config.settle_max).await
             };
             if let Some(t) = tree {
-                let label = if number == 1 {
+                let label = if number == 1 && attempt > 1 {
+                    format!("{} call 1 (attempt {attempt})", tool.name)
+                } else if number == 1 {
                     format!("{} call 1", tool.name)
                 } else {
                     format!("{} repeat {number}", tool.name)
@@ -862,9 +887,13 @@ pub async fn verify(
                 outcome,
                 CallOutcome::Timeout { .. } | CallOutcome::ServerDied
             ) || l.process.has_exited();
+            let retry = number == 1
+                && attempt < p.candidates.len().min(config.attempts)
+                && outcome.worth_another_attempt();
             run.calls.push(CallRecord {
                 number,
-                arguments: p.arguments.clone(),
+                attempt,
+                arguments,
                 outcome,
                 started_ms: t0.duration_since(started).as_millis() as u64,
                 duration_ms,
@@ -902,6 +931,11 @@ pub async fn verify(
                     last_tool.clone(),
                 ));
                 break;
+            }
+            if retry {
+                attempt += 1;
+            } else {
+                number += 1;
             }
         }
     }
@@ -942,10 +976,18 @@ pub async fn verify(
                 .map(|h| (h.key(), tool.hints.get(*h).describe()))
                 .collect(),
             skipped: run.skipped.clone(),
-            arguments: planned
+            // The arguments that worked, or else the first set tried.
+            arguments: run
+                .calls
                 .iter()
-                .find(|p| p.tool_index == tool.index)
-                .map(|p| p.arguments.clone())
+                .find(|c| c.number == 1 && c.outcome.is_success())
+                .map(|c| c.arguments.clone())
+                .or_else(|| {
+                    planned
+                        .iter()
+                        .find(|p| p.tool_index == tool.index)
+                        .map(|p| p.arguments().clone())
+                })
                 .unwrap_or(Value::Null),
             synthesis_notes: run.synthesis_notes.clone(),
             overridden: run.overridden.clone(),
@@ -997,7 +1039,7 @@ pub async fn verify(
     report.findings = findings;
     report.seeded = scratch.seeded.clone();
     report.partial = partial.clone();
-    report.notes = notes;
+    report.notes = seed_notes.into_iter().chain(notes).collect();
 
     let contradictions = report
         .tools

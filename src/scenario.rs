@@ -93,6 +93,8 @@ pub struct ServerSection {
 pub struct RunSection {
     /// Calls per tool.
     pub repeat: Option<usize>,
+    /// Argument sets tried per tool while its calls fail.
+    pub attempts: Option<usize>,
     /// Synthesis seed.
     pub seed: Option<u64>,
     /// `none` or `workspace`.

@@ -31,8 +31,8 @@ fn counts(o: &Observation) -> bool {
 
 /// Judges `idempotentHint`.
 pub fn judge(tool: &ToolDecl, run: &ToolRun, coverage: &Coverage) -> HintJudgement {
-    let first_ok = run.calls.first().is_some_and(|c| c.outcome.is_success());
-    let repeats: Vec<_> = run.calls.iter().skip(1).collect();
+    let first_ok = run.first_call().is_some_and(|c| c.outcome.is_success());
+    let repeats: Vec<_> = run.repeats().collect();
     let repeat_effects: Vec<_> = repeats
         .iter()
         .flat_map(|c| {
@@ -43,8 +43,7 @@ pub fn judge(tool: &ToolDecl, run: &ToolRun, coverage: &Coverage) -> HintJudgeme
         })
         .collect();
     let first_effects = run
-        .calls
-        .first()
+        .first_call()
         .is_some_and(|c| c.observations.iter().any(counts));
     let answered_repeats = repeats.iter().filter(|c| c.outcome.answered()).count();
     if tool.hints.read_only.declared() == Some(true) {
@@ -119,7 +118,7 @@ pub fn judge(tool: &ToolDecl, run: &ToolRun, coverage: &Coverage) -> HintJudgeme
             if coverage.files.is_none() {
                 return HintJudgement::new(Verdict::Unexercised, "no file observer was active");
             }
-            let first_digest = run.calls[0].outcome.result_sha256();
+            let first_digest = run.first_call().and_then(|c| c.outcome.result_sha256());
             let changed = repeats
                 .iter()
                 .any(|c| c.outcome.result_sha256() != first_digest);

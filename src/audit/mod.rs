@@ -283,6 +283,7 @@ pub(crate) mod testing {
         observations: Vec<Observation>,
     ) -> CallRecord {
         CallRecord {
+            attempt: 1,
             number,
             arguments: json!({}),
             outcome,

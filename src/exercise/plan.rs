@@ -1,8 +1,11 @@
 //! The call plan: which tools are called, in which order, with which arguments. Tools that
 //! declare `readOnlyHint: true` go first, additive ones (`destructiveHint: false`) next and the
 //! rest last, so that one tool's deletions do not starve another of its inputs. Tools that
-//! require task-augmented calls are skipped with that reason. User overrides (`--args`) are
-//! merged over the synthesized arguments.
+//! require task-augmented calls are skipped with that reason. Each tool gets a short list of
+//! candidate argument sets, tried in turn while the tool answers with an error: values chosen
+//! by meaning with only the required properties, then with every property, then with meaning
+//! winning over the schema's defaults, then plain schema-driven values with other seeds. User overrides (`--args`) are merged over every
+//! candidate.
 
 use std::collections::BTreeMap;
 
@@ -17,9 +20,10 @@ use crate::mcp::tool::ToolDecl;
 pub struct PlannedTool {
     /// Index into the inventory.
     pub tool_index: usize,
-    /// The arguments of the first call (repeats reuse them exactly).
-    pub arguments: Value,
-    /// Synthesis notes.
+    /// The argument sets to try, in order, while calls fail (at least one; all distinct).
+    /// The repeats reuse exactly the set of the first successful call.
+    pub candidates: Vec<Value>,
+    /// Synthesis notes (of the first candidate).
     pub notes: Vec<String>,
     /// Argument names that came from an override.
     pub overridden: Vec<String>,
@@ -27,12 +31,20 @@ pub struct PlannedTool {
     pub skip: Option<String>,
 }
 
-/// Orders the tools and builds their arguments.
+impl PlannedTool {
+    /// The first candidate.
+    pub fn arguments(&self) -> &Value {
+        &self.candidates[0]
+    }
+}
+
+/// Orders the tools and builds up to `max_candidates` argument sets for each.
 pub fn plan(
     tools: &[ToolDecl],
     seed: u64,
     overrides: &BTreeMap<String, Value>,
     workspace: Option<&WorkspaceFacts>,
+    max_candidates: usize,
 ) -> Vec<PlannedTool> {
     let mut order: Vec<usize> = (0..tools.len()).collect();
     order.sort_by_key(|&i| {
@@ -52,29 +64,57 @@ pub fn plan(
             let tool = &tools[i];
             let skip = (tool.task_support.as_deref() == Some("required"))
                 .then(|| "execution.taskSupport is \"required\": the tool can only be called as a task, which hintcheck does not do".to_string());
-            let semantics = workspace.map(|w| Semantics::new(w, tool));
-            let synthesis =
-                synthesize_arguments(&tool.input_schema, seed, &tool.name, semantics.as_ref());
-            let mut arguments = synthesis.arguments;
+            let meaning = workspace.map(|w| Semantics::new(w, tool));
+            let meaning_over_defaults = meaning.as_ref().map(Semantics::over_defaults);
+            // (seed offset, values by meaning, every property)
+            let variants = [
+                (0, meaning.as_ref(), false),
+                (0, meaning.as_ref(), true),
+                (0, meaning_over_defaults.as_ref(), true),
+                (1, None, false),
+                (2, None, true),
+            ];
+            let mut candidates: Vec<Value> = Vec::new();
+            let mut notes = Vec::new();
             let mut overridden = Vec::new();
-            if let Some(o) = overrides.get(&tool.name) {
-                match (o, &mut arguments) {
-                    (Value::Object(over), Value::Object(args)) => {
-                        for (k, v) in over {
-                            args.insert(k.clone(), v.clone());
-                            overridden.push(k.clone());
+            for (k, (offset, semantics, fill)) in variants.into_iter().enumerate() {
+                if candidates.len() >= max_candidates.max(1) {
+                    break;
+                }
+                let synthesis = synthesize_arguments(
+                    &tool.input_schema,
+                    seed.wrapping_add(offset),
+                    &tool.name,
+                    semantics,
+                    fill,
+                );
+                if k == 0 {
+                    notes = synthesis.notes;
+                }
+                let mut arguments = synthesis.arguments;
+                overridden.clear();
+                if let Some(o) = overrides.get(&tool.name) {
+                    match (o, &mut arguments) {
+                        (Value::Object(over), Value::Object(args)) => {
+                            for (k, v) in over {
+                                args.insert(k.clone(), v.clone());
+                                overridden.push(k.clone());
+                            }
+                        }
+                        (other, _) => {
+                            arguments = other.clone();
+                            overridden.push("*".into());
                         }
                     }
-                    (other, _) => {
-                        arguments = other.clone();
-                        overridden.push("*".into());
-                    }
+                }
+                if !candidates.contains(&arguments) {
+                    candidates.push(arguments);
                 }
             }
             PlannedTool {
                 tool_index: i,
-                arguments,
-                notes: synthesis.notes,
+                candidates,
+                notes,
                 overridden,
                 skip,
             }
@@ -101,14 +141,50 @@ mod tests {
         .map(|(i, t)| parse_tool(t, i).expect("tool"))
         .collect();
         let overrides = BTreeMap::from([("read".to_string(), json!({"p": "given.txt"}))]);
-        let p = plan(&tools, 0, &overrides, None);
+        let p = plan(&tools, 0, &overrides, None, 4);
         let names: Vec<&str> = p
             .iter()
             .map(|x| tools[x.tool_index].name.as_str())
             .collect();
         assert_eq!(names, ["read", "add", "wipe", "task"]);
-        assert_eq!(p[0].arguments, json!({"p": "given.txt"}));
+        assert_eq!(p[0].arguments(), &json!({"p": "given.txt"}));
+        // Every candidate carries the override; they are distinct.
+        assert!(p[0].candidates.iter().all(|c| c["p"] == "given.txt"));
+        let mut distinct = p[0].candidates.clone();
+        distinct.dedup();
+        assert_eq!(distinct.len(), p[0].candidates.len());
         assert_eq!(p[0].overridden, ["p"]);
         assert!(p[3].skip.is_some());
+    }
+
+    #[test]
+    fn candidates_fill_optional_properties_and_respect_the_bound() {
+        let tool = parse_tool(
+            &json!({"name":"fetch","inputSchema":{"type":"object","properties":{"url":{"type":"string"}}}}),
+            0,
+        )
+        .expect("tool");
+        let facts = WorkspaceFacts::default();
+        let p = plan(
+            std::slice::from_ref(&tool),
+            0,
+            &BTreeMap::new(),
+            Some(&facts),
+            4,
+        );
+        assert_eq!(p[0].candidates[0], json!({}));
+        assert_eq!(
+            p[0].candidates[1],
+            json!({"url": crate::exercise::semantics::TEST_URL})
+        );
+        assert!(p[0].candidates.len() >= 3, "{:?}", p[0].candidates);
+        let one = plan(
+            std::slice::from_ref(&tool),
+            0,
+            &BTreeMap::new(),
+            Some(&facts),
+            1,
+        );
+        assert_eq!(one[0].candidates.len(), 1);
     }
 }

@@ -153,6 +153,11 @@ pub struct Semantics {
     intent: Intent,
     /// The tool's name says it works on directories (`list_directory`, `mkdir`).
     on_directories: bool,
+    /// The tool works with version control (`git_diff`, `create_branch`).
+    on_revisions: bool,
+    /// Meaning wins over a schema's `default` and `examples` too (a later attempt, when the
+    /// defaults did not work).
+    over_defaults: bool,
 }
 
 impl Semantics {
@@ -161,9 +166,16 @@ impl Semantics {
         Semantics {
             facts: facts.clone(),
             intent: Intent::of(tool),
+            over_defaults: false,
             on_directories: words(&tool.name)
                 .iter()
                 .any(|w| DIRECTORY_TOOL_WORDS.contains(&w.as_str())),
+            on_revisions: words(&tool.name).iter().any(|w| {
+                [
+                    "git", "branch", "commit", "checkout", "diff", "revision", "merge", "rebase",
+                ]
+                .contains(&w.as_str())
+            }),
         }
     }
 
@@ -188,107 +200,263 @@ impl Semantics {
         Value::String(self.facts.root.display().to_string())
     }
 
-    /// A value for property `name` whose (flattened) schema is `schema`, if its meaning is clear.
-    pub fn value_for(&self, name: &str, schema: &Map<String, Value>) -> Option<Value> {
-        const PLAIN_KEYS: &[&str] = &[
-            "type",
-            "description",
-            "title",
-            "minLength",
-            "maxLength",
-            "$comment",
-        ];
-        let plain_string = schema.get("type").and_then(Value::as_str) == Some("string")
-            && schema.keys().all(|k| PLAIN_KEYS.contains(&k.as_str()));
-        if !plain_string {
-            return None;
+    /// The same, but meaning wins over `default` and `examples` as well.
+    pub fn over_defaults(&self) -> Semantics {
+        Semantics {
+            over_defaults: true,
+            ..self.clone()
         }
-        let fits = |v: &Value| {
-            let len = v.as_str().map_or(0, |s| s.chars().count()) as u64;
-            schema
-                .get("minLength")
-                .and_then(Value::as_u64)
-                .is_none_or(|m| len >= m)
-                && schema
-                    .get("maxLength")
-                    .and_then(Value::as_u64)
-                    .is_none_or(|m| len <= m)
-        };
-        self.choose(name).filter(fits)
     }
 
-    fn choose(&self, name: &str) -> Option<Value> {
+    /// A value for property `name` whose schema is `schema`, if its meaning is clear: plain
+    /// strings, and arrays of plain strings named like a list of paths.
+    pub fn value_for(&self, name: &str, schema: &Map<String, Value>) -> Option<Value> {
+        match schema.get("type").and_then(Value::as_str) {
+            // A default that is a web address becomes the test address.
+            Some("string")
+                if self.over_defaults
+                    && schema.keys().all(|k| {
+                        k == "format" || k == "default" || k == "examples" || is_plain_key(k)
+                    })
+                    && schema
+                        .get("format")
+                        .and_then(Value::as_str)
+                        .is_none_or(|f| matches!(f, "uri" | "url" | "iri" | "uri-reference"))
+                    && schema
+                        .get("default")
+                        .and_then(Value::as_str)
+                        .is_some_and(|d| d.starts_with("http://") || d.starts_with("https://")) =>
+            {
+                Some(Value::String(TEST_URL.into()))
+            }
+            Some("string") if is_plain(schema, self.over_defaults) => {
+                let hint = describe(schema);
+                self.choose(name, &hint).filter(|v| fits_length(schema, v))
+            }
+            Some("array") => {
+                let items = schema.get("items").and_then(Value::as_object)?;
+                let min = schema.get("minItems").and_then(Value::as_u64).unwrap_or(0);
+                let max = schema
+                    .get("maxItems")
+                    .and_then(Value::as_u64)
+                    .unwrap_or(u64::MAX);
+                let ws = words(name);
+                let paths = ws.last().is_some_and(|w| {
+                    ["paths", "files", "filenames", "filepaths", "sources"].contains(&w.as_str())
+                });
+                let plain_items = items.get("type").and_then(Value::as_str) == Some("string")
+                    && is_plain(items, self.over_defaults);
+                (paths && plain_items && min <= 1 && max >= 1)
+                    .then(|| Value::Array(vec![self.existing_file()]))
+                    .filter(|v| v[0].as_str().is_some_and(|_| fits_length(items, &v[0])))
+            }
+            _ => None,
+        }
+    }
+
+    fn choose(&self, name: &str, hint: &str) -> Option<Value> {
         let ws = words(name);
         let has = |list: &[&str]| ws.iter().any(|w| list.contains(&w.as_str()));
         let last = ws.last().map(String::as_str).unwrap_or("");
+        let text = |s: &str| Some(Value::String(s.to_string()));
         if has(&["url", "uri", "link", "href", "endpoint", "website"]) {
-            return Some(Value::String("https://example.test/hintcheck".into()));
+            return text(TEST_URL);
         }
-        let pathish = [
-            "path",
-            "file",
-            "filename",
-            "filepath",
-            "dir",
-            "directory",
-            "folder",
-            "root",
-            "source",
-            "src",
-            "destination",
-            "dest",
-            "target",
-            "location",
-            "cwd",
-            "repo",
-            "repository",
-        ];
-        if pathish.contains(&last) || (ws.len() == 1 && has(&pathish)) {
-            let dirish = has(&[
-                "dir",
-                "directory",
-                "folder",
-                "root",
-                "cwd",
-                "repo",
-                "repository",
-            ]) || (self.on_directories && !has(&["file", "filename", "filepath"]));
-            let fresh = has(&[
-                "destination",
-                "dest",
-                "target",
-                "new",
-                "to",
-                "output",
-                "out",
-            ]);
-            return Some(match (dirish, fresh, self.intent) {
-                (true, _, Intent::Create) => self.abs("hintcheck-new-dir"),
-                (true, _, _) => self.existing_dir(),
-                (false, true, _) => self.abs("hintcheck-moved.txt"),
-                (false, false, Intent::Create) => self.abs("hintcheck-new.txt"),
-                (false, false, _) => self.existing_file(),
+        // Version-control words: the seeded workspace is a git repository on branch `main`.
+        if self.on_revisions && has(&["branch"]) && matches!(last, "branch" | "name") {
+            return text(if self.intent == Intent::Create {
+                "hintcheck-branch"
+            } else {
+                "main"
             });
         }
+        if has(&["revision", "rev", "ref", "commit", "sha", "treeish"])
+            || (self.on_revisions && has(&["target", "base"]))
+        {
+            return text("HEAD");
+        }
+        if PATH_WORDS.contains(&last) || (ws.len() == 1 && has(PATH_WORDS)) {
+            return Some(self.path_for(&ws));
+        }
         if has(&["old", "search", "find"]) && has(&["text", "string", "str"]) || name == "oldText" {
-            return Some(Value::String("hintcheck".into()));
+            return text("hintcheck");
         }
         if has(&["new", "replacement", "replace"]) && has(&["text", "string", "str"])
             || name == "newText"
         {
-            return Some(Value::String("hintcheck edited".into()));
+            return text("hintcheck edited");
+        }
+        if has(&["email", "mail"]) {
+            return text("hintcheck@example.test");
+        }
+        if has(&["timezone", "tz"]) || (has(&["zone"]) && has(&["time"])) {
+            return text(example_in(hint).unwrap_or("Etc/UTC"));
+        }
+        if hint.contains("HH:MM") || (last == "time" && !has(&["timestamp"])) {
+            return text("12:30");
+        }
+        if has(&["date", "day"]) || hint.contains("YYYY-MM-DD") {
+            return text("2026-01-15");
+        }
+        if has(&["timestamp", "datetime"]) {
+            return text("2026-01-15T12:30:00Z");
+        }
+        if has(&["sql"]) || (has(&["query"]) && hint.to_ascii_lowercase().contains("sql")) {
+            return text("SELECT 1");
+        }
+        if has(&["command", "cmd", "shell", "script"]) {
+            return text("echo hintcheck");
+        }
+        if has(&["code", "snippet", "expression", "expr"]) {
+            return text(if hint.to_ascii_lowercase().contains("python") {
+                "print('hintcheck')"
+            } else {
+                "1 + 1"
+            });
+        }
+        if has(&["language", "lang", "locale"]) {
+            return text(example_in(hint).unwrap_or("en"));
+        }
+        if let Some(example) = example_in(hint) {
+            return text(example);
         }
         if has(&["pattern", "glob"]) {
-            return Some(Value::String("*.txt".into()));
+            return text("*.txt");
         }
-        if has(&["query", "keyword", "keywords", "term"]) || name == "q" {
-            return Some(Value::String("hintcheck".into()));
+        if has(&["query", "keyword", "keywords", "term", "q"]) {
+            return text("hintcheck");
         }
-        if has(&["content", "contents", "text", "body"]) {
-            return Some(Value::String("hintcheck test content\n".into()));
+        if has(&["name", "title", "label"]) {
+            return text("hintcheck-sample");
+        }
+        if has(&["message", "comment", "note", "description", "summary"]) {
+            return text("hintcheck test message");
+        }
+        if has(&["content", "contents", "text", "body", "data"]) {
+            return text("hintcheck test content\n");
         }
         None
     }
+
+    /// A path for a parameter named `ws`: an existing or fresh file or directory, by what the
+    /// name and the tool say.
+    fn path_for(&self, ws: &[String]) -> Value {
+        let has = |list: &[&str]| ws.iter().any(|w| list.contains(&w.as_str()));
+        // A repository or root is always the existing workspace.
+        if has(&["root", "cwd", "repo", "repository", "workspace", "project"]) {
+            return self.existing_dir();
+        }
+        let dirish = has(&["dir", "directory", "folder"])
+            || (self.on_directories && !has(&["file", "filename", "filepath"]));
+        let fresh = has(&[
+            "destination",
+            "dest",
+            "target",
+            "new",
+            "to",
+            "output",
+            "out",
+        ]);
+        match (dirish, fresh, self.intent) {
+            (true, _, Intent::Create) => self.abs("hintcheck-new-dir"),
+            (true, _, _) => self.existing_dir(),
+            (false, true, _) => self.abs("hintcheck-moved.txt"),
+            (false, false, Intent::Create) => self.abs("hintcheck-new.txt"),
+            (false, false, _) => self.existing_file(),
+        }
+    }
+}
+
+/// The URL given to parameters that take one: a reserved test name, plain HTTP so that the
+/// network observer can answer with a small document and the tool can finish its work.
+pub const TEST_URL: &str = "http://example.test/hintcheck.txt";
+
+/// Words that make a parameter a path when they end its name.
+const PATH_WORDS: &[&str] = &[
+    "path",
+    "file",
+    "filename",
+    "filepath",
+    "dir",
+    "directory",
+    "folder",
+    "root",
+    "source",
+    "src",
+    "destination",
+    "dest",
+    "target",
+    "location",
+    "cwd",
+    "repo",
+    "repository",
+];
+
+/// A schema that is a string and nothing more: no `enum`, `const`, `pattern`, `format` or
+/// composition, which always win over meaning, and (unless `over_defaults`) no `default` or
+/// `examples`.
+fn is_plain(schema: &Map<String, Value>, over_defaults: bool) -> bool {
+    schema
+        .keys()
+        .all(|k| is_plain_key(k) || (over_defaults && matches!(k.as_str(), "default" | "examples")))
+}
+
+/// Keys that describe a string without constraining its content.
+fn is_plain_key(key: &str) -> bool {
+    matches!(
+        key,
+        "type" | "description" | "title" | "minLength" | "maxLength" | "$comment"
+    )
+}
+
+fn fits_length(schema: &Map<String, Value>, v: &Value) -> bool {
+    let len = v.as_str().map_or(0, |s| s.chars().count()) as u64;
+    schema
+        .get("minLength")
+        .and_then(Value::as_u64)
+        .is_none_or(|m| len >= m)
+        && schema
+            .get("maxLength")
+            .and_then(Value::as_u64)
+            .is_none_or(|m| len <= m)
+}
+
+/// The description and title of a schema, as one text.
+fn describe(schema: &Map<String, Value>) -> String {
+    ["description", "title"]
+        .iter()
+        .filter_map(|k| schema.get(*k).and_then(Value::as_str))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The first quoted example in a description (`'America/New_York'`, `"local"`, `` `main` ``):
+/// short, one word, at most 64 characters.
+pub fn example_in(text: &str) -> Option<&str> {
+    let bytes = text.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        let q = bytes[i];
+        if matches!(q, b'\'' | b'"' | b'`') {
+            // An apostrophe inside a word (don't) is not a quote.
+            let opening = i == 0 || !bytes[i - 1].is_ascii_alphanumeric();
+            if opening {
+                if let Some(len) = text[i + 1..].find(q as char) {
+                    let inner = &text[i + 1..i + 1 + len];
+                    let ok = !inner.is_empty()
+                        && inner.len() <= 64
+                        && !inner.chars().any(char::is_whitespace);
+                    if ok {
+                        return Some(inner);
+                    }
+                    i += len + 2;
+                    continue;
+                }
+            }
+        }
+        i += 1;
+    }
+    None
 }
 
 #[cfg(test)]
@@ -323,7 +491,18 @@ mod tests {
             ("list_directory", "directory", json!("/w")),
             ("move_file", "destination", json!("/w/hintcheck-moved.txt")),
             ("move_file", "source", json!("/w/notes.txt")),
-            ("fetch", "url", json!("https://example.test/hintcheck")),
+            ("fetch", "url", json!(TEST_URL)),
+            ("git_add", "repo_path", json!("/w")),
+            ("git_diff", "target", json!("HEAD")),
+            ("git_show", "revision", json!("HEAD")),
+            (
+                "git_create_branch",
+                "branch_name",
+                json!("hintcheck-branch"),
+            ),
+            ("git_checkout", "branch_name", json!("main")),
+            ("send", "to_email", json!("hintcheck@example.test")),
+            ("run", "command", json!("echo hintcheck")),
             ("edit_file", "oldText", json!("hintcheck")),
             ("search_files", "pattern", json!("*.txt")),
         ];
@@ -331,6 +510,35 @@ mod tests {
             assert_eq!(sem(tool).value_for(param, s), Some(want), "{tool}.{param}");
         }
         assert_eq!(sem("x").value_for("count", s), None);
+        let described = |d: &str| json!({"type": "string", "description": d});
+        let tz = described("IANA timezone name (e.g., 'America/New_York', 'Europe/London').");
+        let tz = tz.as_object().expect("obj");
+        assert_eq!(
+            sem("get_current_time").value_for("timezone", tz),
+            Some(json!("America/New_York"))
+        );
+        let kind = described("Whether to list local branches ('local') or all ('all').");
+        let kind = kind.as_object().expect("obj");
+        assert_eq!(
+            sem("git_branch").value_for("branch_type", kind),
+            Some(json!("local"))
+        );
+        let hhmm = described("Time to convert in 24-hour format (HH:MM)");
+        assert_eq!(
+            sem("convert_time").value_for("time", hhmm.as_object().expect("obj")),
+            Some(json!("12:30"))
+        );
+        let files = json!({"type": "array", "items": {"type": "string"}, "minItems": 1});
+        let files = files.as_object().expect("obj");
+        assert_eq!(
+            sem("git_add").value_for("files", files),
+            Some(json!(["/w/notes.txt"]))
+        );
+        let two = json!({"type": "array", "items": {"type": "string"}, "minItems": 2});
+        assert_eq!(
+            sem("git_add").value_for("files", two.as_object().expect("obj")),
+            None
+        );
         for other in [
             json!({"type": "string", "enum": ["a"]}),
             json!({"$ref": "#/$defs/p"}),
@@ -343,6 +551,17 @@ mod tests {
                 "{other}"
             );
         }
+    }
+
+    #[test]
+    fn examples_are_quoted_single_words() {
+        assert_eq!(example_in("Use 'Etc/UTC' as local"), Some("Etc/UTC"));
+        assert_eq!(
+            example_in("don't use \"two words\" but `main`"),
+            Some("main")
+        );
+        assert_eq!(example_in("no quotes here"), None);
+        assert_eq!(example_in("unclosed 'quote"), None);
     }
 
     #[test]

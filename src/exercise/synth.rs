@@ -41,7 +41,20 @@ pub fn synthesize_with(
     salt: &str,
     semantics: Option<&Semantics>,
 ) -> Synthesis {
+    synthesize_variant(schema, seed, salt, semantics, false)
+}
+
+/// Like [`synthesize_with`]; with `fill_optional`, the top-level object gets every declared
+/// property, not only the required ones.
+pub fn synthesize_variant(
+    schema: &Value,
+    seed: u64,
+    salt: &str,
+    semantics: Option<&Semantics>,
+    fill_optional: bool,
+) -> Synthesis {
     let mut s = Synth {
+        fill_optional,
         root: schema,
         rng: Rng::new(seed, salt),
         notes: Vec::new(),
@@ -65,8 +78,9 @@ pub fn synthesize_arguments(
     seed: u64,
     salt: &str,
     semantics: Option<&Semantics>,
+    fill_optional: bool,
 ) -> Synthesis {
-    let mut out = synthesize_with(schema, seed, salt, semantics);
+    let mut out = synthesize_variant(schema, seed, salt, semantics, fill_optional);
     if !out.arguments.is_object() {
         out.notes.push(format!(
             "/: the schema yields {}, not an object; sending {{}}",
@@ -84,6 +98,7 @@ struct Synth<'a> {
     nodes: usize,
     refs: usize,
     semantics: Option<&'a Semantics>,
+    fill_optional: bool,
 }
 
 impl Synth<'_> {
@@ -569,7 +584,11 @@ impl Synth<'_> {
                     .collect()
             })
             .unwrap_or_default();
-        let min_props = s.get("minProperties").and_then(Value::as_u64).unwrap_or(0) as usize;
+        let min_props = if self.fill_optional && at.is_empty() {
+            usize::MAX
+        } else {
+            s.get("minProperties").and_then(Value::as_u64).unwrap_or(0) as usize
+        };
         for name in props.keys() {
             if required.len() >= min_props {
                 break;
@@ -850,15 +869,15 @@ mod tests {
                 <= MAX_ITEMS as usize
         );
         assert_eq!(
-            synthesize_arguments(&json!(false), 0, "t", None).arguments,
+            synthesize_arguments(&json!(false), 0, "t", None, false).arguments,
             json!({})
         );
         assert_eq!(
-            synthesize_arguments(&json!("nonsense"), 0, "t", None).arguments,
+            synthesize_arguments(&json!("nonsense"), 0, "t", None, false).arguments,
             json!({})
         );
         assert_eq!(
-            synthesize_arguments(&json!({"type": "string"}), 0, "t", None).arguments,
+            synthesize_arguments(&json!({"type": "string"}), 0, "t", None, false).arguments,
             json!({})
         );
     }
@@ -911,7 +930,7 @@ mod corpus_tests {
             assert_eq!(synthesize(schema, 9, "x"), synthesize(schema, 9, "x"));
             let decl = crate::mcp::tool::parse_tool(&tool, 0).expect("a valid tool");
             let semantics = Semantics::new(&facts, &decl);
-            let got = synthesize_arguments(schema, 0, "t", Some(&semantics));
+            let got = synthesize_arguments(schema, 0, "t", Some(&semantics), true);
             let validator = jsonschema::validator_for(schema).expect("the schema compiles");
             assert!(
                 validator.is_valid(&got.arguments),

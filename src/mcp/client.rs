@@ -187,6 +187,20 @@ pub enum CallOutcome {
 }
 
 impl CallOutcome {
+    /// Whether another argument set may fare better: the tool reported an error, or the
+    /// server rejected the parameters (-32602) or failed inside (-32603). Timeouts and crashes
+    /// are not retried (the server is restarted instead).
+    pub fn worth_another_attempt(&self) -> bool {
+        matches!(
+            self,
+            CallOutcome::ToolError { .. }
+                | CallOutcome::RpcError {
+                    code: -32602 | -32603,
+                    ..
+                }
+        )
+    }
+
     /// Whether the call completed successfully (the tool ran and reported success).
     pub fn is_success(&self) -> bool {
         matches!(self, CallOutcome::Ok { .. })

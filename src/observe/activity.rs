@@ -2,7 +2,9 @@
 //! process tree has been idle (no thread running or in uninterruptible sleep, and no process
 //! left that the call started) for a quiet interval, and at the latest after a maximum. A
 //! helper that the call started keeps the window open until it exits, so its late writes stay
-//! with the call; an idle server closes the window within milliseconds.
+//! with the call, unless it waits for input on a pipe (a persistent helper such as
+//! `git cat-file --batch` that only acts when the idle server writes to it); an idle server
+//! closes the window within milliseconds.
 
 use std::time::{Duration, Instant};
 
@@ -125,6 +127,17 @@ impl ProcessTree {
     }
 }
 
+/// Whether a thread is blocked reading a pipe (its kernel wait channel), that is, waiting
+/// for another process to act.
+pub fn waits_on_pipe(tid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{tid}/wchan")).is_ok_and(|w| {
+        matches!(
+            w.trim(),
+            "pipe_read" | "anon_pipe_read" | "pipe_wait" | "pipe_wait_readable"
+        )
+    })
+}
+
 /// Threads that ran between two samples of [`ProcessTree::runtimes`].
 pub fn ran_between(
     before: &std::collections::HashMap<u32, u64>,
@@ -156,7 +169,10 @@ pub async fn settle(
         if now.duration_since(start) >= max {
             return start.elapsed();
         }
-        let started_by_call = tree.tasks().iter().any(|t| !before.contains(t));
+        let started_by_call = tree
+            .tasks()
+            .iter()
+            .any(|t| !before.contains(t) && !waits_on_pipe(*t));
         if started_by_call || tree.busy() {
             idle_since = None;
         } else {
@@ -172,6 +188,29 @@ pub async fn settle(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn a_new_helper_waiting_on_its_input_pipe_does_not_hold_the_window() {
+        let mut helper = std::process::Command::new("cat")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .expect("cat");
+        let tree = ProcessTree::new(helper.id());
+        std::thread::sleep(Duration::from_millis(50));
+        assert!(waits_on_pipe(helper.id()), "cat is not blocked on its pipe");
+        // Nothing of the tree existed before: the helper is new, but it waits for input.
+        let t = settle(
+            Some(tree),
+            &[],
+            Duration::from_millis(10),
+            Duration::from_secs(2),
+        )
+        .await;
+        assert!(t < Duration::from_millis(1000), "took {t:?}");
+        let _ = helper.kill();
+        let _ = helper.wait();
+    }
 
     #[tokio::test]
     async fn an_idle_tree_settles_fast_and_a_working_child_keeps_the_window_open() {

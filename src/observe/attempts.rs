@@ -210,6 +210,13 @@ impl Observer for AttemptObserver {
                 })),
             };
             if let Some(o) = obs {
+                // `execvp` tries each PATH directory in turn and only the last try runs: one
+                // process start per (pid, argv), the last program tried.
+                if let Observation::Process(p) = &o {
+                    out.retain(|earlier| {
+                        !matches!(earlier, Observation::Process(e) if e.pid == p.pid && e.argv == p.argv)
+                    });
+                }
                 // One record per distinct attempt in a window is enough evidence.
                 if !out.contains(&o) {
                     out.push(o);

@@ -5,7 +5,7 @@
 //! request line and Host) and close. Nothing here ever talks to a real network.
 
 use std::collections::HashMap;
-use std::io::Read;
+use std::io::{Read, Write};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -110,7 +110,16 @@ fn dns_loop(sock: UdpSocket, state: NetHandle) {
         let Some((name, qtype, question_end)) = parse_query(&buf[..n]) else {
             continue;
         };
-        let answer = {
+        // The sandbox's own host name (git and many runtimes look it up to build an
+        // identity) and `localhost` names are answered with loopback and are not external.
+        let local = is_local_name(&name);
+        let answer = if local {
+            match qtype {
+                1 => Some(IpAddr::V4(Ipv4Addr::LOCALHOST)),
+                28 => Some(IpAddr::V6(Ipv6Addr::LOCALHOST)),
+                _ => None,
+            }
+        } else {
             let mut names = state.names.lock().unwrap_or_else(|p| p.into_inner());
             match qtype {
                 1 => Some(IpAddr::V4(names.v4(&name))),
@@ -123,7 +132,7 @@ fn dns_loop(sock: UdpSocket, state: NetHandle) {
             destination: name.clone(),
             port: None,
             name: Some(name),
-            loopback: false,
+            loopback: local,
             mechanism: Mechanism::Dns,
             payload: Some(match qtype {
                 1 => "A".to_string(),
@@ -134,6 +143,17 @@ fn dns_loop(sock: UdpSocket, state: NetHandle) {
         let reply = build_reply(&buf[..question_end], answer);
         let _ = sock.send_to(&reply, from);
     }
+}
+
+/// Names that stay inside the sandbox: its host name and `localhost`.
+pub fn is_local_name(name: &str) -> bool {
+    let name = name.trim_end_matches('.');
+    name == crate::sandbox::SANDBOX_HOSTNAME
+        || name == "localhost"
+        || name.ends_with(".localhost")
+        || name
+            .strip_prefix(crate::sandbox::SANDBOX_HOSTNAME)
+            .is_some_and(|rest| rest.starts_with('.'))
 }
 
 /// (name, qtype, end of the question section) of a standard query.
@@ -193,6 +213,11 @@ fn accept_loop(listener: TcpListener, port: u16, state: NetHandle) {
                 let mut buf = vec![0u8; 4096];
                 let n = conn.read(&mut buf).unwrap_or(0);
                 let payload = describe_payload(&buf[..n]);
+                // A plain HTTP request gets a small document, so that a fetching tool can
+                // finish its work (and show what it does with the result).
+                if payload.as_deref().is_some_and(|p| p.starts_with("HTTP ")) {
+                    let _ = conn.write_all(HTTP_REPLY);
+                }
                 let dest_ip = dest.map(|d| d.ip().to_canonical());
                 let name = dest_ip.and_then(|ip| {
                     state
@@ -215,6 +240,9 @@ fn accept_loop(listener: TcpListener, port: u16, state: NetHandle) {
         }
     }
 }
+
+/// The answer to any plain HTTP request that reaches the observer.
+pub const HTTP_REPLY: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 23\r\nConnection: close\r\n\r\nhintcheck test document";
 
 /// The first bytes of a connection, for humans: TLS SNI or the HTTP request line and Host.
 pub fn describe_payload(b: &[u8]) -> Option<String> {
@@ -309,7 +337,7 @@ impl Observer for NetObserver {
         ObserverStatus {
             name: "lo-local network".into(),
             covers: format!(
-                "DNS questions (answered with addresses of our own), and the first bytes of TCP connections to ports {} (TLS SNI, HTTP request line and Host)",
+                "DNS questions (answered with addresses of our own), and the first bytes of TCP connections to ports {} (TLS SNI, HTTP request line and Host; plain HTTP requests are answered with a 23-byte test document)",
                 self.ports
                     .iter()
                     .map(|p| p.to_string())

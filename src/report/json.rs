@@ -133,6 +133,11 @@ struct ToolV1<'a> {
 #[derive(Debug, Serialize)]
 struct CallV1<'a> {
     number: usize,
+    /// Which candidate argument set (1..); repeats carry the one that worked.
+    attempt: usize,
+    /// The arguments sent (first calls only; repeats send the same).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    arguments: Option<&'a Value>,
     outcome: &'a str,
     detail: Value,
     started_ms: u64,
@@ -231,6 +236,8 @@ fn call(c: &CallRecord) -> CallV1<'_> {
     }
     CallV1 {
         number: c.number,
+        attempt: c.attempt,
+        arguments: (c.number == 1).then_some(&c.arguments),
         outcome: c.outcome.label(),
         detail,
         started_ms: c.started_ms,

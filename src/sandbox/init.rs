@@ -21,7 +21,6 @@ use super::policy::{CONFIG_ENV, Enforcement, SandboxConfig, SandboxLevel};
 pub const CONTROL_FD: RawFd = 3;
 
 /// Hostname inside the sandbox.
-const HOSTNAME: &str = "hintcheck-sandbox";
 
 struct Init {
     /// The control socket; parents drop their copy after forking, so that the server's
@@ -240,9 +239,9 @@ impl Init {
                 maps.map_err(|e| io_err("writing the uid/gid map of the user namespace", e)),
             )?;
         }
-        let host = cstr(HOSTNAME);
+        let host = cstr(super::SANDBOX_HOSTNAME);
         // SAFETY: the pointer and length describe a live buffer.
-        let r = unsafe { libc::sethostname(host.as_ptr(), HOSTNAME.len()) };
+        let r = unsafe { libc::sethostname(host.as_ptr(), super::SANDBOX_HOSTNAME.len()) };
         self.step(
             "hostname",
             false,

@@ -21,6 +21,8 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
+/// The host name inside the sandbox (its own UTS namespace). Lookups of it are local.
+pub const SANDBOX_HOSTNAME: &str = "hintcheck-sandbox";
 /// Errors of the launch stage.
 #[derive(Debug, thiserror::Error)]
 pub enum LaunchError {

@@ -24,6 +24,8 @@ pub struct Scratch {
     pub tmp: PathBuf,
     /// Paths copied in from the seed, relative to the workspace.
     pub seeded: Vec<String>,
+    /// What could not be seeded, for the report.
+    pub seed_notes: Vec<String>,
 }
 
 impl Scratch {
@@ -45,6 +47,7 @@ impl Scratch {
             tmp: make("tmp")?,
             root: Some(root),
             seeded: Vec::new(),
+            seed_notes: Vec::new(),
         })
     }
 
@@ -79,7 +82,9 @@ impl Scratch {
 
     /// Seeds the workspace with a few small files of known content, for runs without a
     /// user seed: tools that read, edit or list then have something to work on, and edits
-    /// find the word `hintcheck` that synthesized arguments look for.
+    /// find the word `hintcheck` that synthesized arguments look for. The workspace is also
+    /// made a git repository (branch `main`, one commit) when `git` is installed. Files are
+    /// dated an hour back, so that a read-only `git status` has no racy index to refresh.
     pub fn seed_default(&mut self) -> Result<(), LaunchError> {
         const FILES: &[(&str, &str)] = &[
             ("notes.txt", "hintcheck sample notes\nsecond line\n"),
@@ -96,7 +101,12 @@ impl Scratch {
                 if let Some(parent) = path.parent() {
                     fs::create_dir_all(parent)?;
                 }
-                fs::write(&path, content)
+                fs::write(&path, content)?;
+                let past = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+                fs::File::options()
+                    .write(true)
+                    .open(&path)?
+                    .set_modified(past)
             };
             write().map_err(|source| LaunchError::Seed {
                 path: path.clone(),
@@ -104,9 +114,64 @@ impl Scratch {
             })?;
             seeded.push((*rel).to_string());
         }
+        match self.seed_git_repository() {
+            Ok(()) => seeded.push(".git (repository, branch main, 1 commit)".into()),
+            Err(why) => self
+                .seed_notes
+                .push(format!("the workspace is not a git repository: {why}")),
+        }
         seeded.sort();
         self.seeded = seeded;
         Ok(())
+    }
+
+    /// `git init` and one commit of everything in the workspace.
+    fn seed_git_repository(&self) -> Result<(), String> {
+        self.git(&["init", "--quiet", "--initial-branch=main"])?;
+        self.git(&["add", "--all"])?;
+        self.git(&[
+            "commit",
+            "--quiet",
+            "--no-verify",
+            "--message=hintcheck seed",
+        ])
+    }
+
+    /// Runs one git command in the workspace, isolated from the host's git configuration.
+    fn git(&self, args: &[&str]) -> Result<(), String> {
+        let out = std::process::Command::new("git")
+            .args([
+                "-c",
+                "user.name=hintcheck",
+                "-c",
+                "user.email=hintcheck@example.test",
+                "-c",
+                "commit.gpgsign=false",
+                // The workspace may belong to the sandbox's uid by now.
+                "-c",
+                "safe.directory=*",
+            ])
+            .args(args)
+            .current_dir(&self.workspace)
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", &self.home)
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env("GIT_AUTHOR_DATE", "2026-01-15T12:00:00Z")
+            .env("GIT_COMMITTER_DATE", "2026-01-15T12:00:00Z")
+            .stdin(std::process::Stdio::null())
+            .output()
+            .map_err(|e| format!("git could not be run ({e})"))?;
+        if out.status.success() {
+            Ok(())
+        } else {
+            Err(format!(
+                "git {} failed: {}",
+                args[0],
+                String::from_utf8_lossy(&out.stderr).trim()
+            ))
+        }
     }
 
     /// Prepares the scratch root for the sandbox: a `.sandbox` directory for its own files,
@@ -129,6 +194,14 @@ impl Scratch {
             fs::set_permissions(root, fs::Permissions::from_mode(0o711))?;
             for dir in [&self.workspace, &self.home, &self.tmp] {
                 chown_tree(dir, uid, gid, 0)?;
+            }
+            // The change of owner changed every file's ctime: refresh the seeded repository's
+            // index now, or the server's first read-only `git status` would rewrite it.
+            let index = self.workspace.join(".git/index");
+            if self.seeded.iter().any(|s| s.starts_with(".git")) && index.is_file() {
+                self.git(&["update-index", "-q", "--refresh"])
+                    .map_err(std::io::Error::other)?;
+                std::os::unix::fs::chown(&index, Some(uid), Some(gid))?;
             }
         }
         Ok(())

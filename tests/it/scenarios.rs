@@ -17,6 +17,8 @@ fn args_for(path: std::path::PathBuf) -> VerifyArgs {
         format: Format::Json,
         output: None,
         repeat: None,
+        attempts: None,
+        run_as: None,
         call_timeout: None,
         handshake_timeout: None,
         discover_timeout: None,
