@@ -91,6 +91,8 @@ fn through_hintcheck(
         format: Format::Json,
         output: None,
         repeat: None,
+        attempts: None,
+        run_as: None,
         call_timeout: None,
         handshake_timeout: None,
         discover_timeout: None,

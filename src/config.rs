@@ -472,6 +472,26 @@ impl RunConfig {
     }
 }
 
+/// Parses `UID[:GID]` (the gid defaults to the uid).
+fn parse_run_as(text: &str) -> Result<(u32, u32), ConfigError> {
+    let bad = |message: String| ConfigError::BadValue {
+        flag: "--run-as".into(),
+        message,
+    };
+    let (uid, gid) = match text.split_once(':') {
+        Some((u, g)) => (u, g),
+        None => (text, text),
+    };
+    let number = |s: &str| {
+        s.trim()
+            .parse::<u32>()
+            .ok()
+            .filter(|&n| n != u32::MAX)
+            .ok_or_else(|| bad(format!("{text:?} is not UID or UID:GID (numbers)")))
+    };
+    Ok((number(uid)?, number(gid)?))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -516,24 +536,4 @@ mod tests {
         assert!(parse_overrides(&["t=[1]".into()]).is_err());
         assert!(parse_overrides(&["t".into()]).is_err());
     }
-}
-
-/// Parses `UID[:GID]` (the gid defaults to the uid).
-fn parse_run_as(text: &str) -> Result<(u32, u32), ConfigError> {
-    let bad = |message: String| ConfigError::BadValue {
-        flag: "--run-as".into(),
-        message,
-    };
-    let (uid, gid) = match text.split_once(':') {
-        Some((u, g)) => (u, g),
-        None => (text, text),
-    };
-    let number = |s: &str| {
-        s.trim()
-            .parse::<u32>()
-            .ok()
-            .filter(|&n| n != u32::MAX)
-            .ok_or_else(|| bad(format!("{text:?} is not UID or UID:GID (numbers)")))
-    };
-    Ok((number(uid)?, number(gid)?))
 }

@@ -20,8 +20,6 @@ use super::policy::{CONFIG_ENV, Enforcement, SandboxConfig, SandboxLevel};
 /// The file descriptor the harness puts the control socket on.
 pub const CONTROL_FD: RawFd = 3;
 
-/// Hostname inside the sandbox.
-
 struct Init {
     /// The control socket; parents drop their copy after forking, so that the server's
     /// `execve` closes the last one and the harness sees the channel end.

@@ -46,6 +46,9 @@ fn usage_errors_name_the_problem_and_exit_2() {
     let cases: &[(&[&str], &str)] = &[
         (&["verify"], "no server command"),
         (&["verify", "--repeat", "0", "--", "x"], "--repeat"),
+        (&["verify", "--attempts", "17", "--", "x"], "--attempts"),
+        (&["verify", "--run-as", "nobody", "--", "x"], "--run-as"),
+        (&["verify", "--run-as", "1:x", "--", "x"], "--run-as"),
         (&["verify", "--env", "=x", "--", "x"], "--env"),
         (
             &["verify", "--call-timeout", "soon", "--", "x"],
