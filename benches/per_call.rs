@@ -92,6 +92,7 @@ fn through_hintcheck(
         output: None,
         repeat: None,
         attempts: None,
+        isolate: false,
         run_as: None,
         call_timeout: None,
         handshake_timeout: None,

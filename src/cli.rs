@@ -85,6 +85,10 @@ pub struct VerifyArgs {
     /// Write the report to FILE instead of stdout.
     #[arg(long, short, value_name = "FILE")]
     pub output: Option<PathBuf>,
+    /// Call every tool on a fresh server with a fresh workspace, so no tool's effects reach
+    /// another (one server start per tool).
+    #[arg(long)]
+    pub isolate: bool,
     /// Argument sets tried per tool while its calls end in an error (isError or invalid
     /// params) [default: 4].
     #[arg(long, value_name = "N")]

@@ -112,6 +112,8 @@ pub struct RunConfig {
     pub only_tools: Option<Vec<String>>,
     /// Whether uncertain attributions are confirmed by replaying tools alone.
     pub replay: bool,
+    /// One fresh server and workspace per tool.
+    pub isolate: bool,
     /// The binary that runs `__sandbox-init`; `None` means this executable (the hintcheck
     /// binary). Library users whose executable is something else set it.
     pub sandbox_exe: Option<PathBuf>,
@@ -438,6 +440,7 @@ impl RunConfig {
                 ports
             },
             replay: true,
+            isolate: a.isolate || run.isolate.unwrap_or(false),
             run_as: match &a.run_as {
                 None => (65534, 65534),
                 Some(text) => parse_run_as(text)?,

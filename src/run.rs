@@ -736,6 +736,16 @@ pub async fn verify(
     let mut called = vec![false; inventory.tools.len()];
     // (owner call, task id) of processes and threads started by calls, while they live.
     let mut lingering: Vec<(String, String, u32)> = Vec::new();
+    if config.isolate {
+        notes.push(
+            "--isolate: every tool was called on a fresh server with a fresh workspace".into(),
+        );
+        // The listing server is not used for calls: each tool gets its own.
+        if let Some(l) = live.take() {
+            stop_server(l, &mut collected, keep_transcript, &mut recorder).await;
+        }
+        phases.extend(phase_observations(recorder.checkpoint(), Phase::Idle, None));
+    }
     for p in &planned {
         let tool = &inventory.tools[p.tool_index];
         let run = &mut runs[p.tool_index];
@@ -763,6 +773,21 @@ pub async fn verify(
                 "the run timeout ({}s) was reached",
                 config.run_timeout.as_secs()
             ));
+            continue;
+        }
+        if config.isolate {
+            called[p.tool_index] = true;
+            let remaining = deadline.saturating_duration_since(Instant::now());
+            match run_isolated(config, &stop, subreaper, &tool.name, remaining).await {
+                Ok((calls, nested_phases)) => {
+                    run.calls = calls;
+                    phases.extend(nested_phases);
+                }
+                Err(why) => run.skipped = Some(why),
+            }
+            if *stop.borrow() {
+                partial = Some("interrupted by a signal".into());
+            }
             continue;
         }
         if live.is_none() {
@@ -1126,6 +1151,48 @@ const MAX_REPLAYS: usize = 6;
 
 /// Replays `tool` alone on a fresh server with a long settle period; returns the keys of
 /// everything observed, or `None` when the replay could not run.
+/// Calls one tool on a fresh server with a fresh workspace (`--isolate`): a nested run limited
+/// to the tool. Returns its calls and the observations outside them (labelled with the tool),
+/// or why the tool could not be called.
+async fn run_isolated(
+    config: &RunConfig,
+    stop: &watch::Receiver<bool>,
+    subreaper: bool,
+    tool: &str,
+    remaining: Duration,
+) -> Result<(Vec<CallRecord>, Vec<PhaseObservation>), String> {
+    let mut cfg = config.clone();
+    cfg.only_tools = Some(vec![tool.to_string()]);
+    cfg.isolate = false;
+    cfg.replay = false;
+    cfg.transcript = None;
+    cfg.run_timeout = remaining.max(Duration::from_millis(1));
+    let v = Box::pin(verify(&cfg, stop.clone(), subreaper)).await;
+    let r = v.report;
+    if let Some(e) = &r.server.start_error {
+        return Err(format!(
+            "not called: its isolated server did not start ({e})"
+        ));
+    }
+    let Some(t) = r.tools.into_iter().find(|t| t.name == tool) else {
+        return Err("not called: its isolated server did not list it".into());
+    };
+    if t.calls.is_empty() {
+        return Err(t
+            .skipped
+            .unwrap_or_else(|| "not called in its isolated run".into()));
+    }
+    let phases = r
+        .phases
+        .into_iter()
+        .map(|mut p| {
+            p.after_tool = Some(p.after_tool.unwrap_or_else(|| tool.to_string()));
+            p
+        })
+        .collect();
+    Ok((t.calls, phases))
+}
+
 async fn replay_keys(
     config: &RunConfig,
     stop: &watch::Receiver<bool>,

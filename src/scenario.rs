@@ -95,6 +95,8 @@ pub struct RunSection {
     pub repeat: Option<usize>,
     /// Argument sets tried per tool while its calls fail.
     pub attempts: Option<usize>,
+    /// One fresh server and workspace per tool.
+    pub isolate: Option<bool>,
     /// Synthesis seed.
     pub seed: Option<u64>,
     /// `none` or `workspace`.

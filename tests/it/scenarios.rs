@@ -19,6 +19,7 @@ fn args_for(path: std::path::PathBuf) -> VerifyArgs {
         repeat: None,
         attempts: None,
         run_as: None,
+        isolate: false,
         call_timeout: None,
         handshake_timeout: None,
         discover_timeout: None,
@@ -44,10 +45,16 @@ fn args_for(path: std::path::PathBuf) -> VerifyArgs {
 
 /// Runs one scenario in process.
 pub(crate) fn run_scenario(name: &str) -> Report {
+    run_scenario_with(name, |_| {})
+}
+
+/// Runs one scenario in process, after `adjust` changed its options.
+pub(crate) fn run_scenario_with(name: &str, adjust: impl FnOnce(&mut VerifyArgs)) -> Report {
     // The config finds the fake server next to the test binary's directory; fail clearly first.
     let _ = fake_server();
-    let mut config = RunConfig::from_verify_args(&args_for(repo().join("scenarios").join(name)))
-        .expect("scenario config");
+    let mut args = args_for(repo().join("scenarios").join(name));
+    adjust(&mut args);
+    let mut config = RunConfig::from_verify_args(&args).expect("scenario config");
     // This test binary is not hintcheck: the sandbox must re-execute the real one.
     config.sandbox_exe = Some(crate::util::hintcheck_bin());
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -121,6 +128,34 @@ fn every_scenario_meets_its_expectations() {
         "unmet expectations:\n{}",
         failures.join("\n")
     );
+}
+
+#[test]
+fn isolated_tools_reach_the_same_verdicts_each_on_its_own_server() {
+    let contradicted = |r: &Report| {
+        let mut v: Vec<(String, String)> = r
+            .tools
+            .iter()
+            .flat_map(|t| {
+                t.verdicts
+                    .iter()
+                    .filter(|v| v.verdict == hintcheck::finding::Verdict::Contradicted)
+                    .map(|v| (t.name.clone(), v.hint.key().to_string()))
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    let shared = run_scenario("demo");
+    let isolated = run_scenario_with("demo", |a| a.isolate = true);
+    assert_eq!(contradicted(&isolated), contradicted(&shared));
+    assert!(isolated.notes.iter().any(|n| n.starts_with("--isolate")));
+    for t in &isolated.tools {
+        assert!(!t.calls.is_empty(), "{} was not called", t.name);
+    }
+    // Each tool saw the seeded workspace as it was: no tool's effect reached another, so
+    // every first call found the seed's files where the scenario put them.
+    assert_eq!(isolated.coverage.tools_succeeded, isolated.tools.len());
 }
 
 #[test]
