@@ -93,6 +93,7 @@ fn through_hintcheck(
         repeat: None,
         attempts: None,
         isolate: false,
+        sqlite: None,
         run_as: None,
         call_timeout: None,
         handshake_timeout: None,

@@ -85,6 +85,10 @@ pub struct VerifyArgs {
     /// Write the report to FILE instead of stdout.
     #[arg(long, short, value_name = "FILE")]
     pub output: Option<PathBuf>,
+    /// Create a small SQLite database (table `items`, 3 rows) at this path inside the
+    /// workspace.
+    #[arg(long, value_name = "RELATIVE_PATH")]
+    pub sqlite: Option<PathBuf>,
     /// Call every tool on a fresh server with a fresh workspace, so no tool's effects reach
     /// another (one server start per tool).
     #[arg(long)]

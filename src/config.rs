@@ -63,6 +63,8 @@ pub struct RunConfig {
     pub env: Vec<(String, String)>,
     /// Seed directory for the workspace.
     pub workspace_seed: Option<PathBuf>,
+    /// A SQLite database to create in the workspace (relative path).
+    pub sqlite_seed: Option<PathBuf>,
     /// Calls per tool.
     pub repeat: usize,
     /// Argument sets tried per tool while its calls fail.
@@ -362,6 +364,24 @@ impl RunConfig {
                 message: "must be at least 1024".into(),
             });
         }
+        let sqlite_seed = a
+            .sqlite
+            .clone()
+            .or_else(|| scenario.as_ref().and_then(|s| s.server.sqlite.clone()));
+        if let Some(p) = &sqlite_seed {
+            let inside = p
+                .components()
+                .all(|c| matches!(c, std::path::Component::Normal(_)));
+            if !inside || p.as_os_str().is_empty() {
+                return Err(ConfigError::BadValue {
+                    flag: "--sqlite".into(),
+                    message: format!(
+                        "{} must be a relative path inside the workspace (no `..`, not absolute)",
+                        p.display()
+                    ),
+                });
+            }
+        }
         if let Some(w) = &workspace_seed {
             if !w.is_dir() {
                 return Err(ConfigError::BadValue {
@@ -374,6 +394,7 @@ impl RunConfig {
             command,
             env,
             workspace_seed,
+            sqlite_seed,
             repeat,
             attempts,
             call_timeout: duration(

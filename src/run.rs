@@ -482,7 +482,11 @@ pub async fn verify(
     let seeding = match &config.workspace_seed {
         Some(seed) => scratch.seed_from(seed),
         None => scratch.seed_default(),
-    };
+    }
+    .and_then(|()| match &config.sqlite_seed {
+        Some(rel) => scratch.seed_sqlite(rel),
+        None => Ok(()),
+    });
     let seed_notes = std::mem::take(&mut scratch.seed_notes);
     if let Err(e) = seeding {
         let mut r = base_report(config.command.clone(), Some(error_chain(&e)));

@@ -85,6 +85,8 @@ pub struct ServerSection {
     pub env: BTreeMap<String, String>,
     /// A seed directory copied into the workspace, relative to the scenario file.
     pub workspace: Option<PathBuf>,
+    /// Where to create a small SQLite database (table `items`), relative to the workspace.
+    pub sqlite: Option<PathBuf>,
 }
 
 /// `[run]`: defaults for the verify options; command-line flags override them.

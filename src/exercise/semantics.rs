@@ -19,6 +19,8 @@ pub struct WorkspaceFacts {
     pub files: Vec<String>,
     /// Existing directories, relative to the root.
     pub dirs: Vec<String>,
+    /// A SQLite database file among `files`, if any.
+    pub sqlite: Option<String>,
 }
 
 impl WorkspaceFacts {
@@ -48,6 +50,16 @@ impl WorkspaceFacts {
         }
         facts.files.sort();
         facts.dirs.sort();
+        facts.sqlite = facts
+            .files
+            .iter()
+            .find(|f| {
+                let mut magic = [0u8; 16];
+                std::fs::File::open(root.join(f))
+                    .and_then(|mut file| std::io::Read::read_exact(&mut file, &mut magic))
+                    .is_ok_and(|()| &magic == b"SQLite format 3\0")
+            })
+            .cloned();
         facts
     }
 }
@@ -275,6 +287,11 @@ impl Semantics {
         {
             return text("HEAD");
         }
+        if let Some(db) = &self.facts.sqlite {
+            if has(&["db", "database", "sqlite"]) && !has(&["name"]) {
+                return Some(self.abs(db));
+            }
+        }
         if PATH_WORDS.contains(&last) || (ws.len() == 1 && has(PATH_WORDS)) {
             return Some(self.path_for(&ws));
         }
@@ -302,7 +319,12 @@ impl Semantics {
             return text("2026-01-15T12:30:00Z");
         }
         if has(&["sql"]) || (has(&["query"]) && hint.to_ascii_lowercase().contains("sql")) {
-            return text("SELECT 1");
+            // A harmless read, of the seeded database's catalogue when there is one.
+            return text(if self.facts.sqlite.is_some() {
+                "SELECT name FROM sqlite_master"
+            } else {
+                "SELECT 1"
+            });
         }
         if has(&["command", "cmd", "shell", "script"]) {
             return text("echo hintcheck");
@@ -470,6 +492,7 @@ mod tests {
             root: PathBuf::from("/w"),
             files: vec!["docs/readme.md".into(), "notes.txt".into()],
             dirs: vec!["docs".into()],
+            sqlite: Some("data/app.db".into()),
         };
         let tool =
             parse_tool(&json!({"name": name, "inputSchema": {"type": "object"}}), 0).expect("tool");
@@ -505,6 +528,9 @@ mod tests {
             ("run", "command", json!("echo hintcheck")),
             ("edit_file", "oldText", json!("hintcheck")),
             ("search_files", "pattern", json!("*.txt")),
+            ("read_query", "sql", json!("SELECT name FROM sqlite_master")),
+            ("open", "db_path", json!("/w/data/app.db")),
+            ("open", "database", json!("/w/data/app.db")),
         ];
         for (tool, param, want) in cases {
             assert_eq!(sem(tool).value_for(param, s), Some(want), "{tool}.{param}");

@@ -912,6 +912,7 @@ mod corpus_tests {
             root: PathBuf::from("/w"),
             files: vec!["notes.txt".into()],
             dirs: vec![],
+            sqlite: None,
         };
         let mut n = 0;
         for e in std::fs::read_dir(&dir).expect("toolsnaps") {

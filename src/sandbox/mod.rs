@@ -14,6 +14,7 @@ pub mod policy;
 pub mod process;
 pub mod scratch;
 pub mod seccomp;
+pub mod sqlite;
 
 pub use policy::{Enforcement, SandboxConfig, SandboxLevel};
 

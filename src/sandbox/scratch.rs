@@ -125,6 +125,28 @@ impl Scratch {
         Ok(())
     }
 
+    /// Creates the small SQLite database of [`super::sqlite`] at `rel` in the workspace.
+    pub fn seed_sqlite(&mut self, rel: &Path) -> Result<(), LaunchError> {
+        let path = self.workspace.join(rel);
+        let write = || -> std::io::Result<()> {
+            if let Some(parent) = path.parent() {
+                fs::create_dir_all(parent)?;
+            }
+            fs::write(&path, super::sqlite::items_database())
+        };
+        write().map_err(|source| LaunchError::Seed {
+            path: path.clone(),
+            source,
+        })?;
+        self.seeded.push(format!(
+            "{} (SQLite: table items, {} rows)",
+            rel.display(),
+            super::sqlite::ITEMS.len()
+        ));
+        self.seeded.sort();
+        Ok(())
+    }
+
     /// `git init` and one commit of everything in the workspace.
     fn seed_git_repository(&self) -> Result<(), String> {
         self.git(&["init", "--quiet", "--initial-branch=main"])?;

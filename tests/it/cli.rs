@@ -47,6 +47,11 @@ fn usage_errors_name_the_problem_and_exit_2() {
         (&["verify"], "no server command"),
         (&["verify", "--repeat", "0", "--", "x"], "--repeat"),
         (&["verify", "--attempts", "17", "--", "x"], "--attempts"),
+        (
+            &["verify", "--sqlite", "../outside.db", "--", "x"],
+            "--sqlite",
+        ),
+        (&["verify", "--sqlite", "/abs.db", "--", "x"], "--sqlite"),
         (&["verify", "--run-as", "nobody", "--", "x"], "--run-as"),
         (&["verify", "--run-as", "1:x", "--", "x"], "--run-as"),
         (&["verify", "--env", "=x", "--", "x"], "--env"),

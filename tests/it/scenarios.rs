@@ -20,6 +20,7 @@ fn args_for(path: std::path::PathBuf) -> VerifyArgs {
         attempts: None,
         run_as: None,
         isolate: false,
+        sqlite: None,
         call_timeout: None,
         handshake_timeout: None,
         discover_timeout: None,
@@ -358,4 +359,69 @@ fn replay_moves_a_lingering_helpers_write_to_the_tool_that_started_it() {
         r.notes
     );
     assert_eq!(r.exit_code, 1);
+}
+
+#[test]
+fn a_seeded_sqlite_database_is_found_and_queried_by_meaning() {
+    let has_sqlite = std::process::Command::new("/usr/bin/python3")
+        .args(["-c", "import sqlite3"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !has_sqlite {
+        return crate::util::skip("/usr/bin/python3 with sqlite3 is missing (the SQLite fixture)");
+    }
+    let fixture = repo().join("tests/fixtures/sqlite");
+    let out = crate::util::run(
+        &[
+            "verify",
+            "--scenario",
+            fixture.to_str().expect("utf8"),
+            "--format",
+            "json",
+        ],
+        &[],
+        Duration::from_secs(90),
+    );
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    let r = out.json();
+    assert!(
+        r["seeded"].as_array().expect("seeded").iter().any(|s| s
+            .as_str()
+            .is_some_and(|s| s.starts_with("data/app.db (SQLite"))),
+        "{}",
+        r["seeded"]
+    );
+    let tools = r["tools"].as_array().expect("tools");
+    let tool = |name: &str| {
+        tools
+            .iter()
+            .find(|t| t["name"] == name)
+            .unwrap_or_else(|| panic!("{name}"))
+    };
+    let verdict = |name: &str, hint: &str| {
+        tool(name)["verdicts"]
+            .as_array()
+            .expect("verdicts")
+            .iter()
+            .find(|v| v["hint"] == hint)
+            .map(|v| v["verdict"].as_str().unwrap_or("").to_string())
+            .unwrap_or_default()
+    };
+    // The SQL parameter got a harmless read of the seeded catalogue, which the server ran.
+    let query = tool("read_query");
+    assert_eq!(
+        query["arguments"]["query"],
+        "SELECT name FROM sqlite_master"
+    );
+    assert!(
+        query["calls"][0]["detail"]["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("items")),
+        "{}",
+        query["calls"][0]
+    );
+    assert_eq!(verdict("read_query", "readOnlyHint"), "consistent");
+    // The "read-only" listing deletes a row: the database file changed.
+    assert_eq!(verdict("list_tables", "readOnlyHint"), "contradicted");
+    assert_eq!(tool("add_item")["calls"][0]["outcome"], "ok");
 }
