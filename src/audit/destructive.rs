@@ -25,6 +25,11 @@ pub fn judge(tool: &ToolDecl, run: &ToolRun, coverage: &Coverage) -> HintJudgeme
         .filter(|(_, o)| o.is_destructive())
         .collect();
     let any_write = run.observations().any(|(_, o)| o.is_write());
+    // Changes inside a database file are writes whose kind the file cannot tell.
+    let database_change = run
+        .observations()
+        .find(|(_, o)| o.as_file().is_some_and(|f| f.database))
+        .map(|(_, o)| o.describe());
     if tool.hints.read_only.declared() == Some(true) {
         return HintJudgement::new(
             Verdict::NotApplicable,
@@ -48,7 +53,7 @@ pub fn judge(tool: &ToolDecl, run: &ToolRun, coverage: &Coverage) -> HintJudgeme
                     basis: SuggestionBasis::Observed,
                     reason: format!("the tool destroyed existing content: {}", o.describe()),
                 })
-            } else if any_write && run.succeeded() {
+            } else if any_write && run.succeeded() && database_change.is_none() {
                 Some(Suggestion {
                     hint: HintName::Destructive,
                     value: false,
@@ -75,6 +80,14 @@ pub fn judge(tool: &ToolDecl, run: &ToolRun, coverage: &Coverage) -> HintJudgeme
             if coverage.files.is_none() {
                 return HintJudgement::new(Verdict::Unexercised, "no file observer was active");
             }
+            if let Some(change) = database_change.filter(|_| run.succeeded()) {
+                return HintJudgement::new(
+                    Verdict::Unexercised,
+                    format!(
+                        "the tool {change}: a database changes in place whether rows are added or removed, so the file alone cannot show which"
+                    ),
+                );
+            }
             if run.succeeded() {
                 let what = if any_write {
                     "only additive writes were observed"
@@ -98,6 +111,31 @@ mod tests {
     use crate::audit::testing::*;
     use crate::observe::FileEffectKind;
     use serde_json::json;
+
+    #[test]
+    fn a_database_changed_in_place_is_neither_evidence_nor_proof() {
+        let t = tool(json!({"destructiveHint": false}));
+        let mut change = file("$WORKSPACE/app.db", FileEffectKind::Overwritten);
+        if let crate::observe::Observation::File(f) = &mut change {
+            f.database = true;
+        }
+        let r = run(vec![call(1, ok(), vec![change])]);
+        let j = judge(&t, &r, &full_coverage());
+        assert_eq!(j.verdict, Verdict::Unexercised, "{}", j.reason);
+        assert!(
+            j.reason
+                .contains("changed SQLite database $WORKSPACE/app.db"),
+            "{}",
+            j.reason
+        );
+        // Undeclared: no suggestion either way.
+        let undeclared = tool(json!({}));
+        assert!(
+            judge(&undeclared, &r, &full_coverage())
+                .suggestion
+                .is_none()
+        );
+    }
 
     #[test]
     fn appends_and_creates_are_additive_overwrites_are_not() {

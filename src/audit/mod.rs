@@ -309,6 +309,7 @@ pub(crate) mod testing {
             sha256_before: None,
             sha256_after: None,
             mechanism: Mechanism::Snapshot,
+            database: false,
         })
     }
 

@@ -86,6 +86,8 @@ struct Entry {
     /// SHA-256 of the first `n` bytes, where `n` is the size of the previous version of a
     /// grown file: tells an append from a rewrite when the old content was not kept.
     prefix_sha: Option<(u64, [u8; 32])>,
+    /// The content is a SQLite database (its 16-byte magic).
+    database: bool,
 }
 
 impl Entry {
@@ -346,6 +348,7 @@ impl Walk<'_> {
                 content: None,
                 link: None,
                 prefix_sha: None,
+                database: false,
             };
             match kind {
                 ObjectKind::File => self.file(&fd, &name, &display, &mut entry),
@@ -378,6 +381,7 @@ impl Walk<'_> {
         if let Some(prev) = previous {
             if prev.same_version(entry) && prev.sha.is_some() {
                 entry.sha = prev.sha;
+                entry.database = prev.database;
                 if let Some(c) = &prev.content {
                     if self.kept_content + c.len() as u64 <= self.limits.content_budget {
                         self.kept_content += c.len() as u64;
@@ -431,6 +435,9 @@ impl Walk<'_> {
             match file.read(&mut buf) {
                 Ok(0) => break,
                 Ok(n) => {
+                    if total == 0 {
+                        entry.database = buf[..n].starts_with(SQLITE_MAGIC);
+                    }
                     hasher.update(&buf[..n]);
                     if let Some((len, h)) = prefix.as_mut() {
                         let upto = (*len).saturating_sub(total).min(n as u64) as usize;
@@ -498,6 +505,12 @@ fn effect(
     after: Option<&Entry>,
 ) -> FileEffect {
     let object = after.or(before).map(|e| e.kind).unwrap_or(ObjectKind::File);
+    // The version before may not have been read (unchanged files are not hashed).
+    let database = matches!(
+        kind,
+        FileEffectKind::Overwritten | FileEffectKind::Truncated
+    ) && before.is_some_and(|e| e.database || e.sha.is_none())
+        && after.is_some_and(|e| e.database);
     let file_size = |e: Option<&Entry>| e.filter(|e| e.kind == ObjectKind::File).map(|e| e.size);
     FileEffect {
         path: path.to_string(),
@@ -508,8 +521,12 @@ fn effect(
         sha256_before: before.and_then(|e| hex(&e.sha)),
         sha256_after: after.and_then(|e| hex(&e.sha)),
         mechanism: Mechanism::Snapshot,
+        database,
     }
 }
+
+/// The first bytes of every SQLite database file.
+const SQLITE_MAGIC: &[u8] = b"SQLite format 3\0";
 
 /// Classifies a change of content of a regular file.
 fn content_change(old: &Entry, new: &Entry) -> Option<FileEffectKind> {

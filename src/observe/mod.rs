@@ -140,6 +140,11 @@ pub struct FileEffect {
     pub sha256_after: Option<String>,
     /// How it was seen.
     pub mechanism: Mechanism,
+    /// A SQLite database changed in place (before and after): its pages are rewritten
+    /// whether rows were added or removed, so the change is a write but not evidence of
+    /// destruction.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub database: bool,
 }
 
 impl FileEffect {
@@ -164,6 +169,7 @@ impl FileEffect {
             FileEffectKind::Deleted if self.object == ObjectKind::Dir => {
                 format!("deleted directory {}", self.path)
             }
+            _ if self.database => format!("changed SQLite database {}{}", self.path, sizes),
             kind => format!("{} {}{}", kind.verb(), self.path, sizes),
         }
     }
@@ -311,7 +317,7 @@ impl Observation {
     /// Whether this shows the tool destroying existing content (or trying to).
     pub fn is_destructive(&self) -> bool {
         match self {
-            Observation::File(f) => f.kind.is_destructive(),
+            Observation::File(f) => f.kind.is_destructive() && !f.database,
             Observation::Attempt(a) => a.denied && a.destructive,
             Observation::Network(_) | Observation::Process(_) => false,
         }

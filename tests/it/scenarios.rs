@@ -424,4 +424,9 @@ fn a_seeded_sqlite_database_is_found_and_queried_by_meaning() {
     // The "read-only" listing deletes a row: the database file changed.
     assert_eq!(verdict("list_tables", "readOnlyHint"), "contradicted");
     assert_eq!(tool("add_item")["calls"][0]["outcome"], "ok");
+    // An insert rewrites pages in place: a write, but the file cannot show it was additive,
+    // so `destructiveHint: false` is neither contradicted nor confirmed.
+    assert_eq!(verdict("add_item", "destructiveHint"), "unexercised");
+    let change = &tool("add_item")["calls"][0]["observations"][0];
+    assert_eq!(change["database"], true, "{change}");
 }
