@@ -13,7 +13,7 @@ use tokio::sync::watch;
 use crate::audit;
 use crate::config::{RootsOffer, RunConfig};
 use crate::evidence::{CallRecord, CallTiming, Coverage, Phase, PhaseObservation, ToolRun};
-use crate::exercise::plan::plan;
+use crate::exercise::plan::{allowed_dirs_in, plan, steered_candidate};
 use crate::exercise::semantics::WorkspaceFacts;
 use crate::finding::{Finding, Verdict};
 use crate::mcp::client::{CallOutcome, ClientOptions, EraChoice, McpClient, ProtocolNote};
@@ -740,6 +740,8 @@ pub async fn verify(
     let mut called = vec![false; inventory.tools.len()];
     // (owner call, task id) of processes and threads started by calls, while they live.
     let mut lingering: Vec<(String, String, u32)> = Vec::new();
+    // Where a server said paths must be, once an error told us.
+    let mut steer: Option<WorkspaceFacts> = None;
     if config.isolate {
         notes.push(
             "--isolate: every tool was called on a fresh server with a fresh workspace".into(),
@@ -832,8 +834,15 @@ pub async fn verify(
         // error; the repeats reuse the set that worked.
         let mut number = 1;
         let mut attempt = 1;
+        // A directory a server said it allows (learned from an earlier error) goes first.
+        let mut candidates = p.candidates.clone();
+        if let Some(facts) = &steer {
+            let c = steered_candidate(tool, config.seed, &config.overrides, facts);
+            candidates.retain(|x| *x != c);
+            candidates.insert(0, c);
+        }
         while number <= config.repeat {
-            let arguments = p.candidates[attempt - 1].clone();
+            let arguments = candidates[attempt - 1].clone();
             let Some(l) = live.as_mut() else { break };
             let cursor = l.client.session().transcript_len();
             let tree = l.process.pid().map(ProcessTree::new);
@@ -916,8 +925,29 @@ pub async fn verify(
                 outcome,
                 CallOutcome::Timeout { .. } | CallOutcome::ServerDied
             ) || l.process.has_exited();
+            if number == 1 && outcome.worth_another_attempt() {
+                // "… not in /…/workspace/docs": aim the next attempt at the allowed directory.
+                let error_text = match &outcome {
+                    CallOutcome::ToolError { text, .. } => text.as_str(),
+                    CallOutcome::RpcError { message, .. } => message.as_str(),
+                    _ => "",
+                };
+                let current = steer.as_ref().map_or(&scratch.workspace, |f| &f.root);
+                if let Some(dir) = allowed_dirs_in(error_text, &scratch.workspace, current)
+                    .into_iter()
+                    .next()
+                {
+                    let facts = WorkspaceFacts::scan(&dir);
+                    let c = steered_candidate(tool, config.seed, &config.overrides, &facts);
+                    if !candidates[..attempt].contains(&c) {
+                        candidates.retain(|x| *x != c);
+                        candidates.insert(attempt, c);
+                    }
+                    steer = Some(facts);
+                }
+            }
             let retry = number == 1
-                && attempt < p.candidates.len().min(config.attempts)
+                && attempt < candidates.len().min(config.attempts)
                 && outcome.worth_another_attempt();
             run.calls.push(CallRecord {
                 number,

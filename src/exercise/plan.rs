@@ -91,22 +91,8 @@ pub fn plan(
                 if k == 0 {
                     notes = synthesis.notes;
                 }
-                let mut arguments = synthesis.arguments;
-                overridden.clear();
-                if let Some(o) = overrides.get(&tool.name) {
-                    match (o, &mut arguments) {
-                        (Value::Object(over), Value::Object(args)) => {
-                            for (k, v) in over {
-                                args.insert(k.clone(), v.clone());
-                                overridden.push(k.clone());
-                            }
-                        }
-                        (other, _) => {
-                            arguments = other.clone();
-                            overridden.push("*".into());
-                        }
-                    }
-                }
+                let (arguments, names) = with_overrides(synthesis.arguments, overrides.get(&tool.name));
+                overridden = names;
                 if !candidates.contains(&arguments) {
                     candidates.push(arguments);
                 }
@@ -120,6 +106,74 @@ pub fn plan(
             }
         })
         .collect()
+}
+
+/// Merges a user override over synthesized arguments; returns them with the overridden names
+/// (`*` when the override replaced the whole value).
+fn with_overrides(mut arguments: Value, over: Option<&Value>) -> (Value, Vec<String>) {
+    let mut names = Vec::new();
+    match (over, &mut arguments) {
+        (None, _) => {}
+        (Some(Value::Object(over)), Value::Object(args)) => {
+            for (k, v) in over {
+                args.insert(k.clone(), v.clone());
+                names.push(k.clone());
+            }
+        }
+        (Some(other), _) => {
+            arguments = other.clone();
+            names.push("*".into());
+        }
+    }
+    (arguments, names)
+}
+
+/// An argument set aimed at another directory: values by meaning over `facts` (a directory
+/// the server said it allows), with every property, overrides merged.
+pub fn steered_candidate(
+    tool: &ToolDecl,
+    seed: u64,
+    overrides: &BTreeMap<String, Value>,
+    facts: &WorkspaceFacts,
+) -> Value {
+    let semantics = Semantics::new(facts, tool);
+    let synthesis = synthesize_arguments(
+        &tool.input_schema,
+        seed,
+        &tool.name,
+        Some(&semantics),
+        false,
+    );
+    with_overrides(synthesis.arguments, overrides.get(&tool.name)).0
+}
+
+/// Directories named in an error text that lie inside `within` (the workspace) and are neither
+/// `current` nor one of its ancestors: where a server that refused a path says it would accept one ("… not in
+/// /tmp/…/workspace/docs"). Only directories inside the workspace are ever proposed.
+pub fn allowed_dirs_in(
+    text: &str,
+    within: &std::path::Path,
+    current: &std::path::Path,
+) -> Vec<std::path::PathBuf> {
+    let mut out: Vec<std::path::PathBuf> = Vec::new();
+    for token in text.split(|c: char| {
+        c.is_whitespace() || matches!(c, ',' | ';' | '"' | '\'' | '(' | ')' | '[' | ']')
+    }) {
+        let token = token.trim_end_matches(['.', ':']);
+        if !token.starts_with('/') {
+            continue;
+        }
+        let path = std::path::PathBuf::from(token);
+        if path.starts_with(within)
+            // The current root or one of its ancestors would contain the refused path anyway.
+            && !current.starts_with(&path)
+            && path.is_dir()
+            && !out.contains(&path)
+        {
+            out.push(path);
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -155,6 +209,25 @@ mod tests {
         assert_eq!(distinct.len(), p[0].candidates.len());
         assert_eq!(p[0].overridden, ["p"]);
         assert!(p[3].skip.is_some());
+    }
+
+    #[test]
+    fn allowed_directories_come_only_from_inside_the_workspace() {
+        let w = tempfile::tempdir().expect("tempdir");
+        std::fs::create_dir(w.path().join("docs")).expect("mkdir");
+        let docs = w.path().join("docs");
+        let text = format!(
+            "Access denied - path outside allowed directories: {0}/notes.txt not in {1}, also /etc and {0}.",
+            w.path().display(),
+            docs.display()
+        );
+        assert_eq!(
+            allowed_dirs_in(&text, w.path(), w.path()),
+            vec![docs.clone()]
+        );
+        // The current root is not proposed again; nothing outside the workspace ever is.
+        assert!(allowed_dirs_in(&text, w.path(), &docs).is_empty());
+        assert!(allowed_dirs_in("not in /etc", w.path(), w.path()).is_empty());
     }
 
     #[test]

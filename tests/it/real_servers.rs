@@ -99,6 +99,47 @@ fn assert_ninety_percent(r: &serde_json::Value) {
 }
 
 #[test]
+fn server_filesystem_limited_to_a_subdirectory_is_steered_by_its_errors() {
+    let Some(js) = server_js("server-filesystem") else {
+        return skip(
+            "@modelcontextprotocol/server-filesystem is not installed (scripts/install-real-servers)",
+        );
+    };
+    if !has_node() {
+        return skip("node is not on PATH");
+    }
+    // The server allows only docs/; the first path tried is outside, and its error names the
+    // allowed directory.
+    let r = verify_json(&["node", js.to_str().expect("utf8"), "{workspace}/docs"]);
+    assert_ninety_percent(&r);
+    let tools = r["tools"].as_array().expect("tools");
+    let write = tools
+        .iter()
+        .find(|t| t["name"] == "write_file")
+        .expect("write_file");
+    let ok = write["calls"]
+        .as_array()
+        .expect("calls")
+        .iter()
+        .find(|c| c["number"] == 1 && c["outcome"] == "ok")
+        .expect("write_file succeeded");
+    assert!(
+        ok["arguments"]["path"]
+            .as_str()
+            .is_some_and(|p| p.ends_with("/workspace/docs/hintcheck-new.txt")),
+        "{ok}"
+    );
+    assert_eq!(ok["observations"][0]["kind"], "created", "{ok}");
+    // Once learned, later tools aim inside docs/ from their first attempt.
+    let later = tools
+        .iter()
+        .find(|t| t["name"] == "get_file_info")
+        .expect("get_file_info");
+    assert_eq!(later["calls"][0]["attempt"], 1);
+    assert_eq!(later["calls"][0]["outcome"], "ok", "{}", later["calls"][0]);
+}
+
+#[test]
 fn server_everything_reaches_ninety_percent_of_its_tools() {
     let Some(js) = server_js("server-everything") else {
         return skip(
