@@ -525,6 +525,45 @@ fn effect(
     }
 }
 
+/// Whether `new` holds everything `old` held, as JSON (one document) or JSON Lines: every
+/// old line matched, in order, by a new line that contains it (see [`json_contains`]).
+fn json_extends(old: &[u8], new: &[u8]) -> bool {
+    fn values(b: &[u8]) -> Option<Vec<serde_json::Value>> {
+        let text = std::str::from_utf8(b).ok()?;
+        if let Ok(v) = serde_json::from_str::<serde_json::Value>(text) {
+            return Some(vec![v]);
+        }
+        text.lines()
+            .filter(|l| !l.trim().is_empty())
+            .map(|l| serde_json::from_str(l).ok())
+            .collect()
+    }
+    let (Some(old), Some(new)) = (values(old), values(new)) else {
+        return false;
+    };
+    if old.is_empty() {
+        return false;
+    }
+    let mut rest = new.iter();
+    old.iter().all(|o| rest.any(|n| json_contains(n, o)))
+}
+
+/// Whether `big` contains `small`: equal scalars; objects with every member of `small`
+/// (recursively contained); arrays with `small`'s elements as an ordered subsequence.
+fn json_contains(big: &serde_json::Value, small: &serde_json::Value) -> bool {
+    use serde_json::Value;
+    match (big, small) {
+        (Value::Object(b), Value::Object(s)) => s
+            .iter()
+            .all(|(k, v)| b.get(k).is_some_and(|bv| json_contains(bv, v))),
+        (Value::Array(b), Value::Array(s)) => {
+            let mut rest = b.iter();
+            s.iter().all(|v| rest.any(|bv| json_contains(bv, v)))
+        }
+        (b, s) => b == s,
+    }
+}
+
 /// The first bytes of every SQLite database file.
 const SQLITE_MAGIC: &[u8] = b"SQLite format 3\0";
 
@@ -556,6 +595,11 @@ fn content_change(old: &Entry, new: &Entry) -> Option<FileEffectKind> {
         }
         if old.size == 0 {
             return Some(FileEffectKind::Appended);
+        }
+        if let (Some(o), Some(n)) = (&old.content, &new.content) {
+            if json_extends(o, n) {
+                return Some(FileEffectKind::Extended);
+            }
         }
         return Some(FileEffectKind::Overwritten);
     }
@@ -674,6 +718,27 @@ fn diff(old: &Snapshot, new: &Snapshot) -> Vec<FileEffect> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn json_growth_that_keeps_everything_is_an_extension() {
+        let ok = |a: &str, b: &str| json_extends(a.as_bytes(), b.as_bytes());
+        // JSON Lines: an observation added inside an existing line, a new line at the end.
+        assert!(ok(
+            "{\"name\":\"a\",\"obs\":[\"x\"]}\n{\"from\":\"a\"}\n",
+            "{\"name\":\"a\",\"obs\":[\"x\",\"y\"]}\n{\"from\":\"a\"}\n{\"from\":\"b\"}\n"
+        ));
+        // One document: a member added.
+        assert!(ok("{\"a\":1}", "{\"a\":1,\"b\":[2]}"));
+        // A value changed, an element removed, a line dropped: not additive.
+        assert!(!ok("{\"a\":1}", "{\"a\":2,\"b\":3}"));
+        assert!(!ok("[1,2]", "[2,3,4]"));
+        assert!(!ok(
+            "{\"n\":1}\n{\"n\":2}\n",
+            "{\"n\":2}\n{\"n\":3}\n{\"n\":4}\n"
+        ));
+        // Not JSON at all.
+        assert!(!ok("hello", "hello world, longer"));
+    }
     use super::*;
     use std::fs;
 

@@ -38,6 +38,9 @@ pub enum FileEffectKind {
     Appended,
     /// A file whose content was replaced.
     Overwritten,
+    /// A JSON or JSON Lines file rewritten so that everything it held is still there, with
+    /// values only added (members, array elements, lines): an additive update.
+    Extended,
     /// A file cut down to a prefix of its old content (or emptied).
     Truncated,
     /// A path that existed before and is gone.
@@ -77,6 +80,7 @@ impl FileEffectKind {
             FileEffectKind::Created
             | FileEffectKind::Appended
             | FileEffectKind::ModeChanged { .. }
+            | FileEffectKind::Extended
             | FileEffectKind::Rewritten => false,
         }
     }
@@ -98,6 +102,7 @@ impl FileEffectKind {
             FileEffectKind::Replaced => "replaced",
             FileEffectKind::Retargeted => "retargeted symlink",
             FileEffectKind::Rewritten => "rewrote (same content)",
+            FileEffectKind::Extended => "extended (only additions)",
         }
     }
 }

@@ -406,6 +406,25 @@ fn server_memory_writes_are_seen_when_its_file_is_in_the_workspace() {
         .find(|v| v["hint"] == "readOnlyHint")
         .expect("ro");
     assert_eq!(ro["verdict"], "consistent");
+    // Adding an observation rewrites the JSON Lines file, but only adds to it.
+    let add = tools
+        .iter()
+        .find(|t| t["name"] == "add_observations")
+        .expect("add_observations");
+    let first = add["calls"]
+        .as_array()
+        .expect("calls")
+        .iter()
+        .find(|c| c["number"] == 1 && c["outcome"] == "ok")
+        .unwrap_or_else(|| panic!("add_observations never succeeded: {}", add["calls"]));
+    assert_eq!(first["observations"][0]["kind"], "extended", "{first}");
+    let destructive = add["verdicts"]
+        .as_array()
+        .expect("v")
+        .iter()
+        .find(|v| v["hint"] == "destructiveHint")
+        .expect("destructive");
+    assert_ne!(destructive["verdict"], "contradicted", "{destructive}");
 }
 
 #[test]
