@@ -303,6 +303,12 @@ impl Semantics {
         {
             return text("hintcheck edited");
         }
+        if has(&["uuid", "guid"]) {
+            return text("00000000-0000-4000-8000-000000000001");
+        }
+        if matches!(last, "id" | "ids" | "key" | "identifier") && !has(&["api", "secret"]) {
+            return text("1");
+        }
         if has(&["email", "mail"]) {
             return text("hintcheck@example.test");
         }
@@ -384,6 +390,9 @@ impl Semantics {
             (true, _, _) => self.existing_dir(),
             (false, true, _) => self.abs("hintcheck-moved.txt"),
             (false, false, Intent::Create) => self.abs("hintcheck-new.txt"),
+            // Unsure what the tool does: an existing file first, a fresh name on a later
+            // attempt.
+            (false, false, Intent::Unknown) if self.over_defaults => self.abs("hintcheck-new.txt"),
             (false, false, _) => self.existing_file(),
         }
     }
@@ -526,6 +535,12 @@ mod tests {
             ("git_checkout", "branch_name", json!("main")),
             ("send", "to_email", json!("hintcheck@example.test")),
             ("run", "command", json!("echo hintcheck")),
+            ("get_item", "item_id", json!("1")),
+            (
+                "get_item",
+                "uuid",
+                json!("00000000-0000-4000-8000-000000000001"),
+            ),
             ("edit_file", "oldText", json!("hintcheck")),
             ("search_files", "pattern", json!("*.txt")),
             ("read_query", "sql", json!("SELECT name FROM sqlite_master")),
@@ -536,6 +551,15 @@ mod tests {
             assert_eq!(sem(tool).value_for(param, s), Some(want), "{tool}.{param}");
         }
         assert_eq!(sem("x").value_for("count", s), None);
+        // Unsure what a tool does with a path: an existing file, then a fresh name.
+        assert_eq!(
+            sem("frobnicate").value_for("path", s),
+            Some(json!("/w/notes.txt"))
+        );
+        assert_eq!(
+            sem("frobnicate").over_defaults().value_for("path", s),
+            Some(json!("/w/hintcheck-new.txt"))
+        );
         let described = |d: &str| json!({"type": "string", "description": d});
         let tz = described("IANA timezone name (e.g., 'America/New_York', 'Europe/London').");
         let tz = tz.as_object().expect("obj");
