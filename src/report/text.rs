@@ -59,7 +59,17 @@ fn write_report(o: &mut String, r: &Report) -> std::fmt::Result {
         writeln!(o, "observed: network activity was NOT observed")?;
     }
     if !r.seeded.is_empty() {
-        writeln!(o, "seeded:   {} path(s) into $WORKSPACE", r.seeded.len())?;
+        const SHOWN: usize = 8;
+        let mut listed: Vec<String> = r.seeded.iter().take(SHOWN).map(|p| esc(p)).collect();
+        if r.seeded.len() > SHOWN {
+            listed.push(format!("… {} more", r.seeded.len() - SHOWN));
+        }
+        writeln!(
+            o,
+            "seeded:   {} path(s) into $WORKSPACE: {}",
+            r.seeded.len(),
+            listed.join(", ")
+        )?;
     }
     if let Some(p) = &r.partial {
         writeln!(o, "PARTIAL:  {p}")?;

@@ -206,6 +206,21 @@ fn text_report_escapes_what_the_server_sent() {
         "raw bidi override in report"
     );
     assert!(out.stdout.contains("- task_only"), "{}", out.stdout);
+    // Without a seed of its own, the run lists the default seed it made.
+    let seeded = out
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("seeded:"))
+        .unwrap_or_default();
+    assert!(
+        seeded.contains("data/sample.json, docs/readme.md, notes.txt"),
+        "{seeded}"
+    );
+    let has_git = std::process::Command::new("git")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    assert_eq!(seeded.contains(".git (repository"), has_git, "{seeded}");
 }
 
 #[test]
