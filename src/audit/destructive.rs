@@ -84,7 +84,7 @@ pub fn judge(tool: &ToolDecl, run: &ToolRun, coverage: &Coverage) -> HintJudgeme
                 return HintJudgement::new(
                     Verdict::Unexercised,
                     format!(
-                        "the tool {change}: a database changes in place whether rows are added or removed, so the file alone cannot show which"
+                        "the tool {change}: a database changes in place whether entries are added or removed, so the file alone cannot show which"
                     ),
                 );
             }
@@ -124,7 +124,7 @@ mod tests {
         assert_eq!(j.verdict, Verdict::Unexercised, "{}", j.reason);
         assert!(
             j.reason
-                .contains("changed SQLite database $WORKSPACE/app.db"),
+                .contains("changed database $WORKSPACE/app.db in place"),
             "{}",
             j.reason
         );

@@ -56,7 +56,15 @@ pub fn plan(
         } else {
             2
         };
-        (rank, i)
+        // Within a rank, tools that read go first, then those that add, then the rest, then
+        // those that change or remove: staging runs before committing.
+        let intent = match super::semantics::Intent::of(&tools[i]) {
+            super::semantics::Intent::Read => 0,
+            super::semantics::Intent::Create => 1,
+            super::semantics::Intent::Unknown => 2,
+            super::semantics::Intent::Modify => 3,
+        };
+        (rank, intent, i)
     });
     order
         .into_iter()

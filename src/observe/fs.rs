@@ -86,7 +86,7 @@ struct Entry {
     /// SHA-256 of the first `n` bytes, where `n` is the size of the previous version of a
     /// grown file: tells an append from a rewrite when the old content was not kept.
     prefix_sha: Option<(u64, [u8; 32])>,
-    /// The content is a SQLite database (its 16-byte magic).
+    /// The content is a database file changed in place (SQLite or git index magic).
     database: bool,
 }
 
@@ -436,7 +436,7 @@ impl Walk<'_> {
                 Ok(0) => break,
                 Ok(n) => {
                     if total == 0 {
-                        entry.database = buf[..n].starts_with(SQLITE_MAGIC);
+                        entry.database = DATABASE_MAGICS.iter().any(|m| buf[..n].starts_with(m));
                     }
                     hasher.update(&buf[..n]);
                     if let Some((len, h)) = prefix.as_mut() {
@@ -564,8 +564,9 @@ fn json_contains(big: &serde_json::Value, small: &serde_json::Value) -> bool {
     }
 }
 
-/// The first bytes of every SQLite database file.
-const SQLITE_MAGIC: &[u8] = b"SQLite format 3\0";
+/// The first bytes of database files that change in place whether entries are added or
+/// removed: SQLite databases and git's index.
+const DATABASE_MAGICS: &[&[u8]] = &[b"SQLite format 3\0", b"DIRC"];
 
 /// Classifies a change of content of a regular file.
 fn content_change(old: &Entry, new: &Entry) -> Option<FileEffectKind> {

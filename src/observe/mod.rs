@@ -145,9 +145,9 @@ pub struct FileEffect {
     pub sha256_after: Option<String>,
     /// How it was seen.
     pub mechanism: Mechanism,
-    /// A SQLite database changed in place (before and after): its pages are rewritten
-    /// whether rows were added or removed, so the change is a write but not evidence of
-    /// destruction.
+    /// A database file (SQLite, git's index) changed in place, before and after: it is
+    /// rewritten whether entries were added or removed, so the change is a write but not
+    /// evidence of destruction.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub database: bool,
 }
@@ -174,7 +174,7 @@ impl FileEffect {
             FileEffectKind::Deleted if self.object == ObjectKind::Dir => {
                 format!("deleted directory {}", self.path)
             }
-            _ if self.database => format!("changed SQLite database {}{}", self.path, sizes),
+            _ if self.database => format!("changed database {} in place{}", self.path, sizes),
             kind => format!("{} {}{}", kind.verb(), self.path, sizes),
         }
     }

@@ -114,8 +114,19 @@ impl Scratch {
             })?;
             seeded.push((*rel).to_string());
         }
+        seeded.push("draft.txt".to_string());
+        // One file stays out of the commit, so that staging and committing tools have work.
+        let draft = self.workspace.join("draft.txt");
+        fs::write(&draft, "hintcheck draft\nnot committed yet\n").map_err(|source| {
+            LaunchError::Seed {
+                path: draft.clone(),
+                source,
+            }
+        })?;
         match self.seed_git_repository() {
-            Ok(()) => seeded.push(".git (repository, branch main, 1 commit)".into()),
+            Ok(()) => {
+                seeded.push(".git (repository, branch main, 1 commit; draft.txt untracked)".into())
+            }
             Err(why) => self
                 .seed_notes
                 .push(format!("the workspace is not a git repository: {why}")),
@@ -150,7 +161,7 @@ impl Scratch {
     /// `git init` and one commit of everything in the workspace.
     fn seed_git_repository(&self) -> Result<(), String> {
         self.git(&["init", "--quiet", "--initial-branch=main"])?;
-        self.git(&["add", "--all"])?;
+        self.git(&["add", "--all", "--", ".", ":!draft.txt"])?;
         self.git(&[
             "commit",
             "--quiet",

@@ -213,7 +213,7 @@ fn text_report_escapes_what_the_server_sent() {
         .find(|l| l.starts_with("seeded:"))
         .unwrap_or_default();
     assert!(
-        seeded.contains("data/sample.json, docs/readme.md, notes.txt"),
+        seeded.contains("data/sample.json, docs/readme.md, draft.txt, notes.txt"),
         "{seeded}"
     );
     let has_git = std::process::Command::new("git")

@@ -222,6 +222,11 @@ fn mcp_server_git_works_on_the_seeded_repository() {
             assert_ne!(v["verdict"], "contradicted", "{}: {v}", t["name"]);
         }
     }
+    // Tools that add run before tools that change: the untracked draft is staged, then
+    // committed.
+    assert_eq!(tool("git_add")["calls"][0]["outcome"], "ok");
+    let commit = &tool("git_commit")["calls"][0];
+    assert_eq!(commit["outcome"], "ok", "{commit}");
     let branch = tool("git_create_branch");
     assert!(
         branch["calls"][0]["observations"]
@@ -327,7 +332,7 @@ fn server_filesystem_gets_a_verdict_for_every_tool() {
         .find(|t| t["name"] == "read_text_file")
         .expect("read_text_file");
     let text = read["calls"][0]["detail"]["text"].as_str().unwrap_or("");
-    assert!(text.contains("hintcheck sample notes"), "{text}");
+    assert!(text.contains("hintcheck draft"), "{text}");
     // Every write tool shows its write.
     for name in ["write_file", "edit_file", "create_directory", "move_file"] {
         let t = tools.iter().find(|t| t["name"] == name).expect(name);
