@@ -891,7 +891,7 @@ mod corpus_tests {
     use std::path::PathBuf;
 
     fn shared() -> PathBuf {
-        PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/mcp-spec"))
+        PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/mcp-spec"))
     }
 
     /// Synthesizes for `wrapper` and returns (valid, notes, error text).

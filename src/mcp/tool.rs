@@ -414,7 +414,7 @@ mod tests {
     fn every_real_world_tool_parses_cleanly() {
         let dir = concat!(
             env!("CARGO_MANIFEST_DIR"),
-            "/../shared/mcp-spec/real-world/github-mcp-server/toolsnaps"
+            "/tests/data/mcp-spec/real-world/github-mcp-server/toolsnaps"
         );
         let Ok(entries) = std::fs::read_dir(dir) else {
             panic!("test data missing: {dir}");
