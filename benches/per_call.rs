@@ -89,32 +89,9 @@ fn through_hintcheck(
     let args = VerifyArgs {
         scenario: Some(scenario.to_path_buf()),
         format: Format::Json,
-        output: None,
-        repeat: None,
-        attempts: None,
-        isolate: false,
-        sqlite: None,
-        run_as: None,
-        call_timeout: None,
-        handshake_timeout: None,
-        discover_timeout: None,
-        timeout: None,
-        settle: None,
-        settle_max: None,
-        env: Vec::new(),
-        workspace: None,
-        seed: None,
-        roots: None,
         era: Some(hintcheck::cli::EraArg::Legacy),
-        max_line_bytes: None,
-        args: Vec::new(),
-        transcript: None,
-        memory_limit: None,
-        overlay: Vec::new(),
-        observe_port: Vec::new(),
-        sandbox: None,
         no_sandbox: !sandbox,
-        command: Vec::new(),
+        ..VerifyArgs::default()
     };
     let mut config = RunConfig::from_verify_args(&args).expect("config");
     config.sandbox_exe = Some(hintcheck.to_path_buf());

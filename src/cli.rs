@@ -36,9 +36,10 @@ pub struct DoctorArgs {
 }
 
 /// Output formats.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, ValueEnum)]
 pub enum Format {
     /// Human-readable report.
+    #[default]
     Text,
     /// Versioned JSON (schema_version 1).
     Json,
@@ -73,8 +74,8 @@ pub enum EraArg {
     Legacy,
 }
 
-/// `hintcheck verify`
-#[derive(Debug, Args)]
+/// `hintcheck verify` (the `Default` is the command line with no option given).
+#[derive(Debug, Default, Args)]
 pub struct VerifyArgs {
     /// Verify the server of a scenario file (or directory holding scenario.toml).
     #[arg(long, value_name = "FILE")]

@@ -30,22 +30,13 @@ const MAX_ITEMS: u64 = 64;
 
 /// Builds a value for `schema`, deterministic for (`seed`, `salt`).
 pub fn synthesize(schema: &Value, seed: u64, salt: &str) -> Synthesis {
-    synthesize_with(schema, seed, salt, None)
+    synthesize_variant(schema, seed, salt, None, false)
 }
 
 /// Like [`synthesize`], but properties whose names say what they are get values chosen by
-/// `semantics` (a path in the workspace, a test URL) when their schema is a plain string.
-pub fn synthesize_with(
-    schema: &Value,
-    seed: u64,
-    salt: &str,
-    semantics: Option<&Semantics>,
-) -> Synthesis {
-    synthesize_variant(schema, seed, salt, semantics, false)
-}
-
-/// Like [`synthesize_with`]; with `fill_optional`, the top-level object gets every declared
-/// property, not only the required ones.
+/// `semantics` (a path in the workspace, a test URL) when their schema is a plain string;
+/// with `fill_optional`, the top-level object gets every declared property, not only the
+/// required ones.
 pub fn synthesize_variant(
     schema: &Value,
     seed: u64,

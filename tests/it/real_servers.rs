@@ -6,14 +6,30 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::util::{repo, run, skip};
+use crate::util::{assert_four_verdicts, first_success, repo, report_tool, run, skip};
 
-fn server_js(package: &str) -> Option<PathBuf> {
+/// The entry point of an installed npm server, when it and node are there; otherwise the
+/// test is skipped with the reason (and `None` ends it).
+fn node_server(package: &str) -> Option<PathBuf> {
     let p = servers_root()
         .join("node_modules/@modelcontextprotocol")
         .join(package)
         .join("dist/index.js");
-    p.is_file().then_some(p)
+    if !p.is_file() {
+        skip(&format!(
+            "@modelcontextprotocol/{package} is not installed (scripts/install-real-servers)"
+        ));
+        return None;
+    }
+    let node = std::process::Command::new("node")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !node {
+        skip("node is not on PATH");
+        return None;
+    }
+    Some(p)
 }
 
 fn servers_root() -> PathBuf {
@@ -68,7 +84,7 @@ fn verify_json_with(options: &[&str], command: &[&str]) -> serde_json::Value {
     argv.extend_from_slice(options);
     argv.push("--");
     argv.extend_from_slice(command);
-    let out = run(&argv, &[], Duration::from_secs(180));
+    let out = run(&argv, &[], Duration::from_secs(120));
     assert!(
         matches!(out.code, 0 | 1),
         "exit {}: {}",
@@ -100,29 +116,15 @@ fn assert_ninety_percent(r: &serde_json::Value) {
 
 #[test]
 fn server_filesystem_limited_to_a_subdirectory_is_steered_by_its_errors() {
-    let Some(js) = server_js("server-filesystem") else {
-        return skip(
-            "@modelcontextprotocol/server-filesystem is not installed (scripts/install-real-servers)",
-        );
+    let Some(js) = node_server("server-filesystem") else {
+        return;
     };
-    if !has_node() {
-        return skip("node is not on PATH");
-    }
     // The server allows only docs/; the first path tried is outside, and its error names the
     // allowed directory.
     let r = verify_json(&["node", js.to_str().expect("utf8"), "{workspace}/docs"]);
     assert_ninety_percent(&r);
-    let tools = r["tools"].as_array().expect("tools");
-    let write = tools
-        .iter()
-        .find(|t| t["name"] == "write_file")
-        .expect("write_file");
-    let ok = write["calls"]
-        .as_array()
-        .expect("calls")
-        .iter()
-        .find(|c| c["number"] == 1 && c["outcome"] == "ok")
-        .expect("write_file succeeded");
+    let write = report_tool(&r, "write_file");
+    let ok = first_success(write);
     assert!(
         ok["arguments"]["path"]
             .as_str()
@@ -131,39 +133,23 @@ fn server_filesystem_limited_to_a_subdirectory_is_steered_by_its_errors() {
     );
     assert_eq!(ok["observations"][0]["kind"], "created", "{ok}");
     // Once learned, later tools aim inside docs/ from their first attempt.
-    let later = tools
-        .iter()
-        .find(|t| t["name"] == "get_file_info")
-        .expect("get_file_info");
+    let later = report_tool(&r, "get_file_info");
     assert_eq!(later["calls"][0]["attempt"], 1);
     assert_eq!(later["calls"][0]["outcome"], "ok", "{}", later["calls"][0]);
 }
 
 #[test]
 fn server_everything_reaches_ninety_percent_of_its_tools() {
-    let Some(js) = server_js("server-everything") else {
-        return skip(
-            "@modelcontextprotocol/server-everything is not installed (scripts/install-real-servers)",
-        );
+    let Some(js) = node_server("server-everything") else {
+        return;
     };
-    if !has_node() {
-        return skip("node is not on PATH");
-    }
     let r = verify_json(&["node", js.to_str().expect("utf8")]);
     assert_ninety_percent(&r);
     // The tool whose default URL points elsewhere succeeds on a later attempt with the
     // test address, which the network observer answers and reports.
-    let gzip = r["tools"]
-        .as_array()
-        .expect("tools")
-        .iter()
-        .find(|t| t["name"] == "gzip-file-as-resource")
-        .expect("gzip-file-as-resource");
+    let gzip = report_tool(&r, "gzip-file-as-resource");
     let calls = gzip["calls"].as_array().expect("calls");
-    let worked = calls
-        .iter()
-        .find(|c| c["number"] == 1 && c["outcome"] == "ok")
-        .expect("a successful attempt");
+    let worked = first_success(gzip);
     assert!(worked["attempt"].as_u64().expect("attempt") > 1);
     assert_eq!(
         worked["arguments"]["data"],
@@ -201,12 +187,7 @@ fn mcp_server_git_works_on_the_seeded_repository() {
         r["seeded"]
     );
     let tools = r["tools"].as_array().expect("tools");
-    let tool = |name: &str| {
-        tools
-            .iter()
-            .find(|t| t["name"] == name)
-            .unwrap_or_else(|| panic!("{name}"))
-    };
+    let tool = |name: &str| report_tool(&r, name);
     let status = tool("git_status");
     assert!(
         status["calls"][0]["detail"]["text"]
@@ -248,11 +229,7 @@ fn mcp_server_time_answers_with_described_examples() {
     };
     let r = verify_json_with(&run_as_for_python(), &[time.to_str().expect("utf8")]);
     assert_ninety_percent(&r);
-    let tools = r["tools"].as_array().expect("tools");
-    let convert = tools
-        .iter()
-        .find(|t| t["name"] == "convert_time")
-        .expect("convert_time");
+    let convert = report_tool(&r, "convert_time");
     assert_eq!(convert["arguments"]["time"], "12:30");
     assert!(
         convert["arguments"]["source_timezone"]
@@ -263,43 +240,12 @@ fn mcp_server_time_answers_with_described_examples() {
     );
 }
 
-fn has_node() -> bool {
-    std::process::Command::new("node")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
-
 #[test]
 fn server_filesystem_gets_a_verdict_for_every_tool() {
-    let Some(js) = server_js("server-filesystem") else {
-        return skip(
-            "@modelcontextprotocol/server-filesystem is not installed (scripts/install-real-servers)",
-        );
+    let Some(js) = node_server("server-filesystem") else {
+        return;
     };
-    if !has_node() {
-        return skip("node is not on PATH");
-    }
-    let out = run(
-        &[
-            "verify",
-            "--format",
-            "json",
-            "--",
-            "node",
-            js.to_str().expect("utf8"),
-            "{workspace}",
-        ],
-        &[],
-        Duration::from_secs(120),
-    );
-    assert!(
-        matches!(out.code, 0 | 1),
-        "exit {}: {}",
-        out.code,
-        out.stderr
-    );
-    let r = out.json();
+    let r = verify_json(&["node", js.to_str().expect("utf8"), "{workspace}"]);
     assert_eq!(r["server"]["era"], "legacy");
     let tools = r["tools"].as_array().expect("tools");
     assert!(tools.len() >= 10, "{} tools", tools.len());
@@ -312,36 +258,22 @@ fn server_filesystem_gets_a_verdict_for_every_tool() {
             t["name"]
         );
     }
-    let create = tools
-        .iter()
-        .find(|t| t["name"] == "create_directory")
-        .expect("create_directory");
+    let create = report_tool(&r, "create_directory");
     assert_eq!(create["calls"][0]["outcome"], "ok");
     assert_eq!(create["calls"][0]["observations"][0]["kind"], "created");
     // Paths chosen from the seeded workspace let (nearly) every tool do its real work.
     let succeeded = r["coverage"]["tools_succeeded"].as_u64().expect("n");
     assert!(succeeded + 1 >= tools.len() as u64, "{succeeded} succeeded");
-    let edit = tools
-        .iter()
-        .find(|t| t["name"] == "edit_file")
-        .expect("edit_file");
+    let edit = report_tool(&r, "edit_file");
     assert_eq!(edit["calls"][0]["outcome"], "ok", "{}", edit["calls"][0]);
     assert_eq!(edit["calls"][0]["observations"][0]["kind"], "overwritten");
-    let read = tools
-        .iter()
-        .find(|t| t["name"] == "read_text_file")
-        .expect("read_text_file");
+    let read = report_tool(&r, "read_text_file");
     let text = read["calls"][0]["detail"]["text"].as_str().unwrap_or("");
     assert!(text.contains("hintcheck draft"), "{text}");
     // Every write tool shows its write.
     for name in ["write_file", "edit_file", "create_directory", "move_file"] {
         let t = tools.iter().find(|t| t["name"] == name).expect(name);
-        let first = t["calls"]
-            .as_array()
-            .expect("calls")
-            .iter()
-            .find(|c| c["number"] == 1 && c["outcome"] == "ok")
-            .unwrap_or_else(|| panic!("{name} never succeeded: {}", t["calls"]));
+        let first = first_success(t);
         assert!(
             first["observations"]
                 .as_array()
@@ -353,57 +285,22 @@ fn server_filesystem_gets_a_verdict_for_every_tool() {
 
 #[test]
 fn server_memory_writes_are_seen_when_its_file_is_in_the_workspace() {
-    let Some(js) = server_js("server-memory") else {
-        return skip(
-            "@modelcontextprotocol/server-memory is not installed (scripts/install-real-servers)",
-        );
+    let Some(js) = node_server("server-memory") else {
+        return;
     };
-    if !has_node() {
-        return skip("node is not on PATH");
-    }
-    let out = run(
-        &[
-            "verify",
-            "--format",
-            "json",
-            "--env",
-            "MEMORY_FILE_PATH={workspace}/memory.jsonl",
-            "--",
-            "node",
-            js.to_str().expect("utf8"),
-        ],
-        &[],
-        Duration::from_secs(120),
+    let r = verify_json_with(
+        &["--env", "MEMORY_FILE_PATH={workspace}/memory.jsonl"],
+        &["node", js.to_str().expect("utf8")],
     );
-    assert!(
-        matches!(out.code, 0 | 1),
-        "exit {}: {}",
-        out.code,
-        out.stderr
-    );
-    let r = out.json();
     let tools = r["tools"].as_array().expect("tools");
     assert_eq!(tools.len(), 9);
-    for t in tools {
-        assert_eq!(
-            t["verdicts"].as_array().map(Vec::len),
-            Some(4),
-            "{}",
-            t["name"]
-        );
-    }
-    let create = tools
-        .iter()
-        .find(|t| t["name"] == "create_entities")
-        .expect("create_entities");
+    assert_four_verdicts(&r);
+    let create = report_tool(&r, "create_entities");
     assert_eq!(
         create["calls"][0]["observations"][0]["path"],
         "$WORKSPACE/memory.jsonl"
     );
-    let read = tools
-        .iter()
-        .find(|t| t["name"] == "read_graph")
-        .expect("read_graph");
+    let read = report_tool(&r, "read_graph");
     let ro = read["verdicts"]
         .as_array()
         .expect("v")
@@ -412,16 +309,8 @@ fn server_memory_writes_are_seen_when_its_file_is_in_the_workspace() {
         .expect("ro");
     assert_eq!(ro["verdict"], "consistent");
     // Adding an observation rewrites the JSON Lines file, but only adds to it.
-    let add = tools
-        .iter()
-        .find(|t| t["name"] == "add_observations")
-        .expect("add_observations");
-    let first = add["calls"]
-        .as_array()
-        .expect("calls")
-        .iter()
-        .find(|c| c["number"] == 1 && c["outcome"] == "ok")
-        .unwrap_or_else(|| panic!("add_observations never succeeded: {}", add["calls"]));
+    let add = report_tool(&r, "add_observations");
+    let first = first_success(add);
     assert_eq!(first["observations"][0]["kind"], "extended", "{first}");
     let destructive = add["verdicts"]
         .as_array()
@@ -434,44 +323,17 @@ fn server_memory_writes_are_seen_when_its_file_is_in_the_workspace() {
 
 #[test]
 fn server_memory_default_file_is_seen_through_an_overlay() {
-    let Some(js) = server_js("server-memory") else {
-        return skip(
-            "@modelcontextprotocol/server-memory is not installed (scripts/install-real-servers)",
-        );
+    let Some(js) = node_server("server-memory") else {
+        return;
     };
-    if !has_node() {
-        return skip("node is not on PATH");
-    }
     // Without MEMORY_FILE_PATH the server writes memory.jsonl next to its own code.
     let dist = js.parent().expect("dist").to_path_buf();
     let before: Vec<String> = crate::util::entries(&dist);
-    let out = run(
-        &[
-            "verify",
-            "--format",
-            "json",
-            "--overlay",
-            dist.to_str().expect("utf8"),
-            "--",
-            "node",
-            js.to_str().expect("utf8"),
-        ],
-        &[],
-        Duration::from_secs(120),
+    let r = verify_json_with(
+        &["--overlay", dist.to_str().expect("utf8")],
+        &["node", js.to_str().expect("utf8")],
     );
-    assert!(
-        matches!(out.code, 0 | 1),
-        "exit {}: {}",
-        out.code,
-        out.stderr
-    );
-    let r = out.json();
-    let create = r["tools"]
-        .as_array()
-        .expect("tools")
-        .iter()
-        .find(|t| t["name"] == "create_entities")
-        .expect("tool");
+    let create = report_tool(&r, "create_entities");
     assert_eq!(
         create["calls"][0]["outcome"], "ok",
         "{}",

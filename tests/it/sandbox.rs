@@ -279,14 +279,7 @@ fn escape_run(who: As) {
     assert_eq!(userns, expect_userns, "{}", r["sandbox"]["enforced"][0]);
     let tools = r["tools"].as_array().expect("tools");
     assert_eq!(tools.len(), 11);
-    for t in tools {
-        assert_eq!(
-            t["verdicts"].as_array().map(Vec::len),
-            Some(4),
-            "{}",
-            t["name"]
-        );
-    }
+    crate::util::assert_four_verdicts(&r);
     let outcome = |name: &str| -> String {
         let t = tools
             .iter()

@@ -15,32 +15,8 @@ fn args_for(path: std::path::PathBuf) -> VerifyArgs {
     VerifyArgs {
         scenario: Some(path),
         format: Format::Json,
-        output: None,
-        repeat: None,
-        attempts: None,
-        run_as: None,
-        isolate: false,
-        sqlite: None,
-        call_timeout: None,
-        handshake_timeout: None,
-        discover_timeout: None,
         timeout: Some("120s".into()),
-        settle: None,
-        settle_max: None,
-        env: Vec::new(),
-        workspace: None,
-        seed: None,
-        roots: None,
-        era: None,
-        max_line_bytes: None,
-        args: Vec::new(),
-        transcript: None,
-        sandbox: None,
-        no_sandbox: false,
-        memory_limit: None,
-        overlay: Vec::new(),
-        observe_port: Vec::new(),
-        command: Vec::new(),
+        ..VerifyArgs::default()
     }
 }
 

@@ -139,3 +139,35 @@ pub(crate) fn entries(dir: &Path) -> Vec<String> {
         })
         .unwrap_or_default()
 }
+
+/// The tool `name` of a JSON report.
+pub(crate) fn report_tool<'a>(r: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
+    r["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .find(|t| t["name"] == name)
+        .unwrap_or_else(|| panic!("no tool {name} in the report"))
+}
+
+/// The successful first call (of any attempt) of a tool of a JSON report.
+pub(crate) fn first_success(tool: &serde_json::Value) -> &serde_json::Value {
+    tool["calls"]
+        .as_array()
+        .expect("calls")
+        .iter()
+        .find(|c| c["number"] == 1 && c["outcome"] == "ok")
+        .unwrap_or_else(|| panic!("{} never succeeded: {}", tool["name"], tool["calls"]))
+}
+
+/// Every tool of a JSON report has a verdict for each of the four hints.
+pub(crate) fn assert_four_verdicts(r: &serde_json::Value) {
+    for t in r["tools"].as_array().expect("tools") {
+        assert_eq!(
+            t["verdicts"].as_array().map(Vec::len),
+            Some(4),
+            "{}",
+            t["name"]
+        );
+    }
+}
