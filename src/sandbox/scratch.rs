@@ -101,12 +101,11 @@ impl Scratch {
                 if let Some(parent) = path.parent() {
                     fs::create_dir_all(parent)?;
                 }
-                fs::write(&path, content)?;
-                let past = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
-                fs::File::options()
-                    .write(true)
-                    .open(&path)?
-                    .set_modified(past)
+                let mut file = fs::File::create(&path)?;
+                std::io::Write::write_all(&mut file, content.as_bytes())?;
+                file.set_modified(
+                    std::time::SystemTime::now() - std::time::Duration::from_secs(3600),
+                )
             };
             write().map_err(|source| LaunchError::Seed {
                 path: path.clone(),
