@@ -88,7 +88,7 @@ fn through_hintcheck(
 ) -> (Vec<u64>, Vec<u64>, Vec<u64>, Duration) {
     let args = VerifyArgs {
         scenario: Some(scenario.to_path_buf()),
-        format: Format::Json,
+        format: Some(Format::Json),
         era: Some(hintcheck::cli::EraArg::Legacy),
         no_sandbox: !sandbox,
         ..VerifyArgs::default()

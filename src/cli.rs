@@ -21,6 +21,9 @@ pub enum Command {
     ///
     /// Example: hintcheck verify -- npx-free-server --root {workspace}
     Verify(Box<VerifyArgs>),
+    /// Verify the server (as `verify` does) and print, for every tool, the annotations the
+    /// observations support, as JSON ready to paste, each with its basis.
+    Suggest(Box<VerifyArgs>),
     /// Print the documentation of an audit (or list them all).
     Explain(ExplainArgs),
     /// Check what the sandbox can enforce on this machine, and how to fix what it cannot.
@@ -31,11 +34,21 @@ pub enum Command {
 #[derive(Debug, Args)]
 pub struct DoctorArgs {
     /// Report format.
-    #[arg(long, value_enum, default_value_t = Format::Text)]
-    pub format: Format,
+    #[arg(long, value_enum, default_value_t = DoctorFormat::Text)]
+    pub format: DoctorFormat,
 }
 
-/// Output formats.
+/// Formats of `hintcheck doctor`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, ValueEnum)]
+pub enum DoctorFormat {
+    /// Human-readable.
+    #[default]
+    Text,
+    /// JSON.
+    Json,
+}
+
+/// Report formats.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, ValueEnum)]
 pub enum Format {
     /// Human-readable report.
@@ -43,6 +56,37 @@ pub enum Format {
     Text,
     /// Versioned JSON (schema_version 1).
     Json,
+    /// SARIF 2.1.0 for GitHub code scanning.
+    Sarif,
+    /// JUnit XML: a test case per tool and hint.
+    Junit,
+    /// A Markdown summary (for $GITHUB_STEP_SUMMARY).
+    Markdown,
+}
+
+/// `--fail-on`
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum FailOnArg {
+    /// Findings never fail the run.
+    Never,
+    /// Any finding fails the run.
+    Note,
+    /// Warnings and errors fail the run.
+    Warning,
+    /// Only errors (contradicted hints) fail the run.
+    Error,
+}
+
+/// `--color`
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, ValueEnum)]
+pub enum ColorArg {
+    /// Colour on a terminal unless NO_COLOR is set (CLICOLOR_FORCE forces it).
+    #[default]
+    Auto,
+    /// Always colour.
+    Always,
+    /// Never colour.
+    Never,
 }
 
 /// `--roots`
@@ -80,9 +124,16 @@ pub struct VerifyArgs {
     /// Verify the server of a scenario file (or directory holding scenario.toml).
     #[arg(long, value_name = "FILE")]
     pub scenario: Option<PathBuf>,
-    /// Report format.
-    #[arg(long, value_enum, default_value_t = Format::Text)]
-    pub format: Format,
+    /// Read settings from this config file instead of looking for `.config/hintcheck.toml`
+    /// or `hintcheck.toml` (also HINTCHECK_CONFIG).
+    #[arg(long, value_name = "FILE", conflicts_with = "no_config")]
+    pub config: Option<PathBuf>,
+    /// Use no config file.
+    #[arg(long)]
+    pub no_config: bool,
+    /// Report format [default: text].
+    #[arg(long, value_enum)]
+    pub format: Option<Format>,
     /// Write the report to FILE instead of stdout.
     #[arg(long, short, value_name = "FILE")]
     pub output: Option<PathBuf>,
@@ -166,6 +217,51 @@ pub struct VerifyArgs {
     /// Write the full JSON-RPC transcript to FILE (JSON Lines).
     #[arg(long, value_name = "FILE")]
     pub transcript: Option<PathBuf>,
+    /// Also write SARIF 2.1.0 to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub sarif: Option<PathBuf>,
+    /// Also write JUnit XML to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
+    /// Also append the Markdown summary to FILE [default: $GITHUB_STEP_SUMMARY when set].
+    #[arg(long, value_name = "FILE")]
+    pub summary: Option<PathBuf>,
+    /// Do not write the Markdown summary to $GITHUB_STEP_SUMMARY.
+    #[arg(long)]
+    pub no_summary: bool,
+    /// A file to anchor SARIF results on (the server's source or manifest): each tool's
+    /// result points at the first line quoting the tool's name. Repeatable.
+    #[arg(long, value_name = "FILE")]
+    pub anchor: Vec<PathBuf>,
+    /// Where to write the tool inventory SARIF results point at when no anchor names a tool
+    /// [default: hintcheck-tools.json next to the SARIF file].
+    #[arg(long, value_name = "FILE")]
+    pub inventory: Option<PathBuf>,
+    /// The directory SARIF paths are made relative to (the repository root) [default: the
+    /// project directory of the config file, else the working directory].
+    #[arg(long, value_name = "DIR")]
+    pub source_root: Option<PathBuf>,
+    /// The lowest finding severity that fails the run (exit 1) [default: error, i.e. a
+    /// contradicted hint].
+    #[arg(long, value_enum)]
+    pub fail_on: Option<FailOnArg>,
+    /// Accepted findings (JSON, from --write-baseline): they are reported but do not fail
+    /// the run.
+    #[arg(long, value_name = "FILE")]
+    pub baseline: Option<PathBuf>,
+    /// Write every finding of this run to FILE as a baseline (keeping the reasons of the
+    /// --baseline entries).
+    #[arg(long, value_name = "FILE")]
+    pub write_baseline: Option<PathBuf>,
+    /// Fail the run when a baseline entry matches no finding any more.
+    #[arg(long)]
+    pub fail_on_stale_baseline: bool,
+    /// Colour in the text report and progress.
+    #[arg(long, value_enum)]
+    pub color: Option<ColorArg>,
+    /// No progress display on stderr (it is shown only when stderr is a terminal).
+    #[arg(long)]
+    pub no_progress: bool,
     /// The server command; `{workspace}`, `{home}` and `{tmp}` are replaced by the scratch paths.
     #[arg(last = true, value_name = "CMD")]
     pub command: Vec<String>,

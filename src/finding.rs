@@ -16,6 +16,55 @@ pub enum Severity {
     Error,
 }
 
+/// The lowest severity that fails a run (`--fail-on`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FailOn {
+    /// Findings never fail the run (harness errors and "nothing verified" still do).
+    Never,
+    /// Notes and worse.
+    Note,
+    /// Warnings and errors (uncertain contradictions, malformed definitions, protocol
+    /// anomalies).
+    Warning,
+    /// Errors only: contradicted hints (the default).
+    #[default]
+    Error,
+}
+
+impl FailOn {
+    /// Whether a finding of this severity fails the run.
+    pub fn fails(self, severity: Severity) -> bool {
+        match self {
+            FailOn::Never => false,
+            FailOn::Note => true,
+            FailOn::Warning => severity >= Severity::Warning,
+            FailOn::Error => severity >= Severity::Error,
+        }
+    }
+
+    /// The lowercase name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FailOn::Never => "never",
+            FailOn::Note => "note",
+            FailOn::Warning => "warning",
+            FailOn::Error => "error",
+        }
+    }
+}
+
+impl Severity {
+    /// The lowercase name (SARIF levels use the same words).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Note => "note",
+            Severity::Warning => "warning",
+            Severity::Error => "error",
+        }
+    }
+}
+
 /// How sure the finding is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -125,4 +174,11 @@ pub struct Finding {
     pub message: String,
     /// What it rests on.
     pub evidence: Vec<Evidence>,
+    /// A stable identity across runs (server, audit, tool, hint), for baselines and SARIF;
+    /// set when the report is finished.
+    pub fingerprint: String,
+    /// Why the finding was accepted, when a baseline lists it: it is reported but does not
+    /// fail the run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub accepted: Option<String>,
 }

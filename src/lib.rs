@@ -19,12 +19,15 @@
 //! - [`evidence`]: the call records the audits read.
 //! - [`audit`]: one audit per hint, plus definition and protocol audits.
 //! - [`finding`], [`report`]: verdicts and findings; text and JSON renderers.
+//! - [`baseline`]: accepted findings and fingerprints; [`progress`]: progress on stderr.
+//! - [`output`]: writes a finished run's reports where asked.
 //! - [`run`]: the orchestrator; [`config`], [`cli`], [`scenario`], [`error`]: the edges.
 //!
 //! Data flows forward only: audits never touch processes, renderers only format a finished
 //! [`report::Report`].
 
 pub mod audit;
+pub mod baseline;
 pub mod cli;
 pub mod config;
 pub mod error;
@@ -33,6 +36,8 @@ pub mod exercise;
 pub mod finding;
 pub mod mcp;
 pub mod observe;
+pub mod output;
+pub mod progress;
 pub mod report;
 pub mod rpc;
 pub mod run;

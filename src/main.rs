@@ -6,10 +6,12 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use clap::Parser;
-use hintcheck::cli::{Cli, Command, DoctorArgs, ExplainArgs, Format, VerifyArgs};
+use hintcheck::cli::{Cli, Command, DoctorArgs, DoctorFormat, ExplainArgs, VerifyArgs};
 use hintcheck::config::RunConfig;
 use hintcheck::error::Error;
-use hintcheck::report::{self, exit_code};
+use hintcheck::output::{self, Mode};
+use hintcheck::progress::Display;
+use hintcheck::report::exit_code;
 use hintcheck::sandbox::process::become_subreaper;
 
 fn main() -> ExitCode {
@@ -38,7 +40,14 @@ fn main() -> ExitCode {
                 e.exit_code()
             }
         },
-        Command::Verify(a) => match verify(&a) {
+        Command::Verify(a) => match verify(&a, Mode::Verify) {
+            Ok(code) => code,
+            Err(e) => {
+                eprintln!("hintcheck: error: {}", hintcheck::run::error_chain(&e));
+                e.exit_code()
+            }
+        },
+        Command::Suggest(a) => match verify(&a, Mode::Suggest) {
             Ok(code) => code,
             Err(e) => {
                 eprintln!("hintcheck: error: {}", hintcheck::run::error_chain(&e));
@@ -82,8 +91,8 @@ fn doctor(a: &DoctorArgs) -> Result<i32, Error> {
         .map_err(Error::Runtime)?;
     let report = runtime.block_on(hintcheck::sandbox::doctor::diagnose());
     let text = match a.format {
-        Format::Text => hintcheck::sandbox::doctor::render_text(&report),
-        Format::Json => format!(
+        DoctorFormat::Text => hintcheck::sandbox::doctor::render_text(&report),
+        DoctorFormat::Json => format!(
             "{}\n",
             serde_json::to_string_pretty(&report).unwrap_or_default()
         ),
@@ -96,8 +105,15 @@ fn doctor(a: &DoctorArgs) -> Result<i32, Error> {
     })
 }
 
-fn verify(a: &VerifyArgs) -> Result<i32, Error> {
-    let config = RunConfig::from_verify_args(a)?;
+fn verify(a: &VerifyArgs, mode: Mode) -> Result<i32, Error> {
+    let mut config = RunConfig::from_verify_args(a)?;
+    let display = config
+        .terminal
+        .progress
+        .then(|| Display::stderr(config.terminal.color));
+    if let Some(d) = &display {
+        config.progress = d.hook();
+    }
     let subreaper = become_subreaper();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -121,47 +137,16 @@ fn verify(a: &VerifyArgs) -> Result<i32, Error> {
         });
         hintcheck::run::verify(&config, stop_rx, subreaper).await
     });
-    let report = verification.report;
-    let rendered = match config.format {
-        Format::Text => report::text::render(&report),
-        Format::Json => report::json::render(&report),
+    if let Some(d) = &display {
+        d.finish();
+    }
+    output::emit(&verification, &config, mode)?;
+    let report = &verification.report;
+    // Contradictions are what `suggest` is for: they do not fail it.
+    let code = match (mode, report.exit_code) {
+        (Mode::Suggest, exit_code::CONTRADICTIONS) => exit_code::OK,
+        (_, code) => code,
     };
-    let mut result = Ok(report.exit_code);
-    if let Some(path) = &config.transcript {
-        let mut lines = String::new();
-        for e in &verification.transcript {
-            lines.push_str(&serde_json::to_string(e).unwrap_or_default());
-            lines.push('\n');
-        }
-        if let Err(source) = std::fs::write(path, lines) {
-            result = Err(Error::Output {
-                what: "the transcript",
-                path: path.clone(),
-                source,
-            });
-        }
-    }
-    match &config.output {
-        Some(path) => {
-            if let Err(source) = std::fs::write(path, &rendered) {
-                // Never lose a report: print it, then fail.
-                let _ = std::io::stdout().lock().write_all(rendered.as_bytes());
-                return Err(Error::Output {
-                    what: "the report",
-                    path: path.clone(),
-                    source,
-                });
-            }
-        }
-        None => {
-            let _ = std::io::stdout().lock().write_all(rendered.as_bytes());
-        }
-    }
-    if result.is_ok() {
-        eprintln!(
-            "hintcheck: {} (exit {})",
-            report.exit_reason, report.exit_code
-        );
-    }
-    result
+    eprintln!("hintcheck: {} (exit {code})", report.exit_reason);
+    Ok(code)
 }

@@ -15,13 +15,14 @@ use crate::config::{RootsOffer, RunConfig};
 use crate::evidence::{CallRecord, CallTiming, Coverage, Phase, PhaseObservation, ToolRun};
 use crate::exercise::plan::{allowed_dirs_in, plan, steered_candidate};
 use crate::exercise::semantics::WorkspaceFacts;
-use crate::finding::{Finding, Verdict};
+use crate::finding::{Finding, Severity};
 use crate::mcp::client::{CallOutcome, ClientOptions, EraChoice, McpClient, ProtocolNote};
 use crate::mcp::tool::{HintName, shorten};
 use crate::observe::activity::{ProcessTree, ran_between, settle};
 use crate::observe::attempts::AttemptObserver;
 use crate::observe::fs::{FsSnapshotObserver, SnapshotLimits, SnapshotRoot};
 use crate::observe::{Observation, Recorder, ServerStart};
+use crate::progress::{ProgressEvent, ProgressHook};
 use crate::report::{
     CoverageSummary, Report, ServerSummary, Settings, ToolReport, WireSummary, exit_code,
 };
@@ -419,6 +420,9 @@ pub async fn verify(
         .map(|d| d.as_millis() as u64)
         .unwrap_or(0);
     let deadline = started + config.run_timeout;
+    config
+        .progress
+        .emit(ProgressEvent::Stage("starting the server"));
     let mut notes: Vec<String> = Vec::new();
     let mut collected = Collected::default();
     let keep_transcript = config.transcript.is_some();
@@ -438,6 +442,7 @@ pub async fn verify(
             RootsOffer::Workspace => "workspace",
         }
         .into(),
+        fail_on: config.fail_on,
     };
     let sandbox = SandboxStatus::scratch_only(subreaper);
     let base_report = |command: Vec<String>, start_error: Option<String>| Report {
@@ -466,6 +471,7 @@ pub async fn verify(
         exit_code: exit_code::HARNESS,
         exit_reason: String::new(),
         partial: None,
+        baseline: None,
     };
 
     let mut scratch = match Scratch::create() {
@@ -752,8 +758,13 @@ pub async fn verify(
         }
         phases.extend(phase_observations(recorder.checkpoint(), Phase::Idle, None));
     }
-    for p in &planned {
+    config.progress.emit(ProgressEvent::Planned(planned.len()));
+    for (position, p) in planned.iter().enumerate() {
         let tool = &inventory.tools[p.tool_index];
+        config.progress.emit(ProgressEvent::Tool {
+            position,
+            name: &tool.name,
+        });
         let run = &mut runs[p.tool_index];
         run.synthesis_notes = p.notes.clone();
         run.overridden = p.overridden.clone();
@@ -1012,6 +1023,9 @@ pub async fn verify(
 
     // Confirm uncertain attributions by replaying tools alone on fresh servers.
     if config.replay && partial.is_none() {
+        config
+            .progress
+            .emit(ProgressEvent::Stage("confirming attributions"));
         let names: Vec<String> = inventory.tools.iter().map(|t| t.name.clone()).collect();
         notes.extend(
             replay_ambiguous(config, &stop, subreaper, &names, &mut runs, &mut phases).await,
@@ -1053,6 +1067,8 @@ pub async fn verify(
             calls: run.calls,
             verdicts: judgement.verdicts,
             suggestions: judgement.suggestions,
+            supported: judgement.supported,
+            definition: tool.definition.clone(),
         });
     }
     findings.extend(audit::malformed_tool::unusable_findings(
@@ -1100,59 +1116,114 @@ pub async fn verify(
     report.partial = partial.clone();
     report.notes = seed_notes.into_iter().chain(notes).collect();
 
-    let contradictions = report
-        .tools
+    crate::baseline::fingerprint_findings(&mut report);
+    if let Some(b) = &config.baseline {
+        report.baseline = Some(b.apply(&mut report));
+    }
+    (report.exit_code, report.exit_reason) = decide_exit(&report, config);
+    if let Err(e) = scratch.remove() {
+        report.notes.push(e);
+    }
+    report.duration_ms = started.elapsed().as_millis() as u64;
+    Verification { report, transcript }
+}
+
+/// The exit code and its reason for a finished report: failing findings (those at or above
+/// `--fail-on` and not accepted by the baseline) first, then stale baseline entries when they
+/// fail the run, then an incomplete run, then "nothing verified".
+fn decide_exit(report: &Report, config: &RunConfig) -> (i32, String) {
+    let failing: Vec<&Finding> = report
+        .findings
         .iter()
-        .flat_map(|t| &t.verdicts)
-        .filter(|v| v.verdict == Verdict::Contradicted && !v.uncertain)
-        .count();
-    let contradicted_tools = report
-        .tools
-        .iter()
-        .filter(|t| {
-            t.verdicts
-                .iter()
-                .any(|v| v.verdict == Verdict::Contradicted && !v.uncertain)
-        })
-        .count();
-    (report.exit_code, report.exit_reason) = if contradictions > 0 {
-        (
+        .filter(|f| f.accepted.is_none() && config.fail_on.fails(f.severity))
+        .collect();
+    let accepted = report
+        .baseline
+        .as_ref()
+        .map(|b| b.accepted)
+        .unwrap_or_default();
+    let accepted_note = if accepted > 0 {
+        format!(" ({accepted} accepted by the baseline)")
+    } else {
+        String::new()
+    };
+    let stale = report
+        .baseline
+        .as_ref()
+        .map(|b| b.stale.len())
+        .unwrap_or_default();
+    let partial = report.partial.as_ref();
+    if !failing.is_empty() {
+        let contradicted: Vec<&&Finding> = failing
+            .iter()
+            .filter(|f| f.hint.is_some() && f.severity == Severity::Error)
+            .collect();
+        let tools: std::collections::BTreeSet<&str> = contradicted
+            .iter()
+            .filter_map(|f| f.tool.as_deref())
+            .collect();
+        let others = failing.len() - contradicted.len();
+        let mut parts = Vec::new();
+        if !contradicted.is_empty() {
+            parts.push(format!(
+                "{} contradicted hint(s) in {} tool(s)",
+                contradicted.len(),
+                tools.len()
+            ));
+        }
+        if others > 0 {
+            parts.push(format!(
+                "{others} other finding(s) at or above --fail-on {}",
+                config.fail_on.as_str()
+            ));
+        }
+        return (
             exit_code::CONTRADICTIONS,
-            format!("{contradictions} contradicted hint(s) in {contradicted_tools} tool(s)"),
-        )
-    } else if let Some(why) = &partial {
-        (
+            format!("{}{accepted_note}", parts.join("; ")),
+        );
+    }
+    if stale > 0 && config.fail_on_stale_baseline {
+        return (
+            exit_code::CONTRADICTIONS,
+            format!(
+                "{stale} baseline entr{} matched no finding (stale; remove them from the baseline){accepted_note}",
+                if stale == 1 { "y" } else { "ies" }
+            ),
+        );
+    }
+    if let Some(why) = partial {
+        return (
             exit_code::HARNESS,
             format!("the run did not complete ({why}); the report is partial"),
-        )
-    } else if report.coverage.tools_succeeded == 0 {
-        (
+        );
+    }
+    if report.coverage.tools_succeeded == 0 {
+        return (
             exit_code::NOTHING_VERIFIED,
             if report.tools.is_empty() {
                 "nothing verified: the server listed no usable tool".to_string()
             } else {
                 "nothing verified: no tool call succeeded".to_string()
             },
-        )
-    } else {
-        (
-            exit_code::OK,
-            format!(
-                "no contradiction in {} exercised tool(s){}",
-                report.coverage.tools_succeeded,
-                if partial.is_some() {
-                    " (partial run)"
-                } else {
-                    ""
-                }
-            ),
-        )
-    };
-    if let Err(e) = scratch.remove() {
-        report.notes.push(e);
+        );
     }
-    report.duration_ms = started.elapsed().as_millis() as u64;
-    Verification { report, transcript }
+    let below = report
+        .findings
+        .iter()
+        .filter(|f| f.accepted.is_none() && f.hint.is_some() && f.severity == Severity::Error)
+        .count();
+    let exercised = report.coverage.tools_succeeded;
+    (
+        exit_code::OK,
+        if below > 0 {
+            format!(
+                "{below} contradicted hint(s) in {exercised} exercised tool(s), not failing the run (--fail-on {}){accepted_note}",
+                config.fail_on.as_str()
+            )
+        } else {
+            format!("no contradiction in {exercised} exercised tool(s){accepted_note}")
+        },
+    )
 }
 
 /// Threads (other than the server's main thread) that use CPU while no call is in flight,
@@ -1196,6 +1267,7 @@ async fn run_isolated(
     remaining: Duration,
 ) -> Result<(Vec<CallRecord>, Vec<PhaseObservation>), String> {
     let mut cfg = config.clone();
+    cfg.progress = ProgressHook::default();
     cfg.only_tools = Some(vec![tool.to_string()]);
     cfg.isolate = false;
     cfg.replay = false;
@@ -1234,6 +1306,7 @@ async fn replay_keys(
     tool: &str,
 ) -> Option<Vec<String>> {
     let mut cfg = config.clone();
+    cfg.progress = ProgressHook::default();
     cfg.only_tools = Some(vec![tool.to_string()]);
     cfg.replay = false;
     cfg.transcript = None;

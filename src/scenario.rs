@@ -119,6 +119,8 @@ pub struct RunSection {
     pub max_line_bytes: Option<usize>,
     /// Memory limit of the server, e.g. `"256MiB"`.
     pub memory_limit: Option<String>,
+    /// Longest time for the whole run, e.g. `"10m"`.
+    pub timeout: Option<String>,
     /// Host directories covered by an overlay, relative to the scenario file.
     #[serde(default)]
     pub overlays: Vec<PathBuf>,
@@ -193,26 +195,77 @@ impl Scenario {
 
     /// `[run.args]` as JSON.
     pub fn arg_overrides(&self) -> Result<BTreeMap<String, Value>, ScenarioError> {
-        self.run
-            .args
+        self.run.arg_overrides(&self.path)
+    }
+}
+
+impl RunSection {
+    /// `[run.args]` as JSON; `path` is the file they come from, for errors.
+    pub fn arg_overrides(&self, path: &Path) -> Result<BTreeMap<String, Value>, ScenarioError> {
+        self.args
             .iter()
             .map(|(k, v)| {
                 let json = match v {
                     // A string is JSON text; a table is the arguments object itself.
                     toml::Value::String(s) => {
                         serde_json::from_str(s).map_err(|e| ScenarioError::Invalid {
-                            path: self.path.clone(),
+                            path: path.to_path_buf(),
                             message: format!("[run.args] {k}: not JSON: {e}"),
                         })?
                     }
                     other => serde_json::to_value(other).map_err(|e| ScenarioError::Invalid {
-                        path: self.path.clone(),
+                        path: path.to_path_buf(),
                         message: format!("[run.args] {k}: {e}"),
                     })?,
                 };
+                if !json.is_object() {
+                    return Err(ScenarioError::Invalid {
+                        path: path.to_path_buf(),
+                        message: format!("[run.args] {k}: the arguments must be an object"),
+                    });
+                }
                 Ok((k.clone(), json))
             })
             .collect()
+    }
+
+    /// These settings over `lower` ones: each setting this section leaves unset comes from
+    /// `lower`; lists are joined; argument overrides of this section win per tool. Relative
+    /// overlay paths must be resolved (see [`RunSection::with_base`]) before layering.
+    pub fn over(self, lower: RunSection) -> RunSection {
+        let mut overlays = lower.overlays;
+        overlays.extend(self.overlays);
+        let mut observe_ports = lower.observe_ports;
+        observe_ports.extend(self.observe_ports);
+        let mut args = lower.args;
+        args.extend(self.args);
+        RunSection {
+            repeat: self.repeat.or(lower.repeat),
+            attempts: self.attempts.or(lower.attempts),
+            isolate: self.isolate.or(lower.isolate),
+            seed: self.seed.or(lower.seed),
+            roots: self.roots.or(lower.roots),
+            era: self.era.or(lower.era),
+            settle: self.settle.or(lower.settle),
+            settle_max: self.settle_max.or(lower.settle_max),
+            call_timeout: self.call_timeout.or(lower.call_timeout),
+            handshake_timeout: self.handshake_timeout.or(lower.handshake_timeout),
+            discover_timeout: self.discover_timeout.or(lower.discover_timeout),
+            max_line_bytes: self.max_line_bytes.or(lower.max_line_bytes),
+            memory_limit: self.memory_limit.or(lower.memory_limit),
+            timeout: self.timeout.or(lower.timeout),
+            overlays,
+            observe_ports,
+            args,
+        }
+    }
+
+    /// The section with its relative overlay paths resolved against `base`.
+    pub fn with_base(mut self, base: &Path) -> RunSection {
+        for d in &mut self.overlays {
+            *d = base.join(&*d);
+        }
+        self
     }
 }
 

@@ -30,11 +30,32 @@ pub fn judge(tool: &ToolDecl, run: &ToolRun, coverage: &Coverage) -> HintJudgeme
         .observations()
         .find(|(_, o)| o.as_file().is_some_and(|f| f.database))
         .map(|(_, o)| o.describe());
+    // What the writes support, for an absent hint and for a tool whose readOnlyHint: true
+    // its writes contradict.
+    let suggestion = if let Some((_, o)) = destructive.first() {
+        Some(Suggestion {
+            hint: HintName::Destructive,
+            value: true,
+            basis: SuggestionBasis::Observed,
+            reason: format!("the tool destroyed existing content: {}", o.describe()),
+        })
+    } else if any_write && run.succeeded() && database_change.is_none() {
+        Some(Suggestion {
+            hint: HintName::Destructive,
+            value: false,
+            basis: SuggestionBasis::Consistent,
+            reason: "every observed write was additive (created or appended)".into(),
+        })
+    } else {
+        None
+    };
     if tool.hints.read_only.declared() == Some(true) {
-        return HintJudgement::new(
+        let mut j = HintJudgement::new(
             Verdict::NotApplicable,
             "readOnlyHint is true: destructiveHint is meaningful only for tools that write",
         );
+        j.suggestion = suggestion;
+        return j;
     }
     match tool.hints.destructive.declared() {
         Some(true) => HintJudgement::new(
@@ -46,23 +67,7 @@ pub fn judge(tool: &ToolDecl, run: &ToolRun, coverage: &Coverage) -> HintJudgeme
                 Verdict::NotApplicable,
                 "destructiveHint is not declared: the spec's default (true) promises nothing",
             );
-            j.suggestion = if let Some((_, o)) = destructive.first() {
-                Some(Suggestion {
-                    hint: HintName::Destructive,
-                    value: true,
-                    basis: SuggestionBasis::Observed,
-                    reason: format!("the tool destroyed existing content: {}", o.describe()),
-                })
-            } else if any_write && run.succeeded() && database_change.is_none() {
-                Some(Suggestion {
-                    hint: HintName::Destructive,
-                    value: false,
-                    basis: SuggestionBasis::Consistent,
-                    reason: "every observed write was additive (created or appended)".into(),
-                })
-            } else {
-                None
-            };
+            j.suggestion = suggestion;
             j
         }
         Some(false) => {

@@ -46,11 +46,37 @@ pub fn judge(tool: &ToolDecl, run: &ToolRun, coverage: &Coverage) -> HintJudgeme
         .first_call()
         .is_some_and(|c| c.observations.iter().any(counts));
     let answered_repeats = repeats.iter().filter(|c| c.outcome.answered()).count();
+    // What the repeats support, for an absent hint and for a tool whose readOnlyHint: true
+    // its writes contradict.
+    let suggestion = if !(first_ok && answered_repeats > 0) {
+        None
+    } else if let Some((_, o)) = repeat_effects.first() {
+        Some(Suggestion {
+            hint: HintName::Idempotent,
+            value: false,
+            basis: SuggestionBasis::Observed,
+            reason: format!(
+                "the repeated call had an effect of its own: {}",
+                o.describe()
+            ),
+        })
+    } else if first_effects {
+        Some(Suggestion {
+            hint: HintName::Idempotent,
+            value: true,
+            basis: SuggestionBasis::Consistent,
+            reason: "the first call wrote and the identical repeat changed nothing".into(),
+        })
+    } else {
+        None
+    };
     if tool.hints.read_only.declared() == Some(true) {
-        return HintJudgement::new(
+        let mut j = HintJudgement::new(
             Verdict::NotApplicable,
             "readOnlyHint is true: idempotentHint is meaningful only for tools that write",
         );
+        j.suggestion = suggestion;
+        return j;
     }
     match tool.hints.idempotent.declared() {
         Some(false) => HintJudgement::new(
@@ -62,29 +88,7 @@ pub fn judge(tool: &ToolDecl, run: &ToolRun, coverage: &Coverage) -> HintJudgeme
                 Verdict::NotApplicable,
                 "idempotentHint is not declared: the spec's default (false) promises nothing",
             );
-            if first_ok && answered_repeats > 0 {
-                j.suggestion = if let Some((_, o)) = repeat_effects.first() {
-                    Some(Suggestion {
-                        hint: HintName::Idempotent,
-                        value: false,
-                        basis: SuggestionBasis::Observed,
-                        reason: format!(
-                            "the repeated call had an effect of its own: {}",
-                            o.describe()
-                        ),
-                    })
-                } else if first_effects {
-                    Some(Suggestion {
-                        hint: HintName::Idempotent,
-                        value: true,
-                        basis: SuggestionBasis::Consistent,
-                        reason: "the first call wrote and the identical repeat changed nothing"
-                            .into(),
-                    })
-                } else {
-                    None
-                };
-            }
+            j.suggestion = suggestion;
             j
         }
         Some(true) => {

@@ -26,6 +26,8 @@ pub fn unusable_findings(unusable: &[UnusableTool]) -> Vec<Finding> {
     unusable
         .iter()
         .map(|u| Finding {
+            fingerprint: String::new(),
+            accepted: None,
             audit: META.id,
             tool: None,
             hint: None,

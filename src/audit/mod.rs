@@ -12,6 +12,7 @@ pub mod open_world;
 pub mod out_of_window;
 pub mod protocol;
 pub mod read_only;
+pub mod suggest;
 
 use crate::evidence::{CallRecord, Coverage, ToolRun};
 use crate::finding::{Confidence, Evidence, Finding, HintVerdict, Severity, Suggestion, Verdict};
@@ -82,6 +83,8 @@ pub struct ToolJudgement {
     pub suggestions: Vec<Suggestion>,
     /// Findings about this tool.
     pub findings: Vec<Finding>,
+    /// The value the observations support for every hint.
+    pub supported: Vec<suggest::SupportedHint>,
 }
 
 /// Judges one tool.
@@ -112,6 +115,7 @@ pub fn judge_tool(tool: &ToolDecl, run: &ToolRun, coverage: &Coverage) -> ToolJu
         verdicts: Vec::new(),
         suggestions: Vec::new(),
         findings: annotation_type::findings(tool),
+        supported: Vec::new(),
     };
     out.findings.extend(malformed_tool::findings(tool));
     for (hint, meta, j) in judged {
@@ -122,6 +126,8 @@ pub fn judge_tool(tool: &ToolDecl, run: &ToolRun, coverage: &Coverage) -> ToolJu
             && j.evidence.iter().all(|e| e.text.contains("(uncertain: "));
         if j.verdict == Verdict::Contradicted {
             out.findings.push(Finding {
+                fingerprint: String::new(),
+                accepted: None,
                 audit: meta.id,
                 tool: Some(tool.name.clone()),
                 hint: Some(hint),
@@ -170,6 +176,7 @@ pub fn judge_tool(tool: &ToolDecl, run: &ToolRun, coverage: &Coverage) -> ToolJu
             uncertain,
         });
     }
+    out.supported = suggest::supported(&tool.hints, &out.verdicts, &out.suggestions);
     out
 }
 
@@ -219,6 +226,8 @@ pub(crate) fn definition_findings(
         .iter()
         .filter(|p| p.audit == audit)
         .map(|p| Finding {
+            fingerprint: String::new(),
+            accepted: None,
             audit,
             tool: Some(tool.name.clone()),
             hint: None,

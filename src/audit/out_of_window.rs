@@ -55,6 +55,8 @@ pub fn findings(phases: &[PhaseObservation]) -> Vec<Finding> {
                 Phase::Shutdown => (Severity::Note, "at shutdown".to_string()),
             };
             Finding {
+                fingerprint: String::new(),
+                accepted: None,
                 audit: META.id,
                 tool: None,
                 hint: None,

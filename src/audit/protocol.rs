@@ -49,6 +49,8 @@ pub fn findings(
             other => other,
         };
         out.push(Finding {
+            fingerprint: String::new(),
+            accepted: None,
             audit: META.id,
             tool: None,
             hint: None,
@@ -71,6 +73,8 @@ pub fn findings(
     let listed: u64 = anomalies.len() as u64;
     if stats_garbage + stats_unknown > listed {
         out.push(Finding {
+            fingerprint: String::new(),
+            accepted: None,
             audit: META.id,
             tool: None,
             hint: None,
@@ -85,6 +89,8 @@ pub fn findings(
     }
     for n in notes {
         out.push(Finding {
+            fingerprint: String::new(),
+            accepted: None,
             audit: META.id,
             tool: None,
             hint: None,

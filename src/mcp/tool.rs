@@ -167,6 +167,8 @@ pub struct ToolDecl {
     pub problems: Vec<DefinitionProblem>,
     /// SHA-256 of the tool's JSON as received (key order kept), to notice changed tools.
     pub definition_sha256: String,
+    /// The tool's JSON as received (key order kept).
+    pub definition: Value,
     /// Position in the listing.
     pub index: usize,
 }
@@ -336,6 +338,7 @@ pub fn parse_tool(raw: &Value, index: usize) -> Result<ToolDecl, UnusableTool> {
         task_support,
         problems,
         definition_sha256: sha256_hex(raw.to_string().as_bytes()),
+        definition: raw.clone(),
         index,
     })
 }

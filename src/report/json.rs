@@ -37,6 +37,24 @@ pub struct ReportV1<'a> {
     findings: Vec<FindingV1<'a>>,
     wire: WireV1<'a>,
     notes: &'a [String],
+    /// Present when a baseline was given (added in 0.1: additive, schema_version stays 1).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    baseline: Option<BaselineV1<'a>>,
+}
+
+#[derive(Debug, Serialize)]
+struct BaselineV1<'a> {
+    path: &'a str,
+    accepted: usize,
+    stale: &'a [crate::baseline::BaselineEntry],
+    changed_definitions: Vec<ChangedDefinitionV1<'a>>,
+}
+
+#[derive(Debug, Serialize)]
+struct ChangedDefinitionV1<'a> {
+    tool: &'a str,
+    accepted_sha256: &'a str,
+    current_sha256: &'a str,
 }
 
 #[derive(Debug, Serialize)]
@@ -111,6 +129,7 @@ struct SettingsV1<'a> {
     call_timeout_ms: u64,
     era: &'a str,
     roots: &'a str,
+    fail_on: &'static str,
 }
 
 #[derive(Debug, Serialize)]
@@ -128,6 +147,8 @@ struct ToolV1<'a> {
     calls: Vec<CallV1<'a>>,
     verdicts: Vec<VerdictV1<'a>>,
     suggestions: Vec<SuggestionV1<'a>>,
+    /// The value the observations support for every hint (what `hintcheck suggest` prints).
+    supported: &'a [crate::audit::suggest::SupportedHint],
 }
 
 #[derive(Debug, Serialize)]
@@ -194,6 +215,9 @@ struct FindingV1<'a> {
     confidence: &'static str,
     message: &'a str,
     evidence: Vec<EvidenceV1<'a>>,
+    fingerprint: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    accepted: Option<&'a str>,
 }
 
 #[derive(Debug, Serialize)]
@@ -287,11 +311,7 @@ fn finding(f: &Finding) -> FindingV1<'_> {
         audit: f.audit,
         tool: f.tool.as_deref(),
         hint: f.hint.map(|h| h.key()),
-        severity: match f.severity {
-            crate::finding::Severity::Error => "error",
-            crate::finding::Severity::Warning => "warning",
-            crate::finding::Severity::Note => "note",
-        },
+        severity: f.severity.as_str(),
         confidence: match f.confidence {
             crate::finding::Confidence::High => "high",
             crate::finding::Confidence::Medium => "medium",
@@ -299,6 +319,8 @@ fn finding(f: &Finding) -> FindingV1<'_> {
         },
         message: &f.message,
         evidence: evidence(&f.evidence),
+        fingerprint: &f.fingerprint,
+        accepted: f.accepted.as_deref(),
     }
 }
 
@@ -397,6 +419,7 @@ pub fn to_v1(r: &Report) -> ReportV1<'_> {
             call_timeout_ms: r.settings.call_timeout_ms,
             era: &r.settings.era,
             roots: &r.settings.roots,
+            fail_on: r.settings.fail_on.as_str(),
         },
         seeded: &r.seeded,
         tools: r
@@ -416,6 +439,7 @@ pub fn to_v1(r: &Report) -> ReportV1<'_> {
                 calls: t.calls.iter().map(call).collect(),
                 verdicts: t.verdicts.iter().map(verdict).collect(),
                 suggestions: t.suggestions.iter().map(suggestion).collect(),
+                supported: &t.supported,
             })
             .collect(),
         out_of_window: r
@@ -451,6 +475,20 @@ pub fn to_v1(r: &Report) -> ReportV1<'_> {
             notifications: &r.wire.notifications,
         },
         notes: &r.notes,
+        baseline: r.baseline.as_ref().map(|b| BaselineV1 {
+            path: &b.path,
+            accepted: b.accepted,
+            stale: &b.stale,
+            changed_definitions: b
+                .changed_definitions
+                .iter()
+                .map(|(tool, then, now)| ChangedDefinitionV1 {
+                    tool,
+                    accepted_sha256: then,
+                    current_sha256: now,
+                })
+                .collect(),
+        }),
     }
 }
 

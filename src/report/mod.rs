@@ -1,16 +1,24 @@
 //! The render stage's input: [`Report`], a finished account of one run (server, sandbox,
-//! coverage, per-tool calls and verdicts, findings), and the renderers ([`text`], [`json`]).
+//! coverage, per-tool calls and verdicts, findings), and the renderers ([`text`], [`json`],
+//! [`sarif`] with its [`anchor`]s, [`junit`], [`markdown`] and [`suggest`]).
 //! Renderers only format; every decision was made before a `Report` exists.
 
+pub mod anchor;
 pub mod json;
+pub mod junit;
+pub mod markdown;
+pub mod sarif;
+pub mod suggest;
 pub mod text;
 
 use std::collections::BTreeMap;
 
 use serde_json::Value;
 
+use crate::audit::suggest::SupportedHint;
+use crate::baseline::BaselineOutcome;
 use crate::evidence::{CallRecord, PhaseObservation};
-use crate::finding::{Finding, HintVerdict, Suggestion, Verdict};
+use crate::finding::{FailOn, Finding, HintVerdict, Suggestion, Verdict};
 use crate::mcp::client::ServerIdentity;
 use crate::observe::ObserverStatus;
 use crate::rpc::session::ServerRequestRecord;
@@ -53,6 +61,8 @@ pub struct Report {
     pub exit_reason: String,
     /// Set when the run stopped early (timeout, interruption).
     pub partial: Option<String>,
+    /// What the baseline accepted, when one was given.
+    pub baseline: Option<BaselineOutcome>,
 }
 
 /// The server as seen by the run.
@@ -129,6 +139,8 @@ pub struct Settings {
     pub era: String,
     /// Roots offered.
     pub roots: String,
+    /// The lowest severity that fails the run.
+    pub fail_on: FailOn,
 }
 
 /// One tool.
@@ -158,8 +170,13 @@ pub struct ToolReport {
     pub calls: Vec<CallRecord>,
     /// One verdict per hint.
     pub verdicts: Vec<HintVerdict>,
-    /// Suggestions for absent hints.
+    /// Suggestions for absent hints (and for the write hints of a read-only tool that
+    /// wrote).
     pub suggestions: Vec<Suggestion>,
+    /// The value the observations support for every hint (`hintcheck suggest`).
+    pub supported: Vec<SupportedHint>,
+    /// The tool's definition as received (for the SARIF tool inventory).
+    pub definition: Value,
 }
 
 impl ToolReport {
@@ -193,9 +210,12 @@ pub fn escape_untrusted(s: &str) -> String {
 
 /// Exit codes, documented in one place (also in the README).
 pub mod exit_code {
-    /// The run completed and no declared hint was contradicted.
+    /// The run completed and no finding reached `--fail-on` (default: no declared hint was
+    /// contradicted).
     pub const OK: i32 = 0;
-    /// At least one declared hint was contradicted.
+    /// At least one finding not accepted by the baseline reached `--fail-on` (default: a
+    /// declared hint was contradicted), or the baseline has stale entries and
+    /// `--fail-on-stale-baseline` was given.
     pub const CONTRADICTIONS: i32 = 1;
     /// Usage or input error (bad flag, unreadable scenario).
     pub const USAGE: i32 = 2;

@@ -5,16 +5,44 @@
 use std::fmt::Write;
 
 use super::{Report, escape_untrusted as esc};
-use crate::finding::{Severity, SuggestionBasis, Verdict};
+use crate::finding::{SuggestionBasis, Verdict};
 
 /// Renders the report as text.
 pub fn render(r: &Report) -> String {
+    render_with(r, false)
+}
+
+/// Renders the report as text, with ANSI colours on verdicts and the result when `color`.
+pub fn render_with(r: &Report, color: bool) -> String {
     let mut o = String::new();
-    let _ = write_report(&mut o, r);
+    let _ = write_report(&mut o, r, Paint(color));
     o
 }
 
-fn write_report(o: &mut String, r: &Report) -> std::fmt::Result {
+/// ANSI colouring, or none.
+#[derive(Clone, Copy)]
+struct Paint(bool);
+
+impl Paint {
+    fn wrap(self, code: &str, s: &str) -> String {
+        if self.0 {
+            format!("\x1b[{code}m{s}\x1b[0m")
+        } else {
+            s.to_string()
+        }
+    }
+    fn red(self, s: &str) -> String {
+        self.wrap("1;31", s)
+    }
+    fn yellow(self, s: &str) -> String {
+        self.wrap("33", s)
+    }
+    fn green(self, s: &str) -> String {
+        self.wrap("32", s)
+    }
+}
+
+fn write_report(o: &mut String, r: &Report, paint: Paint) -> std::fmt::Result {
     writeln!(
         o,
         "hintcheck {} — {}",
@@ -91,20 +119,28 @@ fn write_report(o: &mut String, r: &Report) -> std::fmt::Result {
             continue;
         }
         for v in &t.verdicts {
+            let accepted = r
+                .findings
+                .iter()
+                .find(|f| f.tool.as_deref() == Some(&t.name) && f.hint == Some(v.hint))
+                .and_then(|f| f.accepted.as_ref());
             let tag = match v.verdict {
-                Verdict::Contradicted if v.uncertain => "CONTRADICTED?",
-                Verdict::Contradicted => "CONTRADICTED",
-                Verdict::Consistent => "consistent",
-                Verdict::Unexercised => "unexercised",
-                Verdict::NotApplicable => "n/a",
+                Verdict::Contradicted if v.uncertain => paint.yellow("CONTRADICTED?"),
+                Verdict::Contradicted if accepted.is_some() => paint.yellow("CONTRADICTED "),
+                Verdict::Contradicted => paint.red("CONTRADICTED "),
+                Verdict::Consistent => paint.green("consistent   "),
+                Verdict::Unexercised => "unexercised  ".to_string(),
+                Verdict::NotApplicable => "n/a          ".to_string(),
             };
             writeln!(
                 o,
-                "    {:<16} {:<8} {:<13} {}",
+                "    {:<16} {:<8} {tag} {}{}",
                 v.hint.key(),
                 esc(&v.declared),
-                tag,
-                esc(&v.reason)
+                esc(&v.reason),
+                accepted
+                    .map(|a| format!(" ({})", esc(a)))
+                    .unwrap_or_default()
             )?;
             for e in &v.evidence {
                 writeln!(o, "        {}: {}", e.source, esc(&e.text))?;
@@ -161,12 +197,17 @@ fn write_report(o: &mut String, r: &Report) -> std::fmt::Result {
     if !listed.is_empty() {
         writeln!(o, "\nfindings:")?;
         for f in listed {
-            let sev = match f.severity {
-                Severity::Error => "error",
-                Severity::Warning => "warning",
-                Severity::Note => "note",
-            };
-            writeln!(o, "  [{sev}] {}: {}", f.audit, esc(&f.message))?;
+            writeln!(
+                o,
+                "  [{}] {}: {}{}",
+                f.severity.as_str(),
+                f.audit,
+                esc(&f.message),
+                f.accepted
+                    .as_ref()
+                    .map(|a| format!(" ({})", esc(a)))
+                    .unwrap_or_default()
+            )?;
             for e in f.evidence.iter().take(5) {
                 writeln!(o, "      {}: {}", esc(&e.source), esc(&e.text))?;
             }
@@ -212,6 +253,38 @@ fn write_report(o: &mut String, r: &Report) -> std::fmt::Result {
             writeln!(o, "  | {}", esc(line))?;
         }
     }
-    writeln!(o, "\nresult:   {} (exit {})", r.exit_reason, r.exit_code)?;
+    if let Some(b) = &r.baseline {
+        writeln!(
+            o,
+            "baseline: {} finding(s) accepted by {}",
+            b.accepted,
+            esc(&b.path)
+        )?;
+        for e in &b.stale {
+            writeln!(
+                o,
+                "          stale entry (matched nothing): {} {} {}",
+                e.audit,
+                esc(e.tool.as_deref().unwrap_or("")),
+                esc(e.hint.as_deref().unwrap_or(""))
+            )?;
+        }
+        for (tool, then, now) in &b.changed_definitions {
+            writeln!(
+                o,
+                "          {} changed since its findings were accepted (definition {} → {})",
+                esc(tool),
+                esc(&then.chars().take(16).collect::<String>()),
+                now.chars().take(16).collect::<String>()
+            )?;
+        }
+    }
+    let result = format!("{} (exit {})", r.exit_reason, r.exit_code);
+    let result = match r.exit_code {
+        0 => paint.green(&result),
+        1 => paint.red(&result),
+        _ => paint.yellow(&result),
+    };
+    writeln!(o, "\nresult:   {result}")?;
     Ok(())
 }

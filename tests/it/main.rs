@@ -4,6 +4,8 @@
 mod cli;
 /// Real MCP servers from npm, when installed.
 mod real_servers;
+/// SARIF, JUnit, Markdown, suggest, baselines, the config file, progress and colour.
+mod reports;
 /// Escape attempts against the sandbox, as root and unprivileged.
 mod sandbox;
 /// Every scenario under scenarios/ against its `[expect]` section.

@@ -14,7 +14,7 @@ use crate::util::{fake_server, repo};
 fn args_for(path: std::path::PathBuf) -> VerifyArgs {
     VerifyArgs {
         scenario: Some(path),
-        format: Format::Json,
+        format: Some(Format::Json),
         timeout: Some("120s".into()),
         ..VerifyArgs::default()
     }

@@ -47,7 +47,30 @@ impl Outcome {
 
 /// Runs hintcheck with `args`, extra environment and a wall-clock limit.
 pub(crate) fn run(args: &[&str], env: &[(&str, &str)], limit: Duration) -> Outcome {
+    run_in(None, args, env, limit)
+}
+
+/// Runs hintcheck in directory `cwd` (default: the repository root). The caller's CI
+/// environment (a step summary file, a config file, colour settings) does not leak in.
+pub(crate) fn run_in(
+    cwd: Option<&Path>,
+    args: &[&str],
+    env: &[(&str, &str)],
+    limit: Duration,
+) -> Outcome {
     let mut cmd = Command::new(hintcheck_bin());
+    if let Some(dir) = cwd {
+        cmd.current_dir(dir);
+    }
+    for k in [
+        "GITHUB_STEP_SUMMARY",
+        "HINTCHECK_CONFIG",
+        "NO_COLOR",
+        "CLICOLOR_FORCE",
+        "FORCE_COLOR",
+    ] {
+        cmd.env_remove(k);
+    }
     cmd.args(args)
         .env("HINTCHECK_FAKE_SERVER", fake_server())
         .stdin(Stdio::null())

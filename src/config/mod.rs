@@ -1,6 +1,8 @@
-//! The validated run configuration. [`RunConfig::from_verify_args`] resolves the command line
-//! and an optional scenario file into one value with every default applied; the library never
-//! sees clap types. Errors name the flag or file at fault.
+//! The validated run configuration. [`RunConfig::from_verify_args`] resolves the command line,
+//! an optional scenario and the project's config file ([`file`]) into one value with every
+//! default applied; the library never sees clap types. Errors name the flag or file at fault.
+
+pub mod file;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -8,10 +10,14 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::cli::{EraArg, Format, RootsArg, SandboxArg, VerifyArgs};
+use crate::baseline::{Baseline, BaselineError};
+use crate::cli::{ColorArg, EraArg, FailOnArg, Format, RootsArg, SandboxArg, VerifyArgs};
+use crate::finding::FailOn;
 use crate::mcp::client::EraChoice;
+use crate::progress::ProgressHook;
 use crate::sandbox::SandboxLevel;
 use crate::scenario::{Scenario, ScenarioError};
+use file::{ConfigFile, ConfigFileError};
 
 /// Errors in the user's input.
 #[derive(Debug, thiserror::Error)]
@@ -35,6 +41,12 @@ pub enum ConfigError {
     /// The scenario could not be used.
     #[error(transparent)]
     Scenario(#[from] ScenarioError),
+    /// The config file could not be used.
+    #[error(transparent)]
+    File(#[from] ConfigFileError),
+    /// The baseline could not be used.
+    #[error(transparent)]
+    Baseline(#[from] BaselineError),
     /// The fake server of the harness was not found.
     #[error(
         "the scenario needs the harness's fake server, which was not found next to hintcheck ({searched}); build it with `cargo build --workspace` or set HINTCHECK_FAKE_SERVER"
@@ -121,6 +133,20 @@ pub struct RunConfig {
     pub sandbox_exe: Option<PathBuf>,
     /// The scenario, when one was given.
     pub scenario: Option<Scenario>,
+    /// The lowest severity that fails the run.
+    pub fail_on: FailOn,
+    /// Accepted findings.
+    pub baseline: Option<Baseline>,
+    /// Whether baseline entries that match nothing fail the run.
+    pub fail_on_stale_baseline: bool,
+    /// Where the extra reports go.
+    pub outputs: Outputs,
+    /// Colour and progress.
+    pub terminal: Terminal,
+    /// The config file that was read.
+    pub config_file: Option<PathBuf>,
+    /// Where progress events go (nowhere unless the binary installs a display).
+    pub progress: ProgressHook,
 }
 
 /// Parses `30s`, `500ms`, `2m`, `1h` or a plain number of seconds.
@@ -250,9 +276,71 @@ pub fn find_fake_server() -> Result<PathBuf, ConfigError> {
     })
 }
 
+/// Where the extra reports of a run go.
+#[derive(Debug, Clone, Default)]
+pub struct Outputs {
+    /// SARIF file.
+    pub sarif: Option<PathBuf>,
+    /// JUnit XML file.
+    pub junit: Option<PathBuf>,
+    /// Markdown summary file (appended to).
+    pub summary: Option<PathBuf>,
+    /// The tool inventory SARIF results point at; `None` puts `hintcheck-tools.json` next
+    /// to the SARIF output.
+    pub inventory: Option<PathBuf>,
+    /// Files searched for each tool's name to anchor its SARIF results.
+    pub anchors: Vec<PathBuf>,
+    /// The directory SARIF paths are relative to.
+    pub source_root: PathBuf,
+    /// Where to write this run's findings as a baseline.
+    pub write_baseline: Option<PathBuf>,
+}
+
+/// How the run talks to the terminal.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Terminal {
+    /// Colour in the text report (on stdout) and progress.
+    pub color: bool,
+    /// A progress display on stderr.
+    pub progress: bool,
+}
+
+impl Terminal {
+    /// Resolves `--color` and `--no-progress` against NO_COLOR, CLICOLOR_FORCE, FORCE_COLOR,
+    /// TERM=dumb and whether stdout and stderr are terminals.
+    pub fn resolve(color: Option<ColorArg>, no_progress: bool) -> Terminal {
+        use std::io::IsTerminal;
+        let set = |k: &str| std::env::var_os(k).is_some_and(|v| !v.is_empty());
+        let forced = set("CLICOLOR_FORCE") || set("FORCE_COLOR");
+        let dumb = std::env::var_os("TERM").is_some_and(|t| t == "dumb");
+        let color = match color.unwrap_or_default() {
+            ColorArg::Always => true,
+            ColorArg::Never => false,
+            ColorArg::Auto if set("NO_COLOR") => false,
+            ColorArg::Auto if forced => true,
+            ColorArg::Auto => std::io::stdout().is_terminal() && !dumb,
+        };
+        Terminal {
+            color,
+            progress: !no_progress && !dumb && std::io::stderr().is_terminal(),
+        }
+    }
+}
+
 impl RunConfig {
-    /// Validates the verify arguments (and the scenario they name) into a run configuration.
+    /// Validates the verify arguments (with the scenario and the config file they lead to)
+    /// into a run configuration. Precedence: flags, then the scenario, then the config file,
+    /// then defaults.
     pub fn from_verify_args(a: &VerifyArgs) -> Result<RunConfig, ConfigError> {
+        let cwd = std::env::current_dir().unwrap_or_default();
+        let file = if a.no_config {
+            None
+        } else {
+            match file::discover(a.config.as_deref(), &cwd) {
+                Some(p) => Some(ConfigFile::load(&p)?),
+                None => None,
+            }
+        };
         let scenario = match &a.scenario {
             Some(p) => Some(Scenario::load(p)?),
             None => None,
@@ -260,7 +348,14 @@ impl RunConfig {
         if scenario.is_some() && !a.command.is_empty() {
             return Err(ConfigError::ScenarioAndCommand);
         }
-        let run = scenario.as_ref().map(|s| s.run.clone()).unwrap_or_default();
+        let file_run = file
+            .as_ref()
+            .map(|f| f.run.clone().with_base(&f.base))
+            .unwrap_or_default();
+        let run = match &scenario {
+            Some(s) => s.run.clone().with_base(&s.dir()).over(file_run),
+            None => file_run,
+        };
         let duration = |flag: &str,
                         cli: &Option<String>,
                         file: &Option<String>,
@@ -271,10 +366,15 @@ impl RunConfig {
                 None => Ok(default),
             }
         };
-        let mut command = a.command.clone();
         let mut env = Vec::new();
         let mut workspace_seed = a.workspace.clone();
         let mut overrides = BTreeMap::new();
+        let mut sqlite_seed = a.sqlite.clone();
+        if let Some(f) = &file {
+            env.extend(f.server.env.iter().map(|(k, v)| (k.clone(), v.clone())));
+            overrides = f.run.arg_overrides(&f.path)?;
+        }
+        let mut command = a.command.clone();
         if let Some(s) = &scenario {
             command = match &s.server.command {
                 Some(c) => c.clone(),
@@ -303,7 +403,24 @@ impl RunConfig {
             if workspace_seed.is_none() {
                 workspace_seed = s.server.workspace.as_ref().map(|w| s.dir().join(w));
             }
-            overrides = s.arg_overrides()?;
+            sqlite_seed = sqlite_seed.or_else(|| s.server.sqlite.clone());
+            overrides.extend(s.arg_overrides()?);
+        }
+        if let Some(f) = &file {
+            if command.is_empty() {
+                let dir = f.base.display().to_string();
+                command = f
+                    .server
+                    .command
+                    .iter()
+                    .flatten()
+                    .map(|c| c.replace("{config_dir}", &dir))
+                    .collect();
+            }
+            if workspace_seed.is_none() {
+                workspace_seed = f.server.workspace.as_ref().map(|w| f.resolve(w));
+            }
+            sqlite_seed = sqlite_seed.or_else(|| f.server.sqlite.clone());
         }
         if command.is_empty() || command[0].is_empty() {
             return Err(ConfigError::NoCommand);
@@ -364,10 +481,6 @@ impl RunConfig {
                 message: "must be at least 1024".into(),
             });
         }
-        let sqlite_seed = a
-            .sqlite
-            .clone()
-            .or_else(|| scenario.as_ref().and_then(|s| s.server.sqlite.clone()));
         if let Some(p) = &sqlite_seed {
             let inside = p
                 .components()
@@ -387,6 +500,116 @@ impl RunConfig {
                 return Err(ConfigError::BadValue {
                     flag: "--workspace".into(),
                     message: format!("{} is not a directory", w.display()),
+                });
+            }
+        }
+        let sandbox_section = file.as_ref().map(|f| f.sandbox.clone()).unwrap_or_default();
+        let fail_section = file.as_ref().map(|f| f.fail.clone()).unwrap_or_default();
+        let report_section = file.as_ref().map(|f| f.report.clone()).unwrap_or_default();
+        let from_file = |p: &Option<PathBuf>| -> Option<PathBuf> {
+            let f = file.as_ref()?;
+            p.as_ref().map(|p| f.resolve(p))
+        };
+        let sandbox = match (a.no_sandbox, a.sandbox) {
+            (true, _) => None,
+            (false, Some(SandboxArg::BestEffort)) => Some(SandboxLevel::BestEffort),
+            (false, Some(SandboxArg::Required)) => Some(SandboxLevel::Required),
+            (false, None) => match sandbox_section.level.as_deref() {
+                None | Some("required") => Some(SandboxLevel::Required),
+                Some("best-effort") => Some(SandboxLevel::BestEffort),
+                Some("off") => None,
+                Some(other) => {
+                    return Err(ConfigError::BadValue {
+                        flag: "[sandbox] level".into(),
+                        message: format!("{other:?} is not required, best-effort or off"),
+                    });
+                }
+            },
+        };
+        let fail_on = match a.fail_on {
+            Some(FailOnArg::Never) => FailOn::Never,
+            Some(FailOnArg::Note) => FailOn::Note,
+            Some(FailOnArg::Warning) => FailOn::Warning,
+            Some(FailOnArg::Error) => FailOn::Error,
+            None => match fail_section.on.as_deref() {
+                None | Some("error") => FailOn::Error,
+                Some("warning") => FailOn::Warning,
+                Some("note") => FailOn::Note,
+                Some("never") => FailOn::Never,
+                Some(other) => {
+                    return Err(ConfigError::BadValue {
+                        flag: "[fail] on".into(),
+                        message: format!("{other:?} is not never, note, warning or error"),
+                    });
+                }
+            },
+        };
+        let baseline = match a
+            .baseline
+            .clone()
+            .or_else(|| from_file(&fail_section.baseline))
+        {
+            Some(p) => Some(Baseline::load(&p)?),
+            None => None,
+        };
+        let format = match a.format {
+            Some(f) => f,
+            None => match report_section.format.as_deref() {
+                None | Some("text") => Format::Text,
+                Some("json") => Format::Json,
+                Some("sarif") => Format::Sarif,
+                Some("junit") => Format::Junit,
+                Some("markdown") => Format::Markdown,
+                Some(other) => {
+                    return Err(ConfigError::BadValue {
+                        flag: "[report] format".into(),
+                        message: format!("{other:?} is not text, json, sarif, junit or markdown"),
+                    });
+                }
+            },
+        };
+        let summary = if a.no_summary {
+            None
+        } else {
+            a.summary
+                .clone()
+                .or_else(|| from_file(&report_section.summary))
+                .or_else(|| {
+                    std::env::var_os("GITHUB_STEP_SUMMARY")
+                        .filter(|v| !v.is_empty())
+                        .map(PathBuf::from)
+                })
+        };
+        let outputs = Outputs {
+            sarif: a.sarif.clone().or_else(|| from_file(&report_section.sarif)),
+            junit: a.junit.clone().or_else(|| from_file(&report_section.junit)),
+            summary,
+            inventory: a
+                .inventory
+                .clone()
+                .or_else(|| from_file(&report_section.inventory)),
+            anchors: if a.anchor.is_empty() {
+                report_section
+                    .anchors
+                    .iter()
+                    .filter_map(|p| from_file(&Some(p.clone())))
+                    .collect()
+            } else {
+                a.anchor.clone()
+            },
+            source_root: a
+                .source_root
+                .clone()
+                .or_else(|| from_file(&report_section.source_root))
+                .or_else(|| file.as_ref().map(|f| f.base.clone()))
+                .unwrap_or_else(|| cwd.clone()),
+            write_baseline: a.write_baseline.clone(),
+        };
+        for anchor in &outputs.anchors {
+            if !anchor.is_file() {
+                return Err(ConfigError::BadValue {
+                    flag: "--anchor".into(),
+                    message: format!("{} is not a file", anchor.display()),
                 });
             }
         }
@@ -415,7 +638,12 @@ impl RunConfig {
                 &run.discover_timeout,
                 Duration::from_secs(3),
             )?,
-            run_timeout: duration("--timeout", &a.timeout, &None, Duration::from_secs(900))?,
+            run_timeout: duration(
+                "--timeout",
+                &a.timeout,
+                &run.timeout,
+                Duration::from_secs(900),
+            )?,
             settle: duration(
                 "--settle",
                 &a.settle,
@@ -434,22 +662,19 @@ impl RunConfig {
             max_line_bytes,
             overrides,
             max_restarts: 3,
-            format: a.format,
-            output: a.output.clone(),
+            format,
+            output: a
+                .output
+                .clone()
+                .or_else(|| from_file(&report_section.output)),
             transcript: a.transcript.clone(),
-            sandbox: match (a.no_sandbox, a.sandbox) {
-                (true, _) => None,
-                (false, Some(SandboxArg::BestEffort)) => Some(SandboxLevel::BestEffort),
-                (false, _) => Some(SandboxLevel::Required),
-            },
+            sandbox,
             sandbox_exe: None,
             only_tools: None,
             observe_ports: {
                 let mut ports = vec![80u16, 443, 8080, 8443];
                 ports.extend(a.observe_port.iter().copied());
-                if let Some(s) = &scenario {
-                    ports.extend(s.run.observe_ports.iter().copied());
-                }
+                ports.extend(run.observe_ports.iter().copied());
                 ports.sort_unstable();
                 ports.dedup();
                 if ports.len() > 32 {
@@ -462,15 +687,13 @@ impl RunConfig {
             },
             replay: true,
             isolate: a.isolate || run.isolate.unwrap_or(false),
-            run_as: match &a.run_as {
+            run_as: match a.run_as.as_ref().or(sandbox_section.run_as.as_ref()) {
                 None => (65534, 65534),
                 Some(text) => parse_run_as(text)?,
             },
             overlays: {
                 let mut dirs: Vec<PathBuf> = a.overlay.clone();
-                if let Some(s) = &scenario {
-                    dirs.extend(s.run.overlays.iter().map(|d| s.dir().join(d)));
-                }
+                dirs.extend(run.overlays.iter().cloned());
                 let mut out = Vec::new();
                 for d in dirs {
                     let abs = std::fs::canonicalize(&d).map_err(|e| ConfigError::BadValue {
@@ -483,7 +706,9 @@ impl RunConfig {
                             message: format!("{} is not a directory other than /", d.display()),
                         });
                     }
-                    out.push(abs);
+                    if !out.contains(&abs) {
+                        out.push(abs);
+                    }
                 }
                 out
             },
@@ -492,6 +717,14 @@ impl RunConfig {
                 None => 8 * 1024 * 1024 * 1024,
             },
             scenario,
+            fail_on,
+            baseline,
+            fail_on_stale_baseline: a.fail_on_stale_baseline
+                || fail_section.stale_baseline.unwrap_or(false),
+            outputs,
+            terminal: Terminal::resolve(a.color, a.no_progress),
+            config_file: file.map(|f| f.path),
+            progress: ProgressHook::default(),
         })
     }
 }

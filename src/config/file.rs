@@ -1,0 +1,210 @@
+//! The project config file, `.config/hintcheck.toml` or `hintcheck.toml`, kept in the
+//! repository of the server being checked: the server command and environment, run settings
+//! and argument overrides (the same `[server]` and `[run]` sections as a scenario), the
+//! sandbox policy, what fails the run and where reports go. It is found with `--config`, then
+//! `HINTCHECK_CONFIG`, then by looking in the working directory and its parents up to the
+//! repository root; `--no-config` skips it. Relative paths in it are relative to the project
+//! directory (the directory holding `.config/`, or the file's own directory). Unknown keys
+//! are errors that name the key, the file and the line.
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use crate::scenario::{RunSection, ServerSection};
+
+/// The file names looked for, in order, in each directory.
+pub const CANDIDATES: [&str; 2] = [".config/hintcheck.toml", "hintcheck.toml"];
+
+/// Errors reading the config file.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigFileError {
+    /// The file could not be read.
+    #[error("cannot read the config file {}", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The file is not a valid config.
+    #[error("invalid config file {}: {message}", path.display())]
+    Invalid {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong, with the line when known.
+        message: String,
+    },
+}
+
+/// The config file's contents.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConfigFile {
+    /// The server: `command`, `env`, `workspace`, `sqlite` (as in scenarios).
+    #[serde(default)]
+    pub server: ServerSection,
+    /// Run settings and `[run.args]` overrides (as in scenarios).
+    #[serde(default)]
+    pub run: RunSection,
+    /// Sandbox policy.
+    #[serde(default)]
+    pub sandbox: SandboxSection,
+    /// What fails the run.
+    #[serde(default)]
+    pub fail: FailSection,
+    /// Where reports go.
+    #[serde(default)]
+    pub report: ReportSection,
+    /// The file (absolute).
+    #[serde(skip)]
+    pub path: PathBuf,
+    /// The project directory relative paths are resolved against.
+    #[serde(skip)]
+    pub base: PathBuf,
+}
+
+/// `[sandbox]`
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SandboxSection {
+    /// `required` (default), `best-effort` or `off`.
+    pub level: Option<String>,
+    /// As root, `UID[:GID]` of the server.
+    pub run_as: Option<String>,
+}
+
+/// `[fail]`
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FailSection {
+    /// `never`, `note`, `warning` or `error` (default).
+    pub on: Option<String>,
+    /// A baseline file of accepted findings.
+    pub baseline: Option<PathBuf>,
+    /// Whether baseline entries that match nothing fail the run.
+    pub stale_baseline: Option<bool>,
+}
+
+/// `[report]`
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReportSection {
+    /// `text`, `json`, `sarif`, `junit` or `markdown`.
+    pub format: Option<String>,
+    /// Where the main report goes (default: stdout).
+    pub output: Option<PathBuf>,
+    /// Also write SARIF here.
+    pub sarif: Option<PathBuf>,
+    /// Also write JUnit XML here.
+    pub junit: Option<PathBuf>,
+    /// Also append the Markdown summary here.
+    pub summary: Option<PathBuf>,
+    /// Where the tool inventory SARIF results point at is written.
+    pub inventory: Option<PathBuf>,
+    /// Files searched for each tool's name, to anchor SARIF results on its definition.
+    #[serde(default)]
+    pub anchors: Vec<PathBuf>,
+    /// The directory SARIF paths are relative to (default: the project directory).
+    pub source_root: Option<PathBuf>,
+}
+
+impl ConfigFile {
+    /// Reads and validates a config file.
+    pub fn load(path: &Path) -> Result<ConfigFile, ConfigFileError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigFileError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let mut file: ConfigFile = toml::from_str(&text).map_err(|e| ConfigFileError::Invalid {
+            path: path.to_path_buf(),
+            message: e.to_string().trim().replace('\n', " "),
+        })?;
+        let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+        let dir = abs.parent().map(Path::to_path_buf).unwrap_or_default();
+        file.base = if dir.file_name().is_some_and(|n| n == ".config") {
+            dir.parent().map(Path::to_path_buf).unwrap_or(dir)
+        } else {
+            dir
+        };
+        file.path = abs;
+        Ok(file)
+    }
+
+    /// A path from the file, resolved against the project directory.
+    pub fn resolve(&self, p: &Path) -> PathBuf {
+        self.base.join(p)
+    }
+}
+
+/// The config file to use: `explicit` (from `--config`), else `HINTCHECK_CONFIG`, else the
+/// first candidate found from `start` upwards, stopping at the directory that holds `.git`.
+pub fn discover(explicit: Option<&Path>, start: &Path) -> Option<PathBuf> {
+    if let Some(p) = explicit {
+        return Some(p.to_path_buf());
+    }
+    if let Some(p) = std::env::var_os("HINTCHECK_CONFIG").filter(|p| !p.is_empty()) {
+        return Some(PathBuf::from(p));
+    }
+    let mut dir = Some(start);
+    while let Some(d) = dir {
+        for c in CANDIDATES {
+            let candidate = d.join(c);
+            if candidate.is_file() {
+                return Some(candidate);
+            }
+        }
+        if d.join(".git").exists() {
+            break;
+        }
+        dir = d.parent();
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_keys_name_the_key_the_file_and_the_line() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let path = dir.path().join("hintcheck.toml");
+        std::fs::write(
+            &path,
+            "[server]\ncommand = [\"x\"]\n\n[fail]\nonn = \"warning\"\n",
+        )
+        .expect("write");
+        let err = ConfigFile::load(&path).expect_err("unknown key");
+        let text = err.to_string();
+        assert!(text.contains("hintcheck.toml"), "{text}");
+        assert!(text.contains("onn"), "{text}");
+        assert!(text.contains("line 5"), "{text}");
+    }
+
+    #[test]
+    fn discovery_prefers_dot_config_and_stops_at_the_repository_root() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let repo = dir.path().join("repo");
+        let sub = repo.join("a/b");
+        std::fs::create_dir_all(&sub).expect("mkdir");
+        std::fs::create_dir_all(repo.join(".git")).expect("git");
+        std::fs::write(dir.path().join("hintcheck.toml"), "").expect("outside");
+        // Discovery defers to HINTCHECK_CONFIG; this test is about the search itself.
+        if std::env::var_os("HINTCHECK_CONFIG").is_some() {
+            return;
+        }
+        assert_eq!(discover(None, &sub), None, "stops at the repository root");
+        std::fs::write(repo.join("hintcheck.toml"), "").expect("root");
+        assert_eq!(discover(None, &sub), Some(repo.join("hintcheck.toml")));
+        std::fs::create_dir_all(repo.join(".config")).expect("dot config");
+        std::fs::write(repo.join(".config/hintcheck.toml"), "").expect("dot");
+        assert_eq!(
+            discover(None, &sub),
+            Some(repo.join(".config/hintcheck.toml"))
+        );
+        let loaded = ConfigFile::load(&repo.join(".config/hintcheck.toml")).expect("load");
+        assert_eq!(loaded.base, std::path::absolute(&repo).expect("abs"));
+    }
+}

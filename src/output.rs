@@ -1,0 +1,151 @@
+//! Writing a finished run where the user asked: the main report (`--format`, `--output` or
+//! stdout), the transcript, the extra SARIF (with its tool inventory), JUnit and Markdown
+//! files, the `$GITHUB_STEP_SUMMARY` summary and a new baseline. Every output is attempted
+//! even when an earlier one failed, and a main report that cannot be written goes to stdout,
+//! so that nothing is lost; the first failure is returned.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use crate::baseline;
+use crate::cli::Format;
+use crate::config::RunConfig;
+use crate::error::Error;
+use crate::report::{self, Report, anchor};
+use crate::run::Verification;
+
+/// What the main output is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// The report, in `--format`.
+    Verify,
+    /// The supported annotations (`hintcheck suggest`).
+    Suggest,
+}
+
+fn write_file(what: &'static str, path: &Path, text: &str) -> Result<(), Error> {
+    std::fs::write(path, text).map_err(|source| Error::Output {
+        what,
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+fn append_file(what: &'static str, path: &Path, text: &str) -> Result<(), Error> {
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .and_then(|mut f| f.write_all(text.as_bytes()))
+        .map_err(|source| Error::Output {
+            what,
+            path: path.to_path_buf(),
+            source,
+        })
+}
+
+/// SARIF with its inventory (written once, whichever output needs it first).
+struct Sarif<'a> {
+    report: &'a Report,
+    config: &'a RunConfig,
+    text: Option<String>,
+}
+
+impl Sarif<'_> {
+    fn render(&mut self, sarif_path: Option<&Path>, first_error: &mut Option<Error>) -> String {
+        if let Some(t) = &self.text {
+            return t.clone();
+        }
+        let outputs = &self.config.outputs;
+        let inventory = anchor::inventory(self.report);
+        let at: PathBuf = anchor::inventory_path(outputs.inventory.as_deref(), sarif_path);
+        if let Err(e) = write_file("the tool inventory", &at, &inventory.text) {
+            first_error.get_or_insert(e);
+        }
+        let anchors = anchor::locate(
+            self.report,
+            &outputs.anchors,
+            &inventory,
+            &at,
+            &outputs.source_root,
+        );
+        let text = report::sarif::render(self.report, &anchors);
+        self.text = Some(text.clone());
+        text
+    }
+}
+
+/// Writes every output of a run; returns the first failure.
+pub fn emit(v: &Verification, config: &RunConfig, mode: Mode) -> Result<(), Error> {
+    let r = &v.report;
+    let outputs = &config.outputs;
+    let mut first_error: Option<Error> = None;
+    let mut sarif = Sarif {
+        report: r,
+        config,
+        text: None,
+    };
+    let main = match (mode, config.format) {
+        (Mode::Suggest, _) => report::suggest::render(r),
+        (Mode::Verify, Format::Text) => {
+            report::text::render_with(r, config.terminal.color && config.output.is_none())
+        }
+        (Mode::Verify, Format::Json) => report::json::render(r),
+        (Mode::Verify, Format::Sarif) => {
+            let at = config.output.as_deref().or(outputs.sarif.as_deref());
+            sarif.render(at, &mut first_error)
+        }
+        (Mode::Verify, Format::Junit) => report::junit::render(r),
+        (Mode::Verify, Format::Markdown) => report::markdown::render(r),
+    };
+    match &config.output {
+        Some(path) => {
+            if let Err(e) = write_file("the report", path, &main) {
+                // Never lose a report: print it, then fail.
+                let _ = std::io::stdout().lock().write_all(main.as_bytes());
+                first_error.get_or_insert(e);
+            }
+        }
+        None => {
+            let _ = std::io::stdout().lock().write_all(main.as_bytes());
+        }
+    }
+    if let Some(path) = &config.transcript {
+        let mut lines = String::new();
+        for e in &v.transcript {
+            lines.push_str(&serde_json::to_string(e).unwrap_or_default());
+            lines.push('\n');
+        }
+        if let Err(e) = write_file("the transcript", path, &lines) {
+            first_error.get_or_insert(e);
+        }
+    }
+    if let Some(path) = &outputs.sarif {
+        let text = sarif.render(Some(path), &mut first_error);
+        if let Err(e) = write_file("the SARIF report", path, &text) {
+            first_error.get_or_insert(e);
+        }
+    }
+    if let Some(path) = &outputs.junit {
+        if let Err(e) = write_file("the JUnit report", path, &report::junit::render(r)) {
+            first_error.get_or_insert(e);
+        }
+    }
+    if let Some(path) = &outputs.summary {
+        let mut text = report::markdown::render(r);
+        text.push('\n');
+        if let Err(e) = append_file("the Markdown summary", path, &text) {
+            first_error.get_or_insert(e);
+        }
+    }
+    if let Some(path) = &outputs.write_baseline {
+        let text = baseline::render(r, config.baseline.as_ref());
+        if let Err(e) = write_file("the baseline", path, &text) {
+            first_error.get_or_insert(e);
+        }
+    }
+    match first_error {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
+}

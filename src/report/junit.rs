@@ -1,0 +1,295 @@
+//! JUnit XML in the Jenkins/Ant form most CI systems read: one `<testsuite>` per server, one
+//! `<testcase>` per tool and hint (`classname="<server>.tools"`, `name="<tool>: <hint>"`) and
+//! one `run` case for the server itself. A contradicted hint that fails the run is a
+//! `<failure>`; a tool whose calls crashed or hung is an `<error>`; a hint that promises
+//! nothing or was not exercised is `<skipped>`; evidence goes to `<system-out>` and the
+//! server's stderr to the run case's `<system-err>`. Untrusted text is escaped and stripped of
+//! characters XML 1.0 cannot carry.
+
+use std::fmt::Write;
+
+use super::{Report, ToolReport};
+use crate::baseline::server_key;
+use crate::finding::{Finding, HintVerdict, Verdict};
+use crate::mcp::client::CallOutcome;
+
+/// Escapes text for XML attributes and content, dropping characters XML 1.0 forbids.
+pub fn escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&apos;"),
+            '\t' | '\n' | '\r' => out.push(c),
+            c if (c as u32) < 0x20 || c == '\u{fffe}' || c == '\u{ffff}' => {
+                let _ = write!(out, "\\u{{{:x}}}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// `2026-11-30T03:54:46Z` from milliseconds since the epoch.
+fn timestamp(unix_ms: u64) -> String {
+    let secs = unix_ms / 1000;
+    let days = (secs / 86_400) as i64;
+    let rem = secs % 86_400;
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+enum Status {
+    Passed,
+    Failure { message: String, kind: String },
+    Error { message: String },
+    Skipped { message: String },
+}
+
+struct Case {
+    name: String,
+    classname: String,
+    seconds: f64,
+    status: Status,
+    out: String,
+    err: String,
+}
+
+fn finding_for<'a>(r: &'a Report, tool: &str, v: &HintVerdict) -> Option<&'a Finding> {
+    r.findings
+        .iter()
+        .find(|f| f.tool.as_deref() == Some(tool) && f.hint == Some(v.hint))
+}
+
+/// Why every call of a tool ended without an answer (crash, hang, garbage), if so.
+fn harness_failure(t: &ToolReport) -> Option<String> {
+    if t.calls.is_empty() || t.calls.iter().any(|c| c.outcome.answered()) {
+        return None;
+    }
+    let what: Vec<String> = t
+        .calls
+        .iter()
+        .map(|c| match &c.outcome {
+            CallOutcome::Timeout { after_ms } => format!("no answer within {after_ms} ms"),
+            CallOutcome::ServerDied => "the server died".into(),
+            CallOutcome::Malformed { why } => format!("malformed answer: {why}"),
+            other => other.label().into(),
+        })
+        .collect();
+    Some(what.join("; "))
+}
+
+fn hint_case(r: &Report, t: &ToolReport, v: &HintVerdict, server: &str) -> Case {
+    let mut out = format!(
+        "declared: {}\nverdict: {}\n{}\n",
+        v.declared,
+        v.verdict.as_str(),
+        v.reason
+    );
+    for e in &v.evidence {
+        let _ = writeln!(out, "{}: {}", e.source, e.text);
+    }
+    let finding = finding_for(r, &t.name, v);
+    let status = match (v.verdict, finding) {
+        (Verdict::Contradicted, Some(f)) => {
+            if let Some(why) = &f.accepted {
+                let _ = writeln!(out, "{why}");
+                Status::Passed
+            } else if r.settings.fail_on.fails(f.severity) {
+                Status::Failure {
+                    message: f.message.clone(),
+                    kind: f.audit.to_string(),
+                }
+            } else {
+                Status::Passed
+            }
+        }
+        (Verdict::Contradicted | Verdict::Consistent, _) => Status::Passed,
+        (Verdict::Unexercised, _) => match harness_failure(t) {
+            Some(why) => Status::Error {
+                message: format!("{}: {why}", t.name),
+            },
+            None => Status::Skipped {
+                message: v.reason.clone(),
+            },
+        },
+        (Verdict::NotApplicable, _) => Status::Skipped {
+            message: match &t.skipped {
+                Some(why) => format!("not called: {why}"),
+                None => v.reason.clone(),
+            },
+        },
+    };
+    let tool_ms: u64 = t.calls.iter().map(|c| c.duration_ms).sum();
+    Case {
+        name: format!("{}: {}", t.name, v.hint.key()),
+        classname: format!("{server}.tools"),
+        seconds: tool_ms as f64 / 1000.0 / 4.0,
+        status,
+        out,
+        err: String::new(),
+    }
+}
+
+fn run_case(r: &Report, server: &str) -> Case {
+    let mut out = format!("{} (exit {})\n", r.exit_reason, r.exit_code);
+    let _ = writeln!(out, "sandbox: {} — {}", r.sandbox.level, r.sandbox.summary);
+    let others: Vec<&Finding> = r.findings.iter().filter(|f| f.hint.is_none()).collect();
+    for f in &others {
+        let _ = writeln!(
+            out,
+            "[{}] {}: {}{}",
+            f.severity.as_str(),
+            f.audit,
+            f.message,
+            f.accepted
+                .as_ref()
+                .map(|a| format!(" ({a})"))
+                .unwrap_or_default()
+        );
+    }
+    let failing: Vec<&&Finding> = others
+        .iter()
+        .filter(|f| f.accepted.is_none() && r.settings.fail_on.fails(f.severity))
+        .collect();
+    let status = if let Some(e) = &r.server.start_error {
+        Status::Error { message: e.clone() }
+    } else if let Some(p) = &r.partial {
+        Status::Error {
+            message: format!("the run did not complete: {p}"),
+        }
+    } else if let Some(first) = failing.first() {
+        Status::Failure {
+            message: format!("{} finding(s); first: {}", failing.len(), first.message),
+            kind: first.audit.to_string(),
+        }
+    } else {
+        Status::Passed
+    };
+    Case {
+        name: "run".into(),
+        classname: format!("{server}.server"),
+        seconds: r.duration_ms as f64 / 1000.0,
+        status,
+        out,
+        err: r.server.stderr.clone(),
+    }
+}
+
+/// Renders the report as JUnit XML.
+pub fn render(r: &Report) -> String {
+    let server = server_key(r);
+    let mut cases = vec![run_case(r, &server)];
+    for t in &r.tools {
+        cases.extend(t.verdicts.iter().map(|v| hint_case(r, t, v, &server)));
+    }
+    let count = |f: fn(&Status) -> bool| cases.iter().filter(|c| f(&c.status)).count();
+    let failures = count(|s| matches!(s, Status::Failure { .. }));
+    let errors = count(|s| matches!(s, Status::Error { .. }));
+    let skipped = count(|s| matches!(s, Status::Skipped { .. }));
+    let time = r.duration_ms as f64 / 1000.0;
+    let stamp = timestamp(r.started_unix_ms);
+    let mut o = String::new();
+    o.push_str("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+    let _ = writeln!(
+        o,
+        "<testsuites name=\"hintcheck\" tests=\"{}\" failures=\"{failures}\" errors=\"{errors}\" skipped=\"{skipped}\" time=\"{time:.3}\" timestamp=\"{stamp}\">",
+        cases.len()
+    );
+    let _ = writeln!(
+        o,
+        "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{failures}\" errors=\"{errors}\" skipped=\"{skipped}\" time=\"{time:.3}\" timestamp=\"{stamp}\">",
+        escape(&server),
+        cases.len()
+    );
+    o.push_str("    <properties>\n");
+    let properties = [
+        ("hintcheck.version", r.hintcheck_version.clone()),
+        ("sandbox.level", r.sandbox.level.clone()),
+        ("sandbox.enforced", r.sandbox.enforced.join(", ")),
+        ("files_observed", r.coverage.files_observed.to_string()),
+        ("network_observed", r.coverage.network_observed.to_string()),
+        ("fail_on", r.settings.fail_on.as_str().to_string()),
+        ("exit_code", r.exit_code.to_string()),
+    ];
+    for (k, v) in properties {
+        let _ = writeln!(o, "      <property name=\"{k}\" value=\"{}\"/>", escape(&v));
+    }
+    o.push_str("    </properties>\n");
+    for c in &cases {
+        let _ = writeln!(
+            o,
+            "    <testcase name=\"{}\" classname=\"{}\" time=\"{:.3}\">",
+            escape(&c.name),
+            escape(&c.classname),
+            c.seconds
+        );
+        match &c.status {
+            Status::Passed => {}
+            Status::Failure { message, kind } => {
+                let _ = writeln!(
+                    o,
+                    "      <failure message=\"{}\" type=\"{}\">{}</failure>",
+                    escape(message),
+                    escape(kind),
+                    escape(&c.out)
+                );
+            }
+            Status::Error { message } => {
+                let _ = writeln!(
+                    o,
+                    "      <error message=\"{}\" type=\"harness\"/>",
+                    escape(message)
+                );
+            }
+            Status::Skipped { message } => {
+                let _ = writeln!(o, "      <skipped message=\"{}\"/>", escape(message));
+            }
+        }
+        let _ = writeln!(o, "      <system-out>{}</system-out>", escape(&c.out));
+        if !c.err.is_empty() {
+            let _ = writeln!(o, "      <system-err>{}</system-err>", escape(&c.err));
+        }
+        o.push_str("    </testcase>\n");
+    }
+    o.push_str("  </testsuite>\n</testsuites>\n");
+    o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escaping_covers_markup_and_forbidden_characters() {
+        assert_eq!(
+            escape("a<b & \"c\"\u{1}"),
+            "a&lt;b &amp; &quot;c&quot;\\u{1}"
+        );
+        assert_eq!(escape("ok\ttab\nline"), "ok\ttab\nline");
+    }
+
+    #[test]
+    fn timestamps_are_iso_8601_utc() {
+        assert_eq!(timestamp(0), "1970-01-01T00:00:00Z");
+        assert_eq!(timestamp(1_796_010_886_000), "2026-11-30T03:54:46Z");
+        assert_eq!(timestamp(951_782_400_000), "2000-02-29T00:00:00Z");
+    }
+}

@@ -1,0 +1,305 @@
+//! The Markdown summary, made for `$GITHUB_STEP_SUMMARY` (GitHub-flavoured Markdown): the
+//! result and its exit code, what the sandbox enforced and what was observed, the contradicted
+//! hints with their first evidence, a matrix of every tool's hints and verdicts, evidence per
+//! tool in collapsible sections, and the other findings. GitHub rejects a step summary over
+//! 1 MiB, so the summary stops adding detail at [`BUDGET`] bytes and says how much it left out.
+//! Text from the server is escaped so that it can neither break the tables nor inject HTML.
+
+use std::fmt::Write;
+
+use super::{Report, ToolReport, escape_untrusted};
+use crate::baseline::server_key;
+use crate::finding::{HintVerdict, Verdict};
+use crate::mcp::client::Era;
+
+/// The most bytes the summary uses (GitHub allows 1 MiB per step; leave room for others).
+pub const BUDGET: usize = 400 * 1024;
+
+/// The most tools listed in the matrix.
+const MATRIX_ROWS: usize = 300;
+
+/// Escapes untrusted text for a table cell or a list item.
+pub fn md(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in escape_untrusted(s).chars() {
+        match c {
+            '|' | '`' | '*' | '_' | '[' | ']' | '\\' | '#' | '~' | '!' => {
+                out.push('\\');
+                out.push(c);
+            }
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '&' => out.push_str("&amp;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+fn shorten(s: &str, max: usize) -> String {
+    crate::mcp::tool::shorten(s, max)
+}
+
+fn icon(v: &HintVerdict) -> &'static str {
+    match v.verdict {
+        Verdict::Contradicted if v.uncertain => "⚠️",
+        Verdict::Contradicted => "❌",
+        Verdict::Consistent => "✅",
+        Verdict::Unexercised => "⚪",
+        Verdict::NotApplicable => "➖",
+    }
+}
+
+fn cell(v: &HintVerdict) -> String {
+    format!("{} {}", icon(v), md(&v.declared))
+}
+
+fn tool_details(o: &mut String, t: &ToolReport) {
+    let _ = writeln!(o, "\n#### {}\n", md(&t.name));
+    if let Some(s) = &t.skipped {
+        let _ = writeln!(o, "- not called: {}", md(s));
+        return;
+    }
+    for v in &t.verdicts {
+        let _ = writeln!(
+            o,
+            "- {} **{}** (declared {}): {}: {}",
+            icon(v),
+            v.hint.key(),
+            md(&v.declared),
+            v.verdict.as_str(),
+            md(&shorten(&v.reason, 300))
+        );
+        for e in v.evidence.iter().take(5) {
+            let _ = writeln!(o, "  - {}: {}", md(&e.source), md(&shorten(&e.text, 300)));
+        }
+    }
+    let supported: Vec<String> = t
+        .supported
+        .iter()
+        .filter(|s| s.changed)
+        .map(|s| format!("{}: {} ({})", s.hint.key(), s.value, s.basis.as_str()))
+        .collect();
+    if !supported.is_empty() {
+        let _ = writeln!(o, "- suggested: {}", supported.join(", "));
+    }
+}
+
+/// Renders the summary.
+pub fn render(r: &Report) -> String {
+    let mut o = String::new();
+    let server = server_key(r);
+    let version = r
+        .server
+        .identity
+        .as_ref()
+        .and_then(|i| i.server_info.as_ref())
+        .and_then(|v| v.get("version"))
+        .and_then(|v| v.as_str())
+        .unwrap_or("");
+    let mark = match r.exit_code {
+        0 => "✅",
+        1 => "❌",
+        _ => "⚠️",
+    };
+    let _ = writeln!(o, "## {mark} hintcheck: {} {}\n", md(&server), md(version));
+    let _ = writeln!(
+        o,
+        "**Result:** {} (exit {})",
+        md(&r.exit_reason),
+        r.exit_code
+    );
+    if let Some(p) = &r.partial {
+        let _ = writeln!(o, "\n**Partial run:** {}", md(p));
+    }
+    if let Some(e) = &r.server.start_error {
+        let _ = writeln!(o, "\n**The server could not be verified:** {}", md(e));
+    }
+    if let Some(id) = &r.server.identity {
+        let era = match &id.era {
+            Era::Modern(v) => format!("modern era, {}", md(v)),
+            Era::Legacy(v) => format!("handshake era, {}", md(v)),
+        };
+        let _ = writeln!(o, "\n**Protocol:** {era}");
+    }
+    let c = &r.coverage;
+    let _ = writeln!(
+        o,
+        "\n**Coverage:** {} tool(s) listed, {} with a successful call, {} with only failed calls, {} skipped, {} not called; {} call(s)",
+        c.tools_listed,
+        c.tools_succeeded,
+        c.tools_failed,
+        c.tools_skipped,
+        c.tools_not_called,
+        c.calls
+    );
+    let _ = writeln!(
+        o,
+        "\n**Observed:** file effects {} · network {}",
+        if c.files_observed { "yes" } else { "**no**" },
+        if c.network_observed { "yes" } else { "**no**" }
+    );
+    let _ = writeln!(
+        o,
+        "\n**Sandbox:** {} — {}",
+        md(&r.sandbox.level),
+        md(&r.sandbox.summary)
+    );
+    if let Some(b) = &r.baseline {
+        let _ = writeln!(
+            o,
+            "\n**Baseline:** {} finding(s) accepted by {}; {} stale entr{}",
+            b.accepted,
+            md(&b.path),
+            b.stale.len(),
+            if b.stale.len() == 1 { "y" } else { "ies" }
+        );
+        for (tool, _, _) in &b.changed_definitions {
+            let _ = writeln!(
+                o,
+                "- the definition of {} changed since its findings were accepted",
+                md(tool)
+            );
+        }
+    }
+
+    let contradicted: Vec<(&ToolReport, &HintVerdict)> = r
+        .tools
+        .iter()
+        .flat_map(|t| t.verdicts.iter().map(move |v| (t, v)))
+        .filter(|(_, v)| v.verdict == Verdict::Contradicted)
+        .collect();
+    if !contradicted.is_empty() {
+        let _ = writeln!(o, "\n### Contradicted hints\n");
+        let _ = writeln!(o, "| tool | hint | declared | observed | first evidence |");
+        let _ = writeln!(o, "|---|---|---|---|---|");
+        for (t, v) in &contradicted {
+            let accepted = r
+                .findings
+                .iter()
+                .find(|f| f.tool.as_deref() == Some(&t.name) && f.hint == Some(v.hint))
+                .and_then(|f| f.accepted.as_ref());
+            let first = v
+                .evidence
+                .first()
+                .map(|e| format!("{}: {}", md(&e.source), md(&shorten(&e.text, 160))))
+                .unwrap_or_default();
+            let _ = writeln!(
+                o,
+                "| {} {} | {} | {} | {}{}{} | {} |",
+                icon(v),
+                md(&t.name),
+                v.hint.key(),
+                md(&v.declared),
+                md(&shorten(&v.reason, 200)),
+                if v.uncertain { " (uncertain)" } else { "" },
+                if accepted.is_some() {
+                    " (accepted)"
+                } else {
+                    ""
+                },
+                first
+            );
+        }
+    }
+
+    if !r.tools.is_empty() {
+        let _ = writeln!(o, "\n### Tools\n");
+        let _ = writeln!(
+            o,
+            "| tool | readOnlyHint | destructiveHint | idempotentHint | openWorldHint | calls |"
+        );
+        let _ = writeln!(o, "|---|---|---|---|---|---|");
+        for t in r.tools.iter().take(MATRIX_ROWS) {
+            let cells: Vec<String> = t.verdicts.iter().map(cell).collect();
+            let ok = t.calls.iter().filter(|c| c.outcome.is_success()).count();
+            let calls = match &t.skipped {
+                Some(_) => "skipped".to_string(),
+                None => format!("{ok}/{} ok", t.calls.len()),
+            };
+            let _ = writeln!(o, "| {} | {} | {calls} |", md(&t.name), cells.join(" | "));
+        }
+        if r.tools.len() > MATRIX_ROWS {
+            let _ = writeln!(
+                o,
+                "\n{} more tool(s) in the JSON or SARIF report.",
+                r.tools.len() - MATRIX_ROWS
+            );
+        }
+        let _ = writeln!(
+            o,
+            "\n❌ contradicted · ⚠️ contradicted, uncertain · ✅ consistent · ⚪ not exercised · ➖ promises nothing (absent or the spec's default); each cell shows the declared value."
+        );
+        let _ = writeln!(
+            o,
+            "\n<details><summary>Reasons and evidence per tool</summary>\n"
+        );
+        let mut left_out = 0;
+        for t in &r.tools {
+            let mut section = String::new();
+            tool_details(&mut section, t);
+            if o.len() + section.len() > BUDGET {
+                left_out += 1;
+                continue;
+            }
+            o.push_str(&section);
+        }
+        if left_out > 0 {
+            let _ = writeln!(
+                o,
+                "\n{left_out} tool(s) left out to keep the summary small; the JSON report has them."
+            );
+        }
+        let _ = writeln!(o, "\n</details>");
+    }
+
+    let others: Vec<_> = r.findings.iter().filter(|f| f.hint.is_none()).collect();
+    if !others.is_empty() {
+        let _ = writeln!(o, "\n### Other findings\n");
+        for (i, f) in others.iter().enumerate() {
+            if o.len() > BUDGET {
+                let _ = writeln!(o, "- … {} more in the JSON report", others.len() - i);
+                break;
+            }
+            let _ = writeln!(
+                o,
+                "- **{}** {}: {}{}",
+                f.severity.as_str(),
+                f.audit,
+                md(&shorten(&f.message, 300)),
+                if f.accepted.is_some() {
+                    " (accepted)"
+                } else {
+                    ""
+                }
+            );
+        }
+    }
+    let _ = writeln!(
+        o,
+        "\n<sub>hintcheck {} · seed {} · {} call(s) per tool · fail on {} · {:.1} s</sub>",
+        md(&r.hintcheck_version),
+        r.settings.seed,
+        r.settings.repeat,
+        r.settings.fail_on.as_str(),
+        r.duration_ms as f64 / 1000.0
+    );
+    o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn untrusted_text_cannot_break_tables_or_inject_html() {
+        assert_eq!(md("a|b"), "a\\|b");
+        assert_eq!(md("<script>"), "&lt;script&gt;");
+        assert_eq!(
+            md("x\ny"),
+            "x\\\\ny",
+            "newlines are escaped, then the backslash"
+        );
+        assert_eq!(md("[link](http://x)"), "\\[link\\](http://x)");
+    }
+}
