@@ -143,10 +143,11 @@ impl Baseline {
             .iter()
             .map(|e| (e.fingerprint.as_str(), e))
             .collect();
-        let definitions: BTreeMap<&str, &str> = report
-            .tools
-            .iter()
-            .map(|t| (t.name.as_str(), t.definition_sha256.as_str()))
+        // Owned: the findings are marked below.
+        let definitions: BTreeMap<String, String> = report
+            .definition_hashes()
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
         let mut outcome = BaselineOutcome {
             path: self.path.display().to_string(),
@@ -166,11 +167,9 @@ impl Baseline {
             if let (Some(tool), Some(then)) = (&f.tool, &entry.definition_sha256) {
                 if let Some(now) = definitions.get(tool.as_str()) {
                     if then != now && !outcome.changed_definitions.iter().any(|(t, ..)| t == tool) {
-                        outcome.changed_definitions.push((
-                            tool.clone(),
-                            then.clone(),
-                            (*now).to_string(),
-                        ));
+                        outcome
+                            .changed_definitions
+                            .push((tool.clone(), then.clone(), now.clone()));
                     }
                 }
             }
@@ -189,11 +188,7 @@ impl Baseline {
 pub fn server_key(report: &Report) -> String {
     report
         .server
-        .identity
-        .as_ref()
-        .and_then(|i| i.server_info.as_ref())
-        .and_then(|v| v.get("name"))
-        .and_then(|v| v.as_str())
+        .info("name")
         .filter(|n| !n.trim().is_empty())
         .map(str::to_string)
         .unwrap_or_else(|| report.server.command.join(" "))
@@ -238,11 +233,7 @@ pub fn render(report: &Report, previous: Option<&Baseline>) -> String {
                 .collect()
         })
         .unwrap_or_default();
-    let definitions: BTreeMap<&str, &str> = report
-        .tools
-        .iter()
-        .map(|t| (t.name.as_str(), t.definition_sha256.as_str()))
-        .collect();
+    let definitions = report.definition_hashes();
     let mut seen = std::collections::BTreeSet::new();
     let findings = report
         .findings

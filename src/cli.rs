@@ -234,7 +234,8 @@ pub struct VerifyArgs {
     #[arg(long, value_name = "FILE")]
     pub anchor: Vec<PathBuf>,
     /// Where to write the tool inventory SARIF results point at when no anchor names a tool
-    /// [default: hintcheck-tools.json next to the SARIF file].
+    /// [default: hintcheck-tools.json next to the SARIF file, or in the working directory when
+    /// SARIF goes to stdout].
     #[arg(long, value_name = "FILE")]
     pub inventory: Option<PathBuf>,
     /// The directory SARIF paths are made relative to (the repository root) [default: the

@@ -1,6 +1,7 @@
 //! Writing a finished run where the user asked: the main report (`--format`, `--output` or
 //! stdout), the transcript, the extra SARIF (with its tool inventory), JUnit and Markdown
-//! files, the `$GITHUB_STEP_SUMMARY` summary and a new baseline. Every output is attempted
+//! files, the `$GITHUB_STEP_SUMMARY` summary and a new baseline. Missing parent directories
+//! are created. Every output is attempted
 //! even when an earlier one failed, and a main report that cannot be written goes to stdout,
 //! so that nothing is lost; the first failure is returned.
 
@@ -23,19 +24,32 @@ pub enum Mode {
     Suggest,
 }
 
+/// Creates the parent directory of an output when it is missing.
+fn ensure_parent(path: &Path) -> std::io::Result<()> {
+    match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() && !dir.exists() => std::fs::create_dir_all(dir),
+        _ => Ok(()),
+    }
+}
+
 fn write_file(what: &'static str, path: &Path, text: &str) -> Result<(), Error> {
-    std::fs::write(path, text).map_err(|source| Error::Output {
-        what,
-        path: path.to_path_buf(),
-        source,
-    })
+    ensure_parent(path)
+        .and_then(|()| std::fs::write(path, text))
+        .map_err(|source| Error::Output {
+            what,
+            path: path.to_path_buf(),
+            source,
+        })
 }
 
 fn append_file(what: &'static str, path: &Path, text: &str) -> Result<(), Error> {
-    std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
+    ensure_parent(path)
+        .and_then(|()| {
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+        })
         .and_then(|mut f| f.write_all(text.as_bytes()))
         .map_err(|source| Error::Output {
             what,

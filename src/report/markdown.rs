@@ -89,14 +89,7 @@ fn tool_details(o: &mut String, t: &ToolReport) {
 pub fn render(r: &Report) -> String {
     let mut o = String::new();
     let server = server_key(r);
-    let version = r
-        .server
-        .identity
-        .as_ref()
-        .and_then(|i| i.server_info.as_ref())
-        .and_then(|v| v.get("version"))
-        .and_then(|v| v.as_str())
-        .unwrap_or("");
+    let version = r.server.info("version").unwrap_or("");
     let mark = match r.exit_code {
         0 => "✅",
         1 => "❌",
@@ -123,16 +116,7 @@ pub fn render(r: &Report) -> String {
         let _ = writeln!(o, "\n**Protocol:** {era}");
     }
     let c = &r.coverage;
-    let _ = writeln!(
-        o,
-        "\n**Coverage:** {} tool(s) listed, {} with a successful call, {} with only failed calls, {} skipped, {} not called; {} call(s)",
-        c.tools_listed,
-        c.tools_succeeded,
-        c.tools_failed,
-        c.tools_skipped,
-        c.tools_not_called,
-        c.calls
-    );
+    let _ = writeln!(o, "\n**Coverage:** {}", c.describe());
     let _ = writeln!(
         o,
         "\n**Observed:** file effects {} · network {}",

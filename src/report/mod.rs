@@ -179,6 +179,42 @@ pub struct ToolReport {
     pub definition: Value,
 }
 
+impl ServerSummary {
+    /// A string field of `serverInfo` (`name`, `version`), when the server sent one.
+    pub fn info(&self, key: &str) -> Option<&str> {
+        self.identity
+            .as_ref()
+            .and_then(|i| i.server_info.as_ref())
+            .and_then(|v| v.get(key))
+            .and_then(|v| v.as_str())
+    }
+}
+
+impl CoverageSummary {
+    /// "N tool(s) listed: …; M call(s)", the coverage in one sentence.
+    pub fn describe(&self) -> String {
+        format!(
+            "{} tool(s) listed: {} with a successful call, {} with only failed calls, {} skipped, {} not called; {} call(s) in all",
+            self.tools_listed,
+            self.tools_succeeded,
+            self.tools_failed,
+            self.tools_skipped,
+            self.tools_not_called,
+            self.calls
+        )
+    }
+}
+
+impl Report {
+    /// Each tool's definition hash, by name.
+    pub fn definition_hashes(&self) -> BTreeMap<&str, &str> {
+        self.tools
+            .iter()
+            .map(|t| (t.name.as_str(), t.definition_sha256.as_str()))
+            .collect()
+    }
+}
+
 impl ToolReport {
     /// Whether any hint is contradicted.
     pub fn contradicted(&self) -> bool {

@@ -225,16 +225,7 @@ fn write_report(o: &mut String, r: &Report, paint: Paint) -> std::fmt::Result {
         }
     }
     let c = &r.coverage;
-    writeln!(
-        o,
-        "\ncoverage: {} tool(s) listed: {} with a successful call, {} with only failed calls, {} skipped, {} not called; {} call(s) in all",
-        c.tools_listed,
-        c.tools_succeeded,
-        c.tools_failed,
-        c.tools_skipped,
-        c.tools_not_called,
-        c.calls
-    )?;
+    writeln!(o, "\ncoverage: {}", c.describe())?;
     if let Some(i) = &c.inventory_incomplete {
         writeln!(o, "          the tool listing was incomplete: {}", esc(i))?;
     }

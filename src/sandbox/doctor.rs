@@ -23,6 +23,10 @@ pub struct Check {
     /// How to fix it, when it is not ok.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub remedy: Option<String>,
+    /// A shell script that applies the narrowest remedy without questions (for automation
+    /// such as the GitHub Action), when there is one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fix: Option<String>,
 }
 
 /// The doctor's findings.
@@ -49,6 +53,7 @@ fn check(
         status,
         detail: detail.into(),
         remedy,
+        fix: None,
     }
 }
 
@@ -159,7 +164,7 @@ pub async fn diagnose() -> DoctorReport {
     ));
     if let Some(v) = read_trimmed("/proc/sys/kernel/apparmor_restrict_unprivileged_userns") {
         let restricted = v == "1";
-        checks.push(check(
+        let mut c = check(
             "apparmor userns restriction",
             if restricted && !root { "degraded" } else { "info" },
             format!("kernel.apparmor_restrict_unprivileged_userns = {v}"),
@@ -169,16 +174,21 @@ pub async fn diagnose() -> DoctorReport {
                     apparmor_profile()
                 )
             }),
-        ));
+        );
+        // The profile lets only this binary create user namespaces: narrower than the sysctl.
+        c.fix = (restricted && !root).then(apparmor_profile);
+        checks.push(c);
     }
     if let Some(v) = read_trimmed("/proc/sys/user/max_user_namespaces") {
         if v == "0" && !root {
-            checks.push(check(
+            let mut c = check(
                 "user namespaces",
                 "missing",
                 "user.max_user_namespaces = 0",
                 Some("sudo sysctl -w user.max_user_namespaces=15000".into()),
-            ));
+            );
+            c.fix = c.remedy.clone();
+            checks.push(c);
         }
     }
     let required = probe_sandbox(SandboxLevel::Required).await;

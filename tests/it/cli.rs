@@ -280,7 +280,7 @@ fn an_unwritable_output_still_prints_the_report() {
             "--scenario",
             &at("scenarios/startup-writer"),
             "--output",
-            "/nonexistent/dir/report.txt",
+            "/dev/null/dir/report.txt",
         ],
         &[],
         LIMIT,
@@ -288,7 +288,7 @@ fn an_unwritable_output_still_prints_the_report() {
     assert_eq!(out.code, 3);
     assert!(out.stdout.contains("result:"), "{}", out.stdout);
     assert!(
-        out.stderr.contains("/nonexistent/dir/report.txt"),
+        out.stderr.contains("/dev/null/dir/report.txt"),
         "{}",
         out.stderr
     );

@@ -1,5 +1,7 @@
 //! The integration test binary (one link step for all of them).
 
+/// The GitHub Action's scripts, run as the runner runs them.
+mod action;
 /// The command line: usage errors, formats, exit codes, explain, cleanup.
 mod cli;
 /// Real MCP servers from npm, when installed.

@@ -1,0 +1,245 @@
+//! The GitHub Action (`action.yml` and its scripts under `action/`), run here the way the
+//! runner runs them: the same environment variables, a throw-away working directory, and the
+//! hintcheck binary under test.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::process::Command;
+
+use crate::util::{at, fake_server, hintcheck_bin, repo};
+
+fn script(name: &str, cwd: &Path, env: &[(&str, &str)]) -> std::process::Output {
+    let mut cmd = Command::new("bash");
+    cmd.arg(repo().join("action").join(name)).current_dir(cwd);
+    for k in [
+        "GITHUB_STEP_SUMMARY",
+        "HINTCHECK_CONFIG",
+        "NO_COLOR",
+        "CLICOLOR_FORCE",
+    ] {
+        cmd.env_remove(k);
+    }
+    cmd.env("HINTCHECK_FAKE_SERVER", fake_server());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.output().expect("bash runs")
+}
+
+fn text(o: &std::process::Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+#[test]
+fn the_action_verifies_the_demo_and_hands_its_exit_code_to_the_last_step() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let outputs = dir.path().join("github-output");
+    let summary = dir.path().join("step-summary.md");
+    let args = format!("--scenario '{}'", at("scenarios/demo"));
+    let bin = hintcheck_bin();
+    let o = script(
+        "run.sh",
+        dir.path(),
+        &[
+            ("HINTCHECK_BIN", bin.to_str().expect("utf-8")),
+            ("HINTCHECK_ARGS", &args),
+            ("HINTCHECK_SARIF", "/dev/null/hintcheck.sarif"),
+            ("GITHUB_OUTPUT", outputs.to_str().expect("utf-8")),
+        ],
+    );
+    // The SARIF cannot be written: hintcheck says so (exit 3) and the step records it.
+    assert!(o.status.success(), "{}", text(&o));
+    let recorded = std::fs::read_to_string(&outputs).expect("outputs");
+    assert!(recorded.contains("exit-code=3"), "{recorded}");
+    assert!(!recorded.contains("sarif-file="), "{recorded}");
+    assert!(text(&o).contains("cannot write"), "{}", text(&o));
+
+    std::fs::write(&outputs, "").expect("reset");
+    let o = script(
+        "run.sh",
+        dir.path(),
+        &[
+            ("HINTCHECK_BIN", bin.to_str().expect("utf-8")),
+            ("HINTCHECK_ARGS", &args),
+            ("HINTCHECK_SARIF", "reports/hintcheck.sarif"),
+            ("HINTCHECK_FAIL_ON", "error"),
+            ("GITHUB_OUTPUT", outputs.to_str().expect("utf-8")),
+            ("GITHUB_STEP_SUMMARY", summary.to_str().expect("utf-8")),
+        ],
+    );
+    assert!(
+        o.status.success(),
+        "the step never fails itself: {}",
+        text(&o)
+    );
+    let recorded = std::fs::read_to_string(&outputs).expect("outputs");
+    assert!(recorded.contains("exit-code=1\n"), "{recorded}");
+    assert!(
+        recorded.contains("sarif-file=reports/hintcheck.sarif\n"),
+        "{recorded}"
+    );
+    let sarif: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.path().join("reports/hintcheck.sarif")).expect("sarif"),
+    )
+    .expect("json");
+    assert_eq!(
+        sarif["runs"][0]["results"]
+            .as_array()
+            .expect("results")
+            .len(),
+        7
+    );
+    assert!(dir.path().join("reports/hintcheck-tools.json").is_file());
+    let md = std::fs::read_to_string(&summary).expect("summary");
+    assert!(md.contains("## ❌ hintcheck: demo-notes"), "{md}");
+}
+
+/// A stand-in for `hintcheck doctor` whose sandbox works once its fix ran.
+fn fake_doctor(dir: &Path, fix_works: bool) -> std::path::PathBuf {
+    let marker = dir.join("fixed");
+    let available = if fix_works {
+        format!("[ -e '{}' ] && ok=true || ok=false", marker.display())
+    } else {
+        "ok=false".to_string()
+    };
+    let body = format!(
+        r#"#!/usr/bin/env bash
+{available}
+if [ "$*" = "doctor --format json" ]; then
+  printf '{{"required_sandbox_available": %s, "level": "none", "checks": [{{"name": "apparmor userns restriction", "status": "degraded", "detail": "restricted", "fix": "touch '\''{marker}'\''"}}], "enforced": []}}' "$ok"
+else
+  echo "doctor text report"
+fi
+"#,
+        marker = marker.display()
+    );
+    let path = dir.join("hintcheck");
+    std::fs::write(&path, body).expect("write");
+    let mut perms = std::fs::metadata(&path).expect("meta").permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
+    std::fs::set_permissions(&path, perms).expect("chmod");
+    path
+}
+
+#[test]
+fn preparing_the_sandbox_applies_the_doctors_fix_and_checks_again() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let bin = fake_doctor(dir.path(), true);
+    let o = script(
+        "prepare-sandbox.sh",
+        dir.path(),
+        &[("HINTCHECK_BIN", bin.to_str().expect("utf-8"))],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(dir.path().join("fixed").exists(), "the fix ran");
+    assert!(text(&o).contains("the sandbox works now"), "{}", text(&o));
+
+    let dir = tempfile::tempdir().expect("tmp");
+    let bin = fake_doctor(dir.path(), false);
+    let o = script(
+        "prepare-sandbox.sh",
+        dir.path(),
+        &[("HINTCHECK_BIN", bin.to_str().expect("utf-8"))],
+    );
+    assert_eq!(o.status.code(), Some(5), "{}", text(&o));
+    assert!(
+        text(&o).contains("::error title=hintcheck::"),
+        "{}",
+        text(&o)
+    );
+    let o = script(
+        "prepare-sandbox.sh",
+        dir.path(),
+        &[
+            ("HINTCHECK_BIN", bin.to_str().expect("utf-8")),
+            ("HINTCHECK_SANDBOX", "best-effort"),
+        ],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        text(&o).contains("::warning title=hintcheck::"),
+        "{}",
+        text(&o)
+    );
+}
+
+#[test]
+fn preparing_the_sandbox_on_this_machine_needs_no_fix() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let bin = hintcheck_bin();
+    let o = script(
+        "prepare-sandbox.sh",
+        dir.path(),
+        &[("HINTCHECK_BIN", bin.to_str().expect("utf-8"))],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        text(&o).contains("the sandbox works on this runner"),
+        "{}",
+        text(&o)
+    );
+}
+
+#[test]
+fn action_yml_declares_what_it_uses_and_its_scripts_exist() {
+    let yml = std::fs::read_to_string(repo().join("action.yml")).expect("action.yml");
+    let declared: BTreeSet<String> = yml
+        .split("\ninputs:\n")
+        .nth(1)
+        .and_then(|rest| rest.split("\noutputs:\n").next())
+        .expect("an inputs section")
+        .lines()
+        .filter(|l| l.starts_with("  ") && !l.starts_with("   ") && l.ends_with(':'))
+        .map(|l| l.trim().trim_end_matches(':').to_string())
+        .collect();
+    let used: BTreeSet<String> = yml
+        .match_indices("inputs.")
+        .map(|(i, _)| {
+            yml[i + "inputs.".len()..]
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '-')
+                .collect()
+        })
+        .collect();
+    assert!(!used.is_empty());
+    let undeclared: Vec<&String> = used.difference(&declared).collect();
+    assert!(
+        undeclared.is_empty(),
+        "used but not declared: {undeclared:?}"
+    );
+    for (i, _) in yml.match_indices("$GITHUB_ACTION_PATH/action/") {
+        let name: String = yml[i + "$GITHUB_ACTION_PATH/action/".len()..]
+            .chars()
+            .take_while(|c| !matches!(c, '"' | '\'' | ' ' | '\n'))
+            .collect();
+        let path = repo().join("action").join(&name);
+        let mode = std::fs::metadata(&path)
+            .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+            .permissions();
+        assert!(
+            std::os::unix::fs::PermissionsExt::mode(&mode) & 0o111 != 0,
+            "{name} is executable"
+        );
+    }
+    // The flags the scripts pass exist.
+    let help = Command::new(hintcheck_bin())
+        .args(["verify", "--help"])
+        .output()
+        .expect("help");
+    let help = String::from_utf8_lossy(&help.stdout);
+    let run = std::fs::read_to_string(repo().join("action/run.sh")).expect("run.sh");
+    for flag in [
+        "--sarif",
+        "--fail-on",
+        "--config",
+        "--baseline",
+        "--sandbox",
+    ] {
+        assert!(run.contains(flag), "{flag} in run.sh");
+        assert!(help.contains(flag), "{flag} in verify --help");
+    }
+}
