@@ -24,6 +24,12 @@ pub enum Command {
     /// Verify the server (as `verify` does) and print, for every tool, the annotations the
     /// observations support, as JSON ready to paste, each with its basis.
     Suggest(Box<VerifyArgs>),
+    /// Verify many servers (scenario files), in parallel and in shards, as JSON Lines.
+    ///
+    /// Example: hintcheck scan --jobs 4 --shard 1/3 --check scenarios/
+    Scan(ScanArgs),
+    /// Combine the JSON Lines of scans (shards) into one summary.
+    Merge(MergeArgs),
     /// Print the documentation of an audit (or list them all).
     Explain(ExplainArgs),
     /// Check what the sandbox can enforce on this machine, and how to fix what it cannot.
@@ -263,9 +269,80 @@ pub struct VerifyArgs {
     /// No progress display on stderr (it is shown only when stderr is a terminal).
     #[arg(long)]
     pub no_progress: bool,
+    /// Check the report against the scenario's `[expect]`: exit 0 when every expectation is
+    /// met, 1 when one is not (each is printed).
+    #[arg(long, requires = "scenario")]
+    pub check: bool,
+    /// Where `[setup]` installs servers [default: HINTCHECK_CACHE, /var/cache/hintcheck as
+    /// root, else ~/.cache/hintcheck].
+    #[arg(long, value_name = "DIR")]
+    pub cache_dir: Option<PathBuf>,
     /// The server command; `{workspace}`, `{home}` and `{tmp}` are replaced by the scratch paths.
     #[arg(last = true, value_name = "CMD")]
     pub command: Vec<String>,
+}
+
+/// `hintcheck scan`
+#[derive(Debug, Args)]
+pub struct ScanArgs {
+    /// Scenario files, directories holding scenario.toml, or directories of such directories.
+    #[arg(required = true, value_name = "PATH")]
+    pub paths: Vec<PathBuf>,
+    /// Servers verified at the same time [default: the number of CPUs].
+    #[arg(long, short, value_name = "N")]
+    pub jobs: Option<usize>,
+    /// Only the K-th of N shards of the sorted list (every N-th from the K-th; 1-based), for
+    /// CI matrices and Kubernetes indexed jobs.
+    #[arg(long, value_name = "K/N")]
+    pub shard: Option<String>,
+    /// Judge each server by its scenario's [expect]: exit 1 on any unexpected or missing
+    /// finding.
+    #[arg(long)]
+    pub check: bool,
+    /// Write the JSON Lines to FILE instead of stdout.
+    #[arg(long, short, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Print the scenario files of this shard and exit.
+    #[arg(long)]
+    pub list: bool,
+    /// Longest time for one server's run [default: 15m].
+    #[arg(long, value_name = "DURATION")]
+    pub timeout: Option<String>,
+    /// Passed to every verify: the lowest finding severity that fails a server.
+    #[arg(long, value_enum)]
+    pub fail_on: Option<FailOnArg>,
+    /// Passed to every verify: how strict the sandbox must be.
+    #[arg(long, value_enum)]
+    pub sandbox: Option<SandboxArg>,
+    /// Where `[setup]` installs servers (shared by all jobs).
+    #[arg(long, value_name = "DIR")]
+    pub cache_dir: Option<PathBuf>,
+}
+
+/// `hintcheck merge`
+#[derive(Debug, Args)]
+pub struct MergeArgs {
+    /// JSON Lines files written by `hintcheck scan`.
+    #[arg(required = true, value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+    /// Summary format.
+    #[arg(long, value_enum, default_value_t = MergeFormat::Text)]
+    pub format: MergeFormat,
+    /// Write the summary to FILE instead of stdout.
+    #[arg(long, short, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
+/// Formats of `hintcheck merge`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, ValueEnum)]
+pub enum MergeFormat {
+    /// A table.
+    #[default]
+    Text,
+    /// One JSON object with totals and a row per server.
+    Json,
+    /// A Markdown table (for $GITHUB_STEP_SUMMARY).
+    Markdown,
 }
 
 /// `hintcheck explain`

@@ -20,8 +20,9 @@
 //! - [`audit`]: one audit per hint, plus definition and protocol audits.
 //! - [`finding`], [`report`]: verdicts and findings; text and JSON renderers.
 //! - [`baseline`]: accepted findings and fingerprints; [`progress`]: progress on stderr.
-//! - [`output`]: writes a finished run's reports where asked.
-//! - [`run`]: the orchestrator; [`config`], [`cli`], [`scenario`], [`error`]: the edges.
+//! - [`output`]: writes a finished run's reports where asked; [`scan`]: many servers at once.
+//! - [`run`]: the orchestrator; [`config`], [`cli`], [`scenario`] (with [`setup`]: installing
+//!   real servers), [`error`]: the edges.
 //!
 //! Data flows forward only: audits never touch processes, renderers only format a finished
 //! [`report::Report`].
@@ -42,4 +43,6 @@ pub mod report;
 pub mod rpc;
 pub mod run;
 pub mod sandbox;
+pub mod scan;
 pub mod scenario;
+pub mod setup;

@@ -6,8 +6,11 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use clap::Parser;
-use hintcheck::cli::{Cli, Command, DoctorArgs, DoctorFormat, ExplainArgs, VerifyArgs};
-use hintcheck::config::RunConfig;
+use hintcheck::cli::{
+    Cli, Command, DoctorArgs, DoctorFormat, ExplainArgs, FailOnArg, MergeArgs, MergeFormat,
+    SandboxArg, ScanArgs, VerifyArgs,
+};
+use hintcheck::config::{RunConfig, parse_duration};
 use hintcheck::error::Error;
 use hintcheck::output::{self, Mode};
 use hintcheck::progress::Display;
@@ -47,6 +50,8 @@ fn main() -> ExitCode {
                 e.exit_code()
             }
         },
+        Command::Scan(a) => scan(&a),
+        Command::Merge(a) => merge(&a),
         Command::Suggest(a) => match verify(&a, Mode::Suggest) {
             Ok(code) => code,
             Err(e) => {
@@ -149,4 +154,181 @@ fn verify(a: &VerifyArgs, mode: Mode) -> Result<i32, Error> {
     };
     eprintln!("hintcheck: {} (exit {code})", report.exit_reason);
     Ok(code)
+}
+
+fn usage_error(e: impl std::fmt::Display) -> i32 {
+    eprintln!("hintcheck: error: {e}");
+    exit_code::USAGE
+}
+
+/// `hintcheck scan`: exit 0 when every server is clean (with --check: meets its
+/// expectations), 1 on findings (unmet expectations), 3 when a server gave no report.
+fn scan(a: &ScanArgs) -> i32 {
+    use hintcheck::scan;
+    let all = match scan::expand(&a.paths) {
+        Ok(t) => t,
+        Err(e) => return usage_error(e),
+    };
+    let targets = match a.shard.as_deref().map(scan::parse_shard).transpose() {
+        Ok(Some(s)) => scan::shard(&all, s),
+        Ok(None) => all.clone(),
+        Err(e) => return usage_error(e),
+    };
+    if a.list {
+        let mut out = std::io::stdout().lock();
+        for t in &targets {
+            let _ = writeln!(out, "{}", t.display());
+        }
+        return 0;
+    }
+    let timeout = match a
+        .timeout
+        .as_deref()
+        .map(|t| parse_duration("--timeout", t))
+        .transpose()
+    {
+        Ok(t) => t.unwrap_or(std::time::Duration::from_secs(900)),
+        Err(e) => return usage_error(e),
+    };
+    if a.jobs == Some(0) {
+        return usage_error("--jobs: 0 is not a number of jobs (at least 1)");
+    }
+    let mut verify_args = vec![
+        "--timeout".to_string(),
+        format!("{}s", timeout.as_secs().max(1)),
+    ];
+    if let Some(f) = a.fail_on {
+        let name = match f {
+            FailOnArg::Never => "never",
+            FailOnArg::Note => "note",
+            FailOnArg::Warning => "warning",
+            FailOnArg::Error => "error",
+        };
+        verify_args.extend(["--fail-on".to_string(), name.to_string()]);
+    }
+    if let Some(s) = a.sandbox {
+        let name = match s {
+            SandboxArg::Required => "required",
+            SandboxArg::BestEffort => "best-effort",
+        };
+        verify_args.extend(["--sandbox".to_string(), name.to_string()]);
+    }
+    if let Some(d) = &a.cache_dir {
+        verify_args.extend(["--cache-dir".to_string(), d.display().to_string()]);
+    }
+    let jobs = a.jobs.unwrap_or_else(|| {
+        std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1)
+    });
+    let plan = scan::ScanPlan {
+        total: all.len(),
+        targets,
+        jobs,
+        check: a.check,
+        verify_args,
+        exe: std::env::current_exe().unwrap_or_else(|_| "hintcheck".into()),
+        child_limit: timeout + std::time::Duration::from_secs(60),
+    };
+    let mut out: Box<dyn Write> = match &a.output {
+        Some(p) => match std::fs::File::create(p) {
+            Ok(f) => Box::new(std::io::BufWriter::new(f)),
+            Err(e) => {
+                eprintln!("hintcheck: error: cannot write {}: {e}", p.display());
+                return exit_code::HARNESS;
+            }
+        },
+        None => Box::new(std::io::stdout().lock()),
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("hintcheck: error: cannot start the async runtime: {e}");
+            return exit_code::HARNESS;
+        }
+    };
+    let selected = plan.targets.len();
+    let total = plan.total;
+    let outcome = runtime.block_on(async {
+        let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+        tokio::spawn(async move {
+            use tokio::signal::unix::{SignalKind, signal};
+            let (Ok(mut int), Ok(mut term)) = (
+                signal(SignalKind::interrupt()),
+                signal(SignalKind::terminate()),
+            ) else {
+                return;
+            };
+            tokio::select! {
+                _ = int.recv() => {}
+                _ = term.recv() => {}
+            }
+            let _ = stop_tx.send(true);
+        });
+        scan::scan(plan, &mut out, stop_rx).await
+    });
+    let _ = out.flush();
+    let totals = scan::totals(&outcome.lines);
+    let mut code = scan::exit_code_of(&outcome.lines);
+    if outcome.interrupted {
+        code = exit_code::HARNESS;
+    }
+    let speedup = totals.sum_of_runs_ms as f64 / outcome.wall.as_millis().max(1) as f64;
+    eprintln!(
+        "hintcheck: scanned {} of {total} server(s){} in {:.1} s (the runs took {:.1} s in all: {speedup:.2}x with --jobs {jobs}); {} contradicted hint(s), {} error(s){} (exit {code})",
+        outcome.lines.len(),
+        if selected < total {
+            " (this shard)"
+        } else {
+            ""
+        },
+        outcome.wall.as_secs_f64(),
+        totals.sum_of_runs_ms as f64 / 1000.0,
+        totals.contradicted,
+        totals.errors,
+        if a.check {
+            format!(
+                ", expectations {} met, {} unmet",
+                totals.expectations_met, totals.expectations_unmet
+            )
+        } else {
+            String::new()
+        },
+    );
+    if outcome.interrupted {
+        eprintln!(
+            "hintcheck: the scan was interrupted; the lines written are complete reports or partial ones"
+        );
+    }
+    code
+}
+
+/// `hintcheck merge`: the combined summary of scan results, exiting as the scan would have.
+fn merge(a: &MergeArgs) -> i32 {
+    use hintcheck::scan;
+    let lines = match scan::read_lines(&a.files) {
+        Ok(l) => l,
+        Err(e) => return usage_error(e),
+    };
+    let text = match a.format {
+        MergeFormat::Text => scan::render_text(&lines),
+        MergeFormat::Json => scan::render_json(&lines),
+        MergeFormat::Markdown => scan::render_markdown(&lines),
+    };
+    match &a.output {
+        Some(p) => {
+            if let Err(e) = std::fs::write(p, &text) {
+                let _ = std::io::stdout().lock().write_all(text.as_bytes());
+                eprintln!("hintcheck: error: cannot write {}: {e}", p.display());
+                return exit_code::HARNESS;
+            }
+        }
+        None => {
+            let _ = std::io::stdout().lock().write_all(text.as_bytes());
+        }
+    }
+    scan::exit_code_of(&lines)
 }

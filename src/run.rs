@@ -472,6 +472,7 @@ pub async fn verify(
         exit_reason: String::new(),
         partial: None,
         baseline: None,
+        expectations: None,
     };
 
     let mut scratch = match Scratch::create() {
@@ -1121,6 +1122,9 @@ pub async fn verify(
         report.baseline = Some(b.apply(&mut report));
     }
     (report.exit_code, report.exit_reason) = decide_exit(&report, config);
+    if config.check_expectations {
+        check_expectations(&mut report, config);
+    }
     if let Err(e) = scratch.remove() {
         report.notes.push(e);
     }
@@ -1226,6 +1230,37 @@ fn decide_exit(report: &Report, config: &RunConfig) -> (i32, String) {
     )
 }
 
+/// `--check`: the scenario's `[expect]` decides the exit code (0 met, 1 unmet); the run's own
+/// exit code and reason are kept in the report.
+fn check_expectations(report: &mut Report, config: &RunConfig) {
+    let Some(expect) = config.scenario.as_ref().and_then(|s| s.expect.as_ref()) else {
+        return;
+    };
+    let unmet = crate::scenario::check(expect, report);
+    let outcome = crate::report::ExpectationOutcome {
+        run_exit_code: report.exit_code,
+        run_exit_reason: report.exit_reason.clone(),
+        unmet,
+    };
+    (report.exit_code, report.exit_reason) = match outcome.unmet.first() {
+        None => (
+            exit_code::OK,
+            format!(
+                "every expectation of the scenario is met (the run: {}, exit {})",
+                outcome.run_exit_reason, outcome.run_exit_code
+            ),
+        ),
+        Some(first) => (
+            exit_code::CONTRADICTIONS,
+            format!(
+                "{} expectation(s) of the scenario unmet, first: {first}",
+                outcome.unmet.len()
+            ),
+        ),
+    };
+    report.expectations = Some(outcome);
+}
+
 /// Threads (other than the server's main thread) that use CPU while no call is in flight,
 /// watched for a short while after the tool listing.
 async fn probe_background(tree: Option<ProcessTree>, skip: usize) -> Vec<u32> {
@@ -1268,6 +1303,7 @@ async fn run_isolated(
 ) -> Result<(Vec<CallRecord>, Vec<PhaseObservation>), String> {
     let mut cfg = config.clone();
     cfg.progress = ProgressHook::default();
+    cfg.check_expectations = false;
     cfg.only_tools = Some(vec![tool.to_string()]);
     cfg.isolate = false;
     cfg.replay = false;
@@ -1307,6 +1343,7 @@ async fn replay_keys(
 ) -> Option<Vec<String>> {
     let mut cfg = config.clone();
     cfg.progress = ProgressHook::default();
+    cfg.check_expectations = false;
     cfg.only_tools = Some(vec![tool.to_string()]);
     cfg.replay = false;
     cfg.transcript = None;

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::audit::suggest::SupportBasis;
 use crate::report::Report;
 
 /// Errors reading a scenario.
@@ -47,6 +48,9 @@ pub struct Scenario {
     /// Run settings.
     #[serde(default)]
     pub run: RunSection,
+    /// What to install before the run (outside the sandbox).
+    #[serde(default)]
+    pub setup: crate::setup::SetupSection,
     /// Expectations.
     #[serde(default)]
     pub expect: Option<Expect>,
@@ -159,6 +163,10 @@ pub struct Expect {
     /// Tools that must be skipped.
     #[serde(default)]
     pub skipped: Vec<String>,
+    /// `tool:hintName=true|false`: the value the observations must support (`hintcheck
+    /// suggest`), backed by what was observed or consistent with it (not merely kept).
+    #[serde(default)]
+    pub suggested: Vec<String>,
 }
 
 fn yes() -> bool {
@@ -342,6 +350,30 @@ pub fn check(expect: &Expect, report: &Report) -> Vec<String> {
             Some(t) if t.skipped.is_some() => {}
             Some(_) => failures.push(format!("{tool}: expected to be skipped")),
             None => failures.push(format!("{tool}: not in the report")),
+        }
+    }
+    for spec in &expect.suggested {
+        let parsed = spec.split_once(':').and_then(|(tool, rest)| {
+            let (hint, value) = rest.split_once('=')?;
+            Some((tool, hint, value.parse::<bool>().ok()?))
+        });
+        let Some((tool, hint, want)) = parsed else {
+            failures.push(format!("{spec:?} is not tool:hintName=true|false"));
+            continue;
+        };
+        let supported = report
+            .tools
+            .iter()
+            .find(|t| t.name == tool)
+            .and_then(|t| t.supported.iter().find(|s| s.hint.key() == hint));
+        match supported {
+            Some(s) if s.value == want && s.basis != SupportBasis::Unverified => {}
+            Some(s) => failures.push(format!(
+                "{tool}:{hint}: supported {} ({}), expected {want}",
+                s.value,
+                s.basis.as_str()
+            )),
+            None => failures.push(format!("{tool}:{hint}: no such tool or hint in the report")),
         }
     }
     failures

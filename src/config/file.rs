@@ -48,6 +48,9 @@ pub struct ConfigFile {
     /// Run settings and `[run.args]` overrides (as in scenarios).
     #[serde(default)]
     pub run: RunSection,
+    /// What to install before the run (as in scenarios).
+    #[serde(default)]
+    pub setup: crate::setup::SetupSection,
     /// Sandbox policy.
     #[serde(default)]
     pub sandbox: SandboxSection,

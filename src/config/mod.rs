@@ -17,6 +17,7 @@ use crate::mcp::client::EraChoice;
 use crate::progress::ProgressHook;
 use crate::sandbox::SandboxLevel;
 use crate::scenario::{Scenario, ScenarioError};
+use crate::setup::{Installed, SetupError, SetupSection, network_launcher_advice};
 use file::{ConfigFile, ConfigFileError};
 
 /// Errors in the user's input.
@@ -47,6 +48,12 @@ pub enum ConfigError {
     /// The baseline could not be used.
     #[error(transparent)]
     Baseline(#[from] BaselineError),
+    /// The server could not be installed.
+    #[error(transparent)]
+    Setup(#[from] SetupError),
+    /// The command downloads its server at run time, which the sandbox forbids.
+    #[error("{0}")]
+    NetworkLauncher(String),
     /// The fake server of the harness was not found.
     #[error(
         "the scenario needs the harness's fake server, which was not found next to hintcheck ({searched}); build it with `cargo build --workspace` or set HINTCHECK_FAKE_SERVER"
@@ -147,6 +154,9 @@ pub struct RunConfig {
     pub config_file: Option<PathBuf>,
     /// Where progress events go (nowhere unless the binary installs a display).
     pub progress: ProgressHook,
+    /// Whether the report is checked against the scenario's `[expect]` (which then decides
+    /// the exit code).
+    pub check_expectations: bool,
 }
 
 /// Parses `30s`, `500ms`, `2m`, `1h` or a plain number of seconds.
@@ -425,6 +435,22 @@ impl RunConfig {
         if command.is_empty() || command[0].is_empty() {
             return Err(ConfigError::NoCommand);
         }
+        // Install what the scenario (or else the config file) needs, outside the sandbox.
+        let setup: Option<&SetupSection> = match (&scenario, &file) {
+            (Some(s), _) if !s.setup.is_empty() => Some(&s.setup),
+            (None, Some(f)) if !f.setup.is_empty() && a.command.is_empty() => Some(&f.setup),
+            _ => None,
+        };
+        if let Some(setup) = setup {
+            let cache = a.cache_dir.clone().unwrap_or_else(crate::setup::cache_root);
+            let installed: Installed = crate::setup::ensure(setup, &cache)?;
+            for c in &mut command {
+                *c = installed.substitute(c);
+            }
+            for (_, v) in &mut env {
+                *v = installed.substitute(v);
+            }
+        }
         env.extend(parse_env(&a.env)?);
         overrides.extend(parse_overrides(&a.args)?);
         let repeat = a.repeat.or(run.repeat).unwrap_or(2);
@@ -504,6 +530,13 @@ impl RunConfig {
             }
         }
         let sandbox_section = file.as_ref().map(|f| f.sandbox.clone()).unwrap_or_default();
+        let check_expectations = a.check;
+        if check_expectations && scenario.as_ref().is_some_and(|s| s.expect.is_none()) {
+            return Err(ConfigError::BadValue {
+                flag: "--check".into(),
+                message: "the scenario has no [expect] section to check".into(),
+            });
+        }
         let fail_section = file.as_ref().map(|f| f.fail.clone()).unwrap_or_default();
         let report_section = file.as_ref().map(|f| f.report.clone()).unwrap_or_default();
         let from_file = |p: &Option<PathBuf>| -> Option<PathBuf> {
@@ -526,6 +559,11 @@ impl RunConfig {
                 }
             },
         };
+        if sandbox.is_some() {
+            if let Some(advice) = network_launcher_advice(&command) {
+                return Err(ConfigError::NetworkLauncher(advice));
+            }
+        }
         let fail_on = match a.fail_on {
             Some(FailOnArg::Never) => FailOn::Never,
             Some(FailOnArg::Note) => FailOn::Note,
@@ -725,6 +763,7 @@ impl RunConfig {
             terminal: Terminal::resolve(a.color, a.no_progress),
             config_file: file.map(|f| f.path),
             progress: ProgressHook::default(),
+            check_expectations,
         })
     }
 }

@@ -167,6 +167,8 @@ pub struct Semantics {
     on_directories: bool,
     /// The tool works with version control (`git_diff`, `create_branch`).
     on_revisions: bool,
+    /// The tool works on database tables (`create_table`).
+    on_tables: bool,
     /// Meaning wins over a schema's `default` and `examples` too (a later attempt, when the
     /// defaults did not work).
     over_defaults: bool,
@@ -182,6 +184,7 @@ impl Semantics {
             on_directories: words(&tool.name)
                 .iter()
                 .any(|w| DIRECTORY_TOOL_WORDS.contains(&w.as_str())),
+            on_tables: words(&tool.name).iter().any(|w| w == "table"),
             on_revisions: words(&tool.name).iter().any(|w| {
                 [
                     "git", "branch", "commit", "checkout", "diff", "revision", "merge", "rebase",
@@ -240,6 +243,20 @@ impl Semantics {
                         .is_some_and(|d| d.starts_with("http://") || d.starts_with("https://")) =>
             {
                 Some(Value::String(TEST_URL.into()))
+            }
+            // A web address by format: the test address the network observer answers.
+            Some("string")
+                if schema
+                    .get("format")
+                    .and_then(Value::as_str)
+                    .is_some_and(|f| matches!(f, "uri" | "url" | "iri"))
+                    && schema.keys().all(|k| {
+                        k == "format"
+                            || is_plain_key(k)
+                            || (self.over_defaults && matches!(k.as_str(), "default" | "examples"))
+                    }) =>
+            {
+                Some(Value::String(TEST_URL.into())).filter(|v| fits_length(schema, v))
             }
             Some("string") if is_plain(schema, self.over_defaults) => {
                 let hint = describe(schema);
@@ -325,12 +342,23 @@ impl Semantics {
             return text("2026-01-15T12:30:00Z");
         }
         if has(&["sql"]) || (has(&["query"]) && hint.to_ascii_lowercase().contains("sql")) {
-            // A harmless read, of the seeded database's catalogue when there is one.
-            return text(if self.facts.sqlite.is_some() {
-                "SELECT name FROM sqlite_master"
-            } else {
-                "SELECT 1"
+            // A statement that does what the tool is for, on the seeded database's `items`
+            // table (`id`, `name`) when there is one: a read, an insert, an update, or a new
+            // table (idempotent by `IF NOT EXISTS`).
+            const NEW_TABLE: &str =
+                "CREATE TABLE IF NOT EXISTS hintcheck_notes (id INTEGER PRIMARY KEY, note TEXT)";
+            let seeded = self.facts.sqlite.is_some();
+            return text(match self.intent {
+                Intent::Create if self.on_tables => NEW_TABLE,
+                Intent::Create if seeded => "INSERT INTO items (name) VALUES ('hintcheck')",
+                Intent::Create => NEW_TABLE,
+                Intent::Modify if seeded => "UPDATE items SET name = 'hintcheck' WHERE id = 1",
+                _ if seeded => "SELECT * FROM items",
+                _ => "SELECT 1",
             });
+        }
+        if self.facts.sqlite.is_some() && matches!(name, "table" | "table_name" | "tableName") {
+            return text("items");
         }
         if has(&["command", "cmd", "shell", "script"]) {
             return text("echo hintcheck");
@@ -543,13 +571,37 @@ mod tests {
             ),
             ("edit_file", "oldText", json!("hintcheck")),
             ("search_files", "pattern", json!("*.txt")),
-            ("read_query", "sql", json!("SELECT name FROM sqlite_master")),
+            ("read_query", "sql", json!("SELECT * FROM items")),
+            (
+                "write_query",
+                "sql",
+                json!("INSERT INTO items (name) VALUES ('hintcheck')"),
+            ),
+            (
+                "create_table",
+                "sql",
+                json!(
+                    "CREATE TABLE IF NOT EXISTS hintcheck_notes (id INTEGER PRIMARY KEY, note TEXT)"
+                ),
+            ),
+            (
+                "update_rows",
+                "sql",
+                json!("UPDATE items SET name = 'hintcheck' WHERE id = 1"),
+            ),
+            ("describe_table", "table_name", json!("items")),
             ("open", "db_path", json!("/w/data/app.db")),
             ("open", "database", json!("/w/data/app.db")),
         ];
         for (tool, param, want) in cases {
             assert_eq!(sem(tool).value_for(param, s), Some(want), "{tool}.{param}");
         }
+        // A web address by format, even without a telling name.
+        let uri = json!({"type": "string", "format": "uri", "minLength": 1});
+        assert_eq!(
+            sem("fetch").value_for("target", uri.as_object().expect("obj")),
+            Some(json!(TEST_URL))
+        );
         assert_eq!(sem("x").value_for("count", s), None);
         // Unsure what a tool does with a path: an existing file, then a fresh name.
         assert_eq!(

@@ -40,6 +40,9 @@ pub struct ReportV1<'a> {
     /// Present when a baseline was given (added in 0.1: additive, schema_version stays 1).
     #[serde(skip_serializing_if = "Option::is_none")]
     baseline: Option<BaselineV1<'a>>,
+    /// Present with `--check` (additive).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    expectations: Option<&'a super::ExpectationOutcome>,
 }
 
 #[derive(Debug, Serialize)]
@@ -475,6 +478,7 @@ pub fn to_v1(r: &Report) -> ReportV1<'_> {
             notifications: &r.wire.notifications,
         },
         notes: &r.notes,
+        expectations: r.expectations.as_ref(),
         baseline: r.baseline.as_ref().map(|b| BaselineV1 {
             path: &b.path,
             accepted: b.accepted,

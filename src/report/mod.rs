@@ -63,6 +63,19 @@ pub struct Report {
     pub partial: Option<String>,
     /// What the baseline accepted, when one was given.
     pub baseline: Option<BaselineOutcome>,
+    /// The scenario's expectations, when `--check` asked for them.
+    pub expectations: Option<ExpectationOutcome>,
+}
+
+/// The check of a report against its scenario's `[expect]`.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct ExpectationOutcome {
+    /// The exit code the run had before the check decided it.
+    pub run_exit_code: i32,
+    /// The run's own exit reason.
+    pub run_exit_reason: String,
+    /// One line per unmet expectation (empty: all met).
+    pub unmet: Vec<String>,
 }
 
 /// The server as seen by the run.

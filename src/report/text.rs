@@ -270,6 +270,11 @@ fn write_report(o: &mut String, r: &Report, paint: Paint) -> std::fmt::Result {
             )?;
         }
     }
+    if let Some(e) = &r.expectations {
+        for line in &e.unmet {
+            writeln!(o, "unmet:    {}", esc(line))?;
+        }
+    }
     let result = format!("{} (exit {})", r.exit_reason, r.exit_code);
     let result = match r.exit_code {
         0 => paint.green(&result),

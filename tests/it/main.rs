@@ -10,6 +10,8 @@ mod real_servers;
 mod reports;
 /// Escape attempts against the sandbox, as root and unprivileged.
 mod sandbox;
+/// Scanning many servers: jobs, shards, JSON Lines, merge, --check, the real-server suite.
+mod scan;
 /// Every scenario under scenarios/ against its `[expect]` section.
 mod scenarios;
 /// Locating binaries, running hintcheck with a wall-clock limit.

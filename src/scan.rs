@@ -1,0 +1,628 @@
+//! Scanning many servers: `hintcheck scan` expands its paths into scenario files, keeps the
+//! shard `--shard K/N` asks for (every N-th of the sorted list, so CI matrix jobs and
+//! Kubernetes indexed jobs split a registry without coordination), and verifies each in a
+//! child `hintcheck verify` process (one server's crash or memory cannot touch another),
+//! `--jobs` at a time. Each result is one JSON line, written as it completes; `hintcheck
+//! merge` reads such files back and sums them up. `--check` judges each scenario by its
+//! `[expect]` instead of its findings.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tokio::io::AsyncReadExt;
+use tokio::sync::{Semaphore, watch};
+
+use crate::report::exit_code;
+
+/// The version of the JSON Lines format.
+pub const SCAN_VERSION: u32 = 1;
+
+/// Errors in what to scan or merge.
+#[derive(Debug, thiserror::Error)]
+pub enum ScanError {
+    /// A path holds no scenario.
+    #[error("{}: no scenario here (a scenario.toml, a directory holding one, or a directory of such directories)", path.display())]
+    NoScenario {
+        /// The path.
+        path: PathBuf,
+    },
+    /// `--shard` is not K/N.
+    #[error("--shard {0:?}: expected K/N with 1 <= K <= N (e.g. 2/4)")]
+    BadShard(String),
+    /// A results file could not be read.
+    #[error("cannot read {}", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A line of a results file is not a scan result.
+    #[error("{}:{line}: not a hintcheck scan result: {message}", path.display())]
+    BadLine {
+        /// The file.
+        path: PathBuf,
+        /// The 1-based line.
+        line: usize,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+/// One server's result: a line of the JSON Lines output.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ScanLine {
+    /// Always [`SCAN_VERSION`].
+    pub scan_version: u32,
+    /// The scenario file.
+    pub target: String,
+    /// The scenario's id (or its directory's name).
+    pub id: String,
+    /// The server's `serverInfo.name` and `version`, when it answered.
+    pub server: Option<Value>,
+    /// The exit code of `hintcheck verify` for it.
+    pub exit_code: i32,
+    /// Why.
+    pub exit_reason: String,
+    /// Wall time of its run.
+    pub duration_ms: u64,
+    /// The report's summary (verdict counts, findings by severity).
+    pub summary: Option<Value>,
+    /// With `--check`: the expectation outcome.
+    pub expectations: Option<Value>,
+    /// Set when no report came back: the end of the child's stderr.
+    pub error: Option<String>,
+    /// The whole JSON report.
+    pub report: Option<Value>,
+}
+
+/// What to scan, and how.
+#[derive(Debug, Clone)]
+pub struct ScanPlan {
+    /// The scenario files of this shard, in order.
+    pub targets: Vec<PathBuf>,
+    /// All scenario files before sharding.
+    pub total: usize,
+    /// Children at a time.
+    pub jobs: usize,
+    /// Judge by `[expect]`.
+    pub check: bool,
+    /// Extra `verify` options for every child.
+    pub verify_args: Vec<String>,
+    /// The hintcheck binary.
+    pub exe: PathBuf,
+    /// The longest one child may take before it is killed.
+    pub child_limit: Duration,
+}
+
+/// The outcome of a scan.
+#[derive(Debug, Clone, Default)]
+pub struct ScanOutcome {
+    /// Every line, in completion order.
+    pub lines: Vec<ScanLine>,
+    /// Wall time of the scan.
+    pub wall: Duration,
+    /// Whether a signal stopped it.
+    pub interrupted: bool,
+}
+
+/// Expands paths into scenario files: a file as is, a directory holding `scenario.toml`, or a
+/// directory of such directories. The result is sorted and free of duplicates, so that every
+/// shard of the same list sees the same order.
+pub fn expand(paths: &[PathBuf]) -> Result<Vec<PathBuf>, ScanError> {
+    let mut out = Vec::new();
+    for p in paths {
+        if p.is_file() {
+            out.push(p.clone());
+        } else if p.join("scenario.toml").is_file() {
+            out.push(p.join("scenario.toml"));
+        } else if p.is_dir() {
+            let mut found: Vec<PathBuf> = std::fs::read_dir(p)
+                .map_err(|source| ScanError::Read {
+                    path: p.clone(),
+                    source,
+                })?
+                .flatten()
+                .map(|e| e.path().join("scenario.toml"))
+                .filter(|f| f.is_file())
+                .collect();
+            if found.is_empty() {
+                return Err(ScanError::NoScenario { path: p.clone() });
+            }
+            out.append(&mut found);
+        } else {
+            return Err(ScanError::NoScenario { path: p.clone() });
+        }
+    }
+    out.sort();
+    out.dedup();
+    Ok(out)
+}
+
+/// Parses `K/N` (1-based K).
+pub fn parse_shard(s: &str) -> Result<(usize, usize), ScanError> {
+    let bad = || ScanError::BadShard(s.to_string());
+    let (k, n) = s.split_once('/').ok_or_else(bad)?;
+    let k: usize = k.trim().parse().map_err(|_| bad())?;
+    let n: usize = n.trim().parse().map_err(|_| bad())?;
+    if n == 0 || k == 0 || k > n {
+        return Err(bad());
+    }
+    Ok((k, n))
+}
+
+/// The targets of shard `k` of `n`: every n-th, starting at the k-th.
+pub fn shard<T: Clone>(all: &[T], (k, n): (usize, usize)) -> Vec<T> {
+    all.iter()
+        .enumerate()
+        .filter(|(i, _)| i % n == k - 1)
+        .map(|(_, t)| t.clone())
+        .collect()
+}
+
+fn scenario_id(path: &Path) -> String {
+    crate::scenario::Scenario::load(path)
+        .ok()
+        .and_then(|s| s.meta.id)
+        .or_else(|| {
+            path.parent()
+                .and_then(Path::file_name)
+                .map(|n| n.to_string_lossy().into_owned())
+        })
+        .unwrap_or_else(|| path.display().to_string())
+}
+
+fn tail(bytes: &[u8], max: usize) -> String {
+    let text = String::from_utf8_lossy(bytes);
+    let lines: Vec<&str> = text.lines().rev().take(12).collect();
+    let joined = lines.into_iter().rev().collect::<Vec<_>>().join("\n");
+    crate::mcp::tool::shorten(&joined, max)
+}
+
+/// Runs one target in a child `hintcheck verify`.
+async fn run_one(plan: &ScanPlan, target: &Path, mut stop: watch::Receiver<bool>) -> ScanLine {
+    let started = Instant::now();
+    let mut cmd = tokio::process::Command::new(&plan.exe);
+    cmd.arg("verify")
+        .arg("--scenario")
+        .arg(target)
+        .args([
+            "--format",
+            "json",
+            "--no-summary",
+            "--no-progress",
+            "--no-config",
+        ])
+        .args(&plan.verify_args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    if plan.check {
+        cmd.arg("--check");
+    }
+    let mut line = ScanLine {
+        scan_version: SCAN_VERSION,
+        target: target.display().to_string(),
+        id: scenario_id(target),
+        server: None,
+        exit_code: exit_code::HARNESS,
+        exit_reason: String::new(),
+        duration_ms: 0,
+        summary: None,
+        expectations: None,
+        error: None,
+        report: None,
+    };
+    let mut child = match cmd.spawn() {
+        Ok(c) => c,
+        Err(e) => {
+            line.exit_reason = format!("cannot start {}: {e}", plan.exe.display());
+            line.error = Some(line.exit_reason.clone());
+            return line;
+        }
+    };
+    let mut out = child.stdout.take();
+    let mut err = child.stderr.take();
+    let read_out = async {
+        let mut buf = Vec::new();
+        if let Some(o) = out.as_mut() {
+            let _ = o.read_to_end(&mut buf).await;
+        }
+        buf
+    };
+    let read_err = async {
+        let mut buf = Vec::new();
+        if let Some(e) = err.as_mut() {
+            let _ = e.read_to_end(&mut buf).await;
+        }
+        buf
+    };
+    let pid = child.id();
+    let wait = async {
+        tokio::select! {
+            status = child.wait() => status.ok().and_then(|s| s.code()),
+            _ = tokio::time::sleep(plan.child_limit) => {
+                let _ = child.start_kill();
+                let _ = child.wait().await;
+                None
+            }
+            _ = async {
+                loop {
+                    if *stop.borrow() {
+                        break;
+                    }
+                    if stop.changed().await.is_err() {
+                        // Nobody can stop the scan any more: wait for the child.
+                        std::future::pending::<()>().await;
+                    }
+                }
+            } => {
+                // Ask for the partial report, then wait for it.
+                if let Some(pid) = pid.and_then(|p| rustix::process::Pid::from_raw(p as i32)) {
+                    let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
+                }
+                child.wait().await.ok().and_then(|s| s.code())
+            }
+        }
+    };
+    let (stdout, stderr, code) = tokio::join!(read_out, read_err, wait);
+    line.duration_ms = started.elapsed().as_millis() as u64;
+    match serde_json::from_slice::<Value>(&stdout) {
+        Ok(report) if report.get("schema_version").is_some() => {
+            line.exit_code = code.unwrap_or(exit_code::HARNESS);
+            line.exit_reason = report["exit_reason"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string();
+            line.server = report["server"].get("server_info").cloned();
+            line.summary = report.get("summary").cloned();
+            line.expectations = report.get("expectations").cloned();
+            line.report = Some(report);
+        }
+        _ => {
+            line.exit_code = match code {
+                Some(c) if c != exit_code::OK && c != exit_code::CONTRADICTIONS => c,
+                _ => exit_code::HARNESS,
+            };
+            let why = tail(&stderr, 2000);
+            line.exit_reason = match code {
+                None => format!(
+                    "no report: hintcheck verify was stopped after {} s",
+                    plan.child_limit.as_secs()
+                ),
+                Some(_) => format!("no report: {}", why.lines().last().unwrap_or("")),
+            };
+            line.error = Some(why);
+        }
+    }
+    line
+}
+
+/// Runs the plan, writing each line to `out` as it completes and a progress line per server
+/// to stderr.
+pub async fn scan(plan: ScanPlan, out: &mut dyn Write, stop: watch::Receiver<bool>) -> ScanOutcome {
+    let started = Instant::now();
+    let semaphore = Arc::new(Semaphore::new(plan.jobs.max(1)));
+    let plan = Arc::new(plan);
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    for target in plan.targets.clone() {
+        let plan = plan.clone();
+        let semaphore = semaphore.clone();
+        let tx = tx.clone();
+        let stop = stop.clone();
+        tokio::spawn(async move {
+            let Ok(_permit) = semaphore.acquire_owned().await else {
+                return;
+            };
+            if *stop.borrow() {
+                return;
+            }
+            let line = run_one(&plan, &target, stop).await;
+            let _ = tx.send(line);
+        });
+    }
+    drop(tx);
+    let mut outcome = ScanOutcome::default();
+    let count = plan.targets.len();
+    while let Some(line) = rx.recv().await {
+        let mut text = serde_json::to_string(&line).unwrap_or_default();
+        text.push('\n');
+        let _ = out.write_all(text.as_bytes());
+        let _ = out.flush();
+        eprintln!(
+            "[{}/{count}] {}: exit {} ({}) {:.1} s",
+            outcome.lines.len() + 1,
+            crate::report::escape_untrusted(&line.id),
+            line.exit_code,
+            crate::report::escape_untrusted(&line.exit_reason),
+            line.duration_ms as f64 / 1000.0
+        );
+        outcome.lines.push(line);
+    }
+    outcome.wall = started.elapsed();
+    outcome.interrupted = *stop.borrow();
+    outcome
+}
+
+/// Totals over scan lines.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Totals {
+    /// Servers.
+    pub servers: usize,
+    /// Per exit code.
+    pub by_exit_code: BTreeMap<i32, usize>,
+    /// Contradicted hints in all.
+    pub contradicted: u64,
+    /// Servers whose expectations were checked and met.
+    pub expectations_met: usize,
+    /// Servers whose expectations were checked and not met.
+    pub expectations_unmet: usize,
+    /// Servers without a report.
+    pub errors: usize,
+    /// The sum of the servers' run times.
+    pub sum_of_runs_ms: u64,
+}
+
+/// Sums up lines.
+pub fn totals(lines: &[ScanLine]) -> Totals {
+    let mut t = Totals::default();
+    for l in lines {
+        t.servers += 1;
+        *t.by_exit_code.entry(l.exit_code).or_default() += 1;
+        t.contradicted += l
+            .summary
+            .as_ref()
+            .and_then(|s| s["contradicted"].as_u64())
+            .unwrap_or(0);
+        if let Some(e) = &l.expectations {
+            if e["unmet"].as_array().is_some_and(Vec::is_empty) {
+                t.expectations_met += 1;
+            } else {
+                t.expectations_unmet += 1;
+            }
+        }
+        if l.report.is_none() {
+            t.errors += 1;
+        }
+        t.sum_of_runs_ms += l.duration_ms;
+    }
+    t
+}
+
+/// The exit code of a scan (or a merge): a server without a report or with a harness error
+/// outranks one whose findings (or, checked, expectations) fail, which outranks one where
+/// nothing was verified.
+pub fn exit_code_of(lines: &[ScanLine]) -> i32 {
+    let codes: Vec<i32> = lines.iter().map(|l| l.exit_code).collect();
+    if lines.iter().any(|l| l.report.is_none())
+        || codes.iter().any(|c| {
+            matches!(
+                *c,
+                exit_code::USAGE | exit_code::HARNESS | exit_code::SANDBOX_UNAVAILABLE
+            )
+        })
+    {
+        exit_code::HARNESS
+    } else if codes.contains(&exit_code::CONTRADICTIONS) {
+        exit_code::CONTRADICTIONS
+    } else if codes.contains(&exit_code::NOTHING_VERIFIED) {
+        exit_code::NOTHING_VERIFIED
+    } else {
+        exit_code::OK
+    }
+}
+
+/// Reads scan results from JSON Lines files; a later line for the same target replaces an
+/// earlier one (a re-run shard).
+pub fn read_lines(paths: &[PathBuf]) -> Result<Vec<ScanLine>, ScanError> {
+    let mut by_target: BTreeMap<String, ScanLine> = BTreeMap::new();
+    for path in paths {
+        let text = std::fs::read_to_string(path).map_err(|source| ScanError::Read {
+            path: path.clone(),
+            source,
+        })?;
+        for (i, raw) in text.lines().enumerate() {
+            if raw.trim().is_empty() {
+                continue;
+            }
+            let line: ScanLine = serde_json::from_str(raw).map_err(|e| ScanError::BadLine {
+                path: path.clone(),
+                line: i + 1,
+                message: e.to_string(),
+            })?;
+            if line.scan_version != SCAN_VERSION {
+                return Err(ScanError::BadLine {
+                    path: path.clone(),
+                    line: i + 1,
+                    message: format!(
+                        "scan_version {} (this hintcheck reads {SCAN_VERSION})",
+                        line.scan_version
+                    ),
+                });
+            }
+            by_target.insert(line.target.clone(), line);
+        }
+    }
+    Ok(by_target.into_values().collect())
+}
+
+fn row_status(l: &ScanLine) -> String {
+    match (&l.expectations, &l.error) {
+        (_, Some(_)) => "error".into(),
+        (Some(e), None) => match e["unmet"].as_array() {
+            Some(u) if u.is_empty() => "expectations met".into(),
+            Some(u) => format!("{} expectation(s) unmet", u.len()),
+            None => "checked".into(),
+        },
+        (None, None) => match l.exit_code {
+            0 => "clean".into(),
+            1 => "findings".into(),
+            4 => "nothing verified".into(),
+            _ => "error".into(),
+        },
+    }
+}
+
+/// The combined summary as text.
+pub fn render_text(lines: &[ScanLine]) -> String {
+    use crate::report::escape_untrusted as esc;
+    let t = totals(lines);
+    let mut o = String::new();
+    let width = lines
+        .iter()
+        .map(|l| l.id.chars().count())
+        .max()
+        .unwrap_or(6)
+        .clamp(6, 40);
+    o.push_str(&format!(
+        "{:<width$}  {:>4}  {:>12}  {:>8}  {}\n",
+        "server", "exit", "contradicted", "seconds", "status"
+    ));
+    for l in lines {
+        let contradicted = l
+            .summary
+            .as_ref()
+            .and_then(|s| s["contradicted"].as_u64())
+            .map(|n| n.to_string())
+            .unwrap_or_else(|| "-".into());
+        o.push_str(&format!(
+            "{:<width$}  {:>4}  {:>12}  {:>8.1}  {}\n",
+            esc(&l.id),
+            l.exit_code,
+            contradicted,
+            l.duration_ms as f64 / 1000.0,
+            row_status(l)
+        ));
+        if let Some(e) = &l.expectations {
+            for u in e["unmet"].as_array().into_iter().flatten().take(5) {
+                o.push_str(&format!("    unmet: {}\n", esc(u.as_str().unwrap_or(""))));
+            }
+        }
+        if let Some(err) = &l.error {
+            o.push_str(&format!(
+                "    error: {}\n",
+                esc(err.lines().last().unwrap_or(""))
+            ));
+        }
+    }
+    o.push_str(&format!(
+        "\n{} server(s): {} contradicted hint(s); {} error(s); expectations {} met, {} unmet; {:.1} s of runs\n",
+        t.servers,
+        t.contradicted,
+        t.errors,
+        t.expectations_met,
+        t.expectations_unmet,
+        t.sum_of_runs_ms as f64 / 1000.0
+    ));
+    o
+}
+
+/// The combined summary as Markdown (for a job summary).
+pub fn render_markdown(lines: &[ScanLine]) -> String {
+    use crate::report::markdown::md;
+    let t = totals(lines);
+    let mut o = String::from(
+        "## hintcheck scan\n\n| server | exit | contradicted | seconds | status |\n|---|---|---|---|---|\n",
+    );
+    for l in lines {
+        let contradicted = l
+            .summary
+            .as_ref()
+            .and_then(|s| s["contradicted"].as_u64())
+            .map(|n| n.to_string())
+            .unwrap_or_else(|| "-".into());
+        o.push_str(&format!(
+            "| {} | {} | {} | {:.1} | {} |\n",
+            md(&l.id),
+            l.exit_code,
+            contradicted,
+            l.duration_ms as f64 / 1000.0,
+            md(&row_status(l))
+        ));
+    }
+    o.push_str(&format!(
+        "\n{} server(s) · {} contradicted hint(s) · {} error(s) · expectations {} met, {} unmet\n",
+        t.servers, t.contradicted, t.errors, t.expectations_met, t.expectations_unmet
+    ));
+    o
+}
+
+/// The combined summary as JSON.
+pub fn render_json(lines: &[ScanLine]) -> String {
+    let rows: Vec<Value> = lines
+        .iter()
+        .map(|l| {
+            serde_json::json!({
+                "target": l.target,
+                "id": l.id,
+                "server": l.server,
+                "exit_code": l.exit_code,
+                "exit_reason": l.exit_reason,
+                "duration_ms": l.duration_ms,
+                "summary": l.summary,
+                "expectations": l.expectations,
+                "error": l.error,
+            })
+        })
+        .collect();
+    let mut text = serde_json::to_string_pretty(&serde_json::json!({
+        "scan_version": SCAN_VERSION,
+        "exit_code": exit_code_of(lines),
+        "totals": totals(lines),
+        "servers": rows,
+    }))
+    .unwrap_or_default();
+    text.push('\n');
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shards_split_the_sorted_list_without_overlap() {
+        let all: Vec<u32> = (0..10).collect();
+        let parts: Vec<Vec<u32>> = (1..=3).map(|k| shard(&all, (k, 3))).collect();
+        assert_eq!(parts[0], [0, 3, 6, 9]);
+        assert_eq!(parts[1], [1, 4, 7]);
+        assert_eq!(parts[2], [2, 5, 8]);
+        assert_eq!(parse_shard("2/4").expect("ok"), (2, 4));
+        for bad in ["0/4", "5/4", "1/0", "x/2", "3", ""] {
+            assert!(parse_shard(bad).is_err(), "{bad}");
+        }
+    }
+
+    fn line(code: i32, report: bool) -> ScanLine {
+        ScanLine {
+            scan_version: 1,
+            target: format!("t{code}"),
+            id: "x".into(),
+            server: None,
+            exit_code: code,
+            exit_reason: String::new(),
+            duration_ms: 1,
+            summary: None,
+            expectations: None,
+            error: None,
+            report: report.then(|| serde_json::json!({})),
+        }
+    }
+
+    #[test]
+    fn errors_outrank_findings_which_outrank_nothing_verified() {
+        assert_eq!(exit_code_of(&[line(0, true), line(4, true)]), 4);
+        assert_eq!(exit_code_of(&[line(4, true), line(1, true)]), 1);
+        assert_eq!(exit_code_of(&[line(1, true), line(5, true)]), 3);
+        assert_eq!(exit_code_of(&[line(0, true), line(3, false)]), 3);
+        assert_eq!(exit_code_of(&[line(0, true)]), 0);
+    }
+}

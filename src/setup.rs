@@ -1,0 +1,441 @@
+//! A scenario's `[setup]`: installing a real server outside the sandbox, before the run, so
+//! that the sandboxed launch needs no network. npm packages go into a prefix and PyPI packages
+//! into a virtual environment, both in hintcheck's cache directory under a name derived from
+//! the pinned package list, so runs and parallel scans share one install (a lock file
+//! serialises installers). Installing never runs package code on the host where it can be
+//! avoided: npm runs with `--ignore-scripts` and pip with `--only-binary :all:` (no source
+//! builds). The launch command names the installed entry point through `{npm}` (the prefix)
+//! and `{venv}` (the environment). Launchers that download at run time (`npx`, `uvx`, …) are
+//! refused with the exact steps to install instead.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde::Deserialize;
+
+use crate::mcp::tool::sha256_hex;
+
+/// Errors installing a scenario's server.
+#[derive(Debug, thiserror::Error)]
+pub enum SetupError {
+    /// A tool the setup needs is missing.
+    #[error("[setup] needs {tool}, which was not found: {hint}")]
+    Missing {
+        /// npm, python3.
+        tool: &'static str,
+        /// What to do.
+        hint: String,
+    },
+    /// An installer failed.
+    #[error("[setup] {what} failed (exit {code}): {output}")]
+    Failed {
+        /// The command.
+        what: String,
+        /// Its exit code.
+        code: i32,
+        /// The end of its output.
+        output: String,
+    },
+    /// The cache could not be prepared.
+    #[error("[setup] cannot prepare the cache directory {}", path.display())]
+    Cache {
+        /// The directory.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A package is not pinned.
+    #[error("[setup] {package:?} is not pinned to one version (write {example})")]
+    Unpinned {
+        /// The package.
+        package: String,
+        /// How to pin it.
+        example: String,
+    },
+}
+
+/// `[setup]` of a scenario.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SetupSection {
+    /// npm packages, each pinned (`name@1.2.3`).
+    #[serde(default)]
+    pub npm: Vec<String>,
+    /// PyPI packages, each pinned (`name==1.2.3`).
+    #[serde(default)]
+    pub pip: Vec<String>,
+}
+
+impl SetupSection {
+    /// Whether there is anything to install.
+    pub fn is_empty(&self) -> bool {
+        self.npm.is_empty() && self.pip.is_empty()
+    }
+}
+
+/// Where a setup installed things (the values of `{npm}` and `{venv}`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Installed {
+    /// The npm prefix (its `node_modules` holds the packages).
+    pub npm: Option<PathBuf>,
+    /// The virtual environment.
+    pub venv: Option<PathBuf>,
+}
+
+impl Installed {
+    /// Replaces `{npm}` and `{venv}` in a command argument.
+    pub fn substitute(&self, arg: &str) -> String {
+        let mut out = arg.to_string();
+        if let Some(p) = &self.npm {
+            out = out.replace("{npm}", &p.display().to_string());
+        }
+        if let Some(p) = &self.venv {
+            out = out.replace("{venv}", &p.display().to_string());
+        }
+        out
+    }
+}
+
+/// hintcheck's cache directory: `HINTCHECK_CACHE`, else `/var/cache/hintcheck` as root (a
+/// home under `/root` is out of reach of the sandbox's uid 65534), else
+/// `$XDG_CACHE_HOME/hintcheck` or `~/.cache/hintcheck`.
+pub fn cache_root() -> PathBuf {
+    if let Some(p) = std::env::var_os("HINTCHECK_CACHE").filter(|p| !p.is_empty()) {
+        return PathBuf::from(p);
+    }
+    if rustix::process::geteuid().is_root() {
+        return PathBuf::from("/var/cache/hintcheck");
+    }
+    if let Some(p) = std::env::var_os("XDG_CACHE_HOME").filter(|p| !p.is_empty()) {
+        return PathBuf::from(p).join("hintcheck");
+    }
+    std::env::var_os("HOME")
+        .map(|h| PathBuf::from(h).join(".cache/hintcheck"))
+        .unwrap_or_else(|| std::env::temp_dir().join("hintcheck-cache"))
+}
+
+fn check_pins(setup: &SetupSection) -> Result<(), SetupError> {
+    for p in &setup.npm {
+        // `@scope/name@1.2.3` or `name@1.2.3`: a version after the last `@` (not the first).
+        let pinned = p.rfind('@').filter(|&i| i > 0).is_some_and(|i| {
+            p[i + 1..]
+                .chars()
+                .next()
+                .is_some_and(|c| c.is_ascii_digit())
+        });
+        if !pinned {
+            return Err(SetupError::Unpinned {
+                package: p.clone(),
+                example: format!("\"{p}@1.2.3\""),
+            });
+        }
+    }
+    for p in &setup.pip {
+        if !p.contains("==") {
+            let name = p
+                .split(|c: char| "<>=!~ ;[".contains(c))
+                .next()
+                .unwrap_or(p);
+            return Err(SetupError::Unpinned {
+                package: p.clone(),
+                example: format!("\"{name}==1.2.3\""),
+            });
+        }
+    }
+    Ok(())
+}
+
+fn mkdir_shared(path: &Path) -> Result<(), SetupError> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::create_dir_all(path)
+        .and_then(|()| std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)))
+        .map_err(|source| SetupError::Cache {
+            path: path.to_path_buf(),
+            source,
+        })
+}
+
+/// Holds an exclusive lock on `<dir>.lock` while one installer works on `dir`.
+struct Lock(#[allow(dead_code)] std::fs::File);
+
+fn lock(dir: &Path) -> Result<Lock, SetupError> {
+    let path = dir.with_extension("lock");
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(|source| SetupError::Cache {
+            path: path.clone(),
+            source,
+        })?;
+    rustix::fs::flock(&file, rustix::fs::FlockOperation::LockExclusive).map_err(|e| {
+        SetupError::Cache {
+            path,
+            source: e.into(),
+        }
+    })?;
+    Ok(Lock(file))
+}
+
+fn run_installer(what: String, cmd: &mut Command) -> Result<(), SetupError> {
+    let out = cmd.output().map_err(|e| SetupError::Failed {
+        what: what.clone(),
+        code: -1,
+        output: e.to_string(),
+    })?;
+    if out.status.success() {
+        return Ok(());
+    }
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let tail: Vec<&str> = text.lines().rev().take(8).collect();
+    Err(SetupError::Failed {
+        what,
+        code: out.status.code().unwrap_or(-1),
+        output: tail.into_iter().rev().collect::<Vec<_>>().join(" | "),
+    })
+}
+
+/// A Python every uid can run (the sandbox runs servers as uid 65534 when hintcheck is
+/// root): the system's before one under a private home.
+fn python() -> Result<PathBuf, SetupError> {
+    let path_python = std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|d| d.join("python3"))
+            .find(|p| p.is_file())
+    });
+    let candidates = [
+        Some(PathBuf::from("/usr/bin/python3")),
+        Some(PathBuf::from("/usr/local/bin/python3")),
+        path_python,
+    ];
+    candidates
+        .into_iter()
+        .flatten()
+        .find(|p| {
+            p.is_file()
+                && Command::new(p)
+                    .args(["-c", "import venv, ensurepip"])
+                    .output()
+                    .is_ok_and(|o| o.status.success())
+        })
+        .ok_or(SetupError::Missing {
+            tool: "python3",
+            hint: "install Python 3 with the venv module (e.g. apt install python3-venv)".into(),
+        })
+}
+
+/// Installs what `setup` lists (or finds it installed) under `cache`.
+pub fn ensure(setup: &SetupSection, cache: &Path) -> Result<Installed, SetupError> {
+    check_pins(setup)?;
+    let mut installed = Installed::default();
+    if setup.is_empty() {
+        return Ok(installed);
+    }
+    mkdir_shared(cache)?;
+    if !setup.npm.is_empty() {
+        let key = sha256_hex(setup.npm.join("\n").as_bytes());
+        let dir = cache.join("npm").join(&key[..16]);
+        mkdir_shared(&dir)?;
+        let _lock = lock(&dir)?;
+        let marker = dir.join(".hintcheck-installed");
+        if !marker.is_file() {
+            if Command::new("npm").arg("--version").output().is_err() {
+                return Err(SetupError::Missing {
+                    tool: "npm",
+                    hint: "install Node.js with npm".into(),
+                });
+            }
+            run_installer(
+                format!("npm install {}", setup.npm.join(" ")),
+                Command::new("npm")
+                    .args(["install", "--prefix"])
+                    .arg(&dir)
+                    .args([
+                        "--no-audit",
+                        "--no-fund",
+                        "--no-save",
+                        "--ignore-scripts",
+                        "--loglevel=error",
+                    ])
+                    .args(&setup.npm),
+            )?;
+            std::fs::write(&marker, setup.npm.join("\n")).map_err(|source| SetupError::Cache {
+                path: marker.clone(),
+                source,
+            })?;
+        }
+        installed.npm = Some(dir);
+    }
+    if !setup.pip.is_empty() {
+        let key = sha256_hex(setup.pip.join("\n").as_bytes());
+        let dir = cache.join("venv").join(&key[..16]);
+        mkdir_shared(dir.parent().unwrap_or(cache))?;
+        let _lock = lock(&dir)?;
+        let marker = dir.join(".hintcheck-installed");
+        if !marker.is_file() {
+            let python = python()?;
+            if !dir.join("bin/python").is_file() {
+                run_installer(
+                    format!("{} -m venv {}", python.display(), dir.display()),
+                    Command::new(&python).args(["-m", "venv"]).arg(&dir),
+                )?;
+            }
+            run_installer(
+                format!("pip install {}", setup.pip.join(" ")),
+                Command::new(dir.join("bin/python"))
+                    .args([
+                        "-m",
+                        "pip",
+                        "install",
+                        "--quiet",
+                        "--disable-pip-version-check",
+                        "--only-binary",
+                        ":all:",
+                    ])
+                    .args(&setup.pip),
+            )?;
+            std::fs::write(&marker, setup.pip.join("\n")).map_err(|source| SetupError::Cache {
+                path: marker.clone(),
+                source,
+            })?;
+        }
+        installed.venv = Some(dir);
+    }
+    Ok(installed)
+}
+
+/// Launchers that fetch the server from a registry at run time, and what to use instead.
+const NETWORK_LAUNCHERS: [(&str, &str); 6] = [
+    ("npx", "npm"),
+    ("bunx", "npm"),
+    ("pnpx", "npm"),
+    ("uvx", "pip"),
+    ("pipx", "pip"),
+    ("uv", "pip"),
+];
+
+/// When `command` starts a launcher that downloads the server at run time (which the
+/// sandbox's network namespace forbids), what to do instead, in words.
+pub fn network_launcher_advice(command: &[String]) -> Option<String> {
+    let program = Path::new(command.first()?).file_name()?.to_str()?;
+    let (launcher, ecosystem) = NETWORK_LAUNCHERS
+        .iter()
+        .find(|(name, _)| *name == program)?;
+    // `uv run` / `uv tool run` / `pipx run` download; other subcommands are not launchers.
+    let rest: Vec<&str> = command[1..].iter().map(String::as_str).collect();
+    if matches!(*launcher, "uv" | "pipx") && !rest.iter().any(|a| *a == "run" || *a == "x") {
+        return None;
+    }
+    let package = rest
+        .iter()
+        .find(|a| !a.starts_with('-') && !matches!(**a, "run" | "tool" | "x" | "exec"))
+        .copied()
+        .unwrap_or("PACKAGE");
+    let bare = match package.strip_prefix('@') {
+        Some(scoped) => scoped
+            .split_once('@')
+            .map(|(n, _)| format!("@{n}"))
+            .unwrap_or_else(|| package.to_string()),
+        None => package
+            .split(['@', '='])
+            .next()
+            .unwrap_or(package)
+            .to_string(),
+    };
+    // The version the user asked for, when the launcher's argument named one.
+    let pinned = package.len() > bare.len() + 1;
+    let version = if pinned {
+        package[bare.len() + 1..]
+            .trim_start_matches('=')
+            .to_string()
+    } else {
+        "VERSION".to_string()
+    };
+    Some(match *ecosystem {
+        "npm" => format!(
+            "`{launcher}` downloads {package} when it starts, but the sandbox has no network. \
+Install it first and launch the installed entry point: in a scenario, \
+[setup] npm = [\"{bare}@{version}\"] and [server] command = [\"node\", \"{{npm}}/node_modules/{bare}/<entry>.js\", …]; \
+on the command line, `npm install --prefix DIR {bare}@{version}`, then \
+`hintcheck verify -- node DIR/node_modules/{bare}/<entry>.js …` (the entry is `bin` in its package.json). \
+--no-sandbox would let {launcher} download, without any isolation."
+        ),
+        _ => format!(
+            "`{launcher}` downloads {package} when it starts, but the sandbox has no network. \
+Install it first and launch the installed entry point: in a scenario, \
+[setup] pip = [\"{bare}=={version}\"] and [server] command = [\"{{venv}}/bin/{bare}\", …]; \
+on the command line, `python3 -m venv DIR && DIR/bin/pip install {bare}=={version}`, then \
+`hintcheck verify -- DIR/bin/{bare} …`. --no-sandbox would let {launcher} download, without any isolation."
+        ),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cmd(args: &[&str]) -> Vec<String> {
+        args.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn packages_must_be_pinned() {
+        let ok = SetupSection {
+            npm: vec!["@scope/pkg@1.2.3".into(), "plain@0.1.0".into()],
+            pip: vec!["tool==2026.1.1".into()],
+        };
+        assert!(check_pins(&ok).is_ok());
+        for bad in ["@scope/pkg", "plain", "plain@latest"] {
+            let s = SetupSection {
+                npm: vec![bad.into()],
+                pip: vec![],
+            };
+            assert!(check_pins(&s).is_err(), "{bad}");
+        }
+        let s = SetupSection {
+            npm: vec![],
+            pip: vec!["tool>=1".into()],
+        };
+        let err = check_pins(&s).expect_err("unpinned");
+        assert!(err.to_string().contains("\"tool==1.2.3\""), "{err}");
+    }
+
+    #[test]
+    fn launchers_that_download_are_recognised_with_their_package() {
+        let advice = network_launcher_advice(&cmd(&[
+            "npx",
+            "-y",
+            "@modelcontextprotocol/server-memory@1.0.0",
+        ]))
+        .expect("npx");
+        assert!(
+            advice.contains("[setup] npm = [\"@modelcontextprotocol/server-memory@1.0.0\"]"),
+            "{advice}"
+        );
+        let advice =
+            network_launcher_advice(&cmd(&["/usr/bin/uvx", "mcp-server-time"])).expect("uvx");
+        assert!(advice.contains("{venv}/bin/mcp-server-time"), "{advice}");
+        assert!(network_launcher_advice(&cmd(&["uv", "run", "--with", "x", "srv"])).is_some());
+        assert!(network_launcher_advice(&cmd(&["uv", "--version"])).is_none());
+        assert!(network_launcher_advice(&cmd(&["node", "dist/index.js"])).is_none());
+    }
+
+    #[test]
+    fn placeholders_are_replaced_only_when_installed() {
+        let i = Installed {
+            npm: Some("/c/npm/ab".into()),
+            venv: None,
+        };
+        assert_eq!(
+            i.substitute("{npm}/node_modules/x/index.js"),
+            "/c/npm/ab/node_modules/x/index.js"
+        );
+        assert_eq!(i.substitute("{venv}/bin/x"), "{venv}/bin/x");
+    }
+}

@@ -1,0 +1,276 @@
+//! `hintcheck scan` and `merge`: parallel jobs, shards, JSON Lines, `--check`, and the suite of
+//! real servers from npm and PyPI (installed by their scenarios' `[setup]`).
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::util::{Outcome, repo, run, skip};
+
+const LIMIT: Duration = Duration::from_secs(600);
+
+/// The cache the real servers are installed into by the tests (inside the repository's
+/// target directory, reachable by the sandbox's uid).
+fn cache() -> String {
+    repo().join("target/hintcheck-cache").display().to_string()
+}
+
+fn lines(text: &str) -> Vec<Value> {
+    text.lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .collect()
+}
+
+fn scan(args: &[&str]) -> Outcome {
+    let cache = cache();
+    let mut all = vec!["scan", "--cache-dir", cache.as_str()];
+    all.extend_from_slice(args);
+    run(&all, &[], LIMIT)
+}
+
+const FAST: [&str; 4] = [
+    "scenarios/demo",
+    "scenarios/modern-era",
+    "scenarios/pagination",
+    "scenarios/nothing-verified",
+];
+
+#[test]
+fn shards_split_the_list_and_merge_puts_them_back_together() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let paths: Vec<String> = FAST
+        .iter()
+        .map(|p| repo().join(p).display().to_string())
+        .collect();
+    let mut files = Vec::new();
+    let mut seen = BTreeSet::new();
+    for k in 1..=2 {
+        let out = dir.path().join(format!("shard-{k}.jsonl"));
+        let shard = format!("{k}/2");
+        let mut args = vec![
+            "--jobs",
+            "2",
+            "--shard",
+            shard.as_str(),
+            "--output",
+            out.to_str().expect("utf-8"),
+        ];
+        args.extend(paths.iter().map(String::as_str));
+        let o = scan(&args);
+        // demo contradicts itself on purpose (1); nothing-verified verifies nothing (4).
+        assert!(matches!(o.code, 1 | 4), "{}", o.stderr);
+        let got = lines(&std::fs::read_to_string(&out).expect("jsonl"));
+        assert_eq!(got.len(), 2, "two of four per shard");
+        for l in &got {
+            assert_eq!(l["scan_version"], 1);
+            assert!(l["report"]["schema_version"].is_number(), "{l}");
+            assert!(
+                seen.insert(l["id"].as_str().expect("id").to_string()),
+                "overlap"
+            );
+        }
+        files.push(out);
+    }
+    assert_eq!(
+        seen,
+        ["demo", "modern-era", "pagination", "nothing-verified"]
+            .into_iter()
+            .map(String::from)
+            .collect()
+    );
+    let file_args: Vec<&str> = files.iter().map(|f| f.to_str().expect("utf-8")).collect();
+    let mut merge_args = vec!["merge", "--format", "json"];
+    merge_args.extend(&file_args);
+    let merged = run(&merge_args, &[], LIMIT);
+    assert_eq!(merged.code, 1, "the combined exit: contradictions");
+    let m = merged.json();
+    assert_eq!(m["totals"]["servers"], 4);
+    assert_eq!(m["totals"]["contradicted"], 6 + 1 + 1);
+    let mut text_args = vec!["merge"];
+    text_args.extend(&file_args);
+    let text = run(&text_args, &[], LIMIT);
+    assert!(text.stdout.contains("nothing-verified"), "{}", text.stdout);
+    assert!(text.stdout.contains("4 server(s)"), "{}", text.stdout);
+}
+
+#[test]
+fn check_judges_by_expectations_and_fails_on_a_false_accusation() {
+    let dir = tempfile::tempdir().expect("tmp");
+    // The demo, expecting one lie fewer: the unlisted contradiction is unexpected.
+    let text = std::fs::read_to_string(repo().join("scenarios/demo/scenario.toml"))
+        .expect("demo")
+        .replace("\"get_status:readOnlyHint\",", "");
+    let strict = dir.path().join("strict");
+    std::fs::create_dir_all(&strict).expect("mkdir");
+    std::fs::write(strict.join("scenario.toml"), &text).expect("write");
+    copy_tree(
+        &repo().join("scenarios/demo/workspace"),
+        &strict.join("workspace"),
+    );
+    let demo = repo().join("scenarios/demo").display().to_string();
+    let strict_path = strict.display().to_string();
+    let o = scan(&["--check", "--jobs", "2", &demo, &strict_path]);
+    assert_eq!(o.code, 1, "{}", o.stderr);
+    let got = lines(&o.stdout);
+    let by_target = |needle: &str| {
+        got.iter()
+            .find(|l| l["target"].as_str().is_some_and(|t| t.contains(needle)))
+            .unwrap_or_else(|| panic!("{needle}"))
+            .clone()
+    };
+    assert_eq!(
+        by_target("/demo/")["expectations"]["unmet"],
+        serde_json::json!([])
+    );
+    let unmet = by_target("/strict/")["expectations"]["unmet"].clone();
+    assert!(
+        unmet
+            .to_string()
+            .contains("get_status:readOnlyHint: contradicted"),
+        "{unmet}"
+    );
+    assert!(
+        o.stderr.contains("expectations 1 met, 1 unmet"),
+        "{}",
+        o.stderr
+    );
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("mkdir");
+    for e in std::fs::read_dir(from).expect("read_dir").flatten() {
+        let target = to.join(e.file_name());
+        if e.path().is_dir() {
+            copy_tree(&e.path(), &target);
+        } else {
+            std::fs::copy(e.path(), &target).expect("copy");
+        }
+    }
+}
+
+#[test]
+fn bad_scan_and_merge_input_is_named() {
+    let o = scan(&["/nonexistent-hintcheck-path"]);
+    assert_eq!(o.code, 2);
+    assert!(
+        o.stderr.contains("/nonexistent-hintcheck-path"),
+        "{}",
+        o.stderr
+    );
+    let o = scan(&["--shard", "3/2", "scenarios"]);
+    assert_eq!(o.code, 2);
+    assert!(o.stderr.contains("--shard"), "{}", o.stderr);
+    let dir = tempfile::tempdir().expect("tmp");
+    let bad = dir.path().join("results.jsonl");
+    std::fs::write(&bad, "{\"scan_version\": 1}\n").expect("write");
+    let o = run(&["merge", bad.to_str().expect("utf-8")], &[], LIMIT);
+    assert_eq!(o.code, 2);
+    assert!(o.stderr.contains("results.jsonl:1"), "{}", o.stderr);
+}
+
+#[test]
+fn launchers_that_download_are_refused_with_what_to_do_instead() {
+    let o = run(
+        &[
+            "verify",
+            "--",
+            "npx",
+            "-y",
+            "@modelcontextprotocol/server-memory@2026.8.31",
+        ],
+        &[],
+        LIMIT,
+    );
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    assert!(
+        o.stderr
+            .contains("[setup] npm = [\"@modelcontextprotocol/server-memory@2026.8.31\"]"),
+        "{}",
+        o.stderr
+    );
+    let o = run(&["verify", "--", "uvx", "mcp-server-time"], &[], LIMIT);
+    assert_eq!(o.code, 2);
+    assert!(
+        o.stderr.contains("{venv}/bin/mcp-server-time"),
+        "{}",
+        o.stderr
+    );
+    // An unpinned package in [setup] is the scenario's mistake.
+    let dir = tempfile::tempdir().expect("tmp");
+    std::fs::write(
+        dir.path().join("scenario.toml"),
+        "[setup]\nnpm = [\"@modelcontextprotocol/server-memory\"]\n[server]\ncommand = [\"node\", \"{npm}/x.js\"]\n",
+    )
+    .expect("write");
+    let o = run(
+        &["verify", "--scenario", dir.path().to_str().expect("utf-8")],
+        &[],
+        LIMIT,
+    );
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    assert!(o.stderr.contains("not pinned"), "{}", o.stderr);
+}
+
+/// Whether the real-server suite can be installed here (npm, and a Python with venv).
+fn installers_present() -> bool {
+    let ok = |cmd: &str, args: &[&str]| {
+        std::process::Command::new(cmd)
+            .args(args)
+            .output()
+            .is_ok_and(|o| o.status.success())
+    };
+    if !ok("npm", &["--version"]) {
+        skip("npm is not installed: the real-server scenarios cannot be set up");
+        return false;
+    }
+    if !ok("python3", &["-c", "import venv, ensurepip"]) {
+        skip("python3 with venv is not installed: the PyPI scenarios cannot be set up");
+        return false;
+    }
+    true
+}
+
+/// The whole scenario suite, as CI users would run it: `scan --check --jobs 2 scenarios/`,
+/// real servers from npm and PyPI included (installed by their `[setup]`).
+#[test]
+fn the_real_server_suite_meets_its_expectations() {
+    if !installers_present() {
+        return;
+    }
+    let real = std::fs::read_dir(repo().join("scenarios"))
+        .expect("scenarios")
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("real-"))
+        .count();
+    assert!(real >= 8, "{real} real-server scenarios");
+    let suite = repo().join("scenarios").display().to_string();
+    let o = scan(&["--check", "--jobs", "2", &suite]);
+    let got = lines(&o.stdout);
+    let all = hintcheck::scan::expand(&[repo().join("scenarios")]).expect("expand");
+    assert_eq!(got.len(), all.len(), "{}", o.stderr);
+    let failures: Vec<String> = got
+        .iter()
+        .filter(|l| l["exit_code"] != 0)
+        .map(|l| {
+            format!(
+                "{}: {} {}",
+                l["id"], l["exit_reason"], l["expectations"]["unmet"]
+            )
+        })
+        .collect();
+    assert!(failures.is_empty(), "{failures:#?}\n{}", o.stderr);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    // Every real server was really exercised.
+    for l in got
+        .iter()
+        .filter(|l| l["id"].as_str().is_some_and(|i| i.starts_with("real-")))
+    {
+        assert!(
+            l["summary"]["consistent"].as_u64().unwrap_or(0) > 0 || l["id"] == "real-sqlite",
+            "{}: nothing consistent",
+            l["id"]
+        );
+    }
+}
