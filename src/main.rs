@@ -125,21 +125,7 @@ fn verify(a: &VerifyArgs, mode: Mode) -> Result<i32, Error> {
         .build()
         .map_err(Error::Runtime)?;
     let verification = runtime.block_on(async {
-        let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-        tokio::spawn(async move {
-            use tokio::signal::unix::{SignalKind, signal};
-            let (Ok(mut int), Ok(mut term)) = (
-                signal(SignalKind::interrupt()),
-                signal(SignalKind::terminate()),
-            ) else {
-                return;
-            };
-            tokio::select! {
-                _ = int.recv() => {}
-                _ = term.recv() => {}
-            }
-            let _ = stop_tx.send(true);
-        });
+        let stop_rx = stop_on_signal();
         hintcheck::run::verify(&config, stop_rx, subreaper).await
     });
     if let Some(d) = &display {
@@ -154,6 +140,26 @@ fn verify(a: &VerifyArgs, mode: Mode) -> Result<i32, Error> {
     };
     eprintln!("hintcheck: {} (exit {code})", report.exit_reason);
     Ok(code)
+}
+
+/// A receiver that turns true at the first SIGINT or SIGTERM (inside a runtime).
+fn stop_on_signal() -> tokio::sync::watch::Receiver<bool> {
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    tokio::spawn(async move {
+        use tokio::signal::unix::{SignalKind, signal};
+        let (Ok(mut int), Ok(mut term)) = (
+            signal(SignalKind::interrupt()),
+            signal(SignalKind::terminate()),
+        ) else {
+            return;
+        };
+        tokio::select! {
+            _ = int.recv() => {}
+            _ = term.recv() => {}
+        }
+        let _ = stop_tx.send(true);
+    });
+    stop_rx
 }
 
 fn usage_error(e: impl std::fmt::Display) -> i32 {
@@ -253,21 +259,7 @@ fn scan(a: &ScanArgs) -> i32 {
     let selected = plan.targets.len();
     let total = plan.total;
     let outcome = runtime.block_on(async {
-        let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-        tokio::spawn(async move {
-            use tokio::signal::unix::{SignalKind, signal};
-            let (Ok(mut int), Ok(mut term)) = (
-                signal(SignalKind::interrupt()),
-                signal(SignalKind::terminate()),
-            ) else {
-                return;
-            };
-            tokio::select! {
-                _ = int.recv() => {}
-                _ = term.recv() => {}
-            }
-            let _ = stop_tx.send(true);
-        });
+        let stop_rx = stop_on_signal();
         scan::scan(plan, &mut out, stop_rx).await
     });
     let _ = out.flush();

@@ -454,6 +454,15 @@ pub fn read_lines(paths: &[PathBuf]) -> Result<Vec<ScanLine>, ScanError> {
     Ok(by_target.into_values().collect())
 }
 
+/// The contradicted-hint count of a line, or `-` without a report.
+fn contradicted_cell(l: &ScanLine) -> String {
+    l.summary
+        .as_ref()
+        .and_then(|s| s["contradicted"].as_u64())
+        .map(|n| n.to_string())
+        .unwrap_or_else(|| "-".into())
+}
+
 fn row_status(l: &ScanLine) -> String {
     match (&l.expectations, &l.error) {
         (_, Some(_)) => "error".into(),
@@ -487,12 +496,7 @@ pub fn render_text(lines: &[ScanLine]) -> String {
         "server", "exit", "contradicted", "seconds", "status"
     ));
     for l in lines {
-        let contradicted = l
-            .summary
-            .as_ref()
-            .and_then(|s| s["contradicted"].as_u64())
-            .map(|n| n.to_string())
-            .unwrap_or_else(|| "-".into());
+        let contradicted = contradicted_cell(l);
         o.push_str(&format!(
             "{:<width$}  {:>4}  {:>12}  {:>8.1}  {}\n",
             esc(&l.id),
@@ -533,12 +537,7 @@ pub fn render_markdown(lines: &[ScanLine]) -> String {
         "## hintcheck scan\n\n| server | exit | contradicted | seconds | status |\n|---|---|---|---|---|\n",
     );
     for l in lines {
-        let contradicted = l
-            .summary
-            .as_ref()
-            .and_then(|s| s["contradicted"].as_u64())
-            .map(|n| n.to_string())
-            .unwrap_or_else(|| "-".into());
+        let contradicted = contradicted_cell(l);
         o.push_str(&format!(
             "| {} | {} | {} | {:.1} | {} |\n",
             md(&l.id),

@@ -230,6 +230,30 @@ fn python() -> Result<PathBuf, SetupError> {
         })
 }
 
+/// The directory `<cache>/<kind>/<hash of packages>`, installed by `install` unless a marker
+/// says an earlier run did; concurrent installers of the same list wait for each other.
+fn install_once(
+    cache: &Path,
+    kind: &str,
+    packages: &[String],
+    install: impl FnOnce(&Path) -> Result<(), SetupError>,
+) -> Result<PathBuf, SetupError> {
+    let key = sha256_hex(packages.join("\n").as_bytes());
+    let parent = cache.join(kind);
+    mkdir_shared(&parent)?;
+    let dir = parent.join(&key[..16]);
+    let _lock = lock(&dir)?;
+    let marker = dir.join(".hintcheck-installed");
+    if !marker.is_file() {
+        install(&dir)?;
+        std::fs::write(&marker, packages.join("\n")).map_err(|source| SetupError::Cache {
+            path: marker.clone(),
+            source,
+        })?;
+    }
+    Ok(dir)
+}
+
 /// Installs what `setup` lists (or finds it installed) under `cache`.
 pub fn ensure(setup: &SetupSection, cache: &Path) -> Result<Installed, SetupError> {
     check_pins(setup)?;
@@ -239,23 +263,19 @@ pub fn ensure(setup: &SetupSection, cache: &Path) -> Result<Installed, SetupErro
     }
     mkdir_shared(cache)?;
     if !setup.npm.is_empty() {
-        let key = sha256_hex(setup.npm.join("\n").as_bytes());
-        let dir = cache.join("npm").join(&key[..16]);
-        mkdir_shared(&dir)?;
-        let _lock = lock(&dir)?;
-        let marker = dir.join(".hintcheck-installed");
-        if !marker.is_file() {
+        installed.npm = Some(install_once(cache, "npm", &setup.npm, |dir| {
             if Command::new("npm").arg("--version").output().is_err() {
                 return Err(SetupError::Missing {
                     tool: "npm",
                     hint: "install Node.js with npm".into(),
                 });
             }
+            mkdir_shared(dir)?;
             run_installer(
                 format!("npm install {}", setup.npm.join(" ")),
                 Command::new("npm")
                     .args(["install", "--prefix"])
-                    .arg(&dir)
+                    .arg(dir)
                     .args([
                         "--no-audit",
                         "--no-fund",
@@ -264,26 +284,16 @@ pub fn ensure(setup: &SetupSection, cache: &Path) -> Result<Installed, SetupErro
                         "--loglevel=error",
                     ])
                     .args(&setup.npm),
-            )?;
-            std::fs::write(&marker, setup.npm.join("\n")).map_err(|source| SetupError::Cache {
-                path: marker.clone(),
-                source,
-            })?;
-        }
-        installed.npm = Some(dir);
+            )
+        })?);
     }
     if !setup.pip.is_empty() {
-        let key = sha256_hex(setup.pip.join("\n").as_bytes());
-        let dir = cache.join("venv").join(&key[..16]);
-        mkdir_shared(dir.parent().unwrap_or(cache))?;
-        let _lock = lock(&dir)?;
-        let marker = dir.join(".hintcheck-installed");
-        if !marker.is_file() {
+        installed.venv = Some(install_once(cache, "venv", &setup.pip, |dir| {
             let python = python()?;
             if !dir.join("bin/python").is_file() {
                 run_installer(
                     format!("{} -m venv {}", python.display(), dir.display()),
-                    Command::new(&python).args(["-m", "venv"]).arg(&dir),
+                    Command::new(&python).args(["-m", "venv"]).arg(dir),
                 )?;
             }
             run_installer(
@@ -299,13 +309,8 @@ pub fn ensure(setup: &SetupSection, cache: &Path) -> Result<Installed, SetupErro
                         ":all:",
                     ])
                     .args(&setup.pip),
-            )?;
-            std::fs::write(&marker, setup.pip.join("\n")).map_err(|source| SetupError::Cache {
-                path: marker.clone(),
-                source,
-            })?;
-        }
-        installed.venv = Some(dir);
+            )
+        })?);
     }
     Ok(installed)
 }

@@ -1,48 +1,57 @@
-//! Real MCP servers from npm and PyPI, installed beforehand by `scripts/install-real-servers`
-//! (`.ci/run` does it). Without them the tests skip with the reason; with
-//! HINTCHECK_REQUIRE_ALL=1 a skip fails. No argument is written by hand: the coverage
+//! Real MCP servers from npm and PyPI, installed by the `[setup]` of their scenarios
+//! (`scenarios/real-*`, the same pinned versions) into `target/hintcheck-cache`. Without npm or
+//! a Python with venv the tests skip with the reason; with HINTCHECK_REQUIRE_ALL=1 a skip
+//! fails. No argument is written by hand: the coverage
 //! asserted here is what synthesis, the seeded workspace and the attempts reach alone.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::util::{assert_four_verdicts, first_success, repo, report_tool, run, skip};
+use hintcheck::scenario::Scenario;
+use hintcheck::setup::Installed;
 
-/// The entry point of an installed npm server, when it and node are there; otherwise the
-/// test is skipped with the reason (and `None` ends it).
+use crate::util::{
+    assert_four_verdicts, cache, first_success, installers_present, repo, report_tool, run,
+};
+
+/// What the scenario `scenarios/<name>` installs (its `[setup]`, into the tests' cache), when
+/// npm and Python are there; otherwise the test is skipped with the reason.
+fn installed(scenario: &str) -> Option<Installed> {
+    if !installers_present() {
+        return None;
+    }
+    let s = Scenario::load(&repo().join("scenarios").join(scenario)).expect("scenario");
+    match hintcheck::setup::ensure(&s.setup, std::path::Path::new(&cache())) {
+        Ok(i) => Some(i),
+        Err(e) => panic!("[setup] of {scenario}: {e}"),
+    }
+}
+
+/// The entry point of an npm reference server, installed by its scenario's `[setup]`.
 fn node_server(package: &str) -> Option<PathBuf> {
-    let p = servers_root()
+    let scenario = format!("real-{}", package.trim_start_matches("server-"));
+    let p = installed(&scenario)?
+        .npm?
         .join("node_modules/@modelcontextprotocol")
         .join(package)
         .join("dist/index.js");
-    if !p.is_file() {
-        skip(&format!(
-            "@modelcontextprotocol/{package} is not installed (scripts/install-real-servers)"
-        ));
-        return None;
-    }
-    let node = std::process::Command::new("node")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !node {
-        skip("node is not on PATH");
-        return None;
-    }
+    assert!(p.is_file(), "{} was not installed", p.display());
     Some(p)
 }
 
-fn servers_root() -> PathBuf {
-    std::env::var("HINTCHECK_REAL_SERVERS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|_| repo().join("target/real-servers"))
+/// The console script of a PyPI server, installed by its scenario's `[setup]`.
+fn python_server(script: &str) -> Option<PathBuf> {
+    let scenario = format!("real-{}", script.trim_start_matches("mcp-server-"));
+    let installed = installed(&scenario)?;
+    let venv = installed.venv?;
+    PYTHON.get_or_init(|| venv.join("bin/python"));
+    let p = venv.join("bin").join(script);
+    assert!(p.is_file(), "{} was not installed", p.display());
+    Some(p)
 }
 
-/// A console script of the PyPI servers' virtual environment.
-fn python_server(script: &str) -> Option<PathBuf> {
-    let p = servers_root().join("venv/bin").join(script);
-    p.is_file().then_some(p)
-}
+/// The Python of the PyPI servers' environments (all built from the same interpreter).
+static PYTHON: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
 
 /// Whether uid 65534 (the sandbox's uid when the tests run as root) can reach `path`: every
 /// directory on the way searchable by others, the file itself readable and executable.
@@ -61,8 +70,10 @@ fn reachable_by_others(path: &std::path::Path) -> bool {
 /// `--run-as 0` when the tests run as root and the interpreter of the PyPI servers lives where
 /// uid 65534 cannot reach it (a Python under /root); said on stderr.
 fn run_as_for_python() -> Vec<&'static str> {
-    let python = servers_root().join("venv/bin/python");
-    if rustix::process::geteuid().is_root() && !reachable_by_others(&python) {
+    let Some(python) = PYTHON.get() else {
+        return Vec::new();
+    };
+    if rustix::process::geteuid().is_root() && !reachable_by_others(python) {
         eprintln!(
             "NOTE: {} is not reachable by uid 65534; running the server with --run-as 0",
             python.display()
@@ -173,7 +184,7 @@ fn server_everything_reaches_ninety_percent_of_its_tools() {
 #[test]
 fn mcp_server_git_works_on_the_seeded_repository() {
     let Some(git) = python_server("mcp-server-git") else {
-        return skip("mcp-server-git is not installed (scripts/install-real-servers)");
+        return;
     };
     let r = verify_json_with(&run_as_for_python(), &[git.to_str().expect("utf8")]);
     assert_ninety_percent(&r);
@@ -225,7 +236,7 @@ fn mcp_server_git_works_on_the_seeded_repository() {
 #[test]
 fn mcp_server_time_answers_with_described_examples() {
     let Some(time) = python_server("mcp-server-time") else {
-        return skip("mcp-server-time is not installed (scripts/install-real-servers)");
+        return;
     };
     let r = verify_json_with(&run_as_for_python(), &[time.to_str().expect("utf8")]);
     assert_ninety_percent(&r);

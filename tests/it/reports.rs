@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::util::{Outcome, at, fake_server, repo, run, run_in};
+use crate::util::{Outcome, at, copy_dir, fake_server, repo, run, run_in};
 
 const LIMIT: Duration = Duration::from_secs(120);
 
@@ -551,18 +551,6 @@ fn project(config: &str) -> tempfile::TempDir {
     copy_dir(&repo().join("scenarios/demo/workspace"), &root.join("seed"));
     std::fs::write(root.join(".config/hintcheck.toml"), config).expect("config");
     dir
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).expect("mkdir");
-    for e in std::fs::read_dir(from).expect("read_dir").flatten() {
-        let target = to.join(e.file_name());
-        if e.path().is_dir() {
-            copy_dir(&e.path(), &target);
-        } else {
-            std::fs::copy(e.path(), &target).expect("copy");
-        }
-    }
 }
 
 #[test]

@@ -2,20 +2,13 @@
 //! real servers from npm and PyPI (installed by their scenarios' `[setup]`).
 
 use std::collections::BTreeSet;
-use std::path::Path;
 use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::util::{Outcome, repo, run, skip};
+use crate::util::{Outcome, cache, copy_dir, installers_present, repo, run};
 
 const LIMIT: Duration = Duration::from_secs(600);
-
-/// The cache the real servers are installed into by the tests (inside the repository's
-/// target directory, reachable by the sandbox's uid).
-fn cache() -> String {
-    repo().join("target/hintcheck-cache").display().to_string()
-}
 
 fn lines(text: &str) -> Vec<Value> {
     text.lines()
@@ -105,7 +98,7 @@ fn check_judges_by_expectations_and_fails_on_a_false_accusation() {
     let strict = dir.path().join("strict");
     std::fs::create_dir_all(&strict).expect("mkdir");
     std::fs::write(strict.join("scenario.toml"), &text).expect("write");
-    copy_tree(
+    copy_dir(
         &repo().join("scenarios/demo/workspace"),
         &strict.join("workspace"),
     );
@@ -136,18 +129,6 @@ fn check_judges_by_expectations_and_fails_on_a_false_accusation() {
         "{}",
         o.stderr
     );
-}
-
-fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).expect("mkdir");
-    for e in std::fs::read_dir(from).expect("read_dir").flatten() {
-        let target = to.join(e.file_name());
-        if e.path().is_dir() {
-            copy_tree(&e.path(), &target);
-        } else {
-            std::fs::copy(e.path(), &target).expect("copy");
-        }
-    }
 }
 
 #[test]
@@ -211,25 +192,6 @@ fn launchers_that_download_are_refused_with_what_to_do_instead() {
     );
     assert_eq!(o.code, 2, "{}", o.stderr);
     assert!(o.stderr.contains("not pinned"), "{}", o.stderr);
-}
-
-/// Whether the real-server suite can be installed here (npm, and a Python with venv).
-fn installers_present() -> bool {
-    let ok = |cmd: &str, args: &[&str]| {
-        std::process::Command::new(cmd)
-            .args(args)
-            .output()
-            .is_ok_and(|o| o.status.success())
-    };
-    if !ok("npm", &["--version"]) {
-        skip("npm is not installed: the real-server scenarios cannot be set up");
-        return false;
-    }
-    if !ok("python3", &["-c", "import venv, ensurepip"]) {
-        skip("python3 with venv is not installed: the PyPI scenarios cannot be set up");
-        return false;
-    }
-    true
 }
 
 /// The whole scenario suite, as CI users would run it: `scan --check --jobs 2 scenarios/`,

@@ -111,6 +111,32 @@ pub(crate) fn run_in(
     }
 }
 
+/// The cache the tests install real servers into (inside the repository's target directory,
+/// reachable by the sandbox's uid when the tests run as root).
+pub(crate) fn cache() -> String {
+    repo().join("target/hintcheck-cache").display().to_string()
+}
+
+/// Whether real servers can be installed here (npm, and a Python with venv); skips (with the
+/// reason) when not.
+pub(crate) fn installers_present() -> bool {
+    let ok = |cmd: &str, args: &[&str]| {
+        Command::new(cmd)
+            .args(args)
+            .output()
+            .is_ok_and(|o| o.status.success())
+    };
+    if !ok("npm", &["--version"]) || !ok("node", &["--version"]) {
+        skip("node and npm are not installed: the real servers cannot be set up");
+        return false;
+    }
+    if !ok("python3", &["-c", "import venv, ensurepip"]) {
+        skip("python3 with venv is not installed: the PyPI servers cannot be set up");
+        return false;
+    }
+    true
+}
+
 /// Whether a skip must fail (CI sets HINTCHECK_REQUIRE_ALL=1).
 pub(crate) fn skip(reason: &str) {
     if std::env::var("HINTCHECK_REQUIRE_ALL").is_ok_and(|v| v == "1") {
@@ -150,6 +176,19 @@ pub(crate) fn processes_matching(needle: &str) -> Vec<i32> {
 /// A path inside the repository.
 pub(crate) fn at(rel: &str) -> String {
     repo().join(rel).display().to_string()
+}
+
+/// Copies a directory tree (files and directories only).
+pub(crate) fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("mkdir");
+    for e in std::fs::read_dir(from).expect("read_dir").flatten() {
+        let target = to.join(e.file_name());
+        if e.path().is_dir() {
+            copy_dir(&e.path(), &target);
+        } else {
+            std::fs::copy(e.path(), &target).expect("copy");
+        }
+    }
 }
 
 /// Entries of a directory.
