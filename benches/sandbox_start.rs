@@ -1,7 +1,9 @@
 //! How much time the sandbox adds to a server's start: the median of starting `true` plainly
 //! versus inside the sandbox (namespaces, mounts, Landlock, seccomp, uid switch), each until
 //! the process has exited. Target: under 15 ms added (issue 3). Prints medians, the
-//! difference and the ratio; run with `cargo bench --bench sandbox_start`.
+//! difference and the ratio; run with `cargo bench --bench sandbox_start`
+//! (`HINTCHECK_BENCH_OBSERVERS=1` adds the network observer and seccomp notification, as
+//! `verify` starts servers).
 
 #![allow(clippy::print_stdout)] // a benchmark reports on stdout
 
@@ -27,7 +29,14 @@ fn main() {
         .build()
         .expect("runtime");
     let root = rustix::process::getuid().is_root();
-    let (_scratch, spec, config) = probe_setup(SandboxLevel::Required).expect("probe setup");
+    let (_scratch, spec, mut config) = probe_setup(SandboxLevel::Required).expect("probe setup");
+    // HINTCHECK_BENCH_OBSERVERS=1: as `verify` starts servers, with the network observer and
+    // seccomp notification (what they add to the start).
+    if std::env::var("HINTCHECK_BENCH_OBSERVERS").is_ok_and(|v| v == "1") {
+        config.notify = true;
+        config.network_observer = true;
+        config.observe_ports = vec![80, 443, 8080, 8443];
+    }
     let (plain, sandboxed) = rt.block_on(async {
         let mut plain = Vec::new();
         let mut sandboxed = Vec::new();

@@ -458,6 +458,7 @@ pub async fn verify(
             stderr: String::new(),
             stderr_bytes: 0,
             tools_sha256: None,
+            startup_us: None,
         },
         sandbox: sandbox.clone(),
         coverage: CoverageSummary::default(),
@@ -647,7 +648,9 @@ pub async fn verify(
     // Launch and handshake.
     let mut sandbox_level = config.sandbox;
     let mut sandbox_status = SandboxStatus::scratch_only(subreaper);
+    let launched = Instant::now();
     let mut first = start_server(&ctx, sandbox_level, &mut recorder).await;
+    let startup_us = launched.elapsed().as_micros() as u64;
     if let Err(f) = &first {
         if let (Some(step), Some(SandboxLevel::BestEffort)) = (&f.sandbox, sandbox_level) {
             // Best effort and no namespaces at all: run without the sandbox, and say so loudly.
@@ -1081,6 +1084,7 @@ pub async fn verify(
     report.sandbox = sandbox_status;
     report.server.identity = identity;
     report.server.restarts = restarts;
+    report.server.startup_us = Some(startup_us);
     report.server.tools_sha256 = Some(inventory.sha256.clone());
     report.coverage = CoverageSummary {
         observers: recorder.statuses(),

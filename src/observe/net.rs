@@ -77,7 +77,8 @@ impl NetState {
         }
     }
 
-    /// Stops the service threads (they notice within their poll interval).
+    /// Stops the service threads (they notice within their poll interval, 200 ms; nobody
+    /// waits for them).
     pub fn stop(&self) {
         self.stop.store(true, Ordering::SeqCst);
     }
@@ -236,7 +237,19 @@ fn accept_loop(listener: TcpListener, port: u16, state: NetHandle) {
                     payload,
                 });
             }
-            Err(_) => std::thread::sleep(Duration::from_millis(5)),
+            // Nothing to accept: sleep in poll until a connection arrives (or 200 ms pass, to
+            // notice a stop), instead of waking up every few milliseconds on a busy machine.
+            Err(_) => {
+                let mut fds = [rustix::event::PollFd::new(
+                    &listener,
+                    rustix::event::PollFlags::IN,
+                )];
+                let timeout = rustix::event::Timespec {
+                    tv_sec: 0,
+                    tv_nsec: 200_000_000,
+                };
+                let _ = rustix::event::poll(&mut fds, Some(&timeout));
+            }
         }
     }
 }

@@ -83,6 +83,8 @@ struct ServerV1<'a> {
     stderr: &'a str,
     stderr_bytes: u64,
     tools_sha256: Option<&'a str>,
+    /// From the launch (sandbox set-up included) to the end of the first handshake (additive).
+    startup_us: Option<u64>,
 }
 
 #[derive(Debug, Serialize)]
@@ -394,6 +396,7 @@ pub fn to_v1(r: &Report) -> ReportV1<'_> {
             stderr: &r.server.stderr,
             stderr_bytes: r.server.stderr_bytes,
             tools_sha256: r.server.tools_sha256.as_deref(),
+            startup_us: r.server.startup_us,
         },
         sandbox: SandboxV1 {
             level: &r.sandbox.level,

@@ -97,6 +97,8 @@ pub struct ServerSummary {
     pub stderr_bytes: u64,
     /// SHA-256 over the tool definitions.
     pub tools_sha256: Option<String>,
+    /// From the launch (sandbox set-up included) to the end of the first handshake, in µs.
+    pub startup_us: Option<u64>,
 }
 
 /// Coverage of the run.

@@ -1,0 +1,450 @@
+//! The cost of verification, in one run (issue 9). For the harness's fake server and for two
+//! real servers from npm (server-filesystem, server-memory), it prints medians and ratios of:
+//! - start: a bare start of the server (spawn until `initialize` is answered) against
+//!   hintcheck's start of it, with the sandbox and without (`server.startup_us` of the
+//!   report: launch, sandbox set-up and handshake);
+//! - per call: a minimal JSON-RPC client calling the tools against the same tools called
+//!   through hintcheck (the response time plus the observers' checkpoint; settle excluded),
+//!   and the settle period;
+//! - scale: a fake server with 500 tools, two calls each: wall time, and the peak RSS of the
+//!   hintcheck process (its VmHWM).
+//!
+//! Targets (medians, 2 cores): the sandbox adds < 15 ms to a start; hintcheck adds < 2 ms per
+//! call; settle < 30 ms; 500 tools < 30 s; peak RSS < 100 MB. A missed target is printed with
+//! the amount. Run with `cargo bench --bench overhead` (the real servers are installed by
+//! their scenarios' `[setup]` into target/hintcheck-cache; without npm they are skipped).
+
+#![allow(clippy::print_stdout)] // a benchmark reports on stdout
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+const START_RUNS: usize = 9;
+
+fn median(mut v: Vec<f64>) -> f64 {
+    assert!(!v.is_empty(), "no samples");
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn verdict(value: f64, target: f64, unit: &str) -> String {
+    if value < target {
+        format!("(target < {target} {unit}: met)")
+    } else {
+        format!(
+            "(target < {target} {unit}: MISSED by {:.2} {unit})",
+            value - target
+        )
+    }
+}
+
+/// A minimal JSON-RPC client over a child's stdio.
+struct Direct {
+    child: Child,
+    stdin: ChildStdin,
+    lines: std::io::Lines<BufReader<std::process::ChildStdout>>,
+    next_id: u64,
+}
+
+impl Direct {
+    /// Spawns the server and returns it with the time until `initialize` was answered (ms).
+    fn start(program: &Path, args: &[String], env: &[(String, String)]) -> (Direct, f64) {
+        let t = Instant::now();
+        let mut child = Command::new(program)
+            .args(args)
+            .envs(env.iter().cloned())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("{}: {e}", program.display()));
+        let stdin = child.stdin.take().expect("stdin");
+        let lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
+        let mut d = Direct {
+            child,
+            stdin,
+            lines,
+            next_id: 0,
+        };
+        d.request(
+            "initialize",
+            json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}}),
+        );
+        let start_ms = t.elapsed().as_secs_f64() * 1000.0;
+        let _ = writeln!(
+            d.stdin,
+            r#"{{"jsonrpc":"2.0","method":"notifications/initialized"}}"#
+        );
+        (d, start_ms)
+    }
+
+    /// Sends a request and waits for its response; returns the round trip in µs.
+    fn request(&mut self, method: &str, params: Value) -> f64 {
+        self.next_id += 1;
+        let id = self.next_id;
+        let msg = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        let t = Instant::now();
+        writeln!(self.stdin, "{msg}").expect("write");
+        self.stdin.flush().expect("flush");
+        loop {
+            let line = self.lines.next().expect("a line").expect("read");
+            let v: Value = serde_json::from_str(&line).unwrap_or(Value::Null);
+            if v["id"] == id {
+                return t.elapsed().as_secs_f64() * 1e6;
+            }
+        }
+    }
+
+    fn call(&mut self, tool: &str, arguments: &Value) -> f64 {
+        self.request("tools/call", json!({"name": tool, "arguments": arguments}))
+    }
+
+    fn stop(mut self) {
+        drop(self.stdin);
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Runs `hintcheck verify --format json ARGS`; returns the report, the wall time and the peak
+/// RSS of the hintcheck process in MiB (its VmHWM, read until it exits).
+fn verify(hintcheck: &Path, args: &[&str]) -> (Value, Duration, f64) {
+    let t = Instant::now();
+    let mut child = Command::new(hintcheck)
+        .args(["verify", "--format", "json", "--no-summary", "--no-config"])
+        .args(args)
+        .env_remove("GITHUB_STEP_SUMMARY")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("hintcheck");
+    let status_path = format!("/proc/{}/status", child.id());
+    let mut out = child.stdout.take().expect("stdout");
+    let reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = std::io::Read::read_to_string(&mut out, &mut s);
+        s
+    });
+    let mut hwm_kib = 0u64;
+    loop {
+        if let Ok(status) = std::fs::read_to_string(&status_path) {
+            if let Some(kib) = status
+                .lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|n| n.parse::<u64>().ok())
+            {
+                hwm_kib = hwm_kib.max(kib);
+            }
+        }
+        if child.try_wait().expect("wait").is_some() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let wall = t.elapsed();
+    let text = reader.join().expect("reader");
+    let report: Value = serde_json::from_str(&text).expect("a JSON report");
+    (report, wall, hwm_kib as f64 / 1024.0)
+}
+
+/// Median startups (ms) of `runs` hintcheck runs with the sandbox and `runs` without,
+/// interleaved so that drift (caches, other load) affects both alike.
+fn hintcheck_start(hintcheck: &Path, args: &[&str], runs: usize) -> (f64, f64) {
+    let startup = |sandbox: bool| {
+        let mut all = args.to_vec();
+        if !sandbox {
+            all.push("--no-sandbox");
+        }
+        let (r, _, _) = verify(hintcheck, &all);
+        r["server"]["startup_us"].as_f64().expect("startup_us") / 1000.0
+    };
+    let (mut with, mut without) = (Vec::new(), Vec::new());
+    for _ in 0..runs {
+        with.push(startup(true));
+        without.push(startup(false));
+    }
+    (median(with), median(without))
+}
+
+/// Medians (µs) of response, observers and settle over a report's successful calls of
+/// `tools` (all tools when empty).
+fn call_costs(report: &Value, tools: &[&str]) -> (f64, f64, f64) {
+    let calls: Vec<&Value> = report["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .filter(|t| tools.is_empty() || tools.contains(&t["name"].as_str().unwrap_or("")))
+        .flat_map(|t| t["calls"].as_array().into_iter().flatten())
+        .filter(|c| c["outcome"] == "ok")
+        .collect();
+    let pick = |k: &str| {
+        median(
+            calls
+                .iter()
+                .filter_map(|c| c["timing_us"][k].as_f64())
+                .collect(),
+        )
+    };
+    (pick("response_us"), pick("observe_us"), pick("settle_us"))
+}
+
+fn fake_server(hintcheck: &Path) -> PathBuf {
+    let fake = hintcheck.with_file_name("hintcheck-fake-server");
+    if !fake.is_file() {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let ok = Command::new(cargo)
+            .args(["build", "--release", "-p", "hintcheck-harness"])
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(ok && fake.is_file(), "cannot build the fake server");
+    }
+    fake
+}
+
+fn tools_scenario(dir: &Path, name: &str, tools: usize) -> PathBuf {
+    let mut s = String::from("[fake]\nserver_name = \"bench\"\n\n");
+    for i in 0..tools {
+        s.push_str(&format!(
+            "[[tools]]\nname = \"tool_{i}\"\nannotations = {{ readOnlyHint = true }}\n\n"
+        ));
+    }
+    let p = dir.join(name);
+    std::fs::write(&p, s).expect("scenario");
+    p
+}
+
+/// Start and per-call figures of one server, printed.
+struct ServerFigures {
+    bare_start_ms: f64,
+    start_sandboxed_ms: f64,
+    start_plain_ms: f64,
+    direct_call_us: f64,
+    response_us: f64,
+    observe_us: f64,
+    settle_us: f64,
+}
+
+fn print_figures(name: &str, f: &ServerFigures) {
+    let added_start = f.start_sandboxed_ms - f.start_plain_ms;
+    let added_call = (f.response_us - f.direct_call_us + f.observe_us) / 1000.0;
+    println!("{name}");
+    println!(
+        "  start: bare {:.1} ms · hintcheck without sandbox {:.1} ms · with sandbox {:.1} ms ({:.2}x bare)",
+        f.bare_start_ms,
+        f.start_plain_ms,
+        f.start_sandboxed_ms,
+        f.start_sandboxed_ms / f.bare_start_ms
+    );
+    println!(
+        "  the sandbox adds {added_start:.1} ms to the start {}",
+        verdict(added_start, 15.0, "ms")
+    );
+    println!(
+        "  per call: direct {:.3} ms · through hintcheck {:.3} ms + observers {:.3} ms ({:.2}x direct)",
+        f.direct_call_us / 1000.0,
+        f.response_us / 1000.0,
+        f.observe_us / 1000.0,
+        (f.response_us + f.observe_us) / f.direct_call_us
+    );
+    println!(
+        "  hintcheck adds {added_call:.3} ms per call, settle excluded {}",
+        verdict(added_call, 2.0, "ms")
+    );
+    println!(
+        "  settle period {:.1} ms {}",
+        f.settle_us / 1000.0,
+        verdict(f.settle_us / 1000.0, 30.0, "ms")
+    );
+}
+
+fn fake_figures(hintcheck: &Path, fake: &Path, dir: &Path) {
+    let one = tools_scenario(dir, "one.toml", 1);
+    let fifty = tools_scenario(dir, "fifty.toml", 50);
+    let fake_args = |s: &Path| vec!["--scenario".to_string(), s.display().to_string()];
+    let bare_start_ms = median(
+        (0..START_RUNS)
+            .map(|_| {
+                let (d, ms) = Direct::start(fake, &fake_args(&one), &[]);
+                d.stop();
+                ms
+            })
+            .collect(),
+    );
+    let one_s = one.display().to_string();
+    let start_args = ["--scenario", one_s.as_str(), "--era", "legacy"];
+    let (start_sandboxed_ms, start_plain_ms) = hintcheck_start(hintcheck, &start_args, START_RUNS);
+    let (mut d, _) = Direct::start(fake, &fake_args(&fifty), &[]);
+    let direct_call_us = median(
+        (0..50)
+            .flat_map(|i| [i, i])
+            .map(|i| d.call(&format!("tool_{i}"), &json!({})))
+            .collect(),
+    );
+    d.stop();
+    let fifty_s = fifty.display().to_string();
+    let (report, _, _) = verify(
+        hintcheck,
+        &["--scenario", fifty_s.as_str(), "--era", "legacy"],
+    );
+    let (response_us, observe_us, settle_us) = call_costs(&report, &[]);
+    print_figures(
+        "fake server (harness), 50 tools x 2 calls",
+        &ServerFigures {
+            bare_start_ms,
+            start_sandboxed_ms,
+            start_plain_ms,
+            direct_call_us,
+            response_us,
+            observe_us,
+            settle_us,
+        },
+    );
+}
+
+fn scale_figures(hintcheck: &Path, dir: &Path) {
+    let many = tools_scenario(dir, "five-hundred.toml", 500);
+    let many_s = many.display().to_string();
+    let (report, wall, rss) = verify(
+        hintcheck,
+        &["--scenario", many_s.as_str(), "--era", "legacy"],
+    );
+    assert_eq!(
+        report["coverage"]["calls"], 1000,
+        "{}",
+        report["exit_reason"]
+    );
+    println!("scale: fake server with 500 tools x 2 calls");
+    println!(
+        "  verified in {:.2} s {}",
+        wall.as_secs_f64(),
+        verdict(wall.as_secs_f64(), 30.0, "s")
+    );
+    println!(
+        "  peak RSS of hintcheck {rss:.1} MiB {}",
+        verdict(rss, 100.0, "MiB")
+    );
+}
+
+/// Tools and their arguments.
+type Calls = Vec<(&'static str, Value)>;
+
+/// server-filesystem or server-memory from npm, installed by its scenario's [setup].
+fn real_figures(hintcheck: &Path, root: &Path, scenario: &str, dir: &Path) {
+    let s = hintcheck::scenario::Scenario::load(&root.join("scenarios").join(scenario))
+        .expect("scenario");
+    let installed = match hintcheck::setup::ensure(&s.setup, &root.join("target/hintcheck-cache")) {
+        Ok(i) => i,
+        Err(e) => {
+            println!("{scenario}: skipped ({e})");
+            return;
+        }
+    };
+    let package = scenario.trim_start_matches("real-");
+    let entry = installed
+        .npm
+        .expect("npm prefix")
+        .join("node_modules/@modelcontextprotocol")
+        .join(format!("server-{package}"))
+        .join("dist/index.js");
+    let work = dir.join(package);
+    std::fs::create_dir_all(&work).expect("workspace");
+    std::fs::write(work.join("notes.txt"), "hintcheck bench\n").expect("seed");
+    let w = work.display().to_string();
+    let (args, env, calls): (Vec<String>, Vec<(String, String)>, Calls) = if package == "filesystem"
+    {
+        (
+            vec![entry.display().to_string(), w.clone()],
+            vec![],
+            vec![
+                ("list_directory", json!({"path": w})),
+                ("read_text_file", json!({"path": format!("{w}/notes.txt")})),
+                ("get_file_info", json!({"path": format!("{w}/notes.txt")})),
+            ],
+        )
+    } else {
+        (
+            vec![entry.display().to_string()],
+            vec![("MEMORY_FILE_PATH".into(), format!("{w}/memory.jsonl"))],
+            vec![
+                ("read_graph", json!({})),
+                ("search_nodes", json!({"query": "hintcheck"})),
+                ("open_nodes", json!({"names": ["hintcheck"]})),
+            ],
+        )
+    };
+    let node = PathBuf::from("node");
+    let bare_start_ms = median(
+        (0..START_RUNS)
+            .map(|_| {
+                let (d, ms) = Direct::start(&node, &args, &env);
+                d.stop();
+                ms
+            })
+            .collect(),
+    );
+    let (mut d, _) = Direct::start(&node, &args, &env);
+    let direct_call_us = median(
+        (0..10)
+            .flat_map(|_| calls.iter())
+            .map(|(tool, a)| d.call(tool, a))
+            .collect(),
+    );
+    d.stop();
+    let path = root.join("scenarios").join(scenario).display().to_string();
+    let start_args = [
+        "--scenario",
+        path.as_str(),
+        "--era",
+        "legacy",
+        "--cache-dir",
+    ];
+    let cache = root.join("target/hintcheck-cache").display().to_string();
+    let mut start_args = start_args.to_vec();
+    start_args.push(cache.as_str());
+    let (start_sandboxed_ms, start_plain_ms) = hintcheck_start(hintcheck, &start_args, START_RUNS);
+    let (report, _, _) = verify(hintcheck, &start_args);
+    let names: Vec<&str> = calls.iter().map(|(t, _)| *t).collect();
+    let (response_us, observe_us, settle_us) = call_costs(&report, &names);
+    print_figures(
+        &format!(
+            "@modelcontextprotocol/server-{package} (npm), tools {}",
+            names.join(", ")
+        ),
+        &ServerFigures {
+            bare_start_ms,
+            start_sandboxed_ms,
+            start_plain_ms,
+            direct_call_us,
+            response_us,
+            observe_us,
+            settle_us,
+        },
+    );
+}
+
+fn main() {
+    let hintcheck = PathBuf::from(env!("CARGO_BIN_EXE_hintcheck"));
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let fake = fake_server(&hintcheck);
+    let dir = tempfile::tempdir().expect("tempdir");
+    println!(
+        "hintcheck overhead ({} as {}; medians)",
+        std::env::consts::ARCH,
+        if rustix::process::geteuid().is_root() {
+            "root"
+        } else {
+            "an unprivileged user"
+        }
+    );
+    // Scale first: its peak RSS is read before anything else ran in this process tree.
+    scale_figures(&hintcheck, dir.path());
+    fake_figures(&hintcheck, &fake, dir.path());
+    for scenario in ["real-filesystem", "real-memory"] {
+        real_figures(&hintcheck, &root, scenario, dir.path());
+    }
+}
