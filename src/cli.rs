@@ -305,7 +305,7 @@ pub struct ScanArgs {
     /// Print the scenario files of this shard and exit.
     #[arg(long)]
     pub list: bool,
-    /// Longest time for one server's run [default: 15m].
+    /// Longest time for one server's run [default: the scenario's [run] timeout, else 15m].
     #[arg(long, value_name = "DURATION")]
     pub timeout: Option<String>,
     /// Passed to every verify: the lowest finding severity that fails a server.

@@ -199,10 +199,14 @@ fn scan(a: &ScanArgs) -> i32 {
     if a.jobs == Some(0) {
         return usage_error("--jobs: 0 is not a number of jobs (at least 1)");
     }
-    let mut verify_args = vec![
-        "--timeout".to_string(),
-        format!("{}s", timeout.as_secs().max(1)),
-    ];
+    // A scenario's own [run] timeout holds unless the scan sets one for all.
+    let mut verify_args = Vec::new();
+    if a.timeout.is_some() {
+        verify_args.extend([
+            "--timeout".to_string(),
+            format!("{}s", timeout.as_secs().max(1)),
+        ]);
+    }
     if let Some(f) = a.fail_on {
         let name = match f {
             FailOnArg::Never => "never",

@@ -411,6 +411,21 @@ pub struct Verification {
 /// Runs one verification. `stop` ends the run early (the report is then partial).
 pub async fn verify(
     config: &RunConfig,
+    stop: watch::Receiver<bool>,
+    subreaper: bool,
+) -> Verification {
+    let mut v = verify_unchecked(config, stop, subreaper).await;
+    // Runs that ended early (no handshake, no sandbox) have findings too.
+    crate::baseline::fingerprint_findings(&mut v.report);
+    if config.check_expectations {
+        check_expectations(&mut v.report, config);
+    }
+    v
+}
+
+/// [`verify`] without the `--check` of the scenario's expectations.
+async fn verify_unchecked(
+    config: &RunConfig,
     mut stop: watch::Receiver<bool>,
     subreaper: bool,
 ) -> Verification {
@@ -1126,9 +1141,6 @@ pub async fn verify(
         report.baseline = Some(b.apply(&mut report));
     }
     (report.exit_code, report.exit_reason) = decide_exit(&report, config);
-    if config.check_expectations {
-        check_expectations(&mut report, config);
-    }
     if let Err(e) = scratch.remove() {
         report.notes.push(e);
     }
@@ -1512,7 +1524,15 @@ fn phase_observations(
 }
 
 fn protocol_findings(c: &Collected) -> Vec<Finding> {
-    audit::protocol::findings(&c.notes, &c.anomalies, c.stats.garbage, c.stats.unknown_id)
+    let mut out =
+        audit::protocol::findings(&c.notes, &c.anomalies, c.stats.garbage, c.stats.unknown_id);
+    out.extend(audit::protocol::list_changed(
+        c.notifications
+            .get("notifications/tools/list_changed")
+            .copied()
+            .unwrap_or(0),
+    ));
+    out
 }
 
 /// Moves what was collected from the server instances into the report; returns the transcript.

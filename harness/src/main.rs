@@ -56,6 +56,16 @@ struct Fake {
     request_roots: bool,
     /// Write this file (relative to the cwd) at startup.
     startup_write: Option<String>,
+    /// Add this many generated read-only tools (`gen_0`, `gen_1`, …) after the listed ones.
+    #[serde(default)]
+    generate_tools: usize,
+    /// The tool list changes between pages: every tools/list request sees the list rotated
+    /// by one more tool, so pages overlap and a tool goes missing.
+    #[serde(default)]
+    shifting_pages: bool,
+    /// Responses (ids 1..=N) printed at startup, before any request was made.
+    #[serde(default)]
+    responses_before_requests: u32,
 }
 
 impl Default for Fake {
@@ -153,6 +163,9 @@ const ACTIONS: &[&str] = &[
     "error",
     "rpc_error",
     "notify",
+    "flood_stdout",
+    "flood_stderr",
+    "close_stdout",
 ];
 
 fn die(msg: &str) -> ! {
@@ -175,6 +188,15 @@ fn main() {
         Some("--fork-bomb") => fork_bomb(),
         Some("--scenario") if args.len() == 3 => serve(Path::new(&args[2])),
         _ => die("usage: hintcheck-fake-server --scenario FILE"),
+    }
+}
+
+/// Lets go of the stdout pipe while the process keeps running: fd 1 becomes the write end of
+/// a fresh pipe whose read end is closed, so the client reads end-of-file.
+fn close_stdout() {
+    if let Ok((read, write)) = rustix::pipe::pipe() {
+        let _ = rustix::stdio::dup2_stdout(&write);
+        drop(read);
     }
 }
 
@@ -219,8 +241,26 @@ fn client_hello(name: &str) -> Vec<u8> {
 fn load(path: &Path) -> ScenarioFile {
     let text = std::fs::read_to_string(path)
         .unwrap_or_else(|e| die(&format!("cannot read {}: {e}", path.display())));
-    let file: ScenarioFile =
+    let mut file: ScenarioFile =
         toml::from_str(&text).unwrap_or_else(|e| die(&format!("{}: {e}", path.display())));
+    for i in 0..file.fake.generate_tools {
+        file.tools.push(ToolSpec {
+            name: format!("gen_{i}"),
+            description: Some("A generated read-only tool.".into()),
+            title: None,
+            annotations: Some(toml::Value::Table(toml::map::Map::from_iter([(
+                "readOnlyHint".to_string(),
+                toml::Value::Boolean(true),
+            )]))),
+            annotations_json: None,
+            input_schema: None,
+            input_schema_json: None,
+            tool_json: None,
+            task_support: None,
+            steps: Vec::new(),
+            result_text: None,
+        });
+    }
     for t in &file.tools {
         for s in &t.steps {
             if !ACTIONS.contains(&s.action.as_str()) {
@@ -367,6 +407,10 @@ fn serve(path: &Path) {
     for g in s.file.fake.garbage_before_handshake.clone() {
         s.raw(&g);
     }
+    for id in 1..=s.file.fake.responses_before_requests {
+        s.send(&json!({"jsonrpc": "2.0", "id": id, "result": {"unrequested": true}}));
+    }
+    let mut list_requests = 0usize;
     if let Some(p) = s.file.fake.startup_write.clone() {
         let _ = std::fs::write(&p, "started\n");
     }
@@ -436,7 +480,12 @@ fn serve(path: &Path) {
                 if s.file.fake.ping_client {
                     let _ = s.ask_client("ping");
                 }
-                let all: Vec<Value> = s.file.tools.iter().map(definition).collect();
+                let mut all: Vec<Value> = s.file.tools.iter().map(definition).collect();
+                if s.file.fake.shifting_pages && !all.is_empty() {
+                    let shift = list_requests % all.len();
+                    all.rotate_left(shift);
+                }
+                list_requests += 1;
                 let page_size = if s.file.fake.page_size == 0 {
                     all.len().max(1)
                 } else {
@@ -706,9 +755,48 @@ fn call(s: &mut Server, id: &Value, params: &Value) {
                 Ok(())
             }
             "oversized" => {
-                let line = "x".repeat(step.bytes.unwrap_or(1 << 20));
-                s.raw(&line);
-                Ok(())
+                // Streamed in chunks: a 1 GiB line must not need 1 GiB here.
+                let mut left = step.bytes.unwrap_or(1 << 20);
+                let chunk = vec![b'x'; 1 << 20];
+                let mut lock = s.out.lock();
+                let mut io = Ok(());
+                while left > 0 && io.is_ok() {
+                    let n = left.min(chunk.len());
+                    io = lock.write_all(&chunk[..n]);
+                    left -= n;
+                }
+                io.and_then(|()| lock.write_all(b"\n"))
+                    .and_then(|()| lock.flush())
+            }
+            "flood_stdout" | "flood_stderr" => {
+                // Lines of garbage, as fast as the pipe takes them, `bytes` in all.
+                let line = format!(
+                    "{}\n",
+                    step.text.clone().unwrap_or_else(|| "flood ".repeat(20))
+                );
+                let mut left = step.bytes.unwrap_or(64 << 20);
+                let mut block = String::new();
+                while block.len() < 1 << 16 {
+                    block.push_str(&line);
+                }
+                let mut io = Ok(());
+                while left > 0 && io.is_ok() {
+                    io = if step.action == "flood_stdout" {
+                        s.out.lock().write_all(block.as_bytes())
+                    } else {
+                        std::io::stderr().lock().write_all(block.as_bytes())
+                    };
+                    left = left.saturating_sub(block.len());
+                }
+                io
+            }
+            "close_stdout" => {
+                // Close stdout and keep running, answering nothing.
+                let _ = s.out.lock().flush();
+                close_stdout();
+                loop {
+                    std::thread::sleep(Duration::from_secs(3600));
+                }
             }
             "stderr" => {
                 eprintln!("{}", step.text.clone().unwrap_or_default());

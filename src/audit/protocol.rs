@@ -102,3 +102,22 @@ pub fn findings(
     }
     out
 }
+
+/// A note when the server announced during the run that its tool list changed: the
+/// verdicts are for the list read at the start, which may no longer be what hosts see.
+pub fn list_changed(count: usize) -> Option<Finding> {
+    (count > 0).then(|| Finding {
+        audit: META.id,
+        tool: None,
+        hint: None,
+        severity: Severity::Note,
+        confidence: Confidence::High,
+        message: format!(
+            "the server announced {count} time(s) during the run that its tool list changed \
+(notifications/tools/list_changed); the verdicts are for the list read at the start"
+        ),
+        evidence: Vec::new(),
+        fingerprint: String::new(),
+        accepted: None,
+    })
+}

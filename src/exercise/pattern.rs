@@ -20,21 +20,54 @@ pub fn generate(pattern: &str, rng: &mut Rng) -> Result<String, String> {
         })?;
     let mut out = String::new();
     let mut budget = 4096usize;
-    build(&hir, rng, &mut out, &mut budget)?;
+    let mut anchors = Anchors::default();
+    build(&hir, rng, &mut out, &mut budget, &mut anchors)?;
+    if anchors.broken || anchors.end_at.is_some_and(|n| out.len() > n) {
+        return Err(format!(
+            "pattern {pattern:?}: its anchors (^ or $ in the middle) cannot be satisfied by the string built"
+        ));
+    }
     Ok(out)
+}
+
+/// Where `^`/`$` anchors were met while building (JSON Schema patterns are searched, not
+/// matched whole, so only anchors in the middle constrain).
+#[derive(Default)]
+struct Anchors {
+    /// The length of the string when `$` was met.
+    end_at: Option<usize>,
+    /// `^` met after characters were already produced.
+    broken: bool,
 }
 
 fn first_line(s: &str) -> String {
     s.lines().last().unwrap_or(s).trim().to_string()
 }
 
-fn build(hir: &Hir, rng: &mut Rng, out: &mut String, budget: &mut usize) -> Result<(), String> {
+fn build(
+    hir: &Hir,
+    rng: &mut Rng,
+    out: &mut String,
+    budget: &mut usize,
+    anchors: &mut Anchors,
+) -> Result<(), String> {
     if *budget == 0 {
         return Err("pattern expands to more than 4096 characters".into());
     }
     *budget -= 1;
     match hir.kind() {
-        HirKind::Empty | HirKind::Look(_) => Ok(()),
+        HirKind::Empty => Ok(()),
+        HirKind::Look(look) => {
+            use regex_syntax::hir::Look;
+            match look {
+                Look::Start if !out.is_empty() => anchors.broken = true,
+                Look::End => {
+                    anchors.end_at.get_or_insert(out.len());
+                }
+                _ => {}
+            }
+            Ok(())
+        }
         HirKind::Literal(lit) => {
             out.push_str(&String::from_utf8_lossy(&lit.0));
             Ok(())
@@ -67,20 +100,20 @@ fn build(hir: &Hir, rng: &mut Rng, out: &mut String, budget: &mut usize) -> Resu
                 _ => 0,
             };
             for _ in 0..(rep.min + extra) {
-                build(&rep.sub, rng, out, budget)?;
+                build(&rep.sub, rng, out, budget, anchors)?;
             }
             Ok(())
         }
-        HirKind::Capture(cap) => build(&cap.sub, rng, out, budget),
+        HirKind::Capture(cap) => build(&cap.sub, rng, out, budget, anchors),
         HirKind::Concat(parts) => {
             for p in parts {
-                build(p, rng, out, budget)?;
+                build(p, rng, out, budget, anchors)?;
             }
             Ok(())
         }
         HirKind::Alternation(alts) => {
             let i = rng.below(alts.len() as u64) as usize;
-            build(&alts[i], rng, out, budget)
+            build(&alts[i], rng, out, budget, anchors)
         }
     }
 }

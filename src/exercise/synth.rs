@@ -231,10 +231,15 @@ impl Synth<'_> {
             return self.value(&flat, depth + 1, at);
         };
         if let Some(c) = s.get("const") {
+            if !fits_declared(s, c) {
+                self.note(at, "const does not fit the schema's type or bounds");
+            }
             return c.clone();
         }
         if let Some(d) = s.get("default") {
-            return d.clone();
+            if fits_declared(s, d) {
+                return d.clone();
+            }
         }
         if let Some(Value::Array(values)) = s.get("enum") {
             let non_null: Vec<&Value> = values.iter().filter(|v| !v.is_null()).collect();
@@ -244,7 +249,21 @@ impl Synth<'_> {
                 }
                 return Value::Null;
             }
-            return non_null[self.rng.below(non_null.len() as u64) as usize].clone();
+            let fitting: Vec<&Value> = non_null
+                .iter()
+                .copied()
+                .filter(|v| fits_declared(s, v))
+                .collect();
+            let pool = if fitting.is_empty() {
+                self.note(
+                    at,
+                    "no enum value fits the schema's type or bounds (contradictory schema); one is used anyway",
+                );
+                non_null
+            } else {
+                fitting
+            };
+            return pool[self.rng.below(pool.len() as u64) as usize].clone();
         }
         if let Some(Value::Array(ex)) = s.get("examples") {
             if let Some(first) = ex.first() {
@@ -264,6 +283,13 @@ impl Synth<'_> {
 
     fn pick_type(&mut self, s: &Map<String, Value>, at: &str) -> String {
         let declared: Vec<&str> = match s.get("type") {
+            Some(Value::Array(ts)) if ts.is_empty() => {
+                self.note(
+                    at,
+                    "the combined schemas (allOf, $ref) declare types that exclude each other: no value fits",
+                );
+                vec![]
+            }
             Some(Value::String(t)) => vec![t.as_str()],
             Some(Value::Array(ts)) => ts.iter().filter_map(Value::as_str).collect(),
             Some(_) => {
@@ -507,6 +533,12 @@ impl Synth<'_> {
         let max = s.get("maxItems").and_then(Value::as_u64);
         let mut count = min.max(1);
         if let Some(max) = max {
+            if max < min {
+                self.note(
+                    at,
+                    format!("minItems {min} exceeds maxItems {max}: no length fits"),
+                );
+            }
             count = count.min(max);
         }
         if count > MAX_ITEMS {
@@ -528,6 +560,12 @@ impl Synth<'_> {
         };
         if rest == json!(false) && (count as usize) > prefix.len() {
             count = prefix.len() as u64;
+            if count < min {
+                self.note(
+                    at,
+                    format!("minItems {min} but no item beyond the {count} listed is allowed"),
+                );
+            }
         }
         let unique = s.get("uniqueItems") == Some(&Value::Bool(true));
         let mut items: Vec<Value> = Vec::new();
@@ -670,8 +708,83 @@ fn percent_decode(s: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
+/// Whether `v` satisfies the cheap-to-check parts of a flattened schema: its `type`, string
+/// lengths, numeric bounds and `enum` (for `const`, `default` and `enum` values).
+fn fits_declared(s: &Map<String, Value>, v: &Value) -> bool {
+    let type_ok = |t: &str| match t {
+        "string" => v.is_string(),
+        "integer" => {
+            v.as_i64().is_some()
+                || v.as_u64().is_some()
+                || v.as_f64().is_some_and(|f| f.fract() == 0.0)
+        }
+        "number" => v.is_number(),
+        "boolean" => v.is_boolean(),
+        "array" => v.is_array(),
+        "object" => v.is_object(),
+        "null" => v.is_null(),
+        _ => true,
+    };
+    let types_ok = match s.get("type") {
+        Some(Value::String(t)) => type_ok(t),
+        Some(Value::Array(ts)) => ts.iter().filter_map(Value::as_str).any(type_ok),
+        _ => true,
+    };
+    let len_ok = v.as_str().is_none_or(|text| {
+        let n = text.chars().count() as u64;
+        s.get("minLength")
+            .and_then(Value::as_u64)
+            .is_none_or(|m| n >= m)
+            && s.get("maxLength")
+                .and_then(Value::as_u64)
+                .is_none_or(|m| n <= m)
+    });
+    let num_ok = v.as_f64().is_none_or(|x| {
+        s.get("minimum")
+            .and_then(Value::as_f64)
+            .is_none_or(|m| x >= m)
+            && s.get("maximum")
+                .and_then(Value::as_f64)
+                .is_none_or(|m| x <= m)
+            && s.get("exclusiveMinimum")
+                .and_then(Value::as_f64)
+                .is_none_or(|m| x > m)
+            && s.get("exclusiveMaximum")
+                .and_then(Value::as_f64)
+                .is_none_or(|m| x < m)
+    });
+    let object_ok = v.as_object().is_none_or(|o| {
+        let props = s.get("properties").and_then(Value::as_object);
+        let closed = s.get("additionalProperties") == Some(&Value::Bool(false));
+        (!closed || o.keys().all(|k| props.is_some_and(|p| p.contains_key(k))))
+            && s.get("required").and_then(Value::as_array).is_none_or(|r| {
+                r.iter()
+                    .filter_map(Value::as_str)
+                    .all(|k| o.contains_key(k))
+            })
+    });
+    let array_ok = v.as_array().is_none_or(|a| {
+        let n = a.len() as u64;
+        s.get("minItems")
+            .and_then(Value::as_u64)
+            .is_none_or(|m| n >= m)
+            && s.get("maxItems")
+                .and_then(Value::as_u64)
+                .is_none_or(|m| n <= m)
+    });
+    let enum_ok = match s.get("enum") {
+        Some(Value::Array(values)) => values.contains(v),
+        _ => true,
+    };
+    types_ok && len_ok && num_ok && object_ok && array_ok && enum_ok
+}
+
 /// Combines two schemas that must both hold (for `allOf` and `$ref` siblings).
 fn merge(a: &Value, b: &Value) -> Value {
+    // `false` allows nothing, whatever it is combined with.
+    if *a == Value::Bool(false) || *b == Value::Bool(false) {
+        return Value::Bool(false);
+    }
     let (Value::Object(a), Value::Object(b)) = (a, b) else {
         return if b.is_object() || *b == Value::Bool(false) {
             b.clone()
@@ -734,6 +847,11 @@ fn merge(a: &Value, b: &Value) -> Value {
 }
 
 fn intersect_types(a: &Value, b: &Value) -> Value {
+    // An empty list is what an earlier intersection left: still nothing.
+    let nothing = |v: &Value| matches!(v, Value::Array(x) if x.is_empty());
+    if nothing(a) || nothing(b) {
+        return Value::Array(Vec::new());
+    }
     let list = |v: &Value| -> Vec<String> {
         match v {
             Value::String(s) => vec![s.clone()],
@@ -759,6 +877,8 @@ fn intersect_types(a: &Value, b: &Value) -> Value {
         )
         .collect();
     match both.len() {
+        // Types that exclude each other: nothing fits (said where the type is picked).
+        0 if !la.is_empty() && !lb.is_empty() => Value::Array(Vec::new()),
         0 => b.clone(),
         1 => Value::String(both[0].clone()),
         _ => Value::Array(both.into_iter().map(Value::String).collect()),
@@ -985,5 +1105,118 @@ mod corpus_tests {
             valid * 100 >= total * 95,
             "only {valid} of {total} definitions got a valid value"
         );
+    }
+}
+
+/// Properties over arbitrary schemas (recursive `$ref`s, huge enums, contradictory bounds,
+/// impossible patterns, deep nesting): synthesis always ends with a bounded value, and a
+/// value that does not validate is always flagged by a note (a best effort).
+#[cfg(test)]
+mod property_tests {
+    use super::*;
+    use proptest::prelude::*;
+    use serde_json::json;
+
+    fn leaf() -> impl Strategy<Value = Value> {
+        prop_oneof![
+            Just(json!({"type": "string"})),
+            (0u64..40, 0u64..40)
+                .prop_map(|(a, b)| json!({"type": "string", "minLength": a, "maxLength": b})),
+            "[a-z0-9\\[\\](){}*+?|^$.\\\\-]{0,10}"
+                .prop_map(|p| json!({"type": "string", "pattern": p})),
+            (-50i64..50, -50i64..50)
+                .prop_map(|(a, b)| json!({"type": "integer", "minimum": a, "maximum": b})),
+            (-5.0f64..5.0, 0.0f64..3.0).prop_map(|(a, w)| json!({
+                "type": "number", "exclusiveMinimum": a, "exclusiveMaximum": a + w, "multipleOf": 0.25
+            })),
+            prop::collection::vec(any::<i32>(), 0..1000).prop_map(|v| json!({ "enum": v })),
+            Just(json!({"$ref": "#/definitions/node"})),
+            Just(json!({"$ref": "#/definitions/missing"})),
+            Just(json!({"type": "boolean"})),
+            Just(json!({"type": ["null", "string"]})),
+            Just(json!({"const": {"a": [1, 2, {"b": null}]}})),
+            Just(json!({"not": {}})),
+            Just(json!(true)),
+            Just(json!(false)),
+            Just(json!({"type": "string", "format": "email", "maxLength": 3})),
+        ]
+    }
+
+    fn schema() -> impl Strategy<Value = Value> {
+        leaf().prop_recursive(10, 128, 6, |inner| {
+            prop_oneof![
+                (
+                    prop::collection::btree_map("[a-z]{1,6}", inner.clone(), 0..6),
+                    any::<u8>(),
+                )
+                    .prop_map(|(props, mask)| {
+                        let required: Vec<&String> = props
+                            .keys()
+                            .enumerate()
+                            .filter(|(i, _)| mask & (1 << (i % 8)) != 0)
+                            .map(|(_, k)| k)
+                            .collect();
+                        json!({"type": "object", "properties": props, "required": required, "additionalProperties": false})
+                    }),
+                (inner.clone(), 0u64..80, 0u64..80).prop_map(|(items, min, max)| json!({
+                    "type": "array", "items": items, "minItems": min, "maxItems": max, "uniqueItems": true
+                })),
+                prop::collection::vec(inner.clone(), 1..4).prop_map(|v| json!({ "anyOf": v })),
+                prop::collection::vec(inner.clone(), 1..4).prop_map(|v| json!({ "allOf": v })),
+                prop::collection::vec(inner, 1..4).prop_map(|v| json!({ "oneOf": v })),
+            ]
+        })
+    }
+
+    fn wrap(s: Value) -> Value {
+        json!({
+            "type": "object",
+            "properties": {"x": s},
+            "required": ["x"],
+            "definitions": {
+                "node": {"type": "object", "properties": {"next": {"$ref": "#/definitions/node"}}, "required": ["next"]}
+            }
+        })
+    }
+
+    fn depth_and_nodes(v: &Value) -> (usize, usize) {
+        match v {
+            Value::Array(a) => a
+                .iter()
+                .map(depth_and_nodes)
+                .fold((1, 1), |(d, n), (cd, cn)| (d.max(cd + 1), n + cn)),
+            Value::Object(m) => m
+                .values()
+                .map(depth_and_nodes)
+                .fold((1, 1), |(d, n), (cd, cn)| (d.max(cd + 1), n + cn)),
+            _ => (1, 1),
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
+
+        #[test]
+        fn synthesis_is_bounded_and_honest(s in schema(), seed in any::<u64>()) {
+            let wrapper = wrap(s);
+            let got = synthesize(&wrapper, seed, "p");
+            let (depth, nodes) = depth_and_nodes(&got.arguments);
+            prop_assert!(depth <= MAX_DEPTH + 3, "depth {depth}");
+            prop_assert!(nodes <= MAX_NODES * 2, "nodes {nodes}");
+            prop_assert!(got.arguments.to_string().len() < 8 << 20, "size");
+            // Deterministic for a seed.
+            prop_assert_eq!(&synthesize(&wrapper, seed, "p"), &got);
+            // A value the schema rejects is always flagged as a best effort.
+            if let Ok(validator) = jsonschema::validator_for(&wrapper) {
+                if !validator.is_valid(&got.arguments) {
+                    prop_assert!(
+                        !got.notes.is_empty(),
+                        "invalid without a note: {} for {}",
+                        got.arguments,
+                        wrapper
+                    );
+                }
+            }
+        }
     }
 }

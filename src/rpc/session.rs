@@ -60,6 +60,10 @@ pub struct SessionOptions {
     pub roots: Option<Vec<Value>>,
     /// Most server-to-client requests answered; later ones are recorded only.
     pub max_replies: u64,
+    /// The id of the first request; `None` picks one at random per session, so that a server
+    /// cannot answer a request before it was made (a response printed at startup with id 1
+    /// would otherwise be taken for the answer to our first request).
+    pub first_id: Option<i64>,
 }
 
 impl Default for SessionOptions {
@@ -71,8 +75,23 @@ impl Default for SessionOptions {
             stderr_tail: 32 * 1024,
             roots: None,
             max_replies: 10_000,
+            first_id: None,
         }
     }
+}
+
+/// A request id base nobody can guess: 1,000,000 to 1,000,999,999, from the standard
+/// library's per-process random hash keys (no extra dependency), different per session.
+fn unpredictable_first_id() -> i64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0),
+    );
+    1_000_000 + (h.finish() % 1_000_000_000) as i64
 }
 
 /// A response to one of our requests.
@@ -236,9 +255,13 @@ impl Session {
                 }
             })
         });
+        let first_id = shared
+            .options
+            .first_id
+            .unwrap_or_else(unpredictable_first_id);
         Session {
             shared,
-            next_id: AtomicI64::new(1),
+            next_id: AtomicI64::new(first_id),
             reader,
             stderr_reader,
         }

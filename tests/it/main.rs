@@ -4,6 +4,8 @@
 mod action;
 /// The command line: usage errors, formats, exit codes, explain, cleanup.
 mod cli;
+/// Hostile servers at scale: flat memory over many calls.
+mod hostile;
 /// Real MCP servers from npm, when installed.
 mod real_servers;
 /// SARIF, JUnit, Markdown, suggest, baselines, the config file, progress and colour.

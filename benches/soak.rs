@@ -1,0 +1,78 @@
+//! Soak (issue 8): the harness server with 2,000 tools, two calls each, verified by the
+//! hintcheck binary. Prints the wall time, the calls per second and the peak RSS of the
+//! hintcheck process (its VmHWM, sampled until it exits). Run with `cargo bench --bench soak`.
+
+#![allow(clippy::print_stdout)] // a benchmark reports on stdout
+
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const TOOLS: usize = 2000;
+
+fn main() {
+    let hintcheck = PathBuf::from(env!("CARGO_BIN_EXE_hintcheck"));
+    let fake = hintcheck.with_file_name("hintcheck-fake-server");
+    if !fake.is_file() {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let ok = Command::new(cargo)
+            .args(["build", "--release", "-p", "hintcheck-harness"])
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(ok && fake.is_file(), "cannot build the fake server");
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let scenario = dir.path().join("soak.toml");
+    std::fs::write(
+        &scenario,
+        format!("[fake]\nserver_name = \"soak\"\ngenerate_tools = {TOOLS}\n"),
+    )
+    .expect("scenario");
+    let t = Instant::now();
+    let mut child = Command::new(&hintcheck)
+        .args([
+            "verify",
+            "--format",
+            "json",
+            "--no-summary",
+            "--no-config",
+            "--era",
+            "legacy",
+        ])
+        .arg("--scenario")
+        .arg(&scenario)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("hintcheck");
+    let status = format!("/proc/{}/status", child.id());
+    let mut out = child.stdout.take().expect("stdout");
+    let reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = std::io::Read::read_to_string(&mut out, &mut s);
+        s
+    });
+    let mut peak_kib = 0u64;
+    while child.try_wait().expect("wait").is_none() {
+        if let Some(kib) = std::fs::read_to_string(&status).ok().and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|n| n.parse::<u64>().ok())
+        }) {
+            peak_kib = peak_kib.max(kib);
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let wall = t.elapsed().as_secs_f64();
+    let report: serde_json::Value =
+        serde_json::from_str(&reader.join().expect("reader")).expect("a JSON report");
+    let calls = report["coverage"]["calls"].as_u64().unwrap_or(0);
+    assert_eq!(calls, 2 * TOOLS as u64, "{}", report["exit_reason"]);
+    println!("soak: {TOOLS} tools x 2 calls through hintcheck (sandboxed)");
+    println!(
+        "  wall time {wall:.1} s, {:.0} calls/s, peak RSS of hintcheck {:.1} MiB",
+        calls as f64 / wall,
+        peak_kib as f64 / 1024.0
+    );
+}

@@ -1,0 +1,78 @@
+//! Hostile servers at scale (issue 8): memory that stays flat however many calls are made.
+//! The protocol-hostility scenarios (`scenarios/hostile-*`: floods, a 1 GiB line, responses
+//! nobody asked for, a closed stdout, shifting pages, list_changed, 100,000 tools, a mute
+//! server) run with every other scenario against their `[expect]`.
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::util::{fake_server, hintcheck_bin};
+
+/// Runs hintcheck verify on a generated scenario; returns the JSON report's size in bytes
+/// and the peak RSS of the hintcheck process in KiB.
+fn peak_rss(scenario: &std::path::Path, repeat: &str) -> (usize, u64) {
+    let mut child = Command::new(hintcheck_bin())
+        .args(["verify", "--format", "json", "--no-summary", "--no-config"])
+        .args(["--era", "legacy", "--settle", "1ms", "--repeat", repeat])
+        .arg("--scenario")
+        .arg(scenario)
+        .env("HINTCHECK_FAKE_SERVER", fake_server())
+        .env_remove("GITHUB_STEP_SUMMARY")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("hintcheck");
+    let status = format!("/proc/{}/status", child.id());
+    let mut out = child.stdout.take().expect("stdout");
+    let reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = std::io::Read::read_to_string(&mut out, &mut s);
+        s
+    });
+    let started = Instant::now();
+    let mut peak = 0u64;
+    while child.try_wait().expect("wait").is_none() {
+        assert!(
+            started.elapsed() < Duration::from_secs(300),
+            "the soak run did not finish"
+        );
+        if let Some(kib) = std::fs::read_to_string(&status).ok().and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|n| n.parse::<u64>().ok())
+        }) {
+            peak = peak.max(kib);
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let report = reader.join().expect("reader");
+    let v: serde_json::Value = serde_json::from_str(&report).expect("a JSON report");
+    assert!(
+        v["coverage"]["calls"].as_u64().unwrap_or(0) > 0,
+        "{}",
+        v["exit_reason"]
+    );
+    (report.len(), peak)
+}
+
+#[test]
+fn memory_does_not_grow_with_the_number_of_calls_beyond_the_report() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let scenario = dir.path().join("soak.toml");
+    std::fs::write(&scenario, "[fake]\ngenerate_tools = 60\n").expect("scenario");
+    let (small_report, small_peak) = peak_rss(&scenario, "2");
+    let (large_report, large_peak) = peak_rss(&scenario, "12");
+    let grown_kib = large_peak.saturating_sub(small_peak);
+    let report_grew_kib = (large_report.saturating_sub(small_report) / 1024) as u64;
+    // 600 more calls: the report holds each call's record (rendered, its size is known);
+    // anything beyond a few times that plus allocator slack would be a leak.
+    assert!(
+        grown_kib <= 8 * 1024 + 4 * report_grew_kib,
+        "peak RSS grew by {grown_kib} KiB (report by {report_grew_kib} KiB): {small_peak} KiB for 120 calls, {large_peak} KiB for 720"
+    );
+    eprintln!(
+        "peak RSS {small_peak} KiB for 120 calls, {large_peak} KiB for 720 (report {small_report} -> {large_report} bytes)"
+    );
+}
