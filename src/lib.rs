@@ -20,6 +20,7 @@
 //! - [`audit`]: one audit per hint, plus definition and protocol audits.
 //! - [`finding`], [`report`]: verdicts and findings; text and JSON renderers.
 //! - [`baseline`]: accepted findings and fingerprints; [`progress`]: progress on stderr.
+//! - [`fuzz`]: entry points for fuzzing (cargo fuzz and the tests' bounded driver).
 //! - [`output`]: writes a finished run's reports where asked; [`scan`]: many servers at once.
 //! - [`run`]: the orchestrator; [`config`], [`cli`], [`scenario`] (with [`setup`]: installing
 //!   real servers), [`error`]: the edges.
@@ -35,6 +36,7 @@ pub mod error;
 pub mod evidence;
 pub mod exercise;
 pub mod finding;
+pub mod fuzz;
 pub mod mcp;
 pub mod observe;
 pub mod output;

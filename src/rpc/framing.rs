@@ -116,7 +116,7 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
             return Some(Frame::Line(line));
         }
         if self.pending.len() > self.cap {
-            let head = self.pending[..OVERSIZED_HEAD].to_vec();
+            let head = self.pending[..OVERSIZED_HEAD.min(self.pending.len())].to_vec();
             let len = self.pending.len() as u64;
             self.pending.clear();
             self.discarding = Some((head, len));

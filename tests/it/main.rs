@@ -4,6 +4,8 @@
 mod action;
 /// The command line: usage errors, formats, exit codes, explain, cleanup.
 mod cli;
+/// The fuzz targets under a bounded mutation driver (stable toolchain).
+mod fuzz;
 /// Hostile servers at scale: flat memory over many calls.
 mod hostile;
 /// Real MCP servers from npm, when installed.
