@@ -21,6 +21,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use hintcheck::observe::activity::vm_hwm_kib;
 use serde_json::{Value, json};
 
 const START_RUNS: usize = 9;
@@ -122,7 +123,7 @@ fn verify(hintcheck: &Path, args: &[&str]) -> (Value, Duration, f64) {
         .stderr(Stdio::null())
         .spawn()
         .expect("hintcheck");
-    let status_path = format!("/proc/{}/status", child.id());
+    let pid = child.id();
     let mut out = child.stdout.take().expect("stdout");
     let reader = std::thread::spawn(move || {
         let mut s = String::new();
@@ -131,15 +132,8 @@ fn verify(hintcheck: &Path, args: &[&str]) -> (Value, Duration, f64) {
     });
     let mut hwm_kib = 0u64;
     loop {
-        if let Ok(status) = std::fs::read_to_string(&status_path) {
-            if let Some(kib) = status
-                .lines()
-                .find(|l| l.starts_with("VmHWM:"))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|n| n.parse::<u64>().ok())
-            {
-                hwm_kib = hwm_kib.max(kib);
-            }
+        if let Some(kib) = vm_hwm_kib(pid) {
+            hwm_kib = hwm_kib.max(kib);
         }
         if child.try_wait().expect("wait").is_some() {
             break;

@@ -8,6 +8,8 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use hintcheck::observe::activity::vm_hwm_kib;
+
 const TOOLS: usize = 2000;
 
 fn main() {
@@ -45,7 +47,7 @@ fn main() {
         .stderr(Stdio::null())
         .spawn()
         .expect("hintcheck");
-    let status = format!("/proc/{}/status", child.id());
+    let pid = child.id();
     let mut out = child.stdout.take().expect("stdout");
     let reader = std::thread::spawn(move || {
         let mut s = String::new();
@@ -54,12 +56,7 @@ fn main() {
     });
     let mut peak_kib = 0u64;
     while child.try_wait().expect("wait").is_none() {
-        if let Some(kib) = std::fs::read_to_string(&status).ok().and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmHWM:"))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|n| n.parse::<u64>().ok())
-        }) {
+        if let Some(kib) = vm_hwm_kib(pid) {
             peak_kib = peak_kib.max(kib);
         }
         std::thread::sleep(Duration::from_millis(10));

@@ -48,16 +48,10 @@ pub fn findings(
             "duplicate-response" => "second responses to an already answered id",
             other => other,
         };
-        out.push(Finding {
-            fingerprint: String::new(),
-            accepted: None,
-            audit: META.id,
-            tool: None,
-            hint: None,
-            severity: Severity::Warning,
-            confidence: Confidence::High,
-            message: format!("{} {what}", entries.len()),
-            evidence: entries
+        out.push(server_finding(
+            Severity::Warning,
+            format!("{} {what}", entries.len()),
+            entries
                 .iter()
                 .take(3)
                 .map(|e| Evidence {
@@ -68,37 +62,25 @@ pub fn findings(
                     },
                 })
                 .collect(),
-        });
+        ));
     }
     let listed: u64 = anomalies.len() as u64;
     if stats_garbage + stats_unknown > listed {
-        out.push(Finding {
-            fingerprint: String::new(),
-            accepted: None,
-            audit: META.id,
-            tool: None,
-            hint: None,
-            severity: Severity::Note,
-            confidence: Confidence::High,
-            message: format!(
+        out.push(server_finding(
+            Severity::Note,
+            format!(
                 "{} further anomalous lines are counted but not listed",
                 stats_garbage + stats_unknown - listed
             ),
-            evidence: Vec::new(),
-        });
+            Vec::new(),
+        ));
     }
     for n in notes {
-        out.push(Finding {
-            fingerprint: String::new(),
-            accepted: None,
-            audit: META.id,
-            tool: None,
-            hint: None,
-            severity: Severity::Warning,
-            confidence: Confidence::High,
-            message: format!("{}: {}", n.context, n.message),
-            evidence: Vec::new(),
-        });
+        out.push(server_finding(
+            Severity::Warning,
+            format!("{}: {}", n.context, n.message),
+            Vec::new(),
+        ));
     }
     out
 }
@@ -106,18 +88,29 @@ pub fn findings(
 /// A note when the server announced during the run that its tool list changed: the
 /// verdicts are for the list read at the start, which may no longer be what hosts see.
 pub fn list_changed(count: usize) -> Option<Finding> {
-    (count > 0).then(|| Finding {
+    (count > 0).then(|| {
+        server_finding(
+            Severity::Note,
+            format!(
+                "the server announced {count} time(s) during the run that its tool list changed \
+(notifications/tools/list_changed); the verdicts are for the list read at the start"
+            ),
+            Vec::new(),
+        )
+    })
+}
+
+/// A finding about the server as a whole (no tool, no hint), directly observed.
+fn server_finding(severity: Severity, message: String, evidence: Vec<Evidence>) -> Finding {
+    Finding {
         audit: META.id,
         tool: None,
         hint: None,
-        severity: Severity::Note,
+        severity,
         confidence: Confidence::High,
-        message: format!(
-            "the server announced {count} time(s) during the run that its tool list changed \
-(notifications/tools/list_changed); the verdicts are for the list read at the start"
-        ),
-        evidence: Vec::new(),
+        message,
+        evidence,
         fingerprint: String::new(),
         accepted: None,
-    })
+    }
 }

@@ -185,6 +185,18 @@ pub async fn settle(
     }
 }
 
+/// The peak resident set size of a live process (`VmHWM`), in KiB.
+pub fn vm_hwm_kib(pid: u32) -> Option<u64> {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()?
+        .lines()
+        .find(|l| l.starts_with("VmHWM:"))?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

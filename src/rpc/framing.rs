@@ -31,7 +31,18 @@ pub struct LineReader<R> {
     chunk: Box<[u8]>,
     /// Set while dropping the tail of an oversized line: (kept head, bytes seen so far).
     discarding: Option<(Vec<u8>, u64)>,
+    /// How much of `pending` is known to hold no newline (so each byte is searched once).
+    scanned: usize,
     eof: bool,
+}
+
+/// The position of the first `\n`, found with the standard library's optimised `memchr`
+/// (through `BufRead::skip_until`), which stays fast in unoptimised builds too.
+fn find_newline(data: &[u8]) -> Option<usize> {
+    use std::io::BufRead;
+    let mut rest = data;
+    let n = rest.skip_until(b'\n').unwrap_or(0);
+    (n > 0 && data[n - 1] == b'\n').then(|| n - 1)
 }
 
 impl<R: AsyncRead + Unpin> LineReader<R> {
@@ -43,6 +54,7 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
             pending: Vec::new(),
             chunk: vec![0u8; 64 * 1024].into_boxed_slice(),
             discarding: None,
+            scanned: 0,
             eof: false,
         }
     }
@@ -75,7 +87,7 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
             }
             let data = &self.chunk[..n];
             if let Some((head, len)) = self.discarding.as_mut() {
-                match data.iter().position(|&b| b == b'\n') {
+                match find_newline(data) {
                     Some(pos) => {
                         *len += pos as u64;
                         let frame = Frame::Oversized {
@@ -102,7 +114,9 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
         if self.discarding.is_some() {
             return None;
         }
-        if let Some(pos) = self.pending.iter().position(|&b| b == b'\n') {
+        let from = self.scanned.min(self.pending.len());
+        if let Some(pos) = find_newline(&self.pending[from..]).map(|p| p + from) {
+            self.scanned = 0;
             if pos > self.cap {
                 let head = self.pending[..OVERSIZED_HEAD.min(pos)].to_vec();
                 self.pending.drain(..=pos);
@@ -115,10 +129,12 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
             line.pop();
             return Some(Frame::Line(line));
         }
+        self.scanned = self.pending.len();
         if self.pending.len() > self.cap {
             let head = self.pending[..OVERSIZED_HEAD.min(self.pending.len())].to_vec();
             let len = self.pending.len() as u64;
             self.pending.clear();
+            self.scanned = 0;
             self.discarding = Some((head, len));
         }
         None

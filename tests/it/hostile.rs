@@ -6,6 +6,8 @@
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use hintcheck::observe::activity::vm_hwm_kib;
+
 use crate::util::{fake_server, hintcheck_bin};
 
 /// Runs hintcheck verify on a generated scenario; returns the JSON report's size in bytes
@@ -23,7 +25,7 @@ fn peak_rss(scenario: &std::path::Path, repeat: &str) -> (usize, u64) {
         .stderr(Stdio::null())
         .spawn()
         .expect("hintcheck");
-    let status = format!("/proc/{}/status", child.id());
+    let pid = child.id();
     let mut out = child.stdout.take().expect("stdout");
     let reader = std::thread::spawn(move || {
         let mut s = String::new();
@@ -37,12 +39,7 @@ fn peak_rss(scenario: &std::path::Path, repeat: &str) -> (usize, u64) {
             started.elapsed() < Duration::from_secs(300),
             "the soak run did not finish"
         );
-        if let Some(kib) = std::fs::read_to_string(&status).ok().and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmHWM:"))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|n| n.parse::<u64>().ok())
-        }) {
+        if let Some(kib) = vm_hwm_kib(pid) {
             peak = peak.max(kib);
         }
         std::thread::sleep(Duration::from_millis(5));
