@@ -236,3 +236,61 @@ fn the_real_server_suite_meets_its_expectations() {
         );
     }
 }
+
+#[test]
+fn an_interrupted_scan_keeps_partial_reports_and_leaves_nothing_running() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let out = dir.path().join("scan.jsonl");
+    let many = repo()
+        .join("scenarios/hostile-many-tools")
+        .display()
+        .to_string();
+    let hang = repo()
+        .join("scenarios/crash-and-hang")
+        .display()
+        .to_string();
+    let mut child = std::process::Command::new(crate::util::hintcheck_bin())
+        .args(["scan", "--jobs", "2", "--output"])
+        .arg(&out)
+        .args([many.as_str(), hang.as_str()])
+        .env("HINTCHECK_FAKE_SERVER", crate::util::fake_server())
+        .env_remove("GITHUB_STEP_SUMMARY")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("scan");
+    // Both servers are busy (100,000 tools; a hanging call) when the signal comes.
+    std::thread::sleep(Duration::from_secs(4));
+    let pid = rustix::process::Pid::from_raw(child.id() as i32).expect("pid");
+    rustix::process::kill_process(pid, rustix::process::Signal::TERM).expect("SIGTERM");
+    let started = std::time::Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("wait") {
+            break s;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "the scan did not stop after SIGTERM"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(status.code(), Some(3), "an interrupted scan exits 3");
+    let got = lines(&std::fs::read_to_string(&out).expect("jsonl"));
+    assert_eq!(got.len(), 2, "both servers have their line");
+    for l in &got {
+        assert_eq!(l["exit_code"], 3, "{l}");
+        assert!(
+            l["report"]["partial"]
+                .as_str()
+                .is_some_and(|p| p.contains("interrupted")),
+            "{}",
+            l["report"]["partial"]
+        );
+    }
+    assert!(
+        crate::util::processes_matching(&many).is_empty()
+            && crate::util::processes_matching(&hang).is_empty(),
+        "a process of the scan outlived it"
+    );
+}
