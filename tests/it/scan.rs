@@ -241,14 +241,13 @@ fn the_real_server_suite_meets_its_expectations() {
 fn an_interrupted_scan_keeps_partial_reports_and_leaves_nothing_running() {
     let dir = tempfile::tempdir().expect("tmp");
     let out = dir.path().join("scan.jsonl");
-    let many = repo()
-        .join("scenarios/hostile-many-tools")
-        .display()
-        .to_string();
-    let hang = repo()
-        .join("scenarios/crash-and-hang")
-        .display()
-        .to_string();
+    // Copies under this test's own directory: other tests run the same scenarios at the same
+    // time, and the leftover check below looks for processes by path.
+    for name in ["hostile-many-tools", "crash-and-hang"] {
+        copy_dir(&repo().join("scenarios").join(name), &dir.path().join(name));
+    }
+    let many = dir.path().join("hostile-many-tools").display().to_string();
+    let hang = dir.path().join("crash-and-hang").display().to_string();
     let mut child = std::process::Command::new(crate::util::hintcheck_bin())
         .args(["scan", "--jobs", "2", "--output"])
         .arg(&out)
