@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use hintcheck::observe::activity::vm_hwm_kib;
+use hintcheck::observe::activity::collect_with_peak_rss;
 use serde_json::{Value, json};
 
 const START_RUNS: usize = 9;
@@ -115,7 +115,7 @@ impl Direct {
 /// RSS of the hintcheck process in MiB (its VmHWM, read until it exits).
 fn verify(hintcheck: &Path, args: &[&str]) -> (Value, Duration, f64) {
     let t = Instant::now();
-    let mut child = Command::new(hintcheck)
+    let child = Command::new(hintcheck)
         .args(["verify", "--format", "json", "--no-summary", "--no-config"])
         .args(args)
         .env_remove("GITHUB_STEP_SUMMARY")
@@ -123,25 +123,9 @@ fn verify(hintcheck: &Path, args: &[&str]) -> (Value, Duration, f64) {
         .stderr(Stdio::null())
         .spawn()
         .expect("hintcheck");
-    let pid = child.id();
-    let mut out = child.stdout.take().expect("stdout");
-    let reader = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = std::io::Read::read_to_string(&mut out, &mut s);
-        s
-    });
-    let mut hwm_kib = 0u64;
-    loop {
-        if let Some(kib) = vm_hwm_kib(pid) {
-            hwm_kib = hwm_kib.max(kib);
-        }
-        if child.try_wait().expect("wait").is_some() {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    let (text, exited, hwm_kib) = collect_with_peak_rss(child, Duration::from_secs(600));
+    assert!(exited, "hintcheck verify {args:?} did not finish");
     let wall = t.elapsed();
-    let text = reader.join().expect("reader");
     let report: Value = serde_json::from_str(&text).expect("a JSON report");
     (report, wall, hwm_kib as f64 / 1024.0)
 }

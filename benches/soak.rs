@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use hintcheck::observe::activity::vm_hwm_kib;
+use hintcheck::observe::activity::collect_with_peak_rss;
 
 const TOOLS: usize = 2000;
 
@@ -31,7 +31,7 @@ fn main() {
     )
     .expect("scenario");
     let t = Instant::now();
-    let mut child = Command::new(&hintcheck)
+    let child = Command::new(&hintcheck)
         .args([
             "verify",
             "--format",
@@ -47,23 +47,10 @@ fn main() {
         .stderr(Stdio::null())
         .spawn()
         .expect("hintcheck");
-    let pid = child.id();
-    let mut out = child.stdout.take().expect("stdout");
-    let reader = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = std::io::Read::read_to_string(&mut out, &mut s);
-        s
-    });
-    let mut peak_kib = 0u64;
-    while child.try_wait().expect("wait").is_none() {
-        if let Some(kib) = vm_hwm_kib(pid) {
-            peak_kib = peak_kib.max(kib);
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    let (text, exited, peak_kib) = collect_with_peak_rss(child, Duration::from_secs(1800));
+    assert!(exited, "the soak run did not finish");
     let wall = t.elapsed().as_secs_f64();
-    let report: serde_json::Value =
-        serde_json::from_str(&reader.join().expect("reader")).expect("a JSON report");
+    let report: serde_json::Value = serde_json::from_str(&text).expect("a JSON report");
     let calls = report["coverage"]["calls"].as_u64().unwrap_or(0);
     assert_eq!(calls, 2 * TOOLS as u64, "{}", report["exit_reason"]);
     println!("soak: {TOOLS} tools x 2 calls through hintcheck (sandboxed)");

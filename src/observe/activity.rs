@@ -185,6 +185,40 @@ pub async fn settle(
     }
 }
 
+/// Waits for `child`, whose stdout must be piped, reading that stdout on a thread (so a full
+/// pipe cannot stall it) and sampling its peak RSS every 5 ms. Kills it after `limit`.
+/// Returns its stdout, whether it exited by itself within the limit, and the peak in KiB.
+pub fn collect_with_peak_rss(
+    mut child: std::process::Child,
+    limit: std::time::Duration,
+) -> (String, bool, u64) {
+    let pid = child.id();
+    let mut out = child.stdout.take();
+    let reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        if let Some(o) = out.as_mut() {
+            let _ = std::io::Read::read_to_string(o, &mut s);
+        }
+        s
+    });
+    let started = std::time::Instant::now();
+    let mut peak = 0u64;
+    let mut exited = true;
+    while child.try_wait().ok().flatten().is_none() {
+        if started.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            exited = false;
+            break;
+        }
+        if let Some(kib) = vm_hwm_kib(pid) {
+            peak = peak.max(kib);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    (reader.join().unwrap_or_default(), exited, peak)
+}
+
 /// The peak resident set size of a live process (`VmHWM`), in KiB.
 pub fn vm_hwm_kib(pid: u32) -> Option<u64> {
     std::fs::read_to_string(format!("/proc/{pid}/status"))

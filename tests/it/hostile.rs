@@ -4,16 +4,16 @@
 //! server) run with every other scenario against their `[expect]`.
 
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use hintcheck::observe::activity::vm_hwm_kib;
+use hintcheck::observe::activity::collect_with_peak_rss;
 
 use crate::util::{fake_server, hintcheck_bin};
 
 /// Runs hintcheck verify on a generated scenario; returns the JSON report's size in bytes
 /// and the peak RSS of the hintcheck process in KiB.
 fn peak_rss(scenario: &std::path::Path, repeat: &str) -> (usize, u64) {
-    let mut child = Command::new(hintcheck_bin())
+    let child = Command::new(hintcheck_bin())
         .args(["verify", "--format", "json", "--no-summary", "--no-config"])
         .args(["--era", "legacy", "--settle", "1ms", "--repeat", repeat])
         .arg("--scenario")
@@ -25,26 +25,8 @@ fn peak_rss(scenario: &std::path::Path, repeat: &str) -> (usize, u64) {
         .stderr(Stdio::null())
         .spawn()
         .expect("hintcheck");
-    let pid = child.id();
-    let mut out = child.stdout.take().expect("stdout");
-    let reader = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = std::io::Read::read_to_string(&mut out, &mut s);
-        s
-    });
-    let started = Instant::now();
-    let mut peak = 0u64;
-    while child.try_wait().expect("wait").is_none() {
-        assert!(
-            started.elapsed() < Duration::from_secs(300),
-            "the soak run did not finish"
-        );
-        if let Some(kib) = vm_hwm_kib(pid) {
-            peak = peak.max(kib);
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    let report = reader.join().expect("reader");
+    let (report, exited, peak) = collect_with_peak_rss(child, Duration::from_secs(300));
+    assert!(exited, "the soak run did not finish");
     let v: serde_json::Value = serde_json::from_str(&report).expect("a JSON report");
     assert!(
         v["coverage"]["calls"].as_u64().unwrap_or(0) > 0,
