@@ -16,12 +16,13 @@
 
 #![allow(clippy::print_stdout)] // a benchmark reports on stdout
 
+mod common;
+
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use hintcheck::observe::activity::collect_with_peak_rss;
 use serde_json::{Value, json};
 
 const START_RUNS: usize = 9;
@@ -111,23 +112,9 @@ impl Direct {
     }
 }
 
-/// Runs `hintcheck verify --format json ARGS`; returns the report, the wall time and the peak
-/// RSS of the hintcheck process in MiB (its VmHWM, read until it exits).
+/// [`common::verify`] with a limit of ten minutes.
 fn verify(hintcheck: &Path, args: &[&str]) -> (Value, Duration, f64) {
-    let t = Instant::now();
-    let child = Command::new(hintcheck)
-        .args(["verify", "--format", "json", "--no-summary", "--no-config"])
-        .args(args)
-        .env_remove("GITHUB_STEP_SUMMARY")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("hintcheck");
-    let (text, exited, hwm_kib) = collect_with_peak_rss(child, Duration::from_secs(600));
-    assert!(exited, "hintcheck verify {args:?} did not finish");
-    let wall = t.elapsed();
-    let report: Value = serde_json::from_str(&text).expect("a JSON report");
-    (report, wall, hwm_kib as f64 / 1024.0)
+    common::verify(hintcheck, args, Duration::from_secs(600))
 }
 
 /// Median startups (ms) of `runs` hintcheck runs with the sandbox and `runs` without,
@@ -169,19 +156,6 @@ fn call_costs(report: &Value, tools: &[&str]) -> (f64, f64, f64) {
         )
     };
     (pick("response_us"), pick("observe_us"), pick("settle_us"))
-}
-
-fn fake_server(hintcheck: &Path) -> PathBuf {
-    let fake = hintcheck.with_file_name("hintcheck-fake-server");
-    if !fake.is_file() {
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let ok = Command::new(cargo)
-            .args(["build", "--release", "-p", "hintcheck-harness"])
-            .status()
-            .is_ok_and(|s| s.success());
-        assert!(ok && fake.is_file(), "cannot build the fake server");
-    }
-    fake
 }
 
 fn tools_scenario(dir: &Path, name: &str, tools: usize) -> PathBuf {
@@ -408,7 +382,7 @@ fn real_figures(hintcheck: &Path, root: &Path, scenario: &str, dir: &Path) {
 fn main() {
     let hintcheck = PathBuf::from(env!("CARGO_BIN_EXE_hintcheck"));
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let fake = fake_server(&hintcheck);
+    let fake = common::fake_server(&hintcheck);
     let dir = tempfile::tempdir().expect("tempdir");
     println!(
         "hintcheck overhead ({} as {}; medians)",
