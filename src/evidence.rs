@@ -38,6 +38,10 @@ pub struct CallRecord {
     /// The tools of `concurrent_with`.
     #[serde(skip)]
     pub concurrent_tools: Vec<String>,
+    /// Whether threads the server runs on its own (not started by any call) ran during this
+    /// call's window (then listed in `concurrent_with` too).
+    #[serde(skip)]
+    pub background_ran: bool,
     /// Observations of this call that a replay of the tool alone, on a fresh server,
     /// reproduced (attribution confirmed), as descriptions.
     pub confirmed_by_replay: Vec<String>,

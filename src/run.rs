@@ -1002,6 +1002,7 @@ async fn verify_unchecked(
                 } else {
                     Vec::new()
                 },
+                background_ran: evidential && !busy_background.is_empty(),
                 confirmed_by_replay: Vec::new(),
                 observations,
                 wire_anomalies,
@@ -1305,8 +1306,6 @@ fn replay_key(o: &Observation) -> Option<String> {
 /// Most tools replayed in one run.
 const MAX_REPLAYS: usize = 6;
 
-/// Replays `tool` alone on a fresh server with a long settle period; returns the keys of
-/// everything observed, or `None` when the replay could not run.
 /// Calls one tool on a fresh server with a fresh workspace (`--isolate`): a nested run limited
 /// to the tool. Returns its calls and the observations outside them (labelled with the tool),
 /// or why the tool could not be called.
@@ -1351,12 +1350,59 @@ async fn run_isolated(
     Ok((t.calls, phases))
 }
 
+/// What a replay of one tool alone on a fresh server showed, as [`replay_key`]s.
+struct Replayed {
+    /// Observed where nothing but the tool could have done it: in its calls' windows (its own
+    /// earlier calls may have been running, no other tool was called) while none of the
+    /// server's background threads ran, and between or after its calls when they never ran.
+    certain: Vec<String>,
+    /// Observed before the tool was first called (while the server started, or idle before
+    /// the call): the server does it on its own.
+    unprompted: Vec<String>,
+    /// Observed anywhere, the background threads' windows included.
+    seen: Vec<String>,
+}
+
+/// What a replay says about one observation of an uncertain call.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum ReplayVerdict {
+    /// The tool alone did it, where nothing else ran.
+    Reproduced,
+    /// The server does it before the tool is ever called: not the tool's evidence.
+    Unprompted,
+    /// It happened again, but only while the server's background threads ran too.
+    Unsure,
+    /// The tool alone never did it.
+    Absent,
+}
+
+impl Replayed {
+    /// What the replay says about `o`. Observations without a key (process starts) count as
+    /// reproduced.
+    fn judge(&self, o: &Observation) -> ReplayVerdict {
+        let Some(k) = replay_key(o) else {
+            return ReplayVerdict::Reproduced;
+        };
+        if self.certain.contains(&k) {
+            ReplayVerdict::Reproduced
+        } else if self.unprompted.contains(&k) {
+            ReplayVerdict::Unprompted
+        } else if self.seen.contains(&k) {
+            ReplayVerdict::Unsure
+        } else {
+            ReplayVerdict::Absent
+        }
+    }
+}
+
+/// Replays `tool` alone on a fresh server with a long settle period; returns what it showed,
+/// or `None` when the replay could not run.
 async fn replay_keys(
     config: &RunConfig,
     stop: &watch::Receiver<bool>,
     subreaper: bool,
     tool: &str,
-) -> Option<Vec<String>> {
+) -> Option<Replayed> {
     let mut cfg = config.clone();
     cfg.progress = ProgressHook::default();
     cfg.check_expectations = false;
@@ -1370,28 +1416,46 @@ async fn replay_keys(
     if r.server.start_error.is_some() {
         return None;
     }
-    // What the replay itself could not pin down (its background threads ran) proves nothing.
+    // Only this tool was called: its calls' windows hold nothing of another tool, only
+    // possibly of the server's background threads.
     let quiet = r.coverage.background_threads == 0;
-    let mut keys: Vec<String> = r
-        .tools
-        .iter()
-        .flat_map(|t| {
-            t.calls
-                .iter()
-                .filter(|c| c.concurrent_with.is_empty())
-                .flat_map(|c| c.observations.iter())
-        })
-        .chain(
-            r.phases
-                .iter()
-                .filter(|p| quiet && p.phase != Phase::Startup)
-                .map(|p| &p.observation),
-        )
-        .filter_map(replay_key)
-        .collect();
-    keys.sort();
-    keys.dedup();
-    Some(keys)
+    let calls = || r.tools.iter().flat_map(|t| t.calls.iter());
+    let after_calls = || {
+        r.phases
+            .iter()
+            .filter(|p| p.phase != Phase::Startup && p.after_tool.is_some())
+    };
+    let keys = |observations: Vec<&Observation>| {
+        let mut keys: Vec<String> = observations.into_iter().filter_map(replay_key).collect();
+        keys.sort();
+        keys.dedup();
+        keys
+    };
+    let certain = keys(
+        calls()
+            .filter(|c| !c.background_ran)
+            .flat_map(|c| c.observations.iter())
+            .chain(after_calls().filter(|_| quiet).map(|p| &p.observation))
+            .collect(),
+    );
+    let unprompted = keys(
+        r.phases
+            .iter()
+            .filter(|p| p.phase == Phase::Startup || p.after_tool.is_none())
+            .map(|p| &p.observation)
+            .collect(),
+    );
+    let seen = keys(
+        calls()
+            .flat_map(|c| c.observations.iter())
+            .chain(r.phases.iter().map(|p| &p.observation))
+            .collect(),
+    );
+    Some(Replayed {
+        certain,
+        unprompted,
+        seen,
+    })
 }
 
 /// Confirms or corrects uncertain attributions: a call whose window other calls' processes
@@ -1407,7 +1471,7 @@ async fn replay_ambiguous(
     phases: &mut Vec<PhaseObservation>,
 ) -> Vec<String> {
     let mut notes = Vec::new();
-    let mut cache: BTreeMap<String, Option<Vec<String>>> = BTreeMap::new();
+    let mut cache: BTreeMap<String, Option<Replayed>> = BTreeMap::new();
     let matters = |o: &Observation| o.is_write() || o.as_network().is_some_and(|n| !n.loopback);
     // 1. Calls with uncertain windows keep what their own tool reproduces alone.
     let mut orphans: Vec<(Vec<String>, Observation)> = Vec::new();
@@ -1429,35 +1493,62 @@ async fn replay_ambiguous(
                 let keys = replay_keys(config, stop, subreaper, &names[i]).await;
                 cache.insert(names[i].clone(), keys);
             }
-            let Some(Some(keys)) = cache.get(&names[i]) else {
+            let Some(Some(replayed)) = cache.get(&names[i]) else {
+                notes.push(format!(
+                    "{} {}: its replay could not run; it stays uncertain",
+                    names[i],
+                    call.label()
+                ));
                 continue;
             };
-            let (own, foreign): (Vec<Observation>, Vec<Observation>) =
-                std::mem::take(&mut call.observations)
-                    .into_iter()
-                    .partition(|o| replay_key(o).is_none_or(|k| keys.contains(&k)));
-            for o in &foreign {
-                notes.push(format!(
-                    "{} {}: \"{}\" did not happen when {} ran alone on a fresh server; it is not attributed to it",
-                    names[i],
-                    call.label(),
-                    o.describe(),
-                    names[i]
-                ));
+            let mut own = Vec::new();
+            let mut unsure = Vec::new();
+            for o in std::mem::take(&mut call.observations) {
+                let verdict = replayed.judge(&o);
+                match verdict {
+                    ReplayVerdict::Reproduced => own.push(o),
+                    ReplayVerdict::Unsure => {
+                        notes.push(format!(
+                            "{} {}: \"{}\" happened again when {} ran alone on a fresh server, but so did the server's own background threads; it stays uncertain",
+                            names[i],
+                            call.label(),
+                            o.describe(),
+                            names[i]
+                        ));
+                        unsure.push(o);
+                    }
+                    ReplayVerdict::Unprompted | ReplayVerdict::Absent => {
+                        let why = if verdict == ReplayVerdict::Absent {
+                            format!(
+                                "did not happen when {} ran alone on a fresh server",
+                                names[i]
+                            )
+                        } else {
+                            format!("a fresh server did it before {} was ever called", names[i])
+                        };
+                        notes.push(format!(
+                            "{} {}: \"{}\" {why}; it is not attributed to it",
+                            names[i],
+                            call.label(),
+                            o.describe(),
+                        ));
+                        if matters(&o) {
+                            orphans.push((call.concurrent_tools.clone(), o));
+                        }
+                    }
+                }
             }
-            orphans.extend(
-                foreign
-                    .into_iter()
-                    .filter(|o| matters(o))
-                    .map(|o| (call.concurrent_tools.clone(), o)),
-            );
             call.confirmed_by_replay = own
                 .iter()
                 .filter(|o| matters(o))
                 .map(|o| o.describe())
                 .collect();
+            // What stays unsure keeps the call's uncertainty; confirmed observations are marked.
+            if unsure.is_empty() {
+                call.concurrent_with.clear();
+            }
+            own.extend(unsure);
             call.observations = own;
-            call.concurrent_with.clear();
         }
     }
     // 2. Observations outside every call (or taken from one): find the tool that produces them.
@@ -1484,7 +1575,8 @@ async fn replay_ambiguous(
                 let keys = replay_keys(config, stop, subreaper, t).await;
                 cache.insert(t.clone(), keys);
             }
-            let reproduced = matches!((cache.get(t), replay_key(&o)), (Some(Some(keys)), Some(k)) if keys.contains(&k));
+            let reproduced = replay_key(&o).is_some()
+                && matches!(cache.get(t), Some(Some(r)) if r.judge(&o) == ReplayVerdict::Reproduced);
             if reproduced {
                 if let Some(last) = runs[i].calls.last_mut() {
                     notes.push(format!("\"{}\" is attributed to {t}: a replay of {t} alone on a fresh server reproduced it", o.describe()));
@@ -1546,4 +1638,45 @@ fn finish_collected(r: &mut Report, c: Collected) -> Vec<Entry> {
         notifications: c.notifications,
     };
     c.transcripts.into_iter().flatten().collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::observe::{Mechanism, WriteAttempt};
+
+    fn denied_write(path: &str) -> Observation {
+        Observation::Attempt(WriteAttempt {
+            syscall: "openat".into(),
+            path: path.into(),
+            target: None,
+            denied: true,
+            destructive: false,
+            pid: 1,
+            mechanism: Mechanism::Attempt,
+        })
+    }
+
+    #[test]
+    fn a_replay_pins_clears_or_leaves_open_by_where_it_saw_the_observation() {
+        let key = |p: &str| replay_key(&denied_write(p)).expect("key");
+        let replayed = Replayed {
+            certain: vec![key("/etc/mine"), key("/etc/both")],
+            unprompted: vec![key("/etc/server-does-it"), key("/etc/both")],
+            seen: vec![
+                key("/etc/mine"),
+                key("/etc/both"),
+                key("/etc/server-does-it"),
+                key("/etc/beside-busy-threads"),
+            ],
+        };
+        let judge = |p: &str| replayed.judge(&denied_write(p));
+        assert_eq!(judge("/etc/mine"), ReplayVerdict::Reproduced);
+        // Done where nothing else ran wins over being done unprompted too.
+        assert_eq!(judge("/etc/both"), ReplayVerdict::Reproduced);
+        assert_eq!(judge("/etc/server-does-it"), ReplayVerdict::Unprompted);
+        // Seen again, but only while background threads ran: neither pinned nor cleared.
+        assert_eq!(judge("/etc/beside-busy-threads"), ReplayVerdict::Unsure);
+        assert_eq!(judge("/etc/never"), ReplayVerdict::Absent);
+    }
 }

@@ -302,6 +302,7 @@ pub(crate) mod testing {
             timing: Default::default(),
             concurrent_with: Vec::new(),
             concurrent_tools: Vec::new(),
+            background_ran: false,
             confirmed_by_replay: Vec::new(),
             observations,
             wire_anomalies: 0,

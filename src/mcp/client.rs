@@ -618,7 +618,7 @@ async fn discover(
 ) -> Result<ServerIdentity, DiscoverOutcome> {
     let params = json!({"_meta": modern_meta(version, options.offer_roots)});
     let reply = match session
-        .request("server/discover", Some(params), timeout)
+        .probe("server/discover", Some(params), timeout)
         .await
     {
         Ok(r) => r,

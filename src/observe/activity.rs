@@ -2,9 +2,10 @@
 //! process tree has been idle (no thread running or in uninterruptible sleep, and no process
 //! left that the call started) for a quiet interval, and at the latest after a maximum. A
 //! helper that the call started keeps the window open until it exits, so its late writes stay
-//! with the call, unless it waits for input on a pipe (a persistent helper such as
-//! `git cat-file --batch` that only acts when the idle server writes to it); an idle server
-//! closes the window within milliseconds.
+//! with the call, unless it can only be woken by someone else: it waits for input on a pipe (a
+//! persistent helper such as `git cat-file --batch` that only acts when the idle server writes
+//! to it) or on a futex without a timeout (an idle thread-pool worker); an idle server closes
+//! the window within milliseconds.
 
 use std::time::{Duration, Instant};
 
@@ -127,6 +128,50 @@ impl ProcessTree {
     }
 }
 
+/// Whether a thread can only be woken by another thread or process acting first: it is
+/// blocked reading a pipe, or waiting on a futex without a timeout (an idle worker of a
+/// thread pool, a condition variable). Such a thread cannot act on its own later, so it does
+/// not hold a call's window open; whatever wakes it runs first and is seen as busy. A thread
+/// in a timed wait (a sleep, a futex with a timeout) can, and does hold the window.
+pub fn waits_for_others(tid: u32) -> bool {
+    waits_on_pipe(tid) || waits_on_futex_forever(tid)
+}
+
+/// Whether a thread is blocked in `futex` waiting (or locking) with no timeout, read from
+/// `/proc/TID/syscall` (`NR arg0 … arg5 sp pc`, in hex while the thread is blocked).
+pub fn waits_on_futex_forever(tid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{tid}/syscall"))
+        .is_ok_and(|line| untimed_futex_wait(&line))
+}
+
+/// Parses a `/proc/TID/syscall` line: `futex(uaddr, op, val, timeout, …)` with a waiting
+/// operation and a null timeout.
+fn untimed_futex_wait(line: &str) -> bool {
+    const FUTEX_WAIT: u64 = 0;
+    const FUTEX_LOCK_PI: u64 = 6;
+    const FUTEX_WAIT_BITSET: u64 = 9;
+    const FUTEX_WAIT_REQUEUE_PI: u64 = 11;
+    const FUTEX_LOCK_PI2: u64 = 13;
+    // FUTEX_PRIVATE_FLAG | FUTEX_CLOCK_REALTIME.
+    const FLAGS: u64 = 128 | 256;
+    let hex = |f: &str| u64::from_str_radix(f.trim_start_matches("0x"), 16).ok();
+    let mut fields = line.split_whitespace();
+    let Some(nr) = fields.next().and_then(|f| f.parse::<i64>().ok()) else {
+        return false;
+    };
+    if nr != libc::SYS_futex {
+        return false;
+    }
+    let args: Vec<u64> = fields.take(4).filter_map(hex).collect();
+    let [_, op, _, timeout] = args[..] else {
+        return false;
+    };
+    matches!(
+        op & !FLAGS,
+        FUTEX_WAIT | FUTEX_LOCK_PI | FUTEX_WAIT_BITSET | FUTEX_WAIT_REQUEUE_PI | FUTEX_LOCK_PI2
+    ) && timeout == 0
+}
+
 /// Whether a thread is blocked reading a pipe (its kernel wait channel), that is, waiting
 /// for another process to act.
 pub fn waits_on_pipe(tid: u32) -> bool {
@@ -172,7 +217,7 @@ pub async fn settle(
         let started_by_call = tree
             .tasks()
             .iter()
-            .any(|t| !before.contains(t) && !waits_on_pipe(*t));
+            .any(|t| !before.contains(t) && !waits_for_others(*t));
         if started_by_call || tree.busy() {
             idle_since = None;
         } else {
@@ -234,6 +279,98 @@ pub fn vm_hwm_kib(pid: u32) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The id of this process's thread named `name`, once it exists.
+    fn thread_named(name: &str) -> u32 {
+        for _ in 0..500 {
+            for t in std::fs::read_dir("/proc/self/task")
+                .expect("tasks")
+                .flatten()
+            {
+                if std::fs::read_to_string(t.path().join("comm")).is_ok_and(|c| c.trim() == name) {
+                    return t.file_name().to_string_lossy().parse().expect("tid");
+                }
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        panic!("no thread named {name}");
+    }
+
+    /// Waits until `probe(tid)` holds, at most a second.
+    fn eventually(tid: u32, probe: fn(u32) -> bool) -> bool {
+        (0..200).any(|_| {
+            std::thread::sleep(Duration::from_millis(5));
+            probe(tid)
+        })
+    }
+
+    #[test]
+    fn a_thread_waiting_on_a_condition_forever_waits_for_others_and_a_timed_wait_does_not() {
+        use std::sync::{Arc, Condvar, Mutex};
+        let pair = Arc::new((Mutex::new(false), Condvar::new()));
+        let spawn = |name: &str, timed: bool| {
+            let pair = pair.clone();
+            std::thread::Builder::new()
+                .name(name.into())
+                .spawn(move || {
+                    let (lock, cv) = &*pair;
+                    let mut done = lock.lock().expect("lock");
+                    while !*done {
+                        done = if timed {
+                            cv.wait_timeout(done, Duration::from_secs(30))
+                                .expect("wait")
+                                .0
+                        } else {
+                            cv.wait(done).expect("wait")
+                        };
+                    }
+                })
+                .expect("thread")
+        };
+        let forever = spawn("hc-idle-worker", false);
+        let timed = spawn("hc-timed-worker", true);
+        let forever_tid = thread_named("hc-idle-worker");
+        let timed_tid = thread_named("hc-timed-worker");
+        assert!(
+            eventually(forever_tid, waits_for_others),
+            "an untimed condition wait was not recognised: {:?}",
+            std::fs::read_to_string(format!("/proc/{forever_tid}/syscall"))
+        );
+        assert!(eventually(timed_tid, |t| std::fs::read_to_string(format!(
+            "/proc/{t}/syscall"
+        ))
+        .is_ok_and(|l| l.starts_with(&libc::SYS_futex.to_string()))));
+        assert!(
+            !waits_for_others(timed_tid),
+            "a timed wait can act on its own later"
+        );
+        *pair.0.lock().expect("lock") = true;
+        pair.1.notify_all();
+        forever.join().expect("join");
+        timed.join().expect("join");
+    }
+
+    #[test]
+    fn futex_lines_are_read_by_operation_and_timeout() {
+        let nr = libc::SYS_futex;
+        // FUTEX_WAIT_BITSET | FUTEX_PRIVATE_FLAG | FUTEX_CLOCK_REALTIME, no timeout.
+        assert!(untimed_futex_wait(&format!(
+            "{nr} 0x7f00 0x189 0x0 0x0 0x0 0xffffffff 0x7ffd 0x7f01"
+        )));
+        // FUTEX_WAIT_PRIVATE with a timeout.
+        assert!(!untimed_futex_wait(&format!(
+            "{nr} 0x7f00 0x80 0x2 0x7ffd1000 0x0 0x0 0x7ffd 0x7f01"
+        )));
+        // FUTEX_WAKE is not a wait.
+        assert!(!untimed_futex_wait(&format!(
+            "{nr} 0x7f00 0x81 0x1 0x0 0x0 0x0 0x7ffd 0x7f01"
+        )));
+        assert!(!untimed_futex_wait("running"));
+        assert!(!untimed_futex_wait(
+            "0 0x3 0x7f00 0x1000 0x0 0x0 0x0 0x7ffd 0x7f01"
+        ));
+        assert!(!untimed_futex_wait(&format!("{nr} 0x7f00")));
+    }
 
     #[tokio::test]
     async fn a_new_helper_waiting_on_its_input_pipe_does_not_hold_the_window() {

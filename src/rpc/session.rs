@@ -160,6 +160,8 @@ struct State {
     transcript: Transcript,
     pending: HashMap<i64, (String, oneshot::Sender<Reply>)>,
     timed_out: HashSet<i64>,
+    /// Probes hintcheck stopped waiting for by its own choice (a short patience, not a fault).
+    abandoned_probes: HashSet<i64>,
     answered: HashSet<i64>,
     notifications: Vec<NotificationRecord>,
     server_requests: Vec<ServerRequestRecord>,
@@ -228,6 +230,7 @@ impl Session {
                 transcript: Transcript::new(start, options.transcript_budget),
                 pending: HashMap::new(),
                 timed_out: HashSet::new(),
+                abandoned_probes: HashSet::new(),
                 answered: HashSet::new(),
                 notifications: Vec::new(),
                 server_requests: Vec::new(),
@@ -267,12 +270,35 @@ impl Session {
         }
     }
 
-    /// Sends a request and waits for its response, at most `timeout` in all.
+    /// Sends a request and waits for its response, at most `timeout` in all. A response after
+    /// the timeout is a `late-response` anomaly of the server.
     pub async fn request(
         &self,
         method: &str,
         params: Option<Value>,
         timeout: Duration,
+    ) -> Result<Reply, SessionError> {
+        self.send_and_wait(method, params, timeout, false).await
+    }
+
+    /// Like [`Session::request`] for a probe whose short `timeout` is hintcheck's own choice
+    /// (`server/discover` before falling back to `initialize`): an answer after it is recorded
+    /// as `probe-response`, not held against the server, which owes no answer within it.
+    pub async fn probe(
+        &self,
+        method: &str,
+        params: Option<Value>,
+        timeout: Duration,
+    ) -> Result<Reply, SessionError> {
+        self.send_and_wait(method, params, timeout, true).await
+    }
+
+    async fn send_and_wait(
+        &self,
+        method: &str,
+        params: Option<Value>,
+        timeout: Duration,
+        probe: bool,
     ) -> Result<Reply, SessionError> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
@@ -301,7 +327,7 @@ impl Session {
                 });
             }
             Err(_) => {
-                self.forget(id);
+                self.forget(id, probe);
                 return Err(SessionError::Timeout {
                     method: method.into(),
                     after: timeout,
@@ -314,7 +340,7 @@ impl Session {
                 method: method.into(),
             }),
             Err(_) => {
-                self.forget(id);
+                self.forget(id, probe);
                 Err(SessionError::Timeout {
                     method: method.into(),
                     after: timeout,
@@ -323,10 +349,14 @@ impl Session {
         }
     }
 
-    fn forget(&self, id: i64) {
+    fn forget(&self, id: i64, probe: bool) {
         let mut st = self.shared.lock();
         st.pending.remove(&id);
-        st.timed_out.insert(id);
+        if probe {
+            st.abandoned_probes.insert(id);
+        } else {
+            st.timed_out.insert(id);
+        }
     }
 
     /// The id the next request will get (used to cancel a request that timed out).
@@ -421,7 +451,10 @@ impl Drop for Session {
 }
 
 fn is_anomaly(class: &str) -> bool {
-    !matches!(class, "request" | "response" | "notification" | "sent")
+    !matches!(
+        class,
+        "request" | "response" | "notification" | "sent" | "probe-response"
+    )
 }
 
 async fn read_loop<R: AsyncRead + Unpin>(shared: Arc<Shared>, mut reader: LineReader<R>) {
@@ -506,6 +539,15 @@ async fn handle_line(shared: &Shared, bytes: &[u8]) {
                 }
                 None => {
                     let (class, note) = match numeric {
+                        Some(n) if st.abandoned_probes.remove(&n) => {
+                            st.answered.insert(n);
+                            (
+                                "probe-response",
+                                format!(
+                                    "answer to probe id {n} after hintcheck moved on (its own short wait, not the server's fault)"
+                                ),
+                            )
+                        }
                         Some(n) if st.timed_out.contains(&n) => (
                             "late-response",
                             format!("response to id {n} after we stopped waiting"),
@@ -677,6 +719,32 @@ mod tests {
             .map(|e| e.class.clone())
             .collect();
         assert_eq!(classes, ["late-response"]);
+    }
+
+    #[tokio::test]
+    async fn a_late_answer_to_an_abandoned_probe_is_recorded_but_not_held_against_the_server() {
+        let (s, server_in, mut server_out) = pair(SessionOptions::default());
+        let mut lines = BufReader::new(server_in).lines();
+        let err = s
+            .probe("server/discover", None, Duration::from_millis(50))
+            .await
+            .expect_err("must time out");
+        assert!(matches!(err, SessionError::Timeout { .. }));
+        let probe: Value =
+            serde_json::from_str(&lines.next_line().await.expect("read").expect("line"))
+                .expect("json");
+        // A slow server answers the probe, then the same id again (that one is a fault).
+        let late = json!({"jsonrpc":"2.0","id":probe["id"],"error":{"code":-32601,"message":"no"}});
+        server_out
+            .write_all(format!("{late}\n{late}\n").as_bytes())
+            .await
+            .expect("write");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let rec = s.record();
+        let classes: Vec<&str> = rec.anomalies.iter().map(|e| e.class.as_str()).collect();
+        assert_eq!(classes, ["duplicate-response"]);
+        let all: Vec<String> = s.transcript().into_iter().map(|e| e.class).collect();
+        assert!(all.contains(&"probe-response".to_string()), "{all:?}");
     }
 
     #[tokio::test]

@@ -142,7 +142,10 @@ impl Transcript {
                         || e.class == "duplicate-response"
                     {
                         s.unknown_id += 1;
-                    } else if !matches!(e.class.as_str(), "request" | "response" | "notification") {
+                    } else if !matches!(
+                        e.class.as_str(),
+                        "request" | "response" | "notification" | "probe-response"
+                    ) {
                         s.garbage += 1;
                     }
                 }

@@ -52,6 +52,8 @@ fn stage() -> &'static Stage {
             "network",
             "python",
             "python-background",
+            "python-pool",
+            "python-pool-ticker",
             "static",
         ] {
             let src = repo().join("tests/fixtures").join(fixture);
@@ -1024,6 +1026,151 @@ fn a_background_writer_does_not_accuse_honest_tools_as_root() {
 #[test]
 fn a_background_writer_does_not_accuse_honest_tools_unprivileged() {
     python_background_run(As::Unprivileged);
+}
+
+/// Runs a pooled-writer fixture and returns its JSON report, or `None` when it cannot run.
+fn python_pool_run(
+    who: As,
+    fixture_name: &str,
+    expected_exit: &[i32],
+) -> Option<serde_json::Value> {
+    if !Path::new("/usr/bin/python3").is_file() {
+        skip("/usr/bin/python3 is missing (the Python runtime case)");
+        return None;
+    }
+    let prefix = prefix(who, false)?;
+    let args: Vec<String> = [
+        "verify",
+        "--scenario",
+        &fixture(fixture_name),
+        "--format",
+        "json",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let out = run_as(&prefix, &args, Duration::from_secs(120));
+    assert!(expected_exit.contains(&out.code), "{}", out.stderr);
+    let r = out.json();
+    let notes: Vec<&str> = r["notes"]
+        .as_array()
+        .expect("notes")
+        .iter()
+        .filter_map(|n| n.as_str())
+        .collect();
+    // The replay saw the write again: it must never be dropped as something that did not
+    // happen, nor end up outside every window.
+    assert!(
+        !notes.iter().any(|n| n.contains("did not happen")),
+        "{notes:?}"
+    );
+    assert!(
+        !r["findings"]
+            .as_array()
+            .expect("findings")
+            .iter()
+            .any(|f| f["audit"] == "out-of-window"),
+        "{}",
+        r["findings"]
+    );
+    let calls = r["tools"][0]["calls"].as_array().expect("calls").clone();
+    assert_eq!(calls.len(), 2, "{calls:?}");
+    let described = |c: &serde_json::Value| -> Vec<String> {
+        c["observations"]
+            .as_array()
+            .expect("observations")
+            .iter()
+            .filter_map(|o| o["description"].as_str().map(str::to_string))
+            .collect()
+    };
+    assert!(
+        described(&calls[0])
+            .iter()
+            .any(|d| d.starts_with("created $WORKSPACE/pooled.txt")),
+        "{:?}",
+        calls[0]
+    );
+    assert!(
+        described(&calls[1])
+            .iter()
+            .any(|d| d.starts_with("appended to $WORKSPACE/pooled.txt")),
+        "{:?}",
+        calls[1]
+    );
+    // The idle pooled worker waits on a lock forever: it does not hold the window open.
+    for c in &calls {
+        assert!(
+            c["settle_ms"].as_u64().expect("settle") < 5000,
+            "the window waited for the idle worker until --settle-max: {c}"
+        );
+    }
+    Some(r)
+}
+
+fn pooled_writer_run(who: As) {
+    let Some(r) = python_pool_run(who, "python-pool", &[1]) else {
+        return;
+    };
+    // The second call's write was done by the worker the first call created: uncertain until
+    // a replay of the tool alone showed it again, then firm.
+    let repeat = &r["tools"][0]["calls"][1];
+    assert!(
+        repeat["confirmed_by_replay"].as_array().is_some_and(|c| c
+            .iter()
+            .any(|d| d.as_str().is_some_and(|d| d.contains("pooled.txt")))),
+        "{repeat}"
+    );
+    let ro = &r["tools"][0]["verdicts"][0];
+    assert_eq!(ro["verdict"], "contradicted", "{ro}");
+    assert_eq!(ro["uncertain"], false, "{ro}");
+}
+
+#[test]
+fn a_pooled_workers_write_is_confirmed_by_replay_as_root() {
+    pooled_writer_run(As::Root);
+}
+
+#[test]
+fn a_pooled_workers_write_is_confirmed_by_replay_unprivileged() {
+    pooled_writer_run(As::Unprivileged);
+}
+
+fn pooled_writer_beside_a_busy_thread_run(who: As) {
+    // Whether the busy thread ran in a window is a race: a contradiction that stays firm, or
+    // one that stays uncertain after a replay that saw the write again; never a clearance.
+    let Some(r) = python_pool_run(who, "python-pool-ticker", &[0, 1]) else {
+        return;
+    };
+    assert!(
+        r["coverage"]["background_threads"].as_u64().unwrap_or(0) >= 1,
+        "{}",
+        r["coverage"]
+    );
+    let ro = &r["tools"][0]["verdicts"][0];
+    assert_eq!(ro["verdict"], "contradicted", "{ro}");
+    let firm = ro["uncertain"] == false;
+    assert_eq!(r["exit_code"], if firm { 1 } else { 0 }, "{ro}");
+    if !firm {
+        assert!(
+            r["notes"]
+                .as_array()
+                .expect("notes")
+                .iter()
+                .any(|n| n.as_str().is_some_and(|n| n.contains("it stays uncertain"))),
+            "{}",
+            r["notes"]
+        );
+    }
+}
+
+#[test]
+fn a_busy_thread_never_clears_a_pooled_write_as_root() {
+    pooled_writer_beside_a_busy_thread_run(As::Root);
+}
+
+#[test]
+fn a_busy_thread_never_clears_a_pooled_write_unprivileged() {
+    pooled_writer_beside_a_busy_thread_run(As::Unprivileged);
 }
 
 fn static_run(who: As) {
