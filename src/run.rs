@@ -657,7 +657,7 @@ async fn verify_unchecked(
             "$WORKSPACE, $HOME, $TMPDIR".into()
         }),
         network: config.sandbox.is_some().then(|| {
-            format!("DNS questions with their names, connect and sendto attempts (seccomp), TLS SNI and HTTP request lines on ports {}", config.observe_ports.iter().map(|p| p.to_string()).collect::<Vec<_>>().join(", "))
+            format!("DNS questions with their names, connect and sendto attempts (seccomp), outgoing TCP SYNs and UDP datagrams on lo whatever sent them (a packet socket, where the sandbox says it made one), TLS SNI and HTTP request lines on ports {}", config.observe_ports.iter().map(|p| p.to_string()).collect::<Vec<_>>().join(", "))
         }),
     };
     // Launch and handshake.

@@ -438,6 +438,7 @@ impl Recorder {
             }
             self.notes.extend(o.take_notes());
         }
+        net::drop_repeated_packets(&mut out);
         out
     }
 

@@ -1,8 +1,10 @@
 //! The lo-local network observer. Inside the sandbox's network namespace every address is
-//! routed to `lo`; the sandbox hands us a UDP socket on port 53 and TCP listeners (80, 443).
-//! The DNS stub answers every name with an address of its own (198.18.0.0/15, fc00:5eed::/96),
-//! so later connections map back to names; the listeners read the first bytes (TLS SNI, HTTP
-//! request line and Host) and close. Nothing here ever talks to a real network.
+//! routed to `lo`; the sandbox hands us a UDP socket on port 53, TCP listeners (80, 443) and a
+//! packet socket on `lo`. The DNS stub answers every name with an address of its own
+//! (198.18.0.0/15, fc00:5eed::/96), so later connections map back to names; the listeners read
+//! the first bytes (TLS SNI, HTTP request line and Host) and close; the packet socket sees every
+//! outgoing TCP SYN and UDP datagram, whichever system call sent it (`sendmsg`, a connected UDP
+//! `send`). Nothing here ever talks to a real network.
 
 use std::collections::HashMap;
 use std::io::{Read, Write};
@@ -84,9 +86,19 @@ impl NetState {
     }
 }
 
-/// Starts the DNS stub and the listeners on sockets made inside the sandbox.
-pub fn start(dns: UdpSocket, listeners: Vec<(u16, TcpListener)>) -> NetHandle {
+/// Starts the DNS stub, the listeners and the packet reader on sockets made inside the sandbox.
+pub fn start(
+    dns: UdpSocket,
+    listeners: Vec<(u16, TcpListener)>,
+    packets: Option<std::os::fd::OwnedFd>,
+) -> NetHandle {
     let state: NetHandle = Arc::new(NetState::default());
+    if let Some(fd) = packets {
+        let s = state.clone();
+        let _ = std::thread::Builder::new()
+            .name("packets".into())
+            .spawn(move || packet_loop(fd, s));
+    }
     let s = state.clone();
     let _ = dns.set_read_timeout(Some(Duration::from_millis(200)));
     let _ = std::thread::Builder::new()
@@ -254,6 +266,132 @@ fn accept_loop(listener: TcpListener, port: u16, state: NetHandle) {
     }
 }
 
+/// Reads the packet socket: each outgoing SYN or datagram becomes an event (the kernel's filter
+/// passes nothing else). Waits in poll, 200 ms at most, to notice a stop.
+fn packet_loop(fd: std::os::fd::OwnedFd, state: NetHandle) {
+    let mut buf = [0u8; 256];
+    while !state.stop.load(Ordering::SeqCst) {
+        let mut fds = [rustix::event::PollFd::new(
+            &fd,
+            rustix::event::PollFlags::IN,
+        )];
+        let timeout = rustix::event::Timespec {
+            tv_sec: 0,
+            tv_nsec: 200_000_000,
+        };
+        if !matches!(rustix::event::poll(&mut fds, Some(&timeout)), Ok(n) if n > 0) {
+            continue;
+        }
+        while let Ok((n, _)) = rustix::net::recv(&fd, &mut buf, rustix::net::RecvFlags::DONTWAIT) {
+            let Some(packet) = parse_packet(&buf[..n]) else {
+                continue;
+            };
+            if let Some(e) = packet_event(&packet, &state) {
+                state.push(e);
+            }
+        }
+    }
+}
+
+/// What the packet socket tells of one packet.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Packet {
+    /// TCP (a SYN) or UDP.
+    pub udp: bool,
+    /// Source port.
+    pub source_port: u16,
+    /// Destination address.
+    pub destination: IpAddr,
+    /// Destination port.
+    pub port: u16,
+}
+
+/// Parses the network and transport headers of an IPv4 or IPv6 packet (no IPv6 extension
+/// headers: the filter passes only TCP or UDP right after the fixed header).
+pub fn parse_packet(b: &[u8]) -> Option<Packet> {
+    let (protocol, destination, transport) = match b.first()? >> 4 {
+        4 => {
+            let header = usize::from(b.first()? & 0x0f) * 4;
+            let dst: [u8; 4] = b.get(16..20)?.try_into().ok()?;
+            (
+                *b.get(9)?,
+                IpAddr::V4(Ipv4Addr::from(dst)),
+                b.get(header..)?,
+            )
+        }
+        6 => {
+            let dst: [u8; 16] = b.get(24..40)?.try_into().ok()?;
+            (*b.get(6)?, IpAddr::V6(Ipv6Addr::from(dst)), b.get(40..)?)
+        }
+        _ => return None,
+    };
+    let udp = match protocol {
+        17 => true,
+        6 => false,
+        _ => return None,
+    };
+    let source_port = u16::from_be_bytes([*transport.first()?, *transport.get(1)?]);
+    let port = u16::from_be_bytes([*transport.get(2)?, *transport.get(3)?]);
+    Some(Packet {
+        udp,
+        source_port,
+        destination,
+        port,
+    })
+}
+
+/// The event for a packet, or `None` for DNS (the stub reports the question with its name) and
+/// the stub's own answers.
+fn packet_event(p: &Packet, state: &NetState) -> Option<NetEvent> {
+    if p.udp && (p.port == 53 || p.source_port == 53) {
+        return None;
+    }
+    let destination = p.destination.to_canonical();
+    let name = state
+        .names
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .name_of(destination);
+    Some(NetEvent {
+        kind: if p.udp {
+            NetKind::Datagram
+        } else {
+            NetKind::Connect
+        },
+        destination: destination.to_string(),
+        port: Some(p.port),
+        name,
+        loopback: destination.is_loopback(),
+        mechanism: Mechanism::Packet,
+        payload: None,
+    })
+}
+
+/// Drops packet events that another mechanism already reported in the same batch (the same
+/// kind, destination and port, seen by seccomp or a listener, which say more).
+pub fn drop_repeated_packets(observations: &mut Vec<Observation>) {
+    let seen_otherwise: Vec<(NetKind, String, Option<u16>)> = observations
+        .iter()
+        .filter_map(Observation::as_network)
+        .filter(|n| n.mechanism != Mechanism::Packet)
+        .map(|n| (n.kind, canonical(&n.destination), n.port))
+        .collect();
+    observations.retain(|o| match o.as_network() {
+        Some(n) if n.mechanism == Mechanism::Packet => {
+            !seen_otherwise.contains(&(n.kind, canonical(&n.destination), n.port))
+        }
+        _ => true,
+    });
+}
+
+/// An address in the form the events use (v4-mapped IPv6 as IPv4); other text unchanged.
+fn canonical(destination: &str) -> String {
+    destination
+        .parse::<IpAddr>()
+        .map(|ip| ip.to_canonical().to_string())
+        .unwrap_or_else(|_| destination.to_string())
+}
+
 /// The answer to any plain HTTP request that reaches the observer.
 pub const HTTP_REPLY: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 23\r\nConnection: close\r\n\r\nhintcheck test document";
 
@@ -350,7 +488,7 @@ impl Observer for NetObserver {
         ObserverStatus {
             name: "lo-local network".into(),
             covers: format!(
-                "DNS questions (answered with addresses of our own), and the first bytes of TCP connections to ports {} (TLS SNI, HTTP request line and Host; plain HTTP requests are answered with a 23-byte test document)",
+                "DNS questions (answered with addresses of our own), every outgoing TCP SYN and UDP datagram on lo (a packet socket, where the sandbox could make one), and the first bytes of TCP connections to ports {} (TLS SNI, HTTP request line and Host; plain HTTP requests are answered with a 23-byte test document)",
                 self.ports
                     .iter()
                     .map(|p| p.to_string())
@@ -358,7 +496,7 @@ impl Observer for NetObserver {
                     .join(", ")
             ),
             blind_spots: vec![
-                "payloads on other ports (their connection attempts are seen by seccomp)".into(),
+                "payloads on other ports (their connection attempts are seen by seccomp and by the packet socket)".into(),
             ],
         }
     }
@@ -429,6 +567,98 @@ mod tests {
             Some("TLS ClientHello, SNI secret.example.test")
         );
         assert_eq!(describe_payload(b"\x00\x01").as_deref(), Some("2 bytes"));
+    }
+
+    #[test]
+    fn packets_are_read_by_version_and_transport() {
+        // IPv4 (header of 24 bytes: with options), UDP 40000 -> 192.0.2.41:9998.
+        let mut v4 = vec![
+            0x46, 0, 0, 40, 0, 0, 0, 0, 64, 17, 0, 0, 127, 0, 0, 1, 192, 0, 2, 41,
+        ];
+        v4.extend_from_slice(&[0, 0, 0, 0]);
+        v4.extend_from_slice(&[0x9c, 0x40, 0x27, 0x0e, 0, 13, 0, 0]);
+        assert_eq!(
+            parse_packet(&v4),
+            Some(Packet {
+                udp: true,
+                source_port: 40000,
+                destination: "192.0.2.41".parse().expect("ip"),
+                port: 9998,
+            })
+        );
+        // IPv6 TCP to [2001:db8::7]:443.
+        let mut v6 = vec![0x60, 0, 0, 0, 0, 20, 6, 64];
+        v6.extend_from_slice(&Ipv6Addr::LOCALHOST.octets());
+        v6.extend_from_slice(&"2001:db8::7".parse::<Ipv6Addr>().expect("ip").octets());
+        v6.extend_from_slice(&[0xc3, 0x50, 0x01, 0xbb, 0, 0, 0, 0, 0, 0, 0, 0, 0x50, 0x02]);
+        let p = parse_packet(&v6).expect("v6");
+        assert!(!p.udp);
+        assert_eq!(
+            (p.destination.to_string().as_str(), p.port),
+            ("2001:db8::7", 443)
+        );
+        // Truncated, other transports and other versions are not events.
+        assert_eq!(parse_packet(&v4[..22]), None);
+        let mut icmp = v4.clone();
+        icmp[9] = 1;
+        assert_eq!(parse_packet(&icmp), None);
+        assert_eq!(parse_packet(&[0x20; 60]), None);
+        assert_eq!(parse_packet(&[]), None);
+    }
+
+    #[test]
+    fn a_packet_already_seen_by_seccomp_or_a_listener_is_not_repeated() {
+        let state = NetState::default();
+        let packet = |destination: &str, port: u16, udp: bool| {
+            Observation::Network(
+                packet_event(
+                    &Packet {
+                        udp,
+                        source_port: 40000,
+                        destination: destination.parse().expect("ip"),
+                        port,
+                    },
+                    &state,
+                )
+                .expect("event"),
+            )
+        };
+        // DNS travels as datagrams too: the stub reports it, the packet is no event.
+        assert!(
+            packet_event(
+                &Packet {
+                    udp: true,
+                    source_port: 40000,
+                    destination: "192.0.2.53".parse().expect("ip"),
+                    port: 53,
+                },
+                &state
+            )
+            .is_none()
+        );
+        let seccomp = Observation::Network(NetEvent {
+            kind: NetKind::Connect,
+            destination: "192.0.2.10".into(),
+            port: Some(443),
+            name: None,
+            loopback: false,
+            mechanism: Mechanism::Attempt,
+            payload: None,
+        });
+        let mut batch = vec![
+            seccomp.clone(),
+            packet("::ffff:192.0.2.10", 443, false),
+            packet("192.0.2.41", 9998, true),
+        ];
+        drop_repeated_packets(&mut batch);
+        let described: Vec<String> = batch.iter().map(Observation::describe).collect();
+        assert_eq!(
+            described,
+            [
+                "connected to 192.0.2.10:443",
+                "sent a datagram to 192.0.2.41:9998"
+            ]
+        );
     }
 
     /// A minimal TLS 1.2 ClientHello with one SNI extension.

@@ -25,10 +25,13 @@ pub enum ControlRecord {
     Enforced(super::Enforcement),
     /// A step failed; in `required` mode nothing was started.
     Failed(StepFailure),
-    /// The network observer's sockets follow: the DNS socket, then one listener per port.
+    /// The network observer's sockets follow: the DNS socket, then one listener per port, then
+    /// the packet socket on `lo` unless `packet_error` says why there is none.
     Network {
         /// The listeners' ports, in the order of the descriptors after the DNS socket.
         ports: Vec<u16>,
+        /// Why the packet socket could not be made, if it could not.
+        packet_error: Option<String>,
     },
 }
 

@@ -309,6 +309,8 @@ impl Init {
         let ports: Vec<u16> = socks.listeners.iter().map(|(p, _)| *p).collect();
         let mut fds: Vec<std::os::fd::BorrowedFd<'_>> = vec![socks.dns.as_fd()];
         fds.extend(socks.listeners.iter().map(|(_, l)| l.as_fd()));
+        fds.extend(socks.packets.as_ref().ok().map(|p| p.as_fd()));
+        let packet_error = socks.packets.as_ref().err().cloned();
         let Some(ctl) = &self.ctl else {
             return Err((None, "no control socket".into()));
         };
@@ -316,17 +318,25 @@ impl Init {
             ctl.as_fd(),
             &ControlRecord::Network {
                 ports: ports.clone(),
+                packet_error: packet_error.clone(),
             },
             &fds,
         )
         .map_err(|e| io_err("handing over the observer's sockets", e))?;
         self.enforcement.network_observer = Some(format!(
-            "every address routed to lo; DNS answered by hintcheck on port 53; TCP {} read by hintcheck",
+            "every address routed to lo; DNS answered by hintcheck on port 53; TCP {} read by hintcheck; {}",
             ports
                 .iter()
                 .map(|p| p.to_string())
                 .collect::<Vec<_>>()
-                .join(", ")
+                .join(", "),
+            match &packet_error {
+                None => "every outgoing TCP SYN and UDP datagram seen by a packet socket on lo"
+                    .to_string(),
+                Some(e) => format!(
+                    "no packet socket on lo ({e}): sendmsg and connected-UDP destinations unseen"
+                ),
+            }
         ));
         Ok(())
     }

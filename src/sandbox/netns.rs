@@ -1,6 +1,7 @@
-//! Network setup inside the sandbox's network namespace, with ioctls only (no `ip` binary and
-//! no async runtime in the init process). Today: bring `lo` up, so that a server can talk to
-//! itself on loopback while every other destination is unreachable.
+//! Network setup inside the sandbox's network namespace, with ioctls and netlink only (no `ip`
+//! binary and no async runtime in the init process): bring `lo` up, route every address to it,
+//! and make the observer's sockets (the DNS stub, the TCP listeners, and a packet socket on
+//! `lo` that sees every outgoing TCP SYN and UDP datagram, whatever system call sent it).
 
 #![allow(unsafe_code)]
 
@@ -147,6 +148,115 @@ pub struct ObserverSockets {
     pub dns: std::net::UdpSocket,
     /// TCP listeners, dual-stack, with their ports.
     pub listeners: Vec<(u16, std::net::TcpListener)>,
+    /// The packet socket on `lo`, or why it could not be made.
+    pub packets: Result<std::os::fd::OwnedFd, String>,
+}
+
+/// A classic BPF instruction.
+const fn bpf(code: u16, jt: u8, jf: u8, k: u32) -> libc::sock_filter {
+    libc::sock_filter { code, jt, jf, k }
+}
+
+/// Keeps outgoing IPv4/IPv6 packets that open a TCP connection (SYN without ACK) or carry UDP,
+/// cut to their first 128 bytes (headers); everything else (established TCP traffic, incoming
+/// copies) never reaches the harness. Offsets are from the network header (`SOCK_DGRAM`).
+fn syn_and_udp_filter() -> [libc::sock_filter; 21] {
+    use libc::{
+        BPF_ABS, BPF_ALU, BPF_AND, BPF_B, BPF_IND, BPF_JEQ, BPF_JMP, BPF_K, BPF_LD, BPF_LDX,
+        BPF_MSH, BPF_RET, BPF_RSH, BPF_W,
+    };
+    const fn c(a: u32) -> u16 {
+        a as u16
+    }
+    // SKF_AD_OFF + SKF_AD_PKTTYPE: the packet's type, PACKET_OUTGOING = 4.
+    const PKTTYPE: u32 = (-0x1000i32 + 4) as u32;
+    let ld_b = c(BPF_LD | BPF_B | BPF_ABS);
+    let jeq = c(BPF_JMP | BPF_JEQ | BPF_K);
+    [
+        /* 0 */ bpf(c(BPF_LD | BPF_W | BPF_ABS), 0, 0, PKTTYPE),
+        /* 1 */ bpf(jeq, 0, 18, 4), // outgoing, else drop
+        /* 2 */ bpf(ld_b, 0, 0, 0),
+        /* 3 */ bpf(c(BPF_ALU | BPF_RSH | BPF_K), 0, 0, 4), // IP version
+        /* 4 */ bpf(jeq, 0, 7, 4), // IPv4, else 12
+        /* 5 */ bpf(ld_b, 0, 0, 9), // protocol
+        /* 6 */ bpf(jeq, 12, 0, 17), // UDP: accept
+        /* 7 */ bpf(jeq, 0, 12, 6), // TCP, else drop
+        /* 8 */ bpf(c(BPF_LDX | BPF_B | BPF_MSH), 0, 0, 0), // X = header length
+        /* 9 */ bpf(c(BPF_LD | BPF_B | BPF_IND), 0, 0, 13), // TCP flags
+        /* 10 */ bpf(c(BPF_ALU | BPF_AND | BPF_K), 0, 0, 0x12),
+        /* 11 */ bpf(jeq, 7, 8, 0x02), // SYN alone: accept, else drop
+        /* 12 */ bpf(jeq, 0, 7, 6), // IPv6, else drop
+        /* 13 */ bpf(ld_b, 0, 0, 6), // next header
+        /* 14 */ bpf(jeq, 4, 0, 17), // UDP: accept
+        /* 15 */ bpf(jeq, 0, 4, 6), // TCP, else drop
+        /* 16 */ bpf(ld_b, 0, 0, 40 + 13), // TCP flags after the fixed header
+        /* 17 */ bpf(c(BPF_ALU | BPF_AND | BPF_K), 0, 0, 0x12),
+        /* 18 */ bpf(jeq, 0, 1, 0x02),
+        /* 19 */ bpf(c(BPF_RET | BPF_K), 0, 0, 128),
+        /* 20 */ bpf(c(BPF_RET | BPF_K), 0, 0, 0),
+    ]
+}
+
+/// A packet socket on `lo` (network layer, `SOCK_DGRAM`) that receives the first bytes of
+/// every outgoing TCP SYN and UDP datagram: it sees what seccomp cannot (`sendmsg`, connected
+/// UDP `send`, raw sockets). Needs `CAP_NET_RAW` in the namespace's owner, which the init has.
+pub fn packet_socket() -> std::io::Result<std::os::fd::OwnedFd> {
+    use std::os::fd::FromRawFd;
+    let protocol = (libc::ETH_P_ALL as u16).to_be();
+    // SAFETY: socket(2) with constant arguments; the result is checked and owned below.
+    let fd = unsafe {
+        libc::socket(
+            libc::AF_PACKET,
+            libc::SOCK_DGRAM | libc::SOCK_CLOEXEC,
+            i32::from(protocol),
+        )
+    };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: fd is a descriptor we just created and own alone.
+    let owned = unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) };
+    let filter = syn_and_udp_filter();
+    let program = libc::sock_fprog {
+        len: filter.len() as u16,
+        filter: filter.as_ptr() as *mut libc::sock_filter,
+    };
+    // SAFETY: SO_ATTACH_FILTER with a pointer to a live sock_fprog and its length; the kernel
+    // copies the program before returning.
+    if unsafe {
+        libc::setsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_ATTACH_FILTER,
+            (&program as *const libc::sock_fprog).cast(),
+            std::mem::size_of::<libc::sock_fprog>() as libc::socklen_t,
+        )
+    } < 0
+    {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: if_nametoindex with a NUL-terminated name.
+    let lo = unsafe { libc::if_nametoindex(c"lo".as_ptr()) } as i32;
+    if lo == 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: sockaddr_ll is plain old data; zero is a valid initial value.
+    let mut addr: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
+    addr.sll_family = libc::AF_PACKET as u16;
+    addr.sll_protocol = protocol;
+    addr.sll_ifindex = lo;
+    // SAFETY: bind with a pointer to a live sockaddr_ll and its size.
+    if unsafe {
+        libc::bind(
+            fd,
+            (&addr as *const libc::sockaddr_ll).cast(),
+            std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t,
+        )
+    } < 0
+    {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(owned)
 }
 
 /// Binds the observer's sockets; ports that cannot be bound are left out.
@@ -161,5 +271,10 @@ pub fn observer_sockets(ports: &[u16]) -> std::io::Result<ObserverSockets> {
             listeners.push((port, l));
         }
     }
-    Ok(ObserverSockets { dns, listeners })
+    let packets = packet_socket().map_err(|e| e.to_string());
+    Ok(ObserverSockets {
+        dns,
+        listeners,
+        packets,
+    })
 }

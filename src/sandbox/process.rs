@@ -272,18 +272,29 @@ impl ServerProcess {
             let mut network = None;
             loop {
                 match control::recv(host_end.as_fd()) {
-                    Ok(Some((ControlRecord::Network { ports }, fds))) => {
+                    Ok(Some((
+                        ControlRecord::Network {
+                            ports,
+                            packet_error,
+                        },
+                        fds,
+                    ))) => {
                         // Serve DNS at once: the server may look names up while starting.
                         let mut fds = fds.into_iter();
                         if let Some(dns) = fds.next() {
                             let listeners = ports
-                                .into_iter()
-                                .zip(fds)
-                                .map(|(p, fd)| (p, std::net::TcpListener::from(fd)))
+                                .iter()
+                                .zip(fds.by_ref())
+                                .map(|(p, fd)| (*p, std::net::TcpListener::from(fd)))
                                 .collect();
+                            let packets = match packet_error {
+                                None => fds.next(),
+                                Some(_) => None,
+                            };
                             network = Some(crate::observe::net::start(
                                 std::net::UdpSocket::from(dns),
                                 listeners,
+                                packets,
                             ));
                         }
                     }

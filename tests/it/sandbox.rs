@@ -930,6 +930,13 @@ fn python_run(who: As) {
         ("http_host", "openWorldHint", "Host: web.example.test"),
         // A UDP datagram.
         ("udp", "openWorldHint", "192.0.2.40:9999"),
+        // A datagram sent with sendmsg: its address is out of seccomp's sight, the packet
+        // socket on lo sees it.
+        (
+            "udp_sendmsg",
+            "openWorldHint",
+            "call 1: sent a datagram to 192.0.2.41:9998",
+        ),
         // A write the sandbox denies.
         (
             "denied_write",
