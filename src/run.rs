@@ -20,7 +20,7 @@ use crate::mcp::client::{CallOutcome, ClientOptions, EraChoice, McpClient, Proto
 use crate::mcp::tool::{HintName, shorten};
 use crate::observe::activity::{ProcessTree, ran_between, settle};
 use crate::observe::attempts::AttemptObserver;
-use crate::observe::fs::{FsSnapshotObserver, SnapshotLimits, SnapshotRoot};
+use crate::observe::fs::{FsSnapshotObserver, OverlayRoot, SnapshotLimits, SnapshotRoot};
 use crate::observe::{Observation, Recorder, ServerStart};
 use crate::progress::{ProgressEvent, ProgressHook};
 use crate::report::{
@@ -610,20 +610,23 @@ async fn verify_unchecked(
         skip_in_tmp.sort();
         skip_in_tmp.dedup();
         let scratch_name = skip_in_tmp;
-        fs_observer.watch_sandbox_dirs(
-            vec![
-                ("/tmp".into(), PathBuf::from("/tmp"), scratch_name),
-                ("/var/tmp".into(), PathBuf::from("/var/tmp"), Vec::new()),
-                ("/dev/shm".into(), PathBuf::from("/dev/shm"), Vec::new()),
-            ]
-            .into_iter()
-            .chain(
-                config
-                    .overlays
-                    .iter()
-                    .map(|d| (d.display().to_string(), d.clone(), Vec::new())),
-            )
-            .collect(),
+        fs_observer.watch_sandbox_dirs(vec![
+            ("/tmp".into(), PathBuf::from("/tmp"), scratch_name),
+            ("/var/tmp".into(), PathBuf::from("/var/tmp"), Vec::new()),
+            ("/dev/shm".into(), PathBuf::from("/dev/shm"), Vec::new()),
+        ]);
+        // Overlays through their layers: only what the upper layer holds is walked.
+        fs_observer.watch_overlays(
+            config
+                .overlays
+                .iter()
+                .enumerate()
+                .map(|(i, d)| OverlayRoot {
+                    label: d.display().to_string(),
+                    lower: d.clone(),
+                    upper: scratch_root.join(format!(".sandbox/overlay-{i}/upper")),
+                })
+                .collect(),
         );
     }
     let mut observers: Vec<Box<dyn crate::observe::Observer>> = vec![Box::new(fs_observer)];

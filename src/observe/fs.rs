@@ -109,9 +109,26 @@ pub struct FsSnapshotObserver {
     /// Roots inside a running sandbox (its private /tmp, …), replaced at every server start.
     sandbox_dirs: Vec<(String, PathBuf, Vec<String>)>,
     sandbox_roots: Vec<SnapshotRoot>,
+    /// Overlays, watched through their upper layer (only what changed is walked).
+    overlays: Vec<OverlayRoot>,
+    /// Paths of the overlays' merged views that their upper layers touched so far (entries,
+    /// whiteouts, what opaque directories hide): every other path still shows its lower layer.
+    overlay_touched: std::collections::BTreeSet<String>,
     limits: SnapshotLimits,
     last: Snapshot,
     notes: Vec<String>,
+}
+
+/// A directory covered by an overlay: `lower` is the host directory (never written), `upper`
+/// receives every change; the server sees their merge under `label`.
+#[derive(Debug, Clone)]
+pub struct OverlayRoot {
+    /// The path the server sees (the host directory's path), shown in reports.
+    pub label: String,
+    /// The host directory.
+    pub lower: PathBuf,
+    /// The upper layer on the host.
+    pub upper: PathBuf,
 }
 
 impl FsSnapshotObserver {
@@ -121,6 +138,8 @@ impl FsSnapshotObserver {
             roots,
             sandbox_dirs: Vec::new(),
             sandbox_roots: Vec::new(),
+            overlays: Vec::new(),
+            overlay_touched: std::collections::BTreeSet::new(),
             limits,
             last: Snapshot::new(),
             notes: Vec::new(),
@@ -134,6 +153,130 @@ impl FsSnapshotObserver {
     /// taken now, and replaced at every call (a restarted sandbox has fresh directories).
     pub fn watch_sandbox_dirs(&mut self, dirs: Vec<(String, PathBuf, Vec<String>)>) {
         self.sandbox_dirs = dirs;
+    }
+
+    /// Also watch overlays through their layers. Their upper layers must still be empty (or
+    /// hold only what the baseline should include).
+    pub fn watch_overlays(&mut self, overlays: Vec<OverlayRoot>) {
+        self.overlays = overlays;
+        let (view, touched, before) = self.overlay_views();
+        self.last.extend(before);
+        self.last.extend(view);
+        self.overlay_touched.extend(touched);
+    }
+
+    /// The overlays' merged views, restricted to what their upper layers touch: (the current
+    /// entries, every touched path, the lower layer's entries for paths touched for the first
+    /// time: their state before).
+    fn overlay_views(&mut self) -> (Snapshot, Vec<String>, Snapshot) {
+        let mut view = Snapshot::new();
+        let mut touched: Vec<String> = Vec::new();
+        let mut before = Snapshot::new();
+        let empty = Snapshot::new();
+        for ov in self.overlays.clone() {
+            let mut walk = Walk {
+                limits: &self.limits,
+                previous: &self.last,
+                out: Snapshot::new(),
+                kept_content: 0,
+                truncated: false,
+                notes: Vec::new(),
+                exclude: Vec::new(),
+                upper: Some(UpperMarks::default()),
+            };
+            match open_dir(&ov.upper) {
+                Ok(fd) => walk.dir(fd, &ov.label, 0),
+                Err(rustix::io::Errno::NOENT) => {}
+                Err(e) => walk
+                    .notes
+                    .push(format!("cannot open the upper layer of {}: {e}", ov.label)),
+            }
+            let marks = walk.upper.take().unwrap_or_default();
+            let upper_entries = std::mem::take(&mut walk.out);
+            self.notes.append(&mut walk.notes);
+            // What the lower layer has under the paths the upper layer touches.
+            let mut lower = Walk {
+                limits: &self.limits,
+                previous: &empty,
+                out: Snapshot::new(),
+                kept_content: 0,
+                truncated: false,
+                notes: Vec::new(),
+                exclude: Vec::new(),
+                upper: None,
+            };
+            let lower_path = |display: &str| -> PathBuf {
+                let rel = display
+                    .strip_prefix(&ov.label)
+                    .unwrap_or(display)
+                    .trim_start_matches('/');
+                ov.lower.join(rel)
+            };
+            let mut paths: Vec<String> = upper_entries
+                .keys()
+                .chain(&marks.whiteouts)
+                .cloned()
+                .collect();
+            // An opaque directory hides the whole lower subtree under it.
+            for dir in &marks.opaque {
+                if let Ok(fd) = open_dir(&lower_path(dir)) {
+                    let mut hidden = Walk {
+                        limits: &self.limits,
+                        previous: &empty,
+                        out: Snapshot::new(),
+                        kept_content: 0,
+                        truncated: false,
+                        notes: Vec::new(),
+                        exclude: Vec::new(),
+                        upper: None,
+                    };
+                    hidden.dir(fd, dir, 0);
+                    paths.extend(hidden.out.into_keys());
+                }
+            }
+            // Paths touched earlier and no longer in the upper layer show the lower one again.
+            let prefix = format!("{}/", ov.label);
+            paths.extend(
+                self.overlay_touched
+                    .iter()
+                    .filter(|p| p.starts_with(&prefix))
+                    .cloned(),
+            );
+            paths.sort();
+            paths.dedup();
+            for p in &paths {
+                let first_time = !self.overlay_touched.contains(p);
+                let in_upper = upper_entries.contains_key(p);
+                let hidden = marks.whiteouts.contains(p)
+                    || marks
+                        .opaque
+                        .iter()
+                        .any(|d| p.starts_with(&format!("{d}/")) && !in_upper);
+                if !first_time && (in_upper || hidden) {
+                    continue;
+                }
+                let path = lower_path(p);
+                let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
+                    continue;
+                };
+                let Ok(dirfd) = open_dir(parent) else {
+                    continue;
+                };
+                let Some((entry, _)) = lower.entry(&dirfd, name.as_encoded_bytes(), p) else {
+                    continue;
+                };
+                if first_time {
+                    before.insert(p.clone(), entry.clone());
+                }
+                if !in_upper && !hidden {
+                    view.insert(p.clone(), entry);
+                }
+            }
+            self.notes.append(&mut lower.notes);
+            touched.extend(paths);
+            view.extend(upper_entries);
+        }
+        (view, touched, before)
     }
 
     fn take(&mut self) -> Snapshot {
@@ -168,6 +311,7 @@ impl FsSnapshotObserver {
             truncated: false,
             notes: Vec::new(),
             exclude: Vec::new(),
+            upper: None,
         };
         for root in roots {
             match rustix::fs::openat(
@@ -227,7 +371,14 @@ impl Observer for FsSnapshotObserver {
     }
 
     fn checkpoint(&mut self) -> Result<Vec<Observation>, ObserveError> {
-        let now = self.take();
+        let mut now = self.take();
+        let (view, touched, before) = self.overlay_views();
+        // Paths the upper layers touch for the first time were their lower selves until now.
+        for (p, e) in before {
+            self.last.entry(p).or_insert(e);
+        }
+        self.overlay_touched.extend(touched);
+        now.extend(view);
         let mut effects = diff(&self.last, &now);
         self.last = now;
         if effects.len() > self.limits.max_effects {
@@ -245,12 +396,24 @@ impl Observer for FsSnapshotObserver {
         ObserverStatus {
             name: "fs-snapshot".into(),
             covers: format!(
-                "files under {} (before/after snapshots per window)",
+                "files under {} (before/after snapshots per window){}",
                 self.roots
                     .iter()
                     .map(|r| r.label.as_str())
                     .collect::<Vec<_>>()
-                    .join(", ")
+                    .join(", "),
+                if self.overlays.is_empty() {
+                    String::new()
+                } else {
+                    format!(
+                        "; overlays over {} through their upper layers (changes, whiteouts, opaque directories)",
+                        self.overlays
+                            .iter()
+                            .map(|o| o.label.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )
+                }
             ),
             blind_spots: vec![
                 "writes outside these directories".into(),
@@ -274,6 +437,28 @@ struct Walk<'a> {
     notes: Vec<String>,
     /// Top-level names of the current root to skip.
     exclude: Vec<String>,
+    /// Walking an overlay's upper layer: whiteouts and opaque directories are recorded here
+    /// instead of being entries.
+    upper: Option<UpperMarks>,
+}
+
+/// What an overlay's upper layer says beyond its entries.
+#[derive(Debug, Default)]
+struct UpperMarks {
+    /// Paths deleted in the merged view (whiteouts: character devices 0/0).
+    whiteouts: Vec<String>,
+    /// Directories that hide everything the lower layer has under them.
+    opaque: Vec<String>,
+}
+
+/// Whether an upper-layer directory is opaque (`trusted.` as root, `user.` with `userxattr`).
+fn is_opaque(dir: &OwnedFd) -> bool {
+    let mut value = [0u8; 4];
+    ["trusted.overlay.opaque", "user.overlay.opaque"]
+        .iter()
+        .any(|name| {
+            matches!(rustix::fs::fgetxattr(dir, *name, &mut value), Ok(n) if value[..n] == *b"y")
+        })
 }
 
 impl Walk<'_> {
@@ -314,51 +499,16 @@ impl Walk<'_> {
                 return;
             }
             let display = format!("{prefix}/{}", display_name(&name));
-            let st =
-                match rustix::fs::statat(fd.as_fd(), name.as_slice(), AtFlags::SYMLINK_NOFOLLOW) {
-                    Ok(st) => st,
-                    Err(e) => {
-                        // Gone since the listing: it simply is not in this snapshot.
-                        if e != rustix::io::Errno::NOENT {
-                            self.notes.push(format!("cannot stat {display}: {e}"));
-                        }
-                        continue;
-                    }
-                };
-            let ft = FileType::from_raw_mode(st.st_mode as _);
-            let kind = match ft {
-                FileType::RegularFile => ObjectKind::File,
-                FileType::Directory => ObjectKind::Dir,
-                FileType::Symlink => ObjectKind::Symlink,
-                _ => ObjectKind::Special,
+            let Some((entry, is_whiteout)) = self.entry(&fd, &name, &display) else {
+                continue;
             };
-            let mut entry = Entry {
-                kind,
-                mode: st.st_mode as u32 & 0o7777,
-                size: if kind == ObjectKind::File {
-                    st.st_size as u64
-                } else {
-                    0
-                },
-                dev: st.st_dev as u64,
-                ino: st.st_ino as u64,
-                mtime: (st.st_mtime as i64, st.st_mtime_nsec as i64),
-                ctime: (st.st_ctime as i64, st.st_ctime_nsec as i64),
-                sha: None,
-                content: None,
-                link: None,
-                prefix_sha: None,
-                database: false,
-            };
-            match kind {
-                ObjectKind::File => self.file(&fd, &name, &display, &mut entry),
-                ObjectKind::Symlink => {
-                    entry.link = rustix::fs::readlinkat(fd.as_fd(), name.as_slice(), Vec::new())
-                        .ok()
-                        .map(|c| c.into_bytes());
+            if is_whiteout {
+                if let Some(marks) = self.upper.as_mut() {
+                    marks.whiteouts.push(display);
+                    continue;
                 }
-                ObjectKind::Dir | ObjectKind::Special => {}
             }
+            let kind = entry.kind;
             self.out.insert(display.clone(), entry);
             if kind == ObjectKind::Dir {
                 match rustix::fs::openat(
@@ -367,13 +517,71 @@ impl Walk<'_> {
                     OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
                     Mode::empty(),
                 ) {
-                    Ok(sub) => self.dir(sub, &display, depth + 1),
+                    Ok(sub) => {
+                        if self.upper.is_some() && is_opaque(&sub) {
+                            if let Some(marks) = self.upper.as_mut() {
+                                marks.opaque.push(display.clone());
+                            }
+                        }
+                        self.dir(sub, &display, depth + 1)
+                    }
                     Err(e) => self
                         .notes
                         .push(format!("cannot open directory {display}: {e}")),
                 }
             }
         }
+    }
+
+    /// The entry for `name` in `fd` (hashed when a file), and whether it is an overlay
+    /// whiteout; `None` when it vanished or cannot be read.
+    fn entry(&mut self, fd: &OwnedFd, name: &[u8], display: &str) -> Option<(Entry, bool)> {
+        let st = match rustix::fs::statat(fd.as_fd(), name, AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(st) => st,
+            Err(e) => {
+                // Gone since the listing: it simply is not in this snapshot.
+                if e != rustix::io::Errno::NOENT {
+                    self.notes.push(format!("cannot stat {display}: {e}"));
+                }
+                return None;
+            }
+        };
+        let ft = FileType::from_raw_mode(st.st_mode as _);
+        let whiteout = ft == FileType::CharacterDevice && st.st_rdev == 0;
+        let kind = match ft {
+            FileType::RegularFile => ObjectKind::File,
+            FileType::Directory => ObjectKind::Dir,
+            FileType::Symlink => ObjectKind::Symlink,
+            _ => ObjectKind::Special,
+        };
+        let mut entry = Entry {
+            kind,
+            mode: st.st_mode as u32 & 0o7777,
+            size: if kind == ObjectKind::File {
+                st.st_size as u64
+            } else {
+                0
+            },
+            dev: st.st_dev as u64,
+            ino: st.st_ino as u64,
+            mtime: (st.st_mtime as i64, st.st_mtime_nsec as i64),
+            ctime: (st.st_ctime as i64, st.st_ctime_nsec as i64),
+            sha: None,
+            content: None,
+            link: None,
+            prefix_sha: None,
+            database: false,
+        };
+        match kind {
+            ObjectKind::File => self.file(fd, name, display, &mut entry),
+            ObjectKind::Symlink => {
+                entry.link = rustix::fs::readlinkat(fd.as_fd(), name, Vec::new())
+                    .ok()
+                    .map(|c| c.into_bytes());
+            }
+            ObjectKind::Dir | ObjectKind::Special => {}
+        }
+        Some((entry, whiteout))
     }
 
     fn file(&mut self, dirfd: &OwnedFd, name: &[u8], display: &str, entry: &mut Entry) {
@@ -469,6 +677,16 @@ impl Walk<'_> {
             entry.content = Some(kept.into());
         }
     }
+}
+
+/// Opens a directory for walking.
+fn open_dir(path: &std::path::Path) -> rustix::io::Result<OwnedFd> {
+    rustix::fs::openat(
+        rustix::fs::CWD,
+        path,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
 }
 
 /// The inode number (its integer type differs between architectures).
@@ -626,11 +844,25 @@ fn diff(old: &Snapshot, new: &Snapshot) -> Vec<FileEffect> {
         .collect();
     let by_inode: HashMap<(u64, u64), &str> =
         deleted.iter().map(|(p, e)| ((e.dev, e.ino), *p)).collect();
+    // Overlays copy a file up before renaming it, so the moved file has a new inode: one
+    // deleted file with exactly the same (non-empty) content is its source.
+    let mut by_content: HashMap<[u8; 32], Vec<&str>> = HashMap::new();
+    for (p, e) in &deleted {
+        if let (ObjectKind::File, Some(sha), true) = (e.kind, e.sha, e.size > 0) {
+            by_content.entry(sha).or_default().push(p);
+        }
+    }
     let rename_source = |e: &Entry| -> Option<&str> {
-        let from = by_inode.get(&(e.dev, e.ino))?;
-        let src = old.get(*from)?;
-        // Inode numbers are reused quickly: a rename also keeps the kind and the content.
-        (src.kind == e.kind && (e.kind != ObjectKind::File || src.sha == e.sha)).then_some(*from)
+        if let Some(from) = by_inode.get(&(e.dev, e.ino)) {
+            let src = old.get(*from)?;
+            // Inode numbers are reused quickly: a rename also keeps the kind and the content.
+            return (src.kind == e.kind && (e.kind != ObjectKind::File || src.sha == e.sha))
+                .then_some(*from);
+        }
+        match by_content.get(&e.sha?).map(Vec::as_slice) {
+            Some([only]) if e.kind == ObjectKind::File => Some(*only),
+            _ => None,
+        }
     };
     let mut renamed_dirs: Vec<(String, String)> = Vec::new();
     let mut consumed: Vec<&str> = Vec::new();

@@ -670,6 +670,12 @@ fn overlay_run(who: As) {
     let tag = format!("{who:?}").to_lowercase();
     let dir = open_dir(&format!("overlay-{tag}"));
     world_writable_file(&dir.join("existing.txt"), "host content");
+    world_writable_file(&dir.join("gone.txt"), "to be deleted");
+    world_writable_file(&dir.join("moved.txt"), "to be moved");
+    std::fs::create_dir_all(dir.join("old")).expect("mkdir");
+    std::fs::set_permissions(dir.join("old"), std::fs::Permissions::from_mode(0o777))
+        .expect("chmod");
+    world_writable_file(&dir.join("old/a.txt"), "hidden by an opaque directory");
     let scenario = dir.join("scenario.toml");
     world_writable_file(
         &scenario,
@@ -682,12 +688,32 @@ steps = [
     { action = "write", path = "{arg:dir}/new.txt", content = "inside" },
     { action = "append", path = "{arg:dir}/existing.txt", content = " + sandbox" },
 ]
+
+[[tools]]
+name = "reshape"
+annotations = { readOnlyHint = false, destructiveHint = false }
+input_schema = { type = "object", properties = { dir = { type = "string" } }, required = ["dir"] }
+steps = [
+    { action = "delete", path = "{arg:dir}/gone.txt" },
+    { action = "rename", from = "{arg:dir}/moved.txt", to = "{arg:dir}/moved2.txt" },
+    { action = "delete", path = "{arg:dir}/old" },
+    { action = "mkdir", path = "{arg:dir}/old" },
+    { action = "write", path = "{arg:dir}/old/fresh.txt", content = "new" },
+]
 "#,
     );
     if who == As::Unprivileged && is_root() {
         // A user overlays their own files: in a user namespace an overlay cannot copy up a
         // file whose owner is not mapped (EOVERFLOW).
-        for p in [dir.clone(), dir.join("existing.txt"), scenario.clone()] {
+        for p in [
+            dir.clone(),
+            dir.join("existing.txt"),
+            dir.join("gone.txt"),
+            dir.join("moved.txt"),
+            dir.join("old"),
+            dir.join("old/a.txt"),
+            scenario.clone(),
+        ] {
             std::os::unix::fs::lchown(&p, Some(65534), Some(65534)).expect("chown");
         }
     }
@@ -699,21 +725,53 @@ steps = [
         dir.display().to_string(),
         "--args".into(),
         format!(r#"write_beside={{"dir":"{}"}}"#, dir.display()),
+        "--args".into(),
+        format!(r#"reshape={{"dir":"{}"}}"#, dir.display()),
+        "--repeat".into(),
+        "1".into(),
         "--format".into(),
         "json".into(),
     ];
     let out = run_as(&prefix, &args, Duration::from_secs(60));
     assert_eq!(out.code, 1, "{}", out.stderr);
     let r = out.json();
-    let calls = &r["tools"][0]["calls"];
-    assert_eq!(calls[0]["outcome"], "ok", "{}", calls[0]);
-    let seen: Vec<String> = calls[0]["observations"]
-        .as_array()
-        .expect("observations")
-        .iter()
-        .map(|o| o["description"].as_str().unwrap_or_default().to_string())
-        .collect();
+    let seen_by = |tool: &str| -> Vec<String> {
+        let t = r["tools"]
+            .as_array()
+            .expect("tools")
+            .iter()
+            .find(|t| t["name"] == tool)
+            .unwrap_or_else(|| panic!("{tool}"));
+        let call = &t["calls"][0];
+        assert_eq!(call["outcome"], "ok", "{call}");
+        call["observations"]
+            .as_array()
+            .expect("observations")
+            .iter()
+            .map(|o| o["description"].as_str().unwrap_or_default().to_string())
+            .collect()
+    };
     let d = dir.display();
+    // Seen through the upper layer: a whiteout, a copied-up rename, an opaque directory.
+    let reshaped = seen_by("reshape");
+    let expected = [
+        format!("deleted {d}/gone.txt (was 13 bytes)"),
+        format!("{d}/moved.txt renamed to {d}/moved2.txt (11 → 11 bytes)"),
+        format!("deleted {d}/old/a.txt (was 29 bytes)"),
+        format!("created {d}/old/fresh.txt (3 bytes)"),
+    ];
+    for e in &expected {
+        assert!(reshaped.contains(e), "{e:?} not in {reshaped:?}");
+    }
+    // The recreated directory got the default mode: the only other effect.
+    let others: Vec<&String> = reshaped.iter().filter(|o| !expected.contains(o)).collect();
+    assert!(
+        others
+            .iter()
+            .all(|o| o.starts_with(&format!("changed mode of {d}/old "))),
+        "{others:?}"
+    );
+    let seen = seen_by("write_beside");
     assert!(
         seen.contains(&format!("created {d}/new.txt (6 bytes)")),
         "{seen:?}"
@@ -724,6 +782,7 @@ steps = [
     );
     // The host directory is untouched.
     assert!(!dir.join("new.txt").exists());
+    assert!(dir.join("gone.txt").exists() && dir.join("old/a.txt").exists());
     assert_eq!(
         std::fs::read_to_string(dir.join("existing.txt")).expect("read"),
         "host content"
