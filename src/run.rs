@@ -21,6 +21,7 @@ use crate::mcp::tool::{HintName, shorten};
 use crate::observe::activity::{ProcessTree, ran_between, settle};
 use crate::observe::attempts::AttemptObserver;
 use crate::observe::fs::{FsSnapshotObserver, OverlayRoot, SnapshotLimits, SnapshotRoot};
+use crate::observe::inotify::InotifyObserver;
 use crate::observe::{Observation, Recorder, ServerStart};
 use crate::progress::{ProgressEvent, ProgressHook};
 use crate::report::{
@@ -575,14 +576,16 @@ async fn verify_unchecked(
         started,
         workspace: scratch.workspace.display().to_string(),
     };
-    let mut fs_observer = FsSnapshotObserver::new(
-        vec![
-            SnapshotRoot::new("$WORKSPACE", scratch.workspace.clone()),
-            SnapshotRoot::new("$HOME", scratch.home.clone()),
-            SnapshotRoot::new("$TMPDIR", scratch.tmp.clone()),
-        ],
-        SnapshotLimits::default(),
-    );
+    let scratch_roots = vec![
+        SnapshotRoot::new("$WORKSPACE", scratch.workspace.clone()),
+        SnapshotRoot::new("$HOME", scratch.home.clone()),
+        SnapshotRoot::new("$TMPDIR", scratch.tmp.clone()),
+    ];
+    // Change notifications from now on: what the harness did to the scratch directories is
+    // over (seed, sandbox preparation).
+    let inotify_observer = InotifyObserver::new(&scratch_roots);
+    let notified = inotify_observer.is_active();
+    let mut fs_observer = FsSnapshotObserver::new(scratch_roots, SnapshotLimits::default());
     let mut read_only_tmp: Vec<PathBuf> = Vec::new();
     if config.sandbox.is_some() {
         // In the sandbox's /tmp, the scratch root is watched through the scratch roots, the
@@ -629,7 +632,8 @@ async fn verify_unchecked(
                 .collect(),
         );
     }
-    let mut observers: Vec<Box<dyn crate::observe::Observer>> = vec![Box::new(fs_observer)];
+    let mut observers: Vec<Box<dyn crate::observe::Observer>> =
+        vec![Box::new(fs_observer), Box::new(inotify_observer)];
     if config.sandbox.is_some() {
         let mut writable: Vec<PathBuf> = vec![
             scratch.workspace.clone(),
@@ -654,11 +658,19 @@ async fn verify_unchecked(
     }
     let mut recorder = Recorder::new(observers);
     let coverage = Coverage {
-        files: Some(if config.sandbox.is_some() {
-            "$WORKSPACE, $HOME, $TMPDIR and the sandbox's /tmp, /var/tmp, /dev/shm (effects); write attempts anywhere (seccomp)".into()
-        } else {
-            "$WORKSPACE, $HOME, $TMPDIR".into()
-        }),
+        files: Some(format!(
+            "{}{}",
+            if config.sandbox.is_some() {
+                "$WORKSPACE, $HOME, $TMPDIR and the sandbox's /tmp, /var/tmp, /dev/shm (effects); write attempts anywhere (seccomp)"
+            } else {
+                "$WORKSPACE, $HOME, $TMPDIR only (effects), the weaker mode without a sandbox: writes elsewhere and write attempts are unseen"
+            },
+            if notified {
+                "; writes that did not last under $WORKSPACE, $HOME, $TMPDIR (inotify)"
+            } else {
+                ""
+            }
+        )),
         network: config.sandbox.is_some().then(|| {
             format!("DNS questions with their names, connect and sendto attempts (seccomp), outgoing TCP SYNs and UDP datagrams on lo whatever sent them (a packet socket, where the sandbox says it made one), TLS SNI and HTTP request lines on ports {}", config.observe_ports.iter().map(|p| p.to_string()).collect::<Vec<_>>().join(", "))
         }),
@@ -1236,16 +1248,32 @@ fn decide_exit(report: &Report, config: &RunConfig) -> (i32, String) {
         .iter()
         .filter(|f| f.accepted.is_none() && f.hint.is_some() && f.severity == Severity::Error)
         .count();
+    // Contradictions held at warning level: uncertain attribution, or writes that did not last.
+    let weak = report
+        .findings
+        .iter()
+        .filter(|f| f.accepted.is_none() && f.hint.is_some() && f.severity != Severity::Error)
+        .count();
+    let weak_note = if weak > 0 {
+        format!(
+            "; {weak} weak contradiction(s) (uncertain, or writes that did not last) reported as warnings"
+        )
+    } else {
+        String::new()
+    };
     let exercised = report.coverage.tools_succeeded;
     (
         exit_code::OK,
         if below > 0 {
             format!(
-                "{below} contradicted hint(s) in {exercised} exercised tool(s), not failing the run (--fail-on {}){accepted_note}",
+                "{below} contradicted hint(s) in {exercised} exercised tool(s), not failing the run (--fail-on {}){weak_note}{accepted_note}",
                 config.fail_on.as_str()
             )
         } else {
-            format!("no contradiction in {exercised} exercised tool(s){accepted_note}")
+            format!(
+                "no {}contradiction in {exercised} exercised tool(s){weak_note}{accepted_note}",
+                if weak > 0 { "firm " } else { "" }
+            )
         },
     )
 }

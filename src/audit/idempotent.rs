@@ -24,7 +24,7 @@ Fix: declare `idempotentHint: false`, or make the repeated call a no-op.",
 
 fn counts(o: &Observation) -> bool {
     match o {
-        Observation::File(f) => f.kind != FileEffectKind::Rewritten,
+        Observation::File(f) => f.kind != FileEffectKind::Rewritten && !f.kind.is_transient(),
         Observation::Network(_) | Observation::Attempt(_) | Observation::Process(_) => false,
     }
 }

@@ -60,6 +60,9 @@ pub struct HintJudgement {
     pub confidence: Confidence,
     /// For absent hints: what the observations support.
     pub suggestion: Option<Suggestion>,
+    /// A contradiction of low weight (every write was transient: a lock or temporary file):
+    /// reported as a warning, not an error.
+    pub minor: bool,
 }
 
 impl HintJudgement {
@@ -70,6 +73,7 @@ impl HintJudgement {
             evidence: Vec::new(),
             confidence: Confidence::High,
             suggestion: None,
+            minor: false,
         }
     }
 }
@@ -131,7 +135,7 @@ pub fn judge_tool(tool: &ToolDecl, run: &ToolRun, coverage: &Coverage) -> ToolJu
                 audit: meta.id,
                 tool: Some(tool.name.clone()),
                 hint: Some(hint),
-                severity: if uncertain {
+                severity: if uncertain || j.minor {
                     Severity::Warning
                 } else {
                     Severity::Error

@@ -54,10 +54,21 @@ pub fn judge(tool: &ToolDecl, run: &ToolRun, coverage: &Coverage) -> HintJudgeme
         return j;
     }
     if !writes.is_empty() {
+        let transient = writes
+            .iter()
+            .all(|(_, o)| o.as_file().is_some_and(|f| f.kind.is_transient()));
         let mut j = HintJudgement::new(
             Verdict::Contradicted,
-            format!("{} write(s) were observed during its calls", writes.len()),
+            if transient {
+                format!(
+                    "{} write(s) were observed during its calls, none of them lasting (temporary or lock files)",
+                    writes.len()
+                )
+            } else {
+                format!("{} write(s) were observed during its calls", writes.len())
+            },
         );
+        j.minor = transient;
         j.evidence = evidence_of(writes.into_iter());
         return j;
     }

@@ -7,6 +7,7 @@
 pub mod activity;
 pub mod attempts;
 pub mod fs;
+pub mod inotify;
 pub mod net;
 
 use serde::Serialize;
@@ -26,6 +27,9 @@ pub enum Mechanism {
     Dns,
     /// The first bytes of a connection (TLS SNI, HTTP request line).
     Payload,
+    /// A change notification (inotify): the kernel said the path changed as it happened, even
+    /// when nothing of the change lasted.
+    Notify,
 }
 
 /// What happened to one path.
@@ -65,6 +69,12 @@ pub enum FileEffectKind {
     Retargeted,
     /// A file written again with identical content (a write, but no change of content).
     Rewritten,
+    /// A path changed and changed back within one window (seen by change notification only):
+    /// `created` when it was created and removed again (a lock or temporary file).
+    Transient {
+        /// Created and removed within the window.
+        created: bool,
+    },
 }
 
 impl FileEffectKind {
@@ -81,7 +91,8 @@ impl FileEffectKind {
             | FileEffectKind::Appended
             | FileEffectKind::ModeChanged { .. }
             | FileEffectKind::Extended
-            | FileEffectKind::Rewritten => false,
+            | FileEffectKind::Rewritten
+            | FileEffectKind::Transient { .. } => false,
         }
     }
 
@@ -103,7 +114,14 @@ impl FileEffectKind {
             FileEffectKind::Retargeted => "retargeted symlink",
             FileEffectKind::Rewritten => "rewrote (same content)",
             FileEffectKind::Extended => "extended (only additions)",
+            FileEffectKind::Transient { created: true } => "created and removed",
+            FileEffectKind::Transient { created: false } => "changed and restored",
         }
+    }
+
+    /// Whether the change did not last past the window (a lock file, a temporary file).
+    pub fn is_transient(&self) -> bool {
+        matches!(self, FileEffectKind::Transient { .. })
     }
 }
 
@@ -173,6 +191,12 @@ impl FileEffect {
             }
             FileEffectKind::Deleted if self.object == ObjectKind::Dir => {
                 format!("deleted directory {}", self.path)
+            }
+            FileEffectKind::Transient { created: true } if self.object == ObjectKind::Dir => {
+                format!("created and removed directory {}", self.path)
+            }
+            FileEffectKind::Transient { created: false } => {
+                format!("wrote to {} without a lasting change", self.path)
             }
             _ if self.database => format!("changed database {} in place{}", self.path, sizes),
             kind => format!("{} {}{}", kind.verb(), self.path, sizes),
@@ -439,6 +463,7 @@ impl Recorder {
             self.notes.extend(o.take_notes());
         }
         net::drop_repeated_packets(&mut out);
+        inotify::keep_unexplained(&mut out);
         out
     }
 

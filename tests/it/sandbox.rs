@@ -996,6 +996,12 @@ fn python_run(who: As) {
             "openWorldHint",
             "call 1: sent a datagram to 192.0.2.41:9998",
         ),
+        // A lock file taken and released before the answer: seen by change notification.
+        (
+            "lock_briefly",
+            "readOnlyHint",
+            "call 1: created and removed $WORKSPACE/py.lock",
+        ),
         // A write the sandbox denies.
         (
             "denied_write",

@@ -410,3 +410,38 @@ fn a_seeded_sqlite_database_is_found_and_queried_by_meaning() {
     let change = &tool("add_item")["calls"][0]["observations"][0];
     assert_eq!(change["database"], true, "{change}");
 }
+
+#[test]
+fn writes_that_do_not_last_are_seen_without_a_sandbox_too() {
+    // Without any sandbox (the weaker mode) only the scratch directories are watched; a lock
+    // taken and released inside the call is still seen, by change notification.
+    let r = run_scenario_with("transient-writes", |a| a.no_sandbox = true);
+    let scenario = hintcheck::scenario::Scenario::load(&repo().join("scenarios/transient-writes"))
+        .expect("load");
+    let unmet = check(&scenario.expect.expect("[expect]"), &r);
+    assert!(unmet.is_empty(), "{unmet:?}");
+    let locks = r
+        .tools
+        .iter()
+        .find(|t| t.name == "locks_briefly")
+        .expect("tool");
+    let ro = &locks.verdicts[0];
+    assert_eq!(
+        ro.evidence
+            .iter()
+            .map(|e| e.text.as_str())
+            .collect::<Vec<_>>(),
+        [
+            "created and removed $WORKSPACE/state.lock",
+            "created and removed $WORKSPACE/state.lock"
+        ]
+    );
+    let finding = r
+        .findings
+        .iter()
+        .find(|f| f.tool.as_deref() == Some("locks_briefly"))
+        .expect("finding");
+    assert_eq!(finding.severity, hintcheck::finding::Severity::Warning);
+    assert!(r.sandbox.level.contains("none"), "{:?}", r.sandbox.level);
+    assert_eq!(r.exit_code, 0, "{}", r.exit_reason);
+}

@@ -1,0 +1,338 @@
+//! The change-notification observer: inotify watches on the scratch directories report every
+//! create, write, delete, move and attribute change as it happens, so a write that left no
+//! trace by the end of a window (a lock file created and removed, a file written back to what
+//! it was) is still seen. The snapshot observer stays the source of the effects that last; this
+//! one adds only what the snapshots cannot show, as `transient` effects. It needs no namespace:
+//! without a mount namespace it is the only record of such writes (the weaker mode, named in
+//! the report), and inside the sandbox it watches the same host directories.
+
+use std::collections::{BTreeMap, HashMap};
+use std::mem::MaybeUninit;
+use std::os::fd::OwnedFd;
+use std::path::{Path, PathBuf};
+
+use rustix::fs::inotify::{self, CreateFlags, ReadFlags, WatchFlags};
+
+use super::fs::SnapshotRoot;
+use super::{
+    FileEffect, FileEffectKind, Mechanism, ObjectKind, Observation, ObserveError, Observer,
+    ObserverStatus,
+};
+
+/// Most directories watched (each costs a watch descriptor of the user's inotify budget).
+const MAX_WATCHES: usize = 8_192;
+
+/// What happened to one path during a window, from its events.
+#[derive(Debug, Default, Clone, Copy)]
+struct Seen {
+    created: bool,
+    written: bool,
+    removed: bool,
+    changed_attributes: bool,
+    is_dir: bool,
+}
+
+/// The inotify observer.
+pub struct InotifyObserver {
+    fd: Option<OwnedFd>,
+    /// Watch descriptor → (display path, real path) of the directory.
+    dirs: HashMap<i32, (String, PathBuf)>,
+    labels: Vec<String>,
+    seen: BTreeMap<String, Seen>,
+    notes: Vec<String>,
+    capped: bool,
+}
+
+impl InotifyObserver {
+    /// Watches every directory under `roots` (and those created later).
+    pub fn new(roots: &[SnapshotRoot]) -> Self {
+        let mut me = Self {
+            fd: None,
+            dirs: HashMap::new(),
+            labels: roots.iter().map(|r| r.label.clone()).collect(),
+            seen: BTreeMap::new(),
+            notes: Vec::new(),
+            capped: false,
+        };
+        match inotify::init(CreateFlags::CLOEXEC | CreateFlags::NONBLOCK) {
+            Ok(fd) => {
+                me.fd = Some(fd);
+                for r in roots {
+                    me.watch_tree(&r.label, &r.path);
+                }
+            }
+            Err(e) => me.notes.push(format!(
+                "inotify is not available ({e}): transient writes unseen"
+            )),
+        }
+        me
+    }
+
+    /// Whether the observer is watching.
+    pub fn is_active(&self) -> bool {
+        self.fd.is_some()
+    }
+
+    fn watch_tree(&mut self, display: &str, path: &Path) {
+        let Some(fd) = &self.fd else { return };
+        if self.dirs.len() >= MAX_WATCHES {
+            if !self.capped {
+                self.capped = true;
+                self.notes.push(format!(
+                    "more than {MAX_WATCHES} directories: transient writes in the others are unseen"
+                ));
+            }
+            return;
+        }
+        let mask = WatchFlags::CREATE
+            | WatchFlags::DELETE
+            | WatchFlags::MODIFY
+            | WatchFlags::MOVED_FROM
+            | WatchFlags::MOVED_TO
+            | WatchFlags::ATTRIB
+            | WatchFlags::DONT_FOLLOW
+            | WatchFlags::ONLYDIR
+            | WatchFlags::EXCL_UNLINK;
+        match inotify::add_watch(fd, path, mask) {
+            Ok(wd) => {
+                self.dirs
+                    .insert(wd, (display.to_string(), path.to_path_buf()));
+            }
+            Err(e) => {
+                self.notes
+                    .push(format!("cannot watch {display} for changes: {e}"));
+                return;
+            }
+        }
+        let Ok(entries) = std::fs::read_dir(path) else {
+            return;
+        };
+        let mut subdirs: Vec<(String, PathBuf)> = entries
+            .flatten()
+            .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+            .map(|e| {
+                (
+                    format!("{display}/{}", e.file_name().to_string_lossy()),
+                    e.path(),
+                )
+            })
+            .collect();
+        subdirs.sort();
+        for (d, p) in subdirs {
+            self.watch_tree(&d, &p);
+        }
+    }
+
+    /// Reads every pending event into `seen`.
+    fn drain(&mut self) {
+        let Some(fd) = self.fd.take() else { return };
+        let mut buf = [MaybeUninit::<u8>::uninit(); 16 * 1024];
+        let mut new_dirs: Vec<(String, PathBuf)> = Vec::new();
+        {
+            let mut reader = inotify::Reader::new(&fd, &mut buf);
+            while let Ok(event) = reader.next() {
+                let flags = event.events();
+                if flags.contains(ReadFlags::QUEUE_OVERFLOW) {
+                    self.notes.push(
+                        "the change-notification queue overflowed: some transient writes were not seen"
+                            .into(),
+                    );
+                    continue;
+                }
+                let (Some((dir_display, dir_path)), Some(name)) =
+                    (self.dirs.get(&event.wd()), event.file_name())
+                else {
+                    continue;
+                };
+                let name = name.to_string_lossy();
+                let display = format!("{dir_display}/{name}");
+                let s = self.seen.entry(display.clone()).or_default();
+                s.is_dir |= flags.contains(ReadFlags::ISDIR);
+                if flags.intersects(ReadFlags::CREATE | ReadFlags::MOVED_TO) {
+                    s.created = true;
+                    if flags.contains(ReadFlags::ISDIR) {
+                        new_dirs.push((display, dir_path.join(name.as_ref())));
+                    }
+                } else if flags.intersects(ReadFlags::DELETE | ReadFlags::MOVED_FROM) {
+                    s.removed = true;
+                } else if flags.contains(ReadFlags::MODIFY) {
+                    s.written = true;
+                } else if flags.contains(ReadFlags::ATTRIB) {
+                    s.changed_attributes = true;
+                }
+            }
+        }
+        self.fd = Some(fd);
+        for (display, path) in new_dirs {
+            self.watch_tree(&display, &path);
+        }
+    }
+}
+
+impl Observer for InotifyObserver {
+    fn checkpoint(&mut self) -> Result<Vec<Observation>, ObserveError> {
+        self.drain();
+        let seen = std::mem::take(&mut self.seen);
+        // Every path that changed: the recorder keeps only those the snapshots did not
+        // explain (see `keep_unexplained`).
+        Ok(seen
+            .into_iter()
+            .filter(|(_, s)| s.created || s.written || s.removed || s.changed_attributes)
+            .map(|(path, s)| {
+                Observation::File(FileEffect {
+                    path,
+                    kind: FileEffectKind::Transient {
+                        created: s.created && s.removed,
+                    },
+                    object: if s.is_dir {
+                        ObjectKind::Dir
+                    } else {
+                        ObjectKind::File
+                    },
+                    size_before: None,
+                    size_after: None,
+                    sha256_before: None,
+                    sha256_after: None,
+                    mechanism: Mechanism::Notify,
+                    database: false,
+                })
+            })
+            .collect())
+    }
+
+    fn status(&self) -> ObserverStatus {
+        ObserverStatus {
+            name: "inotify".into(),
+            covers: format!(
+                "every create, write, delete, move and attribute change under {} as it happens: writes that left no lasting change by the end of a window",
+                self.labels.join(", ")
+            ),
+            blind_spots: vec![
+                "changes through memory mappings (no event)".into(),
+                "directories beyond the watch cap".into(),
+            ],
+        }
+    }
+
+    fn take_notes(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.notes)
+    }
+}
+
+/// Keeps the change notifications that no other record of the same batch explains: a path
+/// with a lasting effect (or under a directory created, deleted or renamed in the batch) is the
+/// snapshot's; what remains changed and changed back within the window.
+pub fn keep_unexplained(observations: &mut Vec<Observation>) {
+    let explained: Vec<String> = observations
+        .iter()
+        .filter_map(Observation::as_file)
+        .filter(|f| f.mechanism != Mechanism::Notify)
+        .flat_map(|f| {
+            let mut paths = vec![f.path.clone()];
+            if let FileEffectKind::Renamed { from, .. } = &f.kind {
+                paths.push(from.clone());
+            }
+            paths
+        })
+        .collect();
+    let covered = |path: &str| {
+        explained
+            .iter()
+            .any(|p| p == path || path.starts_with(&format!("{p}/")))
+    };
+    observations.retain(|o| match o.as_file() {
+        Some(f) if f.mechanism == Mechanism::Notify => !covered(&f.path),
+        _ => true,
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn observer(dir: &Path) -> InotifyObserver {
+        let o = InotifyObserver::new(&[SnapshotRoot::new("$W", dir.to_path_buf())]);
+        assert!(o.is_active(), "{:?}", o.notes);
+        o
+    }
+
+    fn seen(o: &mut InotifyObserver) -> Vec<String> {
+        let mut batch = o.checkpoint().expect("checkpoint");
+        keep_unexplained(&mut batch);
+        batch.iter().map(Observation::describe).collect()
+    }
+
+    #[test]
+    fn a_file_created_and_removed_within_a_window_is_seen() {
+        let t = tempfile::tempdir().expect("tmp");
+        std::fs::create_dir(t.path().join("sub")).expect("mkdir");
+        let mut o = observer(t.path());
+        assert!(seen(&mut o).is_empty());
+        std::fs::write(t.path().join("sub/lock"), "pid").expect("write");
+        std::fs::remove_file(t.path().join("sub/lock")).expect("rm");
+        // A directory made during the window is watched from then on.
+        std::fs::create_dir(t.path().join("new")).expect("mkdir");
+        std::fs::remove_dir(t.path().join("new")).expect("rmdir");
+        assert_eq!(
+            seen(&mut o),
+            [
+                "created and removed directory $W/new",
+                "created and removed $W/sub/lock"
+            ]
+        );
+        std::fs::create_dir(t.path().join("later")).expect("mkdir");
+        let _ = seen(&mut o);
+        std::fs::write(t.path().join("later/x"), "1").expect("write");
+        std::fs::remove_file(t.path().join("later/x")).expect("rm");
+        assert_eq!(seen(&mut o), ["created and removed $W/later/x"]);
+    }
+
+    #[test]
+    fn notifications_explained_by_a_lasting_effect_are_dropped() {
+        let effect = |path: &str, kind: FileEffectKind, mechanism: Mechanism| {
+            Observation::File(FileEffect {
+                path: path.into(),
+                kind,
+                object: ObjectKind::File,
+                size_before: None,
+                size_after: None,
+                sha256_before: None,
+                sha256_after: None,
+                mechanism,
+                database: false,
+            })
+        };
+        let note = |path: &str| {
+            effect(
+                path,
+                FileEffectKind::Transient { created: false },
+                Mechanism::Notify,
+            )
+        };
+        let mut batch = vec![
+            effect("$W/kept.txt", FileEffectKind::Created, Mechanism::Snapshot),
+            effect(
+                "$W/dir",
+                FileEffectKind::Renamed {
+                    from: "$W/old".into(),
+                    over_existing: false,
+                },
+                Mechanism::Snapshot,
+            ),
+            note("$W/kept.txt"),
+            note("$W/old/inner.txt"),
+            note("$W/dir/inner.txt"),
+            note("$W/config.json"),
+        ];
+        keep_unexplained(&mut batch);
+        let described: Vec<String> = batch.iter().map(Observation::describe).collect();
+        assert_eq!(
+            described,
+            [
+                "created $W/kept.txt",
+                "$W/old renamed to $W/dir",
+                "wrote to $W/config.json without a lasting change"
+            ]
+        );
+    }
+}
