@@ -207,13 +207,41 @@ fn mcp_server_git_works_on_the_seeded_repository() {
         "{}",
         status["calls"][0]
     );
-    // `git status` on the fresh repository writes nothing (no stale index to refresh),
-    // and the sandbox's own host name is not an external destination.
+    // `git status` on the fresh repository leaves nothing changed (no stale index to
+    // refresh), but takes and releases .git/index.lock: a minor contradiction, seen by change
+    // notification. Nothing else is contradicted, and the sandbox's own host name is not an
+    // external destination.
     for t in tools {
         for v in t["verdicts"].as_array().expect("verdicts") {
-            assert_ne!(v["verdict"], "contradicted", "{}: {v}", t["name"]);
+            if v["verdict"] != "contradicted" {
+                continue;
+            }
+            assert_eq!(
+                (t["name"].as_str(), v["hint"].as_str()),
+                (Some("git_status"), Some("readOnlyHint")),
+                "{v}"
+            );
+            assert!(
+                v["evidence"]
+                    .as_array()
+                    .expect("evidence")
+                    .iter()
+                    .all(|e| e["text"] == "created and removed $WORKSPACE/.git/index.lock"),
+                "{v}"
+            );
         }
     }
+    assert!(
+        r["findings"]
+            .as_array()
+            .expect("findings")
+            .iter()
+            .filter(|f| f["hint"].is_string())
+            .all(|f| f["severity"] == "warning"),
+        "{}",
+        r["findings"]
+    );
+    assert_eq!(r["exit_code"], 0, "{}", r["exit_reason"]);
     // Tools that add run before tools that change: the untracked draft is staged, then
     // committed.
     assert_eq!(tool("git_add")["calls"][0]["outcome"], "ok");
