@@ -314,17 +314,12 @@ pub(crate) mod testing {
     }
 
     pub(crate) fn file(path: &str, kind: FileEffectKind) -> Observation {
-        Observation::File(FileEffect {
-            path: path.into(),
+        Observation::File(FileEffect::bare(
+            path,
             kind,
-            object: ObjectKind::File,
-            size_before: None,
-            size_after: None,
-            sha256_before: None,
-            sha256_after: None,
-            mechanism: Mechanism::Snapshot,
-            database: false,
-        })
+            ObjectKind::File,
+            Mechanism::Snapshot,
+        ))
     }
 
     pub(crate) fn net(kind: NetKind, destination: &str, loopback: bool) -> Observation {

@@ -174,16 +174,7 @@ impl FsSnapshotObserver {
         let mut before = Snapshot::new();
         let empty = Snapshot::new();
         for ov in self.overlays.clone() {
-            let mut walk = Walk {
-                limits: &self.limits,
-                previous: &self.last,
-                out: Snapshot::new(),
-                kept_content: 0,
-                truncated: false,
-                notes: Vec::new(),
-                exclude: Vec::new(),
-                upper: Some(UpperMarks::default()),
-            };
+            let mut walk = Walk::new(&self.limits, &self.last, Some(UpperMarks::default()));
             match open_dir(&ov.upper) {
                 Ok(fd) => walk.dir(fd, &ov.label, 0),
                 Err(rustix::io::Errno::NOENT) => {}
@@ -195,16 +186,7 @@ impl FsSnapshotObserver {
             let upper_entries = std::mem::take(&mut walk.out);
             self.notes.append(&mut walk.notes);
             // What the lower layer has under the paths the upper layer touches.
-            let mut lower = Walk {
-                limits: &self.limits,
-                previous: &empty,
-                out: Snapshot::new(),
-                kept_content: 0,
-                truncated: false,
-                notes: Vec::new(),
-                exclude: Vec::new(),
-                upper: None,
-            };
+            let mut lower = Walk::new(&self.limits, &empty, None);
             let lower_path = |display: &str| -> PathBuf {
                 let rel = display
                     .strip_prefix(&ov.label)
@@ -220,16 +202,7 @@ impl FsSnapshotObserver {
             // An opaque directory hides the whole lower subtree under it.
             for dir in &marks.opaque {
                 if let Ok(fd) = open_dir(&lower_path(dir)) {
-                    let mut hidden = Walk {
-                        limits: &self.limits,
-                        previous: &empty,
-                        out: Snapshot::new(),
-                        kept_content: 0,
-                        truncated: false,
-                        notes: Vec::new(),
-                        exclude: Vec::new(),
-                        upper: None,
-                    };
+                    let mut hidden = Walk::new(&self.limits, &empty, None);
                     hidden.dir(fd, dir, 0);
                     paths.extend(hidden.out.into_keys());
                 }
@@ -303,16 +276,7 @@ impl FsSnapshotObserver {
     }
 
     fn take_roots(&mut self, roots: &[SnapshotRoot]) -> Snapshot {
-        let mut walk = Walk {
-            limits: &self.limits,
-            previous: &self.last,
-            out: Snapshot::new(),
-            kept_content: 0,
-            truncated: false,
-            notes: Vec::new(),
-            exclude: Vec::new(),
-            upper: None,
-        };
+        let mut walk = Walk::new(&self.limits, &self.last, None);
         for root in roots {
             match rustix::fs::openat(
                 rustix::fs::CWD,
@@ -461,7 +425,22 @@ fn is_opaque(dir: &OwnedFd) -> bool {
         })
 }
 
-impl Walk<'_> {
+impl<'a> Walk<'a> {
+    /// A walk that reuses the hashes of unchanged files from `previous`; `upper` when it walks
+    /// an overlay's upper layer.
+    fn new(limits: &'a SnapshotLimits, previous: &'a Snapshot, upper: Option<UpperMarks>) -> Self {
+        Self {
+            limits,
+            previous,
+            out: Snapshot::new(),
+            kept_content: 0,
+            truncated: false,
+            notes: Vec::new(),
+            exclude: Vec::new(),
+            upper,
+        }
+    }
+
     fn dir(&mut self, fd: OwnedFd, prefix: &str, depth: usize) {
         if depth >= self.limits.max_depth {
             self.truncated = true;

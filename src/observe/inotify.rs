@@ -179,23 +179,18 @@ impl Observer for InotifyObserver {
             .into_iter()
             .filter(|(_, s)| s.created || s.written || s.removed || s.changed_attributes)
             .map(|(path, s)| {
-                Observation::File(FileEffect {
+                Observation::File(FileEffect::bare(
                     path,
-                    kind: FileEffectKind::Transient {
+                    FileEffectKind::Transient {
                         created: s.created && s.removed,
                     },
-                    object: if s.is_dir {
+                    if s.is_dir {
                         ObjectKind::Dir
                     } else {
                         ObjectKind::File
                     },
-                    size_before: None,
-                    size_after: None,
-                    sha256_before: None,
-                    sha256_after: None,
-                    mechanism: Mechanism::Notify,
-                    database: false,
-                })
+                    Mechanism::Notify,
+                ))
             })
             .collect())
     }
@@ -290,17 +285,7 @@ mod tests {
     #[test]
     fn notifications_explained_by_a_lasting_effect_are_dropped() {
         let effect = |path: &str, kind: FileEffectKind, mechanism: Mechanism| {
-            Observation::File(FileEffect {
-                path: path.into(),
-                kind,
-                object: ObjectKind::File,
-                size_before: None,
-                size_after: None,
-                sha256_before: None,
-                sha256_after: None,
-                mechanism,
-                database: false,
-            })
+            Observation::File(FileEffect::bare(path, kind, ObjectKind::File, mechanism))
         };
         let note = |path: &str| {
             effect(

@@ -171,6 +171,27 @@ pub struct FileEffect {
 }
 
 impl FileEffect {
+    /// An effect known only by its path and kind (no sizes or hashes): what change
+    /// notifications give.
+    pub fn bare(
+        path: impl Into<String>,
+        kind: FileEffectKind,
+        object: ObjectKind,
+        mechanism: Mechanism,
+    ) -> Self {
+        Self {
+            path: path.into(),
+            kind,
+            object,
+            size_before: None,
+            size_after: None,
+            sha256_before: None,
+            sha256_after: None,
+            mechanism,
+            database: false,
+        }
+    }
+
     /// One line for humans: `overwrote $WORKSPACE/a.txt (12 → 3 bytes)`.
     pub fn describe(&self) -> String {
         let sizes = match (self.size_before, self.size_after) {
