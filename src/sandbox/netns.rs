@@ -203,14 +203,11 @@ fn syn_and_udp_filter() -> [libc::sock_filter; 21] {
 pub fn packet_socket() -> std::io::Result<std::os::fd::OwnedFd> {
     use std::os::fd::FromRawFd;
     let protocol = (libc::ETH_P_ALL as u16).to_be();
+    // Created with protocol 0 (receiving nothing) and given its protocol at bind: a socket
+    // created with a protocol is already hooked, and re-binding it waits for an RCU grace
+    // period (synchronize_net), 10-20 ms of every sandbox start.
     // SAFETY: socket(2) with constant arguments; the result is checked and owned below.
-    let fd = unsafe {
-        libc::socket(
-            libc::AF_PACKET,
-            libc::SOCK_DGRAM | libc::SOCK_CLOEXEC,
-            i32::from(protocol),
-        )
-    };
+    let fd = unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
     if fd < 0 {
         return Err(std::io::Error::last_os_error());
     }
