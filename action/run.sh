@@ -19,6 +19,7 @@ flags=(--sarif "$sarif" --fail-on "${HINTCHECK_FAIL_ON:-error}")
 if [ -n "${HINTCHECK_CONFIG_FILE:-}" ]; then flags+=(--config "$HINTCHECK_CONFIG_FILE"); fi
 if [ -n "${HINTCHECK_BASELINE:-}" ]; then flags+=(--baseline "$HINTCHECK_BASELINE"); fi
 if [ "${HINTCHECK_SANDBOX:-required}" = "best-effort" ]; then flags+=(--sandbox best-effort); fi
+if [ "${HINTCHECK_ANNOTATIONS:-true}" = "true" ]; then flags+=(--annotations); fi
 
 # hintcheck's own flags go before the user's arguments, which may end with `-- CMD…`.
 "$bin" verify "${flags[@]}" "${args[@]}"

@@ -229,6 +229,11 @@ pub struct VerifyArgs {
     /// Also write JUnit XML to FILE.
     #[arg(long, value_name = "FILE")]
     pub junit: Option<PathBuf>,
+    /// Also print GitHub workflow annotations (`::error file=…,line=…::…`) for every finding on
+    /// stdout, placed on the `--anchor` line that names the tool (for pull requests from forks,
+    /// where SARIF cannot be uploaded)
+    #[arg(long)]
+    pub annotations: bool,
     /// Also append the Markdown summary to FILE [default: $GITHUB_STEP_SUMMARY when set].
     #[arg(long, value_name = "FILE")]
     pub summary: Option<PathBuf>,

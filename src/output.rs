@@ -124,6 +124,10 @@ pub fn emit(v: &Verification, config: &RunConfig, mode: Mode) -> Result<(), Erro
             let _ = std::io::stdout().lock().write_all(main.as_bytes());
         }
     }
+    if outputs.annotations && mode == Mode::Verify {
+        let text = report::annotations::render(r, &outputs.anchors, &outputs.source_root);
+        let _ = std::io::stdout().lock().write_all(text.as_bytes());
+    }
     if let Some(path) = &config.transcript {
         let mut lines = String::new();
         for e in &v.transcript {

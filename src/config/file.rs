@@ -102,6 +102,8 @@ pub struct ReportSection {
     pub sarif: Option<PathBuf>,
     /// Also write JUnit XML here.
     pub junit: Option<PathBuf>,
+    /// Also print GitHub workflow annotations on stdout.
+    pub annotations: Option<bool>,
     /// Also append the Markdown summary here.
     pub summary: Option<PathBuf>,
     /// Where the tool inventory SARIF results point at is written.

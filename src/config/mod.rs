@@ -293,6 +293,8 @@ pub struct Outputs {
     pub sarif: Option<PathBuf>,
     /// JUnit XML file.
     pub junit: Option<PathBuf>,
+    /// Print GitHub workflow annotations on stdout.
+    pub annotations: bool,
     /// Markdown summary file (appended to).
     pub summary: Option<PathBuf>,
     /// The tool inventory SARIF results point at; `None` puts `hintcheck-tools.json` next
@@ -621,6 +623,7 @@ impl RunConfig {
         let outputs = Outputs {
             sarif: a.sarif.clone().or_else(|| from_file(&report_section.sarif)),
             junit: a.junit.clone().or_else(|| from_file(&report_section.junit)),
+            annotations: a.annotations || report_section.annotations.unwrap_or(false),
             summary,
             inventory: a
                 .inventory

@@ -4,6 +4,7 @@
 //! Renderers only format; every decision was made before a `Report` exists.
 
 pub mod anchor;
+pub mod annotations;
 pub mod json;
 pub mod junit;
 pub mod markdown;

@@ -96,6 +96,10 @@ fn the_action_verifies_the_demo_and_hands_its_exit_code_to_the_last_step() {
     assert!(dir.path().join("reports/hintcheck-tools.json").is_file());
     let md = std::fs::read_to_string(&summary).expect("summary");
     assert!(md.contains("## ❌ hintcheck: demo-notes"), "{md}");
+    // Each finding is also a workflow annotation: the six lies as errors.
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let errors = stdout.lines().filter(|l| l.starts_with("::error ")).count();
+    assert_eq!(errors, 6, "{stdout}");
 }
 
 /// A stand-in for `hintcheck doctor` whose sandbox works once its fix ran.
@@ -238,6 +242,7 @@ fn action_yml_declares_what_it_uses_and_its_scripts_exist() {
         "--config",
         "--baseline",
         "--sandbox",
+        "--annotations",
     ] {
         assert!(run.contains(flag), "{flag} in run.sh");
         assert!(help.contains(flag), "{flag} in verify --help");

@@ -240,6 +240,57 @@ fn sarif_for_the_demo_is_valid_and_anchored_on_the_inventory_or_the_named_source
 }
 
 #[test]
+fn annotations_for_the_demo_are_placed_on_the_anchor_line_that_names_each_tool() {
+    let dir = tempfile::tempdir().expect("tmp");
+    // A server source quoting two of the lying tools.
+    let source = dir.path().join("src/server.ts");
+    std::fs::create_dir_all(source.parent().expect("parent")).expect("mkdir");
+    std::fs::write(
+        &source,
+        "// tools\nserver.tool(\"get_status\", {}, handler);\n\nserver.tool(\"tidy_notes\", {}, h2);\n",
+    )
+    .expect("write");
+    let root = dir.path().display().to_string();
+    let anchor = source.display().to_string();
+    let out = demo(
+        &[
+            "--annotations",
+            "--anchor",
+            &anchor,
+            "--source-root",
+            &root,
+            "-o",
+            "/dev/null",
+        ],
+        None,
+    );
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    let commands: Vec<&str> = out.stdout.lines().filter(|l| l.starts_with("::")).collect();
+    let errors: Vec<&&str> = commands
+        .iter()
+        .filter(|l| l.starts_with("::error "))
+        .collect();
+    assert_eq!(errors.len(), 6, "{commands:#?}");
+    let of = |tool: &str| {
+        errors
+            .iter()
+            .find(|l| l.contains(&format!("%3A {tool} ")))
+            .unwrap_or_else(|| panic!("{tool}: {commands:#?}"))
+    };
+    assert!(
+        of("get_status").starts_with("::error file=src/server.ts,line=2,title=hintcheck read-only%3A get_status readOnlyHint::"),
+        "{}",
+        of("get_status")
+    );
+    assert!(of("tidy_notes").starts_with("::error file=src/server.ts,line=4,"));
+    // A tool no anchor names shows on the run only; evidence follows on escaped lines.
+    let add = of("add_item");
+    assert!(add.starts_with("::error title="), "{add}");
+    assert!(add.contains("%0A"), "{add}");
+    assert!(commands.iter().all(|l| !l.contains('\r')));
+}
+
+#[test]
 fn junit_for_the_demo_parses_back_with_a_case_per_tool_and_hint() {
     let dir = tempfile::tempdir().expect("tmp");
     let path = dir.path().join("junit.xml");
