@@ -114,6 +114,21 @@ enum As {
     Unprivileged,
 }
 
+/// Two tests that run `$run` as root and as an unprivileged user (through user namespaces).
+macro_rules! as_root_and_unprivileged {
+    ($root:ident, $unprivileged:ident, $run:path) => {
+        #[test]
+        fn $root() {
+            $run(As::Root);
+        }
+
+        #[test]
+        fn $unprivileged() {
+            $run(As::Unprivileged);
+        }
+    };
+}
+
 /// The command prefix for running hintcheck as `who`, optionally inside a fresh network
 /// namespace that the test itself creates; `None` (with the reason printed) when impossible.
 fn prefix(who: As, own_netns: bool) -> Option<Vec<String>> {
@@ -378,15 +393,11 @@ fn escape_run(who: As) {
     let _ = std::fs::remove_dir_all(&seed);
 }
 
-#[test]
-fn escape_attempts_fail_as_root() {
-    escape_run(As::Root);
-}
-
-#[test]
-fn escape_attempts_fail_unprivileged() {
-    escape_run(As::Unprivileged);
-}
+as_root_and_unprivileged!(
+    escape_attempts_fail_as_root,
+    escape_attempts_fail_unprivileged,
+    escape_run
+);
 
 fn external(who: As) {
     if !have("unshare") {
@@ -440,15 +451,11 @@ fn external(who: As) {
     }
 }
 
-#[test]
-fn external_connections_fail_as_root() {
-    external(As::Root);
-}
-
-#[test]
-fn external_connections_fail_unprivileged() {
-    external(As::Unprivileged);
-}
+as_root_and_unprivileged!(
+    external_connections_fail_as_root,
+    external_connections_fail_unprivileged,
+    external
+);
 
 #[test]
 fn a_restricted_user_namespace_is_refused_with_the_remedy() {
@@ -790,15 +797,11 @@ steps = [
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-#[test]
-fn overlays_keep_writes_inside_and_observed_as_root() {
-    overlay_run(As::Root);
-}
-
-#[test]
-fn overlays_keep_writes_inside_and_observed_unprivileged() {
-    overlay_run(As::Unprivileged);
-}
+as_root_and_unprivileged!(
+    overlays_keep_writes_inside_and_observed_as_root,
+    overlays_keep_writes_inside_and_observed_unprivileged,
+    overlay_run
+);
 
 fn network_run(who: As) {
     if !have("unshare") {
@@ -892,15 +895,11 @@ fn network_run(who: As) {
     }
 }
 
-#[test]
-fn network_behaviour_is_observed_with_names_as_root() {
-    network_run(As::Root);
-}
-
-#[test]
-fn network_behaviour_is_observed_with_names_unprivileged() {
-    network_run(As::Unprivileged);
-}
+as_root_and_unprivileged!(
+    network_behaviour_is_observed_with_names_as_root,
+    network_behaviour_is_observed_with_names_unprivileged,
+    network_run
+);
 
 fn python_run(who: As) {
     if !Path::new("/usr/bin/python3").is_file() {
@@ -1037,15 +1036,11 @@ fn python_run(who: As) {
     );
 }
 
-#[test]
-fn a_python_server_is_observed_call_by_call_as_root() {
-    python_run(As::Root);
-}
-
-#[test]
-fn a_python_server_is_observed_call_by_call_unprivileged() {
-    python_run(As::Unprivileged);
-}
+as_root_and_unprivileged!(
+    a_python_server_is_observed_call_by_call_as_root,
+    a_python_server_is_observed_call_by_call_unprivileged,
+    python_run
+);
 
 fn python_background_run(who: As) {
     if !Path::new("/usr/bin/python3").is_file() {
@@ -1090,15 +1085,11 @@ fn python_background_run(who: As) {
     );
 }
 
-#[test]
-fn a_background_writer_does_not_accuse_honest_tools_as_root() {
-    python_background_run(As::Root);
-}
-
-#[test]
-fn a_background_writer_does_not_accuse_honest_tools_unprivileged() {
-    python_background_run(As::Unprivileged);
-}
+as_root_and_unprivileged!(
+    a_background_writer_does_not_accuse_honest_tools_as_root,
+    a_background_writer_does_not_accuse_honest_tools_unprivileged,
+    python_background_run
+);
 
 /// Runs a pooled-writer fixture and returns its JSON report, or `None` when it cannot run.
 fn python_pool_run(
@@ -1197,15 +1188,11 @@ fn pooled_writer_run(who: As) {
     assert_eq!(ro["uncertain"], false, "{ro}");
 }
 
-#[test]
-fn a_pooled_workers_write_is_confirmed_by_replay_as_root() {
-    pooled_writer_run(As::Root);
-}
-
-#[test]
-fn a_pooled_workers_write_is_confirmed_by_replay_unprivileged() {
-    pooled_writer_run(As::Unprivileged);
-}
+as_root_and_unprivileged!(
+    a_pooled_workers_write_is_confirmed_by_replay_as_root,
+    a_pooled_workers_write_is_confirmed_by_replay_unprivileged,
+    pooled_writer_run
+);
 
 fn pooled_writer_beside_a_busy_thread_run(who: As) {
     // Whether the busy thread ran in a window is a race: a contradiction that stays firm, or
@@ -1235,15 +1222,11 @@ fn pooled_writer_beside_a_busy_thread_run(who: As) {
     }
 }
 
-#[test]
-fn a_busy_thread_never_clears_a_pooled_write_as_root() {
-    pooled_writer_beside_a_busy_thread_run(As::Root);
-}
-
-#[test]
-fn a_busy_thread_never_clears_a_pooled_write_unprivileged() {
-    pooled_writer_beside_a_busy_thread_run(As::Unprivileged);
-}
+as_root_and_unprivileged!(
+    a_busy_thread_never_clears_a_pooled_write_as_root,
+    a_busy_thread_never_clears_a_pooled_write_unprivileged,
+    pooled_writer_beside_a_busy_thread_run
+);
 
 fn static_run(who: As) {
     let Some(prefix) = prefix(who, false) else {
@@ -1302,12 +1285,8 @@ fn static_run(who: As) {
     assert!(!Path::new("/etc/hintcheck-static-escape").exists());
 }
 
-#[test]
-fn a_static_binary_is_observed_as_root() {
-    static_run(As::Root);
-}
-
-#[test]
-fn a_static_binary_is_observed_unprivileged() {
-    static_run(As::Unprivileged);
-}
+as_root_and_unprivileged!(
+    a_static_binary_is_observed_as_root,
+    a_static_binary_is_observed_unprivileged,
+    static_run
+);
