@@ -583,7 +583,7 @@ async fn verify_unchecked(
     ];
     // Change notifications from now on: what the harness did to the scratch directories is
     // over (seed, sandbox preparation).
-    let inotify_observer = InotifyObserver::new(&scratch_roots);
+    let mut inotify_observer = InotifyObserver::new(&scratch_roots);
     let notified = inotify_observer.is_active();
     let mut fs_observer = FsSnapshotObserver::new(scratch_roots, SnapshotLimits::default());
     let mut read_only_tmp: Vec<PathBuf> = Vec::new();
@@ -613,11 +613,13 @@ async fn verify_unchecked(
         skip_in_tmp.sort();
         skip_in_tmp.dedup();
         let scratch_name = skip_in_tmp;
-        fs_observer.watch_sandbox_dirs(vec![
+        let sandbox_dirs: Vec<(String, PathBuf, Vec<String>)> = vec![
             ("/tmp".into(), PathBuf::from("/tmp"), scratch_name),
             ("/var/tmp".into(), PathBuf::from("/var/tmp"), Vec::new()),
             ("/dev/shm".into(), PathBuf::from("/dev/shm"), Vec::new()),
-        ]);
+        ];
+        inotify_observer.watch_sandbox_dirs(sandbox_dirs.clone());
+        fs_observer.watch_sandbox_dirs(sandbox_dirs);
         // Overlays through their layers: only what the upper layer holds is walked.
         fs_observer.watch_overlays(
             config
@@ -665,10 +667,10 @@ async fn verify_unchecked(
             } else {
                 "$WORKSPACE, $HOME, $TMPDIR only (effects), the weaker mode without a sandbox: writes elsewhere and write attempts are unseen"
             },
-            if notified {
-                "; writes that did not last under $WORKSPACE, $HOME, $TMPDIR (inotify)"
-            } else {
-                ""
+            match (notified, config.sandbox.is_some()) {
+                (true, true) => "; writes that did not last under $WORKSPACE, $HOME, $TMPDIR and the sandbox's /tmp, /var/tmp, /dev/shm (inotify)",
+                (true, false) => "; writes that did not last under $WORKSPACE, $HOME, $TMPDIR (inotify)",
+                (false, _) => "",
             }
         )),
         network: config.sandbox.is_some().then(|| {

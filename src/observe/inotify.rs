@@ -38,6 +38,11 @@ pub struct InotifyObserver {
     /// Watch descriptor → (display path, real path) of the directory.
     dirs: HashMap<i32, (String, PathBuf)>,
     labels: Vec<String>,
+    /// Directories of the sandbox, watched through `/proc/PID/root` from each server start:
+    /// (label, path inside the sandbox, top-level names to skip).
+    sandbox_dirs: Vec<(String, PathBuf, Vec<String>)>,
+    /// The watches on the current sandbox's directories.
+    sandbox_watches: Vec<i32>,
     seen: BTreeMap<String, Seen>,
     notes: Vec<String>,
     capped: bool,
@@ -50,6 +55,8 @@ impl InotifyObserver {
             fd: None,
             dirs: HashMap::new(),
             labels: roots.iter().map(|r| r.label.clone()).collect(),
+            sandbox_dirs: Vec::new(),
+            sandbox_watches: Vec::new(),
             seen: BTreeMap::new(),
             notes: Vec::new(),
             capped: false,
@@ -58,7 +65,7 @@ impl InotifyObserver {
             Ok(fd) => {
                 me.fd = Some(fd);
                 for r in roots {
-                    me.watch_tree(&r.label, &r.path);
+                    me.watch_tree(&r.label, &r.path, &[]);
                 }
             }
             Err(e) => me.notes.push(format!(
@@ -68,12 +75,33 @@ impl InotifyObserver {
         me
     }
 
+    /// Also watch directories of every sandbox the server runs in (its private `/tmp`, …):
+    /// (label, path inside the sandbox, top-level names to skip).
+    pub fn watch_sandbox_dirs(&mut self, dirs: Vec<(String, PathBuf, Vec<String>)>) {
+        self.labels.extend(dirs.iter().map(|(l, _, _)| l.clone()));
+        self.sandbox_dirs = dirs;
+    }
+
     /// Whether the observer is watching.
     pub fn is_active(&self) -> bool {
         self.fd.is_some()
     }
 
-    fn watch_tree(&mut self, display: &str, path: &Path) {
+    /// Watches `path` and every directory below it (but not the top-level names in `skip`);
+    /// returns the watch descriptors added.
+    fn watch_tree(&mut self, display: &str, path: &Path, skip: &[String]) -> Vec<i32> {
+        let mut added = Vec::new();
+        self.watch_tree_into(display, path, skip, &mut added);
+        added
+    }
+
+    fn watch_tree_into(
+        &mut self,
+        display: &str,
+        path: &Path,
+        skip: &[String],
+        added: &mut Vec<i32>,
+    ) {
         let Some(fd) = &self.fd else { return };
         if self.dirs.len() >= MAX_WATCHES {
             if !self.capped {
@@ -97,6 +125,7 @@ impl InotifyObserver {
             Ok(wd) => {
                 self.dirs
                     .insert(wd, (display.to_string(), path.to_path_buf()));
+                added.push(wd);
             }
             Err(e) => {
                 self.notes
@@ -110,6 +139,7 @@ impl InotifyObserver {
         let mut subdirs: Vec<(String, PathBuf)> = entries
             .flatten()
             .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+            .filter(|e| !skip.iter().any(|n| e.file_name() == n.as_str()))
             .map(|e| {
                 (
                     format!("{display}/{}", e.file_name().to_string_lossy()),
@@ -119,7 +149,7 @@ impl InotifyObserver {
             .collect();
         subdirs.sort();
         for (d, p) in subdirs {
-            self.watch_tree(&d, &p);
+            self.watch_tree_into(&d, &p, &[], added);
         }
     }
 
@@ -164,12 +194,38 @@ impl InotifyObserver {
         }
         self.fd = Some(fd);
         for (display, path) in new_dirs {
-            self.watch_tree(&display, &path);
+            let added = self.watch_tree(&display, &path, &[]);
+            if self
+                .sandbox_dirs
+                .iter()
+                .any(|(label, _, _)| display == *label || display.starts_with(&format!("{label}/")))
+            {
+                self.sandbox_watches.extend(added);
+            }
         }
     }
 }
 
 impl Observer for InotifyObserver {
+    fn server_started(&mut self, start: &super::ServerStart) {
+        // The previous sandbox's directories are gone with it (or about to be).
+        self.drain();
+        if let Some(fd) = &self.fd {
+            for wd in self.sandbox_watches.drain(..) {
+                let _ = inotify::remove_watch(fd, wd);
+                self.dirs.remove(&wd);
+            }
+        }
+        let Some(root) = &start.sandbox_root else {
+            return;
+        };
+        for (label, inside, skip) in self.sandbox_dirs.clone() {
+            let path = root.join(inside.strip_prefix("/").unwrap_or(&inside));
+            let added = self.watch_tree(&label, &path, &skip);
+            self.sandbox_watches.extend(added);
+        }
+    }
+
     fn checkpoint(&mut self) -> Result<Vec<Observation>, ObserveError> {
         self.drain();
         let seen = std::mem::take(&mut self.seen);

@@ -1001,6 +1001,12 @@ fn python_run(who: As) {
             "readOnlyHint",
             "call 1: created and removed $WORKSPACE/py.lock",
         ),
+        // The same in the sandbox's private /tmp, watched through /proc/PID/root.
+        (
+            "tmp_lock_briefly",
+            "readOnlyHint",
+            "call 1: created and removed /tmp/py-tmp.lock",
+        ),
         // A write the sandbox denies.
         (
             "denied_write",
