@@ -620,19 +620,25 @@ async fn verify_unchecked(
         ];
         inotify_observer.watch_sandbox_dirs(sandbox_dirs.clone());
         fs_observer.watch_sandbox_dirs(sandbox_dirs);
-        // Overlays through their layers: only what the upper layer holds is walked.
-        fs_observer.watch_overlays(
-            config
-                .overlays
+        // Overlays through their layers: only what the upper layer holds is walked (and
+        // watched for writes that do not last).
+        let overlays: Vec<OverlayRoot> = config
+            .overlays
+            .iter()
+            .enumerate()
+            .map(|(i, d)| OverlayRoot {
+                label: d.display().to_string(),
+                lower: d.clone(),
+                upper: scratch_root.join(format!(".sandbox/overlay-{i}/upper")),
+            })
+            .collect();
+        inotify_observer.watch_overlay_uppers(
+            &overlays
                 .iter()
-                .enumerate()
-                .map(|(i, d)| OverlayRoot {
-                    label: d.display().to_string(),
-                    lower: d.clone(),
-                    upper: scratch_root.join(format!(".sandbox/overlay-{i}/upper")),
-                })
-                .collect(),
+                .map(|o| (o.label.clone(), o.upper.clone()))
+                .collect::<Vec<_>>(),
         );
+        fs_observer.watch_overlays(overlays);
     }
     let mut observers: Vec<Box<dyn crate::observe::Observer>> =
         vec![Box::new(fs_observer), Box::new(inotify_observer)];

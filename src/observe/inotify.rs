@@ -82,6 +82,15 @@ impl InotifyObserver {
         self.sandbox_dirs = dirs;
     }
 
+    /// Also watch overlays through their upper layers, where every change to them lands:
+    /// (the path the server sees, the upper layer on the host).
+    pub fn watch_overlay_uppers(&mut self, overlays: &[(String, PathBuf)]) {
+        for (label, upper) in overlays {
+            self.labels.push(label.clone());
+            self.watch_tree(label, upper, &[]);
+        }
+    }
+
     /// Whether the observer is watching.
     pub fn is_active(&self) -> bool {
         self.fd.is_some()

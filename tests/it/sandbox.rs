@@ -706,6 +706,8 @@ steps = [
     { action = "delete", path = "{arg:dir}/old" },
     { action = "mkdir", path = "{arg:dir}/old" },
     { action = "write", path = "{arg:dir}/old/fresh.txt", content = "new" },
+    { action = "write", path = "{arg:dir}/brief.lock", content = "1" },
+    { action = "delete", path = "{arg:dir}/brief.lock" },
 ]
 "#,
     );
@@ -766,6 +768,8 @@ steps = [
         format!("{d}/moved.txt renamed to {d}/moved2.txt (11 → 11 bytes)"),
         format!("deleted {d}/old/a.txt (was 29 bytes)"),
         format!("created {d}/old/fresh.txt (3 bytes)"),
+        // A lock taken and released: seen by change notification on the upper layer.
+        format!("created and removed {d}/brief.lock"),
     ];
     for e in &expected {
         assert!(reshaped.contains(e), "{e:?} not in {reshaped:?}");
