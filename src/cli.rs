@@ -268,6 +268,11 @@ pub struct VerifyArgs {
     /// Fail the run when a baseline entry matches no finding any more.
     #[arg(long)]
     pub fail_on_stale_baseline: bool,
+    /// Fail on tools that leave hints undeclared: `readOnlyHint` and `openWorldHint` always,
+    /// `destructiveHint` unless `readOnlyHint: true` (as app directories demand); the
+    /// `missing-hints` findings name the values the run supports
+    #[arg(long)]
+    pub require_hints: bool,
     /// Colour in the text report and progress.
     #[arg(long, value_enum)]
     pub color: Option<ColorArg>,

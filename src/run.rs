@@ -1081,6 +1081,9 @@ async fn verify_unchecked(
     for (tool, run) in inventory.tools.iter().zip(runs) {
         let judgement = audit::judge_tool(tool, &run, &coverage);
         findings.extend(judgement.findings);
+        if config.require_hints {
+            findings.extend(audit::missing_hints::finding(tool, &judgement.supported));
+        }
         tools.push(ToolReport {
             name: tool.name.clone(),
             title: tool.title.clone(),

@@ -8,6 +8,7 @@ pub mod annotation_type;
 pub mod destructive;
 pub mod idempotent;
 pub mod malformed_tool;
+pub mod missing_hints;
 pub mod open_world;
 pub mod out_of_window;
 pub mod protocol;
@@ -31,11 +32,12 @@ pub struct AuditMeta {
 }
 
 /// Every audit, in the order reports list them.
-pub const ALL: [&AuditMeta; 8] = [
+pub const ALL: [&AuditMeta; 9] = [
     &read_only::META,
     &destructive::META,
     &idempotent::META,
     &open_world::META,
+    &missing_hints::META,
     &annotation_type::META,
     &malformed_tool::META,
     &protocol::META,

@@ -88,6 +88,8 @@ pub struct FailSection {
     pub baseline: Option<PathBuf>,
     /// Whether baseline entries that match nothing fail the run.
     pub stale_baseline: Option<bool>,
+    /// Whether tools must declare the hints app directories require.
+    pub require_hints: Option<bool>,
 }
 
 /// `[report]`

@@ -146,6 +146,8 @@ pub struct RunConfig {
     pub baseline: Option<Baseline>,
     /// Whether baseline entries that match nothing fail the run.
     pub fail_on_stale_baseline: bool,
+    /// Whether tools must declare the hints app directories require (`missing-hints`).
+    pub require_hints: bool,
     /// Where the extra reports go.
     pub outputs: Outputs,
     /// Colour and progress.
@@ -762,6 +764,7 @@ impl RunConfig {
             baseline,
             fail_on_stale_baseline: a.fail_on_stale_baseline
                 || fail_section.stale_baseline.unwrap_or(false),
+            require_hints: a.require_hints || fail_section.require_hints.unwrap_or(false),
             outputs,
             terminal: Terminal::resolve(a.color, a.no_progress),
             config_file: file.map(|f| f.path),

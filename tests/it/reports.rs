@@ -291,6 +291,56 @@ fn annotations_for_the_demo_are_placed_on_the_anchor_line_that_names_each_tool()
 }
 
 #[test]
+fn require_hints_fails_on_tools_that_leave_hints_undeclared_and_says_what_to_declare() {
+    let out = demo(&["--require-hints", "--format", "json"], None);
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    let r: Value = serde_json::from_str(&out.stdout).expect("json");
+    let missing: Vec<&Value> = r["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .filter(|f| f["audit"] == "missing-hints")
+        .collect();
+    let of = |tool: &str| {
+        missing
+            .iter()
+            .find(|f| f["tool"] == tool)
+            .unwrap_or_else(|| panic!("{tool}: {missing:#?}"))
+    };
+    // The demo's fetch_quote declares no hint but openWorldHint; read-only by what was seen.
+    let quote = of("fetch_quote");
+    assert_eq!(quote["severity"], "error");
+    assert_eq!(
+        quote["message"],
+        "fetch_quote does not declare readOnlyHint, destructiveHint"
+    );
+    assert!(
+        quote["evidence"][0]["text"]
+            .as_str()
+            .is_some_and(|t| t.starts_with("readOnlyHint: true (consistent")),
+        "{quote}"
+    );
+    // archive_note writes: what it must declare is backed by what was observed.
+    assert!(
+        of("archive_note")["evidence"][0]["text"]
+            .as_str()
+            .is_some_and(|t| t.starts_with("readOnlyHint: false (observed")),
+        "{}",
+        of("archive_note")
+    );
+    assert!(
+        r["exit_reason"]
+            .as_str()
+            .is_some_and(|t| t.contains("other finding(s)")),
+        "{}",
+        r["exit_reason"]
+    );
+    // Without the flag, none.
+    let plain = demo(&["--format", "json"], None);
+    assert!(!plain.stdout.contains("\"missing-hints\""));
+}
+
+#[test]
 fn junit_for_the_demo_parses_back_with_a_case_per_tool_and_hint() {
     let dir = tempfile::tempdir().expect("tmp");
     let path = dir.path().join("junit.xml");
