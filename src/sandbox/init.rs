@@ -1059,8 +1059,10 @@ fn fork_into_cgroup(dir: &OwnedFd) -> std::io::Result<i32> {
         ..CloneArgs::default()
     };
     // SAFETY: clone3 without CLONE_VM is a fork (the child gets a copy of this single-threaded
-    // process and runs only our own code and execve); `args` is a live clone_args of the size
-    // given.
+    // process and runs only our own code, fork and execve); `args` is a live clone_args of the
+    // size given. glibc's own fork is bypassed, so the child's thread block keeps the parent's
+    // cached thread id: only raise/abort use it (a failed abort still ends the process), and
+    // glibc's fork in the child sets its own child's id afresh.
     let r = unsafe {
         libc::syscall(
             libc::SYS_clone3,
