@@ -3,7 +3,7 @@
 //! the interruption path. A misbehaving server never makes this fail: whatever happens ends up
 //! in the report, with the exit code it deserves.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -20,7 +20,9 @@ use crate::mcp::client::{CallOutcome, ClientOptions, EraChoice, McpClient, Proto
 use crate::mcp::tool::{HintName, shorten};
 use crate::observe::activity::{ProcessTree, ran_between, settle};
 use crate::observe::attempts::AttemptObserver;
-use crate::observe::fs::{FsSnapshotObserver, OverlayRoot, SnapshotLimits, SnapshotRoot};
+use crate::observe::fs::{
+    FsSnapshotObserver, OverlayRoot, SandboxDir, SnapshotLimits, SnapshotRoot,
+};
 use crate::observe::inotify::InotifyObserver;
 use crate::observe::{Observation, Recorder, ServerStart};
 use crate::progress::{ProgressEvent, ProgressHook};
@@ -613,10 +615,10 @@ async fn verify_unchecked(
         skip_in_tmp.sort();
         skip_in_tmp.dedup();
         let scratch_name = skip_in_tmp;
-        let sandbox_dirs: Vec<(String, PathBuf, Vec<String>)> = vec![
-            ("/tmp".into(), PathBuf::from("/tmp"), scratch_name),
-            ("/var/tmp".into(), PathBuf::from("/var/tmp"), Vec::new()),
-            ("/dev/shm".into(), PathBuf::from("/dev/shm"), Vec::new()),
+        let sandbox_dirs = vec![
+            SandboxDir::new("/tmp", scratch_name),
+            SandboxDir::new("/var/tmp", Vec::new()),
+            SandboxDir::new("/dev/shm", Vec::new()),
         ];
         inotify_observer.watch_sandbox_dirs(sandbox_dirs.clone());
         fs_observer.watch_sandbox_dirs(sandbox_dirs);
@@ -632,12 +634,7 @@ async fn verify_unchecked(
                 upper: scratch_root.join(format!(".sandbox/overlay-{i}/upper")),
             })
             .collect();
-        inotify_observer.watch_overlay_uppers(
-            &overlays
-                .iter()
-                .map(|o| (o.label.clone(), o.upper.clone()))
-                .collect::<Vec<_>>(),
-        );
+        inotify_observer.watch_overlay_uppers(&overlays);
         fs_observer.watch_overlays(overlays);
     }
     let mut observers: Vec<Box<dyn crate::observe::Observer>> =
@@ -1397,12 +1394,12 @@ struct Replayed {
     /// Observed where nothing but the tool could have done it: in its calls' windows (its own
     /// earlier calls may have been running, no other tool was called) while none of the
     /// server's background threads ran, and between or after its calls when they never ran.
-    certain: Vec<String>,
+    certain: BTreeSet<String>,
     /// Observed before the tool was first called (while the server started, or idle before
     /// the call): the server does it on its own.
-    unprompted: Vec<String>,
+    unprompted: BTreeSet<String>,
     /// Observed anywhere, the background threads' windows included.
-    seen: Vec<String>,
+    seen: BTreeSet<String>,
 }
 
 /// What a replay says about one observation of an uncertain call.
@@ -1467,32 +1464,23 @@ async fn replay_keys(
             .iter()
             .filter(|p| p.phase != Phase::Startup && p.after_tool.is_some())
     };
-    let keys = |observations: Vec<&Observation>| {
-        let mut keys: Vec<String> = observations.into_iter().filter_map(replay_key).collect();
-        keys.sort();
-        keys.dedup();
-        keys
-    };
-    let certain = keys(
-        calls()
-            .filter(|c| !c.background_ran)
-            .flat_map(|c| c.observations.iter())
-            .chain(after_calls().filter(|_| quiet).map(|p| &p.observation))
-            .collect(),
-    );
-    let unprompted = keys(
-        r.phases
-            .iter()
-            .filter(|p| p.phase == Phase::Startup || p.after_tool.is_none())
-            .map(|p| &p.observation)
-            .collect(),
-    );
-    let seen = keys(
-        calls()
-            .flat_map(|c| c.observations.iter())
-            .chain(r.phases.iter().map(|p| &p.observation))
-            .collect(),
-    );
+    let certain = calls()
+        .filter(|c| !c.background_ran)
+        .flat_map(|c| c.observations.iter())
+        .chain(after_calls().filter(|_| quiet).map(|p| &p.observation))
+        .filter_map(replay_key)
+        .collect();
+    let unprompted = r
+        .phases
+        .iter()
+        .filter(|p| p.phase == Phase::Startup || p.after_tool.is_none())
+        .filter_map(|p| replay_key(&p.observation))
+        .collect();
+    let seen = calls()
+        .flat_map(|c| c.observations.iter())
+        .chain(r.phases.iter().map(|p| &p.observation))
+        .filter_map(replay_key)
+        .collect();
     Some(Replayed {
         certain,
         unprompted,
@@ -1703,14 +1691,15 @@ mod tests {
     fn a_replay_pins_clears_or_leaves_open_by_where_it_saw_the_observation() {
         let key = |p: &str| replay_key(&denied_write(p)).expect("key");
         let replayed = Replayed {
-            certain: vec![key("/etc/mine"), key("/etc/both")],
-            unprompted: vec![key("/etc/server-does-it"), key("/etc/both")],
-            seen: vec![
+            certain: [key("/etc/mine"), key("/etc/both")].into(),
+            unprompted: [key("/etc/server-does-it"), key("/etc/both")].into(),
+            seen: [
                 key("/etc/mine"),
                 key("/etc/both"),
                 key("/etc/server-does-it"),
                 key("/etc/beside-busy-threads"),
-            ],
+            ]
+            .into(),
         };
         let judge = |p: &str| replayed.judge(&denied_write(p));
         assert_eq!(judge("/etc/mine"), ReplayVerdict::Reproduced);

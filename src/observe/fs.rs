@@ -8,7 +8,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::io::Read;
 use std::os::fd::{AsFd, OwnedFd};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use rustix::fs::{AtFlags, Dir, FileType, Mode, OFlags};
@@ -37,6 +37,40 @@ impl SnapshotRoot {
             label: label.into(),
             path,
             exclude: Vec::new(),
+        }
+    }
+}
+
+/// A directory of the sandbox (its private `/tmp`, …), watched through `/proc/PID/root` from
+/// each server start and shown in reports under its path inside the sandbox.
+#[derive(Debug, Clone)]
+pub struct SandboxDir {
+    /// Its path inside the sandbox, also its name in reports.
+    pub inside: PathBuf,
+    /// Names directly under it that are not watched (watched elsewhere).
+    pub exclude: Vec<String>,
+}
+
+impl SandboxDir {
+    /// The directory at `inside`, without the names in `exclude`.
+    pub fn new(inside: &str, exclude: Vec<String>) -> Self {
+        Self {
+            inside: PathBuf::from(inside),
+            exclude,
+        }
+    }
+
+    /// Its name in reports.
+    pub fn label(&self) -> String {
+        self.inside.display().to_string()
+    }
+
+    /// The root to walk for the sandbox whose root directory is `root` (`/proc/PID/root`).
+    pub fn under(&self, root: &Path) -> SnapshotRoot {
+        SnapshotRoot {
+            label: self.label(),
+            path: root.join(self.inside.strip_prefix("/").unwrap_or(&self.inside)),
+            exclude: self.exclude.clone(),
         }
     }
 }
@@ -107,7 +141,7 @@ type Snapshot = BTreeMap<String, Entry>;
 pub struct FsSnapshotObserver {
     roots: Vec<SnapshotRoot>,
     /// Roots inside a running sandbox (its private /tmp, …), replaced at every server start.
-    sandbox_dirs: Vec<(String, PathBuf, Vec<String>)>,
+    sandbox_dirs: Vec<SandboxDir>,
     sandbox_roots: Vec<SnapshotRoot>,
     /// Overlays, watched through their upper layer (only what changed is walked).
     overlays: Vec<OverlayRoot>,
@@ -148,10 +182,10 @@ impl FsSnapshotObserver {
         me
     }
 
-    /// Also watch directories of a running sandbox, seen through `/proc/<pid>/root`: `dirs`
-    /// are (label, path inside the sandbox, names to skip). The baseline of those roots is
-    /// taken now, and replaced at every call (a restarted sandbox has fresh directories).
-    pub fn watch_sandbox_dirs(&mut self, dirs: Vec<(String, PathBuf, Vec<String>)>) {
+    /// Also watch directories of a running sandbox, seen through `/proc/<pid>/root`. The
+    /// baseline of those roots is taken at every server start (a restarted sandbox has fresh
+    /// directories).
+    pub fn watch_sandbox_dirs(&mut self, dirs: Vec<SandboxDir>) {
         self.sandbox_dirs = dirs;
     }
 
@@ -278,12 +312,7 @@ impl FsSnapshotObserver {
     fn take_roots(&mut self, roots: &[SnapshotRoot]) -> Snapshot {
         let mut walk = Walk::new(&self.limits, &self.last, None);
         for root in roots {
-            match rustix::fs::openat(
-                rustix::fs::CWD,
-                &root.path,
-                OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
-                Mode::empty(),
-            ) {
+            match open_dir(&root.path) {
                 Ok(fd) => {
                     walk.exclude = root.exclude.clone();
                     walk.dir(fd, &root.label, 0);
@@ -316,15 +345,7 @@ impl Observer for FsSnapshotObserver {
         self.last
             .retain(|path, _| !old.iter().any(|o| path.starts_with(o.as_str())));
         self.sandbox_roots = match sandbox_root {
-            Some(root) => self
-                .sandbox_dirs
-                .iter()
-                .map(|(label, inside, exclude)| SnapshotRoot {
-                    label: label.clone(),
-                    path: root.join(inside.strip_prefix("/").unwrap_or(inside)),
-                    exclude: exclude.clone(),
-                })
-                .collect(),
+            Some(root) => self.sandbox_dirs.iter().map(|d| d.under(root)).collect(),
             None => Vec::new(),
         };
         // A baseline for the fresh sandbox directories only; the other roots keep theirs, so
@@ -497,10 +518,8 @@ impl<'a> Walk<'a> {
                     Mode::empty(),
                 ) {
                     Ok(sub) => {
-                        if self.upper.is_some() && is_opaque(&sub) {
-                            if let Some(marks) = self.upper.as_mut() {
-                                marks.opaque.push(display.clone());
-                            }
+                        if let Some(marks) = self.upper.as_mut().filter(|_| is_opaque(&sub)) {
+                            marks.opaque.push(display.clone());
                         }
                         self.dir(sub, &display, depth + 1)
                     }
@@ -659,7 +678,7 @@ impl<'a> Walk<'a> {
 }
 
 /// Opens a directory for walking.
-fn open_dir(path: &std::path::Path) -> rustix::io::Result<OwnedFd> {
+fn open_dir(path: &Path) -> rustix::io::Result<OwnedFd> {
     rustix::fs::openat(
         rustix::fs::CWD,
         path,

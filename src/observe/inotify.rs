@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 
 use rustix::fs::inotify::{self, CreateFlags, ReadFlags, WatchFlags};
 
-use super::fs::SnapshotRoot;
+use super::fs::{OverlayRoot, SandboxDir, SnapshotRoot};
 use super::{
     FileEffect, FileEffectKind, Mechanism, ObjectKind, Observation, ObserveError, Observer,
     ObserverStatus,
@@ -22,13 +22,12 @@ use super::{
 /// Most directories watched (each costs a watch descriptor of the user's inotify budget).
 const MAX_WATCHES: usize = 8_192;
 
-/// What happened to one path during a window, from its events.
+/// What happened to one path during a window, from its events (every path with an event
+/// changed: it was created, written, removed, moved or had its attributes changed).
 #[derive(Debug, Default, Clone, Copy)]
 struct Seen {
     created: bool,
-    written: bool,
     removed: bool,
-    changed_attributes: bool,
     is_dir: bool,
 }
 
@@ -38,9 +37,8 @@ pub struct InotifyObserver {
     /// Watch descriptor → (display path, real path) of the directory.
     dirs: HashMap<i32, (String, PathBuf)>,
     labels: Vec<String>,
-    /// Directories of the sandbox, watched through `/proc/PID/root` from each server start:
-    /// (label, path inside the sandbox, top-level names to skip).
-    sandbox_dirs: Vec<(String, PathBuf, Vec<String>)>,
+    /// Directories of the sandbox, watched through `/proc/PID/root` from each server start.
+    sandbox_dirs: Vec<SandboxDir>,
     /// The watches on the current sandbox's directories.
     sandbox_watches: Vec<i32>,
     seen: BTreeMap<String, Seen>,
@@ -75,19 +73,17 @@ impl InotifyObserver {
         me
     }
 
-    /// Also watch directories of every sandbox the server runs in (its private `/tmp`, …):
-    /// (label, path inside the sandbox, top-level names to skip).
-    pub fn watch_sandbox_dirs(&mut self, dirs: Vec<(String, PathBuf, Vec<String>)>) {
-        self.labels.extend(dirs.iter().map(|(l, _, _)| l.clone()));
+    /// Also watch directories of every sandbox the server runs in (its private `/tmp`, …).
+    pub fn watch_sandbox_dirs(&mut self, dirs: Vec<SandboxDir>) {
+        self.labels.extend(dirs.iter().map(SandboxDir::label));
         self.sandbox_dirs = dirs;
     }
 
-    /// Also watch overlays through their upper layers, where every change to them lands:
-    /// (the path the server sees, the upper layer on the host).
-    pub fn watch_overlay_uppers(&mut self, overlays: &[(String, PathBuf)]) {
-        for (label, upper) in overlays {
-            self.labels.push(label.clone());
-            self.watch_tree(label, upper, &[]);
+    /// Also watch overlays through their upper layers, where every change to them lands.
+    pub fn watch_overlay_uppers(&mut self, overlays: &[OverlayRoot]) {
+        for o in overlays {
+            self.labels.push(o.label.clone());
+            self.watch_tree(&o.label, &o.upper, &[]);
         }
     }
 
@@ -194,10 +190,6 @@ impl InotifyObserver {
                     }
                 } else if flags.intersects(ReadFlags::DELETE | ReadFlags::MOVED_FROM) {
                     s.removed = true;
-                } else if flags.contains(ReadFlags::MODIFY) {
-                    s.written = true;
-                } else if flags.contains(ReadFlags::ATTRIB) {
-                    s.changed_attributes = true;
                 }
             }
         }
@@ -207,7 +199,7 @@ impl InotifyObserver {
             if self
                 .sandbox_dirs
                 .iter()
-                .any(|(label, _, _)| display == *label || display.starts_with(&format!("{label}/")))
+                .any(|d| Path::new(&display).starts_with(&d.inside))
             {
                 self.sandbox_watches.extend(added);
             }
@@ -228,9 +220,13 @@ impl Observer for InotifyObserver {
         let Some(root) = &start.sandbox_root else {
             return;
         };
-        for (label, inside, skip) in self.sandbox_dirs.clone() {
-            let path = root.join(inside.strip_prefix("/").unwrap_or(&inside));
-            let added = self.watch_tree(&label, &path, &skip);
+        for r in self
+            .sandbox_dirs
+            .iter()
+            .map(|d| d.under(root))
+            .collect::<Vec<_>>()
+        {
+            let added = self.watch_tree(&r.label, &r.path, &r.exclude);
             self.sandbox_watches.extend(added);
         }
     }
@@ -242,7 +238,6 @@ impl Observer for InotifyObserver {
         // explain (see `keep_unexplained`).
         Ok(seen
             .into_iter()
-            .filter(|(_, s)| s.created || s.written || s.removed || s.changed_attributes)
             .map(|(path, s)| {
                 Observation::File(FileEffect::bare(
                     path,
@@ -283,7 +278,7 @@ impl Observer for InotifyObserver {
 /// with a lasting effect (or under a directory created, deleted or renamed in the batch) is the
 /// snapshot's; what remains changed and changed back within the window.
 pub fn keep_unexplained(observations: &mut Vec<Observation>) {
-    let explained: Vec<String> = observations
+    let explained: std::collections::BTreeSet<String> = observations
         .iter()
         .filter_map(Observation::as_file)
         .filter(|f| f.mechanism != Mechanism::Notify)
@@ -295,10 +290,10 @@ pub fn keep_unexplained(observations: &mut Vec<Observation>) {
             paths
         })
         .collect();
+    // The path itself or one of its ancestors (a lookup per level, not a scan per effect).
     let covered = |path: &str| {
-        explained
-            .iter()
-            .any(|p| p == path || path.starts_with(&format!("{p}/")))
+        std::iter::successors(Some(path), |p| p.rsplit_once('/').map(|(parent, _)| parent))
+            .any(|p| explained.contains(p))
     };
     observations.retain(|o| match o.as_file() {
         Some(f) if f.mechanism == Mechanism::Notify => !covered(&f.path),

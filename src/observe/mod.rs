@@ -226,7 +226,7 @@ impl FileEffect {
 }
 
 /// What kind of network activity was seen.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum NetKind {
     /// A DNS question.

@@ -249,21 +249,27 @@ fn accept_loop(listener: TcpListener, port: u16, state: NetHandle) {
                     payload,
                 });
             }
-            // Nothing to accept: sleep in poll until a connection arrives (or 200 ms pass, to
-            // notice a stop), instead of waking up every few milliseconds on a busy machine.
+            // Nothing to accept: sleep in poll until a connection arrives (or a stop may have
+            // come), instead of waking up every few milliseconds on a busy machine.
             Err(_) => {
-                let mut fds = [rustix::event::PollFd::new(
-                    &listener,
-                    rustix::event::PollFlags::IN,
-                )];
-                let timeout = rustix::event::Timespec {
-                    tv_sec: 0,
-                    tv_nsec: 200_000_000,
-                };
-                let _ = rustix::event::poll(&mut fds, Some(&timeout));
+                readable_soon(&listener);
             }
         }
     }
+}
+
+/// Waits in poll until `fd` is readable, at most 200 ms (the service threads' interval for
+/// noticing a stop); whether it is.
+fn readable_soon(fd: impl std::os::fd::AsFd) -> bool {
+    let mut fds = [rustix::event::PollFd::new(
+        &fd,
+        rustix::event::PollFlags::IN,
+    )];
+    let timeout = rustix::event::Timespec {
+        tv_sec: 0,
+        tv_nsec: 200_000_000,
+    };
+    matches!(rustix::event::poll(&mut fds, Some(&timeout)), Ok(n) if n > 0)
 }
 
 /// Reads the packet socket: each outgoing SYN or datagram becomes an event (the kernel's filter
@@ -271,15 +277,7 @@ fn accept_loop(listener: TcpListener, port: u16, state: NetHandle) {
 fn packet_loop(fd: std::os::fd::OwnedFd, state: NetHandle) {
     let mut buf = [0u8; 256];
     while !state.stop.load(Ordering::SeqCst) {
-        let mut fds = [rustix::event::PollFd::new(
-            &fd,
-            rustix::event::PollFlags::IN,
-        )];
-        let timeout = rustix::event::Timespec {
-            tv_sec: 0,
-            tv_nsec: 200_000_000,
-        };
-        if !matches!(rustix::event::poll(&mut fds, Some(&timeout)), Ok(n) if n > 0) {
+        if !readable_soon(&fd) {
             continue;
         }
         while let Ok((n, _)) = rustix::net::recv(&fd, &mut buf, rustix::net::RecvFlags::DONTWAIT) {
@@ -370,7 +368,7 @@ fn packet_event(p: &Packet, state: &NetState) -> Option<NetEvent> {
 /// Drops packet events that another mechanism already reported in the same batch (the same
 /// kind, destination and port, seen by seccomp or a listener, which say more).
 pub fn drop_repeated_packets(observations: &mut Vec<Observation>) {
-    let seen_otherwise: Vec<(NetKind, String, Option<u16>)> = observations
+    let seen_otherwise: std::collections::HashSet<(NetKind, String, Option<u16>)> = observations
         .iter()
         .filter_map(Observation::as_network)
         .filter(|n| n.mechanism != Mechanism::Packet)

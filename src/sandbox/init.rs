@@ -196,11 +196,9 @@ impl Init {
                     | rustix::fs::OFlags::CLOEXEC,
                 rustix::fs::Mode::empty(),
             )
+            .map(|fd| cgroup_dir = Some(fd))
             .map_err(|e| io_err("opening the run's cgroup", e.into()));
-            if let Ok(fd) = &r {
-                cgroup_dir = fd.try_clone().ok();
-            }
-            self.step("cgroup", false, r.map(|_| ()))?;
+            self.step("cgroup", false, r)?;
         }
         // SAFETY: getppid cannot fail.
         if unsafe { libc::getppid() } != self.config.harness_pid {
