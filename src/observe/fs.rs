@@ -384,7 +384,8 @@ impl Observer for FsSnapshotObserver {
                 "files under {} (before/after snapshots per window){}",
                 self.roots
                     .iter()
-                    .map(|r| r.label.as_str())
+                    .map(|r| r.label.clone())
+                    .chain(self.sandbox_dirs.iter().map(SandboxDir::label))
                     .collect::<Vec<_>>()
                     .join(", "),
                 if self.overlays.is_empty() {
