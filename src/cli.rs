@@ -206,6 +206,11 @@ pub struct VerifyArgs {
     /// in the sandbox and are observed (for servers that write next to their own files).
     #[arg(long, value_name = "DIR")]
     pub overlay: Vec<PathBuf>,
+    /// Keep a host directory visible (read-only) in the sandbox although it lies in a hidden
+    /// place (home directories, /root): for a server whose runtime or data hintcheck cannot
+    /// find from its command line.
+    #[arg(long, value_name = "DIR")]
+    pub expose: Vec<PathBuf>,
     /// As root, the uid (and gid) the server runs as inside the sandbox [default: 65534:65534,
     /// nobody]. `0` keeps root's file ownership (for servers installed under /root); writes
     /// stay confined by Landlock and every capability is still dropped.

@@ -1,6 +1,7 @@
 //! The hintcheck binary: parses the command line, builds the async runtime, runs the
-//! requested command and maps the outcome to the documented exit codes. The sandbox's hidden
-//! re-exec entry point will be dispatched here, before any runtime or thread exists.
+//! requested command and maps the outcome to the documented exit codes. The sandbox's init (this
+//! binary re-executed as `/sbin/init` with its config in the environment) is dispatched here,
+//! before any runtime or thread exists.
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -19,10 +20,7 @@ use hintcheck::sandbox::process::become_subreaper;
 
 fn main() -> ExitCode {
     // The sandbox's init runs before anything else exists: no runtime, no threads.
-    if std::env::args_os()
-        .nth(1)
-        .is_some_and(|a| a == "__sandbox-init")
-    {
+    if hintcheck::sandbox::init::is_sandbox_init() {
         let code = hintcheck::sandbox::init::main();
         return ExitCode::from(code.clamp(0, 255) as u8);
     }

@@ -34,9 +34,7 @@ use crate::rpc::transcript::Entry;
 use crate::sandbox::cgroup::RunCgroup;
 use crate::sandbox::control::StepFailure;
 use crate::sandbox::policy::{Limits, named_tmp_entries};
-use crate::sandbox::process::{
-    ExitSummary, LaunchSpec, RUN_MARKER, ServerProcess, resolve_program,
-};
+use crate::sandbox::process::{ExitSummary, LaunchSpec, ServerProcess, resolve_program};
 use crate::sandbox::scratch::Scratch;
 use crate::sandbox::{Enforcement, LaunchError, SandboxConfig, SandboxLevel, SandboxStatus};
 
@@ -187,8 +185,9 @@ async fn start_server(
                 .map(|(_, v)| v.as_str());
             let program = resolve_program(&ctx.spec.program, path_var)
                 .map_err(|e| StartFailure::plain(error_chain(&e)))?;
-            let mut env = ctx.spec.env.clone();
-            env.push((RUN_MARKER.into(), ctx.spec.run_id.clone()));
+            // No run marker: the pid namespace ends every process of the sandbox, and a
+            // variable naming hintcheck would tell the server it is watched.
+            let env = ctx.spec.env.clone();
             // /tmp entries the server must see: its files on the command line, in its
             // environment, and the lower layers of overlays.
             let overlay_paths: Vec<String> = ctx
@@ -202,7 +201,15 @@ async fn start_server(
                 .chain(ctx.config.env.iter().map(|(_, v)| v.as_str()))
                 .chain(overlay_paths.iter().map(String::as_str))
                 .collect();
-            let visible_tmp = named_tmp_entries(words, &ctx.scratch_root);
+            let visible_tmp = named_tmp_entries(words.iter().copied(), &ctx.scratch_root);
+            // Users' private files out of sight, but what the server runs on.
+            let hidden = crate::sandbox::policy::private_directories();
+            let exposed = crate::sandbox::policy::exposed_paths(
+                &hidden,
+                words.iter().copied(),
+                &program,
+                &ctx.config.expose,
+            );
             let limits = Limits {
                 data_bytes: ctx.config.memory_limit,
                 ..Limits::for_uid(
@@ -216,7 +223,7 @@ async fn start_server(
                 static STARTS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
                 let n = STARTS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 cgroup = RunCgroup::create(
-                    &format!("run-{}-{n}", ctx.spec.run_id),
+                    &format!("job-{}-{n}", ctx.spec.run_id),
                     limits.processes,
                     limits.data_bytes,
                 )
@@ -230,6 +237,8 @@ async fn start_server(
                     .unwrap_or_default(),
                 level,
                 visible_tmp,
+                hidden,
+                exposed,
                 overlays: ctx.config.overlays.clone(),
                 notify: true,
                 network_observer: true,
@@ -246,6 +255,7 @@ async fn start_server(
                     "nameserver {SANDBOX_RESOLVER}\noptions timeout:1 attempts:1\n"
                 ),
                 simulate_failure: crate::sandbox::policy::simulated_failure(),
+                hostname: crate::sandbox::sandbox_hostname().to_string(),
                 limits,
             };
             match ServerProcess::spawn_sandboxed(
@@ -298,6 +308,7 @@ ownership (writes stay confined and capabilities dropped)"
         sandbox_root,
         attempts,
         network,
+        server_pid: process.pid(),
     });
     let config = ctx.config;
     let roots = (config.roots == RootsOffer::Workspace)
@@ -631,7 +642,7 @@ async fn verify_unchecked(
             .map(|(i, d)| OverlayRoot {
                 label: d.display().to_string(),
                 lower: d.clone(),
-                upper: scratch_root.join(format!(".sandbox/overlay-{i}/upper")),
+                upper: crate::sandbox::scratch::overlay_dir(&scratch_root, i).join("upper"),
             })
             .collect();
         inotify_observer.watch_overlay_uppers(&overlays);
@@ -652,10 +663,11 @@ async fn verify_unchecked(
         let resolver = SANDBOX_RESOLVER
             .parse()
             .unwrap_or(std::net::IpAddr::from([192, 0, 2, 53]));
+        // The scratch root itself is read-only inside (only its three directories are not).
+        let mut read_only = read_only_tmp.clone();
+        read_only.extend(scratch.root().map(|p| p.to_path_buf()));
         observers.push(Box::new(AttemptObserver::new(
-            writable,
-            read_only_tmp.clone(),
-            resolver,
+            writable, read_only, resolver,
         )));
         observers.push(Box::new(crate::observe::net::NetObserver::new(
             config.observe_ports.clone(),
@@ -677,7 +689,7 @@ async fn verify_unchecked(
             }
         )),
         network: config.sandbox.is_some().then(|| {
-            format!("DNS questions with their names, connect and sendto attempts (seccomp), outgoing TCP SYNs and UDP datagrams on lo whatever sent them (a packet socket, where the sandbox says it made one), TLS SNI and HTTP request lines on ports {}", config.observe_ports.iter().map(|p| p.to_string()).collect::<Vec<_>>().join(", "))
+            format!("DNS questions with their names, connect, sendto and sendmmsg attempts (seccomp), every outgoing TCP SYN and every packet of another IP protocol on lo (UDP on any port and with any payload, UDP-Lite, SCTP, ICMP) whatever sent it (a packet socket, where the sandbox says it made one), TLS SNI and HTTP request lines on ports {}", config.observe_ports.iter().map(|p| p.to_string()).collect::<Vec<_>>().join(", "))
         }),
     };
     // Launch and handshake.
@@ -1118,6 +1130,10 @@ async fn verify_unchecked(
         &inventory.unusable,
     ));
     findings.extend(audit::out_of_window::findings(&phases));
+    findings.extend(audit::sandbox_evasion::findings(
+        tools.iter().map(|t| (t.name.as_str(), t.calls.as_slice())),
+        &phases,
+    ));
 
     let mut report = base_report(command, None);
     report.sandbox = sandbox_status;
@@ -1338,6 +1354,7 @@ fn replay_key(o: &Observation) -> Option<String> {
             n.name.clone().unwrap_or_else(|| n.destination.clone()),
             n.port
         )),
+        Observation::Refused(r) => Some(format!("refused {}", r.what)),
         Observation::Process(_) => None,
     }
 }

@@ -128,6 +128,10 @@ pub struct RunSection {
     /// Host directories covered by an overlay, relative to the scenario file.
     #[serde(default)]
     pub overlays: Vec<PathBuf>,
+    /// Host directories kept visible (read-only) in the sandbox although they lie in a hidden
+    /// place (home directories, /root), relative to the scenario file.
+    #[serde(default)]
+    pub expose: Vec<PathBuf>,
     /// More TCP ports whose first bytes the network observer reads.
     #[serde(default)]
     pub observe_ports: Vec<u16>,
@@ -243,6 +247,8 @@ impl RunSection {
     pub fn over(self, lower: RunSection) -> RunSection {
         let mut overlays = lower.overlays;
         overlays.extend(self.overlays);
+        let mut expose = lower.expose;
+        expose.extend(self.expose);
         let mut observe_ports = lower.observe_ports;
         observe_ports.extend(self.observe_ports);
         let mut args = lower.args;
@@ -263,6 +269,7 @@ impl RunSection {
             memory_limit: self.memory_limit.or(lower.memory_limit),
             timeout: self.timeout.or(lower.timeout),
             overlays,
+            expose,
             observe_ports,
             args,
         }
@@ -270,7 +277,7 @@ impl RunSection {
 
     /// The section with its relative overlay paths resolved against `base`.
     pub fn with_base(mut self, base: &Path) -> RunSection {
-        for d in &mut self.overlays {
+        for d in self.overlays.iter_mut().chain(self.expose.iter_mut()) {
             *d = base.join(&*d);
         }
         self

@@ -25,7 +25,10 @@ Fix: declare `idempotentHint: false`, or make the repeated call a no-op.",
 fn counts(o: &Observation) -> bool {
     match o {
         Observation::File(f) => f.kind != FileEffectKind::Rewritten && !f.kind.is_transient(),
-        Observation::Network(_) | Observation::Attempt(_) | Observation::Process(_) => false,
+        Observation::Network(_)
+        | Observation::Attempt(_)
+        | Observation::Process(_)
+        | Observation::Refused(_) => false,
     }
 }
 

@@ -125,6 +125,9 @@ pub struct RunConfig {
     pub memory_limit: u64,
     /// Host directories covered by an overlay (absolute, existing).
     pub overlays: Vec<PathBuf>,
+    /// Host directories kept visible read-only in the sandbox's hidden places (absolute,
+    /// existing).
+    pub expose: Vec<PathBuf>,
     /// TCP ports whose first bytes the network observer reads (80, 443, 8080, 8443 and more).
     pub observe_ports: Vec<u16>,
     /// As root, the uid and gid the sandboxed server runs as.
@@ -135,7 +138,7 @@ pub struct RunConfig {
     pub replay: bool,
     /// One fresh server and workspace per tool.
     pub isolate: bool,
-    /// The binary that runs `__sandbox-init`; `None` means this executable (the hintcheck
+    /// The binary that runs the sandbox init; `None` means this executable (the hintcheck
     /// binary). Library users whose executable is something else set it.
     pub sandbox_exe: Option<PathBuf>,
     /// The scenario, when one was given.
@@ -747,6 +750,25 @@ impl RunConfig {
                         return Err(ConfigError::BadValue {
                             flag: "--overlay".into(),
                             message: format!("{} is not a directory other than /", d.display()),
+                        });
+                    }
+                    if !out.contains(&abs) {
+                        out.push(abs);
+                    }
+                }
+                out
+            },
+            expose: {
+                let mut out: Vec<PathBuf> = Vec::new();
+                for d in a.expose.iter().chain(&run.expose) {
+                    let abs = std::fs::canonicalize(d).map_err(|e| ConfigError::BadValue {
+                        flag: "--expose".into(),
+                        message: format!("{}: {e}", d.display()),
+                    })?;
+                    if abs == Path::new("/") {
+                        return Err(ConfigError::BadValue {
+                            flag: "--expose".into(),
+                            message: "/ is visible anyway; name the directory to keep visible in a hidden place".into(),
                         });
                     }
                     if !out.contains(&abs) {

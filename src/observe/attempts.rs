@@ -10,24 +10,27 @@ use std::path::{Path, PathBuf};
 
 use super::{
     Mechanism, NetEvent, NetKind, Observation, ObserveError, Observer, ObserverStatus,
-    ProcessEvent, ServerStart, WriteAttempt,
+    ProcessEvent, RefusedCall, ServerStart, WriteAttempt,
 };
 use crate::sandbox::notify::{AttemptKind, AttemptQueue};
 
 /// Paths a server writes as a matter of course that change nothing (terminals, null devices,
 /// its own descriptors).
 fn harmless(path: &str) -> bool {
-    matches!(
-        path,
-        "/dev/null"
-            | "/dev/zero"
-            | "/dev/full"
-            | "/dev/tty"
-            | "/dev/ptmx"
-            | "/dev/stdout"
-            | "/dev/stderr"
-            | "/dev/stdin"
-    ) || path.starts_with("/dev/pts/")
+    // Not a path: what a descriptor of a pipe or socket refers to (`pipe:[1234]`).
+    !path.starts_with('/')
+        || matches!(
+            path,
+            "/dev/null"
+                | "/dev/zero"
+                | "/dev/full"
+                | "/dev/tty"
+                | "/dev/ptmx"
+                | "/dev/stdout"
+                | "/dev/stderr"
+                | "/dev/stdin"
+        )
+        || path.starts_with("/dev/pts/")
         || path.starts_with("/dev/fd/")
         || path.starts_with("/proc/self/fd/")
         || path.starts_with("/proc/thread-self/fd/")
@@ -202,6 +205,12 @@ impl Observer for AttemptObserver {
                     port,
                     udp,
                 } => self.socket_attempt(a.syscall, &family, address, port, udp),
+                AttemptKind::Refused { what } => Some(Observation::Refused(RefusedCall {
+                    syscall: a.syscall.to_string(),
+                    what,
+                    pid: a.pid,
+                    mechanism: Mechanism::Attempt,
+                })),
                 AttemptKind::Exec { path, argv } => Some(Observation::Process(ProcessEvent {
                     program: path,
                     argv,
@@ -229,10 +238,10 @@ impl Observer for AttemptObserver {
     fn status(&self) -> ObserverStatus {
         ObserverStatus {
             name: "seccomp-attempts".into(),
-            covers: "write attempts outside the writable directories (denied by the sandbox), connect and sendto destinations, and started programs, by seccomp user notification".into(),
+            covers: "write attempts outside the writable directories (denied by the sandbox), connect, sendto and sendmmsg destinations, started programs, and calls the sandbox refused (socket families other than IPv4, IPv6 and routing netlink; nested namespaces), by seccomp user notification".into(),
             blind_spots: vec![
                 "DNS names (only the resolver's address is seen)".into(),
-                "sendmsg destinations and writes through descriptors opened before the call".into(),
+                "sendmsg destinations (the packet socket on lo sees where they went) and writes through descriptors opened before the call".into(),
             ],
         }
     }

@@ -5,7 +5,7 @@
 //! already-open directory), never blocks on FIFOs, and is bounded in entries and depth.
 //! It sees only effects that persist until the checkpoint, not attempts.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::Read;
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
@@ -151,6 +151,13 @@ pub struct FsSnapshotObserver {
     limits: SnapshotLimits,
     last: Snapshot,
     notes: Vec<String>,
+    /// The process whose descendants are the server's (see [`super::ServerStart`]).
+    server_pid: Option<u32>,
+    /// Files (device, inode) the server's processes had mapped shared and writable at the
+    /// previous checkpoint.
+    mapped: HashSet<(u64, u64)>,
+    /// The files hashed again at this checkpoint whatever their metadata says.
+    forced: HashSet<(u64, u64)>,
 }
 
 /// A directory covered by an overlay: `lower` is the host directory (never written), `upper`
@@ -177,6 +184,9 @@ impl FsSnapshotObserver {
             limits,
             last: Snapshot::new(),
             notes: Vec::new(),
+            server_pid: None,
+            mapped: HashSet::new(),
+            forced: HashSet::new(),
         };
         me.last = me.take();
         me
@@ -203,12 +213,14 @@ impl FsSnapshotObserver {
     /// entries, every touched path, the lower layer's entries for paths touched for the first
     /// time: their state before).
     fn overlay_views(&mut self) -> (Snapshot, Vec<String>, Snapshot) {
+        let force: HashSet<(u64, u64)> = self.forced.clone();
         let mut view = Snapshot::new();
         let mut touched: Vec<String> = Vec::new();
         let mut before = Snapshot::new();
         let empty = Snapshot::new();
         for ov in self.overlays.clone() {
             let mut walk = Walk::new(&self.limits, &self.last, Some(UpperMarks::default()));
+            walk.force_hash = &force;
             match open_dir(&ov.upper) {
                 Ok(fd) => walk.dir(fd, &ov.label, 0),
                 Err(rustix::io::Errno::NOENT) => {}
@@ -286,6 +298,20 @@ impl FsSnapshotObserver {
         (view, touched, before)
     }
 
+    /// The files whose content must be read again whatever their metadata says: those mapped
+    /// shared and writable now or at the previous checkpoint (a write through such a mapping
+    /// changes neither size nor times, and fires no notification).
+    fn refresh_mapped(&mut self) -> HashSet<(u64, u64)> {
+        let now = self
+            .server_pid
+            .map(mapped_shared_writable)
+            .unwrap_or_default();
+        let force: HashSet<(u64, u64)> = now.union(&self.mapped).copied().collect();
+        self.mapped = now;
+        self.forced = force.clone();
+        force
+    }
+
     fn take(&mut self) -> Snapshot {
         let roots: Vec<SnapshotRoot> = self
             .roots
@@ -310,7 +336,9 @@ impl FsSnapshotObserver {
     }
 
     fn take_roots(&mut self, roots: &[SnapshotRoot]) -> Snapshot {
+        let force = self.refresh_mapped();
         let mut walk = Walk::new(&self.limits, &self.last, None);
+        walk.force_hash = &force;
         for root in roots {
             match open_dir(&root.path) {
                 Ok(fd) => {
@@ -336,6 +364,7 @@ impl FsSnapshotObserver {
 
 impl Observer for FsSnapshotObserver {
     fn server_started(&mut self, start: &super::ServerStart) {
+        self.server_pid = start.server_pid;
         let sandbox_root = start.sandbox_root.as_deref();
         let old: Vec<String> = self
             .sandbox_roots
@@ -417,6 +446,8 @@ impl Observer for FsSnapshotObserver {
 struct Walk<'a> {
     limits: &'a SnapshotLimits,
     previous: &'a Snapshot,
+    /// Files (device, inode) hashed again even when their metadata is unchanged.
+    force_hash: &'a HashSet<(u64, u64)>,
     out: Snapshot,
     kept_content: u64,
     truncated: bool,
@@ -451,9 +482,12 @@ impl<'a> Walk<'a> {
     /// A walk that reuses the hashes of unchanged files from `previous`; `upper` when it walks
     /// an overlay's upper layer.
     fn new(limits: &'a SnapshotLimits, previous: &'a Snapshot, upper: Option<UpperMarks>) -> Self {
+        static NONE: std::sync::LazyLock<HashSet<(u64, u64)>> =
+            std::sync::LazyLock::new(HashSet::new);
         Self {
             limits,
             previous,
+            force_hash: &NONE,
             out: Snapshot::new(),
             kept_content: 0,
             truncated: false,
@@ -586,7 +620,10 @@ impl<'a> Walk<'a> {
     fn file(&mut self, dirfd: &OwnedFd, name: &[u8], display: &str, entry: &mut Entry) {
         let previous = self.previous.get(display);
         if let Some(prev) = previous {
-            if prev.same_version(entry) && prev.sha.is_some() {
+            if prev.same_version(entry)
+                && prev.sha.is_some()
+                && !self.force_hash.contains(&(entry.dev, entry.ino))
+            {
                 entry.sha = prev.sha;
                 entry.database = prev.database;
                 if let Some(c) = &prev.content {
@@ -678,12 +715,69 @@ impl<'a> Walk<'a> {
     }
 }
 
-/// Opens a directory for walking.
+/// Most processes whose mappings are read at one checkpoint.
+const MAX_MAPPED_PROCESSES: usize = 4096;
+
+/// The files (device, inode) that `root` or any of its descendants has mapped shared and
+/// writable (`rw-s` in `/proc/PID/maps`), found through `/proc/PID/task/TID/children`.
+fn mapped_shared_writable(root: u32) -> HashSet<(u64, u64)> {
+    let mut out = HashSet::new();
+    let mut todo = vec![root];
+    let mut seen = HashSet::new();
+    while let Some(pid) = todo.pop() {
+        if !seen.insert(pid) || seen.len() > MAX_MAPPED_PROCESSES {
+            continue;
+        }
+        if let Ok(maps) = std::fs::read_to_string(format!("/proc/{pid}/maps")) {
+            out.extend(maps.lines().filter_map(shared_writable_file));
+        }
+        for task in std::fs::read_dir(format!("/proc/{pid}/task"))
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            if let Ok(children) = std::fs::read_to_string(task.path().join("children")) {
+                todo.extend(
+                    children
+                        .split_whitespace()
+                        .filter_map(|c| c.parse::<u32>().ok()),
+                );
+            }
+        }
+    }
+    out
+}
+
+/// The (device, inode) of a `/proc/PID/maps` line that maps a file shared and writable.
+fn shared_writable_file(line: &str) -> Option<(u64, u64)> {
+    let mut fields = line.split_whitespace();
+    let _range = fields.next()?;
+    let perms = fields.next()?.as_bytes();
+    if perms.get(1) != Some(&b'w') || perms.get(3) != Some(&b's') {
+        return None;
+    }
+    let _offset = fields.next()?;
+    let (major, minor) = fields.next()?.split_once(':')?;
+    let inode: u64 = fields.next()?.parse().ok()?;
+    if inode == 0 {
+        return None;
+    }
+    let dev = rustix::fs::makedev(
+        u32::from_str_radix(major, 16).ok()?,
+        u32::from_str_radix(minor, 16).ok()?,
+    );
+    Some((dev, inode))
+}
+
+/// Opens a directory for walking. The last component is never followed: a server that
+/// replaced a watched directory by a symlink (to a home directory, say) gets an error here,
+/// never a walk of what the link points at. The components before it are the harness's own
+/// (the scratch root, `/proc/PID/root`, an overlay's layers).
 fn open_dir(path: &Path) -> rustix::io::Result<OwnedFd> {
     rustix::fs::openat(
         rustix::fs::CWD,
         path,
-        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
         Mode::empty(),
     )
 }
@@ -1052,6 +1146,40 @@ mod tests {
         assert!(
             kinds(&mut o).is_empty(),
             "a second checkpoint without changes is empty"
+        );
+    }
+
+    #[test]
+    fn shared_writable_mappings_are_read_from_proc_maps() {
+        let line = "7f1c2a000000-7f1c2a001000 rw-s 00000000 fd:01 1234567    /tmp/x/mapped.bin";
+        assert_eq!(
+            shared_writable_file(line),
+            Some((rustix::fs::makedev(0xfd, 1), 1234567))
+        );
+        for other in [
+            "7f1c2a000000-7f1c2a001000 r--s 00000000 fd:01 1234567    /tmp/x/ro.bin",
+            "7f1c2a000000-7f1c2a001000 rw-p 00000000 fd:01 1234567    /tmp/x/private.bin",
+            "7f1c2a000000-7f1c2a001000 rw-s 00000000 00:01 0          /dev/zero (deleted)",
+        ] {
+            assert_eq!(shared_writable_file(other), None, "{other}");
+        }
+    }
+
+    #[test]
+    fn a_watched_root_replaced_by_a_symlink_is_not_walked() {
+        let t = tempfile::tempdir().expect("tempdir");
+        let secrets = tempfile::tempdir().expect("tempdir");
+        std::fs::write(secrets.path().join("id_ed25519"), "secret").expect("key");
+        let root = t.path().join("tmp");
+        std::fs::create_dir(&root).expect("mkdir");
+        let mut o = observer(&root);
+        assert!(kinds(&mut o).is_empty());
+        std::fs::remove_dir(&root).expect("rmdir");
+        std::os::unix::fs::symlink(secrets.path(), &root).expect("symlink");
+        let seen = kinds(&mut o);
+        assert!(
+            seen.iter().all(|(p, _)| !p.contains("id_ed25519")),
+            "walked through the symlink: {seen:?}"
         );
     }
 

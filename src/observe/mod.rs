@@ -233,8 +233,10 @@ pub enum NetKind {
     Dns,
     /// A TCP connection attempt.
     Connect,
-    /// A UDP datagram.
+    /// A UDP (or UDP-Lite) datagram.
     Datagram,
+    /// Any other IP packet sent on its own (ICMP, raw IP protocols): `payload` names it.
+    Packet,
 }
 
 /// One network event.
@@ -284,7 +286,19 @@ impl NetEvent {
             NetKind::Datagram if self.mechanism == Mechanism::Attempt => {
                 format!("sent or aimed UDP at {}{port}{name}", self.destination)
             }
-            NetKind::Datagram => format!("sent a datagram to {}{port}{name}", self.destination),
+            NetKind::Datagram => format!(
+                "sent a {}datagram to {}{port}{name}",
+                self.payload
+                    .as_ref()
+                    .map(|p| format!("{p} "))
+                    .unwrap_or_default(),
+                self.destination
+            ),
+            NetKind::Packet => format!(
+                "sent {} to {}{name}",
+                self.payload.as_deref().unwrap_or("an IP packet"),
+                self.destination
+            ),
         }
     }
 }
@@ -340,6 +354,21 @@ pub struct ProcessEvent {
     pub mechanism: Mechanism,
 }
 
+/// A system call the sandbox refused outright: a socket family no server needs (`AF_VSOCK`
+/// reaches a virtual machine's host) or a nested namespace (the usual first step of a kernel
+/// privilege escalation). The server got an error; the attempt is evidence of evasion.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RefusedCall {
+    /// The system call.
+    pub syscall: String,
+    /// What it asked for: `socket(AF_VSOCK)`, `unshare(CLONE_NEWUSER)`.
+    pub what: String,
+    /// The process that tried (host pid).
+    pub pid: u32,
+    /// How it was seen.
+    pub mechanism: Mechanism,
+}
+
 /// One observation.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case", tag = "type")]
@@ -352,6 +381,8 @@ pub enum Observation {
     Attempt(WriteAttempt),
     /// A program started.
     Process(ProcessEvent),
+    /// A system call the sandbox refused (an attempt to get out of it).
+    Refused(RefusedCall),
 }
 
 impl Observation {
@@ -360,7 +391,7 @@ impl Observation {
         match self {
             Observation::File(_) => true,
             Observation::Attempt(a) => a.denied,
-            Observation::Network(_) | Observation::Process(_) => false,
+            Observation::Network(_) | Observation::Process(_) | Observation::Refused(_) => false,
         }
     }
 
@@ -369,7 +400,7 @@ impl Observation {
         match self {
             Observation::File(f) => f.kind.is_destructive() && !f.database,
             Observation::Attempt(a) => a.denied && a.destructive,
-            Observation::Network(_) | Observation::Process(_) => false,
+            Observation::Network(_) | Observation::Process(_) | Observation::Refused(_) => false,
         }
     }
 }
@@ -398,6 +429,7 @@ impl Observation {
             Observation::Network(n) => n.describe(),
             Observation::Attempt(a) => a.describe(),
             Observation::Process(p) => format!("started {}", p.argv.join(" ")),
+            Observation::Refused(r) => format!("tried {}, refused by the sandbox", r.what),
         }
     }
 }
@@ -436,6 +468,9 @@ pub struct ServerStart {
     pub attempts: Option<crate::sandbox::notify::AttemptQueue>,
     /// Its network observer service, if any.
     pub network: Option<net::NetHandle>,
+    /// The pid (in hintcheck's pid namespace) whose descendants are the server's processes:
+    /// the sandbox's init, or the server itself without a sandbox.
+    pub server_pid: Option<u32>,
 }
 
 /// A source of observations.

@@ -121,6 +121,22 @@ fn dns_loop(sock: UdpSocket, state: NetHandle) {
             continue;
         };
         let Some((name, qtype, question_end)) = parse_query(&buf[..n]) else {
+            // A datagram to port 53 that is not a usable question is never answered. The
+            // packet socket reports those whose header is not a query's (with the address
+            // they were aimed at); the rest, a query's header with garbage after it, only the
+            // stub sees.
+            if !looks_like_dns_query(&buf[..n]) {
+                continue;
+            }
+            state.push(NetEvent {
+                kind: NetKind::Datagram,
+                destination: "resolver".into(),
+                port: Some(53),
+                name: None,
+                loopback: false,
+                mechanism: Mechanism::Dns,
+                payload: Some(format!("malformed DNS ({n} bytes)")),
+            });
             continue;
         };
         // The sandbox's own host name (git and many runtimes look it up to build an
@@ -161,12 +177,20 @@ fn dns_loop(sock: UdpSocket, state: NetHandle) {
 /// Names that stay inside the sandbox: its host name and `localhost`.
 pub fn is_local_name(name: &str) -> bool {
     let name = name.trim_end_matches('.');
-    name == crate::sandbox::SANDBOX_HOSTNAME
+    let host = crate::sandbox::sandbox_hostname();
+    name == host
         || name == "localhost"
         || name.ends_with(".localhost")
         || name
-            .strip_prefix(crate::sandbox::SANDBOX_HOSTNAME)
+            .strip_prefix(host)
             .is_some_and(|rest| rest.starts_with('.'))
+}
+
+/// Whether a datagram starts like a DNS query: a full header, the response bit clear, a
+/// standard query with at least one question. The packet socket, which sees only a datagram's
+/// first bytes, leaves these to the stub.
+pub fn looks_like_dns_query(b: &[u8]) -> bool {
+    b.len() >= 12 && b[2] & 0xf8 == 0 && u16::from_be_bytes([b[4], b[5]]) > 0
 }
 
 /// (name, qtype, end of the question section) of a standard query.
@@ -294,18 +318,25 @@ fn packet_loop(fd: std::os::fd::OwnedFd, state: NetHandle) {
 /// What the packet socket tells of one packet.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Packet {
-    /// TCP (a SYN) or UDP.
-    pub udp: bool,
-    /// Source port.
-    pub source_port: u16,
+    /// The IP protocol (6 TCP, 17 UDP, 136 UDP-Lite, 132 SCTP, 1 ICMP, 58 ICMPv6, ...).
+    pub protocol: u8,
+    /// Source port, for protocols with ports.
+    pub source_port: Option<u16>,
     /// Destination address.
     pub destination: IpAddr,
-    /// Destination port.
-    pub port: u16,
+    /// Destination port, for protocols with ports.
+    pub port: Option<u16>,
+    /// The message type, for ICMP and ICMPv6.
+    pub icmp_type: Option<u8>,
+    /// For UDP, whether the payload starts like a DNS query.
+    pub dns_query: bool,
 }
 
-/// Parses the network and transport headers of an IPv4 or IPv6 packet (no IPv6 extension
-/// headers: the filter passes only TCP or UDP right after the fixed header).
+/// IP protocols whose transport header starts with the source and destination ports.
+const PORTED: [u8; 5] = [6, 17, 33, 132, 136];
+
+/// Parses the network and transport headers of an IPv4 or IPv6 packet (IPv6 extension headers
+/// are not walked: their packet is reported by the protocol of the first one).
 pub fn parse_packet(b: &[u8]) -> Option<Packet> {
     let (protocol, destination, transport) = match b.first()? >> 4 {
         4 => {
@@ -323,25 +354,59 @@ pub fn parse_packet(b: &[u8]) -> Option<Packet> {
         }
         _ => return None,
     };
-    let udp = match protocol {
-        17 => true,
-        6 => false,
-        _ => return None,
+    let ports = if PORTED.contains(&protocol) {
+        Some((
+            u16::from_be_bytes([*transport.first()?, *transport.get(1)?]),
+            u16::from_be_bytes([*transport.get(2)?, *transport.get(3)?]),
+        ))
+    } else {
+        None
     };
-    let source_port = u16::from_be_bytes([*transport.first()?, *transport.get(1)?]);
-    let port = u16::from_be_bytes([*transport.get(2)?, *transport.get(3)?]);
+    let icmp_type = matches!(protocol, 1 | 58)
+        .then(|| transport.first().copied())
+        .flatten();
+    let dns_query = protocol == 17 && transport.get(8..).is_some_and(looks_like_dns_query);
     Some(Packet {
-        udp,
-        source_port,
+        protocol,
+        source_port: ports.map(|p| p.0),
         destination,
-        port,
+        port: ports.map(|p| p.1),
+        icmp_type,
+        dns_query,
     })
 }
 
-/// The event for a packet, or `None` for DNS (the stub reports the question with its name) and
-/// the stub's own answers.
+/// ICMP messages the kernel sends by itself in answer to a packet (destination unreachable,
+/// time exceeded, parameter problem, ...): not the server's doing.
+fn is_icmp_error(p: &Packet) -> bool {
+    match (p.protocol, p.icmp_type) {
+        (1, Some(t)) => matches!(t, 3 | 4 | 5 | 11 | 12),
+        (58, Some(t)) => t < 128,
+        _ => false,
+    }
+}
+
+/// The name of an IP protocol a server can send on its own, for reports.
+fn protocol_name(p: &Packet) -> String {
+    match (p.protocol, p.icmp_type) {
+        (1, Some(8)) => "an ICMP echo request".into(),
+        (1, Some(t)) => format!("an ICMP message (type {t})"),
+        (58, Some(128)) => "an ICMPv6 echo request".into(),
+        (58, Some(t)) => format!("an ICMPv6 message (type {t})"),
+        (2, _) => "an IGMP message".into(),
+        (47, _) => "a GRE packet".into(),
+        (other, _) => format!("a packet of IP protocol {other}"),
+    }
+}
+
+/// The event for a packet, or `None` for DNS queries (the stub reports the question with its
+/// name), the stub's own answers, and the kernel's ICMP errors. A datagram to port 53 that
+/// does not start like a query is reported: port 53 is no licence to send anything.
 fn packet_event(p: &Packet, state: &NetState) -> Option<NetEvent> {
-    if p.udp && (p.port == 53 || p.source_port == 53) {
+    if p.protocol == 17 && (p.port == Some(53) && p.dns_query || p.source_port == Some(53)) {
+        return None;
+    }
+    if is_icmp_error(p) {
         return None;
     }
     let destination = p.destination.to_canonical();
@@ -350,18 +415,23 @@ fn packet_event(p: &Packet, state: &NetState) -> Option<NetEvent> {
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .name_of(destination);
+    let (kind, payload) = match p.protocol {
+        6 => (NetKind::Connect, None),
+        17 if p.port == Some(53) => (NetKind::Datagram, Some("non-DNS".to_string())),
+        17 => (NetKind::Datagram, None),
+        136 => (NetKind::Datagram, Some("UDP-Lite".to_string())),
+        132 => (NetKind::Connect, Some("SCTP".to_string())),
+        33 => (NetKind::Connect, Some("DCCP".to_string())),
+        _ => (NetKind::Packet, Some(protocol_name(p))),
+    };
     Some(NetEvent {
-        kind: if p.udp {
-            NetKind::Datagram
-        } else {
-            NetKind::Connect
-        },
+        kind,
         destination: destination.to_string(),
-        port: Some(p.port),
+        port: p.port,
         name,
         loopback: destination.is_loopback(),
         mechanism: Mechanism::Packet,
-        payload: None,
+        payload,
     })
 }
 
@@ -391,7 +461,7 @@ fn canonical(destination: &str) -> String {
 }
 
 /// The answer to any plain HTTP request that reaches the observer.
-pub const HTTP_REPLY: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 23\r\nConnection: close\r\n\r\nhintcheck test document";
+pub const HTTP_REPLY: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 23\r\nConnection: close\r\n\r\nplain text test content";
 
 /// The first bytes of a connection, for humans: TLS SNI or the HTTP request line and Host.
 pub fn describe_payload(b: &[u8]) -> Option<String> {
@@ -486,7 +556,7 @@ impl Observer for NetObserver {
         ObserverStatus {
             name: "lo-local network".into(),
             covers: format!(
-                "DNS questions (answered with addresses of our own), every outgoing TCP SYN and UDP datagram on lo (a packet socket, where the sandbox could make one), and the first bytes of TCP connections to ports {} (TLS SNI, HTTP request line and Host; plain HTTP requests are answered with a 23-byte test document)",
+                "DNS questions (answered with addresses of our own; malformed ones too), every outgoing TCP SYN and every packet of any other IP protocol on lo, whatever its port or payload (UDP including non-DNS datagrams to port 53, UDP-Lite, SCTP, ICMP, raw protocols; a packet socket, where the sandbox could make one), and the first bytes of TCP connections to ports {} (TLS SNI, HTTP request line and Host; plain HTTP requests are answered with a 23-byte test document)",
                 self.ports
                     .iter()
                     .map(|p| p.to_string())
@@ -578,10 +648,12 @@ mod tests {
         assert_eq!(
             parse_packet(&v4),
             Some(Packet {
-                udp: true,
-                source_port: 40000,
+                protocol: 17,
+                source_port: Some(40000),
                 destination: "192.0.2.41".parse().expect("ip"),
-                port: 9998,
+                port: Some(9998),
+                icmp_type: None,
+                dns_query: false,
             })
         );
         // IPv6 TCP to [2001:db8::7]:443.
@@ -590,18 +662,74 @@ mod tests {
         v6.extend_from_slice(&"2001:db8::7".parse::<Ipv6Addr>().expect("ip").octets());
         v6.extend_from_slice(&[0xc3, 0x50, 0x01, 0xbb, 0, 0, 0, 0, 0, 0, 0, 0, 0x50, 0x02]);
         let p = parse_packet(&v6).expect("v6");
-        assert!(!p.udp);
+        assert_eq!(p.protocol, 6);
         assert_eq!(
             (p.destination.to_string().as_str(), p.port),
-            ("2001:db8::7", 443)
+            ("2001:db8::7", Some(443))
         );
-        // Truncated, other transports and other versions are not events.
-        assert_eq!(parse_packet(&v4[..22]), None);
-        let mut icmp = v4.clone();
+        // ICMP carries its type and no ports; truncated packets and other versions are none.
+        let mut icmp = v4[..24].to_vec();
         icmp[9] = 1;
-        assert_eq!(parse_packet(&icmp), None);
+        icmp.extend_from_slice(&[8, 0, 0, 0]);
+        let p = parse_packet(&icmp).expect("icmp");
+        assert_eq!((p.icmp_type, p.port), (Some(8), None));
+        assert_eq!(parse_packet(&v4[..22]), None);
         assert_eq!(parse_packet(&[0x20; 60]), None);
         assert_eq!(parse_packet(&[]), None);
+    }
+
+    #[test]
+    fn every_protocol_a_server_can_send_is_an_event_but_dns_queries_and_icmp_errors() {
+        let state = NetState::default();
+        let packet = |protocol: u8, port: Option<u16>, icmp_type: Option<u8>, dns: bool| Packet {
+            protocol,
+            source_port: port.map(|_| 40000),
+            destination: "192.0.2.60".parse().expect("ip"),
+            port,
+            icmp_type,
+            dns_query: dns,
+        };
+        let described = |p: Packet| packet_event(&p, &state).map(|e| e.describe());
+        assert_eq!(
+            described(packet(17, Some(53), None, true)),
+            None,
+            "DNS query"
+        );
+        assert_eq!(
+            described(packet(17, Some(53), None, false)).as_deref(),
+            Some("sent a non-DNS datagram to 192.0.2.60:53")
+        );
+        assert_eq!(
+            described(packet(136, Some(7000), None, false)).as_deref(),
+            Some("sent a UDP-Lite datagram to 192.0.2.60:7000")
+        );
+        assert_eq!(
+            described(packet(132, Some(9), None, false)).as_deref(),
+            Some("connected to 192.0.2.60:9: SCTP")
+        );
+        assert_eq!(
+            described(packet(1, None, Some(8), false)).as_deref(),
+            Some("sent an ICMP echo request to 192.0.2.60")
+        );
+        assert_eq!(
+            described(packet(1, None, Some(3), false)),
+            None,
+            "port unreachable"
+        );
+        assert_eq!(
+            described(packet(58, None, Some(1), false)),
+            None,
+            "ICMPv6 error"
+        );
+        assert_eq!(
+            described(packet(255, None, None, false)).as_deref(),
+            Some("sent a packet of IP protocol 255 to 192.0.2.60")
+        );
+        let mut query = vec![0x12, 0x34, 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0];
+        assert!(looks_like_dns_query(&query));
+        query[2] = 0x81;
+        assert!(!looks_like_dns_query(&query), "a response");
+        assert!(!looks_like_dns_query(b"not dns at all"));
     }
 
     #[test]
@@ -611,10 +739,12 @@ mod tests {
             Observation::Network(
                 packet_event(
                     &Packet {
-                        udp,
-                        source_port: 40000,
+                        protocol: if udp { 17 } else { 6 },
+                        source_port: Some(40000),
                         destination: destination.parse().expect("ip"),
-                        port,
+                        port: Some(port),
+                        icmp_type: None,
+                        dns_query: false,
                     },
                     &state,
                 )
@@ -625,10 +755,12 @@ mod tests {
         assert!(
             packet_event(
                 &Packet {
-                    udp: true,
-                    source_port: 40000,
+                    protocol: 17,
+                    source_port: Some(40000),
                     destination: "192.0.2.53".parse().expect("ip"),
-                    port: 53,
+                    port: Some(53),
+                    icmp_type: None,
+                    dns_query: true,
                 },
                 &state
             )

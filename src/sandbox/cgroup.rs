@@ -14,6 +14,11 @@ pub struct RunCgroup {
     pub enforces: Vec<String>,
 }
 
+/// The directory under the cgroup v2 root that holds the runs' cgroups. Its name and theirs
+/// show in the host's cgroup tree, which a server without a cgroup of its own can list: they
+/// say nothing of hintcheck.
+const PARENT: &str = "jobs";
+
 /// Where the cgroup v2 hierarchy is mounted.
 fn cgroup2_mount() -> Option<PathBuf> {
     let info = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
@@ -27,10 +32,10 @@ fn cgroup2_mount() -> Option<PathBuf> {
 }
 
 impl RunCgroup {
-    /// Creates `<cgroup2>/hintcheck/<name>` with the limits the host supports.
+    /// Creates `<cgroup2>/jobs/<name>` with the limits the host supports.
     pub fn create(name: &str, max_pids: u64, max_memory: u64) -> Result<RunCgroup, String> {
         let mount = cgroup2_mount().ok_or("no cgroup v2 hierarchy is mounted")?;
-        let parent = mount.join("hintcheck");
+        let parent = mount.join(PARENT);
         std::fs::create_dir_all(&parent)
             .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
         let available =
@@ -41,7 +46,7 @@ impl RunCgroup {
             .collect();
         let mut enforces = Vec::new();
         // Controllers must be enabled from the top down; the root is exempt from the
-        // no-internal-processes rule and our own `hintcheck` directory holds no processes.
+        // no-internal-processes rule and our own parent directory holds no processes.
         for dir in [&mount, &parent] {
             for c in &wanted {
                 let _ = std::fs::write(dir.join("cgroup.subtree_control"), format!("+{c}"));

@@ -99,6 +99,8 @@ pub fn probe_setup(
         cwd: scratch.workspace.clone(),
         run_id: format!("probe-{}", std::process::id()),
     };
+    let hidden = super::policy::private_directories();
+    let exposed = super::policy::exposed_paths(&hidden, [], &program, &[]);
     let config = SandboxConfig {
         level,
         program,
@@ -112,6 +114,8 @@ pub fn probe_setup(
             scratch.tmp.clone(),
         ],
         visible_tmp: Vec::new(),
+        hidden,
+        exposed,
         overlays: Vec::new(),
         notify: false,
         network_observer: false,
@@ -121,6 +125,7 @@ pub fn probe_setup(
         resolv_conf: "nameserver 127.0.0.1\n".into(),
         limits: Limits::default(),
         simulate_failure: super::policy::simulated_failure(),
+        hostname: super::sandbox_hostname().to_string(),
         cgroup: None,
         cgroup_enforces: Vec::new(),
     };
@@ -129,7 +134,10 @@ pub fn probe_setup(
 
 /// Sets up a throw-away sandbox around `true` and reports what it enforced or where it failed.
 async fn probe_sandbox(level: SandboxLevel) -> Result<Enforcement, StepFailure> {
-    let (_scratch, spec, config) = probe_setup(level)?;
+    let (_scratch, spec, mut config) = probe_setup(level)?;
+    // As a run sets it up: the recorder and the network observer are part of what it enforces.
+    config.notify = true;
+    config.network_observer = true;
     match ServerProcess::spawn_sandboxed(&spec, &config, None).await {
         Ok(mut started) => {
             drop(started.pipes);

@@ -1,4 +1,4 @@
-//! The sandbox side: `hintcheck __sandbox-init`, executed by the harness (so it starts
+//! The sandbox side: the sandbox init (hintcheck re-executed as `/sbin/init`), started by the harness (so it starts
 //! single-threaded, before any async runtime) with the control socket on fd 3 and the config
 //! in an environment variable. It creates the namespaces, forks our own PID 1 (which mounts a
 //! fresh /proc and tmpfs over /run, /tmp, /var/tmp and /dev/shm, and reaps), and PID 1 forks
@@ -19,6 +19,19 @@ use super::policy::{CONFIG_ENV, Enforcement, SandboxConfig, SandboxLevel};
 
 /// The file descriptor the harness puts the control socket on.
 pub const CONTROL_FD: RawFd = 3;
+
+/// The init's whole command line (`/proc/1/cmdline` in the sandbox, which the server can read):
+/// that of an ordinary container's init. The binary knows it is the sandbox's init by this and
+/// by the config in its environment ([`is_sandbox_init`]).
+pub const INIT_ARGV0: &str = "/sbin/init";
+
+/// Whether this process was started as the sandbox's init.
+pub fn is_sandbox_init() -> bool {
+    let mut args = std::env::args_os();
+    args.next().is_some_and(|a| a == INIT_ARGV0)
+        && args.next().is_none()
+        && std::env::var_os(CONFIG_ENV).is_some()
+}
 
 struct Init {
     /// The control socket; parents drop their copy after forking, so that the server's
@@ -79,8 +92,22 @@ fn mount(
     }
 }
 
-/// Entry point of `__sandbox-init`; returns the process exit code.
+/// Entry point of the sandbox init; returns the process exit code.
 pub fn main() -> i32 {
+    // Whatever started hintcheck may have leaked descriptors to it (a host file, a connected
+    // socket, a directory): none of them may reach the server. Closed before anything else.
+    let inherited = close_descriptors_from(CONTROL_FD as u32 + 1);
+    // The name in /proc/1/status and /proc/1/stat: the executed path was /proc/self/fd/N.
+    // SAFETY: PR_SET_NAME with a NUL-terminated string of at most 16 bytes.
+    unsafe {
+        libc::prctl(
+            libc::PR_SET_NAME,
+            c"init".as_ptr() as libc::c_ulong,
+            0,
+            0,
+            0,
+        )
+    };
     // SAFETY: the harness placed the control socket on fd 3 with dup2 right before exec; this
     // process owns it from here on.
     let ctl = unsafe { OwnedFd::from_raw_fd(CONTROL_FD) };
@@ -108,7 +135,10 @@ pub fn main() -> i32 {
     let mut init = Init {
         ctl: Some(ctl),
         config,
-        enforcement: Enforcement::default(),
+        enforcement: Enforcement {
+            inherited_descriptors_closed: inherited,
+            ..Enforcement::default()
+        },
     };
     init.outer().unwrap_or(121)
 }
@@ -242,9 +272,10 @@ impl Init {
                 maps.map_err(|e| io_err("writing the uid/gid map of the user namespace", e)),
             )?;
         }
-        let host = cstr(super::SANDBOX_HOSTNAME);
+        let name = self.config.hostname.clone();
+        let host = cstr(&name);
         // SAFETY: the pointer and length describe a live buffer.
-        let r = unsafe { libc::sethostname(host.as_ptr(), super::SANDBOX_HOSTNAME.len()) };
+        let r = unsafe { libc::sethostname(host.as_ptr(), name.len()) };
         self.step(
             "hostname",
             false,
@@ -355,7 +386,7 @@ impl Init {
                 .collect::<Vec<_>>()
                 .join(", "),
             match &packet_error {
-                None => "every outgoing TCP SYN and UDP datagram seen by a packet socket on lo"
+                None => "every outgoing TCP SYN and every packet of another IP protocol (UDP on any port, UDP-Lite, SCTP, ICMP) seen by a packet socket on lo"
                     .to_string(),
                 Some(e) => format!(
                     "no packet socket on lo ({e}): sendmsg and connected-UDP destinations unseen"
@@ -398,6 +429,9 @@ impl Init {
         {
             return 124;
         }
+        // A cgroup namespace rooted at the run's cgroup: /proc/self/cgroup says `/`, and the
+        // cgroup tree mounted below shows nothing of the host's (or of hintcheck's names).
+        self.own_cgroup_view();
         if self.mounts().is_err() {
             return 125;
         }
@@ -414,6 +448,40 @@ impl Init {
         self.ctl = None;
         quiet_stdio();
         reap_until(server)
+    }
+
+    /// Unshares the cgroup namespace and mounts a cgroup2 tree of its own over
+    /// /sys/fs/cgroup. Missing, this is a tell (the host's cgroup names), not a hole: it is
+    /// reported as degraded, never fatal.
+    fn own_cgroup_view(&mut self) {
+        // SAFETY: unshare with a flag only; PID 1 is single-threaded.
+        if unsafe { libc::unshare(libc::CLONE_NEWCGROUP) } != 0 {
+            let (_, msg) = os_err("unshare(CLONE_NEWCGROUP)");
+            self.enforcement
+                .degraded
+                .push(format!("cgroup-namespace: {msg}"));
+            return;
+        }
+        self.enforcement.namespaces.push("cgroup".into());
+        let cgroup_fs = Path::new("/sys/fs/cgroup");
+        if !cgroup_fs.is_dir() {
+            return;
+        }
+        match mount(
+            Some("cgroup2"),
+            cgroup_fs,
+            Some("cgroup2"),
+            libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+            None,
+        ) {
+            Ok(()) => self.enforcement.mounts.push(
+                "own cgroup2 tree over /sys/fs/cgroup (the host's cgroups out of sight)".into(),
+            ),
+            Err((_, msg)) => self
+                .enforcement
+                .degraded
+                .push(format!("mount-cgroup: {msg}")),
+        }
     }
 
     fn mounts(&mut self) -> Result<(), ()> {
@@ -450,6 +518,22 @@ impl Init {
             );
             self.mounted("mount-var-run", r, "tmpfs over /var/run")?;
         }
+        // The sandbox's own files are written while the scratch root is still writable here.
+        let r = self.write_resolv_conf();
+        self.step("resolv-conf", false, r)?;
+        // Overlays first, on the host's paths: the binds below carry them along.
+        for (i, dir) in self.config.overlays.clone().into_iter().enumerate() {
+            let r = self.overlay(i, &dir);
+            self.mounted(
+                "overlay",
+                r,
+                &format!(
+                    "overlay over {} (writes stay in the sandbox)",
+                    dir.display()
+                ),
+            )?;
+        }
+        self.hide_private()?;
         let r = self.new_tmp();
         self.mounted(
             "mount-tmp",
@@ -469,19 +553,8 @@ impl Init {
                 self.mounted(&name, r, &format!("tmpfs over {dir}"))?;
             }
         }
-        let r = self.resolv_conf(&resolv_target);
+        let r = self.bind_resolv_conf(&resolv_target);
         self.mounted("resolv-conf", r, "own /etc/resolv.conf")?;
-        for (i, dir) in self.config.overlays.clone().into_iter().enumerate() {
-            let r = self.overlay(i, &dir);
-            self.mounted(
-                "overlay",
-                r,
-                &format!(
-                    "overlay over {} (writes stay in the sandbox)",
-                    dir.display()
-                ),
-            )?;
-        }
         Ok(())
     }
 
@@ -489,10 +562,7 @@ impl Init {
     /// the scratch root. In a user namespace the overlay keeps its metadata in `user.*`
     /// xattrs (`userxattr`, Linux 5.11+).
     fn overlay(&mut self, i: usize, dir: &Path) -> Step {
-        let base = self
-            .config
-            .scratch_root
-            .join(format!(".sandbox/overlay-{i}"));
+        let base = super::scratch::overlay_dir(&self.config.scratch_root, i);
         let (upper, work) = (base.join("upper"), base.join("work"));
         let mut data = format!(
             "lowerdir={},upperdir={},workdir={}",
@@ -532,73 +602,107 @@ impl Init {
     /// A fresh tmpfs over /tmp that still holds the scratch root at its usual path, and,
     /// read-only, the /tmp entries the server's command line names.
     fn new_tmp(&mut self) -> Step {
-        let nodev = libc::MS_NOSUID | libc::MS_NODEV;
-        let stage = Path::new("/run/hintcheck-stage");
-        std::fs::create_dir_all(stage).map_err(|e| io_err("creating the staging directory", e))?;
-        mount(
-            Some("tmpfs"),
-            stage,
-            Some("tmpfs"),
-            nodev,
-            Some("mode=1777,size=256m"),
-        )?;
-        // Read-only entries first: the scratch root may lie inside one of them, and its
-        // read-write bind must come on top.
+        // An entry that is an overlay stays writable: the overlay is what the server writes.
         let mut binds: Vec<(PathBuf, bool)> = self
             .config
             .visible_tmp
             .iter()
-            .map(|p| (p.clone(), true))
+            .map(|p| (p.clone(), !self.config.overlays.contains(p)))
             .collect();
-        if self.config.scratch_root.starts_with("/tmp") {
-            binds.push((self.config.scratch_root.clone(), false));
+        binds.extend(self.scratch_binds(Path::new("/tmp")));
+        cover_with_tmpfs(Path::new("/tmp"), &binds, "mode=1777,size=256m")?;
+        for (p, _) in binds.iter().filter(|(_, read_only)| *read_only) {
+            self.enforcement.mounts.push(format!(
+                "{} visible read-only (named on the command line)",
+                p.display()
+            ));
         }
-        for (source, read_only) in binds {
-            let Ok(rel) = source.strip_prefix("/tmp") else {
-                continue;
-            };
-            let inner = stage.join(rel);
-            if source.is_dir() {
-                std::fs::create_dir_all(&inner)
-                    .map_err(|e| io_err("creating a mount point in /tmp", e))?;
-            } else {
-                if let Some(parent) = inner.parent() {
-                    std::fs::create_dir_all(parent)
-                        .map_err(|e| io_err("creating a mount point in /tmp", e))?;
-                }
-                std::fs::write(&inner, "")
-                    .map_err(|e| io_err("creating a mount point in /tmp", e))?;
-            }
-            let src = source.display().to_string();
-            mount(Some(&src), &inner, None, libc::MS_BIND | libc::MS_REC, None)?;
-            if read_only {
-                mount(
-                    None,
-                    &inner,
-                    None,
-                    libc::MS_REMOUNT | libc::MS_BIND | libc::MS_RDONLY,
-                    None,
-                )?;
-                self.enforcement.mounts.push(format!(
-                    "{src} visible read-only (named on the command line)"
-                ));
-            }
-        }
-        mount(
-            Some(&stage.display().to_string()),
-            Path::new("/tmp"),
-            None,
-            libc::MS_MOVE,
-            None,
-        )?;
-        let _ = std::fs::remove_dir(stage);
         Ok(())
     }
 
-    fn resolv_conf(&mut self, target: &Path) -> Step {
-        let ours = self.config.scratch_root.join(".sandbox/resolv.conf");
-        std::fs::write(&ours, &self.config.resolv_conf)
-            .map_err(|e| io_err("writing resolv.conf", e))?;
+    /// The binds that keep the scratch root visible inside `place` (when it lies there): the
+    /// root itself read-only (the server may not replace its own directories, nor write the
+    /// sandbox's files next to them), its writable directories read-write on top.
+    fn scratch_binds(&self, place: &Path) -> Vec<(PathBuf, bool)> {
+        if !self.config.scratch_root.starts_with(place) {
+            return Vec::new();
+        }
+        let mut binds = vec![(self.config.scratch_root.clone(), true)];
+        binds.extend(
+            self.config
+                .writable
+                .iter()
+                .filter(|w| w.starts_with(&self.config.scratch_root))
+                .map(|w| (w.clone(), false)),
+        );
+        binds
+    }
+
+    /// Covers each place that holds users' private files (home directories, /root) with an
+    /// empty tmpfs that shows, read-only, only what the server runs on; the scratch root and
+    /// overlay directories that lie there stay at their paths.
+    fn hide_private(&mut self) -> Result<(), ()> {
+        for place in self.config.hidden.clone() {
+            if !place.is_dir() {
+                continue;
+            }
+            let inside = |p: &&PathBuf| p.starts_with(&place) && p.as_path() != place;
+            let mut binds: Vec<(PathBuf, bool)> = self
+                .config
+                .exposed
+                .iter()
+                .filter(inside)
+                .map(|p| (p.clone(), true))
+                .collect();
+            // Overlays (mounted already) stay writable: the overlay is what the server writes.
+            binds.extend(
+                self.config
+                    .overlays
+                    .iter()
+                    .filter(inside)
+                    .map(|p| (p.clone(), false)),
+            );
+            binds.extend(self.scratch_binds(&place));
+            // Empty, it is as closed as a home directory; with paths to show, traversable.
+            let mode = if binds.is_empty() { "0700" } else { "0711" };
+            let mode = if place == Path::new("/home") {
+                "0755"
+            } else {
+                mode
+            };
+            let r = cover_with_tmpfs(&place, &binds, &format!("mode={mode},size=16m"));
+            let shown = binds
+                .iter()
+                .map(|(p, _)| p.display().to_string())
+                .collect::<Vec<_>>();
+            let label = if shown.is_empty() {
+                format!("{} hidden (an empty tmpfs over it)", place.display())
+            } else {
+                format!(
+                    "{} hidden (an empty tmpfs over it) but for what the server runs on: {}",
+                    place.display(),
+                    shown.join(", ")
+                )
+            };
+            self.mounted("hide-private", r, &label)?;
+        }
+        Ok(())
+    }
+
+    /// Where the sandbox's resolv.conf is kept, in the scratch root.
+    fn resolv_conf_file(&self) -> PathBuf {
+        self.config
+            .scratch_root
+            .join(super::scratch::STATE_DIR)
+            .join("resolv.conf")
+    }
+
+    fn write_resolv_conf(&mut self) -> Step {
+        std::fs::write(self.resolv_conf_file(), &self.config.resolv_conf)
+            .map_err(|e| io_err("writing resolv.conf", e))
+    }
+
+    fn bind_resolv_conf(&mut self, target: &Path) -> Step {
         if !target.exists() {
             if let Some(parent) = target.parent() {
                 std::fs::create_dir_all(parent)
@@ -608,7 +712,7 @@ impl Init {
                 .map_err(|e| io_err("creating the resolv.conf mount point", e))?;
         }
         mount(
-            Some(&ours.display().to_string()),
+            Some(&self.resolv_conf_file().display().to_string()),
             target,
             None,
             libc::MS_BIND,
@@ -778,11 +882,13 @@ impl Init {
             "none".into()
         } else {
             format!(
-                "foreign-architecture and x32 system calls and io_uring refused (ENOSYS); socket(AF_UNIX) refused (EACCES){}",
+                "foreign-architecture and x32 system calls, io_uring and clone3 refused (ENOSYS); socket(AF_UNIX) refused (EACCES); \
+sockets of any family but IPv4, IPv6 and routing netlink (AF_VSOCK, AF_PACKET, other netlink protocols), socket pairs but AF_UNIX, \
+nested namespaces (unshare and clone with CLONE_NEW*, setns) refused{}",
                 if listener.is_some() {
-                    "; write, connect and exec attempts reported to hintcheck"
+                    " and reported; write, connect, sendto, sendmmsg and exec attempts reported to hintcheck"
                 } else {
-                    ""
+                    " (not reported: no listener)"
                 }
             )
         };
@@ -840,6 +946,9 @@ impl Init {
         argv_p.push(std::ptr::null());
         let mut envp_p: Vec<*const libc::c_char> = envp.iter().map(|a| a.as_ptr()).collect();
         envp_p.push(std::ptr::null());
+        // Only stdin, stdout and stderr cross the execve: every other descriptor of this
+        // process (the control socket, the init's own) is closed by it.
+        mark_close_on_exec_from(3);
         // The Rust runtime ignores SIGPIPE; the server must start with the default.
         // SAFETY: resetting a signal disposition to its default.
         unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
@@ -850,6 +959,127 @@ impl Init {
             os_err(&format!("execve {}", self.config.program.display())),
         );
         127
+    }
+}
+
+/// Mounts a fresh tmpfs over `target` that still shows `binds` (host paths under `target`, each
+/// read-only or not) at their usual paths: the tmpfs is filled in a staging directory of the
+/// sandbox's /run, then moved over `target` in one step. Read-only binds come first, so that a
+/// writable directory inside one of them is bound on top.
+fn cover_with_tmpfs(target: &Path, binds: &[(PathBuf, bool)], options: &str) -> Step {
+    let nodev = libc::MS_NOSUID | libc::MS_NODEV;
+    let stage = Path::new("/run/.stage");
+    std::fs::create_dir_all(stage).map_err(|e| io_err("creating the staging directory", e))?;
+    mount(Some("tmpfs"), stage, Some("tmpfs"), nodev, Some(options))?;
+    let mut ordered: Vec<&(PathBuf, bool)> = binds.iter().collect();
+    ordered.sort_by_key(|(p, read_only)| (!*read_only, p.components().count()));
+    for (source, read_only) in ordered {
+        let Ok(rel) = source.strip_prefix(target) else {
+            continue;
+        };
+        let inner = stage.join(rel);
+        let made = if source.is_dir() {
+            std::fs::create_dir_all(&inner)
+        } else {
+            inner
+                .parent()
+                .map_or(Ok(()), std::fs::create_dir_all)
+                .and_then(|_| std::fs::write(&inner, ""))
+        };
+        made.map_err(|e| {
+            io_err(
+                &format!("creating a mount point in {}", target.display()),
+                e,
+            )
+        })?;
+        let src = source.display().to_string();
+        mount(Some(&src), &inner, None, libc::MS_BIND | libc::MS_REC, None)?;
+        if *read_only {
+            // In a user namespace the source mount's flags are locked: keep them.
+            mount(
+                None,
+                &inner,
+                None,
+                libc::MS_REMOUNT | libc::MS_BIND | libc::MS_RDONLY | locked_flags(source),
+                None,
+            )?;
+        }
+    }
+    mount(
+        Some(&stage.display().to_string()),
+        target,
+        None,
+        libc::MS_MOVE,
+        None,
+    )?;
+    let _ = std::fs::remove_dir(stage);
+    Ok(())
+}
+
+/// The flags of the mount holding `path` that a user namespace may not clear on a remount
+/// (nosuid, nodev, noexec and the atime flags: `statvfs` reports them with the same bits).
+fn locked_flags(path: &Path) -> libc::c_ulong {
+    let locked = libc::MS_NOSUID
+        | libc::MS_NODEV
+        | libc::MS_NOEXEC
+        | libc::MS_NOATIME
+        | libc::MS_NODIRATIME
+        | libc::MS_RELATIME;
+    let p = cstr(path);
+    // SAFETY: statvfs with a NUL-terminated path and a pointer to a zeroed statvfs.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: as above.
+    if unsafe { libc::statvfs(p.as_ptr(), &mut st) } == 0 {
+        st.f_flag as libc::c_ulong & locked
+    } else {
+        0
+    }
+}
+
+/// Closes every descriptor numbered `first` or higher; returns how many were open. Used at
+/// the init's start, while it is single-threaded and holds nothing of its own above fd 3.
+fn close_descriptors_from(first: u32) -> usize {
+    let open: Vec<u32> = std::fs::read_dir("/proc/self/fd")
+        .map(|d| {
+            d.flatten()
+                .filter_map(|e| e.file_name().to_str().and_then(|n| n.parse().ok()))
+                .collect()
+        })
+        .unwrap_or_default();
+    // SAFETY: close_range on a range of descriptors this process does not use (nothing of
+    // its own is open above the control socket yet).
+    let r = unsafe { libc::syscall(libc::SYS_close_range, first, u32::MAX, 0u32) };
+    if r != 0 {
+        // Before Linux 5.9: one by one (the directory listing's own descriptor is closed
+        // already and fails harmlessly).
+        for &fd in open.iter().filter(|&&fd| fd >= first) {
+            // SAFETY: closing a descriptor number; none of them is owned by Rust code here.
+            unsafe { libc::close(fd as i32) };
+        }
+    }
+    // The listing's own descriptor was open while it was read.
+    open.iter()
+        .filter(|&&fd| fd >= first)
+        .count()
+        .saturating_sub(1)
+}
+
+/// Marks every descriptor numbered `first` or higher close-on-exec.
+fn mark_close_on_exec_from(first: u32) {
+    // SAFETY: close_range with CLOSE_RANGE_CLOEXEC only changes descriptor flags.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_close_range,
+            first,
+            u32::MAX,
+            libc::CLOSE_RANGE_CLOEXEC,
+        )
+    };
+    if r != 0 {
+        for fd in first..4096 {
+            // SAFETY: fcntl on a descriptor number; EBADF for those not open.
+            unsafe { libc::fcntl(fd as i32, libc::F_SETFD, libc::FD_CLOEXEC) };
+        }
     }
 }
 

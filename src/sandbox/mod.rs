@@ -22,8 +22,22 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
-/// The host name inside the sandbox (its own UTS namespace). Lookups of it are local.
-pub const SANDBOX_HOSTNAME: &str = "hintcheck-sandbox";
+/// The host name inside the sandbox (its own UTS namespace): the host's own name, so that
+/// nothing in it says the server is watched (a fixed name would be a fingerprint), or
+/// `workstation` when the host's name is empty or names hintcheck. Lookups of it are local.
+pub fn sandbox_hostname() -> &'static str {
+    static NAME: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    NAME.get_or_init(|| {
+        let uname = rustix::system::uname();
+        let host = uname.nodename().to_string_lossy().into_owned();
+        let plain = !host.is_empty()
+            && !host.to_ascii_lowercase().contains("hintcheck")
+            && host
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'.');
+        if plain { host } else { "workstation".into() }
+    })
+}
 /// Errors of the launch stage.
 #[derive(Debug, thiserror::Error)]
 pub enum LaunchError {
@@ -104,6 +118,7 @@ impl SandboxStatus {
         let mut enforced = vec![
             "scratch working directory, HOME and TMPDIR (removed after the run)".to_string(),
             "clean environment (only PATH, locale and --env variables are passed)".into(),
+            "descriptors: only stdin, stdout and stderr reach the server".into(),
             "own process group; stragglers are swept at the end".into(),
         ];
         if subreaper {
@@ -148,6 +163,10 @@ impl SandboxStatus {
             enforced.push(format!("Landlock ABI {abi}: {} (read/execute everywhere, writes only to the scratch directories and the sandbox's tmpfs)", e.landlock));
         }
         enforced.push(format!("seccomp: {}", e.seccomp));
+        enforced.push(format!(
+            "descriptors: only stdin, stdout and stderr reach the server ({} inherited from whatever started hintcheck closed in the sandbox's init)",
+            e.inherited_descriptors_closed
+        ));
         if e.no_new_privs {
             enforced.push("no_new_privs".into());
         }
@@ -179,8 +198,11 @@ impl SandboxStatus {
             not_enforced
                 .push("DNS questions and payloads are not observed (no network observer)".into());
         }
-        not_enforced
-            .push("reading host files is allowed (Landlock grants read access to /)".into());
+        not_enforced.push(if e.mounts.iter().any(|m| m.contains(" hidden (")) {
+            "reading host files outside the hidden places is allowed (Landlock grants read access to /; system files, installed programs and the server's own package stay readable)".into()
+        } else {
+            "reading host files is allowed (Landlock grants read access to /)".into()
+        });
         let full = e.degraded.is_empty() && e.landlock == "full";
         SandboxStatus {
             level: if full { "full" } else { "partial" }.into(),

@@ -157,10 +157,12 @@ const fn bpf(code: u16, jt: u8, jf: u8, k: u32) -> libc::sock_filter {
     libc::sock_filter { code, jt, jf, k }
 }
 
-/// Keeps outgoing IPv4/IPv6 packets that open a TCP connection (SYN without ACK) or carry UDP,
-/// cut to their first 128 bytes (headers); everything else (established TCP traffic, incoming
-/// copies) never reaches the harness. Offsets are from the network header (`SOCK_DGRAM`).
-fn syn_and_udp_filter() -> [libc::sock_filter; 21] {
+/// Keeps every outgoing IPv4/IPv6 packet except TCP segments of established connections: a
+/// TCP SYN without ACK (a connection attempt), and anything of every other IP protocol (UDP
+/// and UDP-Lite datagrams whatever their port, SCTP, ICMP, raw protocols), cut to their first
+/// 128 bytes (headers). Incoming copies and established TCP traffic never reach the harness.
+/// Offsets are from the network header (`SOCK_DGRAM`).
+fn first_packets_filter() -> [libc::sock_filter; 19] {
     use libc::{
         BPF_ABS, BPF_ALU, BPF_AND, BPF_B, BPF_IND, BPF_JEQ, BPF_JMP, BPF_K, BPF_LD, BPF_LDX,
         BPF_MSH, BPF_RET, BPF_RSH, BPF_W,
@@ -174,32 +176,30 @@ fn syn_and_udp_filter() -> [libc::sock_filter; 21] {
     let jeq = c(BPF_JMP | BPF_JEQ | BPF_K);
     [
         /* 0 */ bpf(c(BPF_LD | BPF_W | BPF_ABS), 0, 0, PKTTYPE),
-        /* 1 */ bpf(jeq, 0, 18, 4), // outgoing, else drop
+        /* 1 */ bpf(jeq, 0, 16, 4), // outgoing, else drop
         /* 2 */ bpf(ld_b, 0, 0, 0),
         /* 3 */ bpf(c(BPF_ALU | BPF_RSH | BPF_K), 0, 0, 4), // IP version
-        /* 4 */ bpf(jeq, 0, 7, 4), // IPv4, else 12
+        /* 4 */ bpf(jeq, 0, 6, 4), // IPv4, else 11
         /* 5 */ bpf(ld_b, 0, 0, 9), // protocol
-        /* 6 */ bpf(jeq, 12, 0, 17), // UDP: accept
-        /* 7 */ bpf(jeq, 0, 12, 6), // TCP, else drop
-        /* 8 */ bpf(c(BPF_LDX | BPF_B | BPF_MSH), 0, 0, 0), // X = header length
-        /* 9 */ bpf(c(BPF_LD | BPF_B | BPF_IND), 0, 0, 13), // TCP flags
-        /* 10 */ bpf(c(BPF_ALU | BPF_AND | BPF_K), 0, 0, 0x12),
-        /* 11 */ bpf(jeq, 7, 8, 0x02), // SYN alone: accept, else drop
-        /* 12 */ bpf(jeq, 0, 7, 6), // IPv6, else drop
-        /* 13 */ bpf(ld_b, 0, 0, 6), // next header
-        /* 14 */ bpf(jeq, 4, 0, 17), // UDP: accept
-        /* 15 */ bpf(jeq, 0, 4, 6), // TCP, else drop
-        /* 16 */ bpf(ld_b, 0, 0, 40 + 13), // TCP flags after the fixed header
-        /* 17 */ bpf(c(BPF_ALU | BPF_AND | BPF_K), 0, 0, 0x12),
-        /* 18 */ bpf(jeq, 0, 1, 0x02),
-        /* 19 */ bpf(c(BPF_RET | BPF_K), 0, 0, 128),
-        /* 20 */ bpf(c(BPF_RET | BPF_K), 0, 0, 0),
+        /* 6 */ bpf(jeq, 0, 10, 6), // TCP, else accept
+        /* 7 */ bpf(c(BPF_LDX | BPF_B | BPF_MSH), 0, 0, 0), // X = header length
+        /* 8 */ bpf(c(BPF_LD | BPF_B | BPF_IND), 0, 0, 13), // TCP flags
+        /* 9 */ bpf(c(BPF_ALU | BPF_AND | BPF_K), 0, 0, 0x12),
+        /* 10 */ bpf(jeq, 6, 7, 0x02), // SYN alone: accept, else drop
+        /* 11 */ bpf(jeq, 0, 6, 6), // IPv6, else drop
+        /* 12 */ bpf(ld_b, 0, 0, 6), // next header
+        /* 13 */ bpf(jeq, 0, 3, 6), // TCP, else accept
+        /* 14 */ bpf(ld_b, 0, 0, 40 + 13), // TCP flags after the fixed header
+        /* 15 */ bpf(c(BPF_ALU | BPF_AND | BPF_K), 0, 0, 0x12),
+        /* 16 */ bpf(jeq, 0, 1, 0x02),
+        /* 17 */ bpf(c(BPF_RET | BPF_K), 0, 0, 128),
+        /* 18 */ bpf(c(BPF_RET | BPF_K), 0, 0, 0),
     ]
 }
 
 /// A packet socket on `lo` (network layer, `SOCK_DGRAM`) that receives the first bytes of
-/// every outgoing TCP SYN and UDP datagram: it sees what seccomp cannot (`sendmsg`, connected
-/// UDP `send`, raw sockets). Needs `CAP_NET_RAW` in the namespace's owner, which the init has.
+/// every outgoing TCP SYN and every packet of another IP protocol: it sees what seccomp cannot
+/// (`sendmsg`, connected UDP `send`, UDP-Lite, SCTP, ICMP, raw sockets). Needs `CAP_NET_RAW` in the namespace's owner, which the init has.
 pub fn packet_socket() -> std::io::Result<std::os::fd::OwnedFd> {
     use std::os::fd::FromRawFd;
     let protocol = (libc::ETH_P_ALL as u16).to_be();
@@ -213,7 +213,7 @@ pub fn packet_socket() -> std::io::Result<std::os::fd::OwnedFd> {
     }
     // SAFETY: fd is a descriptor we just created and own alone.
     let owned = unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) };
-    let filter = syn_and_udp_filter();
+    let filter = first_packets_filter();
     let program = libc::sock_fprog {
         len: filter.len() as u16,
         filter: filter.as_ptr() as *mut libc::sock_filter,
@@ -274,4 +274,92 @@ pub fn observer_sockets(ports: &[u16]) -> std::io::Result<ObserverSockets> {
         listeners,
         packets,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Runs the packet filter on a packet (from its network header) with the given packet
+    /// type; returns how many bytes it keeps.
+    fn run(prog: &[libc::sock_filter], packet: &[u8], pkttype: u32) -> u32 {
+        let (mut a, mut x, mut pc) = (0u32, 0u32, 0usize);
+        let byte = |i: usize| packet.get(i).copied().map(u32::from);
+        loop {
+            let i = prog[pc];
+            pc += 1;
+            match i.code as u32 {
+                c if c == libc::BPF_LD | libc::BPF_W | libc::BPF_ABS => {
+                    assert_eq!(
+                        i.k,
+                        (-0x1000i32 + 4) as u32,
+                        "only the packet type is loaded"
+                    );
+                    a = pkttype;
+                }
+                c if c == libc::BPF_LD | libc::BPF_B | libc::BPF_ABS => {
+                    let Some(b) = byte(i.k as usize) else {
+                        return 0;
+                    };
+                    a = b;
+                }
+                c if c == libc::BPF_LD | libc::BPF_B | libc::BPF_IND => {
+                    let Some(b) = byte((x + i.k) as usize) else {
+                        return 0;
+                    };
+                    a = b;
+                }
+                c if c == libc::BPF_LDX | libc::BPF_B | libc::BPF_MSH => {
+                    let Some(b) = byte(i.k as usize) else {
+                        return 0;
+                    };
+                    x = (b & 0x0f) * 4;
+                }
+                c if c == libc::BPF_ALU | libc::BPF_RSH | libc::BPF_K => a >>= i.k,
+                c if c == libc::BPF_ALU | libc::BPF_AND | libc::BPF_K => a &= i.k,
+                c if c == libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K => {
+                    pc += if a == i.k { i.jt } else { i.jf } as usize;
+                }
+                c if c == libc::BPF_RET | libc::BPF_K => return i.k,
+                other => panic!("unexpected opcode {other:#x}"),
+            }
+        }
+    }
+
+    fn v4(protocol: u8, transport: &[u8]) -> Vec<u8> {
+        let mut p = vec![0x45, 0, 0, 0, 0, 0, 0, 0, 64, protocol, 0, 0];
+        p.extend_from_slice(&[127, 0, 0, 1, 192, 0, 2, 1]);
+        p.extend_from_slice(transport);
+        p
+    }
+
+    fn v6(next: u8, transport: &[u8]) -> Vec<u8> {
+        let mut p = vec![0x60, 0, 0, 0, 0, 0, next, 64];
+        p.extend_from_slice(&[0; 32]);
+        p.extend_from_slice(transport);
+        p
+    }
+
+    #[test]
+    fn the_packet_filter_keeps_every_first_packet_and_no_established_traffic() {
+        let f = first_packets_filter();
+        let tcp = |flags: u8| {
+            let mut t = vec![0u8; 20];
+            t[13] = flags;
+            t
+        };
+        const OUT: u32 = 4;
+        for build in [v4 as fn(u8, &[u8]) -> Vec<u8>, v6] {
+            assert_eq!(run(&f, &build(6, &tcp(0x02)), OUT), 128, "SYN");
+            assert_eq!(run(&f, &build(6, &tcp(0x12)), OUT), 0, "SYN-ACK");
+            assert_eq!(run(&f, &build(6, &tcp(0x10)), OUT), 0, "ACK");
+            assert_eq!(run(&f, &build(6, &tcp(0x18)), OUT), 0, "data");
+            for protocol in [17, 136, 132, 1, 58, 47, 255] {
+                assert_eq!(run(&f, &build(protocol, &[0; 8]), OUT), 128, "{protocol}");
+            }
+            assert_eq!(run(&f, &build(6, &tcp(0x02)), 0), 0, "incoming");
+            assert_eq!(run(&f, &build(17, &[0; 8]), 0), 0, "incoming");
+        }
+        assert_eq!(run(&f, &[0x20; 40], OUT), 0, "not IP");
+    }
 }

@@ -1,8 +1,10 @@
 //! The seccomp notification recorder, harness side: a thread reads every notification from
 //! the listener the sandbox handed over, decodes the system call (paths from the thread's
 //! memory, resolved against its cwd or dirfd; socket addresses; argv), checks that the
-//! notification is still valid (`ID_VALID`, so a recycled thread id cannot lie), and always
-//! answers `CONTINUE`: the kernel then runs the call, and Landlock and the namespaces decide.
+//! notification is still valid (`ID_VALID`, so a recycled thread id cannot lie), and answers
+//! `CONTINUE`: the kernel then runs the call, and Landlock and the namespaces decide. Calls the
+//! sandbox refuses outright ([`super::seccomp::refusal`]: foreign socket families, nested
+//! namespaces) are answered with their errno instead, decided from the registers alone.
 //! Records go to a bounded queue that the attempt observer drains at every checkpoint.
 //! Recorded memory can be changed by the target after we read it (TOCTOU): these records are
 //! evidence of intent, and file effects stay the ground truth.
@@ -40,6 +42,12 @@ pub enum AttemptKind {
         port: Option<u16>,
         /// Whether the socket is a UDP socket (a UDP connect sends nothing by itself).
         udp: bool,
+    },
+    /// A call the sandbox refused outright (a socket family no server needs, a nested
+    /// namespace): the server got an error, and the attempt is evidence of evasion.
+    Refused {
+        /// What was tried.
+        what: String,
     },
     /// execve(at).
     Exec {
@@ -119,30 +127,48 @@ fn run(listener: OwnedFd, queue: AttemptQueue) {
             // ENOENT: the target died before we read it; EINTR: retry.
             continue;
         }
-        let decoded = decode(&req);
+        // The registers cannot change under us: a refusal is decided before anything is read.
+        let refused = super::seccomp::refusal(req.data.nr as i64, &req.data.args);
+        let decoded = match &refused {
+            Some(r) => vec![AttemptKind::Refused {
+                what: r.what.clone(),
+            }],
+            None => decode(&req),
+        };
         // SAFETY: NOTIF_ID_VALID with a pointer to the id.
         let valid = unsafe { libc::ioctl(fd, libc::SECCOMP_IOCTL_NOTIF_ID_VALID, &req.id) } == 0;
-        let resp = libc::seccomp_notif_resp {
-            id: req.id,
-            val: 0,
-            error: 0,
-            flags: libc::SECCOMP_USER_NOTIF_FLAG_CONTINUE as u32,
+        let resp = match &refused {
+            Some(r) => libc::seccomp_notif_resp {
+                id: req.id,
+                val: 0,
+                error: -r.errno,
+                flags: 0,
+            },
+            None => libc::seccomp_notif_resp {
+                id: req.id,
+                val: 0,
+                error: 0,
+                flags: libc::SECCOMP_USER_NOTIF_FLAG_CONTINUE as u32,
+            },
         };
         // Always answer: an unanswered notification blocks the server's thread.
         // SAFETY: NOTIF_SEND with a pointer to a live response.
         unsafe { libc::ioctl(fd, libc::SECCOMP_IOCTL_NOTIF_SEND, &resp) };
-        if let (true, Some(kind)) = (valid, decoded) {
+        if valid && !decoded.is_empty() {
+            let pid = thread_group(req.pid).unwrap_or(req.pid);
             let mut q = queue.lock().unwrap_or_else(|p| p.into_inner());
-            if q.attempts.len() < QUEUE_CAP {
-                q.attempts.push(Attempt {
-                    at: Instant::now(),
-                    tid: req.pid,
-                    pid: thread_group(req.pid).unwrap_or(req.pid),
-                    syscall: super::seccomp::name_of(req.data.nr),
-                    kind,
-                });
-            } else {
-                q.dropped += 1;
+            for kind in decoded {
+                if q.attempts.len() < QUEUE_CAP {
+                    q.attempts.push(Attempt {
+                        at: Instant::now(),
+                        tid: req.pid,
+                        pid,
+                        syscall: super::seccomp::name_of(req.data.nr),
+                        kind,
+                    });
+                } else {
+                    q.dropped += 1;
+                }
             }
         }
     }
@@ -254,8 +280,187 @@ fn sockaddr(buf: &[u8]) -> Option<(String, String, Option<u16>)> {
     }
 }
 
-/// Decodes one notification; `None` for calls that are not worth recording.
-fn decode(req: &libc::seccomp_notif) -> Option<AttemptKind> {
+/// Decodes one notification: what it asked for (several destinations for `sendmmsg`), nothing
+/// for calls that are not worth recording.
+fn decode(req: &libc::seccomp_notif) -> Vec<AttemptKind> {
+    if req.data.nr as i64 == libc::SYS_sendmmsg {
+        return decode_sendmmsg(req).unwrap_or_default();
+    }
+    let syscall = super::seccomp::name_of(req.data.nr);
+    decode_one(req)
+        .map(|kind| match kind {
+            AttemptKind::Path {
+                path,
+                target,
+                flags,
+            } => {
+                // The call acts on what the path names after the kernel resolved it in the
+                // sandbox's view; a final symlink is followed by the calls that open.
+                let follows = matches!(
+                    syscall,
+                    "open"
+                        | "openat"
+                        | "openat2"
+                        | "creat"
+                        | "truncate"
+                        | "chmod"
+                        | "fchmodat"
+                        | "fchmodat2"
+                ) && flags.is_none_or(|f| f & O_NOFOLLOW == 0);
+                let second_is_path = !syscall.starts_with("symlink");
+                AttemptKind::Path {
+                    path: resolve(req.pid, &path, follows),
+                    target: target.map(|t| {
+                        if second_is_path {
+                            resolve(req.pid, &t, false)
+                        } else {
+                            t
+                        }
+                    }),
+                    flags,
+                }
+            }
+            other => other,
+        })
+        .into_iter()
+        .collect()
+}
+
+/// `O_NOFOLLOW`.
+const O_NOFOLLOW: u64 = 0o400000;
+
+/// Most symlinks followed while resolving one path (the kernel's own limit).
+const MAX_LINKS: usize = 40;
+
+/// The path `path` (absolute, as the thread named it) names once the kernel resolved it in the
+/// thread's view: a descriptor path (`/proc/self/fd/N`, `/proc/thread-self/fd/N`, `/dev/fd/N`)
+/// becomes what the descriptor refers to, symlinks are followed (the last one only when
+/// `follow_last`), `.` and `..` are folded. Each component is looked at through
+/// `/proc/TID/root`, so a symlink means what it means inside the sandbox. Best effort: the
+/// thread may change things after we looked (these records are evidence of intent).
+fn resolve(tid: u32, path: &str, follow_last: bool) -> String {
+    let mut path = path.to_string();
+    // A symlink may lead to a descriptor path (`/dev/stdout` is `/proc/self/fd/1`), which only
+    // the thread's own descriptor table can answer.
+    for _ in 0..4 {
+        if let Some(target) = descriptor_target(tid, &path) {
+            path = target;
+        }
+        if !path.starts_with('/') {
+            // A pipe or socket behind a descriptor: `pipe:[1234]`.
+            return path;
+        }
+        let walked = walk(tid, &path, follow_last);
+        if walked == path || descriptor_target(tid, &walked).is_none() {
+            return walked;
+        }
+        path = walked;
+    }
+    path
+}
+
+/// [`resolve`]'s walk through the components, in the thread's root.
+fn walk(tid: u32, path: &str, follow_last: bool) -> String {
+    let mut todo: std::collections::VecDeque<String> = path
+        .split('/')
+        .filter(|c| !c.is_empty())
+        .map(str::to_string)
+        .collect();
+    let mut out: Vec<String> = Vec::new();
+    let mut links = 0;
+    while let Some(c) = todo.pop_front() {
+        match c.as_str() {
+            "." => continue,
+            ".." => {
+                out.pop();
+                continue;
+            }
+            _ => {}
+        }
+        let last = todo.is_empty();
+        if (!last || follow_last) && links < MAX_LINKS {
+            let seen = format!("/proc/{tid}/root/{}", {
+                let mut v = out.clone();
+                v.push(c.clone());
+                v.join("/")
+            });
+            if let Ok(target) = std::fs::read_link(&seen) {
+                links += 1;
+                let target = target.to_string_lossy().into_owned();
+                if target.starts_with('/') {
+                    out.clear();
+                }
+                for part in target.split('/').rev().filter(|p| !p.is_empty()) {
+                    todo.push_front(part.to_string());
+                }
+                continue;
+            }
+        }
+        out.push(c);
+    }
+    format!("/{}", out.join("/"))
+}
+
+/// What a descriptor path of thread `tid` refers to, with the rest of the path appended.
+fn descriptor_target(tid: u32, path: &str) -> Option<String> {
+    let rest = ["/proc/self/fd/", "/proc/thread-self/fd/", "/dev/fd/"]
+        .iter()
+        .find_map(|prefix| path.strip_prefix(prefix))?;
+    let (fd, tail) = rest.split_once('/').unwrap_or((rest, ""));
+    let fd: u32 = fd.parse().ok()?;
+    let target = std::fs::read_link(format!("/proc/{tid}/fd/{fd}")).ok()?;
+    let target = target.to_string_lossy();
+    Some(if tail.is_empty() {
+        target.into_owned()
+    } else {
+        format!("{}/{tail}", target.trim_end_matches('/'))
+    })
+}
+
+/// Most messages of one `sendmmsg` whose destinations are read.
+const SENDMMSG_READ: u64 = 64;
+
+/// The distinct destinations of a `sendmmsg` (each `struct mmsghdr` starts with a `msghdr`
+/// whose first fields are `msg_name` and `msg_namelen`); messages without a name go where
+/// the socket is connected, which the packet socket sees.
+fn decode_sendmmsg(req: &libc::seccomp_notif) -> Option<Vec<AttemptKind>> {
+    let tid = req.pid;
+    let a = req.data.args;
+    let mem = File::open(format!("/proc/{tid}/mem")).ok()?;
+    let entry = std::mem::size_of::<libc::mmsghdr>() as u64;
+    let mut out: Vec<AttemptKind> = Vec::new();
+    for i in 0..a[2].min(SENDMMSG_READ) {
+        let Some(head) = read_mem(&mem, a[1] + i * entry, 16, false) else {
+            break;
+        };
+        if head.len() < 12 {
+            break;
+        }
+        let name = u64::from_ne_bytes(head[..8].try_into().ok()?);
+        let len = u32::from_ne_bytes(head[8..12].try_into().ok()?) as usize;
+        if name == 0 || len == 0 {
+            continue;
+        }
+        let Some((family, address, port)) = read_mem(&mem, name, len.min(128), false)
+            .as_deref()
+            .and_then(sockaddr)
+        else {
+            continue;
+        };
+        let kind = AttemptKind::Socket {
+            family,
+            address,
+            port,
+            udp: true,
+        };
+        if !out.contains(&kind) {
+            out.push(kind);
+        }
+    }
+    Some(out)
+}
+
+fn decode_one(req: &libc::seccomp_notif) -> Option<AttemptKind> {
     let tid = req.pid;
     let a = req.data.args;
     let mem = File::open(format!("/proc/{tid}/mem")).ok()?;

@@ -2,7 +2,7 @@
 //! process) and what it reports back as done ([`Enforcement`]). Both cross a process
 //! boundary as JSON, so they are plain data.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
@@ -16,7 +16,7 @@ pub enum SandboxLevel {
     BestEffort,
 }
 
-/// The environment variable that carries the config to `__sandbox-init`.
+/// The environment variable that carries the config to the sandbox init.
 pub const CONFIG_ENV: &str = "HINTCHECK_SANDBOX_CONFIG";
 
 /// Everything the init process needs; the harness resolves paths before sending it.
@@ -37,12 +37,20 @@ pub struct SandboxConfig {
     /// Directories the server may write (inside the scratch root).
     pub writable: Vec<PathBuf>,
     /// Host directories covered by an overlay inside the sandbox: the server may write there,
-    /// its writes land in `scratch_root/.sandbox/overlay-N/upper` and never reach the host.
+    /// its writes land in `scratch_root/.state/overlay-N/upper` and never reach the host.
     #[serde(default)]
     pub overlays: Vec<PathBuf>,
     /// Entries of the host's /tmp that the command line names: visible read-only inside,
     /// where /tmp is otherwise a fresh tmpfs.
     pub visible_tmp: Vec<PathBuf>,
+    /// Places that hold users' private files (home directories, /root): each is covered by an
+    /// empty tmpfs inside, so that no key, token or history of the invoking user is readable.
+    #[serde(default)]
+    pub hidden: Vec<PathBuf>,
+    /// Paths inside hidden places the server needs (its program, interpreter and packages,
+    /// `--expose` directories): shown read-only at their usual paths.
+    #[serde(default)]
+    pub exposed: Vec<PathBuf>,
     /// In root mode, the uid and gid the server runs as.
     pub run_as: Option<(u32, u32)>,
     /// The pid of the harness, to notice when it is already gone.
@@ -68,6 +76,9 @@ pub struct SandboxConfig {
     /// What that cgroup enforces, for the report.
     #[serde(default)]
     pub cgroup_enforces: Vec<String>,
+    /// The host name inside the sandbox (see [`super::sandbox_hostname`]).
+    #[serde(default)]
+    pub hostname: String,
     /// A step to fail on purpose with EPERM, for testing the failure paths (user namespaces
     /// restricted by AppArmor cannot be reproduced on every test machine). Set from
     /// [`SIMULATE_FAILURE_ENV`].
@@ -178,6 +189,9 @@ pub struct Enforcement {
     pub cgroup: Vec<String>,
     /// Steps that failed in best-effort mode.
     pub degraded: Vec<String>,
+    /// Descriptors inherited from whatever started hintcheck, closed before anything ran.
+    #[serde(default)]
+    pub inherited_descriptors_closed: usize,
 }
 
 /// The top-level entries of /tmp that `words` (a command line, environment values) name,
@@ -206,4 +220,224 @@ pub fn named_tmp_entries<'a>(
         }
     }
     out
+}
+
+/// The places on this host that hold users' private files: `/home`, `/root`, and the invoking
+/// user's home directory where it lies elsewhere (never `/` or a system directory). Symlinked
+/// places are named by their target, which is what a mount covers.
+pub fn private_directories() -> Vec<PathBuf> {
+    let mut candidates: Vec<PathBuf> = vec![PathBuf::from("/home"), PathBuf::from("/root")];
+    if let Some(home) = std::env::var_os("HOME").filter(|h| !h.is_empty()) {
+        candidates.push(PathBuf::from(home));
+    }
+    let system = [
+        "/", "/usr", "/bin", "/sbin", "/lib", "/lib64", "/etc", "/var", "/opt", "/proc", "/sys",
+        "/dev", "/run", "/tmp", "/srv", "/mnt", "/media", "/boot",
+    ];
+    let mut out: Vec<PathBuf> = Vec::new();
+    for c in candidates {
+        let Ok(real) = std::fs::canonicalize(&c) else {
+            continue;
+        };
+        if !real.is_dir() || system.iter().any(|s| real == Path::new(s)) {
+            continue;
+        }
+        if out.iter().any(|o| real.starts_with(o)) {
+            continue;
+        }
+        out.retain(|o| !o.starts_with(&real));
+        out.push(real);
+    }
+    out.sort();
+    out
+}
+
+/// Files that say a directory is the root of an installed package or a project: what a
+/// program found inside it needs around it.
+const PACKAGE_MARKERS: [&str; 7] = [
+    "pyvenv.cfg",
+    "package.json",
+    "pyproject.toml",
+    "setup.py",
+    "Cargo.toml",
+    "go.mod",
+    "requirements.txt",
+];
+
+/// What to show of a hidden place for a path `p` inside it that the server uses: its
+/// package's root (the directory holding its `node_modules`, a virtual environment, the
+/// `bin`, `lib` and `lib64` of an installation prefix, a project's root), else its directory,
+/// else itself. Never the hidden place itself or a home directory as a whole (`protected`).
+fn exposure_for(p: &Path, place: &Path) -> Vec<PathBuf> {
+    // /home/NAME and the place itself are never shown whole.
+    let homes = place.file_name().is_some_and(|n| n == "home");
+    let protected = |d: &Path| d == place || homes && d.parent() == Some(place);
+    let allowed = |d: &Path| d.starts_with(place) && !protected(d);
+    let dir = if p.is_dir() {
+        p
+    } else {
+        p.parent().unwrap_or(p)
+    };
+    // Inside node_modules: the project that holds it.
+    let mut acc = PathBuf::new();
+    for c in p.components() {
+        if c.as_os_str() == "node_modules" {
+            return vec![if allowed(&acc) {
+                acc
+            } else {
+                acc.join("node_modules")
+            }];
+        }
+        acc.push(c);
+    }
+    // The nearest package root.
+    for a in dir.ancestors().take_while(|a| allowed(a)) {
+        if PACKAGE_MARKERS.iter().any(|m| a.join(m).exists()) {
+            return vec![a.to_path_buf()];
+        }
+    }
+    // An installation prefix: PREFIX/bin/program.
+    if let Some(prefix) = dir
+        .file_name()
+        .filter(|n| *n == "bin" || *n == "sbin")
+        .and_then(|_| dir.parent())
+        .filter(|prefix| allowed(prefix))
+    {
+        return ["bin", "sbin", "lib", "lib64", "libexec"]
+            .iter()
+            .map(|d| prefix.join(d))
+            .filter(|d| d.is_dir())
+            .collect();
+    }
+    if allowed(dir) {
+        vec![dir.to_path_buf()]
+    } else {
+        vec![p.to_path_buf()]
+    }
+}
+
+/// The interpreter a script names on its `#!` line, if any.
+fn shebang(program: &Path) -> Option<PathBuf> {
+    let mut head = [0u8; 256];
+    let n = std::io::Read::read(&mut std::fs::File::open(program).ok()?, &mut head).ok()?;
+    let line = head[..n].strip_prefix(b"#!")?;
+    let line = line.split(|&b| b == b'\n').next()?;
+    let text = String::from_utf8_lossy(line);
+    let first = text.split_whitespace().next()?;
+    first.starts_with('/').then(|| PathBuf::from(first))
+}
+
+/// The paths inside `hidden` places that the server needs, shown read-only: for every absolute
+/// path among `words` (the program, its arguments, the values of its environment) that
+/// exists, and the interpreter of a script, the package around it (see [`exposure_for`]), both
+/// as named and with symlinks resolved; and the `explicit` directories (`--expose`) as given.
+pub fn exposed_paths<'a>(
+    hidden: &[PathBuf],
+    words: impl IntoIterator<Item = &'a str>,
+    program: &Path,
+    explicit: &[PathBuf],
+) -> Vec<PathBuf> {
+    let mut named: Vec<PathBuf> = vec![program.to_path_buf()];
+    named.extend(shebang(program));
+    for word in words {
+        for candidate in std::iter::once(word).chain(word.split_once('=').map(|(_, v)| v)) {
+            if candidate.starts_with('/') && Path::new(candidate).exists() {
+                named.push(PathBuf::from(candidate));
+            }
+        }
+    }
+    let mut resolved: Vec<PathBuf> = Vec::new();
+    for p in named {
+        let real = std::fs::canonicalize(&p).ok();
+        // A resolved script names its interpreter too (a virtual environment's entry point).
+        if let Some(interpreter) = real.as_deref().and_then(shebang) {
+            resolved.extend(std::fs::canonicalize(&interpreter).ok());
+            resolved.push(interpreter);
+        }
+        resolved.push(p);
+        resolved.extend(real);
+    }
+    let mut out: Vec<PathBuf> = Vec::new();
+    for p in resolved {
+        let Some(place) = hidden.iter().find(|h| p.starts_with(h)) else {
+            continue;
+        };
+        for e in exposure_for(&p, place) {
+            if !out.contains(&e) {
+                out.push(e);
+            }
+        }
+    }
+    for e in explicit {
+        if hidden.iter().any(|h| e.starts_with(h)) && !out.contains(e) {
+            out.push(e.clone());
+        }
+    }
+    // A path inside another shown path needs no bind of its own.
+    out.sort();
+    let mut kept: Vec<PathBuf> = Vec::new();
+    for p in out {
+        if !kept.iter().any(|k| p.starts_with(k)) {
+            kept.push(p);
+        }
+    }
+    kept
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_program_in_a_hidden_place_brings_its_package_and_interpreter_only() {
+        let t = tempfile::tempdir().expect("tempdir");
+        let home = t.path().join("home");
+        let user = home.join("dev");
+        // A virtual environment whose entry point names its python, which is a symlink into
+        // an installation prefix that also lies in the home directory.
+        let venv = user.join(".cache/tool/venv/abc");
+        let prefix = user.join(".pyenv/versions/3.11");
+        for d in [
+            venv.join("bin"),
+            prefix.join("bin"),
+            prefix.join("lib/python3.11"),
+            user.join(".ssh"),
+            user.join("proj/node_modules/srv/dist"),
+        ] {
+            std::fs::create_dir_all(&d).expect("mkdir");
+        }
+        std::fs::write(venv.join("pyvenv.cfg"), "home = x\n").expect("cfg");
+        std::fs::write(prefix.join("bin/python3.11"), "").expect("python");
+        std::os::unix::fs::symlink(prefix.join("bin/python3.11"), venv.join("bin/python"))
+            .expect("symlink");
+        let entry = venv.join("bin/server");
+        std::fs::write(
+            &entry,
+            format!("#!{}\nimport x\n", venv.join("bin/python").display()),
+        )
+        .expect("entry");
+        std::fs::write(user.join(".ssh/id_ed25519"), "secret").expect("key");
+        let script = user.join("proj/node_modules/srv/dist/index.js");
+        std::fs::write(&script, "").expect("script");
+        let home = std::fs::canonicalize(&home).expect("canonical");
+        let hidden = vec![home.clone()];
+        let real = |p: &Path| std::fs::canonicalize(p).expect("canonical");
+        let shown = exposed_paths(&hidden, [script.to_str().expect("utf-8")], &entry, &[]);
+        assert!(shown.contains(&real(&venv)), "{shown:?}");
+        assert!(shown.contains(&real(&prefix.join("bin"))), "{shown:?}");
+        assert!(shown.contains(&real(&prefix.join("lib"))), "{shown:?}");
+        assert!(shown.contains(&real(&user.join("proj"))), "{shown:?}");
+        for s in &shown {
+            assert!(
+                !real(&user.join(".ssh")).starts_with(s),
+                "{s:?} shows the keys"
+            );
+            assert_ne!(s, &real(&user), "the whole home directory");
+        }
+        // A script lying directly in the home directory is shown alone.
+        let loose = user.join("server.py");
+        std::fs::write(&loose, "").expect("loose");
+        let shown = exposed_paths(&hidden, [], &loose, &[]);
+        assert_eq!(shown, vec![real(&loose)]);
+    }
 }

@@ -3,7 +3,7 @@
 //! group, and finally sweeps for stragglers that left the group (marked by an environment
 //! variable, or orphaned to hintcheck when it is a child subreaper). Dropping a
 //! [`ServerProcess`] kills the group, so a panic or an interrupted run leaves nothing behind.
-//! [`ServerProcess::spawn_sandboxed`] starts the server through `hintcheck __sandbox-init`
+//! [`ServerProcess::spawn_sandboxed`] starts the server through the sandbox init (hintcheck re-executed as `/sbin/init`)
 //! instead: the same binary, opened once and executed through its descriptor.
 
 #![allow(unsafe_code)]
@@ -171,6 +171,19 @@ impl ServerProcess {
             .stderr(Stdio::piped())
             .process_group(0)
             .kill_on_drop(true);
+        // SAFETY: between fork and exec only close_range, which is async-signal-safe: no
+        // descriptor inherited from whatever started hintcheck reaches the server.
+        unsafe {
+            cmd.pre_exec(|| {
+                libc::syscall(
+                    libc::SYS_close_range,
+                    3u32,
+                    u32::MAX,
+                    libc::CLOSE_RANGE_CLOEXEC,
+                );
+                Ok(())
+            });
+        }
         let child = cmd.spawn().map_err(|source| LaunchError::Spawn {
             program: program.display().to_string(),
             source,
@@ -207,7 +220,7 @@ impl ServerProcess {
         ))
     }
 
-    /// Starts the server inside the sandbox: `hintcheck __sandbox-init` with the control
+    /// Starts the server inside the sandbox: the sandbox init with the control
     /// socket on fd 3. Returns once the server was executed, with what was enforced.
     pub async fn spawn_sandboxed(
         spec: &LaunchSpec,
@@ -236,7 +249,9 @@ impl ServerProcess {
         let json = serde_json::to_string(config)
             .map_err(|e| sandbox_err("config", std::io::Error::other(e)))?;
         let mut cmd = Command::new(format!("/proc/self/fd/{}", exe.as_raw_fd()));
-        cmd.arg("__sandbox-init")
+        // PID 1 of the sandbox is a fork of this process: its command line is all the server
+        // can read of it, and it must look like any container's init.
+        cmd.arg0(super::init::INIT_ARGV0)
             .env_clear()
             .env(CONFIG_ENV, json)
             .env(RUN_MARKER, &spec.run_id)
@@ -263,7 +278,7 @@ impl ServerProcess {
             });
         }
         let mut child = cmd.spawn().map_err(|source| LaunchError::Spawn {
-            program: "hintcheck __sandbox-init".into(),
+            program: "hintcheck (sandbox init)".into(),
             source,
         })?;
         drop(init_end);
@@ -351,7 +366,7 @@ impl ServerProcess {
                 return Err(LaunchError::Sandbox(f));
             }
         };
-        let (process, pipes) = Self::adopt(child, &spec.run_id, "hintcheck __sandbox-init")?;
+        let (process, pipes) = Self::adopt(child, &spec.run_id, "hintcheck (sandbox init)")?;
         Ok(Sandboxed {
             process,
             pipes,

@@ -9,6 +9,16 @@ use std::path::{Path, PathBuf};
 
 use super::LaunchError;
 
+/// The directory of the scratch root that holds the sandbox's own files (its resolv.conf, the
+/// overlays' layers). Its name, like the root's, says nothing of hintcheck: both show in the
+/// sandbox's mount table.
+pub const STATE_DIR: &str = ".state";
+
+/// The layers of the `i`-th overlay (`upper`, `work`) under the scratch root.
+pub fn overlay_dir(scratch_root: &Path, i: usize) -> PathBuf {
+    scratch_root.join(STATE_DIR).join(format!("overlay-{i}"))
+}
+
 /// Most entries copied from a seed directory.
 const MAX_SEED_ENTRIES: usize = 100_000;
 
@@ -32,7 +42,10 @@ impl Scratch {
     /// Creates the directories under the system temporary directory.
     pub fn create() -> Result<Scratch, LaunchError> {
         let root = tempfile::Builder::new()
-            .prefix("hintcheck-")
+            // Named as mktemp names its directories: nothing in the server's paths may say
+            // it is watched.
+            .prefix("tmp.")
+            .rand_bytes(10)
             .tempdir()
             .map_err(|source| LaunchError::Scratch { source })?;
         let base = root.path().to_path_buf();
@@ -206,7 +219,7 @@ impl Scratch {
         }
     }
 
-    /// Prepares the scratch root for the sandbox: a `.sandbox` directory for its own files,
+    /// Prepares the scratch root for the sandbox: a [`STATE_DIR`] directory for its own files,
     /// and, when the server runs as another uid (root mode), the three directories handed
     /// over to that uid and the root made traversable.
     pub fn prepare_sandbox(
@@ -217,10 +230,10 @@ impl Scratch {
         let Some(root) = self.root() else {
             return Ok(());
         };
-        fs::create_dir_all(root.join(".sandbox"))?;
+        fs::create_dir_all(root.join(STATE_DIR))?;
         for i in 0..overlays {
-            fs::create_dir_all(root.join(format!(".sandbox/overlay-{i}/upper")))?;
-            fs::create_dir_all(root.join(format!(".sandbox/overlay-{i}/work")))?;
+            fs::create_dir_all(overlay_dir(root, i).join("upper"))?;
+            fs::create_dir_all(overlay_dir(root, i).join("work"))?;
         }
         if let Some((uid, gid)) = run_as {
             fs::set_permissions(root, fs::Permissions::from_mode(0o711))?;

@@ -1,16 +1,26 @@
 //! The seccomp filter of the server, as hand-written classic BPF (no C library to install).
 //!
-//! Refused: system calls of a foreign architecture (an x86_64 process can still enter the i386
-//! table with `int 0x80`) and the x32 ABI, and `io_uring_setup`/`enter`/`register` (ENOSYS: io_uring
-//! operations bypass seccomp, so a server could otherwise act unobserved); `socket(AF_UNIX)`
-//! (EACCES: a network namespace does not isolate pathname unix sockets and Landlock controls
-//! them only from ABI 9; `socketpair` stays allowed).
+//! Refused outright: system calls of a foreign architecture (an x86_64 process can still enter
+//! the i386 table with `int 0x80`) and the x32 ABI, `io_uring_setup`/`enter`/`register` (io_uring
+//! operations bypass seccomp, so a server could otherwise act unobserved) and `clone3` (its
+//! flags sit in a struct BPF cannot read; runtimes fall back to `clone`), all with ENOSYS;
+//! `socket(AF_UNIX)` with EACCES (a network namespace does not isolate pathname unix sockets and
+//! Landlock controls them only from ABI 9; `socketpair` stays allowed). These are routine
+//! (glibc probes nscd's socket on every lookup) and not reported.
+//!
+//! Refused and reported ([`refusal`]): every other socket family than `AF_INET`, `AF_INET6` and
+//! routing netlink (`AF_VSOCK` reaches a virtual machine's host, `AF_PACKET` and others reach
+//! what the network namespace hides), `socketpair` of any family but `AF_UNIX`, `unshare` and
+//! `clone` with any `CLONE_NEW*` flag, and `setns`: nested namespaces give full capabilities
+//! over new kernel objects (nf_tables, mounts), the usual route to kernel privilege
+//! escalation. With a listener the harness answers these with the error, after recording
+//! them; without one the filter returns the error itself.
 //!
 //! Reported to the harness through a user-notification listener, then continued: `open` and
 //! `openat` with a write flag (tested in BPF, so read-only opens cost nothing), `openat2`,
 //! `creat`, `truncate`, `unlink(at)`, `rename(at, at2)`, `mkdir(at)`, `rmdir`, `link(at)`,
 //! `symlink(at)`, `mknod(at)`, `chmod`, `fchmodat`, `connect`, `bind`, `sendto` with an
-//! address, and `execve(at)`. Everything else is allowed.
+//! address, `sendmmsg`, and `execve(at)`. Everything else is allowed.
 
 use serde::Serialize;
 
@@ -45,7 +55,19 @@ const SECCOMP_RET_ERRNO: u32 = 0x0005_0000;
 pub const SECCOMP_RET_USER_NOTIF: u32 = 0x7fc0_0000;
 const ENOSYS: u32 = 38;
 const EACCES: u32 = 13;
+const EPERM: u32 = 1;
+const EAFNOSUPPORT: u32 = 97;
+const EPROTONOSUPPORT: u32 = 93;
 const AF_UNIX: u32 = 1;
+const AF_INET: u32 = 2;
+const AF_INET6: u32 = 10;
+const AF_NETLINK: u32 = 16;
+const NETLINK_ROUTE: u32 = 0;
+/// The `CLONE_NEW*` flags `clone` takes (NEWNS, NEWCGROUP, NEWUTS, NEWIPC, NEWUSER, NEWPID,
+/// NEWNET); in `clone`'s flags the byte 0x80 is part of the exit signal.
+const CLONE_NEW_FLAGS: u32 = 0x7E02_0000;
+/// The namespace flags `unshare` takes: those and `CLONE_NEWTIME`.
+const UNSHARE_NEW_FLAGS: u32 = CLONE_NEW_FLAGS | 0x80;
 
 #[cfg(target_arch = "x86_64")]
 const AUDIT_ARCH: u32 = 0xC000_003E;
@@ -59,6 +81,108 @@ const X32_SYSCALL_BIT: Option<u32> = None;
 
 /// The io_uring system calls (the same numbers on every architecture since 5.1).
 const IO_URING: [u32; 3] = [425, 426, 427];
+/// `clone3` (the same number on every architecture since 5.3).
+const CLONE3: u32 = 435;
+
+/// A system call the sandbox refuses and reports: the errno the server gets, and what it
+/// tried, for the report.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    /// The errno returned to the server.
+    pub errno: i32,
+    /// What was tried, for humans: `socket(AF_VSOCK)`, `unshare(CLONE_NEWUSER|CLONE_NEWNET)`.
+    pub what: String,
+}
+
+/// The name of an address family, for reports.
+fn family_name(family: u32) -> String {
+    let name = match family {
+        1 => "AF_UNIX",
+        2 => "AF_INET",
+        3 => "AF_AX25",
+        4 => "AF_IPX",
+        5 => "AF_APPLETALK",
+        9 => "AF_X25",
+        10 => "AF_INET6",
+        16 => "AF_NETLINK",
+        17 => "AF_PACKET",
+        21 => "AF_RDS",
+        29 => "AF_CAN",
+        30 => "AF_TIPC",
+        31 => "AF_BLUETOOTH",
+        38 => "AF_ALG",
+        40 => "AF_VSOCK",
+        41 => "AF_KCM",
+        42 => "AF_QIPCRTR",
+        44 => "AF_XDP",
+        45 => "AF_MCTP",
+        _ => return format!("address family {family}"),
+    };
+    name.to_string()
+}
+
+/// The names of the namespace flags set in `flags`.
+fn namespace_flags(flags: u32) -> String {
+    const NAMES: [(u32, &str); 8] = [
+        (0x0002_0000, "CLONE_NEWNS"),
+        (0x0200_0000, "CLONE_NEWCGROUP"),
+        (0x0400_0000, "CLONE_NEWUTS"),
+        (0x0800_0000, "CLONE_NEWIPC"),
+        (0x1000_0000, "CLONE_NEWUSER"),
+        (0x2000_0000, "CLONE_NEWPID"),
+        (0x4000_0000, "CLONE_NEWNET"),
+        (0x80, "CLONE_NEWTIME"),
+    ];
+    NAMES
+        .iter()
+        .filter(|(bit, _)| flags & bit != 0)
+        .map(|(_, n)| *n)
+        .collect::<Vec<_>>()
+        .join("|")
+}
+
+/// Whether the sandbox refuses this call and reports it, decided from the registers alone
+/// (no memory the server could change afterwards). The filter's program makes exactly these
+/// decisions (a unit test checks that they agree).
+pub fn refusal(nr: i64, args: &[u64; 6]) -> Option<Refusal> {
+    let low = |i: usize| args[i] as u32;
+    let refuse = |errno: u32, what: String| {
+        Some(Refusal {
+            errno: errno as i32,
+            what,
+        })
+    };
+    match nr {
+        libc::SYS_socket => match low(0) {
+            AF_INET | AF_INET6 | AF_UNIX => None,
+            AF_NETLINK if low(2) == NETLINK_ROUTE => None,
+            AF_NETLINK => refuse(
+                EPROTONOSUPPORT,
+                format!("socket(AF_NETLINK, protocol {})", low(2)),
+            ),
+            family => refuse(EAFNOSUPPORT, format!("socket({})", family_name(family))),
+        },
+        libc::SYS_socketpair if low(0) != AF_UNIX => {
+            refuse(EAFNOSUPPORT, format!("socketpair({})", family_name(low(0))))
+        }
+        libc::SYS_unshare if low(0) & UNSHARE_NEW_FLAGS != 0 => refuse(
+            EPERM,
+            format!(
+                "unshare({}): a nested namespace",
+                namespace_flags(low(0) & UNSHARE_NEW_FLAGS)
+            ),
+        ),
+        libc::SYS_clone if low(0) & CLONE_NEW_FLAGS != 0 => refuse(
+            EPERM,
+            format!(
+                "clone({}): a nested namespace",
+                namespace_flags(low(0) & CLONE_NEW_FLAGS)
+            ),
+        ),
+        libc::SYS_setns => refuse(EPERM, "setns: joining another namespace".into()),
+        _ => None,
+    }
+}
 
 /// Open flags that mean a write: O_WRONLY, O_RDWR, O_CREAT, O_TRUNC, O_APPEND, __O_TMPFILE.
 pub const WRITE_FLAGS: u32 = 0o1 | 0o2 | 0o100 | 0o1000 | 0o2000 | 0o20000000;
@@ -98,6 +222,7 @@ fn rules() -> Vec<(u32, When, &'static str)> {
         (libc::SYS_connect, When::Always, "connect"),
         (libc::SYS_bind, When::Always, "bind"),
         (libc::SYS_sendto, When::NonZero(4), "sendto"),
+        (libc::SYS_sendmmsg, When::Always, "sendmmsg"),
         (libc::SYS_execve, When::Always, "execve"),
         (libc::SYS_execveat, When::Always, "execveat"),
     ];
@@ -117,12 +242,25 @@ fn rules() -> Vec<(u32, When, &'static str)> {
     v.into_iter().map(|(nr, w, n)| (nr as u32, w, n)).collect()
 }
 
-/// The name of a watched system call.
+/// The name of a watched or refused system call.
 pub fn name_of(nr: i32) -> &'static str {
+    let refused: [(i64, &'static str); 5] = [
+        (libc::SYS_socket, "socket"),
+        (libc::SYS_socketpair, "socketpair"),
+        (libc::SYS_unshare, "unshare"),
+        (libc::SYS_clone, "clone"),
+        (libc::SYS_setns, "setns"),
+    ];
     rules()
         .into_iter()
         .find(|r| r.0 == nr as u32)
         .map(|r| r.2)
+        .or_else(|| {
+            refused
+                .iter()
+                .find(|(n, _)| *n == nr as i64)
+                .map(|(_, name)| *name)
+        })
         .unwrap_or("?")
 }
 
@@ -152,12 +290,55 @@ pub fn filter(notify: bool) -> Vec<Insn> {
         p.push(jump(BPF_JEQ_K, nr, 0, 1));
         p.push(ret(enosys));
     }
-    // socket(AF_UNIX, …) → EACCES; other families allowed.
-    p.push(jump(BPF_JEQ_K, libc::SYS_socket as u32, 0, 4));
-    p.push(stmt(BPF_LD_W_ABS, arg_low(0)));
-    p.push(jump(BPF_JEQ_K, AF_UNIX, 0, 1));
-    p.push(ret(SECCOMP_RET_ERRNO | EACCES));
-    p.push(ret(SECCOMP_RET_ALLOW));
+    // clone3's flags sit in a struct: ENOSYS, and runtimes fall back to clone.
+    p.push(jump(BPF_JEQ_K, CLONE3, 0, 1));
+    p.push(ret(enosys));
+    // Refusals the harness records (with a listener) or the filter answers (without one).
+    let refuse = |errno: u32| {
+        ret(if notify {
+            SECCOMP_RET_USER_NOTIF
+        } else {
+            SECCOMP_RET_ERRNO | errno
+        })
+    };
+    let allow = ret(SECCOMP_RET_ALLOW);
+    // socket: inet, inet6 and routing netlink; unix refused silently; the rest reported.
+    p.extend([
+        jump(BPF_JEQ_K, libc::SYS_socket as u32, 0, 11),
+        stmt(BPF_LD_W_ABS, arg_low(0)),
+        jump(BPF_JEQ_K, AF_INET, 8, 0),
+        jump(BPF_JEQ_K, AF_INET6, 7, 0),
+        jump(BPF_JEQ_K, AF_UNIX, 0, 1),
+        ret(SECCOMP_RET_ERRNO | EACCES),
+        jump(BPF_JEQ_K, AF_NETLINK, 0, 3),
+        stmt(BPF_LD_W_ABS, arg_low(2)),
+        jump(BPF_JEQ_K, NETLINK_ROUTE, 2, 0),
+        refuse(EPROTONOSUPPORT),
+        refuse(EAFNOSUPPORT),
+        allow,
+    ]);
+    // socketpair: unix only.
+    p.extend([
+        jump(BPF_JEQ_K, libc::SYS_socketpair as u32, 0, 4),
+        stmt(BPF_LD_W_ABS, arg_low(0)),
+        jump(BPF_JEQ_K, AF_UNIX, 0, 1),
+        allow,
+        refuse(EAFNOSUPPORT),
+    ]);
+    // unshare and clone with a namespace flag; setns always.
+    for (nr, mask) in [
+        (libc::SYS_unshare as u32, UNSHARE_NEW_FLAGS),
+        (libc::SYS_clone as u32, CLONE_NEW_FLAGS),
+    ] {
+        p.extend([
+            jump(BPF_JEQ_K, nr, 0, 4),
+            stmt(BPF_LD_W_ABS, arg_low(0)),
+            jump(BPF_JSET_K, mask, 0, 1),
+            refuse(EPERM),
+            allow,
+        ]);
+    }
+    p.extend([jump(BPF_JEQ_K, libc::SYS_setns as u32, 0, 1), refuse(EPERM)]);
     if notify {
         for (nr, when, _) in rules() {
             match when {
@@ -242,6 +423,69 @@ mod tests {
             }
         }
         panic!("the program did not return (a loop?)");
+    }
+
+    #[test]
+    fn the_program_refuses_exactly_what_refusal_names() {
+        let n = |nr: i64| nr as u32;
+        let a = AUDIT_ARCH;
+        let mut cases: Vec<(i64, [u64; 6])> = Vec::new();
+        for family in 0..64u64 {
+            for protocol in [0u64, 4, 9, 15] {
+                cases.push((libc::SYS_socket, [family, 1, protocol, 0, 0, 0]));
+            }
+            cases.push((libc::SYS_socketpair, [family, 1, 0, 0, 0, 0]));
+        }
+        for bit in 0..32 {
+            let flags = 1u64 << bit;
+            cases.push((libc::SYS_unshare, [flags, 0, 0, 0, 0, 0]));
+            cases.push((libc::SYS_clone, [flags | 17, 0, 0, 0, 0, 0]));
+        }
+        // What glibc's fork and pthread_create pass.
+        cases.push((libc::SYS_clone, [0x0120_0011, 0, 0, 0, 0, 0]));
+        cases.push((libc::SYS_clone, [0x003d_0f00, 0, 0, 0, 0, 0]));
+        cases.push((libc::SYS_setns, [3, 0, 0, 0, 0, 0]));
+        for notify in [false, true] {
+            let p = filter(notify);
+            for (nr, args) in &cases {
+                let got = run(&p, a, n(*nr), *args);
+                let want = match refusal(*nr, args) {
+                    Some(_) if notify => SECCOMP_RET_USER_NOTIF,
+                    Some(r) => SECCOMP_RET_ERRNO | r.errno as u32,
+                    None if *nr == libc::SYS_socket && args[0] == 1 => SECCOMP_RET_ERRNO | EACCES,
+                    None => SECCOMP_RET_ALLOW,
+                };
+                assert_eq!(got, want, "notify {notify}: nr {nr} args {args:?}");
+            }
+            assert_eq!(
+                run(&p, a, CLONE3, [0; 6]),
+                SECCOMP_RET_ERRNO | ENOSYS,
+                "clone3"
+            );
+        }
+        let vsock = refusal(libc::SYS_socket, &[40, 1, 0, 0, 0, 0]).expect("vsock");
+        assert_eq!(vsock.what, "socket(AF_VSOCK)");
+        assert!(
+            refusal(libc::SYS_socket, &[16, 3, 0, 0, 0, 0]).is_none(),
+            "rtnetlink"
+        );
+        assert!(
+            refusal(libc::SYS_socket, &[16, 3, 12, 0, 0, 0]).is_some(),
+            "nf_tables"
+        );
+        let user = refusal(
+            libc::SYS_unshare,
+            &[0x1000_0000 | 0x4000_0000, 0, 0, 0, 0, 0],
+        )
+        .expect("userns");
+        assert_eq!(
+            user.what,
+            "unshare(CLONE_NEWUSER|CLONE_NEWNET): a nested namespace"
+        );
+        assert!(
+            refusal(libc::SYS_clone, &[0x80 | 17, 0, 0, 0, 0, 0]).is_none(),
+            "exit signal"
+        );
     }
 
     #[test]

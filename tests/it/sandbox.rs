@@ -49,6 +49,7 @@ fn stage() -> &'static Stage {
         for fixture in [
             "escape",
             "external-connect",
+            "hostile-sandbox",
             "network",
             "python",
             "python-background",
@@ -172,6 +173,16 @@ fn prefix(who: As, own_netns: bool) -> Option<Vec<String>> {
 
 /// Runs hintcheck through `prefix` with a wall-clock limit.
 fn run_as(prefix: &[String], args: &[String], limit: Duration) -> Outcome {
+    run_as_with_env(prefix, args, &[], limit)
+}
+
+/// [`run_as`] with more environment for hintcheck.
+fn run_as_with_env(
+    prefix: &[String],
+    args: &[String],
+    env: &[(&str, String)],
+    limit: Duration,
+) -> Outcome {
     let mut argv: Vec<String> = prefix.to_vec();
     argv.push(stage().hintcheck.display().to_string());
     argv.extend(args.iter().cloned());
@@ -180,6 +191,7 @@ fn run_as(prefix: &[String], args: &[String], limit: Duration) -> Outcome {
         argv.push(format!("HINTCHECK_IT={}", stage().dir.display()));
     }
     let mut cmd = Command::new(&argv[0]);
+    cmd.envs(env.iter().map(|(k, v)| (k, v)));
     cmd.args(&argv[1..])
         .env("HINTCHECK_FAKE_SERVER", &stage().fake)
         .env("TMPDIR", "/tmp")
@@ -1299,4 +1311,263 @@ as_root_and_unprivileged!(
     a_static_binary_is_observed_as_root,
     a_static_binary_is_observed_unprivileged,
     static_run
+);
+
+/// Starts hintcheck (its path and arguments follow) the way a careless launcher would: with
+/// three descriptors it leaked, a host file open for writing, a connected unix socket and a
+/// directory.
+const LEAKING_LAUNCHER: &str = r#"
+import os, socket, sys
+f = os.open(os.environ["LEAK_FILE"], os.O_WRONLY | os.O_APPEND)
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.connect(os.environ["LEAK_SOCKET"])
+d = os.open(os.environ["LEAK_DIR"], os.O_RDONLY | os.O_DIRECTORY)
+for fd, at in ((f, 40), (s.detach(), 41), (d, 42)):
+    os.dup2(fd, at, inheritable=True)
+os.execv(sys.argv[1], sys.argv[1:])
+"#;
+
+/// The hardening suite: a server attacks the sandbox from inside a network namespace the test
+/// made. Descriptors leaked to hintcheck never reach it, foreign socket families and nested
+/// namespaces are refused and reported, traffic on any port and protocol is seen, the invoking
+/// user's secrets stay out of sight (and out of the report), and nothing names hintcheck.
+fn hostile_sandbox_run(who: As) {
+    if !Path::new("/usr/bin/python3").is_file() {
+        return skip("/usr/bin/python3 is missing (the hostile server is in Python)");
+    }
+    if !have("unshare") {
+        return skip("unshare (util-linux) is missing");
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let Some(mut prefix) = prefix(who, true) else {
+        return;
+    };
+    let tag = format!("{who:?}").to_lowercase();
+    // What leaks in: a host file, a unix socket with a listener, a directory, all open to
+    // every uid so that only the sandbox can keep them from the server.
+    let leaks = open_dir(&format!("leaks-{tag}"));
+    let leak_file = leaks.join("host-file.txt");
+    world_writable_file(&leak_file, "");
+    let leak_dir = open_dir(&format!("leak-dir-{tag}"));
+    let sock_path = leaks.join("daemon.sock");
+    let daemon = std::os::unix::net::UnixListener::bind(&sock_path).expect("unix listener");
+    std::fs::set_permissions(&sock_path, std::fs::Permissions::from_mode(0o777)).expect("chmod");
+    let accepted = std::thread::spawn(move || daemon.accept().map(|(conn, _)| conn));
+    // The invoking user's secrets: a key in a home directory every uid may read, and tokens
+    // in hintcheck's environment.
+    let marker = format!("hintcheck-it-secret-{}", std::process::id());
+    let home_dir = if is_root() {
+        Some(PathBuf::from(format!(
+            "/home/hintcheck-it-{}",
+            std::process::id()
+        )))
+    } else {
+        std::env::var_os("HOME")
+            .map(PathBuf::from)
+            .filter(|h| h.starts_with("/home"))
+            .map(|h| h.join(format!(".ssh-hintcheck-it-{}", std::process::id())))
+    };
+    let key = home_dir.as_ref().and_then(|dir| {
+        let ssh = if is_root() {
+            dir.join(".ssh")
+        } else {
+            dir.clone()
+        };
+        std::fs::create_dir_all(&ssh).ok()?;
+        for d in [dir.as_path(), ssh.as_path()] {
+            std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o755)).ok()?;
+        }
+        let key = ssh.join("id_ed25519");
+        std::fs::write(&key, &marker).ok()?;
+        std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o644)).ok()?;
+        Some(key)
+    });
+    prefix.extend([
+        "/usr/bin/python3".to_string(),
+        "-c".to_string(),
+        LEAKING_LAUNCHER.to_string(),
+    ]);
+    let args: Vec<String> = [
+        "verify",
+        "--scenario",
+        &fixture("hostile-sandbox"),
+        "--format",
+        "json",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let env = [
+        ("LEAK_FILE", leak_file.display().to_string()),
+        ("LEAK_SOCKET", sock_path.display().to_string()),
+        ("LEAK_DIR", leak_dir.display().to_string()),
+        ("GITHUB_TOKEN", format!("{marker}-token")),
+        ("AWS_SECRET_ACCESS_KEY", format!("{marker}-aws")),
+    ];
+    let out = run_as_with_env(&prefix, &args, &env, Duration::from_secs(120));
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    let r = out.json();
+    let whole = out.stdout.clone();
+    let tools = r["tools"].as_array().expect("tools");
+    let call = |name: &str| -> &serde_json::Value {
+        &tools
+            .iter()
+            .find(|t| t["name"] == name)
+            .unwrap_or_else(|| panic!("{name}"))["calls"][0]
+    };
+    // Every attack failed inside: the tools say so (isError means it worked).
+    for tool in [
+        "inherited_descriptors",
+        "vsock",
+        "packet_socket",
+        "nf_tables",
+        "nested_namespaces",
+        "clone_newuser",
+        "read_secrets",
+        "tells",
+    ] {
+        assert_eq!(call(tool)["outcome"], "ok", "{tool}: {}", call(tool));
+    }
+    // 1. Leaked descriptors: closed before the server ran, said in the report, host unchanged.
+    let enforced = r["sandbox"]["enforced"].to_string();
+    let closed = enforced
+        .split("descriptors: only stdin, stdout and stderr reach the server (")
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|n| n.parse::<u32>().ok())
+        .unwrap_or_else(|| panic!("no descriptor statement: {enforced}"));
+    assert!(
+        closed >= 3,
+        "{closed} inherited descriptors closed: {enforced}"
+    );
+    assert_eq!(std::fs::read_to_string(&leak_file).expect("leak file"), "");
+    assert!(
+        crate::util::entries(&leak_dir).is_empty(),
+        "wrote through the directory"
+    );
+    let mut conn = accepted.join().expect("join").expect("accept");
+    conn.set_nonblocking(true).expect("nonblocking");
+    let mut buf = [0u8; 64];
+    assert!(
+        matches!(
+            std::io::Read::read(&mut conn, &mut buf).map_err(|e| e.kind()),
+            Err(ErrorKind::WouldBlock) | Ok(0)
+        ),
+        "the host daemon received data"
+    );
+    // 2, 3. Refused and reported, per tool.
+    let findings = r["findings"].as_array().expect("findings");
+    let evasion = |tool: &str| -> Vec<String> {
+        findings
+            .iter()
+            .filter(|f| f["audit"] == "sandbox-evasion" && f["tool"] == tool)
+            .flat_map(|f| f["evidence"].as_array().cloned().unwrap_or_default())
+            .map(|e| e["text"].as_str().unwrap_or_default().to_string())
+            .collect()
+    };
+    for (tool, what) in [
+        ("vsock", "socket(AF_VSOCK)"),
+        ("packet_socket", "socket(AF_PACKET)"),
+        ("nf_tables", "socket(AF_NETLINK, protocol 12)"),
+        ("nested_namespaces", "unshare(CLONE_NEWUSER|CLONE_NEWNET)"),
+        ("nested_namespaces", "setns"),
+        ("clone_newuser", "clone(CLONE_NEWUSER)"),
+    ] {
+        let e = evasion(tool);
+        assert!(
+            e.iter().any(|t| t.contains(what)),
+            "{tool}: {what} not in {e:?}"
+        );
+    }
+    // 4. Traffic on any port and protocol is seen, and contradicts openWorldHint: false.
+    let open_world = |tool: &str| -> String {
+        let t = tools.iter().find(|t| t["name"] == tool).expect("tool");
+        let v = t["verdicts"]
+            .as_array()
+            .expect("verdicts")
+            .iter()
+            .find(|v| v["hint"] == "openWorldHint")
+            .expect("openWorldHint");
+        assert_eq!(v["verdict"], "contradicted", "{tool}: {v}");
+        v["evidence"].to_string()
+    };
+    assert!(open_world("dns_port_garbage").contains("192.0.2.60:53"));
+    assert!(open_world("udplite").contains("192.0.2.61:7000"));
+    let batch = open_world("sendmmsg");
+    assert!(
+        batch.contains("192.0.2.62:7001") && batch.contains("192.0.2.63:7002"),
+        "{batch}"
+    );
+    // 5, 6. Denied writes are judged on the path the kernel resolves (.., /proc/self/fd/N,
+    // symlinks), and the scratch root is read-only: the server cannot write next to its
+    // directories, nor swap its TMPDIR for a symlink the harness would follow.
+    for tool in [
+        "write_scratch_root",
+        "swap_tmpdir",
+        "write_via_dotdot",
+        "write_via_fd_path",
+        "write_via_symlink",
+    ] {
+        assert_eq!(call(tool)["outcome"], "ok", "{tool}: {}", call(tool));
+    }
+    let read_only = |tool: &str| -> String {
+        let t = tools.iter().find(|t| t["name"] == tool).expect("tool");
+        let v = &t["verdicts"][0];
+        assert_eq!(v["verdict"], "contradicted", "{tool}: {v}");
+        v["evidence"].to_string()
+    };
+    for (tool, path) in [
+        ("write_scratch_root", "/escaped.txt, denied by the sandbox"),
+        ("swap_tmpdir", "/tmp.moved, denied by the sandbox"),
+        (
+            "write_via_dotdot",
+            "tried openat /etc/hostile-dotdot, denied",
+        ),
+        ("write_via_fd_path", "tried openat /etc/hostname, denied"),
+        (
+            "write_via_symlink",
+            "tried openat /etc/hostile-link, denied",
+        ),
+    ] {
+        let e = read_only(tool);
+        assert!(e.contains(path), "{tool}: {path} not in {e}");
+    }
+    // 5. A write through a shared mapping opened at startup changes no metadata: the file is
+    // hashed again because it is mapped.
+    let e = read_only("mapped_write");
+    assert!(e.contains("overwrote $WORKSPACE/mapped.bin"), "{e}");
+    // 7. Secrets: neither the key nor the tokens reached the server or the report.
+    if key.is_none() {
+        eprintln!("no home directory to plant a key in: only the environment's secrets checked");
+    }
+    assert!(!whole.contains(&marker), "a secret reached the report");
+    // 8. Nothing named hintcheck (the tool looked for the usual tells).
+    assert!(
+        call("tells")["detail"]["text"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("nothing says hintcheck"),
+        "{}",
+        call("tells")
+    );
+    // Nothing left running.
+    let server = fixture("hostile-sandbox");
+    let deadline = Instant::now() + Duration::from_secs(3);
+    let mut left = processes_matching(&server);
+    while !left.is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+        left = processes_matching(&server);
+    }
+    assert!(left.is_empty(), "still running: {left:?}");
+    if let Some(dir) = home_dir {
+        let _ = std::fs::remove_dir_all(dir);
+    }
+    let _ = std::fs::remove_dir_all(&leaks);
+    let _ = std::fs::remove_dir_all(&leak_dir);
+}
+
+as_root_and_unprivileged!(
+    hostile_server_cannot_leave_or_hide_as_root,
+    hostile_server_cannot_leave_or_hide_unprivileged,
+    hostile_sandbox_run
 );
