@@ -202,6 +202,10 @@ pub struct VerifyArgs {
     /// Memory the server may use (RLIMIT_DATA), e.g. 512MiB or 4G [default: 8GiB].
     #[arg(long, value_name = "SIZE")]
     pub memory_limit: Option<String>,
+    /// Bytes the server may write into its scratch directories, e.g. 512MiB or 10G; past it
+    /// the run ends with a finding [default: 4GiB].
+    #[arg(long, value_name = "SIZE")]
+    pub disk_limit: Option<String>,
     /// Cover a host directory with an overlay: the server may write there, its writes stay
     /// in the sandbox and are observed (for servers that write next to their own files).
     #[arg(long, value_name = "DIR")]
@@ -211,8 +215,8 @@ pub struct VerifyArgs {
     /// find from its command line.
     #[arg(long, value_name = "DIR")]
     pub expose: Vec<PathBuf>,
-    /// As root, the uid (and gid) the server runs as inside the sandbox [default: 65534:65534,
-    /// nobody]. `0` keeps root's file ownership (for servers installed under /root); writes
+    /// As root, the uid (and gid) the server runs as inside the sandbox [default: a uid of its
+    /// own for every run, from 1610612736 up]. `0` keeps root's file ownership (for servers installed under /root); writes
     /// stay confined by Landlock and every capability is still dropped.
     #[arg(long, value_name = "UID[:GID]")]
     pub run_as: Option<String>,

@@ -4,7 +4,7 @@
 //! in the report, with the exit code it deserves.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde_json::{Value, json};
@@ -36,6 +36,7 @@ use crate::sandbox::control::StepFailure;
 use crate::sandbox::policy::{Limits, named_tmp_entries};
 use crate::sandbox::process::{ExitSummary, LaunchSpec, ServerProcess, resolve_program};
 use crate::sandbox::scratch::Scratch;
+use crate::sandbox::watchdog::{LimitFlag, WatchLimits, Watchdog};
 use crate::sandbox::{Enforcement, LaunchError, SandboxConfig, SandboxLevel, SandboxStatus};
 
 /// The resolver the sandbox's resolv.conf names: a documentation address, unreachable from
@@ -51,6 +52,8 @@ struct Live {
     client: McpClient,
     /// The run's cgroup (root mode); dropping it kills what is left and removes it.
     cgroup: Option<RunCgroup>,
+    /// The resource watchdog of this server; dropping it stops it.
+    _watchdog: Option<Watchdog>,
 }
 
 /// What is collected from every server instance of a run.
@@ -100,6 +103,12 @@ impl Collected {
 }
 
 struct Ctx<'a> {
+    /// Set by a server's watchdog when it ended the server for a limit: the run ends.
+    limit_hit: LimitFlag,
+    /// What the sandbox hides and shows, and who the server is in it.
+    placement: Placement,
+    /// The scratch HOME on the host.
+    home: PathBuf,
     scratch_root: PathBuf,
     writable: Vec<PathBuf>,
     run_as: Option<(u32, u32)>,
@@ -107,6 +116,80 @@ struct Ctx<'a> {
     spec: LaunchSpec,
     started: Instant,
     workspace: String,
+}
+
+/// What the sandbox hides (users' private places), what it shows of them (what the server runs
+/// on), and who the server is in it (account, HOME).
+#[derive(Debug, Clone, Default)]
+struct Placement {
+    hidden: Vec<PathBuf>,
+    exposed: Vec<PathBuf>,
+    identity: crate::sandbox::policy::SandboxIdentity,
+}
+
+impl Placement {
+    /// For a run of `command` with the configured environment and `run_as` (root mode).
+    fn new(config: &RunConfig, command: &[String], run_as: Option<(u32, u32)>) -> Placement {
+        let hidden = crate::sandbox::policy::private_directories();
+        let path_var = std::env::var("PATH").ok();
+        let program = resolve_program(&command[0], path_var.as_deref())
+            .unwrap_or_else(|_| PathBuf::from(&command[0]));
+        let overlays: Vec<String> = config
+            .overlays
+            .iter()
+            .map(|d| d.display().to_string())
+            .collect();
+        let words = command
+            .iter()
+            .map(String::as_str)
+            .chain(config.env.iter().map(|(_, v)| v.as_str()))
+            .chain(overlays.iter().map(String::as_str));
+        let exposed =
+            crate::sandbox::policy::exposed_paths(&hidden, words, &program, &config.expose);
+        let passwd = std::fs::read_to_string("/etc/passwd").unwrap_or_default();
+        let mut identity = crate::sandbox::policy::sandbox_identity(run_as, &passwd, &hidden);
+        // A HOME that is a hidden place itself (/root) replaces it whole: only where nothing
+        // else must be shown there.
+        if let Some(home) = &identity.home {
+            let crowded = hidden.contains(home)
+                && exposed
+                    .iter()
+                    .chain(&config.overlays)
+                    .any(|p| p.starts_with(home));
+            if crowded {
+                identity.home = None;
+            }
+        }
+        Placement {
+            hidden,
+            exposed,
+            identity,
+        }
+    }
+
+    /// The server's environment in the sandbox: HOME (and what lies under it: the XDG
+    /// directories) where the account's home directory shows it, USER and LOGNAME the account.
+    fn server_env(&self, env: &[(String, String)], home: &Path) -> Vec<(String, String)> {
+        let scratch_home = home.display().to_string();
+        let mut out: Vec<(String, String)> = env
+            .iter()
+            .map(|(k, v)| {
+                let moved = match (&self.identity.home, v.strip_prefix(&scratch_home)) {
+                    (Some(inside), Some(rest)) if rest.is_empty() || rest.starts_with('/') => {
+                        format!("{}{rest}", inside.display())
+                    }
+                    _ => v.clone(),
+                };
+                (k.clone(), moved)
+            })
+            .collect();
+        if let Some(user) = &self.identity.user {
+            out.retain(|(k, _)| k != "USER" && k != "LOGNAME");
+            out.push(("USER".into(), user.clone()));
+            out.push(("LOGNAME".into(), user.clone()));
+        }
+        out
+    }
 }
 
 /// The environment the server gets: a clean one with the scratch directories.
@@ -186,8 +269,9 @@ async fn start_server(
             let program = resolve_program(&ctx.spec.program, path_var)
                 .map_err(|e| StartFailure::plain(error_chain(&e)))?;
             // No run marker: the pid namespace ends every process of the sandbox, and a
-            // variable naming hintcheck would tell the server it is watched.
-            let env = ctx.spec.env.clone();
+            // variable naming hintcheck would tell the server it is watched. Its user and HOME
+            // are those of an ordinary account.
+            let env = ctx.placement.server_env(&ctx.spec.env, &ctx.home);
             // /tmp entries the server must see: its files on the command line, in its
             // environment, and the lower layers of overlays.
             let overlay_paths: Vec<String> = ctx
@@ -202,14 +286,6 @@ async fn start_server(
                 .chain(overlay_paths.iter().map(String::as_str))
                 .collect();
             let visible_tmp = named_tmp_entries(words.iter().copied(), &ctx.scratch_root);
-            // Users' private files out of sight, but what the server runs on.
-            let hidden = crate::sandbox::policy::private_directories();
-            let exposed = crate::sandbox::policy::exposed_paths(
-                &hidden,
-                words.iter().copied(),
-                &program,
-                &ctx.config.expose,
-            );
             let limits = Limits {
                 data_bytes: ctx.config.memory_limit,
                 ..Limits::for_uid(
@@ -237,8 +313,8 @@ async fn start_server(
                     .unwrap_or_default(),
                 level,
                 visible_tmp,
-                hidden,
-                exposed,
+                hidden: ctx.placement.hidden.clone(),
+                exposed: ctx.placement.exposed.clone(),
                 overlays: ctx.config.overlays.clone(),
                 notify: true,
                 network_observer: true,
@@ -250,6 +326,9 @@ async fn start_server(
                 scratch_root: ctx.scratch_root.clone(),
                 writable: ctx.writable.clone(),
                 run_as: ctx.run_as,
+                run_user: ctx.placement.identity.added_user.clone(),
+                home_inside: ctx.placement.identity.home.clone(),
+                home: ctx.home.clone(),
                 harness_pid: std::process::id() as i32,
                 resolv_conf: format!(
                     "nameserver {SANDBOX_RESOLVER}\noptions timeout:1 attempts:1\n"
@@ -299,6 +378,23 @@ ownership (writes stay confined and capabilities dropped)"
             }
         }
     };
+    // Limits that hold without a memory cgroup: from now on, also while it starts.
+    let watchdog = process.pid().map(|pid| {
+        crate::sandbox::watchdog::start(
+            pid,
+            ctx.writable.clone(),
+            WatchLimits {
+                // The per-process limits (RLIMIT_DATA) and a cgroup's memory.max act at the
+                // limit itself; the tree as a whole is ended a quarter above it.
+                memory_bytes: ctx
+                    .config
+                    .memory_limit
+                    .saturating_add(ctx.config.memory_limit / 4),
+                disk_bytes: ctx.config.disk_limit,
+            },
+            ctx.limit_hit.clone(),
+        )
+    });
     // The observers take their baseline now, before the server can do anything more.
     let sandbox_root = enforcement
         .as_ref()
@@ -337,6 +433,7 @@ ownership (writes stay confined and capabilities dropped)"
                 process,
                 client,
                 cgroup,
+                _watchdog: watchdog,
             },
             enforcement,
         )),
@@ -371,6 +468,7 @@ async fn stop_server(
         mut process,
         client,
         cgroup,
+        _watchdog,
     } = live;
     let (mut session, notes) = client.into_session();
     session.close_stdin().await;
@@ -546,8 +644,11 @@ async fn verify_unchecked(
         RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
     );
     // As root, the server runs as nobody: the scratch directories become its own.
-    let run_as =
-        (config.sandbox.is_some() && rustix::process::getuid().is_root()).then_some(config.run_as);
+    let run_as = (config.sandbox.is_some() && rustix::process::getuid().is_root()).then(|| {
+        config
+            .run_as
+            .unwrap_or_else(crate::sandbox::policy::allocate_run_uid)
+    });
     if config.sandbox.is_some() {
         if let Err(e) = scratch.prepare_sandbox(run_as, config.overlays.len()) {
             let mut r = base_report(
@@ -563,7 +664,15 @@ async fn verify_unchecked(
             };
         }
     }
+    let placement = if config.sandbox.is_some() {
+        Placement::new(config, &command, run_as)
+    } else {
+        Placement::default()
+    };
     let ctx = Ctx {
+        limit_hit: LimitFlag::default(),
+        placement,
+        home: scratch.home.clone(),
         scratch_root: scratch.root().map(|p| p.to_path_buf()).unwrap_or_default(),
         writable: vec![
             scratch.workspace.clone(),
@@ -660,6 +769,7 @@ async fn verify_unchecked(
             PathBuf::from("/dev/shm"),
         ];
         writable.extend(config.overlays.iter().cloned());
+        writable.extend(ctx.placement.identity.home.clone());
         let resolver = SANDBOX_RESOLVER
             .parse()
             .unwrap_or(std::net::IpAddr::from([192, 0, 2, 53]));
@@ -793,6 +903,8 @@ async fn verify_unchecked(
     let mut runs: Vec<ToolRun> = vec![ToolRun::default(); inventory.tools.len()];
     let mut restarts = 0usize;
     let mut partial: Option<String> = None;
+    // The tool whose call was in flight when a watchdog ended the server.
+    let mut limit_during: Option<String> = None;
     let mut last_tool: Option<String> = None;
     let mut called = vec![false; inventory.tools.len()];
     // (owner call, task id) of processes and threads started by calls, while they live.
@@ -834,6 +946,10 @@ async fn verify_unchecked(
         }
         if *stop.borrow() {
             partial = Some("interrupted by a signal".into());
+            continue;
+        }
+        if let Some(why) = limit_reason(&ctx) {
+            partial = Some(why);
             continue;
         }
         if Instant::now() >= deadline {
@@ -981,6 +1097,9 @@ async fn verify_unchecked(
                     "background threads of the server ({})",
                     busy_background.len()
                 ));
+            }
+            if limit_during.is_none() && limit_reason(&ctx).is_some() {
+                limit_during = Some(tool.name.clone());
             }
             let wire_anomalies = l.client.session().anomalies_since(cursor).len();
             let broken = matches!(
@@ -1130,6 +1249,13 @@ async fn verify_unchecked(
         &inventory.unusable,
     ));
     findings.extend(audit::out_of_window::findings(&phases));
+    if let Some(why) = limit_reason(&ctx) {
+        findings.push(audit::resource_limit::finding(
+            &why,
+            limit_during.as_deref(),
+        ));
+        partial.get_or_insert(why);
+    }
     findings.extend(audit::sandbox_evasion::findings(
         tools.iter().map(|t| (t.name.as_str(), t.calls.as_slice())),
         &phases,
@@ -1331,6 +1457,14 @@ fn check_expectations(report: &mut Report, config: &RunConfig) {
         ),
     };
     report.expectations = Some(outcome);
+}
+
+/// Why a watchdog ended the run's server, if one did.
+fn limit_reason(ctx: &Ctx<'_>) -> Option<String> {
+    ctx.limit_hit
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .clone()
 }
 
 /// Threads (other than the server's main thread) that use CPU while no call is in flight,

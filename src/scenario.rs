@@ -123,6 +123,8 @@ pub struct RunSection {
     pub max_line_bytes: Option<usize>,
     /// Memory limit of the server, e.g. `"256MiB"`.
     pub memory_limit: Option<String>,
+    /// Bytes the server may write into its scratch directories, e.g. `"1GiB"`.
+    pub disk_limit: Option<String>,
     /// Longest time for the whole run, e.g. `"10m"`.
     pub timeout: Option<String>,
     /// Host directories covered by an overlay, relative to the scenario file.
@@ -267,6 +269,7 @@ impl RunSection {
             discover_timeout: self.discover_timeout.or(lower.discover_timeout),
             max_line_bytes: self.max_line_bytes.or(lower.max_line_bytes),
             memory_limit: self.memory_limit.or(lower.memory_limit),
+            disk_limit: self.disk_limit.or(lower.disk_limit),
             timeout: self.timeout.or(lower.timeout),
             overlays,
             expose,

@@ -2,7 +2,7 @@
 //! [`open_world`]) turns a tool's declared hint and its call records into a verdict with
 //! evidence and, for absent hints, a suggestion. The definition audits
 //! ([`annotation_type`], [`malformed_tool`]) and the run audits ([`protocol`],
-//! [`out_of_window`], [`sandbox_evasion`]) produce findings. Audits never touch processes or sockets.
+//! [`out_of_window`], [`sandbox_evasion`], [`resource_limit`]) produce findings. Audits never touch processes or sockets.
 
 pub mod annotation_type;
 pub mod destructive;
@@ -13,6 +13,7 @@ pub mod open_world;
 pub mod out_of_window;
 pub mod protocol;
 pub mod read_only;
+pub mod resource_limit;
 pub mod sandbox_evasion;
 pub mod suggest;
 
@@ -33,7 +34,7 @@ pub struct AuditMeta {
 }
 
 /// Every audit, in the order reports list them.
-pub const ALL: [&AuditMeta; 10] = [
+pub const ALL: [&AuditMeta; 11] = [
     &read_only::META,
     &destructive::META,
     &idempotent::META,
@@ -44,6 +45,7 @@ pub const ALL: [&AuditMeta; 10] = [
     &protocol::META,
     &out_of_window::META,
     &sandbox_evasion::META,
+    &resource_limit::META,
 ];
 
 /// The audit with this id.

@@ -18,7 +18,9 @@ pub const META: AuditMeta = AuditMeta {
     docs: "The sandbox refuses, and records, system calls that no MCP server needs to do its work \
 and that are the usual first steps out of a sandbox: sockets of any family but IPv4, IPv6 and \
 routing netlink (AF_VSOCK talks to the host of a virtual machine; AF_PACKET, AF_ALG, other netlink \
-protocols such as nf_tables reach kernel code a server has no use for), socket pairs of any family \
+protocols such as nf_tables reach kernel code a server has no use for), IPv4 and IPv6 sockets of \
+other protocols than TCP, UDP, ICMP, UDP-Lite and MPTCP (SCTP and DCCP are modules the kernel \
+loads on demand), socket pairs of any family \
 but AF_UNIX, and nested namespaces: `unshare` or `clone` with a CLONE_NEW* flag, and `setns`. A \
 nested user namespace hands its creator every capability over new kernel objects, the route most \
 kernel privilege escalations take. The server got an ordinary error (EAFNOSUPPORT, \

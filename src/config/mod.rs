@@ -123,6 +123,9 @@ pub struct RunConfig {
     pub sandbox: Option<SandboxLevel>,
     /// RLIMIT_DATA of the server in bytes.
     pub memory_limit: u64,
+    /// Bytes the server may write into its scratch directories (the watchdog ends the run
+    /// past it).
+    pub disk_limit: u64,
     /// Host directories covered by an overlay (absolute, existing).
     pub overlays: Vec<PathBuf>,
     /// Host directories kept visible read-only in the sandbox's hidden places (absolute,
@@ -130,8 +133,9 @@ pub struct RunConfig {
     pub expose: Vec<PathBuf>,
     /// TCP ports whose first bytes the network observer reads (80, 443, 8080, 8443 and more).
     pub observe_ports: Vec<u16>,
-    /// As root, the uid and gid the sandboxed server runs as.
-    pub run_as: (u32, u32),
+    /// As root, the uid and gid the sandboxed server runs as; `None`: a uid of its own for
+    /// every run, from a reserved range (see [`crate::sandbox::policy::allocate_run_uid`]).
+    pub run_as: Option<(u32, u32)>,
     /// Call only these tools (replays use it); `None` calls all.
     pub only_tools: Option<Vec<String>>,
     /// Whether uncertain attributions are confirmed by replaying tools alone.
@@ -734,8 +738,8 @@ impl RunConfig {
             replay: true,
             isolate: a.isolate || run.isolate.unwrap_or(false),
             run_as: match a.run_as.as_ref().or(sandbox_section.run_as.as_ref()) {
-                None => (65534, 65534),
-                Some(text) => parse_run_as(text)?,
+                None => None,
+                Some(text) => Some(parse_run_as(text)?),
             },
             overlays: {
                 let mut dirs: Vec<PathBuf> = a.overlay.clone();
@@ -776,6 +780,10 @@ impl RunConfig {
                     }
                 }
                 out
+            },
+            disk_limit: match a.disk_limit.as_ref().or(run.disk_limit.as_ref()) {
+                Some(v) => parse_size("--disk-limit", v)?,
+                None => 4 * 1024 * 1024 * 1024,
             },
             memory_limit: match a.memory_limit.as_ref().or(run.memory_limit.as_ref()) {
                 Some(v) => parse_size("--memory-limit", v)?,

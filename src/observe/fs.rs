@@ -715,37 +715,19 @@ impl<'a> Walk<'a> {
     }
 }
 
-/// Most processes whose mappings are read at one checkpoint.
-const MAX_MAPPED_PROCESSES: usize = 4096;
-
 /// The files (device, inode) that `root` or any of its descendants has mapped shared and
-/// writable (`rw-s` in `/proc/PID/maps`), found through `/proc/PID/task/TID/children`.
+/// writable (`rw-s` in `/proc/PID/maps`).
 fn mapped_shared_writable(root: u32) -> HashSet<(u64, u64)> {
-    let mut out = HashSet::new();
-    let mut todo = vec![root];
-    let mut seen = HashSet::new();
-    while let Some(pid) = todo.pop() {
-        if !seen.insert(pid) || seen.len() > MAX_MAPPED_PROCESSES {
-            continue;
-        }
-        if let Ok(maps) = std::fs::read_to_string(format!("/proc/{pid}/maps")) {
-            out.extend(maps.lines().filter_map(shared_writable_file));
-        }
-        for task in std::fs::read_dir(format!("/proc/{pid}/task"))
-            .into_iter()
-            .flatten()
-            .flatten()
-        {
-            if let Ok(children) = std::fs::read_to_string(task.path().join("children")) {
-                todo.extend(
-                    children
-                        .split_whitespace()
-                        .filter_map(|c| c.parse::<u32>().ok()),
-                );
-            }
-        }
-    }
-    out
+    super::activity::ProcessTree::new(root)
+        .pids()
+        .into_iter()
+        .filter_map(|pid| std::fs::read_to_string(format!("/proc/{pid}/maps")).ok())
+        .flat_map(|maps| {
+            maps.lines()
+                .filter_map(shared_writable_file)
+                .collect::<Vec<_>>()
+        })
+        .collect()
 }
 
 /// The (device, inode) of a `/proc/PID/maps` line that maps a file shared and writable.

@@ -19,6 +19,26 @@ pub struct RunCgroup {
 /// say nothing of hintcheck.
 const PARENT: &str = "jobs";
 
+/// Removes the empty cgroups of runs whose hintcheck is gone (killed before it could remove
+/// its own): `job-<pid>-…` where no process `<pid>` exists and nothing runs inside.
+fn remove_stale(parent: &Path) {
+    for e in std::fs::read_dir(parent).into_iter().flatten().flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Some(pid) = name
+            .strip_prefix("job-")
+            .and_then(|rest| rest.split('-').next())
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let empty = std::fs::read_to_string(e.path().join("cgroup.procs"))
+            .is_ok_and(|p| p.trim().is_empty());
+        if empty && !Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = std::fs::remove_dir(e.path());
+        }
+    }
+}
+
 /// Where the cgroup v2 hierarchy is mounted.
 fn cgroup2_mount() -> Option<PathBuf> {
     let info = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
@@ -38,6 +58,7 @@ impl RunCgroup {
         let parent = mount.join(PARENT);
         std::fs::create_dir_all(&parent)
             .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
+        remove_stale(&parent);
         let available =
             std::fs::read_to_string(mount.join("cgroup.controllers")).unwrap_or_default();
         let wanted: Vec<&str> = ["pids", "memory"]

@@ -86,7 +86,7 @@ pub fn probe_setup(
     let scratch = Scratch::create().map_err(|e| fail("scratch", e.to_string()))?;
     let run_as = rustix::process::getuid()
         .is_root()
-        .then_some((65534u32, 65534u32));
+        .then(super::policy::allocate_run_uid);
     scratch
         .prepare_sandbox(run_as, 0)
         .map_err(|e| fail("scratch", e.to_string()))?;
@@ -101,6 +101,11 @@ pub fn probe_setup(
     };
     let hidden = super::policy::private_directories();
     let exposed = super::policy::exposed_paths(&hidden, [], &program, &[]);
+    let identity = super::policy::sandbox_identity(
+        run_as,
+        &std::fs::read_to_string("/etc/passwd").unwrap_or_default(),
+        &hidden,
+    );
     let config = SandboxConfig {
         level,
         program,
@@ -121,6 +126,9 @@ pub fn probe_setup(
         network_observer: false,
         observe_ports: Vec::new(),
         run_as,
+        run_user: identity.added_user.clone(),
+        home_inside: identity.home.clone(),
+        home: scratch.home.clone(),
         harness_pid: std::process::id() as i32,
         resolv_conf: "nameserver 127.0.0.1\n".into(),
         limits: Limits::default(),
@@ -138,6 +146,7 @@ async fn probe_sandbox(level: SandboxLevel) -> Result<Enforcement, StepFailure> 
     // As a run sets it up: the recorder and the network observer are part of what it enforces.
     config.notify = true;
     config.network_observer = true;
+    config.observe_ports = vec![80, 443, 8080, 8443];
     match ServerProcess::spawn_sandboxed(&spec, &config, None).await {
         Ok(mut started) => {
             drop(started.pipes);

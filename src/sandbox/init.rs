@@ -484,6 +484,25 @@ impl Init {
         }
     }
 
+    /// System V shared memory lives outside every process and every tmpfs: its limits in the
+    /// sandbox's own IPC namespace are set to the memory limit (best effort: kernels before
+    /// 5.19 refuse the write in a user namespace).
+    fn limit_shared_memory(&mut self) {
+        let bytes = self.config.limits.data_bytes;
+        let pages = bytes / 4096;
+        let ok = std::fs::write("/proc/sys/kernel/shmmax", bytes.to_string()).is_ok()
+            && std::fs::write("/proc/sys/kernel/shmall", pages.to_string()).is_ok();
+        if ok {
+            self.enforcement.rlimits.push(format!(
+                "System V shared memory {bytes} (kernel.shmmax, shmall)"
+            ));
+        } else {
+            self.enforcement.degraded.push(
+                "shm-limit: System V shared memory is not limited in this IPC namespace".into(),
+            );
+        }
+    }
+
     fn mounts(&mut self) -> Result<(), ()> {
         let nodev = libc::MS_NOSUID | libc::MS_NODEV;
         let r = mount(
@@ -494,6 +513,7 @@ impl Init {
             None,
         );
         self.mounted("mount-proc", r, "fresh /proc of the pid namespace")?;
+        self.limit_shared_memory();
         // Where /etc/resolv.conf really points, before /run is replaced.
         let resolv_target = resolve_link(Path::new("/etc/resolv.conf"));
         let r = mount(
@@ -521,6 +541,8 @@ impl Init {
         // The sandbox's own files are written while the scratch root is still writable here.
         let r = self.write_resolv_conf();
         self.step("resolv-conf", false, r)?;
+        let r = self.write_accounts();
+        self.step("accounts", false, r)?;
         // Overlays first, on the host's paths: the binds below carry them along.
         for (i, dir) in self.config.overlays.clone().into_iter().enumerate() {
             let r = self.overlay(i, &dir);
@@ -555,6 +577,14 @@ impl Init {
         }
         let r = self.bind_resolv_conf(&resolv_target);
         self.mounted("resolv-conf", r, "own /etc/resolv.conf")?;
+        if let (Some(name), Some((uid, _))) = (self.config.run_user.clone(), self.config.run_as) {
+            let r = self.bind_accounts();
+            self.mounted(
+                "accounts",
+                r,
+                &format!("/etc/passwd and /etc/group with an account for uid {uid} ({name})"),
+            )?;
+        }
         Ok(())
     }
 
@@ -603,15 +633,15 @@ impl Init {
     /// read-only, the /tmp entries the server's command line names.
     fn new_tmp(&mut self) -> Step {
         // An entry that is an overlay stays writable: the overlay is what the server writes.
-        let mut binds: Vec<(PathBuf, bool)> = self
+        let mut binds: Vec<Bind> = self
             .config
             .visible_tmp
             .iter()
-            .map(|p| (p.clone(), !self.config.overlays.contains(p)))
+            .map(|p| Bind::same(p, !self.config.overlays.contains(p)))
             .collect();
         binds.extend(self.scratch_binds(Path::new("/tmp")));
         cover_with_tmpfs(Path::new("/tmp"), &binds, "mode=1777,size=256m")?;
-        for (p, _) in binds.iter().filter(|(_, read_only)| *read_only) {
+        for p in &self.config.visible_tmp {
             self.enforcement.mounts.push(format!(
                 "{} visible read-only (named on the command line)",
                 p.display()
@@ -623,17 +653,17 @@ impl Init {
     /// The binds that keep the scratch root visible inside `place` (when it lies there): the
     /// root itself read-only (the server may not replace its own directories, nor write the
     /// sandbox's files next to them), its writable directories read-write on top.
-    fn scratch_binds(&self, place: &Path) -> Vec<(PathBuf, bool)> {
+    fn scratch_binds(&self, place: &Path) -> Vec<Bind> {
         if !self.config.scratch_root.starts_with(place) {
             return Vec::new();
         }
-        let mut binds = vec![(self.config.scratch_root.clone(), true)];
+        let mut binds = vec![Bind::same(&self.config.scratch_root, true)];
         binds.extend(
             self.config
                 .writable
                 .iter()
                 .filter(|w| w.starts_with(&self.config.scratch_root))
-                .map(|w| (w.clone(), false)),
+                .map(|w| Bind::same(w, false)),
         );
         binds
     }
@@ -646,44 +676,62 @@ impl Init {
             if !place.is_dir() {
                 continue;
             }
-            let inside = |p: &&PathBuf| p.starts_with(&place) && p.as_path() != place;
-            let mut binds: Vec<(PathBuf, bool)> = self
+            let under = |p: &&PathBuf| p.starts_with(&place) && p.as_path() != place;
+            let mut binds: Vec<Bind> = self
                 .config
                 .exposed
                 .iter()
-                .filter(inside)
-                .map(|p| (p.clone(), true))
+                .filter(under)
+                .map(|p| Bind::same(p, true))
                 .collect();
             // Overlays (mounted already) stay writable: the overlay is what the server writes.
             binds.extend(
                 self.config
                     .overlays
                     .iter()
-                    .filter(inside)
-                    .map(|p| (p.clone(), false)),
+                    .filter(under)
+                    .map(|p| Bind::same(p, false)),
             );
             binds.extend(self.scratch_binds(&place));
+            let home_here = self
+                .config
+                .home_inside
+                .clone()
+                .filter(|h| h.starts_with(&place));
+            if let Some(inside) = home_here.as_ref().filter(|h| **h != place) {
+                binds.push(Bind {
+                    source: self.config.home.clone(),
+                    inside: inside.clone(),
+                    read_only: false,
+                });
+            }
             // Empty, it is as closed as a home directory; with paths to show, traversable.
-            let mode = if binds.is_empty() { "0700" } else { "0711" };
-            let mode = if place == Path::new("/home") {
-                "0755"
-            } else {
-                mode
+            let mode = match (place == Path::new("/home"), binds.is_empty()) {
+                (true, _) => "0755",
+                (false, true) => "0700",
+                (false, false) => "0711",
             };
-            let r = cover_with_tmpfs(&place, &binds, &format!("mode={mode},size=16m"));
-            let shown = binds
+            let mut r = cover_with_tmpfs(&place, &binds, &format!("mode={mode},size=16m"));
+            if r.is_ok() && home_here.as_ref() == Some(&place) {
+                // The place is the server's home itself (/root): the scratch HOME stands in it.
+                let source = self.config.home.display().to_string();
+                r = mount(Some(&source), &place, None, libc::MS_BIND, None);
+            }
+            let mut label = format!("{} hidden (an empty tmpfs over it)", place.display());
+            let shown: Vec<String> = binds
                 .iter()
-                .map(|(p, _)| p.display().to_string())
-                .collect::<Vec<_>>();
-            let label = if shown.is_empty() {
-                format!("{} hidden (an empty tmpfs over it)", place.display())
-            } else {
-                format!(
-                    "{} hidden (an empty tmpfs over it) but for what the server runs on: {}",
-                    place.display(),
+                .filter(|b| Some(&b.inside) != home_here.as_ref())
+                .map(|b| b.inside.display().to_string())
+                .collect();
+            if !shown.is_empty() {
+                label.push_str(&format!(
+                    " but for what the server runs on: {}",
                     shown.join(", ")
-                )
-            };
+                ));
+            }
+            if let Some(h) = &home_here {
+                label.push_str(&format!("; the scratch HOME is shown at {}", h.display()));
+            }
             self.mounted("hide-private", r, &label)?;
         }
         Ok(())
@@ -700,6 +748,54 @@ impl Init {
     fn write_resolv_conf(&mut self) -> Step {
         std::fs::write(self.resolv_conf_file(), &self.config.resolv_conf)
             .map_err(|e| io_err("writing resolv.conf", e))
+    }
+
+    /// The host's /etc/passwd and /etc/group with an account for the run's own uid, when it
+    /// needs one (`run_user`), written to the scratch root's state directory.
+    fn write_accounts(&mut self) -> Step {
+        let (Some(name), Some((uid, gid))) = (&self.config.run_user, self.config.run_as) else {
+            return Ok(());
+        };
+        let state = self.config.scratch_root.join(super::scratch::STATE_DIR);
+        let home = self
+            .config
+            .home_inside
+            .as_ref()
+            .unwrap_or(&self.config.home)
+            .display()
+            .to_string();
+        for (file, line) in [
+            (
+                "passwd",
+                format!("{name}:x:{uid}:{gid}:{name}:{home}:/bin/sh\n"),
+            ),
+            ("group", format!("{name}:x:{gid}:\n")),
+        ] {
+            let mut text =
+                std::fs::read_to_string(Path::new("/etc").join(file)).unwrap_or_default();
+            if !text.is_empty() && !text.ends_with('\n') {
+                text.push('\n');
+            }
+            text.push_str(&line);
+            std::fs::write(state.join(file), text)
+                .map_err(|e| io_err(&format!("writing {file}"), e))?;
+        }
+        Ok(())
+    }
+
+    fn bind_accounts(&mut self) -> Step {
+        let state = self.config.scratch_root.join(super::scratch::STATE_DIR);
+        for file in ["passwd", "group"] {
+            let source = state.join(file).display().to_string();
+            mount(
+                Some(&source),
+                &Path::new("/etc").join(file),
+                None,
+                libc::MS_BIND,
+                None,
+            )?;
+        }
+        Ok(())
     }
 
     fn bind_resolv_conf(&mut self, target: &Path) -> Step {
@@ -883,7 +979,7 @@ impl Init {
         } else {
             format!(
                 "foreign-architecture and x32 system calls, io_uring and clone3 refused (ENOSYS); socket(AF_UNIX) refused (EACCES); \
-sockets of any family but IPv4, IPv6 and routing netlink (AF_VSOCK, AF_PACKET, other netlink protocols), socket pairs but AF_UNIX, \
+sockets of any family but IPv4, IPv6 (TCP, UDP, ICMP, UDP-Lite, MPTCP) and routing netlink (AF_VSOCK, AF_PACKET, SCTP, other netlink protocols), socket pairs but AF_UNIX, \
 nested namespaces (unshare and clone with CLONE_NEW*, setns) refused{}",
                 if listener.is_some() {
                     " and reported; write, connect, sendto, sendmmsg and exec attempts reported to hintcheck"
@@ -962,23 +1058,41 @@ nested namespaces (unshare and clone with CLONE_NEW*, setns) refused{}",
     }
 }
 
-/// Mounts a fresh tmpfs over `target` that still shows `binds` (host paths under `target`, each
-/// read-only or not) at their usual paths: the tmpfs is filled in a staging directory of the
-/// sandbox's /run, then moved over `target` in one step. Read-only binds come first, so that a
-/// writable directory inside one of them is bound on top.
-fn cover_with_tmpfs(target: &Path, binds: &[(PathBuf, bool)], options: &str) -> Step {
+/// A host path shown at a path inside the sandbox.
+struct Bind {
+    source: PathBuf,
+    inside: PathBuf,
+    read_only: bool,
+}
+
+impl Bind {
+    /// `path` shown at its own path.
+    fn same(path: &Path, read_only: bool) -> Bind {
+        Bind {
+            source: path.to_path_buf(),
+            inside: path.to_path_buf(),
+            read_only,
+        }
+    }
+}
+
+/// Mounts a fresh tmpfs over `target` that still shows `binds` (host paths, each at its
+/// `inside` path under `target`, read-only or not): the tmpfs is filled in a staging directory
+/// of the sandbox's /run, then moved over `target` in one step. Read-only binds come first, so
+/// that a writable directory inside one of them is bound on top.
+fn cover_with_tmpfs(target: &Path, binds: &[Bind], options: &str) -> Step {
     let nodev = libc::MS_NOSUID | libc::MS_NODEV;
     let stage = Path::new("/run/.stage");
     std::fs::create_dir_all(stage).map_err(|e| io_err("creating the staging directory", e))?;
     mount(Some("tmpfs"), stage, Some("tmpfs"), nodev, Some(options))?;
-    let mut ordered: Vec<&(PathBuf, bool)> = binds.iter().collect();
-    ordered.sort_by_key(|(p, read_only)| (!*read_only, p.components().count()));
-    for (source, read_only) in ordered {
-        let Ok(rel) = source.strip_prefix(target) else {
+    let mut ordered: Vec<&Bind> = binds.iter().collect();
+    ordered.sort_by_key(|b| (!b.read_only, b.inside.components().count()));
+    for b in ordered {
+        let Ok(rel) = b.inside.strip_prefix(target) else {
             continue;
         };
         let inner = stage.join(rel);
-        let made = if source.is_dir() {
+        let made = if b.source.is_dir() {
             std::fs::create_dir_all(&inner)
         } else {
             inner
@@ -992,15 +1106,15 @@ fn cover_with_tmpfs(target: &Path, binds: &[(PathBuf, bool)], options: &str) -> 
                 e,
             )
         })?;
-        let src = source.display().to_string();
+        let src = b.source.display().to_string();
         mount(Some(&src), &inner, None, libc::MS_BIND | libc::MS_REC, None)?;
-        if *read_only {
+        if b.read_only {
             // In a user namespace the source mount's flags are locked: keep them.
             mount(
                 None,
                 &inner,
                 None,
-                libc::MS_REMOUNT | libc::MS_BIND | libc::MS_RDONLY | locked_flags(source),
+                libc::MS_REMOUNT | libc::MS_BIND | libc::MS_RDONLY | locked_flags(&b.source),
                 None,
             )?;
         }

@@ -15,6 +15,7 @@ pub mod process;
 pub mod scratch;
 pub mod seccomp;
 pub mod sqlite;
+pub mod watchdog;
 
 pub use policy::{Enforcement, SandboxConfig, SandboxLevel};
 
@@ -97,6 +98,9 @@ or `sudo sysctl -w user.max_user_namespaces=15000`; inside Docker, the default s
     }
 }
 
+/// The watchdog's line in every report's enforcement.
+const WATCHDOG: &str = "a watchdog on the process tree's memory (memfd files included) and on the scratch directories' size ends the run past --memory-limit and --disk-limit";
+
 /// What isolation was in force, for every report.
 #[derive(Debug, Clone, Serialize)]
 pub struct SandboxStatus {
@@ -119,6 +123,7 @@ impl SandboxStatus {
             "scratch working directory, HOME and TMPDIR (removed after the run)".to_string(),
             "clean environment (only PATH, locale and --env variables are passed)".into(),
             "descriptors: only stdin, stdout and stderr reach the server".into(),
+            WATCHDOG.into(),
             "own process group; stragglers are swept at the end".into(),
         ];
         if subreaper {
@@ -183,6 +188,7 @@ impl SandboxStatus {
         enforced.push(
             "PID 1 of its own pid namespace: no process of the server outlives the run".into(),
         );
+        enforced.push(WATCHDOG.into());
         if !e.cgroup.is_empty() {
             enforced.push(format!("cgroup v2: {}", e.cgroup.join(", ")));
         }

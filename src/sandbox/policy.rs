@@ -53,6 +53,19 @@ pub struct SandboxConfig {
     pub exposed: Vec<PathBuf>,
     /// In root mode, the uid and gid the server runs as.
     pub run_as: Option<(u32, u32)>,
+    /// The account name of `run_as` where the host's /etc/passwd has none: the sandbox shows
+    /// a passwd and group file with it added (many programs, git among them, need the
+    /// current user to have an account).
+    #[serde(default)]
+    pub run_user: Option<String>,
+    /// Where the scratch HOME is shown inside (`/home/dev`, `/root`): the home directory of the
+    /// account the server runs as, so that its HOME looks like a developer's. `None` keeps the
+    /// scratch path.
+    #[serde(default)]
+    pub home_inside: Option<PathBuf>,
+    /// The scratch HOME on the host (bound at `home_inside`).
+    #[serde(default)]
+    pub home: PathBuf,
     /// The pid of the harness, to notice when it is already gone.
     pub harness_pid: i32,
     /// Content of the sandbox's resolv.conf.
@@ -222,6 +235,111 @@ pub fn named_tmp_entries<'a>(
     out
 }
 
+/// The first uid (and gid) of the range a root run gives its server: one of its own per run,
+/// so that `RLIMIT_NPROC` counts this run's processes only and no two runs share an owner.
+pub const RUN_UID_BASE: u32 = 0x6000_0000;
+/// How many uids the range holds.
+pub const RUN_UID_COUNT: u32 = 1 << 16;
+
+/// A uid (and the same gid) of the reserved range that no process uses and no account names,
+/// starting at a point that differs between processes and calls.
+pub fn allocate_run_uid() -> (u32, u32) {
+    static CALLS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let mut in_use: std::collections::HashSet<u32> = std::fs::read_dir("/proc")
+        .map(|d| {
+            d.flatten()
+                .filter_map(|e| std::fs::read_to_string(e.path().join("status")).ok())
+                .filter_map(|s| {
+                    s.lines()
+                        .find(|l| l.starts_with("Uid:"))
+                        .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    in_use.extend(
+        std::fs::read_to_string("/etc/passwd")
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| l.split(':').nth(2)?.parse::<u32>().ok()),
+    );
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    let start = std::process::id()
+        .wrapping_mul(2_654_435_761)
+        .wrapping_add(nanos)
+        .wrapping_add(CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed) * 7919);
+    (0..RUN_UID_COUNT)
+        .map(|i| RUN_UID_BASE + start.wrapping_add(i) % RUN_UID_COUNT)
+        .find(|uid| !in_use.contains(uid))
+        .map(|uid| (uid, uid))
+        .unwrap_or((65534, 65534))
+}
+
+/// Who the server is inside the sandbox: the accounts it sees, its user name and where its HOME
+/// appears.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SandboxIdentity {
+    /// The account added to the sandbox's /etc/passwd for a run's own uid (the host has none).
+    pub added_user: Option<String>,
+    /// The user name (USER and LOGNAME), when the server's uid has an account.
+    pub user: Option<String>,
+    /// Where the scratch HOME is shown: the account's home directory, when it lies in a hidden
+    /// place (which the sandbox covers anyway); `None` keeps the scratch path.
+    pub home: Option<PathBuf>,
+}
+
+/// The identity of a server running as `run_as` (root mode) or as uid 0 of a user namespace
+/// (`None`), on a host whose /etc/passwd is `passwd` and whose hidden places are `hidden`.
+pub fn sandbox_identity(
+    run_as: Option<(u32, u32)>,
+    passwd: &str,
+    hidden: &[PathBuf],
+) -> SandboxIdentity {
+    let uid = run_as.map_or(0, |r| r.0);
+    let account = passwd.lines().find_map(|l| {
+        let f: Vec<&str> = l.split(':').collect();
+        (f.len() >= 6 && f[2] == uid.to_string()).then(|| (f[0].to_string(), PathBuf::from(f[5])))
+    });
+    let (added_user, user, home) = match account {
+        Some((name, home)) => (None, Some(name), home),
+        None => {
+            let name = run_user_name(passwd);
+            (
+                Some(name.clone()),
+                Some(name.clone()),
+                Path::new("/home").join(name),
+            )
+        }
+    };
+    let shown = hidden
+        .iter()
+        .any(|h| home.starts_with(h))
+        .then_some(home)
+        .filter(|h| h.components().count() > 1);
+    SandboxIdentity {
+        added_user,
+        user,
+        home: shown,
+    }
+}
+
+/// The account name a run's own uid gets in the sandbox's `/etc/passwd`: an ordinary one the
+/// host does not use already.
+pub fn run_user_name(host_passwd: &str) -> String {
+    let taken: Vec<&str> = host_passwd
+        .lines()
+        .filter_map(|l| l.split(':').next())
+        .collect();
+    ["dev", "developer", "builder", "work"]
+        .into_iter()
+        .find(|n| !taken.contains(n))
+        .unwrap_or("dev")
+        .to_string()
+}
+
 /// The places on this host that hold users' private files: `/home`, `/root`, and the invoking
 /// user's home directory where it lies elsewhere (never `/` or a system directory). Symlinked
 /// places are named by their target, which is what a mount covers.
@@ -387,6 +505,30 @@ pub fn exposed_paths<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_server_gets_an_ordinary_account_and_home() {
+        let passwd = "root:x:0:0:root:/root:/bin/bash\ndev:x:1000:1000::/home/dev:/bin/sh\n";
+        let hidden = vec![PathBuf::from("/home"), PathBuf::from("/root")];
+        let own = sandbox_identity(Some((1_610_612_800, 1_610_612_800)), passwd, &hidden);
+        assert_eq!(own.added_user.as_deref(), Some("developer"), "dev is taken");
+        assert_eq!(own.home, Some(PathBuf::from("/home/developer")));
+        let userns = sandbox_identity(None, passwd, &hidden);
+        assert_eq!(
+            (userns.added_user, userns.user.as_deref()),
+            (None, Some("root"))
+        );
+        assert_eq!(userns.home, Some(PathBuf::from("/root")));
+        let nobody = sandbox_identity(
+            Some((65534, 65534)),
+            "nobody:x:65534:65534::/nonexistent:/usr/sbin/nologin\n",
+            &hidden,
+        );
+        assert_eq!(
+            nobody.home, None,
+            "a home outside the hidden places stays the scratch one"
+        );
+    }
 
     #[test]
     fn a_program_in_a_hidden_place_brings_its_package_and_interpreter_only() {

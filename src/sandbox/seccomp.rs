@@ -10,7 +10,8 @@
 //!
 //! Refused and reported ([`refusal`]): every other socket family than `AF_INET`, `AF_INET6` and
 //! routing netlink (`AF_VSOCK` reaches a virtual machine's host, `AF_PACKET` and others reach
-//! what the network namespace hides), `socketpair` of any family but `AF_UNIX`, `unshare` and
+//! what the network namespace hides), inet sockets of other IP protocols than TCP, UDP, ICMP,
+//! UDP-Lite and MPTCP (SCTP, DCCP: kernel modules loaded on demand), `socketpair` of any family but `AF_UNIX`, `unshare` and
 //! `clone` with any `CLONE_NEW*` flag, and `setns`: nested namespaces give full capabilities
 //! over new kernel objects (nf_tables, mounts), the usual route to kernel privilege
 //! escalation. With a listener the harness answers these with the error, after recording
@@ -63,6 +64,10 @@ const AF_INET: u32 = 2;
 const AF_INET6: u32 = 10;
 const AF_NETLINK: u32 = 16;
 const NETLINK_ROUTE: u32 = 0;
+/// The IP protocols an inet socket may name: the default (0), TCP, UDP, ICMP and ICMPv6 (ping
+/// sockets), UDP-Lite and MPTCP. Others (SCTP, DCCP, L2TP, ...) are kernel code a server has no
+/// use for, often a module the kernel would load on demand: refused and reported.
+const INET_PROTOCOLS: [u32; 7] = [0, 6, 17, 1, 58, 136, 262];
 /// The `CLONE_NEW*` flags `clone` takes (NEWNS, NEWCGROUP, NEWUTS, NEWIPC, NEWUSER, NEWPID,
 /// NEWNET); in `clone`'s flags the byte 0x80 is part of the exit signal.
 const CLONE_NEW_FLAGS: u32 = 0x7E02_0000;
@@ -154,7 +159,12 @@ pub fn refusal(nr: i64, args: &[u64; 6]) -> Option<Refusal> {
     };
     match nr {
         libc::SYS_socket => match low(0) {
-            AF_INET | AF_INET6 | AF_UNIX => None,
+            AF_INET | AF_INET6 if INET_PROTOCOLS.contains(&low(2)) => None,
+            family @ (AF_INET | AF_INET6) => refuse(
+                EPROTONOSUPPORT,
+                format!("socket({}, IP protocol {})", family_name(family), low(2)),
+            ),
+            AF_UNIX => None,
             AF_NETLINK if low(2) == NETLINK_ROUTE => None,
             AF_NETLINK => refuse(
                 EPROTONOSUPPORT,
@@ -302,21 +312,39 @@ pub fn filter(notify: bool) -> Vec<Insn> {
         })
     };
     let allow = ret(SECCOMP_RET_ALLOW);
-    // socket: inet, inet6 and routing netlink; unix refused silently; the rest reported.
-    p.extend([
-        jump(BPF_JEQ_K, libc::SYS_socket as u32, 0, 11),
+    // socket: inet and inet6 with the protocols a server needs, routing netlink; unix refused
+    // silently; the rest reported. Layout (offsets from the block's first instruction):
+    //   0 nr?  1 ld family  2 inet?  3 inet6?  4 unix?  5 EACCES  6 netlink?  7 EAFNOSUPPORT
+    //   8 ld protocol (netlink)  9 route?  10 EPROTONOSUPPORT
+    //   11 ld protocol (inet)  12.. one test per allowed protocol, then EPROTONOSUPPORT, allow
+    let allow_at = 12 + INET_PROTOCOLS.len() + 1;
+    let inet_at = 11;
+    let mut block = vec![
+        jump(BPF_JEQ_K, libc::SYS_socket as u32, 0, allow_at as u8),
         stmt(BPF_LD_W_ABS, arg_low(0)),
-        jump(BPF_JEQ_K, AF_INET, 8, 0),
-        jump(BPF_JEQ_K, AF_INET6, 7, 0),
+        jump(BPF_JEQ_K, AF_INET, (inet_at - 3) as u8, 0),
+        jump(BPF_JEQ_K, AF_INET6, (inet_at - 4) as u8, 0),
         jump(BPF_JEQ_K, AF_UNIX, 0, 1),
         ret(SECCOMP_RET_ERRNO | EACCES),
-        jump(BPF_JEQ_K, AF_NETLINK, 0, 3),
-        stmt(BPF_LD_W_ABS, arg_low(2)),
-        jump(BPF_JEQ_K, NETLINK_ROUTE, 2, 0),
-        refuse(EPROTONOSUPPORT),
+        jump(BPF_JEQ_K, AF_NETLINK, 1, 0),
         refuse(EAFNOSUPPORT),
-        allow,
-    ]);
+        stmt(BPF_LD_W_ABS, arg_low(2)),
+        jump(BPF_JEQ_K, NETLINK_ROUTE, (allow_at - 10) as u8, 0),
+        refuse(EPROTONOSUPPORT),
+        stmt(BPF_LD_W_ABS, arg_low(2)),
+    ];
+    for (i, protocol) in INET_PROTOCOLS.iter().enumerate() {
+        block.push(jump(
+            BPF_JEQ_K,
+            *protocol,
+            (allow_at - (12 + i) - 1) as u8,
+            0,
+        ));
+    }
+    block.push(refuse(EPROTONOSUPPORT));
+    block.push(allow);
+    debug_assert_eq!(block.len(), allow_at + 1);
+    p.extend(block);
     // socketpair: unix only.
     p.extend([
         jump(BPF_JEQ_K, libc::SYS_socketpair as u32, 0, 4),
@@ -431,7 +459,7 @@ mod tests {
         let a = AUDIT_ARCH;
         let mut cases: Vec<(i64, [u64; 6])> = Vec::new();
         for family in 0..64u64 {
-            for protocol in [0u64, 4, 9, 15] {
+            for protocol in [0u64, 1, 4, 6, 9, 12, 15, 17, 33, 58, 132, 136, 255, 262] {
                 cases.push((libc::SYS_socket, [family, 1, protocol, 0, 0, 0]));
             }
             cases.push((libc::SYS_socketpair, [family, 1, 0, 0, 0, 0]));
@@ -472,6 +500,12 @@ mod tests {
         assert!(
             refusal(libc::SYS_socket, &[16, 3, 12, 0, 0, 0]).is_some(),
             "nf_tables"
+        );
+        let sctp = refusal(libc::SYS_socket, &[2, 1, 132, 0, 0, 0]).expect("sctp");
+        assert_eq!(sctp.what, "socket(AF_INET, IP protocol 132)");
+        assert!(
+            refusal(libc::SYS_socket, &[10, 2, 136, 0, 0, 0]).is_none(),
+            "UDP-Lite"
         );
         let user = refusal(
             libc::SYS_unshare,

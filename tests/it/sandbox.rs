@@ -49,8 +49,10 @@ fn stage() -> &'static Stage {
         for fixture in [
             "escape",
             "external-connect",
+            "hostile-resources",
             "hostile-sandbox",
             "network",
+            "pylib",
             "python",
             "python-background",
             "python-pool",
@@ -232,6 +234,18 @@ fn world_writable_file(path: &Path, content: &str) {
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o666)).expect("chmod");
 }
 
+/// Asserts that no process whose command line holds `needle` is alive (the kernel may need a
+/// moment to finish a namespace).
+fn assert_nothing_left(needle: &str) {
+    let deadline = Instant::now() + Duration::from_secs(3);
+    let mut left = processes_matching(needle);
+    while !left.is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+        left = processes_matching(needle);
+    }
+    assert!(left.is_empty(), "{needle} still running: {left:?}");
+}
+
 /// The escape tests look for leftovers by name: they must not overlap.
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
@@ -393,13 +407,7 @@ fn escape_run(who: As) {
     // Nothing is left running (the kernel may need a moment to finish the namespace).
     let escape_fixture = fixture("escape");
     for needle in ["sleep 4343", "--fork-bomb", escape_fixture.as_str()] {
-        let deadline = Instant::now() + Duration::from_secs(3);
-        let mut left = processes_matching(needle);
-        while !left.is_empty() && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(50));
-            left = processes_matching(needle);
-        }
-        assert!(left.is_empty(), "{needle} still running: {left:?}");
+        assert_nothing_left(needle);
     }
     let _ = std::fs::remove_dir_all(&host);
     let _ = std::fs::remove_dir_all(&seed);
@@ -680,6 +688,47 @@ steps = [{ action = "write", path = "evidence.txt", content = "x" }, { action = 
         );
         std::thread::sleep(Duration::from_millis(50));
     }
+    // As root the run had a cgroup of its own, which nobody was left to remove: the next run
+    // removes it.
+    let Some(jobs) = is_root().then(cgroup_jobs_dir).flatten() else {
+        return;
+    };
+    let killed = format!("job-{}-", child.id());
+    let stale = || {
+        crate::util::entries(&jobs)
+            .into_iter()
+            .filter(|n| n.starts_with(&killed))
+            .collect::<Vec<_>>()
+    };
+    assert!(
+        !stale().is_empty(),
+        "the killed run's cgroup was expected to stay"
+    );
+    let next = crate::util::run(
+        &[
+            "verify",
+            "--scenario",
+            &crate::util::at("scenarios/demo"),
+            "--format",
+            "json",
+        ],
+        &[("TMPDIR", tmp.to_str().expect("utf-8"))],
+        Duration::from_secs(60),
+    );
+    assert!(matches!(next.code, 0 | 1), "{}", next.stderr);
+    assert!(stale().is_empty(), "stale cgroups left: {:?}", stale());
+}
+
+/// The directory of the runs' cgroups (root mode), where the host has cgroup v2.
+fn cgroup_jobs_dir() -> Option<PathBuf> {
+    let info = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+    let mount = info.lines().find_map(|l| {
+        let (left, right) = l.split_once(" - ")?;
+        (right.split_whitespace().next() == Some("cgroup2"))
+            .then(|| left.split_whitespace().nth(4).map(PathBuf::from))
+            .flatten()
+    })?;
+    Some(mount.join("jobs")).filter(|d| d.is_dir())
 }
 
 fn overlay_run(who: As) {
@@ -1421,6 +1470,7 @@ fn hostile_sandbox_run(who: As) {
         "vsock",
         "packet_socket",
         "nf_tables",
+        "sctp",
         "nested_namespaces",
         "clone_newuser",
         "read_secrets",
@@ -1469,6 +1519,7 @@ fn hostile_sandbox_run(who: As) {
         ("vsock", "socket(AF_VSOCK)"),
         ("packet_socket", "socket(AF_PACKET)"),
         ("nf_tables", "socket(AF_NETLINK, protocol 12)"),
+        ("sctp", "socket(AF_INET, IP protocol 132)"),
         ("nested_namespaces", "unshare(CLONE_NEWUSER|CLONE_NEWNET)"),
         ("nested_namespaces", "setns"),
         ("clone_newuser", "clone(CLONE_NEWUSER)"),
@@ -1541,24 +1592,26 @@ fn hostile_sandbox_run(who: As) {
         eprintln!("no home directory to plant a key in: only the environment's secrets checked");
     }
     assert!(!whole.contains(&marker), "a secret reached the report");
-    // 8. Nothing named hintcheck (the tool looked for the usual tells).
-    assert!(
-        call("tells")["detail"]["text"]
-            .as_str()
-            .unwrap_or_default()
-            .contains("nothing says hintcheck"),
-        "{}",
-        call("tells")
-    );
-    // Nothing left running.
-    let server = fixture("hostile-sandbox");
-    let deadline = Instant::now() + Duration::from_secs(3);
-    let mut left = processes_matching(&server);
-    while !left.is_empty() && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(50));
-        left = processes_matching(&server);
+    // 8. Nothing named hintcheck (the tool looked for the usual tells), and the server is an
+    // ordinary user with an ordinary HOME: its own account as root, root in a user namespace.
+    let tells = call("tells")["detail"]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(tells.contains("nothing says hintcheck"), "{tells}");
+    let home = tells
+        .split("HOME=")
+        .nth(1)
+        .and_then(|rest| rest.split(';').next())
+        .unwrap_or_default();
+    if who == As::Root {
+        assert!(home.starts_with("/home/"), "{tells}");
+    } else {
+        assert_eq!(home, "/root", "{tells}");
     }
-    assert!(left.is_empty(), "still running: {left:?}");
+    assert!(tells.contains(&format!("(home {home})")), "{tells}");
+    // Nothing left running.
+    assert_nothing_left(&fixture("hostile-sandbox"));
     if let Some(dir) = home_dir {
         let _ = std::fs::remove_dir_all(dir);
     }
@@ -1570,4 +1623,65 @@ as_root_and_unprivileged!(
     hostile_server_cannot_leave_or_hide_as_root,
     hostile_server_cannot_leave_or_hide_unprivileged,
     hostile_sandbox_run
+);
+
+/// Limits that hold without a memory cgroup: memory held in memfd files no process maps, and
+/// bytes in the scratch directories. The watchdog ends the server; the report is partial and
+/// names the tool; nothing is left running.
+fn hostile_resources_run(who: As) {
+    if !Path::new("/usr/bin/python3").is_file() {
+        return skip("/usr/bin/python3 is missing (the greedy server is in Python)");
+    }
+    if !have("unshare") {
+        return skip("unshare (util-linux) is missing");
+    }
+    // Leftovers are looked for by the server's path, which both variants share.
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let Some(prefix) = prefix(who, true) else {
+        return;
+    };
+    let server = fixture("hostile-resources");
+    for (mode, tool, limit) in [
+        ("--memory", "memfd_bomb", "--memory-limit"),
+        ("--disk", "disk_bomb", "--disk-limit"),
+    ] {
+        let args: Vec<String> = [
+            "verify",
+            "--memory-limit",
+            "96MiB",
+            "--disk-limit",
+            "16MiB",
+            "--format",
+            "json",
+            "--",
+            "/usr/bin/python3",
+            &format!("{server}/server.py"),
+            mode,
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let out = run_as(&prefix, &args, Duration::from_secs(120));
+        assert_eq!(out.code, 3, "{mode}: {}", out.stderr);
+        let r = out.json();
+        assert!(
+            r["partial"].as_str().is_some_and(|p| p.contains(limit)),
+            "{mode}: {}",
+            r["partial"]
+        );
+        let finding = r["findings"]
+            .as_array()
+            .expect("findings")
+            .iter()
+            .find(|f| f["audit"] == "resource-limit")
+            .unwrap_or_else(|| panic!("{mode}: no resource-limit finding"));
+        assert_eq!(finding["tool"], tool, "{finding}");
+        assert_nothing_left(&server);
+    }
+}
+
+as_root_and_unprivileged!(
+    a_greedy_server_is_ended_by_the_watchdog_as_root,
+    a_greedy_server_is_ended_by_the_watchdog_unprivileged,
+    hostile_resources_run
 );
