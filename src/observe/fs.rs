@@ -158,6 +158,8 @@ pub struct FsSnapshotObserver {
     mapped: HashSet<(u64, u64)>,
     /// The files hashed again at this checkpoint whatever their metadata says.
     forced: HashSet<(u64, u64)>,
+    /// When the mappings were last read.
+    mapped_at: Option<std::time::Instant>,
 }
 
 /// A directory covered by an overlay: `lower` is the host directory (never written), `upper`
@@ -187,6 +189,7 @@ impl FsSnapshotObserver {
             server_pid: None,
             mapped: HashSet::new(),
             forced: HashSet::new(),
+            mapped_at: None,
         };
         me.last = me.take();
         me
@@ -302,6 +305,15 @@ impl FsSnapshotObserver {
     /// shared and writable now or at the previous checkpoint (a write through such a mapping
     /// changes neither size nor times, and fires no notification).
     fn refresh_mapped(&mut self) -> HashSet<(u64, u64)> {
+        // Two checkpoints follow each other closely (after a call, and before the next one):
+        // the mappings read at the first stand for the second.
+        if self
+            .mapped_at
+            .is_some_and(|at| at.elapsed() < MAPPINGS_FRESH_FOR)
+        {
+            return self.forced.clone();
+        }
+        self.mapped_at = Some(std::time::Instant::now());
         let now = self
             .server_pid
             .map(mapped_shared_writable)
@@ -365,6 +377,7 @@ impl FsSnapshotObserver {
 impl Observer for FsSnapshotObserver {
     fn server_started(&mut self, start: &super::ServerStart) {
         self.server_pid = start.server_pid;
+        self.mapped_at = None;
         let sandbox_root = start.sandbox_root.as_deref();
         let old: Vec<String> = self
             .sandbox_roots
@@ -714,6 +727,9 @@ impl<'a> Walk<'a> {
         }
     }
 }
+
+/// How long the mappings read at one checkpoint stand for the next.
+const MAPPINGS_FRESH_FOR: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// The files (device, inode) that `root` or any of its descendants has mapped shared and
 /// writable (`rw-s` in `/proc/PID/maps`).
