@@ -1109,7 +1109,9 @@ async fn verify_unchecked(
             if number == 1 && outcome.worth_another_attempt() {
                 // "… not in /…/workspace/docs": aim the next attempt at the allowed directory.
                 let error_text = match &outcome {
-                    CallOutcome::ToolError { text, .. } => text.as_str(),
+                    CallOutcome::ToolError { text, .. } | CallOutcome::ErrorLike { text, .. } => {
+                        text.as_str()
+                    }
                     CallOutcome::RpcError { message, .. } => message.as_str(),
                     _ => "",
                 };

@@ -158,6 +158,16 @@ pub enum CallOutcome {
         /// SHA-256 of the result without `_meta`.
         result_sha256: String,
     },
+    /// A result without `isError` that says it failed ("Error: …", "… not found", a JSON
+    /// object about an `error`): not a success (see [`super::error_like`]).
+    ErrorLike {
+        /// The first text content, shortened.
+        text: String,
+        /// SHA-256 of the result without `_meta`.
+        result_sha256: String,
+        /// Why it looks like a failure.
+        why: String,
+    },
     /// A result with `isError: true`.
     ToolError {
         /// The first text content, shortened.
@@ -194,6 +204,7 @@ impl CallOutcome {
         matches!(
             self,
             CallOutcome::ToolError { .. }
+                | CallOutcome::ErrorLike { .. }
                 | CallOutcome::RpcError {
                     code: -32602 | -32603,
                     ..
@@ -211,6 +222,7 @@ impl CallOutcome {
         matches!(
             self,
             CallOutcome::Ok { .. }
+                | CallOutcome::ErrorLike { .. }
                 | CallOutcome::ToolError { .. }
                 | CallOutcome::RpcError { .. }
                 | CallOutcome::Malformed { .. }
@@ -221,6 +233,7 @@ impl CallOutcome {
     pub fn label(&self) -> &'static str {
         match self {
             CallOutcome::Ok { .. } => "ok",
+            CallOutcome::ErrorLike { .. } => "error-like",
             CallOutcome::ToolError { .. } => "isError",
             CallOutcome::RpcError { .. } => "json-rpc error",
             CallOutcome::Timeout { .. } => "timeout",
@@ -233,6 +246,7 @@ impl CallOutcome {
     pub fn result_sha256(&self) -> Option<&str> {
         match self {
             CallOutcome::Ok { result_sha256, .. }
+            | CallOutcome::ErrorLike { result_sha256, .. }
             | CallOutcome::ToolError { result_sha256, .. } => Some(result_sha256),
             _ => None,
         }
@@ -524,9 +538,16 @@ fn interpret_call_result(name: &str, result: Value, notes: &mut Vec<ProtocolNote
             text,
             result_sha256: digest,
         },
-        None | Some(Value::Bool(false)) => CallOutcome::Ok {
-            text,
-            result_sha256: digest,
+        None | Some(Value::Bool(false)) => match super::error_like::error_like(&map) {
+            Some(why) => CallOutcome::ErrorLike {
+                text,
+                result_sha256: digest,
+                why,
+            },
+            None => CallOutcome::Ok {
+                text,
+                result_sha256: digest,
+            },
         },
         Some(other) => {
             notes.push(ProtocolNote {

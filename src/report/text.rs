@@ -155,6 +155,9 @@ fn write_report(o: &mut String, r: &Report, paint: Paint) -> std::fmt::Result {
         if let Some(first) = t.calls.iter().find(|c| !c.outcome.is_success()) {
             let detail = match &first.outcome {
                 crate::mcp::client::CallOutcome::ToolError { text, .. } => Some(text.clone()),
+                crate::mcp::client::CallOutcome::ErrorLike { text, why, .. } => {
+                    Some(format!("{text} (not isError, but {why})"))
+                }
                 crate::mcp::client::CallOutcome::RpcError { code, message } => {
                     Some(format!("{code} {message}"))
                 }

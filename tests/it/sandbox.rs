@@ -1476,7 +1476,14 @@ fn hostile_sandbox_run(who: As) {
         "read_secrets",
         "tells",
     ] {
-        assert_eq!(call(tool)["outcome"], "ok", "{tool}: {}", call(tool));
+        // isError means the attack worked; its refusal may read as an error ("Permission
+        // denied"), which is error-like.
+        let outcome = &call(tool)["outcome"];
+        assert!(
+            outcome == "ok" || outcome == "error-like",
+            "{tool}: {}",
+            call(tool)
+        );
     }
     // 1. Leaked descriptors: closed before the server ran, said in the report, host unchanged.
     let enforced = r["sandbox"]["enforced"].to_string();
@@ -1559,7 +1566,14 @@ fn hostile_sandbox_run(who: As) {
         "write_via_fd_path",
         "write_via_symlink",
     ] {
-        assert_eq!(call(tool)["outcome"], "ok", "{tool}: {}", call(tool));
+        // isError means the attack worked; its refusal may read as an error ("Permission
+        // denied"), which is error-like.
+        let outcome = &call(tool)["outcome"];
+        assert!(
+            outcome == "ok" || outcome == "error-like",
+            "{tool}: {}",
+            call(tool)
+        );
     }
     let read_only = |tool: &str| -> String {
         let t = tools.iter().find(|t| t["name"] == tool).expect("tool");

@@ -1,0 +1,190 @@
+//! Results that report a failure without saying `isError`: a text led by "Error:", "Failed
+//! to …", "… not found", or a JSON object whose main member is `error`. Many servers answer
+//! every failure this way, and a call that did nothing must not count as a success: the
+//! explorer tries its next candidate, and a `consistent` verdict needs a call whose result
+//! does not look like this. The rules are conservative (a document about errors is not an
+//! error): the text must be led by a failure, or be short and say one.
+
+use serde_json::{Map, Value};
+
+/// Words that, leading a result, say it failed (after any leading punctuation or emoji).
+const LEADERS: [&str; 22] = [
+    "failed to",
+    "failed:",
+    "failure:",
+    "fatal:",
+    "exception:",
+    "traceback (most recent call last)",
+    "not found",
+    "no such file",
+    "does not exist",
+    "invalid argument",
+    "invalid parameter",
+    "invalid input",
+    "not allowed",
+    "permission denied",
+    "access denied",
+    "unable to",
+    "could not",
+    "cannot ",
+    "unknown tool",
+    "missing required",
+    "unauthorized",
+    "forbidden",
+];
+
+/// Phrases that, in a short result, say it failed.
+const FAILURES: [&str; 9] = [
+    "not found",
+    "does not exist",
+    "doesn't exist",
+    "failed to",
+    "not allowed",
+    "permission denied",
+    "access denied",
+    "no such file or directory",
+    "is required",
+];
+
+/// Phrases that say no error happened ("0 errors", "no errors found").
+const ALL_CLEAR: [&str; 6] = [
+    "no error",
+    "0 error",
+    "without error",
+    "errors: 0",
+    "errors: none",
+    "success",
+];
+
+/// The longest result judged by the phrases it contains rather than by how it starts.
+const SHORT: usize = 200;
+
+/// Why a result without `isError` looks like a failure, if it does.
+pub fn error_like(result: &Map<String, Value>) -> Option<String> {
+    if let Some(Value::Object(structured)) = result.get("structuredContent") {
+        if let Some(member) = error_member(structured) {
+            return Some(format!("its structuredContent's main member is `{member}`"));
+        }
+    }
+    let texts: Vec<&str> = match result.get("content") {
+        Some(Value::Array(items)) => items
+            .iter()
+            .filter_map(|i| i.get("text").and_then(Value::as_str))
+            .collect(),
+        _ => Vec::new(),
+    };
+    let first = texts.first()?.trim();
+    if let Ok(Value::Object(json)) = serde_json::from_str::<Value>(first) {
+        return error_member(&json)
+            .map(|m| format!("its text is a JSON object whose main member is `{m}`"));
+    }
+    text_failure(first)
+}
+
+/// `error` or `errors` when it is what the object is about: set to something, beside at most
+/// one other member or a `success`/`ok` that is false.
+fn error_member(object: &Map<String, Value>) -> Option<&'static str> {
+    let set = |v: &Value| match v {
+        Value::Null | Value::Bool(false) => false,
+        Value::String(s) => !s.trim().is_empty(),
+        Value::Array(a) => !a.is_empty(),
+        Value::Object(o) => !o.is_empty(),
+        _ => true,
+    };
+    let member = ["error", "errors"]
+        .into_iter()
+        .find(|k| object.get(*k).is_some_and(set))?;
+    let flagged_failed = ["success", "ok"]
+        .iter()
+        .any(|k| object.get(*k) == Some(&Value::Bool(false)));
+    (object.len() <= 2 || flagged_failed).then_some(member)
+}
+
+/// Why a text says it failed: led by a failure, or short and naming one.
+fn text_failure(text: &str) -> Option<String> {
+    let lowered = text.to_lowercase();
+    let start = lowered.trim_start_matches(|c: char| !c.is_alphanumeric());
+    if ALL_CLEAR.iter().any(|c| start.contains(c)) {
+        return None;
+    }
+    let led_by_error = start == "error"
+        || [
+            "error:",
+            "error!",
+            "error -",
+            "error occurred",
+            "error while",
+            "error executing",
+        ]
+        .iter()
+        .any(|p| start.starts_with(p));
+    if led_by_error {
+        return Some("its text begins with \"Error\"".into());
+    }
+    if let Some(leader) = LEADERS.iter().find(|l| start.starts_with(*l)) {
+        return Some(format!("its text begins with \"{}\"", leader.trim_end()));
+    }
+    if start.chars().count() <= SHORT {
+        if let Some(phrase) = FAILURES.iter().find(|p| start.contains(*p)) {
+            return Some(format!("its short text says \"{phrase}\""));
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn judge(result: Value) -> Option<String> {
+        error_like(result.as_object().expect("object"))
+    }
+
+    fn text(t: &str) -> Value {
+        json!({"content": [{"type": "text", "text": t}]})
+    }
+
+    #[test]
+    fn failures_without_is_error_are_recognised() {
+        for failed in [
+            "Error: ENOENT: no such file or directory, open '/w/x'",
+            "❌ Error: vault not found",
+            "Failed to open project: no working directory set",
+            "Note 'x.md' not found",
+            "File /w/missing.txt does not exist",
+            "Unable to connect to the database",
+            "Permission denied: /etc/shadow",
+            "Traceback (most recent call last):\n  File \"x.py\"",
+            "{\"error\": \"unknown sheet 'Sheet9'\"}",
+            "{\"success\": false, \"error\": {\"code\": 3}, \"data\": null, \"hint\": \"x\"}",
+        ] {
+            assert!(judge(text(failed)).is_some(), "{failed}");
+        }
+        assert!(
+            judge(json!({"content": [], "structuredContent": {"errors": ["bad id"]}})).is_some()
+        );
+    }
+
+    #[test]
+    fn ordinary_results_are_not_failures() {
+        for fine in [
+            "hintcheck sample notes\nsecond line",
+            "Error handling in Rust uses Result; see chapter 9 for the details of how errors propagate through a program and how the question mark operator works.",
+            "Search finished: 0 errors, 3 warnings",
+            "No errors found",
+            "Created note 'a.md'",
+            "{\"result\": [1, 2], \"error\": null}",
+            "{\"items\": [], \"errors\": [], \"total\": 0}",
+            "[]",
+            "",
+            "Successfully wrote to /w/new.txt",
+        ] {
+            assert_eq!(judge(text(fine)), None, "{fine}");
+        }
+        assert_eq!(
+            judge(json!({"content": [{"type": "image", "data": "x"}]})),
+            None
+        );
+    }
+}
