@@ -1128,6 +1128,26 @@ async fn verify_unchecked(
                     }
                     steer = Some(facts);
                 }
+                // "Available sheets: 'Sheet1', 'Notes'", "Missing required argument: mode": the
+                // next attempts take what the error offers.
+                let learned = crate::exercise::feedback::corrections(
+                    error_text,
+                    &tool.input_schema,
+                    &arguments,
+                    &candidates,
+                );
+                let learned: Vec<Value> = learned
+                    .into_iter()
+                    .filter(|c| !candidates[..attempt].contains(c))
+                    .collect();
+                for (k, c) in learned.into_iter().enumerate() {
+                    run.synthesis_notes.push(format!(
+                        "the error of attempt {attempt} offered {c}, queued as attempt {}",
+                        attempt + k + 1
+                    ));
+                    candidates.retain(|x| *x != c);
+                    candidates.insert((attempt + k).min(candidates.len()), c);
+                }
             }
             let retry = number == 1
                 && attempt < candidates.len().min(config.attempts)

@@ -445,3 +445,41 @@ fn writes_that_do_not_last_are_seen_without_a_sandbox_too() {
     assert!(r.sandbox.level.contains("none"), "{:?}", r.sandbox.level);
     assert_eq!(r.exit_code, 0, "{}", r.exit_reason);
 }
+
+#[test]
+fn an_error_that_names_what_it_accepts_steers_the_next_attempt() {
+    let r = run_scenario("error-feedback");
+    let tool = |name: &str| {
+        r.tools
+            .iter()
+            .find(|t| t.name == name)
+            .unwrap_or_else(|| panic!("no tool {name}"))
+    };
+    let first_ok = |name: &str| {
+        tool(name)
+            .calls
+            .iter()
+            .find(|c| c.number == 1 && c.outcome.is_success())
+            .unwrap_or_else(|| panic!("{name} never succeeded"))
+            .clone()
+    };
+    let ok = first_ok("open_sheet");
+    assert_eq!(ok.attempt, 2);
+    assert_eq!(
+        ok.arguments["sheet"], "Summary",
+        "the first sheet the error offered"
+    );
+    let ok = first_ok("set_mode");
+    assert!(
+        ok.arguments["mode"].is_string(),
+        "the missing field filled: {ok:?}"
+    );
+    assert!(
+        tool("open_sheet")
+            .synthesis_notes
+            .iter()
+            .any(|n| n.contains("offered")),
+        "{:?}",
+        tool("open_sheet").synthesis_notes
+    );
+}

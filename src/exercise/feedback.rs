@@ -1,0 +1,370 @@
+//! What an error says to try next. Servers that refuse arguments often say what they would
+//! accept: "Available sheets: 'Sheet1', 'Notes'", "must be one of [a, b]", zod's "Expected 'a' |
+//! 'b', received 'x'", pydantic's "Input should be 'a' or 'b'", ajv's `allowedValues`, or that
+//! a field is missing. [`corrections`] turns such a text into new argument sets: the field it
+//! is about set to each value offered, or the fields it names as missing filled from the
+//! other candidates. Only properties of the tool's own schema are ever set.
+
+use serde_json::{Map, Value};
+
+/// Phrases after which an error lists the values it accepts.
+const LIST_TRIGGERS: [&str; 16] = [
+    "allowedvalues",
+    "one of",
+    "allowed values",
+    "allowed keys",
+    "allowed:",
+    "available",
+    "valid values",
+    "valid options",
+    "valid choices",
+    "supported values",
+    "supported:",
+    "existing",
+    "possible values",
+    "expected",
+    "input should be",
+    "choices",
+];
+
+/// Most values taken from one list, and most new argument sets from one error.
+const MAX_VALUES: usize = 8;
+const MAX_CORRECTIONS: usize = 3;
+
+/// New argument sets that follow what `text` (an error) says, starting from `arguments` (the
+/// set that was refused); `others` are the tool's other candidates, whose values fill fields
+/// the error names as missing. Sets equal to `arguments` or to one another are left out.
+pub fn corrections(text: &str, schema: &Value, arguments: &Value, others: &[Value]) -> Vec<Value> {
+    let Some(properties) = schema.get("properties").and_then(Value::as_object) else {
+        return Vec::new();
+    };
+    let current = arguments.as_object().cloned().unwrap_or_default();
+    let lowered = text.to_lowercase();
+    let mut out: Vec<Value> = Vec::new();
+    let mut push = |candidate: Map<String, Value>| {
+        let v = Value::Object(candidate);
+        if v != *arguments && !out.contains(&v) && out.len() < MAX_CORRECTIONS {
+            out.push(v);
+        }
+    };
+    // Values offered for a field.
+    if let Some((at, values)) = offered_values(text) {
+        if let Some(field) = field_of(&lowered, at, properties, &current) {
+            for value in values {
+                let mut c = current.clone();
+                c.insert(field.clone(), typed(&value, &properties[&field]));
+                push(c);
+            }
+        }
+    }
+    // Fields named as missing.
+    if lowered.contains("required") || lowered.contains("missing") {
+        let missing: Vec<&String> = properties
+            .keys()
+            .filter(|k| {
+                !current.contains_key(*k) && mentions(&lowered, &k.to_lowercase()).is_some()
+            })
+            .collect();
+        if !missing.is_empty() {
+            let mut c = current.clone();
+            for k in missing {
+                if let Some(v) = others.iter().find_map(|o| o.get(k.as_str())) {
+                    c.insert(k.clone(), v.clone());
+                }
+            }
+            push(c);
+        }
+    }
+    out
+}
+
+/// Where in `text` a list of accepted values begins, and its values.
+pub fn offered_values(text: &str) -> Option<(usize, Vec<String>)> {
+    let lowered = text.to_lowercase();
+    for trigger in LIST_TRIGGERS {
+        let mut from = 0;
+        while let Some(pos) = lowered[from..].find(trigger).map(|p| p + from) {
+            from = pos + trigger.len();
+            let mut rest = &text[from..];
+            // "Available sheets: …": skip the words up to a colon close by.
+            if let Some(colon) = rest.find(':').filter(|c| *c < 40) {
+                if !rest[..colon].contains(['\n', '.', '\'', '"', '[']) {
+                    rest = &rest[colon + 1..];
+                }
+            }
+            let values = list_values(rest);
+            if !values.is_empty() {
+                return Some((pos, values));
+            }
+        }
+    }
+    None
+}
+
+/// The values of a list at the start of `rest`: a JSON or Python array, quoted words, or bare
+/// words separated by commas, bars or "or", up to the end of the sentence.
+fn list_values(rest: &str) -> Vec<String> {
+    let rest = rest.trim_start();
+    // A JSON key's closing quote (`"allowedValues": […]`).
+    let rest = rest
+        .strip_prefix("\":")
+        .or_else(|| rest.strip_prefix("':"))
+        .unwrap_or(rest);
+    let rest = rest.trim_start_matches(['=', ':']).trim_start();
+    if rest.starts_with('[') {
+        if let Some(end) = rest.find(']') {
+            let inner = &rest[..=end];
+            let parsed = serde_json::from_str::<Vec<Value>>(inner)
+                .or_else(|_| serde_json::from_str::<Vec<Value>>(&inner.replace('\'', "\"")));
+            if let Ok(items) = parsed {
+                return items
+                    .iter()
+                    .filter_map(|v| match v {
+                        Value::String(s) => Some(s.clone()),
+                        Value::Number(n) => Some(n.to_string()),
+                        _ => None,
+                    })
+                    .take(MAX_VALUES)
+                    .collect();
+            }
+        }
+    }
+    let end = [
+        "\n",
+        ". ",
+        ";",
+        " received",
+        " but got",
+        ", got",
+        " instead",
+    ]
+    .iter()
+    .filter_map(|t| rest.find(t))
+    .min()
+    .unwrap_or(rest.len());
+    let segment = rest[..end].trim_end_matches('.');
+    let quoted = quoted_words(segment);
+    if !quoted.is_empty() {
+        return quoted.into_iter().take(MAX_VALUES).collect();
+    }
+    let words: Vec<String> = segment
+        .split([',', '|', '[', ']', '(', ')'])
+        .flat_map(|part| part.split(" or "))
+        .map(|w| w.trim().to_string())
+        .filter(|w| {
+            !w.is_empty()
+                && w.len() <= 64
+                && !w.contains(' ')
+                && w.chars()
+                    .all(|c| c.is_alphanumeric() || "-_./@".contains(c))
+        })
+        .take(MAX_VALUES)
+        .collect();
+    // A sentence of one bare word is prose more often than a list.
+    if words.len() >= 2 { words } else { Vec::new() }
+}
+
+/// The strings in single, double or back quotes in `segment`.
+fn quoted_words(segment: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut chars = segment.char_indices().peekable();
+    while let Some((i, c)) = chars.next() {
+        if matches!(c, '\'' | '"' | '`') {
+            if let Some(len) = segment[i + 1..].find(c) {
+                let word = &segment[i + 1..i + 1 + len];
+                if !word.is_empty() && word.len() <= 128 && !out.iter().any(|w| w == word) {
+                    out.push(word.to_string());
+                }
+                // Skip past the closing quote.
+                while chars.peek().is_some_and(|(j, _)| *j <= i + 1 + len) {
+                    chars.next();
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Where `name` is mentioned in `lowered` as a word (quoted or bare), if it is.
+fn mentions(lowered: &str, name: &str) -> Option<usize> {
+    let bytes = lowered.as_bytes();
+    let word = |c: u8| c.is_ascii_alphanumeric() || c == b'_';
+    let mut from = 0;
+    while let Some(pos) = lowered[from..].find(name).map(|p| p + from) {
+        let before = pos.checked_sub(1).map(|i| bytes[i]);
+        let after = bytes.get(pos + name.len()).copied();
+        if !before.is_some_and(word) && !after.is_some_and(word) {
+            return Some(pos);
+        }
+        from = pos + name.len();
+    }
+    None
+}
+
+/// The property a list of values at `at` is for: the schema property named closest before
+/// it, else the one whose refused value the error repeats, else the only string property.
+fn field_of(
+    lowered: &str,
+    at: usize,
+    properties: &Map<String, Value>,
+    current: &Map<String, Value>,
+) -> Option<String> {
+    let named_before = properties
+        .keys()
+        .filter_map(|k| {
+            let lk = k.to_lowercase();
+            let mut best = None;
+            let mut from = 0;
+            while let Some(p) = mentions(&lowered[from..], &lk).map(|p| p + from) {
+                if p < at {
+                    best = Some(p);
+                }
+                from = p + lk.len();
+                if from >= lowered.len() {
+                    break;
+                }
+            }
+            best.map(|p| (p, k.clone()))
+        })
+        .max();
+    if let Some((_, k)) = named_before {
+        return Some(k);
+    }
+    let echoed = current.iter().find(|(_, v)| {
+        v.as_str()
+            .is_some_and(|s| s.len() >= 2 && lowered.contains(&s.to_lowercase()))
+    });
+    if let Some((k, _)) = echoed {
+        return Some(k.clone());
+    }
+    let strings: Vec<&String> = properties
+        .iter()
+        .filter(|(_, p)| p.get("type").and_then(Value::as_str) == Some("string"))
+        .map(|(k, _)| k)
+        .collect();
+    (strings.len() == 1).then(|| strings[0].clone())
+}
+
+/// `value` in the type the property expects.
+fn typed(value: &str, property: &Value) -> Value {
+    match property.get("type").and_then(Value::as_str) {
+        Some("integer") => value
+            .parse::<i64>()
+            .map(Value::from)
+            .unwrap_or(Value::from(value)),
+        Some("number") => value
+            .parse::<f64>()
+            .map(Value::from)
+            .unwrap_or(Value::from(value)),
+        Some("boolean") => value
+            .parse::<bool>()
+            .map(Value::from)
+            .unwrap_or(Value::from(value)),
+        Some("array") => Value::Array(vec![Value::from(value)]),
+        _ => Value::from(value),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn schema() -> Value {
+        json!({"type": "object", "properties": {
+            "sheet": {"type": "string"},
+            "path": {"type": "string"},
+            "limit": {"type": "integer"},
+            "mode": {"type": "string"}
+        }})
+    }
+
+    #[test]
+    fn lists_of_accepted_values_are_read_in_their_usual_forms() {
+        for (text, values) in [
+            (
+                "Sheet 'Sheet9' not found. Available sheets: 'Sheet1', 'Notes'",
+                vec!["Sheet1", "Notes"],
+            ),
+            (
+                "mode must be one of [\"fast\", \"slow\"]",
+                vec!["fast", "slow"],
+            ),
+            (
+                "Invalid enum value. Expected 'read' | 'write', received 'x'",
+                vec!["read", "write"],
+            ),
+            (
+                "Input should be 'a', 'b' or 'c' [type=literal_error]",
+                vec!["a", "b", "c"],
+            ),
+            (
+                "Unknown key. Allowed keys: name, email, phone",
+                vec!["name", "email", "phone"],
+            ),
+            (
+                "{\"keyword\":\"enum\",\"params\":{\"allowedValues\":[\"x\",\"y\"]}}",
+                vec!["x", "y"],
+            ),
+            (
+                "Existing project names: ['alpha', 'beta']",
+                vec!["alpha", "beta"],
+            ),
+        ] {
+            let (_, got) = offered_values(text).unwrap_or_else(|| panic!("{text}"));
+            assert_eq!(got, values, "{text}");
+        }
+        for prose in [
+            "File not found",
+            "Expected a string",
+            "Permission denied: /etc",
+        ] {
+            assert_eq!(offered_values(prose), None, "{prose}");
+        }
+    }
+
+    #[test]
+    fn corrections_set_the_field_the_error_is_about_or_fill_what_it_misses() {
+        let args = json!({"sheet": "Sheet9", "path": "/w/book.xlsx"});
+        let c = corrections(
+            "Sheet 'Sheet9' not found. Available sheets: 'Sheet1', 'Notes'",
+            &schema(),
+            &args,
+            &[],
+        );
+        assert_eq!(
+            c,
+            [
+                json!({"sheet": "Sheet1", "path": "/w/book.xlsx"}),
+                json!({"sheet": "Notes", "path": "/w/book.xlsx"})
+            ]
+        );
+        // The property named before the list wins; values take the property's type.
+        let c = corrections(
+            "limit must be one of 10, 50, 100",
+            &schema(),
+            &json!({}),
+            &[],
+        );
+        assert_eq!(c[0], json!({"limit": 10}));
+        // A field named as missing is filled from another candidate.
+        let c = corrections(
+            "Missing required argument: mode",
+            &schema(),
+            &json!({"path": "/w/a"}),
+            &[json!({"path": "/w/a", "mode": "fast"})],
+        );
+        assert_eq!(c, [json!({"path": "/w/a", "mode": "fast"})]);
+        // Nothing to learn: nothing proposed; never a property outside the schema.
+        assert!(corrections("Internal error", &schema(), &args, &[]).is_empty());
+        assert!(
+            corrections(
+                "color must be one of red, blue",
+                &json!({"type": "object", "properties": {"a": {"type": "integer"}}}),
+                &json!({}),
+                &[]
+            )
+            .is_empty()
+        );
+    }
+}
