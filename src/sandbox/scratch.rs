@@ -19,6 +19,11 @@ pub fn overlay_dir(scratch_root: &Path, i: usize) -> PathBuf {
     scratch_root.join(STATE_DIR).join(format!("overlay-{i}"))
 }
 
+/// The git identity of the seed's commit and of the server's HOME (`~/.gitconfig`): an
+/// ordinary developer's, so that commit tools can commit and nothing names hintcheck.
+const GIT_NAME: &str = "Developer";
+const GIT_EMAIL: &str = "developer@example.test";
+
 /// Most entries copied from a seed directory.
 const MAX_SEED_ENTRIES: usize = 100_000;
 
@@ -54,9 +59,16 @@ impl Scratch {
             fs::create_dir(&p).map_err(|source| LaunchError::Scratch { source })?;
             Ok(p)
         };
+        let home = make("home")?;
+        // A git identity, as a developer's machine has one: commit tools can commit.
+        fs::write(
+            home.join(".gitconfig"),
+            format!("[user]\n\tname = {GIT_NAME}\n\temail = {GIT_EMAIL}\n"),
+        )
+        .map_err(|source| LaunchError::Scratch { source })?;
         Ok(Scratch {
             workspace: make("workspace")?,
-            home: make("home")?,
+            home,
             tmp: make("tmp")?,
             root: Some(root),
             seeded: Vec::new(),
@@ -178,7 +190,7 @@ impl Scratch {
             "commit",
             "--quiet",
             "--no-verify",
-            "--message=hintcheck seed",
+            "--message=Initial commit",
         ])
     }
 
@@ -187,9 +199,9 @@ impl Scratch {
         let out = std::process::Command::new("git")
             .args([
                 "-c",
-                "user.name=hintcheck",
+                &format!("user.name={GIT_NAME}"),
                 "-c",
-                "user.email=hintcheck@example.test",
+                &format!("user.email={GIT_EMAIL}"),
                 "-c",
                 "commit.gpgsign=false",
                 // The workspace may belong to the sandbox's uid by now.
