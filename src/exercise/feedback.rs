@@ -1,9 +1,10 @@
 //! What an error says to try next. Servers that refuse arguments often say what they would
 //! accept: "Available sheets: 'Sheet1', 'Notes'", "must be one of [a, b]", zod's "Expected 'a' |
 //! 'b', received 'x'", pydantic's "Input should be 'a' or 'b'", ajv's `allowedValues`, or that
-//! a field is missing. [`corrections`] turns such a text into new argument sets: the field it
-//! is about set to each value offered, or the fields it names as missing filled from the
-//! other candidates. Only properties of the tool's own schema are ever set.
+//! a field is missing, or that a flag must be set ("pass confirm: true"). [`corrections`] turns
+//! such a text into new argument sets: the field it is about set to each value offered, the
+//! boolean properties it names set, or the fields it names as missing filled from the other
+//! candidates. Only properties of the tool's own schema are ever set.
 
 use serde_json::{Map, Value};
 
@@ -56,6 +57,24 @@ pub fn corrections(text: &str, schema: &Value, arguments: &Value, others: &[Valu
                 push(c);
             }
         }
+    }
+    // A flag the error asks for ("set confirm to true to delete"): the boolean properties it
+    // names, set.
+    let flags: Vec<&String> = properties
+        .iter()
+        .filter(|(k, p)| {
+            p.get("type").and_then(Value::as_str) == Some("boolean")
+                && current.get(*k) != Some(&Value::Bool(true))
+                && mentions(&lowered, &k.to_lowercase()).is_some()
+        })
+        .map(|(k, _)| k)
+        .collect();
+    if !flags.is_empty() {
+        let mut c = current.clone();
+        for k in flags {
+            c.insert(k.clone(), Value::Bool(true));
+        }
+        push(c);
     }
     // Fields named as missing.
     if lowered.contains("required") || lowered.contains("missing") {
@@ -355,6 +374,15 @@ mod tests {
             &[json!({"path": "/w/a", "mode": "fast"})],
         );
         assert_eq!(c, [json!({"path": "/w/a", "mode": "fast"})]);
+        // A confirmation flag the error asks for is set.
+        let with_flag = json!({"type": "object", "properties": {"path": {"type": "string"}, "confirm": {"type": "boolean"}}});
+        let c = corrections(
+            "Refusing to delete without confirmation: pass confirm: true",
+            &with_flag,
+            &json!({"path": "/w/a"}),
+            &[],
+        );
+        assert_eq!(c, [json!({"path": "/w/a", "confirm": true})]);
         // Nothing to learn: nothing proposed; never a property outside the schema.
         assert!(corrections("Internal error", &schema(), &args, &[]).is_empty());
         assert!(

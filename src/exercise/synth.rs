@@ -407,6 +407,22 @@ impl Synth<'_> {
 
     fn number(&mut self, s: &Map<String, Value>, at: &str) -> Value {
         let (lo, lo_excl, hi, hi_excl) = self.bounds(s);
+        // A `number` whose name means a count, an index or an id takes an integer (a pid of
+        // 3.5 fails where 3 works), when one fits the bounds and any multipleOf.
+        let integral_step = s
+            .get("multipleOf")
+            .and_then(Value::as_f64)
+            .is_none_or(|m| m >= 1.0 && m.fract() == 0.0);
+        let fits = |l: Option<f64>, h: Option<f64>| match (l, h) {
+            (Some(l), Some(h)) => {
+                let first = if lo_excl { l.floor() + 1.0 } else { l.ceil() };
+                first < h || (!hi_excl && first <= h)
+            }
+            _ => true,
+        };
+        if integral_step && fits(lo, hi) && names_an_integer(at.rsplit('/').next().unwrap_or("")) {
+            return self.integer(s, at);
+        }
         let v = match (lo, hi) {
             (Some(l), Some(h)) if l < h || (l == h && !lo_excl && !hi_excl) => (l + h) / 2.0,
             (Some(l), Some(_)) => {
@@ -898,6 +914,31 @@ fn intersect_types(a: &Value, b: &Value) -> Value {
     }
 }
 
+/// Words of parameter names that mean a whole number: counts, indexes, ids, ports, pages.
+const INTEGER_WORDS: [&str; 30] = [
+    "pid", "line", "lines", "count", "index", "idx", "port", "page", "limit", "offset", "size",
+    "depth", "number", "num", "id", "max", "min", "top", "row", "rows", "column", "col", "year",
+    "month", "day", "retries", "attempts", "width", "height", "level",
+];
+
+/// Whether a parameter name (snake, kebab or camel case) means a whole number.
+fn names_an_integer(name: &str) -> bool {
+    let mut words: Vec<String> = Vec::new();
+    let mut word = String::new();
+    for c in name.chars() {
+        if c == '_' || c == '-' || c == ' ' {
+            words.push(std::mem::take(&mut word));
+        } else if c.is_uppercase() && !word.is_empty() {
+            words.push(std::mem::take(&mut word));
+            word.extend(c.to_lowercase());
+        } else {
+            word.extend(c.to_lowercase());
+        }
+    }
+    words.push(word);
+    words.iter().any(|w| INTEGER_WORDS.contains(&w.as_str()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -963,6 +1004,27 @@ mod tests {
         assert_eq!(got.arguments["b"], json!("only"));
         assert!(got.arguments["c"].is_boolean());
         assert!(got.notes.is_empty(), "{:?}", got.notes);
+    }
+
+    #[test]
+    fn numbers_that_mean_counts_or_ids_are_whole() {
+        let schema = json!({"type": "object", "required": ["pid", "lineNumber", "ratio", "page_size", "scale"], "properties": {
+            "pid": {"type": "number"},
+            "lineNumber": {"type": "number", "minimum": 1},
+            "ratio": {"type": "number"},
+            "page_size": {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1},
+            "scale": {"type": "number", "multipleOf": 0.25}
+        }});
+        let a = synthesize_arguments(&schema, 7, "t", None, false).arguments;
+        assert!(a["pid"].is_i64(), "{a}");
+        assert!(a["lineNumber"].is_i64(), "{a}");
+        assert!(!a["ratio"].is_i64(), "a ratio stays a fraction: {a}");
+        assert!(
+            a["page_size"].as_f64().is_some_and(|v| v > 0.0 && v < 1.0),
+            "no integer fits: {a}"
+        );
+        assert!(names_an_integer("maxResults") && names_an_integer("row-index"));
+        assert!(!names_an_integer("temperature") && !names_an_integer("identity"));
     }
 
     #[test]
