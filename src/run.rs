@@ -1314,6 +1314,10 @@ async fn verify_unchecked(
         calls: tools.iter().map(|t| t.calls.len()).sum(),
         inventory_incomplete: inventory.incomplete.clone(),
         background_threads: background.len(),
+        unreached: tools
+            .iter()
+            .filter_map(|t| crate::report::Unreached::of(&t.name, &t.calls))
+            .collect(),
     };
     findings.extend(protocol_findings(&collected));
     let transcript = finish_collected(&mut report, collected);

@@ -117,6 +117,15 @@ struct CoverageV1<'a> {
     calls: usize,
     inventory_incomplete: Option<&'a str>,
     background_threads: usize,
+    unreached: Vec<UnreachedV1<'a>>,
+}
+
+#[derive(Debug, Serialize)]
+struct UnreachedV1<'a> {
+    tool: &'a str,
+    outcome: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    said: Option<&'a str>,
 }
 
 #[derive(Debug, Serialize)]
@@ -417,6 +426,16 @@ pub fn to_v1(r: &Report) -> ReportV1<'_> {
             calls: r.coverage.calls,
             inventory_incomplete: r.coverage.inventory_incomplete.as_deref(),
             background_threads: r.coverage.background_threads,
+            unreached: r
+                .coverage
+                .unreached
+                .iter()
+                .map(|u| UnreachedV1 {
+                    tool: &u.tool,
+                    outcome: &u.outcome,
+                    said: u.said.as_deref(),
+                })
+                .collect(),
         },
         settings: SettingsV1 {
             repeat: r.settings.repeat,

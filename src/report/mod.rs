@@ -127,6 +127,44 @@ pub struct CoverageSummary {
     pub inventory_incomplete: Option<String>,
     /// Threads of the server that ran while no call was in flight (background workers).
     pub background_threads: usize,
+    /// The tools that were called and never succeeded, each with how its last call ended.
+    pub unreached: Vec<Unreached>,
+}
+
+/// A tool whose calls all failed: what its last call answered.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Unreached {
+    /// The tool.
+    pub tool: String,
+    /// How its last call ended (`isError`, `error-like`, `json-rpc error`, `timeout`, ...).
+    pub outcome: String,
+    /// What it said, shortened.
+    pub said: Option<String>,
+}
+
+impl Unreached {
+    /// The entry for a tool whose calls are `calls`, when none succeeded.
+    pub fn of(tool: &str, calls: &[crate::evidence::CallRecord]) -> Option<Unreached> {
+        use crate::mcp::client::CallOutcome;
+        if calls.iter().any(|c| c.outcome.is_success()) {
+            return None;
+        }
+        let last = calls.last()?;
+        let said = match &last.outcome {
+            CallOutcome::ToolError { text, .. } => Some(text.clone()),
+            CallOutcome::ErrorLike { text, why, .. } => Some(format!("{text} ({why})")),
+            CallOutcome::RpcError { code, message } => Some(format!("{code} {message}")),
+            CallOutcome::Malformed { why } => Some(why.clone()),
+            CallOutcome::Timeout { after_ms } => Some(format!("no answer within {after_ms} ms")),
+            CallOutcome::ServerDied => Some("the server died".into()),
+            CallOutcome::Ok { .. } => None,
+        };
+        Some(Unreached {
+            tool: tool.to_string(),
+            outcome: last.outcome.label().to_string(),
+            said: said.map(|s| s.chars().take(200).collect()),
+        })
+    }
 }
 
 /// Wire statistics.

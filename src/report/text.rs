@@ -232,6 +232,21 @@ fn write_report(o: &mut String, r: &Report, paint: Paint) -> std::fmt::Result {
     if let Some(i) = &c.inventory_incomplete {
         writeln!(o, "          the tool listing was incomplete: {}", esc(i))?;
     }
+    for u in c.unreached.iter().take(20) {
+        writeln!(
+            o,
+            "unreached: {} ({}{})",
+            esc(&u.tool),
+            u.outcome,
+            u.said
+                .as_ref()
+                .map(|s| format!(": {}", esc(s)))
+                .unwrap_or_default()
+        )?;
+    }
+    if c.unreached.len() > 20 {
+        writeln!(o, "unreached: … and {} more", c.unreached.len() - 20)?;
+    }
     for n in &r.notes {
         writeln!(o, "note:     {}", esc(n))?;
     }

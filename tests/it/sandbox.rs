@@ -365,7 +365,30 @@ fn escape_run(who: As) {
         assert_eq!(obs["type"], "attempt");
         assert_eq!(obs["mechanism"], "attempt");
     }
-    assert_eq!(outcome("still_works"), "ok");
+    // The fork bomb's processes and the memory eater together may pass the tree's memory
+    // bound: then the watchdog ends the run there, with a finding that says so. Otherwise the
+    // server still works after every attack.
+    let watchdog = r["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .find(|f| f["audit"] == "resource-limit");
+    match watchdog {
+        Some(f) => {
+            assert!(
+                r["partial"]
+                    .as_str()
+                    .is_some_and(|p| p.contains("--memory-limit")),
+                "{f}"
+            );
+            assert!(
+                f["tool"] == "eat_memory" || f["tool"] == "fork_bomb",
+                "ended during {}",
+                f["tool"]
+            );
+        }
+        None => assert_eq!(outcome("still_works"), "ok"),
+    }
     let var_tmp = tools
         .iter()
         .find(|t| t["name"] == "write_var_tmp")

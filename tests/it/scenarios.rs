@@ -483,3 +483,20 @@ fn an_error_that_names_what_it_accepts_steers_the_next_attempt() {
         tool("open_sheet").synthesis_notes
     );
 }
+
+#[test]
+fn tools_never_reached_are_named_with_their_last_answer() {
+    let r = run_scenario("error-like");
+    let unreached: Vec<(&str, &str)> = r
+        .coverage
+        .unreached
+        .iter()
+        .map(|u| (u.tool.as_str(), u.outcome.as_str()))
+        .collect();
+    assert_eq!(
+        unreached,
+        [("find_note", "error-like"), ("save_draft", "error-like")]
+    );
+    let said = r.coverage.unreached[0].said.as_deref().unwrap_or_default();
+    assert!(said.contains("Error: note not found"), "{said}");
+}
