@@ -119,9 +119,13 @@ struct Ctx<'a> {
 }
 
 /// What the sandbox hides (users' private places), what it shows of them (what the server runs
-/// on), and who the server is in it (account, HOME).
+/// on), which /tmp entries stay visible, and who the server is in it (account, HOME). The same
+/// for every server start of a run.
 #[derive(Debug, Clone, Default)]
 struct Placement {
+    /// /tmp entries the server must see: its files on the command line, in its environment,
+    /// and the lower layers of overlays.
+    visible_tmp: Vec<PathBuf>,
     hidden: Vec<PathBuf>,
     exposed: Vec<PathBuf>,
     identity: crate::sandbox::policy::SandboxIdentity,
@@ -129,7 +133,12 @@ struct Placement {
 
 impl Placement {
     /// For a run of `command` with the configured environment and `run_as` (root mode).
-    fn new(config: &RunConfig, command: &[String], run_as: Option<(u32, u32)>) -> Placement {
+    fn new(
+        config: &RunConfig,
+        command: &[String],
+        run_as: Option<(u32, u32)>,
+        scratch_root: &Path,
+    ) -> Placement {
         let hidden = crate::sandbox::policy::private_directories();
         let path_var = std::env::var("PATH").ok();
         let program = resolve_program(&command[0], path_var.as_deref())
@@ -139,13 +148,19 @@ impl Placement {
             .iter()
             .map(|d| d.display().to_string())
             .collect();
-        let words = command
+        let words: Vec<&str> = command
             .iter()
             .map(String::as_str)
             .chain(config.env.iter().map(|(_, v)| v.as_str()))
-            .chain(overlays.iter().map(String::as_str));
-        let exposed =
-            crate::sandbox::policy::exposed_paths(&hidden, words, &program, &config.expose);
+            .chain(overlays.iter().map(String::as_str))
+            .collect();
+        let visible_tmp = named_tmp_entries(words.iter().copied(), scratch_root);
+        let exposed = crate::sandbox::policy::exposed_paths(
+            &hidden,
+            words.iter().copied(),
+            &program,
+            &config.expose,
+        );
         let passwd = std::fs::read_to_string("/etc/passwd").unwrap_or_default();
         let mut identity = crate::sandbox::policy::sandbox_identity(run_as, &passwd, &hidden);
         // A HOME that is a hidden place itself (/root) replaces it whole: only where nothing
@@ -161,6 +176,7 @@ impl Placement {
             }
         }
         Placement {
+            visible_tmp,
             hidden,
             exposed,
             identity,
@@ -272,20 +288,6 @@ async fn start_server(
             // variable naming hintcheck would tell the server it is watched. Its user and HOME
             // are those of an ordinary account.
             let env = ctx.placement.server_env(&ctx.spec.env, &ctx.home);
-            // /tmp entries the server must see: its files on the command line, in its
-            // environment, and the lower layers of overlays.
-            let overlay_paths: Vec<String> = ctx
-                .config
-                .overlays
-                .iter()
-                .map(|d| d.display().to_string())
-                .collect();
-            let words: Vec<&str> = std::iter::once(ctx.spec.program.as_str())
-                .chain(ctx.spec.args.iter().map(String::as_str))
-                .chain(ctx.config.env.iter().map(|(_, v)| v.as_str()))
-                .chain(overlay_paths.iter().map(String::as_str))
-                .collect();
-            let visible_tmp = named_tmp_entries(words.iter().copied(), &ctx.scratch_root);
             let limits = Limits {
                 data_bytes: ctx.config.memory_limit,
                 ..Limits::for_uid(
@@ -312,7 +314,7 @@ async fn start_server(
                     .map(|c| c.enforces.clone())
                     .unwrap_or_default(),
                 level,
-                visible_tmp,
+                visible_tmp: ctx.placement.visible_tmp.clone(),
                 hidden: ctx.placement.hidden.clone(),
                 exposed: ctx.placement.exposed.clone(),
                 overlays: ctx.config.overlays.clone(),
@@ -643,7 +645,7 @@ async fn verify_unchecked(
         started_unix_ms,
         RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
     );
-    // As root, the server runs as nobody: the scratch directories become its own.
+    // As root, the server runs as a uid of its own: the scratch directories become its own.
     let run_as = (config.sandbox.is_some() && rustix::process::getuid().is_root()).then(|| {
         config
             .run_as
@@ -665,7 +667,12 @@ async fn verify_unchecked(
         }
     }
     let placement = if config.sandbox.is_some() {
-        Placement::new(config, &command, run_as)
+        Placement::new(
+            config,
+            &command,
+            run_as,
+            scratch.root().unwrap_or(Path::new("/")),
+        )
     } else {
         Placement::default()
     };
