@@ -197,15 +197,20 @@ fn read_mem(mem: &File, addr: u64, max: usize, c_string: bool) -> Option<Vec<u8>
     Some(out)
 }
 
-fn dir_of(tid: u32, dirfd: i32) -> String {
-    let link = if dirfd == libc::AT_FDCWD {
+/// What descriptor `fd` of thread `tid` refers to (its working directory for `AT_FDCWD`).
+fn fd_link(tid: u32, fd: i32) -> Option<String> {
+    let link = if fd == libc::AT_FDCWD {
         format!("/proc/{tid}/cwd")
     } else {
-        format!("/proc/{tid}/fd/{dirfd}")
+        format!("/proc/{tid}/fd/{fd}")
     };
     std::fs::read_link(link)
+        .ok()
         .map(|p| p.display().to_string())
-        .unwrap_or_else(|_| "?".into())
+}
+
+fn dir_of(tid: u32, dirfd: i32) -> String {
+    fd_link(tid, dirfd).unwrap_or_else(|| "?".into())
 }
 
 fn absolute(tid: u32, dirfd: i32, p: &str) -> String {
@@ -407,11 +412,9 @@ fn descriptor_target(tid: u32, path: &str) -> Option<String> {
         .iter()
         .find_map(|prefix| path.strip_prefix(prefix))?;
     let (fd, tail) = rest.split_once('/').unwrap_or((rest, ""));
-    let fd: u32 = fd.parse().ok()?;
-    let target = std::fs::read_link(format!("/proc/{tid}/fd/{fd}")).ok()?;
-    let target = target.to_string_lossy();
+    let target = fd_link(tid, fd.parse::<u32>().ok()? as i32)?;
     Some(if tail.is_empty() {
-        target.into_owned()
+        target
     } else {
         format!("{}/{tail}", target.trim_end_matches('/'))
     })
