@@ -45,12 +45,22 @@ pub struct CallRecord {
     /// Observations of this call that a replay of the tool alone, on a fresh server,
     /// reproduced (attribution confirmed), as descriptions.
     pub confirmed_by_replay: Vec<String>,
+    /// Arguments taken from what earlier calls returned: argument name → where the value
+    /// came from ("create_task call 1: structuredContent.task.id").
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub pooled: std::collections::BTreeMap<String, String>,
+    /// Set on a call made because another tool's error or description asked for this one
+    /// first (its number is 0: neither a first call nor a repeat).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prerequisite_for: Option<String>,
 }
 
 impl CallRecord {
     /// A short label: `call 1`, `repeat 2`.
     pub fn label(&self) -> String {
-        if self.number == 1 && self.attempt > 1 {
+        if let Some(other) = &self.prerequisite_for {
+            format!("call before {other}")
+        } else if self.number == 1 && self.attempt > 1 {
             format!("call 1 (attempt {})", self.attempt)
         } else if self.number == 1 {
             "call 1".into()

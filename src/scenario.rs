@@ -173,6 +173,12 @@ pub struct Expect {
     /// suggest`), backed by what was observed or consistent with it (not merely kept).
     #[serde(default)]
     pub suggested: Vec<String>,
+    /// Tools that must get at least one successful (not error-like) call.
+    #[serde(default)]
+    pub reached: Vec<String>,
+    /// The least share (0 to 1) of the tools that can work here (listed, not skipped, not
+    /// needing what this machine cannot give) that must get a successful call.
+    pub reach: Option<f64>,
 }
 
 fn yes() -> bool {
@@ -386,5 +392,59 @@ pub fn check(expect: &Expect, report: &Report) -> Vec<String> {
             None => failures.push(format!("{tool}:{hint}: no such tool or hint in the report")),
         }
     }
+    for tool in &expect.reached {
+        match report.tools.iter().find(|t| &t.name == tool) {
+            Some(t) if t.calls.iter().any(|c| c.outcome.is_success()) => {}
+            Some(t) => failures.push(format!(
+                "{tool}: no successful call (expected one; last: {})",
+                t.calls
+                    .last()
+                    .map_or("not called".to_string(), |c| c.outcome.label().to_string())
+            )),
+            None => failures.push(format!("{tool}: not in the report")),
+        }
+    }
+    if let Some(want) = expect.reach {
+        let (reached, possible) = reach(report);
+        if possible > 0 && (reached as f64) < want * possible as f64 {
+            let unreached: Vec<&str> = report
+                .coverage
+                .unreached
+                .iter()
+                .filter(|u| !u.unavailable_here)
+                .map(|u| u.tool.as_str())
+                .collect();
+            failures.push(format!(
+                "reach {reached}/{possible} is below {:.0}% (unreached: {})",
+                want * 100.0,
+                unreached.join(", ")
+            ));
+        }
+    }
     failures
+}
+
+/// Tools with a successful call, and tools that can work here: listed, not skipped, and not
+/// left unreached for want of what this machine cannot give.
+pub fn reach(report: &Report) -> (usize, usize) {
+    let reached = report
+        .tools
+        .iter()
+        .filter(|t| t.calls.iter().any(|c| c.outcome.is_success()))
+        .count();
+    let unavailable = report
+        .coverage
+        .unreached
+        .iter()
+        .filter(|u| u.unavailable_here)
+        .count();
+    let skipped = report
+        .tools
+        .iter()
+        .filter(|t| t.calls.is_empty() && t.skipped.is_some())
+        .count();
+    (
+        reached,
+        report.tools.len().saturating_sub(unavailable + skipped),
+    )
 }

@@ -316,6 +316,8 @@ pub(crate) mod testing {
             confirmed_by_replay: Vec::new(),
             observations,
             wire_anomalies: 0,
+            pooled: Default::default(),
+            prerequisite_for: None,
         }
     }
 

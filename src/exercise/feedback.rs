@@ -76,6 +76,12 @@ pub fn corrections(text: &str, schema: &Value, arguments: &Value, others: &[Valu
         }
         push(c);
     }
+    // A validator's issue list (zod, ajv) that says which value it received and which it
+    // allows: that value replaced wherever it is, also inside a string that carries JSON.
+    let replaced = replace_received(text, arguments);
+    if let Some(Value::Object(c)) = replaced {
+        push(c);
+    }
     // Fields named as missing.
     if lowered.contains("required") || lowered.contains("missing") {
         let missing: Vec<&String> = properties
@@ -95,6 +101,179 @@ pub fn corrections(text: &str, schema: &Value, arguments: &Value, others: &[Valu
         }
     }
     out
+}
+
+/// `arguments` corrected by a validator's issue list (zod, ajv), when the error carries one
+/// as JSON: each issue's value, found by its `path` (in the arguments, or inside a string
+/// argument that holds JSON) or by the value it `received`, set to the first value it allows
+/// (`options`, `allowedValues`), padded or cut to the length it wants (`too_small`,
+/// `too_big`, `minLength`, `maxLength`), or set to the bound of a number.
+fn replace_received(text: &str, arguments: &Value) -> Option<Value> {
+    let issues = super::pool::json_in(text)?;
+    let issues: Vec<&Value> = match &issues {
+        Value::Array(a) => a.iter().collect(),
+        Value::Object(o) => o
+            .get("issues")
+            .or_else(|| o.get("errors"))
+            .and_then(Value::as_array)
+            .map(|a| a.iter().collect())
+            .unwrap_or_else(|| vec![&issues]),
+        _ => return None,
+    };
+    let mut out = arguments.clone();
+    let mut changed = false;
+    for issue in issues.iter().take(20) {
+        let allowed = ["options", "allowedValues", "values"]
+            .iter()
+            .find_map(|k| issue.get(*k).and_then(Value::as_array))
+            .or_else(|| {
+                issue
+                    .get("params")
+                    .and_then(|p| p.get("allowedValues"))
+                    .and_then(Value::as_array)
+            })
+            .and_then(|a| a.first())
+            .cloned();
+        let path = issue_path(issue);
+        let fix = |current: &Value| -> Option<Value> {
+            if let Some(a) = &allowed {
+                return Some(a.clone());
+            }
+            let code = issue
+                .get("code")
+                .or_else(|| issue.get("keyword"))
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            let bound = |k: &str| {
+                issue
+                    .get(k)
+                    .or_else(|| issue.get("params").and_then(|p| p.get("limit")))
+                    .and_then(Value::as_u64)
+            };
+            match (code, current) {
+                ("too_small" | "minLength", Value::String(s)) => {
+                    let min = bound("minimum")? as usize;
+                    let mut padded = s.clone();
+                    while padded.chars().count() < min {
+                        padded.push_str(" (hintcheck detail)");
+                    }
+                    Some(Value::String(padded))
+                }
+                ("too_big" | "maxLength", Value::String(s)) => {
+                    let max = bound("maximum")? as usize;
+                    Some(Value::String(s.chars().take(max.max(1)).collect()))
+                }
+                ("too_small" | "minimum", Value::Number(_)) => bound("minimum").map(Value::from),
+                ("too_big" | "maximum", Value::Number(_)) => bound("maximum").map(Value::from),
+                _ => None,
+            }
+        };
+        let by_path = path
+            .as_deref()
+            .is_some_and(|p| !p.is_empty() && fix_at_path(&mut out, p, &fix));
+        if by_path {
+            changed = true;
+        } else if let (Some(received), Some(to)) = (
+            issue.get("received").and_then(Value::as_str),
+            allowed.as_ref(),
+        ) {
+            changed |= replace_deep(&mut out, received, to, 0);
+        }
+    }
+    changed.then_some(out)
+}
+
+/// An issue's path: zod's `path` array, or ajv's `instancePath` ("/tasks/0/name").
+fn issue_path(issue: &Value) -> Option<Vec<Value>> {
+    if let Some(Value::Array(p)) = issue.get("path") {
+        return Some(p.clone());
+    }
+    let pointer = issue.get("instancePath").and_then(Value::as_str)?;
+    Some(
+        pointer
+            .split('/')
+            .filter(|s| !s.is_empty())
+            .map(|s| match s.parse::<u64>() {
+                Ok(n) => Value::from(n),
+                Err(_) => Value::String(s.to_string()),
+            })
+            .collect(),
+    )
+}
+
+/// Applies `fix` to the value at `path` in `arguments`, or at `path` inside one of its string
+/// members that holds JSON (a validator that parsed that string reports paths inside it).
+fn fix_at_path(
+    arguments: &mut Value,
+    path: &[Value],
+    fix: &dyn Fn(&Value) -> Option<Value>,
+) -> bool {
+    fn at<'v>(v: &'v mut Value, path: &[Value]) -> Option<&'v mut Value> {
+        path.iter().try_fold(v, |v, step| match (v, step) {
+            (Value::Object(m), Value::String(k)) => m.get_mut(k),
+            (Value::Array(a), Value::Number(n)) => a.get_mut(n.as_u64()? as usize),
+            _ => None,
+        })
+    }
+    if let Some(target) = at(arguments, path) {
+        if let Some(new) = fix(target) {
+            if *target != new {
+                *target = new;
+                return true;
+            }
+        }
+        return false;
+    }
+    let Value::Object(members) = arguments else {
+        return false;
+    };
+    for member in members.values_mut() {
+        let Value::String(s) = member else { continue };
+        let Ok(mut inner) = serde_json::from_str::<Value>(s) else {
+            continue;
+        };
+        if let Some(target) = at(&mut inner, path) {
+            if let Some(new) = fix(target) {
+                if *target != new {
+                    *target = new;
+                    *s = inner.to_string();
+                    return true;
+                }
+            }
+        }
+    }
+    false
+}
+
+/// Replaces string values equal to `from` by `to` inside `v`, and inside strings that hold
+/// JSON; whether anything changed.
+fn replace_deep(v: &mut Value, from: &str, to: &Value, depth: usize) -> bool {
+    if depth > 16 {
+        return false;
+    }
+    match v {
+        Value::String(s) if s == from => {
+            *v = to.clone();
+            true
+        }
+        Value::String(s) if s.trim_start().starts_with(['[', '{']) => {
+            let Ok(mut inner) = serde_json::from_str::<Value>(s) else {
+                return false;
+            };
+            let changed = replace_deep(&mut inner, from, to, depth + 1);
+            if changed {
+                *s = inner.to_string();
+            }
+            changed
+        }
+        Value::Array(items) => items
+            .iter_mut()
+            .fold(false, |acc, i| replace_deep(i, from, to, depth + 1) | acc),
+        Value::Object(map) => map
+            .values_mut()
+            .fold(false, |acc, i| replace_deep(i, from, to, depth + 1) | acc),
+        _ => false,
+    }
 }
 
 /// Where in `text` a list of accepted values begins, and its values.
@@ -296,6 +475,40 @@ mod tests {
             "limit": {"type": "integer"},
             "mode": {"type": "string"}
         }})
+    }
+
+    #[test]
+    fn validator_issues_fix_the_value_at_their_path() {
+        let schema = json!({"type": "object", "properties": {"tasksRaw": {"type": "string"}, "n": {"type": "integer"}}});
+        let args = json!({"tasksRaw": "[{\"d\":\"long enough\"},{\"d\":\"short\"}]", "n": 0});
+        let error = r#"Invalid: [ { "code": "too_small", "minimum": 10, "type": "string", "path": [1, "d"] }, { "code": "too_small", "minimum": 1, "type": "number", "path": ["n"] } ]"#;
+        let c = corrections(error, &schema, &args, &[]);
+        let tasks: Value =
+            serde_json::from_str(c[0]["tasksRaw"].as_str().expect("string")).expect("json");
+        assert_eq!(tasks[0]["d"], "long enough");
+        assert!(
+            tasks[1]["d"]
+                .as_str()
+                .is_some_and(|d| d.chars().count() >= 10 && d.starts_with("short"))
+        );
+        assert_eq!(c[0]["n"], 1);
+        // ajv: instancePath and allowedValues.
+        let schema = json!({"type": "object", "properties": {"mode": {"type": "string"}}});
+        let error = r#"[{"instancePath": "/mode", "keyword": "enum", "params": {"allowedValues": ["fast", "slow"]}}]"#;
+        let c = corrections(error, &schema, &json!({"mode": "x"}), &[]);
+        assert_eq!(c[0]["mode"], "fast");
+    }
+
+    #[test]
+    fn a_refused_value_is_replaced_by_an_allowed_one_even_inside_json_text() {
+        let schema = json!({"type": "object", "properties": {"tasksRaw": {"type": "string"}}});
+        let args = json!({"tasksRaw": "[{\"name\":\"a\",\"files\":[{\"type\":\"file kind\"}]}]"});
+        let error = r#"tasks format error: [ { "received": "file kind", "code": "invalid_enum_value", "options": ["TO_MODIFY", "REFERENCE"], "path": [0, "files", 0, "type"] } ]"#;
+        let c = corrections(error, &schema, &args, &[]);
+        assert_eq!(
+            c[0]["tasksRaw"],
+            json!("[{\"name\":\"a\",\"files\":[{\"type\":\"TO_MODIFY\"}]}]")
+        );
     }
 
     #[test]

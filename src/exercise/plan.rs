@@ -49,7 +49,10 @@ pub fn plan(
     let mut order: Vec<usize> = (0..tools.len()).collect();
     order.sort_by_key(|&i| {
         let h = &tools[i].hints;
-        let rank = if h.read_only.declared() == Some(true) {
+        // Session set-up (a working directory, a project) before everything that needs it.
+        let rank = if is_session_setup(&tools[i]) {
+            -1
+        } else if h.read_only.declared() == Some(true) {
             0
         } else if h.destructive.declared() == Some(false) {
             1
@@ -62,6 +65,7 @@ pub fn plan(
             super::semantics::Intent::Read => 0,
             super::semantics::Intent::Create => 1,
             super::semantics::Intent::Unknown => 2,
+            super::semantics::Intent::Modify if removes(&tools[i]) => 4,
             super::semantics::Intent::Modify => 3,
         };
         (rank, intent, i)
@@ -114,6 +118,84 @@ pub fn plan(
             }
         })
         .collect()
+}
+
+/// Whether `tool`'s name says it removes things (`delete_task`, `removeEntity`, `clear_all`,
+/// `kill_process`): such tools run after the others of their rank, so that what they remove
+/// was there for the rest.
+pub fn removes(tool: &ToolDecl) -> bool {
+    const VERBS: &[&str] = &[
+        "delete",
+        "remove",
+        "rm",
+        "drop",
+        "clear",
+        "destroy",
+        "purge",
+        "kill",
+        "terminate",
+        "erase",
+        "wipe",
+        "truncate",
+        "reset",
+        "unlink",
+        "uninstall",
+    ];
+    super::semantics::words(&tool.name)
+        .iter()
+        .any(|w| VERBS.contains(&w.as_str()))
+}
+
+/// Whether `tool` sets up a session the other tools work in: a working or project
+/// directory, an active project, workspace, vault or repository, a selected database
+/// (`set_working_dir`, `activate_project`, `open_vault`, `use_database`, `change_directory`).
+pub fn is_session_setup(tool: &ToolDecl) -> bool {
+    const VERBS: &[&str] = &[
+        "set",
+        "change",
+        "switch",
+        "select",
+        "use",
+        "activate",
+        "open",
+        "load",
+        "init",
+        "initialize",
+        "connect",
+        "cd",
+        "chdir",
+        "enter",
+        "choose",
+    ];
+    const OBJECTS: &[&str] = &[
+        "working",
+        "workdir",
+        "cwd",
+        "dir",
+        "directory",
+        "project",
+        "workspace",
+        "root",
+        "database",
+        "db",
+        "vault",
+        "repo",
+        "repository",
+        "folder",
+        "context",
+    ];
+    const NOT: &[&str] = &[
+        "delete", "remove", "drop", "close", "create", "new", "list", "get", "read",
+    ];
+    let ws = super::semantics::words(&tool.name);
+    let has = |list: &[&str]| ws.iter().any(|w| list.contains(&w.as_str()));
+    if has(NOT) {
+        return false;
+    }
+    if ws.first().is_some_and(|w| VERBS.contains(&w.as_str())) && has(OBJECTS) {
+        return true;
+    }
+    matches!(ws.as_slice(), [w] if w == "cd" || w == "chdir")
 }
 
 /// Merges a user override over synthesized arguments; returns them with the overridden names

@@ -77,7 +77,7 @@ pub enum Intent {
     Unknown,
 }
 
-fn words(s: &str) -> Vec<String> {
+pub(crate) fn words(s: &str) -> Vec<String> {
     let mut out = Vec::new();
     let mut cur = String::new();
     let mut prev_lower = false;
@@ -373,6 +373,11 @@ impl Semantics {
         if has(&["language", "lang", "locale"]) {
             return text(example_in(hint).unwrap_or("en"));
         }
+        // A string that carries JSON: the structured example its description gives
+        // ("example: [{name: 'a', ...}]", in JSON or JavaScript literal syntax), as JSON.
+        if let Some(example) = structured_example_in(hint) {
+            return Some(Value::String(example.to_string()));
+        }
         if let Some(example) = example_in(hint) {
             return text(example);
         }
@@ -487,6 +492,65 @@ fn describe(schema: &Map<String, Value>) -> String {
         .filter_map(|k| schema.get(*k).and_then(Value::as_str))
         .collect::<Vec<_>>()
         .join(" ")
+}
+
+/// The first structured example in a description: an object or array literal, in JSON or in
+/// JavaScript literal syntax (unquoted keys, single quotes), parsed; only arrays and objects
+/// with something in them.
+pub fn structured_example_in(text: &str) -> Option<Value> {
+    let mut from = 0;
+    for _ in 0..8 {
+        let start = from + text[from..].find(['[', '{'])?;
+        if let Some(end) = balanced_end(&text[start..]) {
+            let literal = &text[start..start + end];
+            if let Ok(v) = json5::from_str::<Value>(literal) {
+                let filled = match &v {
+                    Value::Array(a) => a.iter().any(|e| e.is_object() || e.is_array()),
+                    Value::Object(o) => !o.is_empty(),
+                    _ => false,
+                };
+                if filled {
+                    return Some(v);
+                }
+            }
+        }
+        from = start + 1;
+    }
+    None
+}
+
+/// The length of the bracketed literal `text` starts with (quotes respected), if it closes.
+fn balanced_end(text: &str) -> Option<usize> {
+    let mut depth = 0usize;
+    let mut quote: Option<char> = None;
+    let mut escaped = false;
+    for (i, c) in text.char_indices() {
+        if let Some(q) = quote {
+            if escaped {
+                escaped = false;
+            } else if c == '\\' {
+                escaped = true;
+            } else if c == q {
+                quote = None;
+            }
+            continue;
+        }
+        match c {
+            '\'' | '"' => quote = Some(c),
+            '[' | '{' => depth += 1,
+            ']' | '}' => {
+                depth = depth.checked_sub(1)?;
+                if depth == 0 {
+                    return Some(i + c.len_utf8());
+                }
+            }
+            _ => {}
+        }
+        if i > 20_000 {
+            return None;
+        }
+    }
+    None
 }
 
 /// The first quoted example in a description (`'America/New_York'`, `"local"`, `` `main` ``):
@@ -663,6 +727,20 @@ mod tests {
             Some("main")
         );
         assert_eq!(example_in("no quotes here"), None);
+        assert_eq!(
+            structured_example_in(
+                "Tasks, example: [{name: 'a', deps: ['b'], files: [{path: 'x', line: 1}]}, {name: 'c'}]"
+            ),
+            Some(
+                serde_json::json!([{"name": "a", "deps": ["b"], "files": [{"path": "x", "line": 1}]}, {"name": "c"}])
+            )
+        );
+        assert_eq!(
+            structured_example_in("JSON like {\"a\": 1} (see [docs])"),
+            Some(serde_json::json!({"a": 1}))
+        );
+        assert_eq!(structured_example_in("a list [1, 2] or [x]"), None);
+        assert_eq!(structured_example_in("unclosed [{a: 1"), None);
         assert_eq!(example_in("unclosed 'quote"), None);
     }
 

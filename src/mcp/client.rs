@@ -473,6 +473,17 @@ impl McpClient {
         arguments: &Value,
         timeout: Duration,
     ) -> CallOutcome {
+        self.call_tool_with_result(name, arguments, timeout).await.0
+    }
+
+    /// [`Self::call_tool`], with the result object as the server sent it (without `_meta`)
+    /// when there was one: what the explorer learns from.
+    pub async fn call_tool_with_result(
+        &mut self,
+        name: &str,
+        arguments: &Value,
+        timeout: Duration,
+    ) -> (CallOutcome, Option<Value>) {
         let params = json!({ "name": name, "arguments": arguments });
         let reply = match self.request("tools/call", params, timeout).await {
             Ok(r) => r,
@@ -486,20 +497,42 @@ impl McpClient {
                         )
                         .await;
                 }
-                return CallOutcome::Timeout {
-                    after_ms: after.as_millis() as u64,
-                };
+                return (
+                    CallOutcome::Timeout {
+                        after_ms: after.as_millis() as u64,
+                    },
+                    None,
+                );
             }
             Err(SessionError::Closed { .. } | SessionError::Write { .. }) => {
-                return CallOutcome::ServerDied;
+                return (CallOutcome::ServerDied, None);
             }
         };
         match reply.outcome {
-            Err(RpcError { code, message, .. }) => CallOutcome::RpcError {
+            Err(RpcError {
                 code,
-                message: shorten(&message, 500),
-            },
-            Ok(result) => interpret_call_result(name, result, &mut self.notes),
+                message,
+                data,
+            }) => {
+                let raw = json!({ "error": { "code": code, "message": &message, "data": data } });
+                (
+                    CallOutcome::RpcError {
+                        code,
+                        message: shorten(&message, 500),
+                    },
+                    Some(raw),
+                )
+            }
+            Ok(result) => {
+                let mut raw = result.clone();
+                if let Some(m) = raw.as_object_mut() {
+                    m.remove("_meta");
+                }
+                (
+                    interpret_call_result(name, result, &mut self.notes),
+                    Some(raw),
+                )
+            }
         }
     }
 }

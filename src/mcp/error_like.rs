@@ -8,7 +8,7 @@
 use serde_json::{Map, Value};
 
 /// Words that, leading a result, say it failed (after any leading punctuation or emoji).
-const LEADERS: [&str; 22] = [
+const LEADERS: [&str; 29] = [
     "failed to",
     "failed:",
     "failure:",
@@ -31,10 +31,18 @@ const LEADERS: [&str; 22] = [
     "missing required",
     "unauthorized",
     "forbidden",
+    // Chinese: error, not found, failed, invalid.
+    "錯誤",
+    "错误",
+    "找不到",
+    "失敗",
+    "失败",
+    "無效",
+    "无效",
 ];
 
 /// Phrases that, in a short result, say it failed.
-const FAILURES: [&str; 9] = [
+const FAILURES: [&str; 15] = [
     "not found",
     "does not exist",
     "doesn't exist",
@@ -44,6 +52,12 @@ const FAILURES: [&str; 9] = [
     "access denied",
     "no such file or directory",
     "is required",
+    "錯誤",
+    "错误",
+    "找不到",
+    "不存在",
+    "失敗",
+    "失败",
 ];
 
 /// Phrases that say no error happened ("0 errors", "no errors found").
@@ -78,7 +92,10 @@ pub fn error_like(result: &Map<String, Value>) -> Option<String> {
         return error_member(&json)
             .map(|m| format!("its text is a JSON object whose main member is `{m}`"));
     }
-    text_failure(first)
+    text_failure(first).or_else(|| {
+        validation_issues(first)
+            .then(|| "its text carries a validator's list of issues (code, path)".to_string())
+    })
 }
 
 /// `error` or `errors` when it is what the object is about: set to something, beside at most
@@ -121,6 +138,15 @@ fn text_failure(text: &str) -> Option<String> {
     if led_by_error {
         return Some("its text begins with \"Error\"".into());
     }
+    // A Markdown heading that is nothing but "Error" ("## System Error", "## 錯誤").
+    if let Some(heading) = text
+        .lines()
+        .filter(|l| l.trim_start().starts_with('#'))
+        .take(3)
+        .find(|l| is_error_heading(l))
+    {
+        return Some(format!("its heading \"{}\" says it failed", heading.trim()));
+    }
     if let Some(leader) = LEADERS.iter().find(|l| start.starts_with(*l)) {
         return Some(format!("its text begins with \"{}\"", leader.trim_end()));
     }
@@ -130,6 +156,42 @@ fn text_failure(text: &str) -> Option<String> {
         }
     }
     None
+}
+
+/// Whether the text carries a validator's issue list (zod, ajv): JSON objects, each with a
+/// `code` or `keyword` and a `path` or `instancePath`.
+fn validation_issues(text: &str) -> bool {
+    let Some(start) = text.find('[') else {
+        return false;
+    };
+    let mut stream = serde_json::Deserializer::from_str(&text[start..]).into_iter::<Value>();
+    let Some(Ok(Value::Array(items))) = stream.next() else {
+        return false;
+    };
+    !items.is_empty()
+        && items.iter().all(|i| {
+            (i.get("code").is_some() || i.get("keyword").is_some())
+                && (i.get("path").is_some() || i.get("instancePath").is_some())
+        })
+}
+
+/// `# Error`, `## System Error`, `### 錯誤`: a heading that says only that it failed.
+fn is_error_heading(line: &str) -> bool {
+    let title = line
+        .trim()
+        .trim_start_matches('#')
+        .trim()
+        .trim_end_matches([':', '!'])
+        .to_lowercase();
+    let title = title.strip_prefix("system ").unwrap_or(&title);
+    let title = title
+        .strip_prefix("系統")
+        .or_else(|| title.strip_prefix("系统"))
+        .unwrap_or(title);
+    matches!(
+        title,
+        "error" | "errors" | "failure" | "failed" | "錯誤" | "错误" | "失敗" | "失败"
+    )
 }
 
 #[cfg(test)]
@@ -158,6 +220,11 @@ mod tests {
             "Traceback (most recent call last):\n  File \"x.py\"",
             "{\"error\": \"unknown sheet 'Sheet9'\"}",
             "{\"success\": false, \"error\": {\"code\": 3}, \"data\": null, \"hint\": \"x\"}",
+            "# Task Update Result\n\n## System Error\n\nTask with ID `x` could not be found after a long explanation that goes on and on and on and on and on and on and on and on and on and on and on and on and on and on and on and on and on and on.",
+            "## 系統錯誤\n\n找不到ID為 `x` 的任務。",
+            "找不到ID為 `x` 的任務。請確認任務ID是否正確。",
+            "tasksRaw 參數格式錯誤，請確保格式正確",
+            "tasks format: [ { \"received\": \"x\", \"code\": \"invalid_enum_value\", \"options\": [\"A\"], \"path\": [0, \"type\"], \"message\": \"Invalid enum value. Expected 'A', received 'x' and a long explanation after it that makes this text longer than two hundred characters in all\" } ]",
         ] {
             assert!(judge(text(failed)).is_some(), "{failed}");
         }
@@ -179,6 +246,7 @@ mod tests {
             "[]",
             "",
             "Successfully wrote to /w/new.txt",
+            "# Error handling guide\n\nHow this project reports failures.",
         ] {
             assert_eq!(judge(text(fine)), None, "{fine}");
         }

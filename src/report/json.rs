@@ -117,6 +117,7 @@ struct CoverageV1<'a> {
     calls: usize,
     inventory_incomplete: Option<&'a str>,
     background_threads: usize,
+    values_learned: usize,
     unreached: Vec<UnreachedV1<'a>>,
 }
 
@@ -126,6 +127,11 @@ struct UnreachedV1<'a> {
     outcome: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
     said: Option<&'a str>,
+    /// What the explorer believes was missing.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    missing: Option<&'a str>,
+    /// Something this machine cannot give (counted apart from reach).
+    unavailable_here: bool,
 }
 
 #[derive(Debug, Serialize)]
@@ -183,6 +189,12 @@ struct CallV1<'a> {
     concurrent_with: &'a [String],
     #[serde(skip_serializing_if = "<[String]>::is_empty")]
     confirmed_by_replay: &'a [String],
+    /// Arguments taken from earlier responses, with where each came from.
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pooled: &'a std::collections::BTreeMap<String, String>,
+    /// The tool this call was made for, when another tool needed it first.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    prerequisite_for: Option<&'a str>,
     wire_anomalies: usize,
     observations: Vec<ObservationV1<'a>>,
 }
@@ -275,7 +287,7 @@ fn call(c: &CallRecord) -> CallV1<'_> {
     CallV1 {
         number: c.number,
         attempt: c.attempt,
-        arguments: (c.number == 1).then_some(&c.arguments),
+        arguments: (c.number <= 1).then_some(&c.arguments),
         outcome: c.outcome.label(),
         detail,
         started_ms: c.started_ms,
@@ -284,6 +296,8 @@ fn call(c: &CallRecord) -> CallV1<'_> {
         timing_us: &c.timing,
         concurrent_with: &c.concurrent_with,
         confirmed_by_replay: &c.confirmed_by_replay,
+        pooled: &c.pooled,
+        prerequisite_for: c.prerequisite_for.as_deref(),
         wire_anomalies: c.wire_anomalies,
         observations: c
             .observations
@@ -426,6 +440,7 @@ pub fn to_v1(r: &Report) -> ReportV1<'_> {
             calls: r.coverage.calls,
             inventory_incomplete: r.coverage.inventory_incomplete.as_deref(),
             background_threads: r.coverage.background_threads,
+            values_learned: r.coverage.values_learned,
             unreached: r
                 .coverage
                 .unreached
@@ -434,6 +449,8 @@ pub fn to_v1(r: &Report) -> ReportV1<'_> {
                     tool: &u.tool,
                     outcome: &u.outcome,
                     said: u.said.as_deref(),
+                    missing: u.missing.as_deref(),
+                    unavailable_here: u.unavailable_here,
                 })
                 .collect(),
         },

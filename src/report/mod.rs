@@ -128,6 +128,8 @@ pub struct CoverageSummary {
     /// Threads of the server that ran while no call was in flight (background workers).
     pub background_threads: usize,
     /// The tools that were called and never succeeded, each with how its last call ended.
+    /// Values the explorer learned from responses (ids, names, tokens) for later calls.
+    pub values_learned: usize,
     pub unreached: Vec<Unreached>,
 }
 
@@ -140,6 +142,11 @@ pub struct Unreached {
     pub outcome: String,
     /// What it said, shortened.
     pub said: Option<String>,
+    /// What the explorer believes was missing (from the last error).
+    pub missing: Option<String>,
+    /// Whether that is something this machine cannot give (a network service, a program
+    /// that is not installed, a browser, credentials): such tools are counted apart.
+    pub unavailable_here: bool,
 }
 
 impl Unreached {
@@ -159,10 +166,13 @@ impl Unreached {
             CallOutcome::ServerDied => Some("the server died".into()),
             CallOutcome::Ok { .. } => None,
         };
+        let missing = said.as_deref().and_then(crate::exercise::missing::diagnose);
         Some(Unreached {
             tool: tool.to_string(),
             outcome: last.outcome.label().to_string(),
             said: said.map(|s| s.chars().take(200).collect()),
+            unavailable_here: missing.as_ref().is_some_and(|m| m.unavailable_here),
+            missing: missing.map(|m| m.what),
         })
     }
 }
@@ -248,10 +258,14 @@ impl CoverageSummary {
     /// "N tool(s) listed: …; M call(s)", the coverage in one sentence.
     pub fn describe(&self) -> String {
         format!(
-            "{} tool(s) listed: {} with a successful call, {} with only failed calls, {} skipped, {} not called; {} call(s) in all",
+            "{} tool(s) listed: {} with a successful call, {} with only failed calls{}, {} skipped, {} not called; {} call(s) in all",
             self.tools_listed,
             self.tools_succeeded,
             self.tools_failed,
+            match self.unreached.iter().filter(|u| u.unavailable_here).count() {
+                0 => String::new(),
+                n => format!(" ({n} of them need what this machine cannot give)"),
+            },
             self.tools_skipped,
             self.tools_not_called,
             self.calls

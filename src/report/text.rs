@@ -235,12 +235,23 @@ fn write_report(o: &mut String, r: &Report, paint: Paint) -> std::fmt::Result {
     for u in c.unreached.iter().take(20) {
         writeln!(
             o,
-            "unreached: {} ({}{})",
+            "unreached: {} ({}{}){}",
             esc(&u.tool),
             u.outcome,
             u.said
                 .as_ref()
                 .map(|s| format!(": {}", esc(s)))
+                .unwrap_or_default(),
+            u.missing
+                .as_ref()
+                .map(|m| format!(
+                    "; missing: {m}{}",
+                    if u.unavailable_here {
+                        " (not available here)"
+                    } else {
+                        ""
+                    }
+                ))
                 .unwrap_or_default()
         )?;
     }

@@ -500,3 +500,61 @@ fn tools_never_reached_are_named_with_their_last_answer() {
     let said = r.coverage.unreached[0].said.as_deref().unwrap_or_default();
     assert!(said.contains("Error: note not found"), "{said}");
 }
+
+#[test]
+fn the_explorer_carries_ids_and_sets_up_the_session_of_a_stateful_server() {
+    let has_python = std::process::Command::new("/usr/bin/python3")
+        .arg("-V")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !has_python {
+        return crate::util::skip("/usr/bin/python3 is missing (the session fixture)");
+    }
+    let fixture = repo().join("tests/fixtures/session");
+    let out = crate::util::run(
+        &[
+            "verify",
+            "--scenario",
+            fixture.to_str().expect("utf8"),
+            "--check",
+            "--format",
+            "json",
+        ],
+        &[],
+        Duration::from_secs(90),
+    );
+    let r = out.json();
+    assert_eq!(out.code, 0, "{}", r["expectations"]);
+    let tools = r["tools"].as_array().expect("tools");
+    let tool = |name: &str| {
+        tools
+            .iter()
+            .find(|t| t["name"] == name)
+            .unwrap_or_else(|| panic!("{name}"))
+    };
+    // The working directory was set first, with a directory.
+    assert_eq!(tools[0]["name"], "set_working_dir");
+    assert!(
+        tool("set_working_dir")["arguments"]["path"]
+            .as_str()
+            .is_some_and(|p| p.ends_with("/workspace")),
+        "{}",
+        tool("set_working_dir")["arguments"]
+    );
+    // The note id came from create_note's answer, and the call says so.
+    let first = &tool("read_note")["calls"][0];
+    assert_eq!(first["outcome"], "ok", "{first}");
+    assert!(
+        first["pooled"]["noteId"]
+            .as_str()
+            .is_some_and(|s| s.starts_with("create_note ")),
+        "{first}"
+    );
+    assert_eq!(tool("job_status")["arguments"]["pid"], 4242);
+    assert_eq!(tool("search_vault")["arguments"]["vault"], "Work");
+    // export_report's error named generate_report, which ran before the next attempt.
+    let export = tool("export_report")["calls"].as_array().expect("calls");
+    assert_eq!(export[0]["outcome"], "isError");
+    assert_eq!(export[1]["outcome"], "ok");
+    assert!(r["coverage"]["values_learned"].as_u64().unwrap_or(0) >= 3);
+}

@@ -1,0 +1,801 @@
+//! The explorer: calls every tool of the plan and learns from each answer. It owns the plan,
+//! the attempts and what was learned: values the server handed out go to a [`ValuePool`] that
+//! later parameters draw from (`taskId` from the tool that created the task); an error that
+//! names an allowed directory, offered values, a missing field or a confirmation flag steers
+//! the next attempt ([`super::feedback`]); an error or description that names another tool
+//! ("use set_working_dir first") makes that tool run first, then the refused call is tried
+//! again; session set-up tools (set a working directory, activate a project) run before the
+//! rest, with a directory. Tools whose references the pool cannot fill yet wait until the
+//! others ran, and tools left without a successful call get another turn once the pool has
+//! grown. The server itself is reached through a [`Host`], which starts, observes and
+//! restarts it: the explorer only decides what to call next.
+
+use std::collections::BTreeMap;
+use std::sync::LazyLock;
+
+use regex::Regex;
+use serde_json::{Map, Value};
+
+use super::feedback::corrections;
+use super::plan::{
+    PlannedTool, allowed_dirs_in, is_session_setup, plan, removes, steered_candidate,
+};
+use super::pool::ValuePool;
+use super::semantics::{WorkspaceFacts, words};
+use crate::config::RunConfig;
+use crate::evidence::{CallRecord, ToolRun};
+use crate::mcp::client::CallOutcome;
+use crate::mcp::tool::ToolDecl;
+use crate::progress::ProgressEvent;
+
+/// Calls made because another tool asked for them, at most, per tool.
+const MAX_PREREQUISITES_PER_TOOL: usize = 2;
+
+/// One call as the host made and observed it.
+#[derive(Debug)]
+pub struct ObservedCall {
+    /// The record (number, attempt and provenance are set by the explorer).
+    pub record: CallRecord,
+    /// The result object (or the JSON-RPC error) as the server sent it.
+    pub result: Option<Value>,
+    /// The server crashed or hung: it is not used again.
+    pub broken: bool,
+    /// The run was interrupted during the call.
+    pub interrupted: bool,
+}
+
+/// What the explorer needs from the run: a server to call, observed.
+#[allow(async_fn_in_trait)]
+pub trait Host {
+    /// Why no more calls may be made (interrupt, resource limit, run timeout), if so.
+    fn must_stop(&self) -> Option<String>;
+    /// A running server: starts one when none runs. `Err` says why the tool cannot be called.
+    async fn ready(&mut self) -> Result<(), String>;
+    /// Closes the time since the last call (what happened in it belongs to no call).
+    fn between_calls(&mut self, last_tool: Option<&str>);
+    /// Calls `tool` with `arguments` and observes the call's window; `label` names the call.
+    async fn call(&mut self, tool: &str, label: &str, arguments: &Value) -> ObservedCall;
+    /// Stops a server that broke (crash, hang, interrupt).
+    async fn discard(&mut self, last_tool: Option<&str>);
+    /// Calls `tool` on a fresh server of its own (`--isolate`).
+    async fn isolated(&mut self, tool: &str) -> Result<Vec<CallRecord>, String>;
+}
+
+/// What exploring left: a run per tool (in inventory order) and the plan's first arguments.
+#[derive(Debug, Default)]
+pub struct Explored {
+    /// Per tool, in inventory order.
+    pub runs: Vec<ToolRun>,
+    /// Per tool: whether a call was made (or attempted).
+    pub called: Vec<bool>,
+    /// Per tool: the first argument set planned.
+    pub planned_arguments: Vec<Value>,
+    /// Why the run stopped early, if it did.
+    pub partial: Option<String>,
+    /// Notes for the report.
+    pub notes: Vec<String>,
+    /// Values learned from responses.
+    pub pooled_values: usize,
+}
+
+/// The explorer of one run.
+pub struct Explorer<'a> {
+    tools: &'a [ToolDecl],
+    config: &'a RunConfig,
+    planned: Vec<PlannedTool>,
+    /// Tool index → index into `planned`.
+    plan_of: Vec<usize>,
+    runs: Vec<ToolRun>,
+    called: Vec<bool>,
+    /// Tools whose turn was taken.
+    taken: Vec<bool>,
+    /// Prerequisite calls made per tool.
+    prerequisites: Vec<usize>,
+    /// Pool size when a tool's last turn ended (another turn is worth it when it grew).
+    pool_at_turn: Vec<usize>,
+    pool: ValuePool,
+    /// Where a server said paths must be, once an error told us.
+    steer: Option<WorkspaceFacts>,
+    workspace: std::path::PathBuf,
+    partial: Option<String>,
+    last_tool: Option<String>,
+    position: usize,
+    notes: Vec<String>,
+}
+
+impl<'a> Explorer<'a> {
+    /// Plans the calls of `tools` over the workspace at `workspace`.
+    pub fn new(tools: &'a [ToolDecl], config: &'a RunConfig, workspace: &std::path::Path) -> Self {
+        let facts = WorkspaceFacts::scan(workspace);
+        let planned = plan(
+            tools,
+            config.seed,
+            &config.overrides,
+            Some(&facts),
+            config.attempts,
+        );
+        let mut plan_of = vec![0; tools.len()];
+        for (k, p) in planned.iter().enumerate() {
+            plan_of[p.tool_index] = k;
+        }
+        let n = tools.len();
+        Explorer {
+            tools,
+            config,
+            planned,
+            plan_of,
+            runs: vec![ToolRun::default(); n],
+            called: vec![false; n],
+            taken: vec![false; n],
+            prerequisites: vec![0; n],
+            pool_at_turn: vec![0; n],
+            pool: ValuePool::new(),
+            steer: None,
+            workspace: workspace.to_path_buf(),
+            partial: None,
+            last_tool: None,
+            position: 0,
+            notes: Vec::new(),
+        }
+    }
+
+    /// Calls every planned tool through `host`; returns what was done and learned.
+    pub async fn run<H: Host>(mut self, host: &mut H) -> Explored {
+        self.config
+            .progress
+            .emit(ProgressEvent::Planned(self.planned.len()));
+        let mut queue: std::collections::VecDeque<usize> =
+            self.planned.iter().map(|p| p.tool_index).collect();
+        let mut deferred = vec![false; self.tools.len()];
+        while let Some(i) = queue.pop_front() {
+            if self.taken[i] {
+                continue;
+            }
+            // A tool that takes references the pool cannot fill yet waits for the tools that
+            // may hand them out (once).
+            if !deferred[i] && queue.iter().any(|&j| !self.taken[j]) && self.awaits_references(i) {
+                deferred[i] = true;
+                queue.push_back(i);
+                continue;
+            }
+            Box::pin(self.turn(i, host, 0)).await;
+        }
+        // Tools still without a successful call get another turn when the pool has grown
+        // since their last one (values they may have lacked).
+        for k in 0..self.planned.len() {
+            let i = self.planned[k].tool_index;
+            let run = &self.runs[i];
+            if run.calls.is_empty() || run.succeeded() || run.skipped.is_some() {
+                continue;
+            }
+            if self.pool.len() > self.pool_at_turn[i]
+                && self
+                    .pooled_candidate(i, &self.planned[k].candidates[0])
+                    .is_some()
+            {
+                self.notes.push(format!(
+                    "{} was tried again after other tools handed out values it may take",
+                    self.tools[i].name
+                ));
+                Box::pin(self.turn(i, host, 0)).await;
+            }
+        }
+        let planned_arguments = (0..self.tools.len())
+            .map(|i| self.planned[self.plan_of[i]].arguments().clone())
+            .collect();
+        Explored {
+            runs: self.runs,
+            called: self.called,
+            planned_arguments,
+            partial: self.partial,
+            notes: self.notes,
+            pooled_values: self.pool.len(),
+        }
+    }
+
+    /// Whether tool `i` requires a reference (an id, a pid, a session) that the pool cannot
+    /// give yet.
+    fn awaits_references(&self, i: usize) -> bool {
+        let schema = &self.tools[i].input_schema;
+        let (Some(props), Some(required)) = (
+            schema.get("properties").and_then(Value::as_object),
+            schema.get("required").and_then(Value::as_array),
+        ) else {
+            return false;
+        };
+        let overrides = self.config.overrides.get(&self.tools[i].name);
+        required.iter().filter_map(Value::as_str).any(|name| {
+            let Some(p) = props.get(name).and_then(Value::as_object) else {
+                return false;
+            };
+            let ws = words(name);
+            let reference = ws.last().is_some_and(|w| {
+                matches!(
+                    w.as_str(),
+                    "id" | "ids" | "uuid" | "pid" | "handle" | "session" | "token" | "cursor"
+                ) || (w.ends_with("id") && w.len() > 3 && w != "valid")
+            });
+            reference
+                && !p.contains_key("enum")
+                && !p.contains_key("default")
+                && overrides.and_then(|o| o.get(name)).is_none()
+                && self.pool.pick(&self.tools[i].name, name, p).is_none()
+        })
+    }
+
+    /// Why tool `i` is not called at all, if it is not (the plan skips it, or it is not
+    /// selected).
+    fn refusal(&self, i: usize) -> Option<String> {
+        if let Some(why) = &self.planned[self.plan_of[i]].skip {
+            return Some(why.clone());
+        }
+        match &self.config.only_tools {
+            Some(only) if !only.contains(&self.tools[i].name) => {
+                Some("not selected for this run".into())
+            }
+            _ => None,
+        }
+    }
+
+    /// One turn of tool `i`: its first call, tried with candidate argument sets in turn while
+    /// it fails, then its repeats. `depth` is 1 for a tool called as another's prerequisite.
+    async fn turn<H: Host>(&mut self, i: usize, host: &mut H, depth: usize) {
+        let k = self.plan_of[i];
+        let tool = &self.tools[i];
+        let first_turn = !self.taken[i];
+        self.taken[i] = true;
+        if first_turn {
+            self.config.progress.emit(ProgressEvent::Tool {
+                position: self.position,
+                name: &tool.name,
+            });
+            self.position += 1;
+            self.runs[i].synthesis_notes = self.planned[k].notes.clone();
+            self.runs[i].overridden = self.planned[k].overridden.clone();
+        }
+        if let Some(why) = self.refusal(i) {
+            self.runs[i].skipped = Some(why);
+            return;
+        }
+        if self.partial.is_none() {
+            self.partial = host.must_stop();
+        }
+        if self.partial.is_some() {
+            return;
+        }
+        // Tools its description says must run first ("call list_vaults first").
+        if depth == 0 && first_turn {
+            let description = tool.description.clone().unwrap_or_default();
+            for j in self.prerequisites_named(&description, i, true) {
+                if !self.taken[j] {
+                    self.runs[i].synthesis_notes.push(format!(
+                        "its description asks for {} first: called before it",
+                        self.tools[j].name
+                    ));
+                    Box::pin(self.turn(j, host, depth + 1)).await;
+                }
+            }
+        }
+        if self.config.isolate {
+            self.called[i] = true;
+            match host.isolated(&tool.name).await {
+                Ok(calls) => self.runs[i].calls = calls,
+                Err(why) => self.runs[i].skipped = Some(why),
+            }
+            self.partial = self.partial.take().or_else(|| host.must_stop());
+            return;
+        }
+        // Every candidate takes the references the pool can fill (an invented id never
+        // works where a real one is known).
+        let mut provenance: Vec<(Value, BTreeMap<String, String>)> = Vec::new();
+        let mut candidates: Vec<Value> = Vec::new();
+        for c in self.candidates_for(i) {
+            let c = match self.pooled_candidate(i, &c) {
+                Some((pooled, sources)) => {
+                    if provenance.is_empty() {
+                        self.runs[i].synthesis_notes.push(format!(
+                            "values from earlier responses: {}",
+                            sources
+                                .iter()
+                                .map(|(k, s)| format!("{k} from {s}"))
+                                .collect::<Vec<_>>()
+                                .join("; ")
+                        ));
+                    }
+                    provenance.push((pooled.clone(), sources));
+                    pooled
+                }
+                None => c,
+            };
+            if !candidates.contains(&c) {
+                candidates.push(c);
+            }
+        }
+        // A later turn does not repeat what failed before.
+        let tried: Vec<Value> = self.runs[i]
+            .calls
+            .iter()
+            .filter(|c| c.number == 1)
+            .map(|c| c.arguments.clone())
+            .collect();
+        if !tried.is_empty() {
+            candidates.retain(|c| !tried.contains(c));
+            if candidates.is_empty() {
+                return;
+            }
+        }
+        let previous_attempts = tried.len();
+        let mut budget = self.config.attempts.max(1);
+        let mut number = 1;
+        let mut attempt = 1;
+        while number <= self.config.repeat {
+            if let Some(why) = host.must_stop() {
+                self.partial.get_or_insert(why);
+                break;
+            }
+            if let Err(why) = host.ready().await {
+                if self.runs[i].calls.is_empty() {
+                    self.runs[i].skipped = Some(why.clone());
+                }
+                self.notes.push(why);
+                break;
+            }
+            host.between_calls(self.last_tool.as_deref());
+            self.called[i] = true;
+            self.last_tool = Some(tool.name.clone());
+            let arguments = candidates[attempt - 1].clone();
+            let shown_attempt = previous_attempts + attempt;
+            let label = if number == 1 && shown_attempt > 1 {
+                format!("call 1 (attempt {shown_attempt})")
+            } else if number == 1 {
+                "call 1".to_string()
+            } else {
+                format!("repeat {number}")
+            };
+            let observed = host
+                .call(&tool.name, &format!("{} {label}", tool.name), &arguments)
+                .await;
+            let ObservedCall {
+                mut record,
+                result,
+                broken,
+                interrupted,
+            } = observed;
+            record.number = number;
+            record.attempt = shown_attempt;
+            record.pooled = provenance
+                .iter()
+                .find(|(c, _)| *c == arguments)
+                .map(|(_, s)| s.clone())
+                .unwrap_or_default();
+            let outcome = record.outcome.clone();
+            if let (true, Some(r)) = (outcome.is_success(), &result) {
+                if removes(tool) {
+                    self.pool.forget(&arguments);
+                }
+                self.pool.learn(&tool.name, &label, r);
+            }
+            self.runs[i].calls.push(record);
+            if interrupted {
+                self.partial = Some("interrupted by a signal".into());
+            }
+            if broken || interrupted {
+                host.discard(self.last_tool.as_deref()).await;
+                break;
+            }
+            let mut retry_same = false;
+            if number == 1 && outcome.worth_another_attempt() {
+                let error_text = error_text(&outcome, result.as_ref());
+                self.learn_from_error(i, &error_text, &arguments, attempt, &mut candidates);
+                // "No working directory set; use set_working_dir first": run that tool,
+                // then try the same arguments again.
+                if depth == 0 && self.prerequisites[i] < MAX_PREREQUISITES_PER_TOOL {
+                    if let Some(j) = self
+                        .prerequisites_named(&error_text, i, false)
+                        .first()
+                        .copied()
+                    {
+                        self.prerequisites[i] += 1;
+                        if self.satisfy(j, i, host).await {
+                            retry_same = true;
+                            budget += 1;
+                        }
+                    }
+                }
+            }
+            if self.partial.is_some() {
+                break;
+            }
+            if retry_same {
+                // Again, with what the prerequisite handed out where it fits.
+                let next = match self.pooled_candidate(i, &arguments) {
+                    Some((c, sources)) => {
+                        provenance.push((c.clone(), sources));
+                        c
+                    }
+                    None => arguments,
+                };
+                candidates.insert(attempt, next);
+                attempt += 1;
+                continue;
+            }
+            let retry = number == 1
+                && attempt < candidates.len().min(budget)
+                && outcome.worth_another_attempt();
+            if retry {
+                attempt += 1;
+            } else {
+                number += 1;
+            }
+        }
+        self.pool_at_turn[i] = self.pool.len();
+    }
+
+    /// Makes prerequisite `j` of tool `i` happen: its own turn when it had none, else a call
+    /// with the arguments that worked for it. Whether it succeeded.
+    async fn satisfy<H: Host>(&mut self, j: usize, i: usize, host: &mut H) -> bool {
+        let name_i = self.tools[i].name.clone();
+        let name_j = self.tools[j].name.clone();
+        if !self.taken[j] {
+            self.runs[i].synthesis_notes.push(format!(
+                "an error named {name_j}: it was called before the next attempt"
+            ));
+            Box::pin(self.turn(j, host, 1)).await;
+            return self.runs[j].succeeded();
+        }
+        // A tool that already ran gave what it gives (its values are in the pool); only a
+        // session set-up is worth repeating (a restarted server lost it).
+        if !is_session_setup(&self.tools[j]) {
+            return false;
+        }
+        let Some(arguments) = self.runs[j]
+            .calls
+            .iter()
+            .find(|c| c.outcome.is_success())
+            .map(|c| c.arguments.clone())
+        else {
+            return false;
+        };
+        if host.must_stop().is_some() || host.ready().await.is_err() {
+            return false;
+        }
+        self.runs[i].synthesis_notes.push(format!(
+            "an error named {name_j}: it was called again before the next attempt"
+        ));
+        host.between_calls(self.last_tool.as_deref());
+        let observed = host
+            .call(
+                &name_j,
+                &format!("{name_j} call before {name_i}"),
+                &arguments,
+            )
+            .await;
+        let mut record = observed.record;
+        record.number = 0;
+        record.attempt = 0;
+        record.prerequisite_for = Some(name_i);
+        let ok = record.outcome.is_success();
+        if let (true, Some(r)) = (ok, &observed.result) {
+            self.pool.learn(&name_j, "call", r);
+        }
+        self.runs[j].calls.push(record);
+        self.last_tool = Some(name_j);
+        if observed.broken || observed.interrupted {
+            if observed.interrupted {
+                self.partial = Some("interrupted by a signal".into());
+            }
+            host.discard(self.last_tool.as_deref()).await;
+            return false;
+        }
+        ok
+    }
+
+    /// The planned candidates of tool `i`, with a session set-up tool's directory set first
+    /// and the directory a server said it allows.
+    fn candidates_for(&self, i: usize) -> Vec<Value> {
+        let tool = &self.tools[i];
+        let mut candidates = self.planned[self.plan_of[i]].candidates.clone();
+        if let Some(facts) = &self.steer {
+            let c = steered_candidate(tool, self.config.seed, &self.config.overrides, facts);
+            candidates.retain(|x| *x != c);
+            candidates.insert(0, c);
+        }
+        if is_session_setup(tool) {
+            let root = self
+                .steer
+                .as_ref()
+                .map_or(self.workspace.clone(), |f| f.root.clone());
+            if let Some(c) = directory_candidate(tool, &candidates[0], &root) {
+                candidates.retain(|x| *x != c);
+                candidates.insert(0, c);
+            }
+        }
+        candidates
+    }
+
+    /// `base` with every reference parameter the pool can fill taken from it, and where each
+    /// came from; `None` when the pool fills nothing.
+    fn pooled_candidate(
+        &self,
+        i: usize,
+        base: &Value,
+    ) -> Option<(Value, BTreeMap<String, String>)> {
+        let tool = &self.tools[i];
+        let props = tool.input_schema.get("properties")?.as_object()?;
+        let overrides = self.config.overrides.get(&tool.name);
+        let mut args: Map<String, Value> = base.as_object().cloned().unwrap_or_default();
+        let creates = super::semantics::Intent::of(tool) == super::semantics::Intent::Create;
+        let mut sources = BTreeMap::new();
+        for (name, schema) in props {
+            let Some(schema) = schema.as_object() else {
+                continue;
+            };
+            if overrides.and_then(|o| o.get(name)).is_some() {
+                continue;
+            }
+            // A tool that creates takes a fresh name, not an existing one.
+            let last = words(name).last().cloned().unwrap_or_default();
+            if creates && matches!(last.as_str(), "name" | "title") {
+                continue;
+            }
+            if let Some(pick) = self.pool.pick(&tool.name, name, schema) {
+                if args.get(name) != Some(&pick.value) {
+                    args.insert(name.clone(), pick.value);
+                    sources.insert(name.clone(), pick.source);
+                }
+            }
+        }
+        (!sources.is_empty()).then(|| (Value::Object(args), sources))
+    }
+
+    /// Steering by an error: an allowed directory, offered values, missing fields, flags.
+    fn learn_from_error(
+        &mut self,
+        i: usize,
+        error_text: &str,
+        arguments: &Value,
+        attempt: usize,
+        candidates: &mut Vec<Value>,
+    ) {
+        let tool = &self.tools[i];
+        let current = self.steer.as_ref().map_or(&self.workspace, |f| &f.root);
+        if let Some(dir) = allowed_dirs_in(error_text, &self.workspace, current)
+            .into_iter()
+            .next()
+        {
+            let facts = WorkspaceFacts::scan(&dir);
+            let c = steered_candidate(tool, self.config.seed, &self.config.overrides, &facts);
+            if !candidates[..attempt].contains(&c) {
+                candidates.retain(|x| *x != c);
+                candidates.insert(attempt, c);
+            }
+            self.steer = Some(facts);
+        }
+        let learned: Vec<Value> =
+            corrections(error_text, &tool.input_schema, arguments, candidates)
+                .into_iter()
+                .filter(|c| !candidates[..attempt].contains(c))
+                .collect();
+        for (n, c) in learned.into_iter().enumerate() {
+            self.runs[i].synthesis_notes.push(format!(
+                "the error of attempt {attempt} offered {c}, queued as attempt {}",
+                attempt + n + 1
+            ));
+            candidates.retain(|x| *x != c);
+            candidates.insert((attempt + n).min(candidates.len()), c);
+        }
+    }
+
+    /// Other tools that `text` asks to run first: tools it names, or, when it says a session
+    /// is not set up ("No working directory set"), the session set-up tools. With
+    /// `needs_cue`, a named tool counts only near "first", "before" or "call" (descriptions
+    /// name related tools for other reasons).
+    fn prerequisites_named(&self, text: &str, i: usize, needs_cue: bool) -> Vec<usize> {
+        let mut out = Vec::new();
+        if text.is_empty() {
+            return out;
+        }
+        let lowered = text.to_lowercase();
+        for (j, t) in self.tools.iter().enumerate() {
+            if j == i || !distinctive(&t.name) {
+                continue;
+            }
+            let Some(at) = find_word(text, &t.name) else {
+                continue;
+            };
+            if needs_cue {
+                let mut lo = at.saturating_sub(60);
+                while !text.is_char_boundary(lo) {
+                    lo -= 1;
+                }
+                let mut hi = (at + t.name.len() + 60).min(text.len());
+                while !text.is_char_boundary(hi) {
+                    hi += 1;
+                }
+                if !PREREQUISITE_CUE.is_match(&text[lo..hi]) {
+                    continue;
+                }
+            }
+            if self.planned[self.plan_of[j]].skip.is_none() {
+                out.push(j);
+            }
+        }
+        if out.is_empty() && !needs_cue && NOT_SET_UP.is_match(&lowered) {
+            out.extend(
+                (0..self.tools.len())
+                    .filter(|&j| j != i && is_session_setup(&self.tools[j]))
+                    .filter(|&j| self.planned[self.plan_of[j]].skip.is_none()),
+            );
+        }
+        out.truncate(2);
+        out
+    }
+}
+
+/// "call X first", "use X before", "must call X", "after calling X", "requires X".
+static PREREQUISITE_CUE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)\b(first|before|beforehand|prior|after calling|must (call|run|use)|requires?|call|use|run)\b")
+        .expect("static regex")
+});
+
+/// "No working directory set", "no project is activated", "database not selected", "not
+/// initialized", "session not started".
+static NOT_SET_UP: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?x)
+        \b(no|not\ a|without\ an?)\s+(active\s+|current\s+|open\s+)?(working\s+directory|project|workspace|database|db|vault|repository|repo|session|directory|root|connection)\b
+        | \b(working\s+directory|project|workspace|database|vault|repository|session|connection)\b[^.]{0,30}\bnot\s+(been\s+)?(set|selected|active|activated|open|opened|initiali[sz]ed|loaded|connected|started|configured)\b
+        | \bnot\s+(initiali[sz]ed|connected|configured)\b
+        | \b(set|select|activate|open|initiali[sz]e|connect)\b[^.]{0,40}\bfirst\b")
+    .expect("static regex")
+});
+
+/// A tool name distinctive enough to be looked for in prose (`set_working_dir`, `listVaults`,
+/// not `read` or `search`).
+fn distinctive(name: &str) -> bool {
+    name.len() >= 4
+        && (name.contains(['_', '-', '.']) || name.chars().skip(1).any(|c| c.is_uppercase()))
+}
+
+/// Where `name` occurs in `text` as a whole word (not inside a longer name).
+fn find_word(text: &str, name: &str) -> Option<usize> {
+    let is_name_char = |c: char| c.is_alphanumeric() || c == '_' || c == '-';
+    let mut from = 0;
+    while let Some(pos) = text[from..].find(name) {
+        let at = from + pos;
+        let before = text[..at].chars().next_back();
+        let after = text[at + name.len()..].chars().next();
+        if !before.is_some_and(is_name_char) && !after.is_some_and(is_name_char) {
+            return Some(at);
+        }
+        from = at + name.len();
+    }
+    None
+}
+
+/// The whole error a failed call gave: every text of an error result, or the JSON-RPC
+/// error's message and data.
+fn error_text(outcome: &CallOutcome, result: Option<&Value>) -> String {
+    let full = result.and_then(|r| {
+        if let Some(e) = r.get("error").filter(|_| r.get("content").is_none()) {
+            let mut s = e
+                .get("message")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string();
+            if let Some(d) = e.get("data").filter(|d| !d.is_null()) {
+                s.push('\n');
+                s.push_str(&match d {
+                    Value::String(t) => t.clone(),
+                    other => other.to_string(),
+                });
+            }
+            return Some(s);
+        }
+        let texts: Vec<&str> = r
+            .get("content")?
+            .as_array()?
+            .iter()
+            .filter_map(|i| i.get("text").and_then(Value::as_str))
+            .collect();
+        (!texts.is_empty()).then(|| texts.join("\n"))
+    });
+    let text = full.unwrap_or_else(|| match outcome {
+        CallOutcome::ToolError { text, .. } | CallOutcome::ErrorLike { text, .. } => text.clone(),
+        CallOutcome::RpcError { message, .. } => message.clone(),
+        _ => String::new(),
+    });
+    text.chars().take(20_000).collect()
+}
+
+/// For a session set-up tool: `base` with each parameter that means a directory or a project
+/// (`path`, `directory`, `project`, `root`, `cwd`, `repo`, `vault`) set to `root`.
+fn directory_candidate(tool: &ToolDecl, base: &Value, root: &std::path::Path) -> Option<Value> {
+    const DIRECTORY_WORDS: &[&str] = &[
+        "path",
+        "dir",
+        "directory",
+        "root",
+        "folder",
+        "cwd",
+        "project",
+        "workspace",
+        "repo",
+        "repository",
+        "vault",
+        "location",
+    ];
+    let props = tool.input_schema.get("properties")?.as_object()?;
+    let mut args = base.as_object().cloned().unwrap_or_default();
+    let mut changed = false;
+    for (name, schema) in props {
+        let plain_string = schema.get("type").and_then(Value::as_str) == Some("string")
+            && schema.get("enum").is_none();
+        if plain_string
+            && words(name)
+                .iter()
+                .any(|w| DIRECTORY_WORDS.contains(&w.as_str()))
+        {
+            args.insert(name.clone(), Value::String(root.display().to_string()));
+            changed = true;
+        }
+    }
+    (changed).then_some(Value::Object(args))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errors_that_say_a_session_is_missing_are_recognised() {
+        for t in [
+            "No working directory set. Use set_working_dir first.",
+            "Error: no active project. Activate a project first",
+            "Database not selected",
+            "The workspace has not been initialized",
+            "Please select a vault first",
+        ] {
+            assert!(NOT_SET_UP.is_match(&t.to_lowercase()), "{t}");
+        }
+        for t in [
+            "File not found: a.txt",
+            "Invalid argument: path",
+            "no such file",
+        ] {
+            assert!(!NOT_SET_UP.is_match(&t.to_lowercase()), "{t}");
+        }
+    }
+
+    #[test]
+    fn tool_names_are_found_as_whole_words() {
+        assert_eq!(
+            find_word("use set_working_dir first", "set_working_dir"),
+            Some(4)
+        );
+        assert_eq!(
+            find_word("use set_working_dir_now first", "set_working_dir"),
+            None
+        );
+        assert_eq!(find_word("`listVaults`", "listVaults"), Some(1));
+        assert!(distinctive("set_working_dir"));
+        assert!(distinctive("listVaults"));
+        assert!(!distinctive("read"));
+        assert!(!distinctive("search"));
+    }
+
+    #[test]
+    fn the_whole_error_text_is_read() {
+        let outcome = CallOutcome::ToolError {
+            text: "short".into(),
+            result_sha256: String::new(),
+        };
+        let r = serde_json::json!({"content": [{"type": "text", "text": "a"}, {"type": "text", "text": "Allowed: x, y"}], "isError": true});
+        assert_eq!(error_text(&outcome, Some(&r)), "a\nAllowed: x, y");
+        let rpc = CallOutcome::RpcError {
+            code: -32602,
+            message: "bad".into(),
+        };
+        let r = serde_json::json!({"error": {"code": -32602, "message": "bad", "data": {"field": "mode"}}});
+        assert_eq!(error_text(&rpc, Some(&r)), "bad\n{\"field\":\"mode\"}");
+    }
+}

@@ -1,0 +1,256 @@
+//! The explorer's host: the running server and the observers around it. It starts the server
+//! when none runs (counting restarts), makes each call and observes its window (the process
+//! tree, settling, the recorder's checkpoint, threads that earlier calls left running, the
+//! server's background threads), closes the time between calls, and stops a server that broke.
+
+use super::*;
+use crate::exercise::explore::{Host, ObservedCall};
+
+/// The server of a run, as the explorer uses it.
+pub(super) struct ServerHost<'r, 'c> {
+    pub(super) ctx: &'r Ctx<'c>,
+    pub(super) sandbox_level: Option<SandboxLevel>,
+    pub(super) recorder: &'r mut Recorder,
+    pub(super) collected: &'r mut Collected,
+    pub(super) live: Option<Live>,
+    pub(super) restarts: usize,
+    pub(super) phases: Vec<PhaseObservation>,
+    /// Threads that ran while no call was in flight.
+    pub(super) background: Vec<u32>,
+    pub(super) idle_sample: Option<std::collections::HashMap<u32, u64>>,
+    /// (owner call, tool, task id) of processes and threads started by calls, while they live.
+    pub(super) lingering: Vec<(String, String, u32)>,
+    /// The tool whose call was in flight when a watchdog ended the server.
+    pub(super) limit_during: Option<String>,
+    /// Threads of the sandbox's own processes above the server's (init, wrapper).
+    pub(super) skip: usize,
+    pub(super) stop: watch::Receiver<bool>,
+    pub(super) subreaper: bool,
+    pub(super) deadline: Instant,
+    pub(super) notes: Vec<String>,
+}
+
+impl Host for ServerHost<'_, '_> {
+    fn must_stop(&self) -> Option<String> {
+        if *self.stop.borrow() {
+            return Some("interrupted by a signal".into());
+        }
+        if let Some(why) = limit_reason(self.ctx) {
+            return Some(why);
+        }
+        (Instant::now() >= self.deadline).then(|| {
+            format!(
+                "the run timeout ({}s) was reached",
+                self.ctx.config.run_timeout.as_secs()
+            )
+        })
+    }
+
+    async fn ready(&mut self) -> Result<(), String> {
+        if self.live.is_some() {
+            return Ok(());
+        }
+        let config = self.ctx.config;
+        if self.restarts >= config.max_restarts {
+            return Err(format!(
+                "not called: the server stopped working and was restarted {} times already",
+                self.restarts
+            ));
+        }
+        self.restarts += 1;
+        match start_server(self.ctx, self.sandbox_level, self.recorder).await {
+            Ok((l, _)) => {
+                self.background.extend(
+                    probe_background(l.process.pid().map(ProcessTree::new), self.skip).await,
+                );
+                self.idle_sample = None;
+                self.live = Some(l);
+                Ok(())
+            }
+            Err(f) => {
+                if let Some((s, n)) = f.session {
+                    self.collected.absorb(&s, n, config.transcript.is_some());
+                }
+                self.collected.exits.extend(f.exit);
+                self.notes
+                    .push(format!("restart {} failed: {}", self.restarts, f.message));
+                Err("not called: the server could not be restarted".into())
+            }
+        }
+    }
+
+    fn between_calls(&mut self, last_tool: Option<&str>) {
+        self.phases.extend(phase_observations(
+            self.recorder.checkpoint(),
+            Phase::Idle,
+            last_tool.map(str::to_string),
+        ));
+    }
+
+    async fn call(&mut self, tool: &str, label: &str, arguments: &Value) -> ObservedCall {
+        let config = self.ctx.config;
+        let Some(l) = self.live.as_mut() else {
+            return ObservedCall {
+                record: bare_record(arguments, CallOutcome::ServerDied),
+                result: None,
+                broken: true,
+                interrupted: false,
+            };
+        };
+        let cursor = l.client.session().transcript_len();
+        let tree = l.process.pid().map(ProcessTree::new);
+        let before = tree.map(|t| t.tasks()).unwrap_or_default();
+        // Processes and threads that earlier calls started and that still run: what they do
+        // now may land in this call's window.
+        self.lingering.retain(|(_, _, tid)| before.contains(tid));
+        let mut lingering_now: Vec<String> = self
+            .lingering
+            .iter()
+            .map(|(owner, _, _)| owner.clone())
+            .collect();
+        lingering_now.sort();
+        lingering_now.dedup();
+        let mut lingering_tools: Vec<String> =
+            self.lingering.iter().map(|(_, t, _)| t.clone()).collect();
+        lingering_tools.sort();
+        lingering_tools.dedup();
+        let rt_start = tree.map(|t| t.runtimes(self.skip)).unwrap_or_default();
+        if let Some(prev) = self.idle_sample.take() {
+            self.background.extend(ran_between(&prev, &rt_start));
+            self.background.sort_unstable();
+            self.background.dedup();
+        }
+        let t0 = Instant::now();
+        let timeout = config
+            .call_timeout
+            .min(self.deadline.saturating_duration_since(t0))
+            .max(Duration::from_millis(1));
+        let answered = tokio::select! {
+            o = l.client.call_tool_with_result(tool, arguments, timeout) => Some(o),
+            _ = self.stop.changed() => None,
+        };
+        let duration = t0.elapsed();
+        let interrupted = answered.is_none();
+        let (outcome, result) = answered.unwrap_or((
+            CallOutcome::Timeout {
+                after_ms: duration.as_millis() as u64,
+            },
+            None,
+        ));
+        let settled = if interrupted {
+            Duration::ZERO
+        } else {
+            settle(tree, &before, config.settle, config.settle_max).await
+        };
+        if let Some(t) = tree {
+            self.lingering.extend(
+                t.tasks()
+                    .into_iter()
+                    .filter(|tid| !before.contains(tid))
+                    .map(|tid| (label.to_string(), tool.to_string(), tid)),
+            );
+        }
+        let observe_start = Instant::now();
+        let observations = self.recorder.checkpoint();
+        let observe = observe_start.elapsed();
+        // Only writes and external network traffic can be evidence against a hint.
+        let evidential = observations
+            .iter()
+            .any(|o| o.is_write() || o.as_network().is_some_and(|n| !n.loopback));
+        let rt_end = tree.map(|t| t.runtimes(self.skip)).unwrap_or_default();
+        let busy_background: Vec<u32> = ran_between(&rt_start, &rt_end)
+            .into_iter()
+            .filter(|t| self.background.contains(t))
+            .collect();
+        self.idle_sample = Some(rt_end);
+        if evidential && !busy_background.is_empty() {
+            lingering_now.push(format!(
+                "background threads of the server ({})",
+                busy_background.len()
+            ));
+        }
+        if self.limit_during.is_none() && limit_reason(self.ctx).is_some() {
+            self.limit_during = Some(tool.to_string());
+        }
+        let wire_anomalies = l.client.session().anomalies_since(cursor).len();
+        let broken = matches!(
+            outcome,
+            CallOutcome::Timeout { .. } | CallOutcome::ServerDied
+        ) || l.process.has_exited();
+        let record = CallRecord {
+            started_ms: t0.duration_since(self.ctx.started).as_millis() as u64,
+            duration_ms: duration.as_millis() as u64,
+            settle_ms: settled.as_millis() as u64,
+            timing: CallTiming {
+                response_us: duration.as_micros() as u64,
+                settle_us: settled.as_micros() as u64,
+                observe_us: observe.as_micros() as u64,
+            },
+            concurrent_with: if evidential {
+                lingering_now
+            } else {
+                Vec::new()
+            },
+            concurrent_tools: if evidential {
+                lingering_tools
+            } else {
+                Vec::new()
+            },
+            background_ran: evidential && !busy_background.is_empty(),
+            observations,
+            wire_anomalies,
+            ..bare_record(arguments, outcome)
+        };
+        ObservedCall {
+            record,
+            result,
+            broken,
+            interrupted,
+        }
+    }
+
+    async fn discard(&mut self, last_tool: Option<&str>) {
+        // A crashed or hung server cannot be trusted for later calls: the next one starts
+        // afresh.
+        if let Some(l) = self.live.take() {
+            stop_server(
+                l,
+                self.collected,
+                self.ctx.config.transcript.is_some(),
+                self.recorder,
+            )
+            .await;
+        }
+        self.between_calls(last_tool);
+    }
+
+    async fn isolated(&mut self, tool: &str) -> Result<Vec<CallRecord>, String> {
+        let remaining = self.deadline.saturating_duration_since(Instant::now());
+        let (calls, nested_phases) =
+            run_isolated(self.ctx.config, &self.stop, self.subreaper, tool, remaining).await?;
+        self.phases.extend(nested_phases);
+        Ok(calls)
+    }
+}
+
+/// A record with nothing observed (the explorer sets number and attempt).
+fn bare_record(arguments: &Value, outcome: CallOutcome) -> CallRecord {
+    CallRecord {
+        number: 1,
+        attempt: 1,
+        arguments: arguments.clone(),
+        outcome,
+        started_ms: 0,
+        duration_ms: 0,
+        settle_ms: 0,
+        timing: CallTiming::default(),
+        observations: Vec::new(),
+        wire_anomalies: 0,
+        concurrent_with: Vec::new(),
+        concurrent_tools: Vec::new(),
+        background_ran: false,
+        confirmed_by_replay: Vec::new(),
+        pooled: Default::default(),
+        prerequisite_for: None,
+    }
+}

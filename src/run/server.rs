@@ -1,0 +1,473 @@
+//! Starting and stopping the server under test: where it runs (placement), its environment, the launch into the sandbox with the handshake, and what is collected from each instance.
+
+use super::*;
+
+/// The resolver the sandbox's resolv.conf names: a documentation address, unreachable from
+/// the empty network namespace, so a lookup fails fast and its attempt is seen as DNS.
+pub(super) const SANDBOX_RESOLVER: &str = "192.0.2.53";
+
+/// How long a server gets to exit by itself after its stdin is closed.
+pub(super) const EXIT_GRACE: Duration = Duration::from_secs(2);
+
+/// A started and greeted server.
+pub(super) struct Live {
+    pub(super) process: ServerProcess,
+    pub(super) client: McpClient,
+    /// The run's cgroup (root mode); dropping it kills what is left and removes it.
+    pub(super) cgroup: Option<RunCgroup>,
+    /// The resource watchdog of this server; dropping it stops it.
+    pub(super) _watchdog: Option<Watchdog>,
+}
+
+/// What is collected from every server instance of a run.
+#[derive(Default)]
+pub(super) struct Collected {
+    pub(super) exits: Vec<ExitSummary>,
+    pub(super) notes: Vec<ProtocolNote>,
+    pub(super) anomalies: Vec<Entry>,
+    pub(super) stats: crate::rpc::transcript::TranscriptStats,
+    pub(super) server_requests: Vec<crate::rpc::session::ServerRequestRecord>,
+    pub(super) notifications: BTreeMap<String, usize>,
+    pub(super) stderr: String,
+    pub(super) stderr_bytes: u64,
+    pub(super) transcripts: Vec<Vec<Entry>>,
+}
+
+impl Collected {
+    pub(super) fn absorb(
+        &mut self,
+        session: &Session,
+        notes: Vec<ProtocolNote>,
+        keep_transcript: bool,
+    ) {
+        let rec = session.record();
+        self.notes.extend(notes);
+        self.anomalies.extend(rec.anomalies);
+        self.stats.sent += rec.stats.sent;
+        self.stats.received += rec.stats.received;
+        self.stats.garbage += rec.stats.garbage;
+        self.stats.unknown_id += rec.stats.unknown_id;
+        self.stats.dropped_entries += rec.stats.dropped_entries;
+        self.server_requests.extend(rec.server_requests);
+        for n in rec.notifications {
+            // The method names come from the server: keep the map small whatever it sends.
+            let key =
+                if self.notifications.len() < 100 || self.notifications.contains_key(&n.method) {
+                    shorten(&n.method, 100)
+                } else {
+                    "(other methods)".into()
+                };
+            *self.notifications.entry(key).or_default() += 1;
+        }
+        if !self.stderr.is_empty() && !rec.stderr.is_empty() {
+            self.stderr.push_str("\n[— restarted —]\n");
+        }
+        self.stderr.push_str(&rec.stderr);
+        self.stderr_bytes += rec.stderr_bytes;
+        if keep_transcript {
+            self.transcripts.push(session.transcript());
+        }
+    }
+}
+
+pub(super) struct Ctx<'a> {
+    /// Set by a server's watchdog when it ended the server for a limit: the run ends.
+    pub(super) limit_hit: LimitFlag,
+    /// What the sandbox hides and shows, and who the server is in it.
+    pub(super) placement: Placement,
+    /// The scratch HOME on the host.
+    pub(super) home: PathBuf,
+    pub(super) scratch_root: PathBuf,
+    pub(super) writable: Vec<PathBuf>,
+    pub(super) run_as: Option<(u32, u32)>,
+    pub(super) config: &'a RunConfig,
+    pub(super) spec: LaunchSpec,
+    pub(super) started: Instant,
+    pub(super) workspace: String,
+}
+
+/// What the sandbox hides (users' private places), what it shows of them (what the server runs
+/// on), which /tmp entries stay visible, and who the server is in it (account, HOME). The same
+/// for every server start of a run.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Placement {
+    /// /tmp entries the server must see: its files on the command line, in its environment,
+    /// and the lower layers of overlays.
+    pub(super) visible_tmp: Vec<PathBuf>,
+    pub(super) hidden: Vec<PathBuf>,
+    pub(super) exposed: Vec<PathBuf>,
+    pub(super) identity: crate::sandbox::policy::SandboxIdentity,
+}
+
+impl Placement {
+    /// For a run of `command` with the configured environment and `run_as` (root mode).
+    pub(super) fn new(
+        config: &RunConfig,
+        command: &[String],
+        run_as: Option<(u32, u32)>,
+        scratch_root: &Path,
+    ) -> Placement {
+        let hidden = crate::sandbox::policy::private_directories();
+        let path_var = std::env::var("PATH").ok();
+        let program = resolve_program(&command[0], path_var.as_deref())
+            .unwrap_or_else(|_| PathBuf::from(&command[0]));
+        let overlays: Vec<String> = config
+            .overlays
+            .iter()
+            .map(|d| d.display().to_string())
+            .collect();
+        let words: Vec<&str> = command
+            .iter()
+            .map(String::as_str)
+            .chain(config.env.iter().map(|(_, v)| v.as_str()))
+            .chain(overlays.iter().map(String::as_str))
+            .collect();
+        let visible_tmp = named_tmp_entries(words.iter().copied(), scratch_root);
+        let exposed = crate::sandbox::policy::exposed_paths(
+            &hidden,
+            words.iter().copied(),
+            &program,
+            &config.expose,
+        );
+        let passwd = std::fs::read_to_string("/etc/passwd").unwrap_or_default();
+        let mut identity = crate::sandbox::policy::sandbox_identity(run_as, &passwd, &hidden);
+        // A HOME that is a hidden place itself (/root) replaces it whole: only where nothing
+        // else must be shown there.
+        if let Some(home) = &identity.home {
+            let crowded = hidden.contains(home)
+                && exposed
+                    .iter()
+                    .chain(&config.overlays)
+                    .any(|p| p.starts_with(home));
+            if crowded {
+                identity.home = None;
+            }
+        }
+        Placement {
+            visible_tmp,
+            hidden,
+            exposed,
+            identity,
+        }
+    }
+
+    /// The server's environment in the sandbox: HOME (and what lies under it: the XDG
+    /// directories) where the account's home directory shows it, USER and LOGNAME the account.
+    pub(super) fn server_env(
+        &self,
+        env: &[(String, String)],
+        home: &Path,
+    ) -> Vec<(String, String)> {
+        let scratch_home = home.display().to_string();
+        let mut out: Vec<(String, String)> = env
+            .iter()
+            .map(|(k, v)| {
+                let moved = match (&self.identity.home, v.strip_prefix(&scratch_home)) {
+                    (Some(inside), Some(rest)) if rest.is_empty() || rest.starts_with('/') => {
+                        format!("{}{rest}", inside.display())
+                    }
+                    _ => v.clone(),
+                };
+                (k.clone(), moved)
+            })
+            .collect();
+        if let Some(user) = &self.identity.user {
+            out.retain(|(k, _)| k != "USER" && k != "LOGNAME");
+            out.push(("USER".into(), user.clone()));
+            out.push(("LOGNAME".into(), user.clone()));
+        }
+        out
+    }
+}
+
+/// The environment the server gets: a clean one with the scratch directories.
+pub(super) fn server_env(scratch: &Scratch, extra: &[(String, String)]) -> Vec<(String, String)> {
+    let mut env: Vec<(String, String)> = Vec::new();
+    for key in [
+        "PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "USER", "LOGNAME",
+    ] {
+        if let Ok(v) = std::env::var(key) {
+            env.push((key.into(), v));
+        }
+    }
+    let home = scratch.home.display().to_string();
+    let tmp = scratch.tmp.display().to_string();
+    env.extend([
+        ("HOME".to_string(), home.clone()),
+        ("TMPDIR".into(), tmp.clone()),
+        ("TMP".into(), tmp.clone()),
+        ("TEMP".into(), tmp),
+        ("XDG_CONFIG_HOME".into(), format!("{home}/.config")),
+        ("XDG_CACHE_HOME".into(), format!("{home}/.cache")),
+        ("XDG_DATA_HOME".into(), format!("{home}/.local/share")),
+        ("XDG_STATE_HOME".into(), format!("{home}/.local/state")),
+    ]);
+    for (k, v) in extra {
+        env.retain(|(ek, _)| ek != k);
+        env.push((k.clone(), v.clone()));
+    }
+    env
+}
+
+/// Why a server could not be started and greeted.
+pub(super) struct StartFailure {
+    pub(super) message: String,
+    pub(super) session: Option<(Session, Vec<ProtocolNote>)>,
+    pub(super) exit: Option<ExitSummary>,
+    /// Set when the sandbox itself failed (nothing was started).
+    pub(super) sandbox: Option<StepFailure>,
+    /// What the sandbox enforced, when it started the server and the handshake failed.
+    pub(super) enforcement: Option<Enforcement>,
+}
+
+impl StartFailure {
+    pub(super) fn plain(message: String) -> Self {
+        Self {
+            message,
+            session: None,
+            exit: None,
+            sandbox: None,
+            enforcement: None,
+        }
+    }
+}
+
+/// Starts the server (inside the sandbox unless it is off) and performs the handshake.
+pub(super) async fn start_server(
+    ctx: &Ctx<'_>,
+    sandbox: Option<SandboxLevel>,
+    recorder: &mut Recorder,
+) -> Result<(Live, Option<Enforcement>), StartFailure> {
+    let mut cgroup = None;
+    let mut attempts = None;
+    let mut network = None;
+    let (mut process, pipes, enforcement) = match sandbox {
+        None => {
+            let (p, pipes) = ServerProcess::spawn(&ctx.spec)
+                .map_err(|e| StartFailure::plain(error_chain(&e)))?;
+            (p, pipes, None)
+        }
+        Some(level) => {
+            let path_var = ctx
+                .spec
+                .env
+                .iter()
+                .find(|(k, _)| k == "PATH")
+                .map(|(_, v)| v.as_str());
+            let program = resolve_program(&ctx.spec.program, path_var)
+                .map_err(|e| StartFailure::plain(error_chain(&e)))?;
+            // No run marker: the pid namespace ends every process of the sandbox, and a
+            // variable naming hintcheck would tell the server it is watched. Its user and HOME
+            // are those of an ordinary account.
+            let env = ctx.placement.server_env(&ctx.spec.env, &ctx.home);
+            let limits = Limits {
+                data_bytes: ctx.config.memory_limit,
+                ..Limits::for_uid(
+                    ctx.run_as
+                        .map(|r| r.0)
+                        .unwrap_or_else(|| rustix::process::getuid().as_raw()),
+                )
+            };
+            // As root, a cgroup of its own where the host offers cgroup v2 (best effort).
+            if ctx.run_as.is_some() {
+                static STARTS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+                let n = STARTS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                cgroup = RunCgroup::create(
+                    &format!("job-{}-{n}", ctx.spec.run_id),
+                    limits.processes,
+                    limits.data_bytes,
+                )
+                .ok();
+            }
+            let sandbox_config = SandboxConfig {
+                cgroup: cgroup.as_ref().map(|c| c.path().to_path_buf()),
+                cgroup_enforces: cgroup
+                    .as_ref()
+                    .map(|c| c.enforces.clone())
+                    .unwrap_or_default(),
+                level,
+                visible_tmp: ctx.placement.visible_tmp.clone(),
+                hidden: ctx.placement.hidden.clone(),
+                exposed: ctx.placement.exposed.clone(),
+                overlays: ctx.config.overlays.clone(),
+                notify: true,
+                network_observer: true,
+                observe_ports: ctx.config.observe_ports.clone(),
+                program,
+                args: ctx.spec.args.clone(),
+                env,
+                cwd: ctx.spec.cwd.clone(),
+                scratch_root: ctx.scratch_root.clone(),
+                writable: ctx.writable.clone(),
+                run_as: ctx.run_as,
+                run_user: ctx.placement.identity.added_user.clone(),
+                home_inside: ctx.placement.identity.home.clone(),
+                home: ctx.home.clone(),
+                harness_pid: std::process::id() as i32,
+                resolv_conf: format!(
+                    "nameserver {SANDBOX_RESOLVER}\noptions timeout:1 attempts:1\n"
+                ),
+                simulate_failure: crate::sandbox::policy::simulated_failure(),
+                hostname: crate::sandbox::sandbox_hostname().to_string(),
+                limits,
+            };
+            match ServerProcess::spawn_sandboxed(
+                &ctx.spec,
+                &sandbox_config,
+                ctx.config.sandbox_exe.as_deref(),
+            )
+            .await
+            {
+                Ok(started) => {
+                    attempts = started.attempts;
+                    network = started.network;
+                    (started.process, started.pipes, Some(started.enforcement))
+                }
+                Err(LaunchError::Sandbox(f)) if f.step == "exec" => {
+                    // The sandbox is in place; the server program itself could not start.
+                    let mut message = format!(
+                        "the server program could not be started in the sandbox: {}",
+                        f.message
+                    );
+                    if let (Some(13), Some((uid, _))) = (f.errno, ctx.run_as) {
+                        message.push_str(&format!(
+                            "; in the sandbox the server runs as uid {uid}, which must be able to \
+reach the program, its interpreter and their libraries (a directory such as /root, mode 700, \
+hides them): install the server somewhere readable, or pass --run-as 0 to keep root's file \
+ownership (writes stay confined and capabilities dropped)"
+                        ));
+                    }
+                    return Err(StartFailure::plain(message));
+                }
+                Err(LaunchError::Sandbox(f)) => {
+                    return Err(StartFailure {
+                        message: format!("sandbox step {} failed: {}", f.step, f.message),
+                        session: None,
+                        exit: None,
+                        sandbox: Some(f),
+                        enforcement: None,
+                    });
+                }
+                Err(e) => return Err(StartFailure::plain(error_chain(&e))),
+            }
+        }
+    };
+    // Limits that hold without a memory cgroup: from now on, also while it starts.
+    let watchdog = process.pid().map(|pid| {
+        crate::sandbox::watchdog::start(
+            pid,
+            ctx.writable.clone(),
+            WatchLimits {
+                // The per-process limits (RLIMIT_DATA) and a cgroup's memory.max act at the
+                // limit itself; the tree as a whole is ended a quarter above it.
+                memory_bytes: ctx
+                    .config
+                    .memory_limit
+                    .saturating_add(ctx.config.memory_limit / 4),
+                disk_bytes: ctx.config.disk_limit,
+            },
+            ctx.limit_hit.clone(),
+        )
+    });
+    // The observers take their baseline now, before the server can do anything more.
+    let sandbox_root = enforcement
+        .as_ref()
+        .and(process.pid())
+        .map(|pid| PathBuf::from(format!("/proc/{pid}/root")));
+    recorder.server_started(&ServerStart {
+        sandbox_root,
+        attempts,
+        network,
+        server_pid: process.pid(),
+    });
+    let config = ctx.config;
+    let roots = (config.roots == RootsOffer::Workspace)
+        .then(|| vec![json!({"uri": format!("file://{}", ctx.workspace), "name": "workspace"})]);
+    let session = Session::start(
+        ctx.started,
+        pipes.stdin,
+        pipes.stdout,
+        Some(Box::new(pipes.stderr)),
+        SessionOptions {
+            max_line_bytes: config.max_line_bytes,
+            roots,
+            ..Default::default()
+        },
+    );
+    let options = ClientOptions {
+        era: config.era,
+        discover_timeout: config.discover_timeout,
+        handshake_timeout: config.handshake_timeout,
+        offer_roots: config.roots == RootsOffer::Workspace,
+        ..Default::default()
+    };
+    match McpClient::connect(session, options).await {
+        Ok(client) => Ok((
+            Live {
+                process,
+                client,
+                cgroup,
+                _watchdog: watchdog,
+            },
+            enforcement,
+        )),
+        Err((mut session, err, notes)) => {
+            session.close_stdin().await;
+            let exit = process.shutdown(Duration::from_millis(500)).await;
+            session.drain(Duration::from_millis(500)).await;
+            let mut msg = error_chain(&err);
+            if let Some(code) = exit.code {
+                msg.push_str(&format!(" (the server exited with code {code})"));
+            } else if let Some(sig) = exit.signal {
+                msg.push_str(&format!(" (the server was ended by signal {sig})"));
+            }
+            Err(StartFailure {
+                message: msg,
+                session: Some((session, notes)),
+                exit: Some(exit),
+                sandbox: None,
+                enforcement,
+            })
+        }
+    }
+}
+
+pub(super) async fn stop_server(
+    live: Live,
+    collected: &mut Collected,
+    keep_transcript: bool,
+    recorder: &mut Recorder,
+) {
+    let Live {
+        mut process,
+        client,
+        cgroup,
+        _watchdog,
+    } = live;
+    let (mut session, notes) = client.into_session();
+    session.close_stdin().await;
+    let exit = process.shutdown(EXIT_GRACE).await;
+    session.drain(Duration::from_millis(500)).await;
+    collected.absorb(&session, notes, keep_transcript);
+    collected.exits.push(exit);
+    drop(cgroup);
+    // The sandbox's private directories are gone with it.
+    recorder.server_started(&ServerStart::default());
+}
+
+/// Why a watchdog ended the run's server, if one did.
+pub(super) fn limit_reason(ctx: &Ctx<'_>) -> Option<String> {
+    ctx.limit_hit
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .clone()
+}
+
+/// Threads (other than the server's main thread) that use CPU while no call is in flight,
+/// watched for a short while after the tool listing.
+pub(super) async fn probe_background(tree: Option<ProcessTree>, skip: usize) -> Vec<u32> {
+    let Some(tree) = tree else { return Vec::new() };
+    let first = tree.runtimes(skip);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    ran_between(&first, &tree.runtimes(skip))
+}
