@@ -18,7 +18,8 @@ use serde_json::{Map, Value};
 
 use super::feedback::corrections;
 use super::plan::{
-    PlannedTool, allowed_dirs_in, is_session_setup, plan, removes, steered_candidate,
+    PlannedTool, allowed_dirs_in, is_session_setup, kind_candidate, plan, removes,
+    steered_candidate,
 };
 use super::pool::ValuePool;
 use super::semantics::{WorkspaceFacts, words};
@@ -96,6 +97,8 @@ pub struct Explorer<'a> {
     pool: ValuePool,
     /// Where a server said paths must be, once an error told us.
     steer: Option<WorkspaceFacts>,
+    /// The kind of file (extension) the server's errors asked for.
+    file_kind: Option<&'static str>,
     workspace: std::path::PathBuf,
     partial: Option<String>,
     last_tool: Option<String>,
@@ -131,6 +134,7 @@ impl<'a> Explorer<'a> {
             pool_at_turn: vec![0; n],
             pool: ValuePool::new(),
             steer: None,
+            file_kind: None,
             workspace: workspace.to_path_buf(),
             partial: None,
             last_tool: None,
@@ -371,7 +375,7 @@ impl<'a> Explorer<'a> {
             let outcome = record.outcome.clone();
             if let (true, Some(r)) = (outcome.is_success(), &result) {
                 if removes(tool) {
-                    self.pool.forget(&arguments);
+                    self.pool.forget(&tool.name, &arguments);
                 }
                 self.pool.learn(&tool.name, &label, r);
             }
@@ -495,10 +499,39 @@ impl<'a> Explorer<'a> {
     fn candidates_for(&self, i: usize) -> Vec<Value> {
         let tool = &self.tools[i];
         let mut candidates = self.planned[self.plan_of[i]].candidates.clone();
+        // Once the server said which kind of file it works on, planned sets with paths of
+        // another kind are dropped (the sets of that kind come first below).
+        if let Some(kind) = self.file_kind {
+            let suffix = format!(".{kind}\"");
+            let workspace = format!("\"{}", self.workspace.display());
+            let other_kind = |c: &Value| {
+                let text = c.to_string();
+                text.contains(&workspace) && !text.contains(&suffix)
+            };
+            candidates.retain(|c| !other_kind(c));
+        }
         if let Some(facts) = &self.steer {
             let c = steered_candidate(tool, self.config.seed, &self.config.overrides, facts);
             candidates.retain(|x| *x != c);
             candidates.insert(0, c);
+        }
+        if let Some(kind) = self.file_kind {
+            let facts = self
+                .steer
+                .clone()
+                .unwrap_or_else(|| WorkspaceFacts::scan(&self.workspace));
+            let kinds = kind_candidate(
+                tool,
+                self.config.seed,
+                &self.config.overrides,
+                &facts,
+                Some(kind),
+                false,
+            );
+            for (n, c) in kinds.into_iter().enumerate() {
+                candidates.retain(|x| *x != c);
+                candidates.insert(n, c);
+            }
         }
         if is_session_setup(tool) {
             let root = self
@@ -548,7 +581,8 @@ impl<'a> Explorer<'a> {
         (!sources.is_empty()).then(|| (Value::Object(args), sources))
     }
 
-    /// Steering by an error: an allowed directory, offered values, missing fields, flags.
+    /// Steering by an error: an allowed directory, offered values (kept in the pool for later
+    /// tools too), missing fields, flags, the kind of file wanted.
     fn learn_from_error(
         &mut self,
         i: usize,
@@ -558,6 +592,12 @@ impl<'a> Explorer<'a> {
         candidates: &mut Vec<Value>,
     ) {
         let tool = &self.tools[i];
+        if let Some((field, values)) =
+            super::feedback::offered_for(error_text, &tool.input_schema, arguments)
+        {
+            let label = format!("call 1 (attempt {attempt})");
+            self.pool.learn_offered(&tool.name, &label, &field, &values);
+        }
         let current = self.steer.as_ref().map_or(&self.workspace, |f| &f.root);
         if let Some(dir) = allowed_dirs_in(error_text, &self.workspace, current)
             .into_iter()
@@ -570,6 +610,56 @@ impl<'a> Explorer<'a> {
                 candidates.insert(attempt, c);
             }
             self.steer = Some(facts);
+        }
+        // "must point to an Excel file (.xlsx)", "Document x.docx does not exist": files of
+        // that kind next.
+        let named_kind = super::semantics::file_kind(error_text).filter(|kind| {
+            // The error only echoes a path that was sent ("notes.md not found"): no lesson.
+            !arguments.to_string().contains(&format!(".{kind}\""))
+        });
+        // "Workbook new.xlsx does not exist": a fresh name was refused, the tool works on an
+        // existing file.
+        let lowered = error_text.to_lowercase();
+        let fresh_refused = [
+            "does not exist",
+            "not found",
+            "no such file",
+            "doesn't exist",
+        ]
+        .iter()
+        .any(|p| lowered.contains(p))
+            && sent_paths(arguments, &self.workspace).iter().any(|p| {
+                !p.exists()
+                    && lowered.contains(
+                        &p.file_name()
+                            .map(|n| n.to_string_lossy().to_lowercase())
+                            .unwrap_or_default(),
+                    )
+            });
+        if let Some(kind) = named_kind {
+            // The server works on such files: later tools start with them too.
+            self.file_kind.get_or_insert(kind);
+        }
+        if named_kind.is_some() || fresh_refused {
+            let kind = named_kind.or(self.file_kind);
+            let facts = self
+                .steer
+                .clone()
+                .unwrap_or_else(|| WorkspaceFacts::scan(&self.workspace));
+            let kinds = kind_candidate(
+                tool,
+                self.config.seed,
+                &self.config.overrides,
+                &facts,
+                kind,
+                fresh_refused,
+            );
+            for (n, c) in kinds.into_iter().enumerate() {
+                if !candidates[..attempt].contains(&c) {
+                    candidates.retain(|x| *x != c);
+                    candidates.insert((attempt + n).min(candidates.len()), c);
+                }
+            }
         }
         let learned: Vec<Value> =
             corrections(error_text, &tool.input_schema, arguments, candidates)
@@ -630,6 +720,18 @@ impl<'a> Explorer<'a> {
         out.truncate(2);
         out
     }
+}
+
+/// Paths inside the workspace among the string values of `arguments`.
+fn sent_paths(arguments: &Value, workspace: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let Value::Object(m) = arguments else {
+        return Vec::new();
+    };
+    m.values()
+        .filter_map(Value::as_str)
+        .map(std::path::PathBuf::from)
+        .filter(|p| p.starts_with(workspace) && p != workspace)
+        .collect()
 }
 
 /// "call X first", "use X before", "must call X", "after calling X", "requires X".

@@ -9,7 +9,7 @@
 use serde_json::{Map, Value};
 
 /// Phrases after which an error lists the values it accepts.
-const LIST_TRIGGERS: [&str; 16] = [
+const LIST_TRIGGERS: [&str; 19] = [
     "allowedvalues",
     "one of",
     "allowed values",
@@ -26,6 +26,9 @@ const LIST_TRIGGERS: [&str; 16] = [
     "expected",
     "input should be",
     "choices",
+    "such as",
+    "for example",
+    "e.g.",
 ];
 
 /// Most values taken from one list, and most new argument sets from one error.
@@ -276,6 +279,16 @@ fn replace_deep(v: &mut Value, from: &str, to: &Value, depth: usize) -> bool {
     }
 }
 
+/// The parameter an error's list of offered values is about, and the values, when the error
+/// has such a list and names a property of `schema`.
+pub fn offered_for(text: &str, schema: &Value, arguments: &Value) -> Option<(String, Vec<String>)> {
+    let properties = schema.get("properties").and_then(Value::as_object)?;
+    let current = arguments.as_object().cloned().unwrap_or_default();
+    let (at, values) = offered_values(text)?;
+    let field = field_of(&text.to_lowercase(), at, properties, &current)?;
+    Some((field, values))
+}
+
 /// Where in `text` a list of accepted values begins, and its values.
 pub fn offered_values(text: &str) -> Option<(usize, Vec<String>)> {
     let lowered = text.to_lowercase();
@@ -425,6 +438,14 @@ fn field_of(
             best.map(|p| (p, k.clone()))
         })
         .max();
+    // The value that was sent, quoted back ("Invalid range 'x'"), names its field best.
+    let echoed = current.iter().find(|(_, v)| {
+        v.as_str()
+            .is_some_and(|s| s.len() >= 4 && lowered.contains(&format!("'{}'", s.to_lowercase())))
+    });
+    if let Some((k, _)) = echoed {
+        return Some(k.clone());
+    }
     if let Some((_, k)) = named_before {
         return Some(k);
     }

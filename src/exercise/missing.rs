@@ -35,7 +35,12 @@ macro_rules! rule {
 
 static RULES: [Rule; 9] = [
     rule!(
-        r"(?i)(command not found|/bin/sh: \d+: \S+: not found|not installed|is not recognized as|no such file or directory[^\n]{0,40}(spawn|exec)|spawn \S+ enoent|executable (file )?not found|could not find (an? )?(interpreter|executable|compiler)|(python|node|java|ruby|go|rustc|gcc|php|perl|deno|bun|docker)[^\n]{0,30}(not found|not available|is required))",
+        r"(?i)(econnrefused|connection refused|enotfound|getaddrinfo|name or service not known|temporary failure in name resolution|network is unreachable|no route to host|fetch failed|failed to fetch|could not connect|couldn't connect|unable to connect|connect(ion)? (timed out|error|failed)|ssl|certificate|socket hang up|econnreset|eai_again)",
+        "a network service (the sandbox has no outside network)",
+        true
+    ),
+    rule!(
+        r"(?i)(command not found|/bin/sh: \d+: \S+: not found|libreoffice|soffice|not installed|is not recognized as|no such file or directory[^\n]{0,40}(spawn|exec)|spawn \S+ enoent|executable (file )?not found|could not find (an? )?(interpreter|executable|compiler)|\b(python|node|java|ruby|go|rustc|gcc|php|perl|deno|bun|docker)\b[^\n]{0,30}(not found|not available|is required))",
         "a program that is not installed here",
         true
     ),
@@ -47,11 +52,6 @@ static RULES: [Rule; 9] = [
     rule!(
         r"(?i)(api[ _-]?key|access[ _-]?token|unauthori[sz]ed|\b401\b|\b403\b|forbidden|credentials?|authenticat|not logged in|login required|secret)",
         "credentials (an API key or a login)",
-        true
-    ),
-    rule!(
-        r"(?i)(econnrefused|connection refused|enotfound|getaddrinfo|name or service not known|temporary failure in name resolution|network is unreachable|no route to host|fetch failed|failed to fetch|could not connect|couldn't connect|unable to connect|connect(ion)? (timed out|error|failed)|ssl|certificate|socket hang up|econnreset|eai_again)",
-        "a network service (the sandbox has no outside network)",
         true
     ),
     rule!(

@@ -166,6 +166,8 @@ pub fn is_session_setup(tool: &ToolDecl) -> bool {
         "chdir",
         "enter",
         "choose",
+        "register",
+        "mount",
     ];
     const OBJECTS: &[&str] = &[
         "working",
@@ -235,6 +237,37 @@ pub fn steered_candidate(
         false,
     );
     with_overrides(synthesis.arguments, overrides.get(&tool.name)).0
+}
+
+/// Argument sets (required properties, then all) whose paths are files of kind `kind`,
+/// existing ones with `existing` (an extension an error asked for:
+/// "must point to an Excel file (.xlsx)"), over `facts`, overrides merged.
+pub fn kind_candidate(
+    tool: &ToolDecl,
+    seed: u64,
+    overrides: &BTreeMap<String, Value>,
+    facts: &WorkspaceFacts,
+    kind: Option<&'static str>,
+    existing: bool,
+) -> Vec<Value> {
+    let mut semantics = Semantics::new(facts, tool);
+    if let Some(kind) = kind {
+        semantics = semantics.with_file_kind(kind);
+    }
+    if existing {
+        semantics = semantics.with_existing_files();
+    }
+    let mut out: Vec<Value> = Vec::new();
+    // Required properties only, then every property.
+    for fill in [false, true] {
+        let synthesis =
+            synthesize_arguments(&tool.input_schema, seed, &tool.name, Some(&semantics), fill);
+        let c = with_overrides(synthesis.arguments, overrides.get(&tool.name)).0;
+        if !out.contains(&c) {
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// Directories named in an error text that lie inside `within` (the workspace) and are neither

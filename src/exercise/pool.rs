@@ -186,8 +186,16 @@ impl ValuePool {
     pub fn learn(&mut self, tool: &str, label: &str, result: &Value) {
         let origin = format!("{tool} {label}");
         let tool_words: Vec<String> = words(tool);
+        // What the response is about, for its top-level members: the tool's entity
+        // (`register_project` answers `{"name": …}` about a project).
+        let about: Vec<String> = tool_words
+            .iter()
+            .map(|w| singular(w))
+            .filter(|w| ENTITY_WORDS.contains(&w.as_str()))
+            .take(1)
+            .collect();
         if let Some(s) = result.get("structuredContent") {
-            self.walk(s, &[], &origin, "structuredContent", tool, 0);
+            self.walk(s, &about, &origin, "structuredContent", tool, 0);
         }
         let Some(Value::Array(items)) = result.get("content") else {
             return;
@@ -200,7 +208,7 @@ impl ValuePool {
                     };
                     let at = format!("content[{i}].text");
                     match json_in(text) {
-                        Some(v) => self.walk(&v, &[], &origin, &at, tool, 0),
+                        Some(v) => self.walk(&v, &about, &origin, &at, tool, 0),
                         None => self.prose(text, &tool_words, &origin, &at, tool),
                     }
                 }
@@ -354,6 +362,21 @@ impl ValuePool {
         }
     }
 
+    /// Learns the values an error offered for parameter `field` ("Available sheets: 'Summary'"):
+    /// they exist on the server, so later tools take them for parameters of that name.
+    pub fn learn_offered(&mut self, tool: &str, label: &str, field: &str, values: &[String]) {
+        for v in values.iter().take(MAX_ELEMENTS) {
+            if v.chars().count() <= MAX_VALUE_CHARS {
+                self.add(
+                    Value::String(v.clone()),
+                    words(field),
+                    tool,
+                    format!("{tool} {label}: the error's list of values for {field}"),
+                );
+            }
+        }
+    }
+
     fn add(&mut self, value: Value, key: Vec<String>, tool: &str, source: String) {
         if let Some(i) = self
             .values
@@ -376,11 +399,20 @@ impl ValuePool {
         });
     }
 
-    /// Forgets the values a removing call consumed (the ids it deleted are gone).
-    pub fn forget(&mut self, arguments: &Value) {
+    /// Forgets the values a removing call of `tool` consumed: those of parameters that name
+    /// what it removes (`delete_task(taskId)`, `remove_project(name)`), not the others
+    /// (`clear_cache(project)` leaves the project).
+    pub fn forget(&mut self, tool: &str, arguments: &Value) {
+        let objects: Vec<String> = words(tool).iter().map(|w| singular(w)).collect();
         let mut gone: Vec<&Value> = Vec::new();
         if let Value::Object(m) = arguments {
-            for v in m.values() {
+            for (k, v) in m {
+                let ws: Vec<String> = words(k).iter().map(|w| singular(w)).collect();
+                let names_removed = ws.iter().any(|w| objects.contains(w) && w != "tool")
+                    || matches!(ws.as_slice(), [w] if matches!(w.as_str(), "id" | "name" | "uuid" | "key"));
+                if !names_removed {
+                    continue;
+                }
                 match v {
                     Value::Array(items) => gone.extend(items.iter()),
                     other => gone.push(other),
@@ -415,7 +447,18 @@ impl ValuePool {
             ),
             t => (t, false),
         };
-        let param = words(name);
+        let mut param = words(name);
+        // A bare `name` or `id` of a tool about one thing is that thing's (`remove_project`'s
+        // `name` is a project name).
+        if matches!(param.as_slice(), [w] if w == "name" || w == "id") {
+            if let Some(entity) = words(tool)
+                .iter()
+                .map(|w| singular(w))
+                .find(|w| ENTITY_WORDS.contains(&w.as_str()))
+            {
+                param.insert(0, entity);
+            }
+        }
         let last = param.last()?.clone();
         let last = singular(&last);
         let reference = REFERENCE_WORDS.contains(&last.as_str()) || last.ends_with("id");
@@ -724,6 +767,22 @@ mod tests {
         assert!(
             pool.pick("write", "content", &schema(json!({"type": "string"})))
                 .is_none()
+        );
+    }
+
+    #[test]
+    fn top_level_members_are_about_the_tools_entity() {
+        let mut pool = ValuePool::new();
+        pool.learn(
+            "register_project_tool",
+            "call 1",
+            &json!({"content": [{"type": "text", "text": "{\"name\": \"/w\", \"root_path\": \"/w\"}"}]}),
+        );
+        assert_eq!(
+            pool.pick("list_files", "project", &schema(json!({"type": "string"})))
+                .expect("present")
+                .value,
+            json!("/w")
         );
     }
 

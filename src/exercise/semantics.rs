@@ -172,15 +172,24 @@ pub struct Semantics {
     /// Meaning wins over a schema's `default` and `examples` too (a later attempt, when the
     /// defaults did not work).
     over_defaults: bool,
+    /// The kind of file the tool works on, by extension (`xlsx` for an Excel tool), from its
+    /// name and description or from an error that named it.
+    file_kind: Option<&'static str>,
 }
 
 impl Semantics {
     /// For `tool`, over `facts`.
     pub fn new(facts: &WorkspaceFacts, tool: &ToolDecl) -> Semantics {
+        let about = format!(
+            "{} {}",
+            tool.name,
+            tool.description.as_deref().unwrap_or("")
+        );
         Semantics {
             facts: facts.clone(),
             intent: Intent::of(tool),
             over_defaults: false,
+            file_kind: file_kind(&about),
             on_directories: words(&tool.name)
                 .iter()
                 .any(|w| DIRECTORY_TOOL_WORDS.contains(&w.as_str())),
@@ -198,7 +207,35 @@ impl Semantics {
         Value::String(self.facts.root.join(rel).display().to_string())
     }
 
+    /// The same, with existing files for every path (a fresh name was refused: the tool
+    /// works on a file that must exist).
+    pub fn with_existing_files(&self) -> Semantics {
+        Semantics {
+            intent: Intent::Modify,
+            over_defaults: false,
+            ..self.clone()
+        }
+    }
+
+    /// The same, for files of kind `kind` (an extension).
+    pub fn with_file_kind(&self, kind: &'static str) -> Semantics {
+        Semantics {
+            file_kind: Some(kind),
+            ..self.clone()
+        }
+    }
+
     fn existing_file(&self) -> Value {
+        self.existing_file_of(self.file_kind)
+    }
+
+    fn existing_file_of(&self, kind: Option<&str>) -> Value {
+        if let Some(kind) = kind {
+            let suffix = format!(".{kind}");
+            if let Some(f) = self.facts.files.iter().find(|f| f.ends_with(&suffix)) {
+                return self.abs(f);
+            }
+        }
         let pick = self
             .facts
             .files
@@ -310,10 +347,34 @@ impl Semantics {
             }
         }
         if PATH_WORDS.contains(&last) || (ws.len() == 1 && has(PATH_WORDS)) {
-            return Some(self.path_for(&ws));
+            // The parameter's own words name a kind (`image_path`, `csv_file`) before the
+            // tool's.
+            let own = file_kind(&format!("{name} {hint}"));
+            let kind = own.or(self.file_kind);
+            // A file the parameter names a kind for (`image_path`, `csv_file`) is an input
+            // the tool reads, unless its name says it is written.
+            if own.is_some() && !self.fresh_words(&ws) && !has(&["dir", "directory", "folder"]) {
+                return Some(self.existing_file_of(kind));
+            }
+            return Some(self.path_for(&ws, kind));
         }
-        if has(&["old", "search", "find"]) && has(&["text", "string", "str"]) || name == "oldText" {
-            return text("hintcheck");
+        // Spreadsheet places in A1 notation.
+        let spreadsheet = self.file_kind == Some("xlsx") || has(&["sheet", "worksheet"]);
+        if spreadsheet || hint.contains("A1") {
+            if has(&["range"]) || (hint.contains("A1") && has(&["at", "cells", "area"])) {
+                return text("A1:B3");
+            }
+            if has(&["cell", "at", "anchor", "position"]) && !has(&["text", "color", "style"]) {
+                return text("A1");
+            }
+        }
+        // Text to find, replace or anchor at: words the file the tool works on contains.
+        if has(&[
+            "old", "search", "find", "target", "anchor", "header", "heading", "match",
+        ]) && (has(&["text", "string", "str", "anchor"]) || last == "anchor")
+            || name == "oldText"
+        {
+            return Some(Value::String(self.text_in_file()));
         }
         if has(&["new", "replacement", "replace"]) && has(&["text", "string", "str"])
             || name == "newText"
@@ -371,7 +432,12 @@ impl Semantics {
             });
         }
         if has(&["language", "lang", "locale"]) {
-            return text(example_in(hint).unwrap_or("en"));
+            // A programming language for tools about code, a human one otherwise.
+            let code = self.file_kind == Some("py")
+                || ["programming", "code", "syntax", "source", "parser"]
+                    .iter()
+                    .any(|w| hint.to_lowercase().contains(w));
+            return text(example_in(hint).unwrap_or(if code { "python" } else { "en" }));
         }
         // A string that carries JSON: the structured example its description gives
         // ("example: [{name: 'a', ...}]", in JSON or JavaScript literal syntax), as JSON.
@@ -401,7 +467,36 @@ impl Semantics {
 
     /// A path for a parameter named `ws`: an existing or fresh file or directory, by what the
     /// name and the tool say.
-    fn path_for(&self, ws: &[String]) -> Value {
+    /// Whether the words of a parameter name say it is a place to write to.
+    fn fresh_words(&self, ws: &[String]) -> bool {
+        ws.iter().any(|w| {
+            [
+                "destination",
+                "dest",
+                "target",
+                "new",
+                "to",
+                "output",
+                "out",
+            ]
+            .contains(&w.as_str())
+        })
+    }
+
+    /// Words of the file the tool works on (its kind's seeded file, else a text file), for
+    /// parameters that name text to find in it.
+    fn text_in_file(&self) -> String {
+        let file = self.existing_file_of(self.file_kind);
+        file.as_str()
+            .and_then(|p| sample_text(Path::new(p)))
+            .unwrap_or_else(|| "hintcheck".to_string())
+    }
+
+    fn path_for(&self, ws: &[String], kind: Option<&str>) -> Value {
+        let fresh_file = |stem: &str| match kind {
+            Some(k) => self.abs(&format!("{stem}.{k}")),
+            None => self.abs(&format!("{stem}.txt")),
+        };
         let has = |list: &[&str]| ws.iter().any(|w| list.contains(&w.as_str()));
         // A repository or root is always the existing workspace.
         if has(&["root", "cwd", "repo", "repository", "workspace", "project"]) {
@@ -421,14 +516,100 @@ impl Semantics {
         match (dirish, fresh, self.intent) {
             (true, _, Intent::Create) => self.abs("hintcheck-new-dir"),
             (true, _, _) => self.existing_dir(),
-            (false, true, _) => self.abs("hintcheck-moved.txt"),
-            (false, false, Intent::Create) => self.abs("hintcheck-new.txt"),
+            (false, true, _) => fresh_file("hintcheck-moved"),
+            (false, false, Intent::Create) => fresh_file("hintcheck-new"),
             // Unsure what the tool does: an existing file first, a fresh name on a later
             // attempt.
-            (false, false, Intent::Unknown) if self.over_defaults => self.abs("hintcheck-new.txt"),
-            (false, false, _) => self.existing_file(),
+            (false, false, Intent::Unknown) if self.over_defaults => fresh_file("hintcheck-new"),
+            (false, false, _) => self.existing_file_of(kind),
         }
     }
+}
+
+/// A few words a file contains, read from the file itself: the first line of a text file, the
+/// first paragraph of a Word document; `None` for other binary files.
+pub fn sample_text(path: &Path) -> Option<String> {
+    let words = |line: &str| -> Option<String> {
+        let w: Vec<&str> = line.split_whitespace().take(2).collect();
+        (!w.is_empty()).then(|| w.join(" "))
+    };
+    if path.extension().is_some_and(|e| e == "docx") {
+        let file = std::fs::File::open(path).ok()?;
+        let mut archive = zip::ZipArchive::new(file).ok()?;
+        let mut xml = String::new();
+        let entry = archive.by_name("word/document.xml").ok()?;
+        std::io::Read::read_to_string(&mut std::io::Read::take(entry, 1 << 20), &mut xml).ok()?;
+        let start = [xml.find("<w:t>"), xml.find("<w:t ")]
+            .into_iter()
+            .flatten()
+            .min()?;
+        let open_end = start + xml[start..].find('>')? + 1;
+        let close = open_end + xml[open_end..].find("</w:t>")?;
+        return words(&xml[open_end..close]);
+    }
+    let mut head = vec![0u8; 4096];
+    let n = std::io::Read::read(&mut std::fs::File::open(path).ok()?, &mut head).ok()?;
+    let text = std::str::from_utf8(&head[..n]).ok()?;
+    text.lines()
+        .map(|l| l.trim_start_matches(['#', ' ', '-', '*']).trim())
+        .find(|l| !l.is_empty() && !l.starts_with(['{', '[']))
+        .and_then(words)
+}
+
+/// The kind of file (an extension the default seed has a file of) that `text` (a tool's or a
+/// parameter's name and description, or an error) is about, if one: the first named.
+pub fn file_kind(text: &str) -> Option<&'static str> {
+    const KINDS: &[(&str, &str)] = &[
+        (".xlsx", "xlsx"),
+        (".xlsm", "xlsx"),
+        ("excel", "xlsx"),
+        ("workbook", "xlsx"),
+        ("spreadsheet", "xlsx"),
+        ("xlsx", "xlsx"),
+        (".docx", "docx"),
+        ("docx", "docx"),
+        ("word document", "docx"),
+        ("microsoft word", "docx"),
+        (".pdf", "pdf"),
+        ("pdf", "pdf"),
+        (".csv", "csv"),
+        ("csv", "csv"),
+        (".tsv", "csv"),
+        (".ipynb", "ipynb"),
+        ("notebook", "ipynb"),
+        ("jupyter", "ipynb"),
+        (".png", "png"),
+        (".jpg", "png"),
+        ("image", "png"),
+        ("picture", "png"),
+        ("photo", "png"),
+        ("screenshot", "png"),
+        ("markdown", "md"),
+        (".md", "md"),
+        (".json", "json"),
+        (".py", "py"),
+        ("python file", "py"),
+        ("source file", "py"),
+        ("source code", "py"),
+        ("syntax tree", "py"),
+        ("detect language", "py"),
+    ];
+    let lowered = text.to_lowercase();
+    KINDS
+        .iter()
+        .filter_map(|(word, kind)| {
+            let at = lowered.find(word)?;
+            // A word, not part of one ("pdfs" counts, "images" counts, "wordpress" does not).
+            let before_ok = at == 0
+                || word.starts_with('.')
+                || !lowered[..at]
+                    .chars()
+                    .next_back()
+                    .is_some_and(char::is_alphanumeric);
+            before_ok.then_some((at, *kind))
+        })
+        .min_by_key(|(at, _)| *at)
+        .map(|(_, kind)| kind)
 }
 
 /// The URL given to parameters that take one: a reserved test name, plain HTTP so that the
@@ -741,6 +922,13 @@ mod tests {
         );
         assert_eq!(structured_example_in("a list [1, 2] or [x]"), None);
         assert_eq!(structured_example_in("unclosed [{a: 1"), None);
+        let dir = tempfile::tempdir().expect("tempdir");
+        let docx = dir.path().join("r.docx");
+        std::fs::write(&docx, crate::sandbox::documents::docx()).expect("write");
+        assert_eq!(sample_text(&docx).as_deref(), Some("Quarterly report"));
+        let md = dir.path().join("r.md");
+        std::fs::write(&md, "# Title here\n\nbody").expect("write");
+        assert_eq!(sample_text(&md).as_deref(), Some("Title here"));
         assert_eq!(example_in("unclosed 'quote"), None);
     }
 

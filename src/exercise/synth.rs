@@ -263,6 +263,19 @@ impl Synth<'_> {
             } else {
                 fitting
             };
+            // A language or runtime this machine can run, when the enum is one of those.
+            let name = at.rsplit('/').next().unwrap_or("").to_lowercase();
+            if ["lang", "language", "runtime", "interpreter", "languageid"]
+                .iter()
+                .any(|w| name.ends_with(w))
+            {
+                if let Some(v) = pool
+                    .iter()
+                    .find(|v| v.as_str().is_some_and(language_runs_here))
+                {
+                    return (*v).clone();
+                }
+            }
             return pool[self.rng.below(pool.len() as u64) as usize].clone();
         }
         if let Some(Value::Array(ex)) = s.get("examples") {
@@ -379,6 +392,28 @@ impl Synth<'_> {
                 h.floor() as i64
             }
         });
+        // Positions inside something (an index, a row, a line, a page) take the first one:
+        // the smallest valid value is the one most likely to exist.
+        let name = at.rsplit('/').next().unwrap_or("").to_lowercase();
+        let first = if ["index", "idx", "offset", "position"]
+            .iter()
+            .any(|w| name.ends_with(w))
+        {
+            Some(0)
+        } else if ["row", "col", "column", "line", "page", "start"]
+            .iter()
+            .any(|w| name.ends_with(w))
+        {
+            Some(1)
+        } else {
+            None
+        };
+        if let Some(first) = first {
+            let v = lo.map_or(first, |l| l.max(first));
+            if hi.is_none_or(|h| v <= h) && s.get("multipleOf").is_none() {
+                return Value::from(v);
+            }
+        }
         let mut v = match (lo, hi) {
             (Some(l), Some(h)) if l <= h => l + (self.rng.below((h - l).min(9) as u64 + 1) as i64),
             (Some(l), Some(_)) => {
@@ -920,6 +955,38 @@ const INTEGER_WORDS: [&str; 30] = [
     "depth", "number", "num", "id", "max", "min", "top", "row", "rows", "column", "col", "year",
     "month", "day", "retries", "attempts", "width", "height", "level",
 ];
+
+/// Whether the programs that run `language` (an enum value: `python`, `javascript`,
+/// `shellscript`) are on this machine's PATH (which the sandbox shares, read-only).
+fn language_runs_here(language: &str) -> bool {
+    let programs: &[&str] = match language.to_lowercase().as_str() {
+        "python" | "python3" | "py" => &["python3", "python"],
+        "javascript" | "js" | "node" | "nodejs" => &["node"],
+        "shellscript" | "shell" | "bash" | "sh" => &["bash", "sh"],
+        "ruby" | "rb" => &["ruby"],
+        "perl" => &["perl"],
+        "php" => &["php"],
+        "go" | "golang" => &["go"],
+        "rust" => &["rustc"],
+        "c" => &["gcc", "cc"],
+        "cpp" | "c++" => &["g++"],
+        "java" => &["java"],
+        "lua" => &["lua"],
+        "r" => &["Rscript"],
+        "powershell" => &["pwsh"],
+        "typescript" | "ts" => &["ts-node", "tsx", "deno"],
+        _ => return false,
+    };
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path).any(|dir| {
+        programs.iter().any(|p| {
+            std::fs::metadata(dir.join(p)).is_ok_and(|m| {
+                use std::os::unix::fs::PermissionsExt;
+                m.is_file() && m.permissions().mode() & 0o111 != 0
+            })
+        })
+    })
+}
 
 /// Whether a parameter name (snake, kebab or camel case) means a whole number.
 fn names_an_integer(name: &str) -> bool {

@@ -166,7 +166,22 @@ impl Unreached {
             CallOutcome::ServerDied => Some("the server died".into()),
             CallOutcome::Ok { .. } => None,
         };
-        let missing = said.as_deref().and_then(crate::exercise::missing::diagnose);
+        // What was missing: something this machine cannot give, if any attempt's error says
+        // so (a later attempt's "not found" is often only a worse guess), else the last
+        // error's reading.
+        let text_of = |o: &CallOutcome| match o {
+            CallOutcome::ToolError { text, .. } | CallOutcome::ErrorLike { text, .. } => {
+                Some(text.clone())
+            }
+            CallOutcome::RpcError { message, .. } => Some(message.clone()),
+            _ => None,
+        };
+        let missing = calls
+            .iter()
+            .filter_map(|c| text_of(&c.outcome))
+            .filter_map(|t| crate::exercise::missing::diagnose(&t))
+            .find(|m| m.unavailable_here)
+            .or_else(|| said.as_deref().and_then(crate::exercise::missing::diagnose));
         Some(Unreached {
             tool: tool.to_string(),
             outcome: last.outcome.label().to_string(),

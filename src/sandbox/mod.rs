@@ -6,6 +6,7 @@
 pub mod cgroup;
 pub mod control;
 pub mod doctor;
+pub mod documents;
 pub mod init;
 pub mod landlock;
 pub mod netns;

@@ -138,6 +138,25 @@ impl Scratch {
             })?;
             seeded.push((*rel).to_string());
         }
+        // Small valid files of the common document types (a spreadsheet, a Word document, a
+        // PDF, a CSV table, a notebook, an image, source code), for tools that open them.
+        for doc in super::documents::all() {
+            let path = self.workspace.join(doc.path);
+            let write = || -> std::io::Result<()> {
+                if let Some(parent) = path.parent() {
+                    fs::create_dir_all(parent)?;
+                }
+                fs::write(&path, &doc.bytes)?;
+                fs::File::options().write(true).open(&path)?.set_modified(
+                    std::time::SystemTime::now() - std::time::Duration::from_secs(3600),
+                )
+            };
+            write().map_err(|source| LaunchError::Seed {
+                path: path.clone(),
+                source,
+            })?;
+            seeded.push(doc.path.to_string());
+        }
         seeded.push("draft.txt".to_string());
         // One file stays out of the commit, so that staging and committing tools have work.
         let draft = self.workspace.join("draft.txt");

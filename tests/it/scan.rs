@@ -224,13 +224,29 @@ fn the_real_server_suite_meets_its_expectations() {
         .collect();
     assert!(failures.is_empty(), "{failures:#?}\n{}", o.stderr);
     assert_eq!(o.code, 0, "{}", o.stderr);
-    // Every real server was really exercised.
+    // Every real server was really exercised: tools reached, and a declared hint confirmed
+    // where the server declares any (shrimp, tree-sitter, code-runner and sqlite declare none).
     for l in got
         .iter()
         .filter(|l| l["id"].as_str().is_some_and(|i| i.starts_with("real-")))
     {
         assert!(
-            l["summary"]["consistent"].as_u64().unwrap_or(0) > 0 || l["id"] == "real-sqlite",
+            l["report"]["coverage"]["tools_succeeded"]
+                .as_u64()
+                .unwrap_or(0)
+                > 0,
+            "{}: no tool reached",
+            l["id"]
+        );
+        let declares = l["report"]["tools"].as_array().is_some_and(|tools| {
+            tools.iter().any(|t| {
+                t["declared"]
+                    .as_object()
+                    .is_some_and(|d| d.values().any(|v| v != "absent"))
+            })
+        });
+        assert!(
+            !declares || l["summary"]["consistent"].as_u64().unwrap_or(0) > 0,
             "{}: nothing consistent",
             l["id"]
         );

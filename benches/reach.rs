@@ -1,0 +1,81 @@
+//! How much of each real server the explorer reaches with no hand-written arguments: for
+//! every real scenario (`scenarios/real-*`, installed first so installs are not timed), the
+//! tools with a successful (not error-like) call out of the tools listed, the tools left out
+//! because they need what this machine cannot give (a network service, a program that is not
+//! installed), the calls made, the values learned from responses, and the seconds the run
+//! took. Prints a Markdown table (the README's reach table). Run with
+//! `cargo bench --bench reach` (needs npm and python3 with venv; installs into
+//! target/hintcheck-cache). Not a timed test: the figures are for reading.
+
+#![allow(clippy::print_stdout)] // a benchmark reports on stdout
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn verify(exe: &Path, scenario: &Path, cache: &str) -> Option<serde_json::Value> {
+    let out = Command::new(exe)
+        .args([
+            "verify",
+            "--format",
+            "json",
+            "--cache-dir",
+            cache,
+            "--scenario",
+        ])
+        .arg(scenario)
+        .output()
+        .expect("hintcheck verify runs");
+    serde_json::from_slice(&out.stdout).ok()
+}
+
+fn main() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let exe = PathBuf::from(env!("CARGO_BIN_EXE_hintcheck"));
+    let cache = root.join("target/hintcheck-cache").display().to_string();
+    let mut targets: Vec<PathBuf> = std::fs::read_dir(root.join("scenarios"))
+        .expect("scenarios")
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("real-"))
+        .map(|e| e.path())
+        .collect();
+    targets.sort();
+    println!(
+        "| scenario | reached / listed | cannot work here | reach of the rest | calls | values learned | seconds |"
+    );
+    println!("|---|---|---|---|---|---|---|");
+    let (mut reached_all, mut possible_all) = (0usize, 0usize);
+    for t in &targets {
+        // Install and warm up first.
+        let _ = verify(&exe, t, &cache);
+        let name = t
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let Some(r) = verify(&exe, t, &cache) else {
+            println!("| {name} | no report | | | | | |");
+            continue;
+        };
+        let c = &r["coverage"];
+        let listed = c["tools_listed"].as_u64().unwrap_or(0) as usize;
+        let reached = c["tools_succeeded"].as_u64().unwrap_or(0) as usize;
+        let unavailable = c["unreached"]
+            .as_array()
+            .map(|u| u.iter().filter(|u| u["unavailable_here"] == true).count())
+            .unwrap_or(0);
+        let skipped = c["tools_skipped"].as_u64().unwrap_or(0) as usize;
+        let possible = listed.saturating_sub(unavailable + skipped);
+        reached_all += reached;
+        possible_all += possible;
+        println!(
+            "| {name} | {reached} / {listed} | {unavailable} | {:.0}% | {} | {} | {:.1} |",
+            100.0 * reached as f64 / possible.max(1) as f64,
+            c["calls"].as_u64().unwrap_or(0),
+            c["values_learned"].as_u64().unwrap_or(0),
+            r["duration_ms"].as_f64().unwrap_or(0.0) / 1000.0
+        );
+    }
+    println!(
+        "\nreached {reached_all} of {possible_all} tools that can work here ({:.0}%)",
+        100.0 * reached_all as f64 / possible_all.max(1) as f64
+    );
+}
