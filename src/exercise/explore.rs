@@ -92,13 +92,21 @@ pub struct Explorer<'a> {
     taken: Vec<bool>,
     /// Prerequisite calls made per tool.
     prerequisites: Vec<usize>,
-    /// Pool size when a tool's last turn ended (another turn is worth it when it grew).
+    /// Pool size and lessons when a tool's last turn ended (another turn is worth it when
+    /// they grew).
     pool_at_turn: Vec<usize>,
+    /// Lessons when a tool's last turn ended.
+    lessons_at_turn: Vec<usize>,
     pool: ValuePool,
     /// Where a server said paths must be, once an error told us.
     steer: Option<WorkspaceFacts>,
     /// The kind of file (extension) the server's errors asked for.
     file_kind: Option<&'static str>,
+    /// The server's errors refused absolute paths: paths are relative to the workspace.
+    relative_paths: bool,
+    /// Server-wide lessons learned (a kind of file, relative paths): a tool that failed
+    /// before one was learned gets another turn.
+    lessons: usize,
     workspace: std::path::PathBuf,
     partial: Option<String>,
     last_tool: Option<String>,
@@ -132,9 +140,12 @@ impl<'a> Explorer<'a> {
             taken: vec![false; n],
             prerequisites: vec![0; n],
             pool_at_turn: vec![0; n],
+            lessons_at_turn: vec![0; n],
             pool: ValuePool::new(),
             steer: None,
             file_kind: None,
+            relative_paths: false,
+            lessons: 0,
             workspace: workspace.to_path_buf(),
             partial: None,
             last_tool: None,
@@ -165,20 +176,21 @@ impl<'a> Explorer<'a> {
             Box::pin(self.turn(i, host, 0)).await;
         }
         // Tools still without a successful call get another turn when the pool has grown
-        // since their last one (values they may have lacked).
+        // or a server-wide lesson was learned since their last one.
         for k in 0..self.planned.len() {
             let i = self.planned[k].tool_index;
             let run = &self.runs[i];
             if run.calls.is_empty() || run.succeeded() || run.skipped.is_some() {
                 continue;
             }
-            if self.pool.len() > self.pool_at_turn[i]
-                && self
+            let grown = self.pool.len() + self.lessons > self.pool_at_turn[i];
+            let useful = self.lessons > self.lessons_at_turn[i]
+                || self
                     .pooled_candidate(i, &self.planned[k].candidates[0])
-                    .is_some()
-            {
+                    .is_some();
+            if grown && useful {
                 self.notes.push(format!(
-                    "{} was tried again after other tools handed out values it may take",
+                    "{} was tried again after later calls taught what it may take",
                     self.tools[i].name
                 ));
                 Box::pin(self.turn(i, host, 0)).await;
@@ -432,7 +444,8 @@ impl<'a> Explorer<'a> {
                 number += 1;
             }
         }
-        self.pool_at_turn[i] = self.pool.len();
+        self.pool_at_turn[i] = self.pool.len() + self.lessons;
+        self.lessons_at_turn[i] = self.lessons;
     }
 
     /// Makes prerequisite `j` of tool `i` happen: its own turn when it had none, else a call
@@ -498,24 +511,38 @@ impl<'a> Explorer<'a> {
     /// and the directory a server said it allows.
     fn candidates_for(&self, i: usize) -> Vec<Value> {
         let tool = &self.tools[i];
-        let mut candidates = self.planned[self.plan_of[i]].candidates.clone();
+        // Earlier tools moved, deleted and created files: the sets are made again over what
+        // the workspace holds now (the plan's were made before any call).
+        let facts = WorkspaceFacts::scan(&self.workspace);
+        let mut candidates = plan(
+            std::slice::from_ref(tool),
+            self.config.seed,
+            &self.config.overrides,
+            Some(&facts),
+            self.config.attempts,
+        )
+        .pop()
+        .map(|p| p.candidates)
+        .filter(|c| !c.is_empty())
+        .unwrap_or_else(|| self.planned[self.plan_of[i]].candidates.clone());
         // Once the server said which kind of file it works on, planned sets with paths of
         // another kind are dropped (the sets of that kind come first below).
         if let Some(kind) = self.file_kind {
             let suffix = format!(".{kind}\"");
-            let workspace = format!("\"{}", self.workspace.display());
-            let other_kind = |c: &Value| {
-                let text = c.to_string();
-                text.contains(&workspace) && !text.contains(&suffix)
-            };
-            candidates.retain(|c| !other_kind(c));
+            let of_kind = |c: &Value| c.to_string().contains(&suffix);
+            if candidates.iter().any(of_kind) {
+                candidates.retain(of_kind);
+            } else {
+                let workspace = format!("\"{}", self.workspace.display());
+                candidates.retain(|c| !c.to_string().contains(&workspace));
+            }
         }
         if let Some(facts) = &self.steer {
             let c = steered_candidate(tool, self.config.seed, &self.config.overrides, facts);
             candidates.retain(|x| *x != c);
             candidates.insert(0, c);
         }
-        if let Some(kind) = self.file_kind {
+        if self.file_kind.is_some() || self.relative_paths {
             let facts = self
                 .steer
                 .clone()
@@ -525,8 +552,9 @@ impl<'a> Explorer<'a> {
                 self.config.seed,
                 &self.config.overrides,
                 &facts,
-                Some(kind),
+                self.file_kind,
                 false,
+                self.relative_paths,
             );
             for (n, c) in kinds.into_iter().enumerate() {
                 candidates.retain(|x| *x != c);
@@ -617,8 +645,8 @@ impl<'a> Explorer<'a> {
             // The error only echoes a path that was sent ("notes.md not found"): no lesson.
             !arguments.to_string().contains(&format!(".{kind}\""))
         });
-        // "Workbook new.xlsx does not exist": a fresh name was refused, the tool works on an
-        // existing file.
+        // "Workbook new.xlsx does not exist", "Package not found at 'x.docx'": the path sent
+        // was refused, the tool works on an existing file (of the seed).
         let lowered = error_text.to_lowercase();
         let fresh_refused = [
             "does not exist",
@@ -629,18 +657,27 @@ impl<'a> Explorer<'a> {
         .iter()
         .any(|p| lowered.contains(p))
             && sent_paths(arguments, &self.workspace).iter().any(|p| {
-                !p.exists()
-                    && lowered.contains(
-                        &p.file_name()
-                            .map(|n| n.to_string_lossy().to_lowercase())
-                            .unwrap_or_default(),
-                    )
+                // Named in the error: missing, or not a file of the kind the tool reads.
+                lowered.contains(
+                    &p.file_name()
+                        .map(|n| n.to_string_lossy().to_lowercase())
+                        .unwrap_or_default(),
+                )
             });
         if let Some(kind) = named_kind {
             // The server works on such files: later tools start with them too.
-            self.file_kind.get_or_insert(kind);
+            if self.file_kind.is_none() {
+                self.file_kind = Some(kind);
+                self.lessons += 1;
+            }
         }
-        if named_kind.is_some() || fresh_refused {
+        // "Path must be a portable vault-relative path": relative paths from now on.
+        let relative_asked = !self.relative_paths && RELATIVE_ASKED.is_match(error_text);
+        if relative_asked {
+            self.relative_paths = true;
+            self.lessons += 1;
+        }
+        if named_kind.is_some() || fresh_refused || relative_asked {
             let kind = named_kind.or(self.file_kind);
             let facts = self
                 .steer
@@ -653,6 +690,7 @@ impl<'a> Explorer<'a> {
                 &facts,
                 kind,
                 fresh_refused,
+                self.relative_paths,
             );
             for (n, c) in kinds.into_iter().enumerate() {
                 if !candidates[..attempt].contains(&c) {
@@ -737,6 +775,12 @@ fn sent_paths(arguments: &Value, workspace: &std::path::Path) -> Vec<std::path::
 /// "call X first", "use X before", "must call X", "after calling X", "requires X".
 static PREREQUISITE_CUE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?i)\b(first|before|beforehand|prior|after calling|must (call|run|use)|requires?|call|use|run)\b")
+        .expect("static regex")
+});
+
+/// "must be a relative path", "vault-relative path", "absolute paths are not allowed".
+static RELATIVE_ASKED: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)(relative path|must be relative|path must be relative|absolute paths? (is|are)? ?not (allowed|supported|permitted)|must not be absolute)")
         .expect("static regex")
 });
 

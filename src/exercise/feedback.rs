@@ -85,6 +85,41 @@ pub fn corrections(text: &str, schema: &Value, arguments: &Value, others: &[Valu
     if let Some(Value::Object(c)) = replaced {
         push(c);
     }
+    // "A sheet named 'x' already exists": the value quoted back, made new.
+    if lowered.contains("already exist") {
+        let mut c = current.clone();
+        let mut changed = false;
+        for (k, v) in current.iter() {
+            if let Some(s) = v.as_str().filter(|s| s.len() >= 2) {
+                if lowered.contains(&format!("'{}'", s.to_lowercase()))
+                    || lowered.contains(&format!("\"{}\"", s.to_lowercase()))
+                {
+                    c.insert(k.clone(), Value::String(renamed(s)));
+                    changed = true;
+                }
+            }
+        }
+        if changed {
+            push(c);
+        }
+    }
+    // "Use only letters, digits and underscores": hyphens and spaces become underscores in
+    // the value the error quotes back.
+    if lowered.contains("underscore") || lowered.contains("only letters") {
+        let mut c = current.clone();
+        let mut changed = false;
+        for (k, v) in current.iter() {
+            if let Some(s) = v.as_str() {
+                if s.contains(['-', ' ']) && lowered.contains(&s.to_lowercase()) {
+                    c.insert(k.clone(), Value::String(s.replace(['-', ' '], "_")));
+                    changed = true;
+                }
+            }
+        }
+        if changed {
+            push(c);
+        }
+    }
     // Fields named as missing.
     if lowered.contains("required") || lowered.contains("missing") {
         let missing: Vec<&String> = properties
@@ -276,6 +311,18 @@ fn replace_deep(v: &mut Value, from: &str, to: &Value, depth: usize) -> bool {
             .values_mut()
             .fold(false, |acc, i| replace_deep(i, from, to, depth + 1) | acc),
         _ => false,
+    }
+}
+
+/// A new name beside `s`: `name-2`, `dir/file-2.ext`.
+fn renamed(s: &str) -> String {
+    let (dir, file) = match s.rfind('/') {
+        Some(i) => (&s[..=i], &s[i + 1..]),
+        None => ("", s),
+    };
+    match file.rfind('.').filter(|i| *i > 0) {
+        Some(i) => format!("{dir}{}-2{}", &file[..i], &file[i..]),
+        None => format!("{dir}{file}-2"),
     }
 }
 
@@ -496,6 +543,27 @@ mod tests {
             "limit": {"type": "integer"},
             "mode": {"type": "string"}
         }})
+    }
+
+    #[test]
+    fn names_that_exist_or_break_rules_are_changed() {
+        let schema = json!({"type": "object", "properties": {"new_name": {"type": "string"}, "path": {"type": "string"}}});
+        let c = corrections(
+            "A sheet named 'Summary' already exists.",
+            &schema,
+            &json!({"new_name": "Summary", "path": "/w/a.xlsx"}),
+            &[],
+        );
+        assert_eq!(c[0]["new_name"], "Summary-2");
+        assert_eq!(c[0]["path"], "/w/a.xlsx");
+        assert_eq!(renamed("/w/new.txt"), "/w/new-2.txt");
+        let c = corrections(
+            "Invalid table name 'my-table'. Start with a letter or underscore and use only letters, digits and underscores.",
+            &schema,
+            &json!({"new_name": "my-table"}),
+            &[],
+        );
+        assert_eq!(c[0]["new_name"], "my_table");
     }
 
     #[test]

@@ -240,8 +240,9 @@ pub fn steered_candidate(
 }
 
 /// Argument sets (required properties, then all) whose paths are files of kind `kind`,
-/// existing ones with `existing` (an extension an error asked for:
+/// existing ones with `existing`, relative to the workspace with `relative` (an extension an error asked for:
 /// "must point to an Excel file (.xlsx)"), over `facts`, overrides merged.
+#[allow(clippy::too_many_arguments)]
 pub fn kind_candidate(
     tool: &ToolDecl,
     seed: u64,
@@ -249,8 +250,12 @@ pub fn kind_candidate(
     facts: &WorkspaceFacts,
     kind: Option<&'static str>,
     existing: bool,
+    relative: bool,
 ) -> Vec<Value> {
     let mut semantics = Semantics::new(facts, tool);
+    if relative {
+        semantics = semantics.with_relative_paths();
+    }
     if let Some(kind) = kind {
         semantics = semantics.with_file_kind(kind);
     }

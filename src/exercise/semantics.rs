@@ -175,6 +175,9 @@ pub struct Semantics {
     /// The kind of file the tool works on, by extension (`xlsx` for an Excel tool), from its
     /// name and description or from an error that named it.
     file_kind: Option<&'static str>,
+    /// Paths are relative to the workspace (a vault-relative server, or one whose errors
+    /// refused absolute paths).
+    relative: bool,
 }
 
 impl Semantics {
@@ -190,6 +193,7 @@ impl Semantics {
             intent: Intent::of(tool),
             over_defaults: false,
             file_kind: file_kind(&about),
+            relative: false,
             on_directories: words(&tool.name)
                 .iter()
                 .any(|w| DIRECTORY_TOOL_WORDS.contains(&w.as_str())),
@@ -204,7 +208,25 @@ impl Semantics {
     }
 
     fn abs(&self, rel: &str) -> Value {
+        if self.relative {
+            return Value::String(if rel.is_empty() {
+                ".".into()
+            } else {
+                rel.to_string()
+            });
+        }
+        if rel.is_empty() {
+            return Value::String(self.facts.root.display().to_string());
+        }
         Value::String(self.facts.root.join(rel).display().to_string())
+    }
+
+    /// The same, with paths relative to the workspace.
+    pub fn with_relative_paths(&self) -> Semantics {
+        Semantics {
+            relative: true,
+            ..self.clone()
+        }
     }
 
     /// The same, with existing files for every path (a fresh name was refused: the tool
@@ -230,17 +252,23 @@ impl Semantics {
     }
 
     fn existing_file_of(&self, kind: Option<&str>) -> Value {
+        // Files under hidden directories (`.git`, a server's own `.state`) are not the
+        // user's files.
+        let visible = || {
+            self.facts
+                .files
+                .iter()
+                .filter(|f| !f.split('/').any(|c| c.starts_with('.')))
+        };
         if let Some(kind) = kind {
             let suffix = format!(".{kind}");
-            if let Some(f) = self.facts.files.iter().find(|f| f.ends_with(&suffix)) {
+            if let Some(f) = visible().find(|f| f.ends_with(&suffix)) {
                 return self.abs(f);
             }
         }
-        let pick = self
-            .facts
-            .files
-            .iter()
+        let pick = visible()
             .find(|f| f.ends_with(".txt"))
+            .or_else(|| visible().next())
             .or_else(|| self.facts.files.first());
         match pick {
             Some(f) => self.abs(f),
@@ -249,7 +277,7 @@ impl Semantics {
     }
 
     fn existing_dir(&self) -> Value {
-        Value::String(self.facts.root.display().to_string())
+        self.abs("")
     }
 
     /// The same, but meaning wins over `default` and `examples` as well.
@@ -263,6 +291,51 @@ impl Semantics {
     /// A value for property `name` whose schema is `schema`, if its meaning is clear: plain
     /// strings, and arrays of plain strings named like a list of paths.
     pub fn value_for(&self, name: &str, schema: &Map<String, Value>) -> Option<Value> {
+        // An optional value (`anyOf: [X, null]`, pydantic's `Optional[X]` with `default:
+        // null`) means what X means.
+        if let Some(inner) = optional_inner(schema) {
+            return self.value_for(name, &inner);
+        }
+        // A path whose example or default is relative ("Projects/Plan.md"): a path of the
+        // workspace written the same way, of the example's kind (an example names a file that
+        // is not here).
+        // The same for a list of paths whose items (or whole example) are relative.
+        if schema.get("type").and_then(Value::as_str) == Some("array") {
+            let ws = words(name);
+            let paths = ws.last().is_some_and(|w| {
+                ["paths", "files", "filenames", "filepaths", "notes"].contains(&w.as_str())
+            });
+            let items = schema.get("items").and_then(Value::as_object);
+            let example = items
+                .and_then(|i| i.get("examples").and_then(Value::as_array))
+                .and_then(|e| e.first())
+                .or_else(|| {
+                    schema
+                        .get("examples")
+                        .and_then(Value::as_array)
+                        .and_then(|e| e.first())
+                        .and_then(|e| e.as_array())
+                        .and_then(|e| e.first())
+                })
+                .and_then(Value::as_str);
+            if let (true, Some(example)) = (paths, example) {
+                if !example.starts_with('/') && example.contains('.') && !example.contains("://") {
+                    let kind = file_kind(example);
+                    let relative = self.with_relative_paths();
+                    return Some(Value::Array(vec![relative.existing_file_of(kind)]));
+                }
+            }
+        }
+        if let Some(example) = relative_path_example(name, schema) {
+            let kind = file_kind(&example);
+            let relative = self.with_relative_paths();
+            let relative = match kind {
+                Some(k) => relative.with_file_kind(k),
+                None => relative,
+            };
+            let ws = words(name);
+            return Some(relative.path_for(&ws, kind));
+        }
         match schema.get("type").and_then(Value::as_str) {
             // A default that is a web address becomes the test address.
             Some("string")
@@ -341,6 +414,29 @@ impl Semantics {
         {
             return text("HEAD");
         }
+        // Content as base64: a seeded file of the tool's kind, encoded.
+        if has(&["base64", "b64"]) {
+            if let Some(p) = self.existing_file_of(self.file_kind).as_str() {
+                if let Ok(bytes) = std::fs::read(self.facts.root.join(p)) {
+                    use base64::Engine as _;
+                    return text(&base64::engine::general_purpose::STANDARD.encode(bytes));
+                }
+            }
+        }
+        // Spreadsheet places in A1 notation: a cell, a range, a column letter.
+        let spreadsheet = self.file_kind == Some("xlsx") || has(&["sheet", "worksheet"]);
+        let a1 = hint.contains("A1") || hint.contains("'B2'");
+        if (spreadsheet || a1) && !has(&["text", "color", "colour", "style", "name", "path"]) {
+            if has(&["cell", "at", "anchor", "position"]) {
+                return text("B2");
+            }
+            if has(&["column", "col"]) && !has(&["width", "index", "count"]) {
+                return text("A");
+            }
+            if has(&["range", "area", "cells", "source", "data", "block"]) || a1 {
+                return text("A1:B3");
+            }
+        }
         if let Some(db) = &self.facts.sqlite {
             if has(&["db", "database", "sqlite"]) && !has(&["name"]) {
                 return Some(self.abs(db));
@@ -357,16 +453,6 @@ impl Semantics {
                 return Some(self.existing_file_of(kind));
             }
             return Some(self.path_for(&ws, kind));
-        }
-        // Spreadsheet places in A1 notation.
-        let spreadsheet = self.file_kind == Some("xlsx") || has(&["sheet", "worksheet"]);
-        if spreadsheet || hint.contains("A1") {
-            if has(&["range"]) || (hint.contains("A1") && has(&["at", "cells", "area"])) {
-                return text("A1:B3");
-            }
-            if has(&["cell", "at", "anchor", "position"]) && !has(&["text", "color", "style"]) {
-                return text("A1");
-            }
         }
         // Text to find, replace or anchor at: words the file the tool works on contains.
         if has(&[
@@ -502,8 +588,9 @@ impl Semantics {
         if has(&["root", "cwd", "repo", "repository", "workspace", "project"]) {
             return self.existing_dir();
         }
+        // A tool about some kind of file (a workbook) searches in a file, not a directory.
         let dirish = has(&["dir", "directory", "folder"])
-            || (self.on_directories && !has(&["file", "filename", "filepath"]));
+            || (self.on_directories && kind.is_none() && !has(&["file", "filename", "filepath"]));
         let fresh = has(&[
             "destination",
             "dest",
@@ -526,6 +613,58 @@ impl Semantics {
     }
 }
 
+/// The one non-null branch of an `anyOf`/`oneOf` that allows null, with the outer schema's
+/// description and title (and its default unless that is null), when the schema is that.
+fn optional_inner(schema: &Map<String, Value>) -> Option<Map<String, Value>> {
+    let branches = schema
+        .get("anyOf")
+        .or_else(|| schema.get("oneOf"))
+        .and_then(Value::as_array)?;
+    let is_null = |b: &Value| b.get("type").and_then(Value::as_str) == Some("null");
+    let mut non_null = branches.iter().filter(|b| !is_null(b));
+    let inner = non_null.next()?.as_object()?.clone();
+    if non_null.next().is_some() || !branches.iter().any(is_null) {
+        return None;
+    }
+    let mut merged = inner;
+    for key in ["description", "title", "examples"] {
+        if let Some(v) = schema.get(key) {
+            merged.entry(key.to_string()).or_insert_with(|| v.clone());
+        }
+    }
+    if let Some(d) = schema.get("default").filter(|d| !d.is_null()) {
+        merged.insert("default".into(), d.clone());
+    }
+    Some(merged)
+}
+
+/// The relative path a path parameter's schema gives as its example or default, if any.
+fn relative_path_example(name: &str, schema: &Map<String, Value>) -> Option<String> {
+    if schema.get("type").and_then(Value::as_str) != Some("string")
+        || schema.contains_key("enum")
+        || schema.contains_key("pattern")
+    {
+        return None;
+    }
+    let ws = words(name);
+    let last = ws.last().map(String::as_str).unwrap_or("");
+    if !PATH_WORDS.contains(&last) {
+        return None;
+    }
+    let example = schema
+        .get("examples")
+        .and_then(Value::as_array)
+        .and_then(|e| e.first())
+        .or_else(|| schema.get("default"))
+        .and_then(Value::as_str)?;
+    let looks_relative = !example.starts_with('/')
+        && !example.contains("://")
+        && !example.contains(char::is_whitespace)
+        && example.contains('.')
+        && example.len() <= 200;
+    looks_relative.then(|| example.to_string())
+}
+
 /// A few words a file contains, read from the file itself: the first line of a text file, the
 /// first paragraph of a Word document; `None` for other binary files.
 pub fn sample_text(path: &Path) -> Option<String> {
@@ -539,13 +678,26 @@ pub fn sample_text(path: &Path) -> Option<String> {
         let mut xml = String::new();
         let entry = archive.by_name("word/document.xml").ok()?;
         std::io::Read::read_to_string(&mut std::io::Read::take(entry, 1 << 20), &mut xml).ok()?;
-        let start = [xml.find("<w:t>"), xml.find("<w:t ")]
-            .into_iter()
-            .flatten()
-            .min()?;
-        let open_end = start + xml[start..].find('>')? + 1;
-        let close = open_end + xml[open_end..].find("</w:t>")?;
-        return words(&xml[open_end..close]);
+        // The first paragraph with text, its runs joined (an edit splits a paragraph's text
+        // into several runs).
+        for paragraph in xml.split("</w:p>").take(200) {
+            let mut text = String::new();
+            let mut rest = paragraph;
+            while let Some(start) = [rest.find("<w:t>"), rest.find("<w:t ")]
+                .into_iter()
+                .flatten()
+                .min()
+            {
+                let open_end = start + rest[start..].find('>')? + 1;
+                let close = open_end + rest[open_end..].find("</w:t>")?;
+                text.push_str(&rest[open_end..close]);
+                rest = &rest[close..];
+            }
+            if let Some(w) = words(&text) {
+                return Some(w);
+            }
+        }
+        return None;
     }
     let mut head = vec![0u8; 4096];
     let n = std::io::Read::read(&mut std::fs::File::open(path).ok()?, &mut head).ok()?;

@@ -276,6 +276,11 @@ impl Synth<'_> {
                     return (*v).clone();
                 }
             }
+            // Values by meaning take the first value the schema lists (authors list the usual
+            // one first); plain values vary with the seed.
+            if self.semantics.is_some() {
+                return pool[0].clone();
+            }
             return pool[self.rng.below(pool.len() as u64) as usize].clone();
         }
         if let Some(Value::Array(ex)) = s.get("examples") {

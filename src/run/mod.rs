@@ -50,6 +50,9 @@ pub fn error_chain(e: &dyn std::error::Error) -> String {
 }
 
 mod host;
+mod judge;
+mod observers;
+mod prepare;
 mod replay;
 mod server;
 
@@ -117,260 +120,20 @@ async fn verify_unchecked(
     let mut notes: Vec<String> = Vec::new();
     let mut collected = Collected::default();
     let keep_transcript = config.transcript.is_some();
-    let settings = Settings {
-        repeat: config.repeat,
-        seed: config.seed,
-        settle_ms: config.settle.as_millis() as u64,
-        call_timeout_ms: config.call_timeout.as_millis() as u64,
-        era: match config.era {
-            EraChoice::Auto => "auto",
-            EraChoice::Modern => "modern",
-            EraChoice::Legacy => "legacy",
-        }
-        .into(),
-        roots: match config.roots {
-            RootsOffer::None => "none",
-            RootsOffer::Workspace => "workspace",
-        }
-        .into(),
-        fail_on: config.fail_on,
-    };
-    let sandbox = SandboxStatus::scratch_only(subreaper);
-    let base_report = |command: Vec<String>, start_error: Option<String>| Report {
-        hintcheck_version: env!("CARGO_PKG_VERSION").into(),
-        started_unix_ms,
-        duration_ms: started.elapsed().as_millis() as u64,
-        server: ServerSummary {
-            command,
-            identity: None,
-            start_error,
-            exits: Vec::new(),
-            restarts: 0,
-            stderr: String::new(),
-            stderr_bytes: 0,
-            tools_sha256: None,
-            startup_us: None,
-        },
-        sandbox: sandbox.clone(),
-        coverage: CoverageSummary::default(),
-        tools: Vec::new(),
-        phases: Vec::new(),
-        findings: Vec::new(),
-        wire: WireSummary::default(),
-        settings: settings.clone(),
-        seeded: Vec::new(),
-        notes: Vec::new(),
-        exit_code: exit_code::HARNESS,
-        exit_reason: String::new(),
-        partial: None,
-        baseline: None,
-        expectations: None,
-    };
-
-    let mut scratch = match Scratch::create() {
-        Ok(s) => s,
-        Err(e) => {
-            let mut r = base_report(config.command.clone(), Some(error_chain(&e)));
-            r.exit_reason = "harness error: could not create the scratch directories".into();
-            return Verification {
-                report: r,
-                transcript: Vec::new(),
-            };
-        }
-    };
-    let seeding = match &config.workspace_seed {
-        Some(seed) => scratch.seed_from(seed),
-        None => scratch.seed_default(),
-    }
-    .and_then(|()| match &config.sqlite_seed {
-        Some(rel) => scratch.seed_sqlite(rel),
-        None => Ok(()),
-    });
-    let seed_notes = std::mem::take(&mut scratch.seed_notes);
-    if let Err(e) = seeding {
-        let mut r = base_report(config.command.clone(), Some(error_chain(&e)));
-        r.exit_reason = "harness error: could not seed the workspace".into();
-        return Verification {
-            report: r,
-            transcript: Vec::new(),
-        };
-    }
-    let command: Vec<String> = config
-        .command
-        .iter()
-        .map(|a| absolutize(&substitute(a, &scratch)))
-        .collect();
-    static RUNS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let run_id = format!(
-        "{}-{}-{}",
-        std::process::id(),
-        started_unix_ms,
-        RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-    );
-    // As root, the server runs as a uid of its own: the scratch directories become its own.
-    let run_as = (config.sandbox.is_some() && rustix::process::getuid().is_root()).then(|| {
-        config
-            .run_as
-            .unwrap_or_else(crate::sandbox::policy::allocate_run_uid)
-    });
-    if config.sandbox.is_some() {
-        if let Err(e) = scratch.prepare_sandbox(run_as, config.overlays.len()) {
-            let mut r = base_report(
-                config.command.clone(),
-                Some(format!(
-                    "cannot prepare the scratch directories for the sandbox: {e}"
-                )),
-            );
-            r.exit_reason = "harness error: could not prepare the sandbox".into();
-            return Verification {
-                report: r,
-                transcript: Vec::new(),
-            };
-        }
-    }
-    let placement = if config.sandbox.is_some() {
-        Placement::new(
-            config,
-            &command,
-            run_as,
-            scratch.root().unwrap_or(Path::new("/")),
-        )
-    } else {
-        Placement::default()
-    };
-    let ctx = Ctx {
-        limit_hit: LimitFlag::default(),
-        placement,
-        home: scratch.home.clone(),
-        scratch_root: scratch.root().map(|p| p.to_path_buf()).unwrap_or_default(),
-        writable: vec![
-            scratch.workspace.clone(),
-            scratch.home.clone(),
-            scratch.tmp.clone(),
-        ],
-        run_as,
-        config,
-        spec: LaunchSpec {
-            program: command[0].clone(),
-            args: command[1..].to_vec(),
-            env: server_env(
-                &scratch,
-                &config
-                    .env
-                    .iter()
-                    .map(|(k, v)| (k.clone(), substitute(v, &scratch)))
-                    .collect::<Vec<_>>(),
-            ),
-            cwd: scratch.workspace.clone(),
-            run_id,
-        },
+    let base = ReportBase {
         started,
-        workspace: scratch.workspace.display().to_string(),
+        started_unix_ms,
+        settings: settings_of(config),
+        sandbox: SandboxStatus::scratch_only(subreaper),
     };
-    let scratch_roots = vec![
-        SnapshotRoot::new("$WORKSPACE", scratch.workspace.clone()),
-        SnapshotRoot::new("$HOME", scratch.home.clone()),
-        SnapshotRoot::new("$TMPDIR", scratch.tmp.clone()),
-    ];
-    // Change notifications from now on: what the harness did to the scratch directories is
-    // over (seed, sandbox preparation).
-    let mut inotify_observer = InotifyObserver::new(&scratch_roots);
-    let notified = inotify_observer.is_active();
-    let mut fs_observer = FsSnapshotObserver::new(scratch_roots, SnapshotLimits::default());
-    let mut read_only_tmp: Vec<PathBuf> = Vec::new();
-    if config.sandbox.is_some() {
-        // In the sandbox's /tmp, the scratch root is watched through the scratch roots, the
-        // overlays through their own roots, and the read-only /tmp entries named on the
-        // command line cannot change: walk none of them twice.
-        let top_name = |p: &std::path::Path| -> Option<String> {
-            p.strip_prefix("/tmp")
-                .ok()
-                .and_then(|rel| rel.components().next())
-                .map(|c| c.as_os_str().to_string_lossy().into_owned())
+    // The scratch directories, the seed, and where and as whom the server runs.
+    let (mut scratch, seed_notes, command, ctx) =
+        match prepare::prepare(config, &base, started, started_unix_ms) {
+            Ok(p) => p,
+            Err(failed) => return *failed,
         };
-        let words: Vec<&str> = command
-            .iter()
-            .map(String::as_str)
-            .chain(config.env.iter().map(|(_, v)| v.as_str()))
-            .collect();
-        let scratch_root = scratch.root().map(|p| p.to_path_buf()).unwrap_or_default();
-        read_only_tmp = named_tmp_entries(words, &scratch_root);
-        let mut skip_in_tmp: Vec<String> = read_only_tmp
-            .iter()
-            .chain(config.overlays.iter())
-            .chain(std::iter::once(&scratch_root))
-            .filter_map(|p| top_name(p))
-            .collect();
-        skip_in_tmp.sort();
-        skip_in_tmp.dedup();
-        let scratch_name = skip_in_tmp;
-        let sandbox_dirs = vec![
-            SandboxDir::new("/tmp", scratch_name),
-            SandboxDir::new("/var/tmp", Vec::new()),
-            SandboxDir::new("/dev/shm", Vec::new()),
-        ];
-        inotify_observer.watch_sandbox_dirs(sandbox_dirs.clone());
-        fs_observer.watch_sandbox_dirs(sandbox_dirs);
-        // Overlays through their layers: only what the upper layer holds is walked (and
-        // watched for writes that do not last).
-        let overlays: Vec<OverlayRoot> = config
-            .overlays
-            .iter()
-            .enumerate()
-            .map(|(i, d)| OverlayRoot {
-                label: d.display().to_string(),
-                lower: d.clone(),
-                upper: crate::sandbox::scratch::overlay_dir(&scratch_root, i).join("upper"),
-            })
-            .collect();
-        inotify_observer.watch_overlay_uppers(&overlays);
-        fs_observer.watch_overlays(overlays);
-    }
-    let mut observers: Vec<Box<dyn crate::observe::Observer>> =
-        vec![Box::new(fs_observer), Box::new(inotify_observer)];
-    if config.sandbox.is_some() {
-        let mut writable: Vec<PathBuf> = vec![
-            scratch.workspace.clone(),
-            scratch.home.clone(),
-            scratch.tmp.clone(),
-            PathBuf::from("/tmp"),
-            PathBuf::from("/var/tmp"),
-            PathBuf::from("/dev/shm"),
-        ];
-        writable.extend(config.overlays.iter().cloned());
-        writable.extend(ctx.placement.identity.home.clone());
-        let resolver = SANDBOX_RESOLVER
-            .parse()
-            .unwrap_or(std::net::IpAddr::from([192, 0, 2, 53]));
-        // The scratch root itself is read-only inside (only its three directories are not).
-        let mut read_only = read_only_tmp.clone();
-        read_only.extend(scratch.root().map(|p| p.to_path_buf()));
-        observers.push(Box::new(AttemptObserver::new(
-            writable, read_only, resolver,
-        )));
-        observers.push(Box::new(crate::observe::net::NetObserver::new(
-            config.observe_ports.clone(),
-        )));
-    }
-    let mut recorder = Recorder::new(observers);
-    let coverage = Coverage {
-        files: Some(format!(
-            "{}{}",
-            if config.sandbox.is_some() {
-                "$WORKSPACE, $HOME, $TMPDIR and the sandbox's /tmp, /var/tmp, /dev/shm (effects); write attempts anywhere (seccomp)"
-            } else {
-                "$WORKSPACE, $HOME, $TMPDIR only (effects), the weaker mode without a sandbox: writes elsewhere and write attempts are unseen"
-            },
-            match (notified, config.sandbox.is_some()) {
-                (true, true) => "; writes that did not last under $WORKSPACE, $HOME, $TMPDIR and the sandbox's /tmp, /var/tmp, /dev/shm (inotify)",
-                (true, false) => "; writes that did not last under $WORKSPACE, $HOME, $TMPDIR (inotify)",
-                (false, _) => "",
-            }
-        )),
-        network: config.sandbox.is_some().then(|| {
-            format!("DNS questions with their names, connect, sendto and sendmmsg attempts (seccomp), every outgoing TCP SYN and every packet of another IP protocol on lo (UDP on any port and with any payload, UDP-Lite, SCTP, ICMP) whatever sent it (a packet socket, where the sandbox says it made one), TLS SNI and HTTP request lines on ports {}", config.observe_ports.iter().map(|p| p.to_string()).collect::<Vec<_>>().join(", "))
-        }),
-    };
+    // Observers: what is watched, and what the report says was covered.
+    let (mut recorder, coverage) = observers::build(config, &scratch, &command, &ctx);
     // Launch and handshake.
     let mut sandbox_level = config.sandbox;
     let mut sandbox_status = SandboxStatus::scratch_only(subreaper);
@@ -403,43 +166,9 @@ async fn verify_unchecked(
             if let (Some(e), Some(level)) = (&f.enforcement, sandbox_level) {
                 sandbox_status = SandboxStatus::from_enforcement(e, level);
             }
-            if let Some((s, n)) = f.session {
-                collected.absorb(&s, n, keep_transcript);
-            }
-            collected.exits.extend(f.exit);
-            let mut r = base_report(command.clone(), Some(f.message.clone()));
+            let mut r = base.report(command.clone(), Some(f.message.clone()));
             r.sandbox = sandbox_status;
-            r.findings = protocol_findings(&collected);
-            let transcript = finish_collected(&mut r, collected);
-            r.seeded = scratch.seeded.clone();
-            r.phases = phase_observations(recorder.checkpoint(), Phase::Startup, None);
-            match &f.sandbox {
-                Some(step) => {
-                    r.exit_code = exit_code::SANDBOX_UNAVAILABLE;
-                    r.exit_reason = format!(
-                        "the required sandbox is unavailable: step {} failed",
-                        step.step
-                    );
-                    r.sandbox.requested = "required".into();
-                    r.sandbox.not_enforced.insert(0, f.message.clone());
-                    if let Some(fix) = crate::sandbox::remedy(step) {
-                        r.notes.push(fix);
-                    }
-                }
-                None => {
-                    r.exit_reason =
-                        "harness error: the server could not be started or greeted".into()
-                }
-            }
-            r.notes.extend(recorder.take_notes());
-            if let Err(e) = scratch.remove() {
-                r.notes.push(e);
-            }
-            r.duration_ms = started.elapsed().as_millis() as u64;
-            return Verification {
-                report: r,
-                transcript,
-            };
+            return start_failed(r, f, collected, &mut recorder, scratch, keep_transcript);
         }
     };
     let identity = live.as_ref().map(|l| l.client.identity().clone());
@@ -534,42 +263,8 @@ async fn verify_unchecked(
     }
 
     // Judge.
-    let mut findings: Vec<Finding> = Vec::new();
-    let mut tools = Vec::new();
-    for (tool, run) in inventory.tools.iter().zip(runs) {
-        let judgement = audit::judge_tool(tool, &run, &coverage);
-        findings.extend(judgement.findings);
-        if config.require_hints {
-            findings.extend(audit::missing_hints::finding(tool, &judgement.supported));
-        }
-        tools.push(ToolReport {
-            name: tool.name.clone(),
-            title: tool.title.clone(),
-            description: tool.description.as_ref().map(|d| shorten(d, 300)),
-            index: tool.index,
-            definition_sha256: tool.definition_sha256.clone(),
-            declared: HintName::ALL
-                .iter()
-                .map(|h| (h.key(), tool.hints.get(*h).describe()))
-                .collect(),
-            skipped: run.skipped.clone(),
-            // The arguments that worked, or else the first set tried.
-            arguments: run
-                .calls
-                .iter()
-                .find(|c| c.number == 1 && c.outcome.is_success())
-                .map(|c| c.arguments.clone())
-                .or_else(|| planned_arguments.get(tool.index).cloned())
-                .unwrap_or(Value::Null),
-            synthesis_notes: run.synthesis_notes.clone(),
-            overridden: run.overridden.clone(),
-            calls: run.calls,
-            verdicts: judgement.verdicts,
-            suggestions: judgement.suggestions,
-            supported: judgement.supported,
-            definition: tool.definition.clone(),
-        });
-    }
+    let (tools, mut findings) =
+        judge::judge_tools(config, &inventory, runs, &planned_arguments, &coverage);
     findings.extend(audit::malformed_tool::unusable_findings(
         &inventory.unusable,
     ));
@@ -586,43 +281,21 @@ async fn verify_unchecked(
         &phases,
     ));
 
-    let mut report = base_report(command, None);
+    let mut report = base.report(command, None);
     report.sandbox = sandbox_status;
     report.server.identity = identity;
     report.server.restarts = restarts;
     report.server.startup_us = Some(startup_us);
     report.server.tools_sha256 = Some(inventory.sha256.clone());
-    report.coverage = CoverageSummary {
-        observers: recorder.statuses(),
-        files_observed: coverage.files.is_some(),
-        network_observed: coverage.network.is_some(),
-        tools_listed: inventory.tools.len(),
-        tools_succeeded: tools
-            .iter()
-            .filter(|t| t.calls.iter().any(|c| c.outcome.is_success()))
-            .count(),
-        tools_failed: tools
-            .iter()
-            .filter(|t| !t.calls.is_empty() && !t.calls.iter().any(|c| c.outcome.is_success()))
-            .count(),
-        tools_skipped: tools
-            .iter()
-            .filter(|t| t.calls.is_empty() && t.skipped.is_some())
-            .count(),
-        tools_not_called: tools
-            .iter()
-            .enumerate()
-            .filter(|(i, t)| !called[*i] && t.skipped.is_none())
-            .count(),
-        calls: tools.iter().map(|t| t.calls.len()).sum(),
-        inventory_incomplete: inventory.incomplete.clone(),
-        background_threads: background.len(),
-        values_learned: pooled_values,
-        unreached: tools
-            .iter()
-            .filter_map(|t| crate::report::Unreached::of(&t.name, &t.calls))
-            .collect(),
-    };
+    report.coverage = judge::coverage_summary(
+        &recorder,
+        &coverage,
+        &inventory,
+        &tools,
+        &called,
+        background.len(),
+        pooled_values,
+    );
     findings.extend(protocol_findings(&collected));
     let transcript = finish_collected(&mut report, collected);
     report.tools = tools;
@@ -642,6 +315,115 @@ async fn verify_unchecked(
     }
     report.duration_ms = started.elapsed().as_millis() as u64;
     Verification { report, transcript }
+}
+
+/// The report of a run whose server could not be started or greeted (`report` holds the
+/// command, the start error and what the sandbox enforced).
+fn start_failed(
+    mut r: Report,
+    f: StartFailure,
+    mut collected: Collected,
+    recorder: &mut Recorder,
+    mut scratch: Scratch,
+    keep_transcript: bool,
+) -> Verification {
+    if let Some((s, n)) = f.session {
+        collected.absorb(&s, n, keep_transcript);
+    }
+    collected.exits.extend(f.exit);
+    r.findings = protocol_findings(&collected);
+    let transcript = finish_collected(&mut r, collected);
+    r.seeded = scratch.seeded.clone();
+    r.phases = phase_observations(recorder.checkpoint(), Phase::Startup, None);
+    match &f.sandbox {
+        Some(step) => {
+            r.exit_code = exit_code::SANDBOX_UNAVAILABLE;
+            r.exit_reason = format!(
+                "the required sandbox is unavailable: step {} failed",
+                step.step
+            );
+            r.sandbox.requested = "required".into();
+            r.sandbox.not_enforced.insert(0, f.message.clone());
+            if let Some(fix) = crate::sandbox::remedy(step) {
+                r.notes.push(fix);
+            }
+        }
+        None => r.exit_reason = "harness error: the server could not be started or greeted".into(),
+    }
+    r.notes.extend(recorder.take_notes());
+    if let Err(e) = scratch.remove() {
+        r.notes.push(e);
+    }
+    Verification {
+        report: r,
+        transcript,
+    }
+}
+
+/// The settings a report records.
+fn settings_of(config: &RunConfig) -> Settings {
+    Settings {
+        repeat: config.repeat,
+        seed: config.seed,
+        settle_ms: config.settle.as_millis() as u64,
+        call_timeout_ms: config.call_timeout.as_millis() as u64,
+        era: match config.era {
+            EraChoice::Auto => "auto",
+            EraChoice::Modern => "modern",
+            EraChoice::Legacy => "legacy",
+        }
+        .into(),
+        roots: match config.roots {
+            RootsOffer::None => "none",
+            RootsOffer::Workspace => "workspace",
+        }
+        .into(),
+        fail_on: config.fail_on,
+    }
+}
+
+/// What every report of a run starts from, whatever stage the run ended in.
+struct ReportBase {
+    started: Instant,
+    started_unix_ms: u64,
+    settings: Settings,
+    sandbox: SandboxStatus,
+}
+
+impl ReportBase {
+    /// An empty report for `command`, with the start error when the server did not start.
+    fn report(&self, command: Vec<String>, start_error: Option<String>) -> Report {
+        Report {
+            hintcheck_version: env!("CARGO_PKG_VERSION").into(),
+            started_unix_ms: self.started_unix_ms,
+            duration_ms: self.started.elapsed().as_millis() as u64,
+            server: ServerSummary {
+                command,
+                identity: None,
+                start_error,
+                exits: Vec::new(),
+                restarts: 0,
+                stderr: String::new(),
+                stderr_bytes: 0,
+                tools_sha256: None,
+                startup_us: None,
+            },
+            sandbox: self.sandbox.clone(),
+            coverage: CoverageSummary::default(),
+            tools: Vec::new(),
+            phases: Vec::new(),
+            findings: Vec::new(),
+            wire: WireSummary::default(),
+            settings: self.settings.clone(),
+            seeded: Vec::new(),
+            notes: Vec::new(),
+            exit_code: exit_code::HARNESS,
+            exit_reason: String::new(),
+            partial: None,
+            baseline: None,
+            expectations: None,
+        }
+    }
 }
 
 /// The exit code and its reason for a finished report: failing findings (those at or above

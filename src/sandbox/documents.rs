@@ -107,8 +107,13 @@ pub fn xlsx() -> Vec<u8> {
             cell(&format!("B{n}"), row[1])
         ));
     }
+    // A total with a formula (and its cached value), for tools about formulas.
+    data.push_str(&format!(
+        r#"<row r="4">{}<c r="B4"><f>SUM(B2:B3)</f><v>1500</v></c></row>"#,
+        cell("A4", "total")
+    ));
     let sheet = format!(
-        r#"<?xml version="1.0" encoding="UTF-8" standalone="yes"?><worksheet xmlns="{main}"><dimension ref="A1:B3"/><sheetData>{data}</sheetData></worksheet>"#
+        r#"<?xml version="1.0" encoding="UTF-8" standalone="yes"?><worksheet xmlns="{main}"><dimension ref="A1:B4"/><sheetData>{data}</sheetData></worksheet>"#
     );
     let styles = format!(
         r#"<?xml version="1.0" encoding="UTF-8" standalone="yes"?><styleSheet xmlns="{main}"><fonts count="1"><font><sz val="11"/><name val="Calibri"/></font></fonts><fills count="2"><fill><patternFill patternType="none"/></fill><fill><patternFill patternType="gray125"/></fill></fills><borders count="1"><border><left/><right/><top/><bottom/><diagonal/></border></borders><cellStyleXfs count="1"><xf numFmtId="0" fontId="0" fillId="0" borderId="0"/></cellStyleXfs><cellXfs count="1"><xf numFmtId="0" fontId="0" fillId="0" borderId="0" xfId="0"/></cellXfs><cellStyles count="1"><cellStyle name="Normal" xfId="0" builtinId="0"/></cellStyles></styleSheet>"#

@@ -1,0 +1,96 @@
+//! Judging: each tool's calls go through the audits (verdicts, findings, the annotations the
+//! observations support) and become the report's tool entries; the coverage summary counts
+//! what was reached.
+
+use super::*;
+use crate::mcp::client::Inventory;
+
+/// Every tool's report entry and the findings about it.
+pub(super) fn judge_tools(
+    config: &RunConfig,
+    inventory: &Inventory,
+    runs: Vec<ToolRun>,
+    planned_arguments: &[Value],
+    coverage: &Coverage,
+) -> (Vec<ToolReport>, Vec<Finding>) {
+    let mut findings: Vec<Finding> = Vec::new();
+    let mut tools = Vec::new();
+    for (tool, run) in inventory.tools.iter().zip(runs) {
+        let judgement = audit::judge_tool(tool, &run, coverage);
+        findings.extend(judgement.findings);
+        if config.require_hints {
+            findings.extend(audit::missing_hints::finding(tool, &judgement.supported));
+        }
+        tools.push(ToolReport {
+            name: tool.name.clone(),
+            title: tool.title.clone(),
+            description: tool.description.as_ref().map(|d| shorten(d, 300)),
+            index: tool.index,
+            definition_sha256: tool.definition_sha256.clone(),
+            declared: HintName::ALL
+                .iter()
+                .map(|h| (h.key(), tool.hints.get(*h).describe()))
+                .collect(),
+            skipped: run.skipped.clone(),
+            // The arguments that worked, or else the first set tried.
+            arguments: run
+                .calls
+                .iter()
+                .find(|c| c.number == 1 && c.outcome.is_success())
+                .map(|c| c.arguments.clone())
+                .or_else(|| planned_arguments.get(tool.index).cloned())
+                .unwrap_or(Value::Null),
+            synthesis_notes: run.synthesis_notes.clone(),
+            overridden: run.overridden.clone(),
+            calls: run.calls,
+            verdicts: judgement.verdicts,
+            suggestions: judgement.suggestions,
+            supported: judgement.supported,
+            definition: tool.definition.clone(),
+        });
+    }
+    (tools, findings)
+}
+
+/// What the run reached and observed.
+pub(super) fn coverage_summary(
+    recorder: &Recorder,
+    coverage: &Coverage,
+    inventory: &Inventory,
+    tools: &[ToolReport],
+    called: &[bool],
+    background_threads: usize,
+    values_learned: usize,
+) -> CoverageSummary {
+    CoverageSummary {
+        observers: recorder.statuses(),
+        files_observed: coverage.files.is_some(),
+        network_observed: coverage.network.is_some(),
+        tools_listed: inventory.tools.len(),
+        tools_succeeded: tools
+            .iter()
+            .filter(|t| t.calls.iter().any(|c| c.outcome.is_success()))
+            .count(),
+        tools_failed: tools
+            .iter()
+            .filter(|t| !t.calls.is_empty() && !t.calls.iter().any(|c| c.outcome.is_success()))
+            .count(),
+        tools_skipped: tools
+            .iter()
+            .filter(|t| t.calls.is_empty() && t.skipped.is_some())
+            .count(),
+        tools_not_called: tools
+            .iter()
+            .enumerate()
+            .filter(|(i, t)| !called[*i] && t.skipped.is_none())
+            .count(),
+        calls: tools.iter().map(|t| t.calls.len()).sum(),
+        inventory_incomplete: inventory.incomplete.clone(),
+        background_threads,
+        values_learned,
+        unreached: tools
+            .iter()
+            .filter_map(|t| crate::report::Unreached::of(&t.name, &t.calls))
+            .collect(),
+    }
+}

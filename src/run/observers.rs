@@ -1,0 +1,120 @@
+//! The observers of a run, built once before the server starts: file snapshots and change
+//! notifications over the scratch directories (and, in the sandbox, its private /tmp, /var/tmp,
+//! /dev/shm and the overlays' upper layers), seccomp write and network attempts, and the
+//! network observer; and the coverage statement the report makes about them.
+
+use super::*;
+
+/// The recorder over every observer of the run, and what they cover.
+pub(super) fn build(
+    config: &RunConfig,
+    scratch: &Scratch,
+    command: &[String],
+    ctx: &Ctx<'_>,
+) -> (Recorder, Coverage) {
+    let scratch_roots = vec![
+        SnapshotRoot::new("$WORKSPACE", scratch.workspace.clone()),
+        SnapshotRoot::new("$HOME", scratch.home.clone()),
+        SnapshotRoot::new("$TMPDIR", scratch.tmp.clone()),
+    ];
+    // Change notifications from now on: what the harness did to the scratch directories is
+    // over (seed, sandbox preparation).
+    let mut inotify_observer = InotifyObserver::new(&scratch_roots);
+    let notified = inotify_observer.is_active();
+    let mut fs_observer = FsSnapshotObserver::new(scratch_roots, SnapshotLimits::default());
+    let mut read_only_tmp: Vec<PathBuf> = Vec::new();
+    if config.sandbox.is_some() {
+        // In the sandbox's /tmp, the scratch root is watched through the scratch roots, the
+        // overlays through their own roots, and the read-only /tmp entries named on the
+        // command line cannot change: walk none of them twice.
+        let top_name = |p: &std::path::Path| -> Option<String> {
+            p.strip_prefix("/tmp")
+                .ok()
+                .and_then(|rel| rel.components().next())
+                .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        };
+        let words: Vec<&str> = command
+            .iter()
+            .map(String::as_str)
+            .chain(config.env.iter().map(|(_, v)| v.as_str()))
+            .collect();
+        let scratch_root = scratch.root().map(|p| p.to_path_buf()).unwrap_or_default();
+        read_only_tmp = named_tmp_entries(words, &scratch_root);
+        let mut skip_in_tmp: Vec<String> = read_only_tmp
+            .iter()
+            .chain(config.overlays.iter())
+            .chain(std::iter::once(&scratch_root))
+            .filter_map(|p| top_name(p))
+            .collect();
+        skip_in_tmp.sort();
+        skip_in_tmp.dedup();
+        let scratch_name = skip_in_tmp;
+        let sandbox_dirs = vec![
+            SandboxDir::new("/tmp", scratch_name),
+            SandboxDir::new("/var/tmp", Vec::new()),
+            SandboxDir::new("/dev/shm", Vec::new()),
+        ];
+        inotify_observer.watch_sandbox_dirs(sandbox_dirs.clone());
+        fs_observer.watch_sandbox_dirs(sandbox_dirs);
+        // Overlays through their layers: only what the upper layer holds is walked (and
+        // watched for writes that do not last).
+        let overlays: Vec<OverlayRoot> = config
+            .overlays
+            .iter()
+            .enumerate()
+            .map(|(i, d)| OverlayRoot {
+                label: d.display().to_string(),
+                lower: d.clone(),
+                upper: crate::sandbox::scratch::overlay_dir(&scratch_root, i).join("upper"),
+            })
+            .collect();
+        inotify_observer.watch_overlay_uppers(&overlays);
+        fs_observer.watch_overlays(overlays);
+    }
+    let mut observers: Vec<Box<dyn crate::observe::Observer>> =
+        vec![Box::new(fs_observer), Box::new(inotify_observer)];
+    if config.sandbox.is_some() {
+        let mut writable: Vec<PathBuf> = vec![
+            scratch.workspace.clone(),
+            scratch.home.clone(),
+            scratch.tmp.clone(),
+            PathBuf::from("/tmp"),
+            PathBuf::from("/var/tmp"),
+            PathBuf::from("/dev/shm"),
+        ];
+        writable.extend(config.overlays.iter().cloned());
+        writable.extend(ctx.placement.identity.home.clone());
+        let resolver = SANDBOX_RESOLVER
+            .parse()
+            .unwrap_or(std::net::IpAddr::from([192, 0, 2, 53]));
+        // The scratch root itself is read-only inside (only its three directories are not).
+        let mut read_only = read_only_tmp.clone();
+        read_only.extend(scratch.root().map(|p| p.to_path_buf()));
+        observers.push(Box::new(AttemptObserver::new(
+            writable, read_only, resolver,
+        )));
+        observers.push(Box::new(crate::observe::net::NetObserver::new(
+            config.observe_ports.clone(),
+        )));
+    }
+    let recorder = Recorder::new(observers);
+    let coverage = Coverage {
+        files: Some(format!(
+            "{}{}",
+            if config.sandbox.is_some() {
+                "$WORKSPACE, $HOME, $TMPDIR and the sandbox's /tmp, /var/tmp, /dev/shm (effects); write attempts anywhere (seccomp)"
+            } else {
+                "$WORKSPACE, $HOME, $TMPDIR only (effects), the weaker mode without a sandbox: writes elsewhere and write attempts are unseen"
+            },
+            match (notified, config.sandbox.is_some()) {
+                (true, true) => "; writes that did not last under $WORKSPACE, $HOME, $TMPDIR and the sandbox's /tmp, /var/tmp, /dev/shm (inotify)",
+                (true, false) => "; writes that did not last under $WORKSPACE, $HOME, $TMPDIR (inotify)",
+                (false, _) => "",
+            }
+        )),
+        network: config.sandbox.is_some().then(|| {
+            format!("DNS questions with their names, connect, sendto and sendmmsg attempts (seccomp), every outgoing TCP SYN and every packet of another IP protocol on lo (UDP on any port and with any payload, UDP-Lite, SCTP, ICMP) whatever sent it (a packet socket, where the sandbox says it made one), TLS SNI and HTTP request lines on ports {}", config.observe_ports.iter().map(|p| p.to_string()).collect::<Vec<_>>().join(", "))
+        }),
+    };
+    (recorder, coverage)
+}
