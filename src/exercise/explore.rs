@@ -117,7 +117,7 @@ pub struct Explorer<'a> {
 impl<'a> Explorer<'a> {
     /// Plans the calls of `tools` over the workspace at `workspace`.
     pub fn new(tools: &'a [ToolDecl], config: &'a RunConfig, workspace: &std::path::Path) -> Self {
-        let facts = WorkspaceFacts::scan(workspace);
+        let facts = facts_of(workspace, config);
         let planned = plan(
             tools,
             config.seed,
@@ -513,7 +513,7 @@ impl<'a> Explorer<'a> {
         let tool = &self.tools[i];
         // Earlier tools moved, deleted and created files: the sets are made again over what
         // the workspace holds now (the plan's were made before any call).
-        let facts = WorkspaceFacts::scan(&self.workspace);
+        let facts = facts_of(&self.workspace, self.config);
         let mut candidates = plan(
             std::slice::from_ref(tool),
             self.config.seed,
@@ -546,7 +546,7 @@ impl<'a> Explorer<'a> {
             let facts = self
                 .steer
                 .clone()
-                .unwrap_or_else(|| WorkspaceFacts::scan(&self.workspace));
+                .unwrap_or_else(|| facts_of(&self.workspace, self.config));
             let kinds = kind_candidate(
                 tool,
                 self.config.seed,
@@ -631,7 +631,7 @@ impl<'a> Explorer<'a> {
             .into_iter()
             .next()
         {
-            let facts = WorkspaceFacts::scan(&dir);
+            let facts = facts_of(&dir, self.config);
             let c = steered_candidate(tool, self.config.seed, &self.config.overrides, &facts);
             if !candidates[..attempt].contains(&c) {
                 candidates.retain(|x| *x != c);
@@ -682,7 +682,7 @@ impl<'a> Explorer<'a> {
             let facts = self
                 .steer
                 .clone()
-                .unwrap_or_else(|| WorkspaceFacts::scan(&self.workspace));
+                .unwrap_or_else(|| facts_of(&self.workspace, self.config));
             let kinds = kind_candidate(
                 tool,
                 self.config.seed,
@@ -777,6 +777,13 @@ static PREREQUISITE_CUE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?i)\b(first|before|beforehand|prior|after calling|must (call|run|use)|requires?|call|use|run)\b")
         .expect("static regex")
 });
+
+/// What the workspace at `dir` holds, with the commands the server was told to allow.
+fn facts_of(dir: &std::path::Path, config: &RunConfig) -> WorkspaceFacts {
+    let mut facts = WorkspaceFacts::scan(dir);
+    facts.allowed_commands = super::semantics::allowed_commands_from(&config.env, &config.command);
+    facts
+}
 
 /// "must be a relative path", "vault-relative path", "absolute paths are not allowed".
 static RELATIVE_ASKED: LazyLock<Regex> = LazyLock::new(|| {

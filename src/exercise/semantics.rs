@@ -21,6 +21,9 @@ pub struct WorkspaceFacts {
     pub dirs: Vec<String>,
     /// A SQLite database file among `files`, if any.
     pub sqlite: Option<String>,
+    /// Commands the server was told to allow (`ALLOWED_COMMANDS=ls,cat` in its environment,
+    /// `--allowed-commands ls,cat` on its command line).
+    pub allowed_commands: Vec<String>,
 }
 
 impl WorkspaceFacts {
@@ -178,6 +181,8 @@ pub struct Semantics {
     /// Paths are relative to the workspace (a vault-relative server, or one whose errors
     /// refused absolute paths).
     relative: bool,
+    /// Commands the tool's description says are allowed.
+    allowed_commands: Vec<String>,
 }
 
 impl Semantics {
@@ -194,6 +199,11 @@ impl Semantics {
             over_defaults: false,
             file_kind: file_kind(&about),
             relative: false,
+            allowed_commands: tool
+                .description
+                .as_deref()
+                .map(allowed_commands_in)
+                .unwrap_or_default(),
             on_directories: words(&tool.name)
                 .iter()
                 .any(|w| DIRECTORY_TOOL_WORDS.contains(&w.as_str())),
@@ -508,7 +518,25 @@ impl Semantics {
             return text("items");
         }
         if has(&["command", "cmd", "shell", "script"]) {
-            return text("echo hintcheck");
+            // Within what the server allows, the most harmless command.
+            let allowed: &[String] = if self.allowed_commands.is_empty() {
+                &self.facts.allowed_commands
+            } else {
+                &self.allowed_commands
+            };
+            if allowed.is_empty() || allowed.iter().any(|c| c == "echo") {
+                return text("echo hintcheck");
+            }
+            let pick = ["ls", "pwd", "date", "whoami", "true", "uname", "cat", "git"]
+                .iter()
+                .find(|p| allowed.iter().any(|c| c == *p))
+                .map(|p| p.to_string())
+                .unwrap_or_else(|| allowed[0].clone());
+            return text(match pick.as_str() {
+                "cat" => "cat notes.txt",
+                "git" => "git status",
+                other => other,
+            });
         }
         if has(&["code", "snippet", "expression", "expr"]) {
             return text(if hint.to_ascii_lowercase().contains("python") {
@@ -611,6 +639,70 @@ impl Semantics {
             (false, false, _) => self.existing_file_of(kind),
         }
     }
+}
+
+/// Commands a text says are allowed ("Allowed commands: ls, cat, pwd").
+pub fn allowed_commands_in(text: &str) -> Vec<String> {
+    static PHRASE: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(
+            r"(?i)\b(?:allowed|permitted|whitelisted|supported|only)\s+commands?(?:\s+(?:are|is|include))?\s*[:=]?\s*([^.\n]{1,300})",
+        )
+        .expect("static regex")
+    });
+    let Some(list) = PHRASE.captures(text).and_then(|c| c.get(1)) else {
+        return Vec::new();
+    };
+    list.as_str()
+        .split([',', ' ', '|', ';'])
+        .map(|w| w.trim_matches(|c: char| "`'\"()[]".contains(c)))
+        .filter(|w| {
+            !w.is_empty()
+                && !matches!(*w, "and" | "or" | "the" | "commands" | "command")
+                && w.len() <= 30
+                && w.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+        })
+        .map(str::to_string)
+        .collect()
+}
+
+/// Commands a server's environment or command line allows: the values of variables named
+/// like `ALLOWED_COMMANDS` and of options like `--allowed-commands`.
+pub fn allowed_commands_from(env: &[(String, String)], args: &[String]) -> Vec<String> {
+    let names_allowlist = |k: &str| {
+        let k = k.to_uppercase().replace('-', "_");
+        (k.contains("ALLOW") || k.contains("WHITELIST") || k.contains("PERMIT"))
+            && (k.contains("COMMAND") || k.contains("CMD"))
+    };
+    let split = |v: &str| -> Vec<String> {
+        v.split([',', ' ', ';', ':'])
+            .map(str::trim)
+            .filter(|c| !c.is_empty() && c.len() <= 30 && !c.contains('/'))
+            .map(str::to_string)
+            .collect()
+    };
+    let mut out = Vec::new();
+    for (k, v) in env {
+        if names_allowlist(k) {
+            out.extend(split(v));
+        }
+    }
+    let mut it = args.iter().peekable();
+    while let Some(a) = it.next() {
+        if !a.starts_with('-') || !names_allowlist(a) {
+            continue;
+        }
+        match a.split_once('=') {
+            Some((_, v)) => out.extend(split(v)),
+            None => {
+                if let Some(v) = it.next_if(|v| !v.starts_with('-')) {
+                    out.extend(split(v));
+                }
+            }
+        }
+    }
+    out.dedup();
+    out
 }
 
 /// The one non-null branch of an `anyOf`/`oneOf` that allows null, with the outer schema's
@@ -927,6 +1019,7 @@ mod tests {
             files: vec!["docs/readme.md".into(), "notes.txt".into()],
             dirs: vec!["docs".into()],
             sqlite: Some("data/app.db".into()),
+            allowed_commands: Vec::new(),
         };
         let tool =
             parse_tool(&json!({"name": name, "inputSchema": {"type": "object"}}), 0).expect("tool");
@@ -1074,6 +1167,18 @@ mod tests {
         );
         assert_eq!(structured_example_in("a list [1, 2] or [x]"), None);
         assert_eq!(structured_example_in("unclosed [{a: 1"), None);
+        assert_eq!(
+            allowed_commands_from(
+                &[("ALLOWED_COMMANDS".into(), "ls,cat".into())],
+                &["--allowed-commands".into(), "pwd".into()]
+            ),
+            ["ls", "cat", "pwd"]
+        );
+        assert_eq!(
+            allowed_commands_in("Runs a shell command. Allowed commands: ls, cat, git."),
+            ["ls", "cat", "git"]
+        );
+        assert!(allowed_commands_in("Runs a command.").is_empty());
         let dir = tempfile::tempdir().expect("tempdir");
         let docx = dir.path().join("r.docx");
         std::fs::write(&docx, crate::sandbox::documents::docx()).expect("write");

@@ -1171,6 +1171,7 @@ mod corpus_tests {
             files: vec!["notes.txt".into()],
             dirs: vec![],
             sqlite: None,
+            allowed_commands: Vec::new(),
         };
         let mut n = 0;
         for e in std::fs::read_dir(&dir).expect("toolsnaps") {
