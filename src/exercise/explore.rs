@@ -543,20 +543,11 @@ impl<'a> Explorer<'a> {
             candidates.insert(0, c);
         }
         if self.file_kind.is_some() || self.relative_paths {
-            let facts = self
-                .steer
-                .clone()
-                .unwrap_or_else(|| facts_of(&self.workspace, self.config));
-            let kinds = kind_candidate(
-                tool,
-                self.config.seed,
-                &self.config.overrides,
-                &facts,
-                self.file_kind,
-                false,
-                self.relative_paths,
-            );
-            for (n, c) in kinds.into_iter().enumerate() {
+            for (n, c) in self
+                .lesson_candidates(tool, self.file_kind, false)
+                .into_iter()
+                .enumerate()
+            {
                 candidates.retain(|x| *x != c);
                 candidates.insert(n, c);
             }
@@ -572,6 +563,29 @@ impl<'a> Explorer<'a> {
             }
         }
         candidates
+    }
+
+    /// Argument sets for `tool` that follow what the server taught: files of `kind`, existing
+    /// ones with `existing`, relative paths once the server asked for them.
+    fn lesson_candidates(
+        &self,
+        tool: &ToolDecl,
+        kind: Option<&'static str>,
+        existing: bool,
+    ) -> Vec<Value> {
+        let facts = self
+            .steer
+            .clone()
+            .unwrap_or_else(|| facts_of(&self.workspace, self.config));
+        kind_candidate(
+            tool,
+            self.config.seed,
+            &self.config.overrides,
+            &facts,
+            kind,
+            existing,
+            self.relative_paths,
+        )
     }
 
     /// `base` with every reference parameter the pool can fill taken from it, and where each
@@ -678,20 +692,7 @@ impl<'a> Explorer<'a> {
             self.lessons += 1;
         }
         if named_kind.is_some() || fresh_refused || relative_asked {
-            let kind = named_kind.or(self.file_kind);
-            let facts = self
-                .steer
-                .clone()
-                .unwrap_or_else(|| facts_of(&self.workspace, self.config));
-            let kinds = kind_candidate(
-                tool,
-                self.config.seed,
-                &self.config.overrides,
-                &facts,
-                kind,
-                fresh_refused,
-                self.relative_paths,
-            );
+            let kinds = self.lesson_candidates(tool, named_kind.or(self.file_kind), fresh_refused);
             for (n, c) in kinds.into_iter().enumerate() {
                 if !candidates[..attempt].contains(&c) {
                     candidates.retain(|x| *x != c);

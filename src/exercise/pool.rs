@@ -653,6 +653,13 @@ mod tests {
         v.as_object().cloned().expect("present")
     }
 
+    /// The value picked for a plain string parameter.
+    fn picked(pool: &ValuePool, tool: &str, name: &str) -> Value {
+        pool.pick(tool, name, &schema(json!({"type": "string"})))
+            .expect("a pooled value")
+            .value
+    }
+
     #[test]
     fn ids_from_structured_content_go_to_parameters_named_for_them() {
         let mut pool = ValuePool::new();
@@ -672,12 +679,7 @@ mod tests {
             pick.source
         );
         // A bare `id` of a task tool takes it too.
-        assert_eq!(
-            pool.pick("delete_task", "id", &schema(json!({"type": "string"})))
-                .expect("present")
-                .value,
-            json!("t-42")
-        );
+        assert_eq!(picked(&pool, "delete_task", "id"), json!("t-42"));
         // A parameter about something else does not.
         assert!(
             pool.pick("get_user", "userId", &schema(json!({"type": "string"})))
@@ -717,12 +719,7 @@ mod tests {
             "call 1",
             &json!({"content": [{"type": "text", "text": "Session ID: s-77f. Use it for later calls."}]}),
         );
-        assert_eq!(
-            pool.pick("send", "sessionId", &schema(json!({"type": "string"})))
-                .expect("present")
-                .value,
-            json!("s-77f")
-        );
+        assert_eq!(picked(&pool, "send", "sessionId"), json!("s-77f"));
     }
 
     #[test]
@@ -733,27 +730,13 @@ mod tests {
             "call 1",
             &json!({"content": [{"type": "text", "text": "Available vaults:\n{\"vaults\": [\"Notes\", \"Work\"]}"}]}),
         );
-        assert_eq!(
-            pool.pick("search_vault", "vault", &schema(json!({"type": "string"})))
-                .expect("present")
-                .value,
-            json!("Work")
-        );
+        assert_eq!(picked(&pool, "search_vault", "vault"), json!("Work"));
         pool.learn(
             "list_sheets",
             "call 1",
             &json!({"content": [{"type": "text", "text": "[{\"name\": \"Sheet1\", \"rows\": 3}]"}], "structuredContent": {"sheets": [{"name": "Sheet1"}]}}),
         );
-        assert_eq!(
-            pool.pick(
-                "read_sheet",
-                "sheet_name",
-                &schema(json!({"type": "string"}))
-            )
-            .expect("present")
-            .value,
-            json!("Sheet1")
-        );
+        assert_eq!(picked(&pool, "read_sheet", "sheet_name"), json!("Sheet1"));
         // A value that does not meet the parameter's pattern is not taken.
         assert!(
             pool.pick(
@@ -778,12 +761,7 @@ mod tests {
             "call 1",
             &json!({"content": [{"type": "text", "text": "{\"name\": \"/w\", \"root_path\": \"/w\"}"}]}),
         );
-        assert_eq!(
-            pool.pick("list_files", "project", &schema(json!({"type": "string"})))
-                .expect("present")
-                .value,
-            json!("/w")
-        );
+        assert_eq!(picked(&pool, "list_files", "project"), json!("/w"));
     }
 
     #[test]

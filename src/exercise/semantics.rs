@@ -619,15 +619,7 @@ impl Semantics {
         // A tool about some kind of file (a workbook) searches in a file, not a directory.
         let dirish = has(&["dir", "directory", "folder"])
             || (self.on_directories && kind.is_none() && !has(&["file", "filename", "filepath"]));
-        let fresh = has(&[
-            "destination",
-            "dest",
-            "target",
-            "new",
-            "to",
-            "output",
-            "out",
-        ]);
+        let fresh = self.fresh_words(ws);
         match (dirish, fresh, self.intent) {
             (true, _, Intent::Create) => self.abs("hintcheck-new-dir"),
             (true, _, _) => self.existing_dir(),

@@ -346,25 +346,9 @@ fn replay_moves_a_lingering_helpers_write_to_the_tool_that_started_it() {
 
 #[test]
 fn a_seeded_sqlite_database_is_found_and_queried_by_meaning() {
-    let has_sqlite = std::process::Command::new("/usr/bin/python3")
-        .args(["-c", "import sqlite3"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !has_sqlite {
+    let Some(out) = run_python_fixture("sqlite", &["import sqlite3"], &[]) else {
         return crate::util::skip("/usr/bin/python3 with sqlite3 is missing (the SQLite fixture)");
-    }
-    let fixture = repo().join("tests/fixtures/sqlite");
-    let out = crate::util::run(
-        &[
-            "verify",
-            "--scenario",
-            fixture.to_str().expect("utf8"),
-            "--format",
-            "json",
-        ],
-        &[],
-        Duration::from_secs(90),
-    );
+    };
     assert_eq!(out.code, 1, "{}", out.stderr);
     let r = out.json();
     assert!(
@@ -503,26 +487,9 @@ fn tools_never_reached_are_named_with_their_last_answer() {
 
 #[test]
 fn the_explorer_carries_ids_and_sets_up_the_session_of_a_stateful_server() {
-    let has_python = std::process::Command::new("/usr/bin/python3")
-        .arg("-V")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !has_python {
+    let Some(out) = run_python_fixture("session", &[], &["--check"]) else {
         return crate::util::skip("/usr/bin/python3 is missing (the session fixture)");
-    }
-    let fixture = repo().join("tests/fixtures/session");
-    let out = crate::util::run(
-        &[
-            "verify",
-            "--scenario",
-            fixture.to_str().expect("utf8"),
-            "--check",
-            "--format",
-            "json",
-        ],
-        &[],
-        Duration::from_secs(90),
-    );
+    };
     let r = out.json();
     assert_eq!(out.code, 0, "{}", r["expectations"]);
     let tools = r["tools"].as_array().expect("tools");
@@ -557,4 +524,32 @@ fn the_explorer_carries_ids_and_sets_up_the_session_of_a_stateful_server() {
     assert_eq!(export[0]["outcome"], "isError");
     assert_eq!(export[1]["outcome"], "ok");
     assert!(r["coverage"]["values_learned"].as_u64().unwrap_or(0) >= 3);
+}
+
+/// Runs the Python fixture `tests/fixtures/<name>` (JSON report, `extra` flags) when
+/// /usr/bin/python3 can run each of `imports`; `None` when it cannot.
+fn run_python_fixture(
+    name: &str,
+    imports: &[&str],
+    extra: &[&str],
+) -> Option<crate::util::Outcome> {
+    let python_works = |code: &str| {
+        std::process::Command::new("/usr/bin/python3")
+            .args(["-c", code])
+            .output()
+            .is_ok_and(|o| o.status.success())
+    };
+    if !python_works("pass") || !imports.iter().all(|i| python_works(i)) {
+        return None;
+    }
+    let fixture = repo().join("tests/fixtures").join(name);
+    let mut args = vec![
+        "verify",
+        "--scenario",
+        fixture.to_str().expect("utf8"),
+        "--format",
+        "json",
+    ];
+    args.extend_from_slice(extra);
+    Some(crate::util::run(&args, &[], Duration::from_secs(90)))
 }
