@@ -120,6 +120,53 @@ pub fn corrections(text: &str, schema: &Value, arguments: &Value, others: &[Valu
             push(c);
         }
     }
+    // "Pass either source or series, not both": one of them, alone (also inside an object
+    // argument, like a rule's fields).
+    for (x, y) in either_or(&lowered) {
+        for c in exclusive_choices(&current, properties, others, &x, &y) {
+            push(c);
+        }
+    }
+    // "date rules need a period", "custom validation needs a formula": a field of an object
+    // argument that is missing there, taken from the other candidates.
+    if ["need", "requires", "required", "missing"]
+        .iter()
+        .any(|w| lowered.contains(w))
+    {
+        let mut c = current.clone();
+        let mut changed = false;
+        for (param, value) in current.iter() {
+            let (Value::Object(inner), Some(inner_props)) = (
+                value,
+                properties
+                    .get(param)
+                    .and_then(|p| p.get("properties"))
+                    .and_then(Value::as_object),
+            ) else {
+                continue;
+            };
+            let mut filled = inner.clone();
+            for field in inner_props.keys() {
+                if inner.contains_key(field) || mentions(&lowered, &field.to_lowercase()).is_none()
+                {
+                    continue;
+                }
+                let v = others
+                    .iter()
+                    .find_map(|o| o.get(param.as_str())?.get(field.as_str()))
+                    .cloned()
+                    .or_else(|| plain_value(&inner_props[field], 0));
+                if let Some(v) = v {
+                    filled.insert(field.clone(), v);
+                    changed = true;
+                }
+            }
+            c.insert(param.clone(), Value::Object(filled));
+        }
+        if changed {
+            push(c);
+        }
+    }
     // Fields named as missing.
     if lowered.contains("required") || lowered.contains("missing") {
         let missing: Vec<&String> = properties
@@ -312,6 +359,128 @@ fn replace_deep(v: &mut Value, from: &str, to: &Value, depth: usize) -> bool {
             .fold(false, |acc, i| replace_deep(i, from, to, depth + 1) | acc),
         _ => false,
     }
+}
+
+/// The pairs of words an error offers as alternatives ("either source ... or series").
+fn either_or(lowered: &str) -> Vec<(String, String)> {
+    static EITHER: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(
+            r"\beither\s+`?([a-z_][a-z0-9_]*)`?[^.;]{0,60}?\bor\s+`?([a-z_][a-z0-9_]*)`?",
+        )
+        .expect("static regex")
+    });
+    EITHER
+        .captures_iter(lowered)
+        .take(4)
+        .map(|c| (c[1].to_string(), c[2].to_string()))
+        .collect()
+}
+
+/// Argument sets with exactly one of the properties `x` and `y`, at the top level or inside
+/// an object argument whose schema has both; a value missing from `current` comes from the
+/// other candidates.
+fn exclusive_choices(
+    current: &Map<String, Value>,
+    properties: &Map<String, Value>,
+    others: &[Value],
+    x: &str,
+    y: &str,
+) -> Vec<Map<String, Value>> {
+    let find_key = |props: &Map<String, Value>, word: &str| {
+        props.keys().find(|k| k.to_lowercase() == word).cloned()
+    };
+    let one_of = |obj: &Map<String, Value>,
+                  props: &Map<String, Value>,
+                  from: &dyn Fn(&str) -> Option<Value>|
+     -> Vec<Map<String, Value>> {
+        let (Some(kx), Some(ky)) = (find_key(props, x), find_key(props, y)) else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for (keep, drop) in [(&kx, &ky), (&ky, &kx)] {
+            let mut o = obj.clone();
+            o.remove(drop);
+            if !o.contains_key(keep) {
+                match from(keep) {
+                    Some(v) => {
+                        o.insert(keep.clone(), v);
+                    }
+                    None => continue,
+                }
+            }
+            out.push(o);
+        }
+        out
+    };
+    let top = one_of(current, properties, &|k| {
+        others.iter().find_map(|o| o.get(k)).cloned()
+    });
+    if !top.is_empty() {
+        return top;
+    }
+    let mut out = Vec::new();
+    for (param, value) in current {
+        let (Value::Object(inner), Some(inner_props)) = (
+            value,
+            properties
+                .get(param)
+                .and_then(|p| p.get("properties"))
+                .and_then(Value::as_object),
+        ) else {
+            continue;
+        };
+        for o in one_of(inner, inner_props, &|k| {
+            others
+                .iter()
+                .find_map(|c| c.get(param.as_str())?.get(k))
+                .cloned()
+        }) {
+            let mut c = current.clone();
+            c.insert(param.clone(), Value::Object(o));
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// A plain value that a schema accepts: its default or first example or enum value, else a
+/// small value of its type (arrays get two items: "needs 2 or 3 colors").
+fn plain_value(schema: &Value, depth: usize) -> Option<Value> {
+    if depth > 4 {
+        return None;
+    }
+    if let Some(v) = schema.get("default").filter(|d| !d.is_null()) {
+        return Some(v.clone());
+    }
+    for key in ["examples", "enum"] {
+        if let Some(v) = schema
+            .get(key)
+            .and_then(Value::as_array)
+            .and_then(|a| a.first())
+        {
+            return Some(v.clone());
+        }
+    }
+    if let Some(v) = schema.get("const") {
+        return Some(v.clone());
+    }
+    Some(match schema.get("type").and_then(Value::as_str)? {
+        "string" => Value::String("hintcheck".into()),
+        "integer" | "number" => Value::from(
+            schema
+                .get("minimum")
+                .and_then(Value::as_i64)
+                .unwrap_or(1)
+                .max(1),
+        ),
+        "boolean" => Value::Bool(true),
+        "array" => {
+            let item = plain_value(schema.get("items")?, depth + 1)?;
+            Value::Array(vec![item.clone(), item])
+        }
+        "object" => Value::Object(Map::new()),
+        _ => return None,
+    })
 }
 
 /// A new name beside `s`: `name-2`, `dir/file-2.ext`.
@@ -543,6 +712,29 @@ mod tests {
             "limit": {"type": "integer"},
             "mode": {"type": "string"}
         }})
+    }
+
+    #[test]
+    fn one_of_two_alternatives_and_fields_a_nested_object_needs() {
+        let schema = json!({"type": "object", "properties": {
+            "source": {"type": "string"}, "series": {"type": "array"},
+            "rule": {"type": "object", "properties": {"type": {"type": "string"}, "period": {"type": "string"}}}}});
+        let full = json!({"source": "A1:B3", "series": ["A1:A3"], "rule": {"type": "date", "period": "today"}});
+        let c = corrections(
+            "Pass either source (a block of data) or series (explicit ranges), not both and not neither.",
+            &schema,
+            &json!({"rule": {"type": "date"}}),
+            std::slice::from_ref(&full),
+        );
+        assert_eq!(c[0], json!({"rule": {"type": "date"}, "source": "A1:B3"}));
+        assert_eq!(c[1], json!({"rule": {"type": "date"}, "series": ["A1:A3"]}));
+        let c = corrections(
+            "date rules need a period.",
+            &schema,
+            &json!({"rule": {"type": "date"}}),
+            std::slice::from_ref(&full),
+        );
+        assert_eq!(c[0]["rule"], json!({"type": "date", "period": "today"}));
     }
 
     #[test]
