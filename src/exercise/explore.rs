@@ -899,6 +899,143 @@ fn directory_candidate(tool: &ToolDecl, base: &Value, root: &std::path::Path) ->
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::mcp::tool::parse_tool;
+    use serde_json::json;
+
+    /// A server in a closure: answers each call from (tool, arguments, state), with no
+    /// process and no observers.
+    struct ScriptedHost<F: FnMut(&str, &Value) -> Value> {
+        answer: F,
+        log: Vec<(String, Value)>,
+    }
+
+    impl<F: FnMut(&str, &Value) -> Value> Host for ScriptedHost<F> {
+        fn must_stop(&self) -> Option<String> {
+            None
+        }
+        async fn ready(&mut self) -> Result<(), String> {
+            Ok(())
+        }
+        fn between_calls(&mut self, _last_tool: Option<&str>) {}
+        async fn call(&mut self, tool: &str, _label: &str, arguments: &Value) -> ObservedCall {
+            self.log.push((tool.to_string(), arguments.clone()));
+            let result = (self.answer)(tool, arguments);
+            let text = result["content"][0]["text"]
+                .as_str()
+                .unwrap_or("")
+                .to_string();
+            let outcome = if result["isError"] == true {
+                CallOutcome::ToolError {
+                    text,
+                    result_sha256: String::new(),
+                }
+            } else {
+                CallOutcome::Ok {
+                    text,
+                    result_sha256: String::new(),
+                }
+            };
+            ObservedCall {
+                record: CallRecord {
+                    number: 1,
+                    attempt: 1,
+                    arguments: arguments.clone(),
+                    outcome,
+                    started_ms: 0,
+                    duration_ms: 0,
+                    settle_ms: 0,
+                    timing: Default::default(),
+                    observations: Vec::new(),
+                    wire_anomalies: 0,
+                    concurrent_with: Vec::new(),
+                    concurrent_tools: Vec::new(),
+                    background_ran: false,
+                    confirmed_by_replay: Vec::new(),
+                    pooled: Default::default(),
+                    prerequisite_for: None,
+                },
+                result: Some(result),
+                broken: false,
+                interrupted: false,
+            }
+        }
+        async fn discard(&mut self, _last_tool: Option<&str>) {}
+        async fn isolated(&mut self, _tool: &str) -> Result<Vec<CallRecord>, String> {
+            Err("not in this test".into())
+        }
+    }
+
+    fn text(t: &str, error: bool) -> Value {
+        json!({"content": [{"type": "text", "text": t}], "isError": error})
+    }
+
+    #[test]
+    fn the_explorer_follows_what_the_server_says_without_a_real_server() {
+        let tools: Vec<ToolDecl> = [
+            json!({"name": "get_item", "annotations": {"readOnlyHint": true},
+                   "inputSchema": {"type": "object", "required": ["itemId"],
+                                   "properties": {"itemId": {"type": "string"}}}}),
+            json!({"name": "make_item", "annotations": {"destructiveHint": false},
+                   "inputSchema": {"type": "object", "properties": {}}}),
+            json!({"name": "publish", "annotations": {"readOnlyHint": true},
+                   "inputSchema": {"type": "object", "properties": {}}}),
+            json!({"name": "prepare_release", "annotations": {"destructiveHint": false},
+                   "inputSchema": {"type": "object", "properties": {}}}),
+        ]
+        .iter()
+        .enumerate()
+        .map(|(i, v)| parse_tool(v, i).expect("tool"))
+        .collect();
+        let args = crate::cli::VerifyArgs {
+            command: vec!["true".into()],
+            no_config: true,
+            ..Default::default()
+        };
+        let config = RunConfig::from_verify_args(&args).expect("config");
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut prepared = false;
+        let mut host = ScriptedHost {
+            answer: |tool: &str, a: &Value| match tool {
+                "make_item" => text("Created item with ID: it-7", false),
+                "get_item" if a["itemId"] == "it-7" => text("item it-7", false),
+                "get_item" => text(&format!("Item {} not found", a["itemId"]), true),
+                "prepare_release" => {
+                    prepared = true;
+                    text("prepared", false)
+                }
+                "publish" if prepared => text("published", false),
+                "publish" => text("Nothing to publish: run prepare_release first.", true),
+                _ => text("unknown", true),
+            },
+            log: Vec::new(),
+        };
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .expect("runtime");
+        let explored = rt.block_on(Explorer::new(&tools, &config, dir.path()).run(&mut host));
+        // get_item waited for make_item, then took the id it handed out, and says so.
+        let get = &explored.runs[0];
+        assert!(get.succeeded(), "{:?}", host.log);
+        let first = &get.calls[0];
+        assert_eq!(first.arguments["itemId"], "it-7");
+        assert!(
+            first.pooled["itemId"].starts_with("make_item call 1"),
+            "{:?}",
+            first.pooled
+        );
+        // publish's error named prepare_release, which ran, then publish again.
+        let publish = &explored.runs[2];
+        assert!(!publish.calls[0].outcome.is_success());
+        assert!(publish.succeeded(), "{:?}", host.log);
+        let order: Vec<&str> = host.log.iter().map(|(t, _)| t.as_str()).collect();
+        let first_publish = order.iter().position(|t| *t == "publish").expect("publish");
+        let prepare = order
+            .iter()
+            .position(|t| *t == "prepare_release")
+            .expect("prepare");
+        assert!(first_publish < prepare, "{order:?}");
+        assert!(explored.pooled_values >= 1);
+    }
 
     #[test]
     fn errors_that_say_a_session_is_missing_are_recognised() {

@@ -110,6 +110,21 @@ const ENTITY_WORDS: &[&str] = &[
     "thread",
     "user",
     "team",
+    "item",
+    "record",
+    "resource",
+    "order",
+    "issue",
+    "ticket",
+    "event",
+    "message",
+    "comment",
+    "node",
+    "snapshot",
+    "backup",
+    "build",
+    "deployment",
+    "release",
 ];
 
 /// Keys whose values are names or ids worth keeping (besides entity words).
@@ -188,12 +203,7 @@ impl ValuePool {
         let tool_words: Vec<String> = words(tool);
         // What the response is about, for its top-level members: the tool's entity
         // (`register_project` answers `{"name": …}` about a project).
-        let about: Vec<String> = tool_words
-            .iter()
-            .map(|w| singular(w))
-            .filter(|w| ENTITY_WORDS.contains(&w.as_str()))
-            .take(1)
-            .collect();
+        let about: Vec<String> = objects_of(tool).into_iter().take(1).collect();
         if let Some(s) = result.get("structuredContent") {
             self.walk(s, &about, &origin, "structuredContent", tool, 0);
         }
@@ -319,12 +329,7 @@ impl ValuePool {
             match c.get(1).map(|m| m.as_str().to_lowercase()) {
                 Some(w) if !FILLER.contains(&w.as_str()) => key.extend(words(&w)),
                 // "with PID 4242": the entity is the tool's ("start_process").
-                _ => key.extend(
-                    tool_words
-                        .iter()
-                        .filter(|w| ENTITY_WORDS.contains(&w.as_str()))
-                        .cloned(),
-                ),
+                _ => key.extend(objects_of(&tool_words.join("_")).into_iter().take(1)),
             }
             key.extend(words(label));
             let value = match value.parse::<i64>() {
@@ -451,11 +456,7 @@ impl ValuePool {
         // A bare `name` or `id` of a tool about one thing is that thing's (`remove_project`'s
         // `name` is a project name).
         if matches!(param.as_slice(), [w] if w == "name" || w == "id") {
-            if let Some(entity) = words(tool)
-                .iter()
-                .map(|w| singular(w))
-                .find(|w| ENTITY_WORDS.contains(&w.as_str()))
-            {
+            if let Some(entity) = objects_of(tool).into_iter().next() {
                 param.insert(0, entity);
             }
         }
@@ -470,7 +471,6 @@ impl ValuePool {
         if !(reference || entity_name) {
             return None;
         }
-        let tool_words: Vec<String> = words(tool).iter().map(|w| singular(w)).collect();
         let mut best: Option<(u32, usize)> = None;
         for (i, p) in self.values.iter().enumerate() {
             let Some(value) = fitting(&p.value, ty) else {
@@ -484,11 +484,8 @@ impl ValuePool {
                 continue;
             }
             // A value from a tool about the same thing (create_task → get_task).
-            if words(&p.tool)
-                .iter()
-                .map(|w| singular(w))
-                .any(|w| tool_words.contains(&w) && ENTITY_WORDS.contains(&w.as_str()))
-            {
+            let objects = objects_of(tool);
+            if objects_of(&p.tool).iter().any(|w| objects.contains(w)) {
                 score += 2;
             }
             let _ = value;
@@ -601,6 +598,23 @@ fn fitting(v: &Value, ty: Option<&str>) -> Option<Value> {
         (Some("string") | None, Value::Number(n)) => Some(Value::String(n.to_string())),
         _ => None,
     }
+}
+
+/// What a tool's name is about: its words, singular, without verbs and filler
+/// (`create_task` → task, `register_project_tool` → project).
+fn objects_of(tool: &str) -> Vec<String> {
+    const NOT_OBJECTS: &[&str] = &[
+        "get", "list", "create", "make", "add", "new", "delete", "remove", "update", "set", "read",
+        "write", "edit", "run", "start", "stop", "open", "close", "search", "find", "query",
+        "fetch", "show", "describe", "insert", "append", "register", "tool", "mcp", "all", "by",
+        "to", "from", "of", "for", "the", "a", "and", "or", "in", "on", "with", "info", "detail",
+        "status", "check", "do", "execute", "call", "kill", "clear",
+    ];
+    words(tool)
+        .iter()
+        .map(|w| singular(w))
+        .filter(|w| w.len() > 1 && !NOT_OBJECTS.contains(&w.as_str()))
+        .collect()
 }
 
 fn singular(w: &str) -> String {
