@@ -246,7 +246,11 @@ impl<'a> Explorer<'a> {
             return Some(why.clone());
         }
         match &self.config.only_tools {
-            Some(only) if !only.contains(&self.tools[i].name) => {
+            // A run limited to some tools (a replay, `--isolate`) still sets up the session
+            // they work in.
+            Some(only)
+                if !only.contains(&self.tools[i].name) && !is_session_setup(&self.tools[i]) =>
+            {
                 Some("not selected for this run".into())
             }
             _ => None,

@@ -132,14 +132,20 @@ pub(super) async fn replay_keys(
     if r.server.start_error.is_some() {
         return None;
     }
-    // Only this tool was called: its calls' windows hold nothing of another tool, only
-    // possibly of the server's background threads.
+    // Only this tool was called (besides session set-up tools, which the explorer runs
+    // first): its calls' windows hold nothing of another tool, only possibly of the server's
+    // background threads.
     let quiet = r.coverage.background_threads == 0;
-    let calls = || r.tools.iter().flat_map(|t| t.calls.iter());
+    let calls = || {
+        r.tools
+            .iter()
+            .filter(|t| t.name == tool)
+            .flat_map(|t| t.calls.iter())
+    };
     let after_calls = || {
         r.phases
             .iter()
-            .filter(|p| p.phase != Phase::Startup && p.after_tool.is_some())
+            .filter(|p| p.phase != Phase::Startup && p.after_tool.as_deref() == Some(tool))
     };
     let certain = calls()
         .filter(|c| !c.background_ran)
@@ -147,13 +153,25 @@ pub(super) async fn replay_keys(
         .chain(after_calls().filter(|_| quiet).map(|p| &p.observation))
         .filter_map(replay_key)
         .collect();
+    // What the server did unasked, or for the set-up tools.
+    let set_up = r
+        .tools
+        .iter()
+        .filter(|t| t.name != tool)
+        .flat_map(|t| t.calls.iter())
+        .flat_map(|c| c.observations.iter());
     let unprompted = r
         .phases
         .iter()
-        .filter(|p| p.phase == Phase::Startup || p.after_tool.is_none())
-        .filter_map(|p| replay_key(&p.observation))
+        .filter(|p| p.phase == Phase::Startup || p.after_tool.as_deref().is_none_or(|t| t != tool))
+        .map(|p| &p.observation)
+        .chain(set_up)
+        .filter_map(replay_key)
         .collect();
-    let seen = calls()
+    let seen = r
+        .tools
+        .iter()
+        .flat_map(|t| t.calls.iter())
         .flat_map(|c| c.observations.iter())
         .chain(r.phases.iter().map(|p| &p.observation))
         .filter_map(replay_key)
