@@ -87,19 +87,31 @@ pub fn corrections(text: &str, schema: &Value, arguments: &Value, others: &[Valu
     }
     // "A sheet named 'x' already exists": the value quoted back, made new.
     if lowered.contains("already exist") {
-        let mut c = current.clone();
-        let mut changed = false;
-        for (k, v) in current.iter() {
-            if let Some(s) = v.as_str().filter(|s| s.len() >= 2) {
-                if lowered.contains(&format!("'{}'", s.to_lowercase()))
+        let quoted: Vec<(&String, &str)> = current
+            .iter()
+            .filter_map(|(k, v)| Some((k, v.as_str().filter(|s| s.len() >= 2)?)))
+            .filter(|(_, s)| {
+                lowered.contains(&format!("'{}'", s.to_lowercase()))
                     || lowered.contains(&format!("\"{}\"", s.to_lowercase()))
-                {
-                    c.insert(k.clone(), Value::String(renamed(s)));
-                    changed = true;
-                }
+            })
+            .collect();
+        // Where the same value is the source and the new name, only the new one changes.
+        let creating = |k: &str| {
+            let lk = k.to_lowercase();
+            ["new", "dest", "target", "output", "to_", "_to"]
+                .iter()
+                .any(|w| lk.contains(w))
+        };
+        let chosen: Vec<&(&String, &str)> = if quoted.iter().any(|(k, _)| creating(k)) {
+            quoted.iter().filter(|(k, _)| creating(k)).collect()
+        } else {
+            quoted.iter().collect()
+        };
+        if !chosen.is_empty() {
+            let mut c = current.clone();
+            for (k, s) in chosen {
+                c.insert((*k).clone(), Value::String(renamed(s)));
             }
-        }
-        if changed {
             push(c);
         }
     }
@@ -740,13 +752,15 @@ mod tests {
     #[test]
     fn names_that_exist_or_break_rules_are_changed() {
         let schema = json!({"type": "object", "properties": {"new_name": {"type": "string"}, "path": {"type": "string"}}});
+        let schema3 = json!({"type": "object", "properties": {"sheet": {"type": "string"}, "new_name": {"type": "string"}, "path": {"type": "string"}}});
         let c = corrections(
             "A sheet named 'Summary' already exists.",
-            &schema,
-            &json!({"new_name": "Summary", "path": "/w/a.xlsx"}),
+            &schema3,
+            &json!({"sheet": "Summary", "new_name": "Summary", "path": "/w/a.xlsx"}),
             &[],
         );
         assert_eq!(c[0]["new_name"], "Summary-2");
+        assert_eq!(c[0]["sheet"], "Summary");
         assert_eq!(c[0]["path"], "/w/a.xlsx");
         assert_eq!(renamed("/w/new.txt"), "/w/new-2.txt");
         let c = corrections(
