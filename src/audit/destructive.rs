@@ -89,7 +89,7 @@ pub fn judge(tool: &ToolDecl, run: &ToolRun, coverage: &Coverage) -> HintJudgeme
                 return HintJudgement::new(
                     Verdict::Unexercised,
                     format!(
-                        "the tool {change}: a database changes in place whether entries are added or removed, so the file alone cannot show which"
+                        "the tool {change}: a database or a document package (.xlsx, .docx) is rewritten whether entries are added or removed, so the file alone cannot show which"
                     ),
                 );
             }

@@ -873,9 +873,10 @@ fn json_contains(big: &serde_json::Value, small: &serde_json::Value) -> bool {
     }
 }
 
-/// The first bytes of database files that change in place whether entries are added or
-/// removed: SQLite databases and git's index.
-const DATABASE_MAGICS: &[&[u8]] = &[b"SQLite format 3\0", b"DIRC"];
+/// The first bytes of files that are rewritten whether entries are added or removed: SQLite
+/// databases, git's index, and zip packages (Office documents: .xlsx, .docx, .pptx; .odt,
+/// .epub, .jar), whose every change rewrites the archive.
+const DATABASE_MAGICS: &[&[u8]] = &[b"SQLite format 3\0", b"DIRC", b"PK\x03\x04"];
 
 /// Classifies a change of content of a regular file.
 fn content_change(old: &Entry, new: &Entry) -> Option<FileEffectKind> {

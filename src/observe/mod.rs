@@ -163,9 +163,9 @@ pub struct FileEffect {
     pub sha256_after: Option<String>,
     /// How it was seen.
     pub mechanism: Mechanism,
-    /// A database file (SQLite, git's index) changed in place, before and after: it is
-    /// rewritten whether entries were added or removed, so the change is a write but not
-    /// evidence of destruction.
+    /// A database file (SQLite, git's index) or a zip package (an Office document) changed
+    /// in place, before and after: it is rewritten whether entries were added or removed, so
+    /// the change is a write but not evidence of destruction.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub database: bool,
 }
@@ -219,7 +219,16 @@ impl FileEffect {
             FileEffectKind::Transient { created: false } => {
                 format!("wrote to {} without a lasting change", self.path)
             }
-            _ if self.database => format!("changed database {} in place{}", self.path, sizes),
+            _ if self.database => format!(
+                "changed {} {} in place{}",
+                if is_package_path(&self.path) {
+                    "package"
+                } else {
+                    "database"
+                },
+                self.path,
+                sizes
+            ),
             kind => format!("{} {}{}", kind.verb(), self.path, sizes),
         }
     }
@@ -538,5 +547,37 @@ impl Recorder {
     /// Notes collected so far.
     pub fn take_notes(&mut self) -> Vec<String> {
         std::mem::take(&mut self.notes)
+    }
+}
+
+/// Whether a path names a zip package (an Office document, an archive) by its extension.
+fn is_package_path(path: &str) -> bool {
+    let lower = path.to_lowercase();
+    [
+        ".xlsx", ".xlsm", ".docx", ".pptx", ".odt", ".ods", ".odp", ".zip", ".jar", ".epub",
+    ]
+    .iter()
+    .any(|e| lower.ends_with(e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_package_changed_in_place_is_called_a_package() {
+        let mut f = FileEffect::bare(
+            "$WORKSPACE/data/budget.xlsx",
+            FileEffectKind::Overwritten,
+            ObjectKind::File,
+            Mechanism::Snapshot,
+        );
+        f.database = true;
+        assert_eq!(
+            f.describe(),
+            "changed package $WORKSPACE/data/budget.xlsx in place"
+        );
+        f.path = "$WORKSPACE/app.db".into();
+        assert_eq!(f.describe(), "changed database $WORKSPACE/app.db in place");
     }
 }
