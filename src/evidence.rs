@@ -56,6 +56,29 @@ pub struct CallRecord {
 }
 
 impl CallRecord {
+    /// A first call with `arguments` that ended in `outcome`, nothing observed (the caller
+    /// fills in timings, observations and numbering).
+    pub fn bare(arguments: &Value, outcome: CallOutcome) -> CallRecord {
+        CallRecord {
+            number: 1,
+            attempt: 1,
+            arguments: arguments.clone(),
+            outcome,
+            started_ms: 0,
+            duration_ms: 0,
+            settle_ms: 0,
+            timing: CallTiming::default(),
+            observations: Vec::new(),
+            wire_anomalies: 0,
+            concurrent_with: Vec::new(),
+            concurrent_tools: Vec::new(),
+            background_ran: false,
+            confirmed_by_replay: Vec::new(),
+            pooled: Default::default(),
+            prerequisite_for: None,
+        }
+    }
+
     /// A short label: `call 1`, `repeat 2`.
     pub fn label(&self) -> String {
         if let Some(other) = &self.prerequisite_for {

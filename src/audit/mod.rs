@@ -302,22 +302,10 @@ pub(crate) mod testing {
         observations: Vec<Observation>,
     ) -> CallRecord {
         CallRecord {
-            attempt: 1,
             number,
-            arguments: json!({}),
-            outcome,
-            started_ms: 0,
             duration_ms: 1,
-            settle_ms: 0,
-            timing: Default::default(),
-            concurrent_with: Vec::new(),
-            concurrent_tools: Vec::new(),
-            background_ran: false,
-            confirmed_by_replay: Vec::new(),
             observations,
-            wire_anomalies: 0,
-            pooled: Default::default(),
-            prerequisite_for: None,
+            ..CallRecord::bare(&json!({}), outcome)
         }
     }
 

@@ -940,24 +940,7 @@ mod tests {
                 }
             };
             ObservedCall {
-                record: CallRecord {
-                    number: 1,
-                    attempt: 1,
-                    arguments: arguments.clone(),
-                    outcome,
-                    started_ms: 0,
-                    duration_ms: 0,
-                    settle_ms: 0,
-                    timing: Default::default(),
-                    observations: Vec::new(),
-                    wire_anomalies: 0,
-                    concurrent_with: Vec::new(),
-                    concurrent_tools: Vec::new(),
-                    background_ran: false,
-                    confirmed_by_replay: Vec::new(),
-                    pooled: Default::default(),
-                    prerequisite_for: None,
-                },
+                record: CallRecord::bare(arguments, outcome),
                 result: Some(result),
                 broken: false,
                 interrupted: false,

@@ -147,16 +147,7 @@ pub fn corrections(text: &str, schema: &Value, arguments: &Value, others: &[Valu
     {
         let mut c = current.clone();
         let mut changed = false;
-        for (param, value) in current.iter() {
-            let (Value::Object(inner), Some(inner_props)) = (
-                value,
-                properties
-                    .get(param)
-                    .and_then(|p| p.get("properties"))
-                    .and_then(Value::as_object),
-            ) else {
-                continue;
-            };
+        for (param, inner, inner_props) in object_arguments(&current, properties) {
             let mut filled = inner.clone();
             for field in inner_props.keys() {
                 if inner.contains_key(field) || mentions(&lowered, &field.to_lowercase()).is_none()
@@ -431,16 +422,7 @@ fn exclusive_choices(
         return top;
     }
     let mut out = Vec::new();
-    for (param, value) in current {
-        let (Value::Object(inner), Some(inner_props)) = (
-            value,
-            properties
-                .get(param)
-                .and_then(|p| p.get("properties"))
-                .and_then(Value::as_object),
-        ) else {
-            continue;
-        };
+    for (param, inner, inner_props) in object_arguments(current, properties) {
         for o in one_of(inner, inner_props, &|k| {
             others
                 .iter()
@@ -453,6 +435,18 @@ fn exclusive_choices(
         }
     }
     out
+}
+
+/// The object-valued arguments whose schema declares properties: (name, value, properties).
+fn object_arguments<'a>(
+    current: &'a Map<String, Value>,
+    properties: &'a Map<String, Value>,
+) -> impl Iterator<Item = (&'a String, &'a Map<String, Value>, &'a Map<String, Value>)> {
+    current.iter().filter_map(|(param, value)| {
+        let inner = value.as_object()?;
+        let inner_props = properties.get(param)?.get("properties")?.as_object()?;
+        Some((param, inner, inner_props))
+    })
 }
 
 /// A plain value that a schema accepts: its default or first example or enum value, else a

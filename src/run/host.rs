@@ -91,7 +91,7 @@ impl Host for ServerHost<'_, '_> {
         let config = self.ctx.config;
         let Some(l) = self.live.as_mut() else {
             return ObservedCall {
-                record: bare_record(arguments, CallOutcome::ServerDied),
+                record: CallRecord::bare(arguments, CallOutcome::ServerDied),
                 result: None,
                 broken: true,
                 interrupted: false,
@@ -199,7 +199,7 @@ impl Host for ServerHost<'_, '_> {
             background_ran: evidential && !busy_background.is_empty(),
             observations,
             wire_anomalies,
-            ..bare_record(arguments, outcome)
+            ..CallRecord::bare(arguments, outcome)
         };
         ObservedCall {
             record,
@@ -230,27 +230,5 @@ impl Host for ServerHost<'_, '_> {
             run_isolated(self.ctx.config, &self.stop, self.subreaper, tool, remaining).await?;
         self.phases.extend(nested_phases);
         Ok(calls)
-    }
-}
-
-/// A record with nothing observed (the explorer sets number and attempt).
-fn bare_record(arguments: &Value, outcome: CallOutcome) -> CallRecord {
-    CallRecord {
-        number: 1,
-        attempt: 1,
-        arguments: arguments.clone(),
-        outcome,
-        started_ms: 0,
-        duration_ms: 0,
-        settle_ms: 0,
-        timing: CallTiming::default(),
-        observations: Vec::new(),
-        wire_anomalies: 0,
-        concurrent_with: Vec::new(),
-        concurrent_tools: Vec::new(),
-        background_ran: false,
-        confirmed_by_replay: Vec::new(),
-        pooled: Default::default(),
-        prerequisite_for: None,
     }
 }
