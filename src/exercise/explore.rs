@@ -547,8 +547,9 @@ impl<'a> Explorer<'a> {
             candidates.insert(0, c);
         }
         if self.file_kind.is_some() || self.relative_paths {
+            let lesson_facts = self.steer.as_ref().unwrap_or(&facts);
             for (n, c) in self
-                .lesson_candidates(tool, self.file_kind, false)
+                .lesson_candidates(tool, lesson_facts, self.file_kind, false)
                 .into_iter()
                 .enumerate()
             {
@@ -569,23 +570,20 @@ impl<'a> Explorer<'a> {
         candidates
     }
 
-    /// Argument sets for `tool` that follow what the server taught: files of `kind`, existing
-    /// ones with `existing`, relative paths once the server asked for them.
+    /// Argument sets for `tool` over `facts` that follow what the server taught: files of
+    /// `kind`, existing ones with `existing`, relative paths once the server asked for them.
     fn lesson_candidates(
         &self,
         tool: &ToolDecl,
+        facts: &WorkspaceFacts,
         kind: Option<&'static str>,
         existing: bool,
     ) -> Vec<Value> {
-        let facts = self
-            .steer
-            .clone()
-            .unwrap_or_else(|| facts_of(&self.workspace, self.config));
         kind_candidate(
             tool,
             self.config.seed,
             &self.config.overrides,
-            &facts,
+            facts,
             kind,
             existing,
             self.relative_paths,
@@ -696,7 +694,12 @@ impl<'a> Explorer<'a> {
             self.lessons += 1;
         }
         if named_kind.is_some() || fresh_refused || relative_asked {
-            let kinds = self.lesson_candidates(tool, named_kind.or(self.file_kind), fresh_refused);
+            let facts = self
+                .steer
+                .clone()
+                .unwrap_or_else(|| facts_of(&self.workspace, self.config));
+            let kinds =
+                self.lesson_candidates(tool, &facts, named_kind.or(self.file_kind), fresh_refused);
             for (n, c) in kinds.into_iter().enumerate() {
                 if !candidates[..attempt].contains(&c) {
                     candidates.retain(|x| *x != c);

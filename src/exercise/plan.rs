@@ -228,20 +228,13 @@ pub fn steered_candidate(
     overrides: &BTreeMap<String, Value>,
     facts: &WorkspaceFacts,
 ) -> Value {
-    let semantics = Semantics::new(facts, tool);
-    let synthesis = synthesize_arguments(
-        &tool.input_schema,
-        seed,
-        &tool.name,
-        Some(&semantics),
-        false,
-    );
-    with_overrides(synthesis.arguments, overrides.get(&tool.name)).0
+    kind_candidate(tool, seed, overrides, facts, None, false, false).swap_remove(0)
 }
 
-/// Argument sets (required properties, then all) whose paths are files of kind `kind`,
-/// existing ones with `existing`, relative to the workspace with `relative` (an extension an error asked for:
-/// "must point to an Excel file (.xlsx)"), over `facts`, overrides merged.
+/// Argument sets over `facts`, by meaning, overrides merged: required properties only, then
+/// every property (at least one set). Paths are files of kind `kind` (an extension an error
+/// asked for: "must point to an Excel file (.xlsx)"), existing files with `existing`, and
+/// relative to the workspace with `relative`.
 #[allow(clippy::too_many_arguments)]
 pub fn kind_candidate(
     tool: &ToolDecl,

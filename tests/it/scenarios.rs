@@ -493,12 +493,7 @@ fn the_explorer_carries_ids_and_sets_up_the_session_of_a_stateful_server() {
     let r = out.json();
     assert_eq!(out.code, 0, "{}", r["expectations"]);
     let tools = r["tools"].as_array().expect("tools");
-    let tool = |name: &str| {
-        tools
-            .iter()
-            .find(|t| t["name"] == name)
-            .unwrap_or_else(|| panic!("{name}"))
-    };
+    let tool = |name: &str| crate::util::report_tool(&r, name);
     // The working directory was set first, with a directory.
     assert_eq!(tools[0]["name"], "set_working_dir");
     assert!(
