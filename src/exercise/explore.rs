@@ -82,6 +82,9 @@ pub struct Explored {
 /// The explorer of one run.
 pub struct Explorer<'a> {
     tools: &'a [ToolDecl],
+    /// Each tool's input schema with its local references inlined (errors speak of nested
+    /// fields that a `$ref` hides).
+    schemas: Vec<Value>,
     config: &'a RunConfig,
     planned: Vec<PlannedTool>,
     /// Tool index → index into `planned`.
@@ -92,6 +95,11 @@ pub struct Explorer<'a> {
     taken: Vec<bool>,
     /// Prerequisite calls made per tool.
     prerequisites: Vec<usize>,
+    /// Per tool, the arguments and result of its last successful call (what a creating tool
+    /// made, for the tools that need such an object).
+    made: Vec<Option<(Value, Value)>>,
+    /// Per tool, an argument set to try first on its next turn (made for it by another tool).
+    next_first: Vec<Option<Value>>,
     /// Pool size and lessons when a tool's last turn ended (another turn is worth it when
     /// they grew).
     pool_at_turn: Vec<usize>,
@@ -132,6 +140,10 @@ impl<'a> Explorer<'a> {
         let n = tools.len();
         Explorer {
             tools,
+            schemas: tools
+                .iter()
+                .map(|t| super::synth::inline_refs(&t.input_schema))
+                .collect(),
             config,
             planned,
             plan_of,
@@ -139,6 +151,8 @@ impl<'a> Explorer<'a> {
             called: vec![false; n],
             taken: vec![false; n],
             prerequisites: vec![0; n],
+            made: vec![None; n],
+            next_first: vec![None; n],
             pool_at_turn: vec![0; n],
             lessons_at_turn: vec![0; n],
             pool: ValuePool::new(),
@@ -188,7 +202,22 @@ impl<'a> Explorer<'a> {
                 || self
                     .pooled_candidate(i, &self.planned[k].candidates[0])
                     .is_some();
-            if grown && useful {
+            // What its last error said was missing can be made now: made, then tried on.
+            let last = run
+                .calls
+                .last()
+                .map(|c| (error_text(&c.outcome, None), c.arguments.clone()));
+            if let Some((text, arguments)) = last {
+                let creator = self
+                    .creator_for(i, &text)
+                    .filter(|&j| self.made[j].is_some());
+                if let Some(j) = creator {
+                    if let Some(next) = self.make_object(j, i, &arguments, host).await {
+                        self.next_first[i] = Some(next);
+                    }
+                }
+            }
+            if (grown && useful) || self.next_first[i].is_some() {
                 self.notes.push(format!(
                     "{} was tried again after later calls taught what it may take",
                     self.tools[i].name
@@ -331,7 +360,8 @@ impl<'a> Explorer<'a> {
                 candidates.push(c);
             }
         }
-        // A later turn does not repeat what failed before.
+        // A later turn does not repeat what failed before (unless what it lacked was made
+        // since).
         let tried: Vec<Value> = self.runs[i]
             .calls
             .iter()
@@ -340,12 +370,18 @@ impl<'a> Explorer<'a> {
             .collect();
         if !tried.is_empty() {
             candidates.retain(|c| !tried.contains(c));
-            if candidates.is_empty() {
-                return;
-            }
+        }
+        if let Some(first) = self.next_first[i].take() {
+            candidates.retain(|c| *c != first);
+            candidates.insert(0, first);
+        }
+        if candidates.is_empty() {
+            return;
         }
         let previous_attempts = tried.len();
         let mut budget = self.config.attempts.max(1);
+        let max_budget = budget * 3;
+        let mut errors_seen: Vec<String> = Vec::new();
         let mut number = 1;
         let mut attempt = 1;
         while number <= self.config.repeat {
@@ -394,6 +430,7 @@ impl<'a> Explorer<'a> {
                     self.pool.forget(&tool.name, &arguments);
                 }
                 self.pool.learn(&tool.name, &label, r);
+                self.made[i] = Some((arguments.clone(), r.clone()));
             }
             self.runs[i].calls.push(record);
             if interrupted {
@@ -406,7 +443,16 @@ impl<'a> Explorer<'a> {
             let mut retry_same = false;
             if number == 1 && outcome.worth_another_attempt() {
                 let error_text = error_text(&outcome, result.as_ref());
-                self.learn_from_error(i, &error_text, &arguments, attempt, &mut candidates);
+                let learned =
+                    self.learn_from_error(i, &error_text, &arguments, attempt, &mut candidates);
+                // An error that differs from the ones before and says what to change is
+                // progress: one more attempt, up to a bound.
+                if learned > 0 && !errors_seen.contains(&error_text) {
+                    if !errors_seen.is_empty() && budget < max_budget {
+                        budget += 1;
+                    }
+                    errors_seen.push(error_text.clone());
+                }
                 // "No working directory set; use set_working_dir first": run that tool,
                 // then try the same arguments again.
                 if depth == 0 && self.prerequisites[i] < MAX_PREREQUISITES_PER_TOOL {
@@ -418,6 +464,37 @@ impl<'a> Explorer<'a> {
                         self.prerequisites[i] += 1;
                         if self.satisfy(j, i, host).await {
                             retry_same = true;
+                            budget += 1;
+                        }
+                    }
+                }
+                if !retry_same && depth == 0 && self.prerequisites[i] < MAX_PREREQUISITES_PER_TOOL {
+                    if let Some((j, action)) = self.action_first(i, &error_text, &arguments) {
+                        // "Unmerge them first": the tool with that action, on the same place.
+                        self.prerequisites[i] += 1;
+                        self.runs[i].synthesis_notes.push(format!(
+                            "its error asked to {} first: {} was called with that action",
+                            action.1, self.tools[j].name
+                        ));
+                        let args = action.0;
+                        if self.call_for(j, i, &args, host).await.is_some() {
+                            retry_same = true;
+                            budget += 1;
+                        }
+                    }
+                }
+                if !retry_same && depth == 0 && self.prerequisites[i] < MAX_PREREQUISITES_PER_TOOL {
+                    // A creator that already ran without making anything cannot help.
+                    let creator = self
+                        .creator_for(i, &error_text)
+                        .filter(|&j| !self.taken[j] || self.made[j].is_some());
+                    if let Some(j) = creator {
+                        // "Sheet 'x' has no charts": the tool that makes one runs, then this
+                        // one is tried on what it made.
+                        self.prerequisites[i] += 1;
+                        if let Some(next) = self.make_object(j, i, &arguments, host).await {
+                            candidates.retain(|c| *c != next);
+                            candidates.insert(attempt.min(candidates.len()), next);
                             budget += 1;
                         }
                     }
@@ -455,7 +532,6 @@ impl<'a> Explorer<'a> {
     /// Makes prerequisite `j` of tool `i` happen: its own turn when it had none, else a call
     /// with the arguments that worked for it. Whether it succeeded.
     async fn satisfy<H: Host>(&mut self, j: usize, i: usize, host: &mut H) -> bool {
-        let name_i = self.tools[i].name.clone();
         let name_j = self.tools[j].name.clone();
         if !self.taken[j] {
             self.runs[i].synthesis_notes.push(format!(
@@ -477,18 +553,32 @@ impl<'a> Explorer<'a> {
         else {
             return false;
         };
-        if host.must_stop().is_some() || host.ready().await.is_err() {
-            return false;
-        }
         self.runs[i].synthesis_notes.push(format!(
             "an error named {name_j}: it was called again before the next attempt"
         ));
+        self.call_for(j, i, &arguments, host).await.is_some()
+    }
+
+    /// Calls tool `j` with `arguments` for tool `i` (a prerequisite call, numbered 0 and
+    /// marked as made for `i`); its result when it succeeded.
+    async fn call_for<H: Host>(
+        &mut self,
+        j: usize,
+        i: usize,
+        arguments: &Value,
+        host: &mut H,
+    ) -> Option<Value> {
+        let name_i = self.tools[i].name.clone();
+        let name_j = self.tools[j].name.clone();
+        if host.must_stop().is_some() || host.ready().await.is_err() {
+            return None;
+        }
         host.between_calls(self.last_tool.as_deref());
         let observed = host
             .call(
                 &name_j,
                 &format!("{name_j} call before {name_i}"),
-                &arguments,
+                arguments,
             )
             .await;
         let mut record = observed.record;
@@ -496,8 +586,10 @@ impl<'a> Explorer<'a> {
         record.attempt = 0;
         record.prerequisite_for = Some(name_i);
         let ok = record.outcome.is_success();
-        if let (true, Some(r)) = (ok, &observed.result) {
+        let result = observed.result.filter(|_| ok);
+        if let Some(r) = &result {
             self.pool.learn(&name_j, "call", r);
+            self.made[j] = Some((arguments.clone(), r.clone()));
         }
         self.runs[j].calls.push(record);
         self.last_tool = Some(name_j);
@@ -506,9 +598,178 @@ impl<'a> Explorer<'a> {
                 self.partial = Some("interrupted by a signal".into());
             }
             host.discard(self.last_tool.as_deref()).await;
-            return false;
+            return None;
         }
-        ok
+        result
+    }
+
+    /// The tool that makes what error `text` of tool `i` says is missing ("Sheet 'x' has no
+    /// charts" → `create_chart`, "There are no sparklines in …" → `add_sparklines`, "No name
+    /// 'T' is defined" → `set_defined_name`), if one tool's name is about that object.
+    fn creator_for(&self, i: usize, text: &str) -> Option<usize> {
+        let lowered = text.to_lowercase();
+        let mut phrase: Vec<String> = Vec::new();
+        for c in ABSENT.captures_iter(&lowered).take(3) {
+            for g in ["what", "what2", "state"].iter().filter_map(|n| c.name(n)) {
+                phrase.extend(
+                    words(g.as_str())
+                        .iter()
+                        .filter(|w| !matches!(w.as_str(), "or" | "and" | "a" | "an" | "the"))
+                        .map(|w| super::pool::singular(w)),
+                );
+            }
+        }
+        if phrase.is_empty() {
+            return None;
+        }
+        let joined = phrase.concat();
+        (0..self.tools.len())
+            .filter(|&j| j != i && self.planned[self.plan_of[j]].skip.is_none())
+            .filter(|&j| self.refusal(j).is_none() && !removes(&self.tools[j]))
+            .filter(|&j| {
+                let first = words(&self.tools[j].name)
+                    .first()
+                    .cloned()
+                    .unwrap_or_default();
+                MAKING_VERBS.contains(&first.as_str())
+            })
+            .filter_map(|j| {
+                let objects = super::pool::objects_of(&self.tools[j].name);
+                let all_named = !objects.is_empty()
+                    && (objects.iter().all(|o| phrase.contains(o))
+                        || joined.contains(&objects.concat()));
+                all_named.then_some((objects.len(), j))
+            })
+            .min()
+            .map(|(_, j)| j)
+    }
+
+    /// "Unmerge them first", "Unlock the sheet first": another tool with that action among
+    /// the values of one of its parameters (`merge_cells` with `action: unmerge`), and its
+    /// arguments: its first planned set with the place tool `i` was called on
+    /// (`arguments`' values of the same names) and the action set. Returns the tool, the
+    /// arguments and the action.
+    #[allow(clippy::type_complexity)]
+    fn action_first(
+        &self,
+        i: usize,
+        text: &str,
+        arguments: &Value,
+    ) -> Option<(usize, (Value, String))> {
+        let lowered = text.to_lowercase();
+        let verb = ACTION_FIRST
+            .captures(&lowered)?
+            .get(1)?
+            .as_str()
+            .to_string();
+        (0..self.tools.len())
+            .filter(|&j| j != i && self.refusal(j).is_none())
+            .find_map(|j| {
+                let props = self.schemas[j].get("properties")?.as_object()?;
+                let (param, value) = props.iter().find_map(|(k, p)| {
+                    let v = p
+                        .get("enum")?
+                        .as_array()?
+                        .iter()
+                        .find(|v| v.as_str().is_some_and(|s| s.eq_ignore_ascii_case(&verb)))?;
+                    Some((k.clone(), v.clone()))
+                })?;
+                let mut args = self.planned[self.plan_of[j]].arguments().clone();
+                if let Value::Object(m) = &mut args {
+                    for (k, _) in props {
+                        if let Some(v) = arguments.get(k).filter(|v| v.is_string()) {
+                            m.insert(k.clone(), v.clone());
+                        }
+                    }
+                    m.insert(param, value);
+                }
+                Some((j, (args, verb.clone())))
+            })
+    }
+
+    /// Makes the object tool `i` missed with creating tool `j`: `j`'s own turn when it had
+    /// none, else `j` again with the arguments that worked for it. Returns `i`'s next
+    /// arguments: `arguments` with the values of the same name taken from what `j` answered
+    /// (the new object's name, sheet, cell) or was given.
+    async fn make_object<H: Host>(
+        &mut self,
+        j: usize,
+        i: usize,
+        arguments: &Value,
+        host: &mut H,
+    ) -> Option<Value> {
+        let name_j = self.tools[j].name.clone();
+        if !self.taken[j] {
+            self.runs[i].synthesis_notes.push(format!(
+                "its error said what it needs does not exist: {name_j} was called to make it"
+            ));
+            Box::pin(self.turn(j, host, 1)).await;
+        } else {
+            let (made_with, _) = self.made[j].clone()?;
+            self.runs[i].synthesis_notes.push(format!(
+                "its error said what it needs does not exist: {name_j} was called again to make it"
+            ));
+            // Where this tool looked (its file, its sheet), else where it worked before.
+            let here = with_shared(&made_with, arguments);
+            let made = if here != made_with {
+                self.call_for(j, i, &here, host).await
+            } else {
+                None
+            };
+            if made.is_none() {
+                self.call_for(j, i, &made_with, host).await?;
+            }
+        }
+        let (made_with, answer) = self.made[j].clone()?;
+        let answered = answer
+            .get("structuredContent")
+            .filter(|v| v.is_object())
+            .cloned()
+            .or_else(|| {
+                answer
+                    .get("content")?
+                    .as_array()?
+                    .iter()
+                    .filter_map(|c| c.get("text").and_then(Value::as_str))
+                    .find_map(super::pool::json_in)
+                    .filter(Value::is_object)
+            })
+            .unwrap_or(Value::Null);
+        let props = self.schemas[i].get("properties")?.as_object()?;
+        let made_value = |name: &str| {
+            answered
+                .get(name)
+                .filter(|v| v.is_string() || v.is_number())
+                .or_else(|| made_with.get(name).filter(|v| !v.is_object()))
+                .cloned()
+        };
+        let mut next = arguments.as_object().cloned().unwrap_or_default();
+        for (name, schema) in props {
+            if let Some(v) = made_value(name) {
+                next.insert(name.clone(), v);
+                continue;
+            }
+            // An object that names what it refers to (`target: {sheet, name}`).
+            let Some(inner_props) = schema.get("properties").and_then(Value::as_object) else {
+                continue;
+            };
+            let mut inner = next
+                .get(name)
+                .and_then(Value::as_object)
+                .cloned()
+                .unwrap_or_default();
+            let mut filled = false;
+            for inner_name in inner_props.keys() {
+                if let Some(v) = made_value(inner_name) {
+                    inner.insert(inner_name.clone(), v);
+                    filled = true;
+                }
+            }
+            if filled {
+                next.insert(name.clone(), Value::Object(inner));
+            }
+        }
+        Some(Value::Object(next))
     }
 
     /// The planned candidates of tool `i`, with a session set-up tool's directory set first
@@ -529,16 +790,20 @@ impl<'a> Explorer<'a> {
         .map(|p| p.candidates)
         .filter(|c| !c.is_empty())
         .unwrap_or_else(|| self.planned[self.plan_of[i]].candidates.clone());
-        // Once the server said which kind of file it works on, planned sets with paths of
-        // another kind are dropped (the sets of that kind come first below).
+        let lessons = if self.file_kind.is_some() || self.relative_paths {
+            let lesson_facts = self.steer.as_ref().unwrap_or(&facts);
+            self.lesson_candidates(tool, lesson_facts, self.file_kind, false)
+        } else {
+            Vec::new()
+        };
+        // Once the server said which kind of file it works on, planned sets without a path of
+        // that kind (other kinds, or invented names) are dropped where the tool takes such a
+        // file (the sets of that kind come first below).
         if let Some(kind) = self.file_kind {
             let suffix = format!(".{kind}\"");
             let of_kind = |c: &Value| c.to_string().contains(&suffix);
-            if candidates.iter().any(of_kind) {
+            if lessons.iter().any(of_kind) {
                 candidates.retain(of_kind);
-            } else {
-                let workspace = format!("\"{}", self.workspace.display());
-                candidates.retain(|c| !c.to_string().contains(&workspace));
             }
         }
         if let Some(facts) = &self.steer {
@@ -546,16 +811,9 @@ impl<'a> Explorer<'a> {
             candidates.retain(|x| *x != c);
             candidates.insert(0, c);
         }
-        if self.file_kind.is_some() || self.relative_paths {
-            let lesson_facts = self.steer.as_ref().unwrap_or(&facts);
-            for (n, c) in self
-                .lesson_candidates(tool, lesson_facts, self.file_kind, false)
-                .into_iter()
-                .enumerate()
-            {
-                candidates.retain(|x| *x != c);
-                candidates.insert(n, c);
-            }
+        for (n, c) in lessons.into_iter().enumerate() {
+            candidates.retain(|x| *x != c);
+            candidates.insert(n, c);
         }
         if is_session_setup(tool) {
             let root = self
@@ -634,10 +892,10 @@ impl<'a> Explorer<'a> {
         arguments: &Value,
         attempt: usize,
         candidates: &mut Vec<Value>,
-    ) {
+    ) -> usize {
         let tool = &self.tools[i];
         if let Some((field, values)) =
-            super::feedback::offered_for(error_text, &tool.input_schema, arguments)
+            super::feedback::offered_for(error_text, &self.schemas[i], arguments)
         {
             let label = format!("call 1 (attempt {attempt})");
             self.pool.learn_offered(&tool.name, &label, &field, &values);
@@ -707,11 +965,11 @@ impl<'a> Explorer<'a> {
                 }
             }
         }
-        let learned: Vec<Value> =
-            corrections(error_text, &tool.input_schema, arguments, candidates)
-                .into_iter()
-                .filter(|c| !candidates[..attempt].contains(c))
-                .collect();
+        let learned: Vec<Value> = corrections(error_text, &self.schemas[i], arguments, candidates)
+            .into_iter()
+            .filter(|c| !candidates[..attempt].contains(c))
+            .collect();
+        let count = learned.len();
         for (n, c) in learned.into_iter().enumerate() {
             self.runs[i].synthesis_notes.push(format!(
                 "the error of attempt {attempt} offered {c}, queued as attempt {}",
@@ -720,6 +978,7 @@ impl<'a> Explorer<'a> {
             candidates.retain(|x| *x != c);
             candidates.insert((attempt + n).min(candidates.len()), c);
         }
+        count
     }
 
     /// Other tools that `text` asks to run first: tools it names, or, when it says a session
@@ -768,6 +1027,21 @@ impl<'a> Explorer<'a> {
     }
 }
 
+/// `base` with the plain values of `from` for the members both have.
+fn with_shared(base: &Value, from: &Value) -> Value {
+    let mut out = base.clone();
+    if let (Value::Object(o), Value::Object(f)) = (&mut out, from) {
+        for (k, v) in o.iter_mut() {
+            if let Some(x) = f.get(k).filter(|x| x.is_string() || x.is_number()) {
+                if v.is_string() || v.is_number() {
+                    *v = x.clone();
+                }
+            }
+        }
+    }
+    out
+}
+
 /// Paths inside the workspace among the string values of `arguments`.
 fn sent_paths(arguments: &Value, workspace: &std::path::Path) -> Vec<std::path::PathBuf> {
     let Value::Object(m) = arguments else {
@@ -779,6 +1053,26 @@ fn sent_paths(arguments: &Value, workspace: &std::path::Path) -> Vec<std::path::
         .filter(|p| p.starts_with(workspace) && p != workspace)
         .collect()
 }
+
+/// "Sheet 'x' has no charts", "There are no sparklines in …", "contains no macros", "No name
+/// 'T' is defined", "B2 has no note".
+static ABSENT: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r#"(?x)
+        \b(?:has|have|contains?|there\s+(?:are|is)|holds?)\s+no\s+(?P<what>[a-z]+(?:\s+(?:or\s+)?[a-z]+){0,2}?)\s*(?:['"`.,;:!]|\bin\b|\bon\b|\bfor\b|\bat\b|$)
+        | \bno\s+(?P<what2>[a-z]+)\s+(?:['"`][^'"`]{0,80}['"`]\s+)?(?:is|are|was|were)\s+(?P<state>defined|set|present|attached)\b"#)
+    .expect("static regex")
+});
+
+/// "Unmerge them first", "unlock the sheet first", "Stop it first": the action asked for.
+static ACTION_FIRST: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"\b([a-z]{3,})\s+(?:them|it|this|these|those|the\s+[a-z]+)?\s*first\b")
+        .expect("static regex")
+});
+
+/// The first words of tools that make things (`create_chart`, `add_slicer`, `set_note`).
+const MAKING_VERBS: &[&str] = &[
+    "create", "add", "insert", "set", "new", "make", "put", "attach", "write", "define",
+];
 
 /// "call X first", "use X before", "must call X", "after calling X", "requires X".
 static PREREQUISITE_CUE: LazyLock<Regex> = LazyLock::new(|| {
@@ -1025,6 +1319,93 @@ mod tests {
             .expect("prepare");
         assert!(first_publish < prepare, "{order:?}");
         assert!(explored.pooled_values >= 1);
+    }
+
+    #[test]
+    fn what_an_error_says_is_missing_is_made_by_the_tool_that_makes_it() {
+        let schema = |props: Value, required: &[&str]| json!({"type": "object", "properties": props, "required": required});
+        let tools: Vec<ToolDecl> = [
+            json!({"name": "add_widget", "annotations": {"destructiveHint": false},
+                   "inputSchema": schema(json!({"board": {"type": "string"}}), &["board"])}),
+            json!({"name": "delete_widget", "annotations": {"destructiveHint": true},
+                   "inputSchema": schema(json!({"board": {"type": "string"}, "name": {"type": "string"}}), &["board", "name"])}),
+            json!({"name": "lock_board", "annotations": {"destructiveHint": false},
+                   "inputSchema": schema(json!({"board": {"type": "string"},
+                       "action": {"type": "string", "enum": ["lock", "unlock"]}}), &["board"])}),
+            json!({"name": "paint_board", "annotations": {"destructiveHint": false},
+                   "inputSchema": schema(json!({"board": {"type": "string"}}), &["board"])}),
+        ]
+        .iter()
+        .enumerate()
+        .map(|(i, v)| parse_tool(v, i).expect("tool"))
+        .collect();
+        let args = crate::cli::VerifyArgs {
+            command: vec!["true".into()],
+            no_config: true,
+            ..Default::default()
+        };
+        let config = RunConfig::from_verify_args(&args).expect("config");
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut widgets: Vec<String> = Vec::new();
+        let mut locked = true;
+        let mut host = ScriptedHost {
+            answer: |tool: &str, a: &Value| match tool {
+                "add_widget" => {
+                    let name = format!("Widget{}", widgets.len() + 1);
+                    widgets.push(name.clone());
+                    json!({"content": [{"type": "text", "text": "made"}],
+                           "structuredContent": {"board": a["board"], "name": name}})
+                }
+                "delete_widget" if widgets.is_empty() => text("Board has no widgets.", true),
+                "delete_widget" => match widgets.iter().position(|w| *w == a["name"]) {
+                    Some(k) => {
+                        widgets.remove(k);
+                        text("deleted", false)
+                    }
+                    None => text(&format!("Board has no widget {}.", a["name"]), true),
+                },
+                "lock_board" => {
+                    locked = a["action"] != "unlock";
+                    text("done", false)
+                }
+                "paint_board" if locked => text("The board is locked. Unlock it first.", true),
+                "paint_board" => text("painted", false),
+                _ => text("unknown", true),
+            },
+            log: Vec::new(),
+        };
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .expect("runtime");
+        let explored = rt.block_on(Explorer::new(&tools, &config, dir.path()).run(&mut host));
+        // delete_widget found nothing, add_widget made one, and its name was used.
+        let delete = &explored.runs[1];
+        assert!(delete.succeeded(), "{:?}", host.log);
+        let ok = delete
+            .calls
+            .iter()
+            .find(|c| c.outcome.is_success())
+            .expect("a success");
+        assert!(
+            ok.arguments["name"]
+                .as_str()
+                .is_some_and(|n| n.starts_with("Widget"))
+        );
+        assert!(
+            explored.runs[0]
+                .calls
+                .iter()
+                .any(|c| c.prerequisite_for.as_deref() == Some("delete_widget")),
+            "{:?}",
+            host.log
+        );
+        // "Unlock it first": lock_board ran with action unlock, then paint_board again.
+        assert!(explored.runs[3].succeeded(), "{:?}", host.log);
+        assert!(
+            host.log
+                .iter()
+                .any(|(t, a)| t == "lock_board" && a["action"] == "unlock")
+        );
     }
 
     #[test]

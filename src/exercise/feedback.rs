@@ -6,6 +6,9 @@
 //! boolean properties it names set, or the fields it names as missing filled from the other
 //! candidates. Only properties of the tool's own schema are ever set.
 
+use std::sync::LazyLock;
+
+use regex::Regex;
 use serde_json::{Map, Value};
 
 /// Phrases after which an error lists the values it accepts.
@@ -51,9 +54,35 @@ pub fn corrections(text: &str, schema: &Value, arguments: &Value, others: &[Valu
             out.push(v);
         }
     };
-    // Values offered for a field.
+    // Values offered for a field. A value that was sent and is quoted back before the list
+    // ("Field 'x' not found. Available fields: 'name', 'amount'") is replaced where it is,
+    // also deep inside an object or array argument and as the sheet of a reference
+    // (`Data!B2:B9`); values not sent yet come first.
     if let Some((at, values)) = offered_values(text) {
-        if let Some(field) = field_of(&lowered, at, properties, &current) {
+        if let Some(q) = &refused_value(text, at, arguments) {
+            let (fresh, sent): (Vec<&String>, Vec<&String>) =
+                values.iter().partition(|v| !holds(arguments, v, 0));
+            // "Field 'x' not found": where the same value was sent under several names, the
+            // member named like the word before the quote ("field") is the one refused.
+            let noun = noun_before(text, q);
+            let only_named = noun
+                .as_deref()
+                .is_some_and(|n| key_holding_named(arguments, q, n, 0));
+            for v in fresh.into_iter().chain(sent) {
+                let mut c = arguments.clone();
+                let to = Value::String(v.clone());
+                let replaced = if only_named {
+                    replace_named(&mut c, q, &to, noun.as_deref().unwrap_or(""), 0)
+                } else {
+                    replace_deep(&mut c, q, &to, 0)
+                };
+                if replaced | replace_reference(&mut c, q, v, 0) {
+                    if let Value::Object(c) = c {
+                        push(c);
+                    }
+                }
+            }
+        } else if let Some(field) = field_of(&lowered, at, properties, &current) {
             for value in values {
                 let mut c = current.clone();
                 c.insert(field.clone(), typed(&value, &properties[&field]));
@@ -61,38 +90,22 @@ pub fn corrections(text: &str, schema: &Value, arguments: &Value, others: &[Valu
             }
         }
     }
-    // A flag the error asks for ("set confirm to true to delete"): the boolean properties it
-    // names, set.
-    let flags: Vec<&String> = properties
-        .iter()
-        .filter(|(k, p)| {
-            p.get("type").and_then(Value::as_str) == Some("boolean")
-                && current.get(*k) != Some(&Value::Bool(true))
-                && mentions(&lowered, &k.to_lowercase()).is_some()
-        })
-        .map(|(k, _)| k)
-        .collect();
-    if !flags.is_empty() {
-        let mut c = current.clone();
-        for k in flags {
-            c.insert(k.clone(), Value::Bool(true));
-        }
-        push(c);
-    }
-    // A validator's issue list (zod, ajv) that says which value it received and which it
-    // allows: that value replaced wherever it is, also inside a string that carries JSON.
-    let replaced = replace_received(text, arguments);
-    if let Some(Value::Object(c)) = replaced {
-        push(c);
-    }
-    // "A sheet named 'x' already exists": the value quoted back, made new.
+    // "A sheet named 'x' already exists": the value quoted back, made new (before a flag
+    // that would overwrite it: what exists may be what other tools work on).
     if lowered.contains("already exist") {
         let quoted: Vec<(&String, &str)> = current
             .iter()
             .filter_map(|(k, v)| Some((k, v.as_str().filter(|s| s.len() >= 2)?)))
             .filter(|(_, s)| {
-                lowered.contains(&format!("'{}'", s.to_lowercase()))
-                    || lowered.contains(&format!("\"{}\"", s.to_lowercase()))
+                let s = s.to_lowercase();
+                // A path may come back shorter: "data/table.csv already exists".
+                let tail: String = {
+                    let parts: Vec<&str> = s.rsplit('/').take(2).collect();
+                    parts.into_iter().rev().collect::<Vec<_>>().join("/")
+                };
+                lowered.contains(&format!("'{s}'"))
+                    || lowered.contains(&format!("\"{s}\""))
+                    || (s.contains('/') && lowered.contains(&format!("{tail} already exist")))
             })
             .collect();
         // Where the same value is the source and the new name, only the new one changes.
@@ -115,6 +128,50 @@ pub fn corrections(text: &str, schema: &Value, arguments: &Value, others: &[Valu
             push(c);
         }
     }
+    // A flag the error asks for ("set confirm to true to delete"): the boolean properties it
+    // names, set.
+    let flags: Vec<&String> = properties
+        .iter()
+        .filter(|(k, p)| {
+            p.get("type").and_then(Value::as_str) == Some("boolean")
+                && current.get(*k) != Some(&Value::Bool(true))
+                && mentions(&lowered, &k.to_lowercase()).is_some()
+        })
+        .map(|(k, _)| k)
+        .collect();
+    if !flags.is_empty() {
+        let mut c = current.clone();
+        for k in flags {
+            c.insert(k.clone(), Value::Bool(true));
+        }
+        push(c);
+    }
+    // "Sheet 'x' has no charts", "not found": an optional property holding an invented
+    // name ("replace": a chart to replace) cannot refer to anything; left out.
+    static MISSING_THING: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r"\b(has no|have no|there (are|is) no|not found|does not exist|doesn't exist|no such|unknown)\b")
+            .expect("static regex")
+    });
+    if MISSING_THING.is_match(&lowered) {
+        let required: Vec<&str> = schema
+            .get("required")
+            .and_then(Value::as_array)
+            .map(|r| r.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        let mut c = current.clone();
+        c.retain(|k, v| {
+            required.contains(&k.as_str()) || !v.as_str().is_some_and(super::synth::is_invented)
+        });
+        if c.len() < current.len() {
+            push(c);
+        }
+    }
+    // A validator's issue list (zod, ajv) that says which value it received and which it
+    // allows: that value replaced wherever it is, also inside a string that carries JSON.
+    let replaced = replace_received(text, arguments);
+    if let Some(Value::Object(c)) = replaced {
+        push(c);
+    }
     // "Use only letters, digits and underscores": hyphens and spaces become underscores in
     // the value the error quotes back.
     if lowered.contains("underscore") || lowered.contains("only letters") {
@@ -130,6 +187,64 @@ pub fn corrections(text: &str, schema: &Value, arguments: &Value, others: &[Valu
         }
         if changed {
             push(c);
+        }
+    }
+    // "The range must be one row or one column of cells": a block reference (`A1:B3`) cut to
+    // its first column (or row), in the field the error names, else in every such field.
+    static ONE_LINE: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r"\b(one|a single|single)\s+(row|column)s?\b").expect("static regex")
+    });
+    if let Some(m) = ONE_LINE.captures(&lowered) {
+        let column = lowered[m.get(0).map_or(0, |g| g.start())..].contains("column");
+        let blocks: Vec<(&String, String)> = current
+            .iter()
+            .filter_map(|(k, v)| Some((k, cut_block(v.as_str()?, column)?)))
+            .collect();
+        let named: Vec<&(&String, String)> = blocks
+            .iter()
+            .filter(|(k, _)| mentions(&lowered, &k.to_lowercase()).is_some())
+            .collect();
+        let chosen: Vec<&(&String, String)> = if named.is_empty() {
+            blocks.iter().collect()
+        } else {
+            named
+        };
+        if !chosen.is_empty() {
+            let mut c = current.clone();
+            for (k, cut) in chosen {
+                c.insert((*k).clone(), Value::String(cut.clone()));
+            }
+            push(c);
+        }
+    }
+    // "The PivotTable would cover its own source data A1:B3. Choose a `at` outside it": a
+    // single cell the error names moved to the right of the blocks the call names.
+    static OVERLAP: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r"\b(overlap|overlaps|overlapping|cover|covers|outside|intersects?)\b")
+            .expect("static regex")
+    });
+    if OVERLAP.is_match(&lowered) {
+        let right_of = current
+            .values()
+            .filter_map(|v| block_columns(v.as_str()?))
+            .map(|(_, last)| last)
+            .max();
+        if let Some(last) = right_of {
+            let mut c = current.clone();
+            let mut changed = false;
+            for (k, v) in &current {
+                let single = v.as_str().is_some_and(|s| SINGLE_CELL.is_match(s));
+                if single && mentions(&lowered, &k.to_lowercase()).is_some() {
+                    c.insert(
+                        k.clone(),
+                        Value::String(format!("{}1", column_name(last + 2))),
+                    );
+                    changed = true;
+                }
+            }
+            if changed {
+                push(c);
+            }
         }
     }
     // "Pass either source or series, not both": one of them, alone (also inside an object
@@ -158,7 +273,7 @@ pub fn corrections(text: &str, schema: &Value, arguments: &Value, others: &[Valu
                     .iter()
                     .find_map(|o| o.get(param.as_str())?.get(field.as_str()))
                     .cloned()
-                    .or_else(|| plain_value(&inner_props[field], 0));
+                    .or_else(|| plain_value_for(field, &inner_props[field]));
                 if let Some(v) = v {
                     filled.insert(field.clone(), v);
                     changed = true;
@@ -364,6 +479,174 @@ fn replace_deep(v: &mut Value, from: &str, to: &Value, depth: usize) -> bool {
     }
 }
 
+/// The value sent that an error quotes back just before its list of offered values at `at`
+/// ("Sheet 'S' has no PivotTable 'P'. Available: …" → `P`): the closest quoted value the
+/// arguments hold, where a quoted reference (`'Data!B2'`) gives way to the sheet quoted in it.
+fn refused_value(text: &str, at: usize, arguments: &Value) -> Option<String> {
+    let quoted = quoted_words(text.get(..at).unwrap_or(text));
+    quoted
+        .iter()
+        .rev()
+        .filter(|q| q.len() >= 2)
+        .filter(|q| {
+            !quoted
+                .iter()
+                .any(|r| r != *q && r.len() >= 2 && reference_at(q, r).is_some())
+        })
+        .find(|q| holds(arguments, q, 0) || holds_reference(arguments, q, 0))
+        .cloned()
+}
+
+/// The word just before `'q'` in `text`, singular and lowercased ("Sheet 'x'" → sheet).
+fn noun_before(text: &str, q: &str) -> Option<String> {
+    let at = text
+        .find(&format!("'{q}'"))
+        .or_else(|| text.find(&format!("\"{q}\"")))?;
+    let word = text[..at]
+        .trim_end()
+        .rsplit(|c: char| !c.is_alphanumeric())
+        .next()?
+        .to_lowercase();
+    (word.len() >= 2).then(|| super::pool::singular(&word))
+}
+
+/// Whether a member whose name has the word `noun` holds the string `s` (at any depth).
+fn key_holding_named(v: &Value, s: &str, noun: &str, depth: usize) -> bool {
+    depth <= 16
+        && match v {
+            Value::Object(map) => map.iter().any(|(k, x)| {
+                (x.as_str() == Some(s) && names(k, noun))
+                    || key_holding_named(x, s, noun, depth + 1)
+            }),
+            Value::Array(items) => items
+                .iter()
+                .any(|x| key_holding_named(x, s, noun, depth + 1)),
+            _ => false,
+        }
+}
+
+/// Whether property name `k` has the word `noun` (`sheet_name`, `sheetName` for sheet).
+fn names(k: &str, noun: &str) -> bool {
+    super::semantics::words(k)
+        .iter()
+        .any(|w| super::pool::singular(w) == noun)
+}
+
+/// Replaces string values equal to `from` by `to` in members whose name has the word `noun`
+/// (at any depth); whether anything changed.
+fn replace_named(v: &mut Value, from: &str, to: &Value, noun: &str, depth: usize) -> bool {
+    if depth > 16 {
+        return false;
+    }
+    match v {
+        Value::Object(map) => map.iter_mut().fold(false, |acc, (k, x)| {
+            if x.as_str() == Some(from) && names(k, noun) {
+                *x = to.clone();
+                true
+            } else {
+                replace_named(x, from, to, noun, depth + 1) | acc
+            }
+        }),
+        Value::Array(items) => items.iter_mut().fold(false, |acc, x| {
+            replace_named(x, from, to, noun, depth + 1) | acc
+        }),
+        _ => false,
+    }
+}
+
+/// The name of the member of `v` (at any depth) whose value is the string `s`.
+fn key_holding(v: &Value, s: &str, depth: usize) -> Option<String> {
+    if depth > 16 {
+        return None;
+    }
+    match v {
+        Value::Object(map) => map.iter().find_map(|(k, x)| {
+            if x.as_str() == Some(s) {
+                Some(k.clone())
+            } else {
+                key_holding(x, s, depth + 1)
+            }
+        }),
+        Value::Array(items) => items.iter().find_map(|x| key_holding(x, s, depth + 1)),
+        _ => None,
+    }
+}
+
+/// Whether `v` holds the string `s` as a value (deep, also inside strings that hold JSON).
+fn holds(v: &Value, s: &str, depth: usize) -> bool {
+    depth <= 16
+        && match v {
+            Value::String(x) if x == s => true,
+            Value::String(x) if x.trim_start().starts_with(['[', '{']) => {
+                serde_json::from_str::<Value>(x).is_ok_and(|inner| holds(&inner, s, depth + 1))
+            }
+            Value::Array(items) => items.iter().any(|i| holds(i, s, depth + 1)),
+            Value::Object(map) => map.values().any(|i| holds(i, s, depth + 1)),
+            _ => false,
+        }
+}
+
+/// Whether a string in `v` refers to `sheet` as a spreadsheet reference does
+/// (`Data!B2:B9`, `='Data'!A1`).
+fn holds_reference(v: &Value, sheet: &str, depth: usize) -> bool {
+    depth <= 16
+        && match v {
+            Value::String(x) => reference_at(x, sheet).is_some(),
+            Value::Array(items) => items.iter().any(|i| holds_reference(i, sheet, depth + 1)),
+            Value::Object(map) => map.values().any(|i| holds_reference(i, sheet, depth + 1)),
+            _ => false,
+        }
+}
+
+/// Where `sheet!` (or `'sheet'!`) begins a reference in `s`: the byte range of the sheet part.
+fn reference_at(s: &str, sheet: &str) -> Option<std::ops::Range<usize>> {
+    for form in [format!("'{sheet}'!"), format!("{sheet}!")] {
+        let mut from = 0;
+        while let Some(pos) = s[from..].find(&form).map(|p| p + from) {
+            let before = s[..pos].chars().next_back();
+            if !before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '\'') {
+                return Some(pos..pos + form.len() - 1);
+            }
+            from = pos + form.len();
+        }
+    }
+    None
+}
+
+/// Replaces the sheet `from` by `to` in the references of the strings of `v` (quoted where
+/// `to` is not a plain name); whether anything changed.
+fn replace_reference(v: &mut Value, from: &str, to: &str, depth: usize) -> bool {
+    if depth > 16 {
+        return false;
+    }
+    match v {
+        Value::String(s) => {
+            let mut changed = false;
+            let plain = to.chars().all(|c| c.is_alphanumeric() || c == '_');
+            let to = if plain {
+                to.to_string()
+            } else {
+                format!("'{}'", to.replace('\'', "''"))
+            };
+            for _ in 0..8 {
+                let Some(range) = reference_at(s, from) else {
+                    break;
+                };
+                s.replace_range(range, &to);
+                changed = true;
+            }
+            changed
+        }
+        Value::Array(items) => items.iter_mut().fold(false, |acc, i| {
+            replace_reference(i, from, to, depth + 1) | acc
+        }),
+        Value::Object(map) => map.values_mut().fold(false, |acc, i| {
+            replace_reference(i, from, to, depth + 1) | acc
+        }),
+        _ => false,
+    }
+}
+
 /// The pairs of words an error offers as alternatives ("either source ... or series").
 fn either_or(lowered: &str) -> Vec<(String, String)> {
     static EITHER: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
@@ -404,7 +687,7 @@ fn exclusive_choices(
             let mut o = obj.clone();
             o.remove(drop);
             if !o.contains_key(keep) {
-                match from(keep) {
+                match from(keep).or_else(|| plain_value_for(keep, &props[keep.as_str()])) {
                     Some(v) => {
                         o.insert(keep.clone(), v);
                     }
@@ -489,6 +772,74 @@ fn plain_value(schema: &Value, depth: usize) -> Option<Value> {
     })
 }
 
+/// A plain value for the property `name`: colours are hex RGB (`4472C4`, with `#` when the
+/// schema's description shows one), the rest as [`plain_value`] makes them.
+fn plain_value_for(name: &str, schema: &Value) -> Option<Value> {
+    let lowered = name.to_lowercase();
+    if lowered.contains("color") || lowered.contains("colour") {
+        let hash = schema.to_string().contains('#');
+        let hex = Value::String(if hash { "#4472C4" } else { "4472C4" }.to_string());
+        return match schema.get("type").and_then(Value::as_str) {
+            Some("array") => Some(Value::Array(vec![
+                hex,
+                Value::String(if hash { "#ED7D31" } else { "ED7D31" }.to_string()),
+            ])),
+            Some("string") | None => Some(hex),
+            _ => plain_value(schema, 0),
+        };
+    }
+    plain_value(schema, 0)
+}
+
+/// A block reference (`A1:B3`, `Data!$A$1:$C$9`) of more than one row and column, cut to its
+/// first column (`A1:A3`) or first row (`A1:B1`).
+fn cut_block(s: &str, column: bool) -> Option<String> {
+    static BLOCK: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r"^(.*!)?\$?([A-Z]{1,3})\$?(\d+):\$?([A-Z]{1,3})\$?(\d+)$")
+            .expect("static regex")
+    });
+    let c = BLOCK.captures(s)?;
+    let prefix = c.get(1).map_or("", |m| m.as_str());
+    let (c1, r1, c2, r2) = (&c[2], &c[3], &c[4], &c[5]);
+    if c1 == c2 || r1 == r2 {
+        return None;
+    }
+    Some(if column {
+        format!("{prefix}{c1}{r1}:{c1}{r2}")
+    } else {
+        format!("{prefix}{c1}{r1}:{c2}{r1}")
+    })
+}
+
+/// A single cell in A1 notation (`B2`, `$C$10`).
+static SINGLE_CELL: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^\$?[A-Z]{1,3}\$?\d+$").expect("static regex"));
+
+/// The first and last column numbers (A = 1) of a block reference (`A1:B4`, `Data!A1:C9`).
+fn block_columns(s: &str) -> Option<(u32, u32)> {
+    static BLOCK: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r"^(?:.*!)?\$?([A-Z]{1,3})\$?\d+:\$?([A-Z]{1,3})\$?\d+$").expect("static regex")
+    });
+    let c = BLOCK.captures(s)?;
+    let number = |letters: &str| {
+        letters
+            .bytes()
+            .fold(0u32, |n, b| n * 26 + u32::from(b - b'A' + 1))
+    };
+    Some((number(&c[1]), number(&c[2])))
+}
+
+/// The letters of column number `n` (1 = A, 27 = AA).
+fn column_name(mut n: u32) -> String {
+    let mut out = Vec::new();
+    while n > 0 {
+        let r = (n - 1) % 26;
+        out.push(char::from(b'A' + r as u8));
+        n = (n - 1) / 26;
+    }
+    out.iter().rev().collect()
+}
+
 /// A new name beside `s`: `name-2`, `dir/file-2.ext`.
 fn renamed(s: &str) -> String {
     let (dir, file) = match s.rfind('/') {
@@ -507,7 +858,10 @@ pub fn offered_for(text: &str, schema: &Value, arguments: &Value) -> Option<(Str
     let properties = schema.get("properties").and_then(Value::as_object)?;
     let current = arguments.as_object().cloned().unwrap_or_default();
     let (at, values) = offered_values(text)?;
-    let field = field_of(&text.to_lowercase(), at, properties, &current)?;
+    // The member that held the refused value, at any depth (`target.name` is a name).
+    let field = refused_value(text, at, arguments)
+        .and_then(|q| key_holding(arguments, &q, 0))
+        .or_else(|| field_of(&text.to_lowercase(), at, properties, &current))?;
     Some((field, values))
 }
 
@@ -531,7 +885,15 @@ pub fn offered_values(text: &str) -> Option<(usize, Vec<String>)> {
             }
         }
     }
-    None
+    // "Sheets: 'a', 'b'", "Columns: [\"x\", \"y\"]": a plural noun and a colon before quoted
+    // values.
+    static PLURAL_LIST: LazyLock<Regex> =
+        LazyLock::new(|| Regex::new(r#"\b[A-Za-z]{3,}s:\s*['"`\[]"#).expect("static regex"));
+    PLURAL_LIST.find_iter(text).find_map(|m| {
+        let colon = m.start() + m.as_str().find(':')?;
+        let values = list_values(&text[colon + 1..]);
+        (!values.is_empty()).then_some((m.start(), values))
+    })
 }
 
 /// The values of a list at the start of `rest`: a JSON or Python array, quoted words, or bare
@@ -718,6 +1080,139 @@ mod tests {
             "limit": {"type": "integer"},
             "mode": {"type": "string"}
         }})
+    }
+
+    #[test]
+    fn a_refused_value_is_replaced_where_it_was_sent_under_the_name_the_error_uses() {
+        let schema = json!({"type": "object", "properties": {
+            "sheet": {"type": "string"}, "field": {"type": "string"},
+            "row_fields": {"type": "array", "items": {"type": "string"}},
+            "target": {"type": "object", "properties": {"sheet": {"type": "string"}, "name": {"type": "string"}}}}});
+        // Deep in an array, values not sent yet first.
+        let sent = json!({"sheet": "S", "row_fields": ["hintcheck-kilo"]});
+        let c = corrections(
+            "Field 'hintcheck-kilo' not found. Available fields: 'name', 'amount'.",
+            &schema,
+            &sent,
+            &[],
+        );
+        assert_eq!(c[0], json!({"sheet": "S", "row_fields": ["name"]}));
+        assert_eq!(c[1], json!({"sheet": "S", "row_fields": ["amount"]}));
+        // The same invented value under two names: only the one the error names changes.
+        let sent = json!({"sheet": "x", "field": "x"});
+        let c = corrections(
+            "Field 'x' not found. Fields: 'name', 'amount'.",
+            &schema,
+            &sent,
+            &[],
+        );
+        assert_eq!(c[0], json!({"sheet": "x", "field": "name"}));
+        // The closest quoted value before the list is the refused one, also inside an object.
+        let sent = json!({"sheet": "S1", "target": {"sheet": "S1", "name": "Sales"}});
+        let c = corrections(
+            "Sheet 'S1' has no table or PivotTable 'Sales'. Available: 'PivotTable1'.",
+            &schema,
+            &sent,
+            &[],
+        );
+        assert_eq!(
+            c[0]["target"],
+            json!({"sheet": "S1", "name": "PivotTable1"})
+        );
+        assert_eq!(c[0]["sheet"], "S1");
+        let (field, values) = offered_for(
+            "Sheet 'S1' has no table or PivotTable 'Sales'. Available: 'PivotTable1'.",
+            &schema,
+            &sent,
+        )
+        .expect("offered");
+        assert_eq!(
+            (field.as_str(), values),
+            ("name", vec!["PivotTable1".to_string()])
+        );
+    }
+
+    #[test]
+    fn a_sheet_that_does_not_exist_is_replaced_inside_references() {
+        let schema = json!({"type": "object", "properties": {
+            "refers_to": {"type": "string"},
+            "series": {"type": "array", "items": {"type": "object", "properties": {"values": {"type": "string"}}}}}});
+        let c = corrections(
+            "'Data' in 'Data!$B$2:$B$100' is not a sheet of this workbook. Sheets: 'Main', 'my sheet'",
+            &schema,
+            &json!({"refers_to": "Data!$B$2:$B$100"}),
+            &[],
+        );
+        assert_eq!(c[0], json!({"refers_to": "Main!$B$2:$B$100"}));
+        assert_eq!(c[1], json!({"refers_to": "'my sheet'!$B$2:$B$100"}));
+        let c = corrections(
+            "Sheet 'Data' not found. Available sheets: 'Summary-1'.",
+            &schema,
+            &json!({"series": [{"values": "Data!B2:B13"}]}),
+            &[],
+        );
+        assert_eq!(c[0], json!({"series": [{"values": "'Summary-1'!B2:B13"}]}));
+    }
+
+    #[test]
+    fn ranges_are_reshaped_as_errors_ask() {
+        let schema = json!({"type": "object", "properties": {
+            "range": {"type": "string"}, "source": {"type": "string"}, "at": {"type": "string"}}});
+        let c = corrections(
+            "The range must be one row or one column of cells.",
+            &schema,
+            &json!({"range": "A1:B4", "source": "A1:B4"}),
+            &[],
+        );
+        assert_eq!(c[0], json!({"range": "A1:A4", "source": "A1:B4"}));
+        let c = corrections(
+            "The PivotTable would cover its own source data A1:B4. Choose a `at` outside it.",
+            &schema,
+            &json!({"at": "B2", "source": "A1:B4"}),
+            &[],
+        );
+        assert_eq!(c[0], json!({"at": "D1", "source": "A1:B4"}));
+        assert_eq!(column_name(28), "AB");
+        assert_eq!(block_columns("Data!$AA$1:$AB$9"), Some((27, 28)));
+        assert_eq!(cut_block("B2:B9", true), None);
+    }
+
+    #[test]
+    fn invented_optional_values_are_left_out_when_something_is_missing() {
+        let schema = json!({"type": "object", "required": ["sheet"], "properties": {
+            "sheet": {"type": "string"}, "replace": {"type": "string"}, "at": {"type": "string"}}});
+        let sent = json!({"sheet": "hintcheck-kilo", "replace": "hintcheck-tango", "at": "B2"});
+        let c = corrections("Sheet 'S' has no charts.", &schema, &sent, &[]);
+        assert!(
+            c.contains(&json!({"sheet": "hintcheck-kilo", "at": "B2"})),
+            "{c:?}"
+        );
+    }
+
+    #[test]
+    fn fields_of_referenced_definitions_are_filled_as_errors_ask() {
+        let schema = crate::exercise::synth::inline_refs(&json!({"type": "object",
+            "properties": {"rule": {"$ref": "#/$defs/Rule"}},
+            "$defs": {"Rule": {"type": "object", "required": ["type"], "properties": {
+                "type": {"type": "string"},
+                "colors": {"type": "array", "items": {"type": "string"}, "description": "Hex."},
+                "options": {"type": "array", "items": {"type": "string"}},
+                "source": {"type": "string"}}}}}));
+        let c = corrections(
+            "color_scale needs 2 or 3 colors.",
+            &schema,
+            &json!({"rule": {"type": "color_scale"}}),
+            &[],
+        );
+        assert_eq!(c[0]["rule"]["colors"], json!(["4472C4", "ED7D31"]));
+        let c = corrections(
+            "list validation needs either options or source.",
+            &schema,
+            &json!({"rule": {"type": "list"}}),
+            &[],
+        );
+        assert_eq!(c[0]["rule"]["options"], json!(["hintcheck", "hintcheck"]));
+        assert_eq!(c[1]["rule"]["source"], "hintcheck");
     }
 
     #[test]

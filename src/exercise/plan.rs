@@ -64,11 +64,24 @@ pub fn plan(
         let intent = match super::semantics::Intent::of(&tools[i]) {
             super::semantics::Intent::Read => 0,
             super::semantics::Intent::Create => 1,
+            super::semantics::Intent::Unknown | super::semantics::Intent::Modify
+                if removes(&tools[i]) =>
+            {
+                4
+            }
             super::semantics::Intent::Unknown => 2,
-            super::semantics::Intent::Modify if removes(&tools[i]) => 4,
             super::semantics::Intent::Modify => 3,
         };
-        (rank, intent, i)
+        // Removers go last-listed first: servers list a thing's tools after those of what it
+        // builds on (a table, then its slicer), so removing in reverse frees each thing
+        // before what it depends on. Those that remove everything (`clear_all_tasks`, or
+        // with nothing to name) go after the ones that remove one thing.
+        let (bulk, position) = if intent == 4 {
+            (removes_everything(&tools[i]), tools.len() - i)
+        } else {
+            (false, i)
+        };
+        (rank, intent, bulk, position)
     });
     order
         .into_iter()
@@ -268,6 +281,20 @@ pub fn kind_candidate(
     out
 }
 
+/// Whether remover `tool` removes everything of its kind: its name says all
+/// (`clear_all_tasks`, `delete_everything`) or it takes nothing required to name a thing.
+fn removes_everything(tool: &ToolDecl) -> bool {
+    let named_all = super::semantics::words(&tool.name)
+        .iter()
+        .any(|w| matches!(w.as_str(), "all" | "everything"));
+    let names_nothing = tool
+        .input_schema
+        .get("required")
+        .and_then(Value::as_array)
+        .is_none_or(|r| r.is_empty());
+    named_all || names_nothing
+}
+
 /// Directories named in an error text that lie inside `within` (the workspace) and are neither
 /// `current` nor one of its ancestors: where a server that refused a path says it would accept one ("… not in
 /// /tmp/…/workspace/docs"). Only directories inside the workspace are ever proposed.
@@ -304,6 +331,36 @@ mod tests {
     use serde_json::json;
 
     #[test]
+    fn removers_go_last_listed_first_and_those_that_remove_everything_last() {
+        let named = json!({"type": "object", "required": ["name"], "properties": {"name": {"type": "string"}}});
+        let tools: Vec<ToolDecl> = [
+            json!({"name": "delete_table", "inputSchema": named}),
+            json!({"name": "clear_all_items", "inputSchema": named}),
+            json!({"name": "delete_slicer", "inputSchema": named}),
+            json!({"name": "reset", "inputSchema": {"type": "object"}}),
+            json!({"name": "add_slicer", "inputSchema": named}),
+        ]
+        .iter()
+        .enumerate()
+        .map(|(i, v)| parse_tool(v, i).expect("tool"))
+        .collect();
+        let order: Vec<&str> = plan(&tools, 1, &BTreeMap::new(), None, 1)
+            .iter()
+            .map(|p| tools[p.tool_index].name.as_str())
+            .collect();
+        assert_eq!(
+            order,
+            [
+                "add_slicer",
+                "delete_slicer",
+                "delete_table",
+                "reset",
+                "clear_all_items"
+            ]
+        );
+    }
+
+    #[test]
     fn read_only_first_then_additive_then_the_rest_and_overrides_win() {
         let tools: Vec<ToolDecl> = [
             json!({"name":"wipe","inputSchema":{"type":"object"}}),
@@ -321,7 +378,7 @@ mod tests {
             .iter()
             .map(|x| tools[x.tool_index].name.as_str())
             .collect();
-        assert_eq!(names, ["read", "add", "wipe", "task"]);
+        assert_eq!(names, ["read", "add", "task", "wipe"]);
         assert_eq!(p[0].arguments(), &json!({"p": "given.txt"}));
         // Every candidate carries the override; they are distinct.
         assert!(p[0].candidates.iter().all(|c| c["p"] == "given.txt"));
@@ -329,7 +386,7 @@ mod tests {
         distinct.dedup();
         assert_eq!(distinct.len(), p[0].candidates.len());
         assert_eq!(p[0].overridden, ["p"]);
-        assert!(p[3].skip.is_some());
+        assert!(p[2].skip.is_some());
     }
 
     #[test]

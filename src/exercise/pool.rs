@@ -602,7 +602,7 @@ fn fitting(v: &Value, ty: Option<&str>) -> Option<Value> {
 
 /// What a tool's name is about: its words, singular, without verbs and filler
 /// (`create_task` → task, `register_project_tool` → project).
-fn objects_of(tool: &str) -> Vec<String> {
+pub(crate) fn objects_of(tool: &str) -> Vec<String> {
     const NOT_OBJECTS: &[&str] = &[
         "get", "list", "create", "make", "add", "new", "delete", "remove", "update", "set", "read",
         "write", "edit", "run", "start", "stop", "open", "close", "search", "find", "query",
@@ -617,7 +617,7 @@ fn objects_of(tool: &str) -> Vec<String> {
         .collect()
 }
 
-fn singular(w: &str) -> String {
+pub(crate) fn singular(w: &str) -> String {
     if w.len() > 3 && w.ends_with("ies") {
         format!("{}y", &w[..w.len() - 3])
     } else if w.len() > 3

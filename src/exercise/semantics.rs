@@ -5,6 +5,9 @@
 //! chosen this way: an `enum`, `const`, `pattern`, `format` or `default` always wins.
 
 use std::path::{Path, PathBuf};
+use std::sync::LazyLock;
+
+use regex::Regex;
 
 use serde_json::{Map, Value};
 
@@ -51,7 +54,9 @@ impl WorkspaceFacts {
                 }
             }
         }
-        facts.files.sort();
+        // A copy under a new name (`table-2.csv`, made where a name was taken) after the
+        // file it was named after: the original is the better input.
+        facts.files.sort_by_cached_key(|f| renamed_copy_key(f));
         facts.dirs.sort();
         facts.sqlite = facts
             .files
@@ -143,6 +148,20 @@ impl Intent {
     }
 }
 
+/// Sorts `dir/name-2.ext` just after `dir/name.ext`: (the name without its `-N`, N, name).
+fn renamed_copy_key(f: &str) -> (String, u32, String) {
+    static COPY: LazyLock<Regex> =
+        LazyLock::new(|| Regex::new(r"^(.*)-(\d{1,3})(\.[A-Za-z0-9]+)?$").expect("static regex"));
+    match COPY.captures(f) {
+        Some(c) => (
+            format!("{}{}", &c[1], c.get(3).map_or("", |m| m.as_str())),
+            c[2].parse().unwrap_or(0),
+            f.to_string(),
+        ),
+        None => (f.to_string(), 0, f.to_string()),
+    }
+}
+
 /// Words in a tool's name that make a bare `path` parameter a directory.
 const DIRECTORY_TOOL_WORDS: &[&str] = &[
     "dir",
@@ -183,6 +202,9 @@ pub struct Semantics {
     relative: bool,
     /// Commands the tool's description says are allowed.
     allowed_commands: Vec<String>,
+    /// The names of the tool's parameters: a description that quotes one ("keeping its name
+    /// unless `name` is given") points at it, it does not give an example.
+    parameters: Vec<String>,
 }
 
 impl Semantics {
@@ -208,6 +230,12 @@ impl Semantics {
                 .iter()
                 .any(|w| DIRECTORY_TOOL_WORDS.contains(&w.as_str())),
             on_tables: words(&tool.name).iter().any(|w| w == "table"),
+            parameters: tool
+                .input_schema
+                .get("properties")
+                .and_then(Value::as_object)
+                .map(|p| p.keys().cloned().collect())
+                .unwrap_or_default(),
             on_revisions: words(&tool.name).iter().any(|w| {
                 [
                     "git", "branch", "commit", "checkout", "diff", "revision", "merge", "rebase",
@@ -438,13 +466,17 @@ impl Semantics {
         let a1 = hint.contains("A1") || hint.contains("'B2'");
         if (spreadsheet || a1) && !has(&["text", "color", "colour", "style", "name", "path"]) {
             if has(&["cell", "at", "anchor", "position"]) {
+                // "Formula cell to set": the seeded workbook's total.
+                if hint.to_lowercase().contains("formula") {
+                    return text(crate::sandbox::documents::WORKBOOK_FORMULA_CELL);
+                }
                 return text("B2");
             }
             if has(&["column", "col"]) && !has(&["width", "index", "count"]) {
                 return text("A");
             }
             if has(&["range", "area", "cells", "source", "data", "block"]) || a1 {
-                return text("A1:B3");
+                return text(crate::sandbox::documents::WORKBOOK_BLOCK);
             }
         }
         if let Some(db) = &self.facts.sqlite {
@@ -558,7 +590,8 @@ impl Semantics {
         if let Some(example) = structured_example_in(hint) {
             return Some(Value::String(example.to_string()));
         }
-        if let Some(example) = example_in(hint) {
+        if let Some(example) = example_in(hint).filter(|e| !self.parameters.iter().any(|p| p == e))
+        {
             return text(example);
         }
         if has(&["pattern", "glob"]) {

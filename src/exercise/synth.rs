@@ -22,6 +22,18 @@ pub struct Synthesis {
     pub notes: Vec<String>,
 }
 
+/// The words of invented strings (`hintcheck-kilo`): what a string without meaning gets.
+const PLACEHOLDER_WORDS: [&str; 8] = [
+    "alpha", "bravo", "delta", "echo", "kilo", "lima", "oscar", "tango",
+];
+
+/// Whether `s` is a string synthesis invented without meaning (`hintcheck-kilo`), which can
+/// name nothing that exists.
+pub fn is_invented(s: &str) -> bool {
+    s.strip_prefix("hintcheck-")
+        .is_some_and(|w| PLACEHOLDER_WORDS.contains(&w))
+}
+
 /// Limits of one synthesis.
 const MAX_DEPTH: usize = 24;
 const MAX_NODES: usize = 20_000;
@@ -80,6 +92,55 @@ pub fn synthesize_arguments(
         out.arguments = Value::Object(Map::new());
     }
     out
+}
+
+/// `schema` with its local `$ref`s replaced by what they point to (merged with their sibling
+/// keywords), so that readers of nested properties (what an error says about a rule's
+/// fields) see them. Recursive references stop after a few levels; remote ones are dropped.
+pub fn inline_refs(schema: &Value) -> Value {
+    fn walk(node: &Value, root: &Value, depth: usize, budget: &mut usize) -> Value {
+        match node {
+            Value::Object(map) => {
+                let mut rest = Map::new();
+                for (k, v) in map {
+                    match k.as_str() {
+                        "$ref" => {}
+                        // Definitions are reached through the references that use them.
+                        "$defs" | "definitions" => {
+                            rest.insert(k.clone(), v.clone());
+                        }
+                        _ => {
+                            rest.insert(k.clone(), walk(v, root, depth, budget));
+                        }
+                    }
+                }
+                let rest = Value::Object(rest);
+                let target = map
+                    .get("$ref")
+                    .and_then(Value::as_str)
+                    .and_then(|r| r.strip_prefix('#'))
+                    .filter(|_| depth < 6 && *budget > 0)
+                    .and_then(|fragment| {
+                        *budget -= 1;
+                        if fragment.is_empty() {
+                            Some(root)
+                        } else {
+                            root.pointer(&percent_decode(fragment))
+                        }
+                    });
+                match target {
+                    Some(t) => merge(&walk(t, root, depth + 1, budget), &rest),
+                    None => rest,
+                }
+            }
+            Value::Array(items) => {
+                Value::Array(items.iter().map(|v| walk(v, root, depth, budget)).collect())
+            }
+            other => other.clone(),
+        }
+    }
+    let mut budget = 200;
+    walk(schema, schema, 0, &mut budget)
 }
 
 struct Synth<'a> {
@@ -521,12 +582,9 @@ impl Synth<'_> {
         }
         let from_rule = value.is_some();
         let mut v = value.unwrap_or_else(|| {
-            const WORDS: [&str; 8] = [
-                "alpha", "bravo", "delta", "echo", "kilo", "lima", "oscar", "tango",
-            ];
             format!(
                 "hintcheck-{}",
-                WORDS[self.rng.below(WORDS.len() as u64) as usize]
+                PLACEHOLDER_WORDS[self.rng.below(PLACEHOLDER_WORDS.len() as u64) as usize]
             )
         });
         let len = v.chars().count() as u64;

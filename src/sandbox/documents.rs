@@ -7,6 +7,12 @@
 
 use std::io::Write;
 
+/// The seeded workbook's data block (a header, two rows and a total) and the cell whose
+/// formula makes the total: where tools about ranges and formulas find something real.
+pub const WORKBOOK_BLOCK: &str = "A1:B4";
+/// The formula cell of the seeded workbook (see [`WORKBOOK_BLOCK`]).
+pub const WORKBOOK_FORMULA_CELL: &str = "B4";
+
 /// One seeded document: where it goes in the workspace and its bytes.
 pub struct Document {
     /// Path relative to the workspace.
