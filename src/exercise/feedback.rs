@@ -12,9 +12,11 @@ use regex::Regex;
 use serde_json::{Map, Value};
 
 /// Phrases after which an error lists the values it accepts.
-const LIST_TRIGGERS: [&str; 19] = [
+const LIST_TRIGGERS: [&str; 21] = [
     "allowedvalues",
     "one of",
+    "must be",
+    "valid types",
     "allowed values",
     "allowed keys",
     "allowed:",
@@ -889,11 +891,22 @@ pub fn offered_values(text: &str) -> Option<(usize, Vec<String>)> {
     // values.
     static PLURAL_LIST: LazyLock<Regex> =
         LazyLock::new(|| Regex::new(r#"\b[A-Za-z]{3,}s:\s*['"`\[]"#).expect("static regex"));
-    PLURAL_LIST.find_iter(text).find_map(|m| {
-        let colon = m.start() + m.as_str().find(':')?;
-        let values = list_values(&text[colon + 1..]);
-        (!values.is_empty()).then_some((m.start(), values))
-    })
+    // "Use 'list', 'get_layouts', or 'get_info'": quoted values right after "use" or "try".
+    static USE_LIST: LazyLock<Regex> =
+        LazyLock::new(|| Regex::new(r#"(?i)\b(?:use|try)\s+['"`]"#).expect("static regex"));
+    PLURAL_LIST
+        .find_iter(text)
+        .find_map(|m| {
+            let colon = m.start() + m.as_str().find(':')?;
+            let values = list_values(&text[colon + 1..]);
+            (!values.is_empty()).then_some((m.start(), values))
+        })
+        .or_else(|| {
+            USE_LIST.find_iter(text).find_map(|m| {
+                let values = list_values(&text[m.end() - 1..]);
+                (!values.is_empty()).then_some((m.start(), values))
+            })
+        })
 }
 
 /// The values of a list at the start of `rest`: a JSON or Python array, quoted words, or bare
@@ -1130,6 +1143,27 @@ mod tests {
             (field.as_str(), values),
             ("name", vec!["PivotTable1".to_string()])
         );
+    }
+
+    #[test]
+    fn lists_after_must_be_and_use_are_offered() {
+        for (text, first) in [
+            (
+                "Invalid operation: x. Must be 'add', 'format', or 'validate'",
+                "add",
+            ),
+            (
+                "Unsupported operation: x. Use 'list', 'get_layouts', or 'get_info'",
+                "list",
+            ),
+            (
+                "Invalid chart type: 'x'. Valid types are: column, bar, line",
+                "column",
+            ),
+        ] {
+            let (_, values) = offered_values(text).expect(text);
+            assert_eq!(values[0], first, "{text}");
+        }
     }
 
     #[test]

@@ -789,24 +789,37 @@ pub fn sample_text(path: &Path) -> Option<String> {
         let w: Vec<&str> = line.split_whitespace().take(2).collect();
         (!w.is_empty()).then(|| w.join(" "))
     };
-    if path.extension().is_some_and(|e| e == "docx") {
+    // Office packages: (extension, the part with the text, its paragraph and text tags).
+    let office = [
+        ("docx", "word/document.xml", "w"),
+        ("pptx", "ppt/slides/slide1.xml", "a"),
+    ];
+    if let Some((_, part, ns)) = office
+        .iter()
+        .find(|(ext, _, _)| path.extension().is_some_and(|e| e == *ext))
+    {
         let file = std::fs::File::open(path).ok()?;
         let mut archive = zip::ZipArchive::new(file).ok()?;
         let mut xml = String::new();
-        let entry = archive.by_name("word/document.xml").ok()?;
+        let entry = archive.by_name(part).ok()?;
         std::io::Read::read_to_string(&mut std::io::Read::take(entry, 1 << 20), &mut xml).ok()?;
+        let (open_plain, open_attrs, close_tag) = (
+            format!("<{ns}:t>"),
+            format!("<{ns}:t "),
+            format!("</{ns}:t>"),
+        );
         // The first paragraph with text, its runs joined (an edit splits a paragraph's text
         // into several runs).
-        for paragraph in xml.split("</w:p>").take(200) {
+        for paragraph in xml.split(&format!("</{ns}:p>")).take(200) {
             let mut text = String::new();
             let mut rest = paragraph;
-            while let Some(start) = [rest.find("<w:t>"), rest.find("<w:t ")]
+            while let Some(start) = [rest.find(&open_plain), rest.find(&open_attrs)]
                 .into_iter()
                 .flatten()
                 .min()
             {
                 let open_end = start + rest[start..].find('>')? + 1;
-                let close = open_end + rest[open_end..].find("</w:t>")?;
+                let close = open_end + rest[open_end..].find(&close_tag)?;
                 text.push_str(&rest[open_end..close]);
                 rest = &rest[close..];
             }
@@ -839,6 +852,11 @@ pub fn file_kind(text: &str) -> Option<&'static str> {
         ("docx", "docx"),
         ("word document", "docx"),
         ("microsoft word", "docx"),
+        (".pptx", "pptx"),
+        ("pptx", "pptx"),
+        ("powerpoint", "pptx"),
+        ("presentation", "pptx"),
+        ("slide deck", "pptx"),
         (".pdf", "pdf"),
         ("pdf", "pdf"),
         (".csv", "csv"),
@@ -1208,6 +1226,10 @@ mod tests {
         let docx = dir.path().join("r.docx");
         std::fs::write(&docx, crate::sandbox::documents::docx()).expect("write");
         assert_eq!(sample_text(&docx).as_deref(), Some("Quarterly report"));
+        let pptx = dir.path().join("d.pptx");
+        std::fs::write(&pptx, crate::sandbox::documents::pptx()).expect("write");
+        assert_eq!(sample_text(&pptx).as_deref(), Some("Quarterly review"));
+        assert_eq!(file_kind("Path to the PowerPoint file"), Some("pptx"));
         let md = dir.path().join("r.md");
         std::fs::write(&md, "# Title here\n\nbody").expect("write");
         assert_eq!(sample_text(&md).as_deref(), Some("Title here"));

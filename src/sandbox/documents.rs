@@ -1,5 +1,6 @@
 //! Small valid files of the common document types, made by the harness for the default seed:
-//! a spreadsheet (`.xlsx`), a word-processor document (`.docx`), a PDF, a CSV table, a
+//! a spreadsheet (`.xlsx`), a word-processor document (`.docx`), a presentation (`.pptx`), a
+//! PDF, a CSV table, a
 //! Jupyter notebook, a PNG image and a Python source file. Tools that open such files (an
 //! Excel server, a Word server, a PDF reader, a code indexer) then have something real to
 //! open. The Office files are Office Open XML packages with only the parts a reader needs;
@@ -35,6 +36,10 @@ pub fn all() -> Vec<Document> {
         Document {
             path: "docs/summary.pdf",
             bytes: pdf(),
+        },
+        Document {
+            path: "slides/deck.pptx",
+            bytes: pptx(),
         },
         Document {
             path: "data/table.csv",
@@ -208,6 +213,219 @@ pub fn docx() -> Vec<u8> {
     ])
 }
 
+/// A presentation of one title slide, with the parts a reader needs to add slides: a slide
+/// master, the usual layouts (title, title and content, section header, two content,
+/// comparison, title only, blank; the indexes servers ask for by number) and a theme.
+pub fn pptx() -> Vec<u8> {
+    const NS: &str = r#"xmlns:a="http://schemas.openxmlformats.org/drawingml/2006/main" xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/relationships" xmlns:p="http://schemas.openxmlformats.org/presentationml/2006/main""#;
+    const HEAD: &str = r#"<?xml version="1.0" encoding="UTF-8" standalone="yes"?>"#;
+    const GROUP: &str = r#"<p:nvGrpSpPr><p:cNvPr id="1" name=""/><p:cNvGrpSpPr/><p:nvPr/></p:nvGrpSpPr><p:grpSpPr/>"#;
+    const PML: &str = "application/vnd.openxmlformats-officedocument.presentationml";
+    // (placeholder type or "" for a body, index, name, x, y, cx, cy) in EMU.
+    type Placeholder = (&'static str, u32, &'static str, u32, u32, u32, u32);
+    let shape = |id: usize, (kind, idx, name, x, y, cx, cy): Placeholder, text: &str| {
+        let ph = match (kind, idx) {
+            ("", idx) => format!(r#"<p:ph idx="{idx}"/>"#),
+            (kind, 0) => format!(r#"<p:ph type="{kind}"/>"#),
+            (kind, idx) => format!(r#"<p:ph type="{kind}" idx="{idx}"/>"#),
+        };
+        let paragraph = if text.is_empty() {
+            r#"<a:p><a:endParaRPr lang="en-US"/></a:p>"#.to_string()
+        } else {
+            format!(r#"<a:p><a:r><a:rPr lang="en-US"/><a:t>{text}</a:t></a:r></a:p>"#)
+        };
+        format!(
+            r#"<p:sp><p:nvSpPr><p:cNvPr id="{id}" name="{name}"/><p:cNvSpPr><a:spLocks noGrp="1"/></p:cNvSpPr><p:nvPr>{ph}</p:nvPr></p:nvSpPr><p:spPr><a:xfrm><a:off x="{x}" y="{y}"/><a:ext cx="{cx}" cy="{cy}"/></a:xfrm></p:spPr><p:txBody><a:bodyPr/><a:lstStyle/>{paragraph}</p:txBody></p:sp>"#
+        )
+    };
+    let title: Placeholder = ("title", 0, "Title 1", 457200, 274638, 8229600, 1143000);
+    let center_title: Placeholder = ("ctrTitle", 0, "Title 1", 685800, 2130425, 7772400, 1470025);
+    let subtitle: Placeholder = (
+        "subTitle",
+        1,
+        "Subtitle 2",
+        1371600,
+        3886200,
+        6400800,
+        1752600,
+    );
+    let body: Placeholder = (
+        "",
+        1,
+        "Content Placeholder 2",
+        457200,
+        1600200,
+        8229600,
+        4525963,
+    );
+    let left: Placeholder = (
+        "",
+        1,
+        "Content Placeholder 2",
+        457200,
+        1600200,
+        4038600,
+        4525963,
+    );
+    let right: Placeholder = (
+        "",
+        2,
+        "Content Placeholder 3",
+        4648200,
+        1600200,
+        4038600,
+        4525963,
+    );
+    let text_body: Placeholder = (
+        "body",
+        1,
+        "Text Placeholder 2",
+        722313,
+        2906713,
+        7772400,
+        1500187,
+    );
+    let layouts: [(&str, &str, Vec<Placeholder>); 7] = [
+        ("title", "Title Slide", vec![center_title, subtitle]),
+        ("obj", "Title and Content", vec![title, body]),
+        ("secHead", "Section Header", vec![title, text_body]),
+        ("twoObj", "Two Content", vec![title, left, right]),
+        ("twoTxTwoObj", "Comparison", vec![title, left, right]),
+        ("titleOnly", "Title Only", vec![title]),
+        ("blank", "Blank", vec![]),
+    ];
+    let mut parts: Vec<(String, String)> = Vec::new();
+    let mut types = format!(
+        r#"{CONTENT_TYPES_HEAD}<Override PartName="/ppt/presentation.xml" ContentType="{PML}.presentation.main+xml"/><Override PartName="/ppt/slideMasters/slideMaster1.xml" ContentType="{PML}.slideMaster+xml"/><Override PartName="/ppt/slides/slide1.xml" ContentType="{PML}.slide+xml"/><Override PartName="/ppt/theme/theme1.xml" ContentType="application/vnd.openxmlformats-officedocument.theme+xml"/>"#
+    );
+    let mut layout_ids = String::new();
+    for (n, (kind, name, placeholders)) in layouts.iter().enumerate() {
+        let k = n + 1;
+        types.push_str(&format!(
+            r#"<Override PartName="/ppt/slideLayouts/slideLayout{k}.xml" ContentType="{PML}.slideLayout+xml"/>"#
+        ));
+        layout_ids.push_str(&format!(
+            r#"<p:sldLayoutId id="{}" r:id="rId{k}"/>"#,
+            2147483648u32 + k as u32
+        ));
+        let shapes: String = placeholders
+            .iter()
+            .enumerate()
+            .map(|(m, p)| shape(m + 2, *p, ""))
+            .collect();
+        parts.push((
+            format!("ppt/slideLayouts/slideLayout{k}.xml"),
+            format!(
+                r#"{HEAD}<p:sldLayout {NS} type="{kind}" preserve="1"><p:cSld name="{name}"><p:spTree>{GROUP}{shapes}</p:spTree></p:cSld><p:clrMapOvr><a:masterClrMapping/></p:clrMapOvr></p:sldLayout>"#
+            ),
+        ));
+        parts.push((
+            format!("ppt/slideLayouts/_rels/slideLayout{k}.xml.rels"),
+            relationships(&[("slideMaster", "../slideMasters/slideMaster1.xml")]),
+        ));
+    }
+    types.push_str("</Types>");
+    let master_shapes = format!(
+        "{}{}",
+        shape(2, title, ""),
+        shape(
+            3,
+            (
+                "body",
+                1,
+                "Text Placeholder 2",
+                457200,
+                1600200,
+                8229600,
+                4525963
+            ),
+            ""
+        )
+    );
+    let layout_targets: Vec<String> = (1..=layouts.len())
+        .map(|k| format!("../slideLayouts/slideLayout{k}.xml"))
+        .collect();
+    let mut master_rels: Vec<(&str, &str)> = layout_targets
+        .iter()
+        .map(|t| ("slideLayout", t.as_str()))
+        .collect();
+    master_rels.push(("theme", "../theme/theme1.xml"));
+    let colors = [
+        ("dk1", r#"<a:sysClr val="windowText" lastClr="000000"/>"#),
+        ("lt1", r#"<a:sysClr val="window" lastClr="FFFFFF"/>"#),
+        ("dk2", r#"<a:srgbClr val="1F497D"/>"#),
+        ("lt2", r#"<a:srgbClr val="EEECE1"/>"#),
+        ("accent1", r#"<a:srgbClr val="4F81BD"/>"#),
+        ("accent2", r#"<a:srgbClr val="C0504D"/>"#),
+        ("accent3", r#"<a:srgbClr val="9BBB59"/>"#),
+        ("accent4", r#"<a:srgbClr val="8064A2"/>"#),
+        ("accent5", r#"<a:srgbClr val="4BACC6"/>"#),
+        ("accent6", r#"<a:srgbClr val="F79646"/>"#),
+        ("hlink", r#"<a:srgbClr val="0000FF"/>"#),
+        ("folHlink", r#"<a:srgbClr val="800080"/>"#),
+    ];
+    let scheme: String = colors
+        .iter()
+        .map(|(k, v)| format!("<a:{k}>{v}</a:{k}>"))
+        .collect();
+    let fill = r#"<a:solidFill><a:schemeClr val="phClr"/></a:solidFill>"#;
+    let line = format!(r#"<a:ln w="9525">{fill}</a:ln>"#);
+    let font = r#"<a:latin typeface="Calibri"/><a:ea typeface=""/><a:cs typeface=""/>"#;
+    let theme = format!(
+        r#"{HEAD}<a:theme xmlns:a="http://schemas.openxmlformats.org/drawingml/2006/main" name="Office Theme"><a:themeElements><a:clrScheme name="Office">{scheme}</a:clrScheme><a:fontScheme name="Office"><a:majorFont>{font}</a:majorFont><a:minorFont>{font}</a:minorFont></a:fontScheme><a:fmtScheme name="Office"><a:fillStyleLst>{fill}{fill}{fill}</a:fillStyleLst><a:lnStyleLst>{line}{line}{line}</a:lnStyleLst><a:effectStyleLst><a:effectStyle><a:effectLst/></a:effectStyle><a:effectStyle><a:effectLst/></a:effectStyle><a:effectStyle><a:effectLst/></a:effectStyle></a:effectStyleLst><a:bgFillStyleLst>{fill}{fill}{fill}</a:bgFillStyleLst></a:fmtScheme></a:themeElements></a:theme>"#
+    );
+    let slide_shapes = format!(
+        "{}{}",
+        shape(2, center_title, "Quarterly review"),
+        shape(3, subtitle, "Sales grew in every region")
+    );
+    let mut all: Vec<(String, String)> = vec![
+        ("[Content_Types].xml".into(), types),
+        (
+            "_rels/.rels".into(),
+            relationships(&[("officeDocument", "ppt/presentation.xml")]),
+        ),
+        (
+            "ppt/presentation.xml".into(),
+            format!(
+                r#"{HEAD}<p:presentation {NS}><p:sldMasterIdLst><p:sldMasterId id="2147483648" r:id="rId1"/></p:sldMasterIdLst><p:sldIdLst><p:sldId id="256" r:id="rId2"/></p:sldIdLst><p:sldSz cx="9144000" cy="6858000"/><p:notesSz cx="6858000" cy="9144000"/></p:presentation>"#
+            ),
+        ),
+        (
+            "ppt/_rels/presentation.xml.rels".into(),
+            relationships(&[
+                ("slideMaster", "slideMasters/slideMaster1.xml"),
+                ("slide", "slides/slide1.xml"),
+                ("theme", "theme/theme1.xml"),
+            ]),
+        ),
+        (
+            "ppt/slideMasters/slideMaster1.xml".into(),
+            format!(
+                r#"{HEAD}<p:sldMaster {NS}><p:cSld><p:spTree>{GROUP}{master_shapes}</p:spTree></p:cSld><p:clrMap bg1="lt1" tx1="dk1" bg2="lt2" tx2="dk2" accent1="accent1" accent2="accent2" accent3="accent3" accent4="accent4" accent5="accent5" accent6="accent6" hlink="hlink" folHlink="folHlink"/><p:sldLayoutIdLst>{layout_ids}</p:sldLayoutIdLst></p:sldMaster>"#
+            ),
+        ),
+        (
+            "ppt/slideMasters/_rels/slideMaster1.xml.rels".into(),
+            relationships(&master_rels),
+        ),
+        (
+            "ppt/slides/slide1.xml".into(),
+            format!(
+                r#"{HEAD}<p:sld {NS}><p:cSld><p:spTree>{GROUP}{slide_shapes}</p:spTree></p:cSld><p:clrMapOvr><a:masterClrMapping/></p:clrMapOvr></p:sld>"#
+            ),
+        ),
+        (
+            "ppt/slides/_rels/slide1.xml.rels".into(),
+            relationships(&[("slideLayout", "../slideLayouts/slideLayout1.xml")]),
+        ),
+        ("ppt/theme/theme1.xml".into(), theme),
+    ];
+    all.extend(parts);
+    let borrowed: Vec<(&str, String)> = all.iter().map(|(n, c)| (n.as_str(), c.clone())).collect();
+    package(&borrowed)
+}
+
 /// A one-page PDF with a line of text, its cross-reference table computed.
 pub fn pdf() -> Vec<u8> {
     let text = "BT /F1 18 Tf 72 720 Td (Quarterly summary) Tj ET";
@@ -293,7 +511,11 @@ mod tests {
 
     #[test]
     fn the_office_files_are_zip_packages_with_their_main_part() {
-        for (bytes, main) in [(xlsx(), "xl/workbook.xml"), (docx(), "word/document.xml")] {
+        for (bytes, main) in [
+            (xlsx(), "xl/workbook.xml"),
+            (docx(), "word/document.xml"),
+            (pptx(), "ppt/presentation.xml"),
+        ] {
             let mut archive =
                 zip::ZipArchive::new(std::io::Cursor::new(bytes)).expect("a zip archive");
             assert!(archive.by_name("[Content_Types].xml").is_ok());
