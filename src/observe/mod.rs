@@ -7,6 +7,7 @@
 pub mod activity;
 pub mod attempts;
 pub mod fs;
+pub mod git;
 pub mod inotify;
 pub mod net;
 
@@ -69,6 +70,26 @@ pub enum FileEffectKind {
     Retargeted,
     /// A file written again with identical content (a write, but no change of content).
     Rewritten,
+    /// A git ref moved to a commit that descends from the one it named (a new commit, a
+    /// fast-forward): history only grew.
+    RefAdvanced {
+        /// The commit it named before (abbreviated).
+        from: String,
+        /// The commit it names now (abbreviated).
+        to: String,
+    },
+    /// A git ref moved to a commit that does not descend from the one it named (reset,
+    /// amend, rebase, a forced update), or a tag moved: history was rewritten.
+    RefRewound {
+        /// The commit it named before (abbreviated).
+        from: String,
+        /// The commit it names now (abbreviated).
+        to: String,
+    },
+    /// One of git's own bookkeeping files changed: a scratch file (COMMIT_EDITMSG,
+    /// ORIG_HEAD, FETCH_HEAD, a `.lock`), HEAD switched to another branch, refs packed, or a
+    /// loose object removed that a pack still holds. Not the repository's content.
+    GitBookkeeping,
     /// A path changed and changed back within one window (seen by change notification only):
     /// `created` when it was created and removed again (a lock or temporary file).
     Transient {
@@ -87,6 +108,8 @@ impl FileEffectKind {
             | FileEffectKind::Replaced
             | FileEffectKind::Retargeted => true,
             FileEffectKind::Renamed { over_existing, .. } => *over_existing,
+            FileEffectKind::RefRewound { .. } => true,
+            FileEffectKind::RefAdvanced { .. } | FileEffectKind::GitBookkeeping => false,
             FileEffectKind::Created
             | FileEffectKind::Appended
             | FileEffectKind::ModeChanged { .. }
@@ -114,6 +137,11 @@ impl FileEffectKind {
             FileEffectKind::Retargeted => "retargeted symlink",
             FileEffectKind::Rewritten => "rewrote (same content)",
             FileEffectKind::Extended => "extended (only additions)",
+            FileEffectKind::RefAdvanced { .. } => "moved forward git ref",
+            FileEffectKind::RefRewound { .. } => {
+                "moved git ref to a commit that does not descend from the old one:"
+            }
+            FileEffectKind::GitBookkeeping => "updated git's own bookkeeping file",
             FileEffectKind::Transient { created: true } => "created and removed",
             FileEffectKind::Transient { created: false } => "changed and restored",
         }
@@ -206,6 +234,11 @@ impl FileEffect {
             }
             FileEffectKind::ModeChanged { from, to } => {
                 format!("changed mode of {} ({from} → {to})", self.path)
+            }
+            FileEffectKind::RefAdvanced { from, to } | FileEffectKind::RefRewound { from, to }
+                if !from.is_empty() =>
+            {
+                format!("{} {} ({from} → {to})", self.kind.verb(), self.path)
             }
             FileEffectKind::Created if self.object == ObjectKind::Dir => {
                 format!("created directory {}", self.path)

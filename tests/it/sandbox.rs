@@ -56,6 +56,7 @@ fn stage() -> &'static Stage {
             "python",
             "python-background",
             "python-pool",
+            "git",
             "python-pool-ticker",
             "static",
         ] {
@@ -1721,4 +1722,66 @@ as_root_and_unprivileged!(
     a_greedy_server_is_ended_by_the_watchdog_as_root,
     a_greedy_server_is_ended_by_the_watchdog_unprivileged,
     hostile_resources_run
+);
+
+fn git_history_run(who: As) {
+    if !Path::new("/usr/bin/python3").is_file() || !have("git") {
+        skip("/usr/bin/python3 or git is missing (the git fixture)");
+        return;
+    }
+    let Some(prefix) = prefix(who, false) else {
+        return;
+    };
+    // `--check`: the exit code says whether the scenario's expected verdicts held.
+    let args: Vec<String> = [
+        "verify",
+        "--scenario",
+        &fixture("git"),
+        "--check",
+        "--format",
+        "json",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let out = run_as(&prefix, &args, Duration::from_secs(120));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let r = out.json();
+    // The commits moved the branch forward, read from the repository by the harness.
+    let kinds: Vec<String> = r["tools"][0]["calls"][0]["observations"]
+        .as_array()
+        .expect("observations")
+        .iter()
+        .filter_map(|o| Some(format!("{} {}", o["kind"].as_str()?, o["path"].as_str()?)))
+        .collect();
+    assert!(
+        kinds.contains(&"ref-advanced $WORKSPACE/.git/refs/heads/main".to_string()),
+        "{kinds:?}"
+    );
+    let amend = r["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .find(|t| t["name"] == "amend_snapshot")
+        .expect("amend");
+    let evidence = amend["verdicts"]
+        .as_array()
+        .expect("verdicts")
+        .iter()
+        .find(|v| v["hint"] == "destructiveHint")
+        .expect("destructiveHint")["evidence"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        evidence.contains("does not descend from the old one")
+            && evidence.contains("refs/heads/main"),
+        "{evidence}"
+    );
+}
+
+as_root_and_unprivileged!(
+    git_history_is_judged_by_git_as_root,
+    git_history_is_judged_by_git_unprivileged,
+    git_history_run
 );
