@@ -407,14 +407,18 @@ impl Observer for FsSnapshotObserver {
         self.overlay_touched.extend(touched);
         now.extend(view);
         let mut effects = diff(&self.last, &now);
+        let content = |snapshot: &Snapshot, p: &str| {
+            snapshot
+                .get(p)
+                .and_then(|e| e.content.as_deref().map(<[u8]>::to_vec))
+        };
+        // Stores read in their own terms: rows and members added, changed, removed.
+        super::store::reclassify(&mut effects, &|p| content(&self.last, p), &|p| {
+            content(&now, p)
+        });
         // Effects inside a git repository, judged by git's model (a commit moves a ref
         // forward; it does not destroy it).
         if effects.iter().any(|e| e.path.contains("/.git/")) {
-            let content = |snapshot: &Snapshot, p: &str| {
-                snapshot
-                    .get(p)
-                    .and_then(|e| e.content.as_deref().map(<[u8]>::to_vec))
-            };
             let roots = &self.roots;
             let real_path = |p: &str| {
                 roots.iter().find_map(|r| {

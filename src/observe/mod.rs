@@ -10,6 +10,7 @@ pub mod fs;
 pub mod git;
 pub mod inotify;
 pub mod net;
+pub mod store;
 
 use serde::Serialize;
 
@@ -90,6 +91,19 @@ pub enum FileEffectKind {
     /// ORIG_HEAD, FETCH_HEAD, a `.lock`), HEAD switched to another branch, refs packed, or a
     /// loose object removed that a pack still holds. Not the repository's content.
     GitBookkeeping,
+    /// A structured store (a SQLite database, a JSON, JSON Lines, TOML or CSV file) read
+    /// before and after by the harness: what was added, changed in place and removed, in its
+    /// own terms (rows, members, tables). Destructive when anything was changed or removed.
+    StoreChanged {
+        /// Rows, members, elements or tables added.
+        added: usize,
+        /// Values changed in place (updates).
+        changed: usize,
+        /// Rows, members, elements or tables removed.
+        removed: usize,
+        /// The first changes, as a reader would say them (`visits: 1 → 2`).
+        detail: String,
+    },
     /// A path changed and changed back within one window (seen by change notification only):
     /// `created` when it was created and removed again (a lock or temporary file).
     Transient {
@@ -109,6 +123,9 @@ impl FileEffectKind {
             | FileEffectKind::Retargeted => true,
             FileEffectKind::Renamed { over_existing, .. } => *over_existing,
             FileEffectKind::RefRewound { .. } => true,
+            FileEffectKind::StoreChanged {
+                changed, removed, ..
+            } => *changed > 0 || *removed > 0,
             FileEffectKind::RefAdvanced { .. } | FileEffectKind::GitBookkeeping => false,
             FileEffectKind::Created
             | FileEffectKind::Appended
@@ -142,6 +159,10 @@ impl FileEffectKind {
                 "moved git ref to a commit that does not descend from the old one:"
             }
             FileEffectKind::GitBookkeeping => "updated git's own bookkeeping file",
+            FileEffectKind::StoreChanged {
+                changed, removed, ..
+            } if *changed > 0 || *removed > 0 => "changed and removed entries of",
+            FileEffectKind::StoreChanged { .. } => "only added entries to",
             FileEffectKind::Transient { created: true } => "created and removed",
             FileEffectKind::Transient { created: false } => "changed and restored",
         }
@@ -234,6 +255,24 @@ impl FileEffect {
             }
             FileEffectKind::ModeChanged { from, to } => {
                 format!("changed mode of {} ({from} → {to})", self.path)
+            }
+            FileEffectKind::StoreChanged {
+                added,
+                changed,
+                removed,
+                detail,
+            } => {
+                let verb = if *changed > 0 || *removed > 0 {
+                    "changed"
+                } else {
+                    "added to"
+                };
+                let counts = format!("{added} added, {changed} changed, {removed} removed");
+                if detail.is_empty() {
+                    format!("{verb} {} ({counts})", self.path)
+                } else {
+                    format!("{verb} {} ({counts}: {detail})", self.path)
+                }
             }
             FileEffectKind::RefAdvanced { from, to } | FileEffectKind::RefRewound { from, to }
                 if !from.is_empty() =>

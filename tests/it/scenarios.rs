@@ -388,11 +388,46 @@ fn a_seeded_sqlite_database_is_found_and_queried_by_meaning() {
     // The "read-only" listing deletes a row: the database file changed.
     assert_eq!(verdict("list_tables", "readOnlyHint"), "contradicted");
     assert_eq!(tool("add_item")["calls"][0]["outcome"], "ok");
-    // An insert rewrites pages in place: a write, but the file cannot show it was additive,
-    // so `destructiveHint: false` is neither contradicted nor confirmed.
-    assert_eq!(verdict("add_item", "destructiveHint"), "unexercised");
+    // An insert rewrites pages in place; read with SQLite by the harness, it only added a
+    // row, so `destructiveHint: false` is confirmed. The deletion says what it removed.
+    assert_eq!(verdict("add_item", "destructiveHint"), "consistent");
     let change = &tool("add_item")["calls"][0]["observations"][0];
-    assert_eq!(change["database"], true, "{change}");
+    assert_eq!(change["kind"], "store-changed", "{change}");
+    assert_eq!(change["added"], 1, "{change}");
+    assert!(change.get("database").is_none(), "{change}");
+    let deletion = &tool("list_tables")["calls"][0]["observations"][0];
+    assert_eq!(deletion["removed"], 1, "{deletion}");
+    assert_eq!(
+        deletion["detail"], "table items: 1 row(s) deleted",
+        "{deletion}"
+    );
+}
+
+#[test]
+fn a_counter_bumped_in_a_json_store_is_an_update_with_its_values() {
+    let Some(out) = run_python_fixture("json-store", &[], &["--check"]) else {
+        return crate::util::skip("/usr/bin/python3 is missing (the JSON store fixture)");
+    };
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let r = out.json();
+    let tools = r["tools"].as_array().expect("tools");
+    let count = tools
+        .iter()
+        .find(|t| t["name"] == "count_visit")
+        .expect("count_visit");
+    let evidence = count["verdicts"]
+        .as_array()
+        .expect("verdicts")
+        .iter()
+        .find(|v| v["hint"] == "destructiveHint")
+        .expect("destructiveHint")["evidence"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert_eq!(
+        evidence,
+        "changed $WORKSPACE/stats.json (0 added, 1 changed, 0 removed: visits: 1 → 2)"
+    );
 }
 
 #[test]

@@ -1,0 +1,456 @@
+//! Structured stores judged by their own model: a SQLite database or a JSON, JSON Lines,
+//! TOML or CSV file that a window changed is read before and after by the harness (rusqlite
+//! for databases; nothing the server says is used) and the change is told in the store's own
+//! terms: rows or members added, changed, removed, tables created or dropped. Byte-wise a
+//! database insert rewrites pages in place and a JSON counter bump rewrites the file; here
+//! the first is an addition and the second an update (`visits: 1 → 2`), which
+//! `destructiveHint: false` does not allow. What cannot be read (a file too large to have been
+//! kept, a database in WAL mode whose change sits in its log, a table the harness cannot
+//! select from) keeps its byte-wise kind.
+
+use std::collections::{BTreeMap, HashMap};
+
+use serde_json::Value;
+
+use super::{FileEffect, FileEffectKind};
+
+/// Rows compared per table at most; a larger table is left to its byte-wise kind.
+const MAX_ROWS: usize = 100_000;
+/// Changes named in the evidence at most.
+const MAX_DETAILS: usize = 4;
+
+/// What changed in a store.
+#[derive(Debug, Default, PartialEq)]
+pub struct StoreDiff {
+    /// Rows, members, elements or tables added.
+    pub added: usize,
+    /// Values changed in place.
+    pub changed: usize,
+    /// Rows, members, elements or tables removed.
+    pub removed: usize,
+    /// The first changes, as a reader would say them.
+    pub details: Vec<String>,
+}
+
+impl StoreDiff {
+    fn note(&mut self, s: String) {
+        if self.details.len() < MAX_DETAILS {
+            self.details.push(s);
+        }
+    }
+}
+
+/// Classifies again the effects of `effects` on stores whose content before and after
+/// `before` and `after` give.
+pub fn reclassify(
+    effects: &mut [FileEffect],
+    before: &dyn Fn(&str) -> Option<Vec<u8>>,
+    after: &dyn Fn(&str) -> Option<Vec<u8>>,
+) {
+    for effect in effects.iter_mut() {
+        // (An `Extended` JSON file already says it only grew.)
+        let rewritten = effect.database
+            || matches!(
+                effect.kind,
+                FileEffectKind::Overwritten | FileEffectKind::Truncated
+            );
+        if !rewritten || effect.path.contains("/.git/") {
+            continue;
+        }
+        let (Some(old), Some(new)) = (before(&effect.path), after(&effect.path)) else {
+            continue;
+        };
+        let diff = if old.starts_with(b"SQLite format 3\0") && new.starts_with(b"SQLite format 3\0")
+        {
+            sqlite_diff(&old, &new)
+        } else {
+            text_diff(&effect.path, &old, &new)
+        };
+        let Some(diff) = diff else { continue };
+        effect.kind = FileEffectKind::StoreChanged {
+            added: diff.added,
+            changed: diff.changed,
+            removed: diff.removed,
+            detail: diff.details.join("; "),
+        };
+        effect.database = false;
+    }
+}
+
+/// The change between two versions of a text store, by the file's extension (or, without
+/// one, as JSON); `None` when either version does not parse.
+fn text_diff(path: &str, old: &[u8], new: &[u8]) -> Option<StoreDiff> {
+    let (old, new) = (
+        std::str::from_utf8(old).ok()?,
+        std::str::from_utf8(new).ok()?,
+    );
+    let ext = path.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase());
+    let mut diff = StoreDiff::default();
+    match ext.as_deref() {
+        Some("toml") => {
+            let parse = |s: &str| -> Option<Value> {
+                serde_json::to_value(s.parse::<toml::Table>().ok()?).ok()
+            };
+            json_diff(&parse(old)?, &parse(new)?, "", &mut diff);
+        }
+        Some("csv" | "tsv") => csv_diff(old, new, &mut diff),
+        Some("jsonl" | "ndjson") => {
+            let lines = |s: &str| -> Option<Vec<Value>> {
+                s.lines()
+                    .filter(|l| !l.trim().is_empty())
+                    .map(|l| serde_json::from_str(l).ok())
+                    .collect()
+            };
+            json_diff(
+                &Value::Array(lines(old)?),
+                &Value::Array(lines(new)?),
+                "",
+                &mut diff,
+            );
+        }
+        Some("json") | None => {
+            json_diff(
+                &serde_json::from_str(old).ok()?,
+                &serde_json::from_str(new).ok()?,
+                "",
+                &mut diff,
+            );
+        }
+        _ => return None,
+    }
+    Some(diff)
+}
+
+/// Members added, removed and changed between two JSON values; array elements by position
+/// where both have one, added or removed beyond.
+fn json_diff(old: &Value, new: &Value, at: &str, diff: &mut StoreDiff) {
+    let path = |k: &str| {
+        if at.is_empty() {
+            k.to_string()
+        } else {
+            format!("{at}.{k}")
+        }
+    };
+    match (old, new) {
+        (Value::Object(a), Value::Object(b)) => {
+            for (k, v) in a {
+                match b.get(k) {
+                    Some(w) => json_diff(v, w, &path(k), diff),
+                    None => {
+                        diff.removed += 1;
+                        diff.note(format!("{} removed", path(k)));
+                    }
+                }
+            }
+            for k in b.keys().filter(|k| !a.contains_key(*k)) {
+                diff.added += 1;
+                diff.note(format!("{} added", path(k)));
+            }
+        }
+        (Value::Array(a), Value::Array(b)) => {
+            // Elements kept in order count as kept even when others were inserted before
+            // them (a list that grew at its head).
+            let mut rest = b.iter().peekable();
+            let mut unmatched_old = Vec::new();
+            let mut matched = 0;
+            for v in a {
+                let mut probe = rest.clone();
+                if probe.any(|w| w == v) {
+                    for w in rest.by_ref() {
+                        if w == v {
+                            break;
+                        }
+                    }
+                    matched += 1;
+                } else {
+                    unmatched_old.push(v);
+                }
+            }
+            let grown = b.len() - matched;
+            let pairs = unmatched_old.len().min(grown);
+            for (n, v) in unmatched_old.iter().enumerate() {
+                if n < pairs {
+                    diff.changed += 1;
+                    diff.note(format!("{}: an element changed ({})", label(at), short(v)));
+                } else {
+                    diff.removed += 1;
+                    diff.note(format!("{}: an element removed ({})", label(at), short(v)));
+                }
+            }
+            if grown > pairs {
+                diff.added += grown - pairs;
+                diff.note(format!("{}: {} element(s) added", label(at), grown - pairs));
+            }
+        }
+        (a, b) if a != b => {
+            diff.changed += 1;
+            diff.note(format!("{}: {} → {}", label(at), short(a), short(b)));
+        }
+        _ => {}
+    }
+}
+
+fn label(at: &str) -> &str {
+    if at.is_empty() { "the document" } else { at }
+}
+
+fn short(v: &Value) -> String {
+    let s = v.to_string();
+    if s.chars().count() > 40 {
+        format!("{}…", s.chars().take(40).collect::<String>())
+    } else {
+        s
+    }
+}
+
+/// Rows added, removed and changed between two CSV texts: rows keyed by their first column
+/// (a changed row keeps its key), the header compared as a row.
+fn csv_diff(old: &str, new: &str, diff: &mut StoreDiff) {
+    let rows = |s: &str| -> Vec<String> { s.lines().map(str::to_string).collect() };
+    let (old, new) = (rows(old), rows(new));
+    let key = |r: &str| r.split([',', '\t']).next().unwrap_or("").to_string();
+    let mut new_by_key: HashMap<String, Vec<&String>> = HashMap::new();
+    for r in &new {
+        new_by_key.entry(key(r)).or_default().push(r);
+    }
+    let mut kept: HashMap<&String, usize> = HashMap::new();
+    for r in &new {
+        *kept.entry(r).or_default() += 1;
+    }
+    let mut used: HashMap<String, usize> = HashMap::new();
+    for r in &old {
+        if let Some(n) = kept.get_mut(r).filter(|n| **n > 0) {
+            *n -= 1;
+            continue;
+        }
+        let k = key(r);
+        let replaced = new_by_key
+            .get(&k)
+            .is_some_and(|rs| rs.iter().any(|x| !old.contains(x)));
+        if replaced && *used.entry(k.clone()).or_default() == 0 {
+            *used.get_mut(&k).expect("entry") += 1;
+            diff.changed += 1;
+            let to = new_by_key[&k]
+                .iter()
+                .find(|x| !old.contains(x))
+                .expect("some");
+            diff.note(format!("row {k:?} changed: {r} → {to}"));
+        } else {
+            diff.removed += 1;
+            diff.note(format!("row removed: {r}"));
+        }
+    }
+    let added = new
+        .iter()
+        .filter(|r| !old.contains(r) && !used.contains_key(&key(r)))
+        .count();
+    if added > 0 {
+        diff.added += added;
+        diff.note(format!("{added} row(s) added"));
+    }
+}
+
+/// A row as the database gives it.
+type Row = Vec<rusqlite::types::Value>;
+
+/// A database's tables: name → (WITHOUT ROWID, rows with their rowid).
+type Tables = BTreeMap<String, (bool, Vec<(i64, Row)>)>;
+
+/// Tables, and the rows of each, of a database held in `bytes`; `None` when it cannot be
+/// read whole.
+fn sqlite_tables(bytes: &[u8]) -> Option<Tables> {
+    let file = tempfile::NamedTempFile::new().ok()?;
+    std::fs::write(file.path(), bytes).ok()?;
+    let uri = format!("file:{}?immutable=1", file.path().display());
+    let db = rusqlite::Connection::open_with_flags(
+        uri,
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY
+            | rusqlite::OpenFlags::SQLITE_OPEN_URI
+            | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .ok()?;
+    let names: Vec<(String, String)> = {
+        let mut st = db
+            .prepare("SELECT name, COALESCE(sql, '') FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")
+            .ok()?;
+        st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .ok()?
+            .collect::<Result<_, _>>()
+            .ok()?
+    };
+    let mut out = BTreeMap::new();
+    for (name, sql) in names {
+        let without_rowid = sql.to_ascii_uppercase().contains("WITHOUT ROWID");
+        let quoted = format!("\"{}\"", name.replace('"', "\"\""));
+        let query = if without_rowid {
+            format!("SELECT 0, * FROM {quoted}")
+        } else {
+            format!("SELECT rowid, * FROM {quoted}")
+        };
+        let mut st = db.prepare(&query).ok()?;
+        let columns = st.column_count();
+        let mut rows = Vec::new();
+        let mut q = st.query([]).ok()?;
+        while let Some(r) = q.next().ok()? {
+            if rows.len() >= MAX_ROWS {
+                return None;
+            }
+            let id: i64 = r.get(0).ok()?;
+            let values: Row = (1..columns)
+                .map(|c| r.get(c))
+                .collect::<Result<_, _>>()
+                .ok()?;
+            rows.push((id, values));
+        }
+        out.insert(name, (without_rowid, rows));
+    }
+    Some(out)
+}
+
+/// Tables created and dropped, rows inserted, updated and deleted.
+fn sqlite_diff(old: &[u8], new: &[u8]) -> Option<StoreDiff> {
+    let (old, new) = (sqlite_tables(old)?, sqlite_tables(new)?);
+    let mut diff = StoreDiff::default();
+    for name in old.keys().filter(|n| !new.contains_key(*n)) {
+        diff.removed += 1;
+        diff.note(format!("table {name} dropped"));
+    }
+    for name in new.keys().filter(|n| !old.contains_key(*n)) {
+        diff.added += 1;
+        diff.note(format!("table {name} created"));
+    }
+    for (name, (without_rowid, before)) in &old {
+        let Some((_, after)) = new.get(name) else {
+            continue;
+        };
+        let (mut inserted, mut updated, mut deleted) = (0, 0, 0);
+        if *without_rowid {
+            // Rows compared whole (values have no total order or hash: REAL).
+            let mut count: HashMap<String, i64> = HashMap::new();
+            for (_, r) in before {
+                *count.entry(format!("{r:?}")).or_default() += 1;
+            }
+            for (_, r) in after {
+                *count.entry(format!("{r:?}")).or_default() -= 1;
+            }
+            for n in count.values() {
+                match n.cmp(&0) {
+                    std::cmp::Ordering::Greater => deleted += *n as usize,
+                    std::cmp::Ordering::Less => inserted += (-n) as usize,
+                    std::cmp::Ordering::Equal => {}
+                }
+            }
+        } else {
+            let a: HashMap<i64, &Row> = before.iter().map(|(id, r)| (*id, r)).collect();
+            let b: HashMap<i64, &Row> = after.iter().map(|(id, r)| (*id, r)).collect();
+            for (id, r) in &a {
+                match b.get(id) {
+                    None => deleted += 1,
+                    Some(s) if s != r => {
+                        updated += 1;
+                        if updated == 1 {
+                            diff.note(format!(
+                                "table {name}: row {id} updated ({} → {})",
+                                row_text(r),
+                                row_text(s)
+                            ));
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            inserted = b.keys().filter(|id| !a.contains_key(id)).count();
+        }
+        for (n, what) in [(inserted, "inserted"), (deleted, "deleted")] {
+            if n > 0 {
+                diff.note(format!("table {name}: {n} row(s) {what}"));
+            }
+        }
+        if updated > 1 {
+            diff.note(format!("table {name}: {updated} row(s) updated"));
+        }
+        diff.added += inserted;
+        diff.changed += updated;
+        diff.removed += deleted;
+    }
+    Some(diff)
+}
+
+fn row_text(r: &Row) -> String {
+    use rusqlite::types::Value as V;
+    let cells: Vec<String> = r
+        .iter()
+        .map(|v| match v {
+            V::Null => "NULL".into(),
+            V::Integer(i) => i.to_string(),
+            V::Real(f) => f.to_string(),
+            V::Text(t) => format!("{t:?}"),
+            V::Blob(b) => format!("<{} bytes>", b.len()),
+        })
+        .collect();
+    let s = cells.join(", ");
+    if s.chars().count() > 60 {
+        format!("{}…", s.chars().take(60).collect::<String>())
+    } else {
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn json_changes_are_told_in_members() {
+        let mut d = StoreDiff::default();
+        json_diff(
+            &json!({"visits": 1, "tags": ["a"], "old": true}),
+            &json!({"visits": 2, "tags": ["a", "b"], "new": 1}),
+            "",
+            &mut d,
+        );
+        assert_eq!((d.added, d.changed, d.removed), (2, 1, 1), "{d:?}");
+        assert!(d.details.contains(&"visits: 1 → 2".to_string()), "{d:?}");
+        let mut d = StoreDiff::default();
+        json_diff(&json!([1, 2]), &json!([0, 1, 2]), "", &mut d);
+        assert_eq!((d.added, d.changed, d.removed), (1, 0, 0), "{d:?}");
+    }
+
+    #[test]
+    fn csv_rows_are_keyed_by_their_first_column() {
+        let mut d = StoreDiff::default();
+        csv_diff("name,n\na,1\nb,2\n", "name,n\na,1\nb,3\nc,4\n", &mut d);
+        assert_eq!((d.added, d.changed, d.removed), (1, 1, 0), "{d:?}");
+        assert!(d.details[0].contains("b,2 → b,3"), "{d:?}");
+    }
+
+    #[test]
+    fn sqlite_rows_are_told_inserted_updated_and_deleted() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("a.db");
+        let db = rusqlite::Connection::open(&path).expect("open");
+        db.execute_batch(
+            "CREATE TABLE items(name TEXT, n INTEGER); INSERT INTO items VALUES ('a', 1), ('b', 2);",
+        )
+        .expect("create");
+        let before = std::fs::read(&path).expect("read");
+        db.execute_batch("INSERT INTO items VALUES ('c', 3);")
+            .expect("insert");
+        let inserted = std::fs::read(&path).expect("read");
+        let d = sqlite_diff(&before, &inserted).expect("diff");
+        assert_eq!((d.added, d.changed, d.removed), (1, 0, 0), "{d:?}");
+        db.execute_batch("UPDATE items SET n = 5 WHERE name = 'a'; DELETE FROM items WHERE name = 'b'; CREATE TABLE t(x);")
+            .expect("update");
+        let changed = std::fs::read(&path).expect("read");
+        let d = sqlite_diff(&inserted, &changed).expect("diff");
+        assert_eq!((d.added, d.changed, d.removed), (1, 1, 1), "{d:?}");
+        assert!(
+            d.details
+                .iter()
+                .any(|s| s == "table items: row 1 updated (\"a\", 1 → \"a\", 5)"),
+            "{d:?}"
+        );
+        assert_eq!(sqlite_diff(b"SQLite format 3\0garbage", &changed), None);
+    }
+}
