@@ -1249,6 +1249,29 @@ mod tests {
         }
     }
 
+    /// The configuration of a run with no flags and no config file.
+    fn plain_config() -> RunConfig {
+        let args = crate::cli::VerifyArgs {
+            command: vec!["true".into()],
+            no_config: true,
+            ..Default::default()
+        };
+        RunConfig::from_verify_args(&args).expect("config")
+    }
+
+    /// Runs the explorer over `tools` against `host` on a runtime of its own.
+    fn explore<H: Host>(
+        tools: &[ToolDecl],
+        config: &RunConfig,
+        workspace: &std::path::Path,
+        host: &mut H,
+    ) -> Explored {
+        tokio::runtime::Builder::new_current_thread()
+            .build()
+            .expect("runtime")
+            .block_on(Explorer::new(tools, config, workspace).run(host))
+    }
+
     fn text(t: &str, error: bool) -> Value {
         json!({"content": [{"type": "text", "text": t}], "isError": error})
     }
@@ -1270,12 +1293,7 @@ mod tests {
         .enumerate()
         .map(|(i, v)| parse_tool(v, i).expect("tool"))
         .collect();
-        let args = crate::cli::VerifyArgs {
-            command: vec!["true".into()],
-            no_config: true,
-            ..Default::default()
-        };
-        let config = RunConfig::from_verify_args(&args).expect("config");
+        let config = plain_config();
         let dir = tempfile::tempdir().expect("tempdir");
         let mut prepared = false;
         let mut host = ScriptedHost {
@@ -1293,10 +1311,7 @@ mod tests {
             },
             log: Vec::new(),
         };
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .build()
-            .expect("runtime");
-        let explored = rt.block_on(Explorer::new(&tools, &config, dir.path()).run(&mut host));
+        let explored = explore(&tools, &config, dir.path(), &mut host);
         // get_item waited for make_item, then took the id it handed out, and says so.
         let get = &explored.runs[0];
         assert!(get.succeeded(), "{:?}", host.log);
@@ -1339,12 +1354,7 @@ mod tests {
         .enumerate()
         .map(|(i, v)| parse_tool(v, i).expect("tool"))
         .collect();
-        let args = crate::cli::VerifyArgs {
-            command: vec!["true".into()],
-            no_config: true,
-            ..Default::default()
-        };
-        let config = RunConfig::from_verify_args(&args).expect("config");
+        let config = plain_config();
         let dir = tempfile::tempdir().expect("tempdir");
         let mut widgets: Vec<String> = Vec::new();
         let mut locked = true;
@@ -1374,10 +1384,7 @@ mod tests {
             },
             log: Vec::new(),
         };
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .build()
-            .expect("runtime");
-        let explored = rt.block_on(Explorer::new(&tools, &config, dir.path()).run(&mut host));
+        let explored = explore(&tools, &config, dir.path(), &mut host);
         // delete_widget found nothing, add_widget made one, and its name was used.
         let delete = &explored.runs[1];
         assert!(delete.succeeded(), "{:?}", host.log);

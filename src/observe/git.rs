@@ -78,18 +78,8 @@ pub fn reclassify(
             if let (Some(old), Some(RefValue::Id(new))) =
                 (old, after(&effect.path).and_then(|b| parse_ref(&b)))
             {
-                if old != new {
-                    let tag = rel.starts_with("refs/tags/");
-                    let forward = if tag {
-                        Some(false)
-                    } else {
-                        repo(&mut repos).and_then(|r| descends(&r, &old, &new))
-                    };
-                    if let Some(forward) = forward {
-                        effect.kind = moved(forward, &old, &new);
-                    }
-                } else {
-                    effect.kind = FileEffectKind::GitBookkeeping;
+                if let Some(kind) = ref_moved(&rel, &old, &new, repo(&mut repos).as_ref()) {
+                    effect.kind = kind;
                 }
             }
             continue;
@@ -121,14 +111,8 @@ pub fn reclassify(
                     effect.kind = FileEffectKind::GitBookkeeping;
                 }
                 (RefValue::Id(a), RefValue::Id(b)) => {
-                    let tag = rel.starts_with("refs/tags/");
-                    let forward = if tag {
-                        Some(false)
-                    } else {
-                        repo(&mut repos).and_then(|r| descends(&r, &a, &b))
-                    };
-                    if let Some(forward) = forward {
-                        effect.kind = moved(forward, &a, &b);
+                    if let Some(kind) = ref_moved(&rel, &a, &b, repo(&mut repos).as_ref()) {
+                        effect.kind = kind;
                     }
                 }
                 _ => {}
@@ -160,11 +144,7 @@ pub fn reclassify(
                 let step = match now {
                     Some(n) if n == *id => continue,
                     None => None,
-                    Some(n) if name.starts_with("refs/tags/") => Some(moved(false, id, &n)),
-                    Some(n) => r
-                        .as_ref()
-                        .and_then(|r| descends(r, id, &n))
-                        .map(|f| moved(f, id, &n)),
+                    Some(n) => ref_moved(name, id, &n, r.as_ref()),
                 };
                 match step {
                     // A ref deleted, or one whose move cannot be read: the byte-wise kind.
@@ -228,6 +208,26 @@ fn split_git_path(path: &str) -> Option<(&str, &str)> {
 /// its own.
 fn open(path: &Path) -> Option<gix::Repository> {
     gix::open_opts(path, gix::open::Options::isolated()).ok()
+}
+
+/// How ref `rel` moving from commit `old` to commit `new` is judged: unchanged is
+/// bookkeeping, a tag that moved or a branch moved to a non-descendant is rewound, a branch
+/// moved to a descendant advanced; `None` when `repo` cannot tell.
+fn ref_moved(
+    rel: &str,
+    old: &str,
+    new: &str,
+    repo: Option<&gix::Repository>,
+) -> Option<FileEffectKind> {
+    if old == new {
+        return Some(FileEffectKind::GitBookkeeping);
+    }
+    let forward = if rel.starts_with("refs/tags/") {
+        false
+    } else {
+        descends(repo?, old, new)?
+    };
+    Some(moved(forward, old, new))
 }
 
 fn moved(forward: bool, from: &str, to: &str) -> FileEffectKind {

@@ -1758,21 +1758,7 @@ fn git_history_run(who: As) {
         kinds.contains(&"ref-advanced $WORKSPACE/.git/refs/heads/main".to_string()),
         "{kinds:?}"
     );
-    let amend = r["tools"]
-        .as_array()
-        .expect("tools")
-        .iter()
-        .find(|t| t["name"] == "amend_snapshot")
-        .expect("amend");
-    let evidence = amend["verdicts"]
-        .as_array()
-        .expect("verdicts")
-        .iter()
-        .find(|v| v["hint"] == "destructiveHint")
-        .expect("destructiveHint")["evidence"][0]["text"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
+    let evidence = crate::util::first_evidence(&r, "amend_snapshot", "destructiveHint");
     assert!(
         evidence.contains("does not descend from the old one")
             && evidence.contains("refs/heads/main"),

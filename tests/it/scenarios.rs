@@ -409,21 +409,7 @@ fn a_counter_bumped_in_a_json_store_is_an_update_with_its_values() {
         return crate::util::skip("/usr/bin/python3 is missing (the JSON store fixture)");
     };
     assert_eq!(out.code, 0, "{}", out.stderr);
-    let r = out.json();
-    let tools = r["tools"].as_array().expect("tools");
-    let count = tools
-        .iter()
-        .find(|t| t["name"] == "count_visit")
-        .expect("count_visit");
-    let evidence = count["verdicts"]
-        .as_array()
-        .expect("verdicts")
-        .iter()
-        .find(|v| v["hint"] == "destructiveHint")
-        .expect("destructiveHint")["evidence"][0]["text"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
+    let evidence = crate::util::first_evidence(&out.json(), "count_visit", "destructiveHint");
     assert_eq!(
         evidence,
         "changed $WORKSPACE/stats.json (0 added, 1 changed, 0 removed: visits: 1 → 2)"

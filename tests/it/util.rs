@@ -212,6 +212,19 @@ pub(crate) fn report_tool<'a>(r: &'a serde_json::Value, name: &str) -> &'a serde
         .unwrap_or_else(|| panic!("no tool {name} in the report"))
 }
 
+/// The first evidence line of `hint`'s verdict on tool `name` in JSON report `r` ("" when none).
+pub(crate) fn first_evidence(r: &serde_json::Value, name: &str, hint: &str) -> String {
+    report_tool(r, name)["verdicts"]
+        .as_array()
+        .expect("verdicts")
+        .iter()
+        .find(|v| v["hint"] == hint)
+        .unwrap_or_else(|| panic!("{name}: {hint}"))["evidence"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
 /// The successful first call (of any attempt) of a tool of a JSON report.
 pub(crate) fn first_success(tool: &serde_json::Value) -> &serde_json::Value {
     tool["calls"]
