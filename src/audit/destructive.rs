@@ -10,7 +10,9 @@ pub const META: AuditMeta = AuditMeta {
     id: "destructive",
     summary: "destructiveHint: false, but the tool deleted or overwrote existing content",
     docs: "`destructiveHint: false` promises that the tool performs only additive updates. It is \
-meaningful only when `readOnlyHint` is false. hintcheck contradicts it when a call deletes, \
+meaningful only when `readOnlyHint` is false; a tool that declares `readOnlyHint: true` and \
+writes anyway is judged as the writer it is on the `destructiveHint` it declared explicitly, and the reason \
+says so. hintcheck contradicts it when a call deletes, \
 overwrites, truncates or renames over content that existed before that call, or replaces a path \
 with a different kind of object. Creating new paths and appending to files (the old content stays \
 a prefix of the new) are additive and never count. Effects on content the tool itself created in \
@@ -49,7 +51,12 @@ pub fn judge(tool: &ToolDecl, run: &ToolRun, coverage: &Coverage) -> HintJudgeme
     } else {
         None
     };
-    if tool.hints.read_only.declared() == Some(true) {
+    // A tool that claims to be read-only but writes is judged as the writer it is on the
+    // destructiveHint it declared explicitly.
+    let read_only_broken = tool.hints.read_only.declared() == Some(true)
+        && tool.hints.destructive.declared().is_some()
+        && run.observations().any(|(_, o)| o.is_write());
+    if tool.hints.read_only.declared() == Some(true) && !read_only_broken {
         let mut j = HintJudgement::new(
             Verdict::NotApplicable,
             "readOnlyHint is true: destructiveHint is meaningful only for tools that write",
@@ -57,19 +64,35 @@ pub fn judge(tool: &ToolDecl, run: &ToolRun, coverage: &Coverage) -> HintJudgeme
         j.suggestion = suggestion;
         return j;
     }
+    let mut j = judge_declared(tool, run, coverage, destructive, any_write, database_change);
+    if read_only_broken {
+        j.reason = format!(
+            "readOnlyHint: true is contradicted by the tool's writes, so the destructiveHint it declared is judged as for a tool that writes: {}",
+            j.reason
+        );
+    }
+    j.suggestion = j.suggestion.or(suggestion);
+    j
+}
+
+/// The verdict on the declared `destructiveHint` of a tool that writes (or may).
+fn judge_declared(
+    tool: &ToolDecl,
+    run: &ToolRun,
+    coverage: &Coverage,
+    destructive: Vec<(&crate::evidence::CallRecord, &crate::observe::Observation)>,
+    any_write: bool,
+    database_change: Option<String>,
+) -> HintJudgement {
     match tool.hints.destructive.declared() {
         Some(true) => HintJudgement::new(
             Verdict::NotApplicable,
             "destructiveHint is true: nothing to contradict",
         ),
-        None => {
-            let mut j = HintJudgement::new(
-                Verdict::NotApplicable,
-                "destructiveHint is not declared: the spec's default (true) promises nothing",
-            );
-            j.suggestion = suggestion;
-            j
-        }
+        None => HintJudgement::new(
+            Verdict::NotApplicable,
+            "destructiveHint is not declared: the spec's default (true) promises nothing",
+        ),
         Some(false) => {
             if !destructive.is_empty() {
                 let mut j = HintJudgement::new(
@@ -195,6 +218,29 @@ mod tests {
     }
 
     #[test]
+    fn a_read_only_tool_that_writes_is_judged_on_its_declared_destructive_hint() {
+        let r = run(vec![call(
+            1,
+            ok(),
+            vec![file("$WORKSPACE/a", FileEffectKind::Deleted)],
+        )]);
+        let ro = tool(json!({"readOnlyHint": true, "destructiveHint": false}));
+        let j = judge(&ro, &r, &full_coverage());
+        assert_eq!(j.verdict, Verdict::Contradicted);
+        assert!(
+            j.reason.starts_with("readOnlyHint: true is contradicted"),
+            "{}",
+            j.reason
+        );
+        // Without an explicit destructiveHint there is nothing more to judge.
+        let bare = tool(json!({"readOnlyHint": true}));
+        assert_eq!(
+            judge(&bare, &r, &full_coverage()).verdict,
+            Verdict::NotApplicable
+        );
+    }
+
+    #[test]
     fn not_applicable_for_read_only_and_default_tools() {
         let r = run(vec![call(
             1,
@@ -202,8 +248,9 @@ mod tests {
             vec![file("$WORKSPACE/a", FileEffectKind::Deleted)],
         )]);
         let ro = tool(json!({"readOnlyHint": true, "destructiveHint": false}));
+        let quiet = run(vec![call(1, ok(), vec![])]);
         assert_eq!(
-            judge(&ro, &r, &full_coverage()).verdict,
+            judge(&ro, &quiet, &full_coverage()).verdict,
             Verdict::NotApplicable
         );
         let absent = judge(&tool(json!({})), &r, &full_coverage());

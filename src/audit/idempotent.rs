@@ -12,7 +12,9 @@ pub const META: AuditMeta = AuditMeta {
     id: "idempotent",
     summary: "idempotentHint: true, but repeating the identical call changed the environment again",
     docs: "`idempotentHint: true` promises that calling the tool repeatedly with the same arguments \
-has no additional effect on its environment. It is meaningful only when `readOnlyHint` is false. \
+has no additional effect on its environment. It is meaningful only when `readOnlyHint` is false; a tool that declares `readOnlyHint: true` and \
+writes anyway is judged as the writer it is on the `idempotentHint` it declared explicitly, and the reason \
+says so. \
 hintcheck makes the first call, then repeats it with exactly the same arguments (`--repeat`, 2 calls \
 by default), and contradicts the hint when a repeat has an effect of its own: a file created, \
 appended to, overwritten, truncated, deleted or renamed again. Rewriting a file with identical \
@@ -73,7 +75,12 @@ pub fn judge(tool: &ToolDecl, run: &ToolRun, coverage: &Coverage) -> HintJudgeme
     } else {
         None
     };
-    if tool.hints.read_only.declared() == Some(true) {
+    // A tool that claims to be read-only but writes is judged as the writer it is on the
+    // idempotentHint it declared explicitly (a repeat that appended again contradicts it).
+    let read_only_broken = tool.hints.read_only.declared() == Some(true)
+        && tool.hints.idempotent.declared().is_some()
+        && run.observations().any(|(_, o)| o.is_write());
+    if tool.hints.read_only.declared() == Some(true) && !read_only_broken {
         let mut j = HintJudgement::new(
             Verdict::NotApplicable,
             "readOnlyHint is true: idempotentHint is meaningful only for tools that write",
@@ -81,19 +88,43 @@ pub fn judge(tool: &ToolDecl, run: &ToolRun, coverage: &Coverage) -> HintJudgeme
         j.suggestion = suggestion;
         return j;
     }
+    let mut j = judge_declared(
+        tool,
+        run,
+        coverage,
+        (first_ok, first_effects),
+        &repeats,
+        repeat_effects,
+    );
+    if read_only_broken {
+        j.reason = format!(
+            "readOnlyHint: true is contradicted by the tool's writes, so the idempotentHint it declared is judged as for a tool that writes: {}",
+            j.reason
+        );
+    }
+    j.suggestion = j.suggestion.or(suggestion);
+    j
+}
+
+/// The verdict on the declared `idempotentHint` of a tool that writes (or may).
+fn judge_declared(
+    tool: &ToolDecl,
+    run: &ToolRun,
+    coverage: &Coverage,
+    (first_ok, first_effects): (bool, bool),
+    repeats: &[&crate::evidence::CallRecord],
+    repeat_effects: Vec<(&crate::evidence::CallRecord, &Observation)>,
+) -> HintJudgement {
+    let answered_repeats = repeats.iter().filter(|c| c.outcome.answered()).count();
     match tool.hints.idempotent.declared() {
         Some(false) => HintJudgement::new(
             Verdict::NotApplicable,
             "idempotentHint is false: nothing to contradict",
         ),
-        None => {
-            let mut j = HintJudgement::new(
-                Verdict::NotApplicable,
-                "idempotentHint is not declared: the spec's default (false) promises nothing",
-            );
-            j.suggestion = suggestion;
-            j
-        }
+        None => HintJudgement::new(
+            Verdict::NotApplicable,
+            "idempotentHint is not declared: the spec's default (false) promises nothing",
+        ),
         Some(true) => {
             if !first_ok {
                 return HintJudgement::new(
@@ -168,6 +199,35 @@ mod tests {
         let j = judge(&t, &r, &full_coverage());
         assert_eq!(j.verdict, Verdict::Contradicted);
         assert_eq!(j.evidence[0].source, "repeat 2");
+    }
+
+    #[test]
+    fn a_read_only_tool_that_appends_again_contradicts_its_idempotent_hint() {
+        let r = run(vec![
+            call(
+                1,
+                ok(),
+                vec![file("$WORKSPACE/log", FileEffectKind::Appended)],
+            ),
+            call(
+                2,
+                ok(),
+                vec![file("$WORKSPACE/log", FileEffectKind::Appended)],
+            ),
+        ]);
+        let liar = tool(json!({"readOnlyHint": true, "idempotentHint": true}));
+        let j = judge(&liar, &r, &full_coverage());
+        assert_eq!(j.verdict, Verdict::Contradicted);
+        assert!(
+            j.reason.contains("judged as for a tool that writes"),
+            "{}",
+            j.reason
+        );
+        let quiet = run(vec![call(1, ok(), vec![]), call(2, ok(), vec![])]);
+        assert_eq!(
+            judge(&liar, &quiet, &full_coverage()).verdict,
+            Verdict::NotApplicable
+        );
     }
 
     #[test]

@@ -91,15 +91,15 @@ fn the_action_verifies_the_demo_and_hands_its_exit_code_to_the_last_step() {
             .as_array()
             .expect("results")
             .len(),
-        7
+        8
     );
     assert!(dir.path().join("reports/hintcheck-tools.json").is_file());
     let md = std::fs::read_to_string(&summary).expect("summary");
     assert!(md.contains("## ❌ hintcheck: demo-notes"), "{md}");
-    // Each finding is also a workflow annotation: the six lies as errors.
+    // Each finding is also a workflow annotation: the seven lies as errors.
     let stdout = String::from_utf8_lossy(&o.stdout);
     let errors = stdout.lines().filter(|l| l.starts_with("::error ")).count();
-    assert_eq!(errors, 6, "{stdout}");
+    assert_eq!(errors, 7, "{stdout}");
 }
 
 /// A stand-in for `hintcheck doctor` whose sandbox works once its fix ran.

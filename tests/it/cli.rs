@@ -160,7 +160,7 @@ fn json_report_is_versioned_and_complete() {
     assert_eq!(r["sandbox"]["requested"], "required");
     assert_eq!(r["coverage"]["files_observed"], true);
     assert_eq!(r["coverage"]["network_observed"], true);
-    assert_eq!(r["summary"]["contradicted"], 6);
+    assert_eq!(r["summary"]["contradicted"], 7);
     let tools = r["tools"].as_array().expect("tools");
     assert_eq!(tools.len(), 11);
     for t in tools {

@@ -14,8 +14,9 @@ use crate::util::{Outcome, at, copy_dir, fake_server, repo, run, run_in};
 const LIMIT: Duration = Duration::from_secs(120);
 
 /// The demo's six lies, as `tool: hint`.
-const DEMO_LIES: [&str; 6] = [
+const DEMO_LIES: [&str; 7] = [
     "get_status: readOnlyHint",
+    "get_status: idempotentHint",
     "peek_cache: readOnlyHint",
     "tidy_notes: readOnlyHint",
     "add_item: idempotentHint",
@@ -270,7 +271,7 @@ fn annotations_for_the_demo_are_placed_on_the_anchor_line_that_names_each_tool()
         .iter()
         .filter(|l| l.starts_with("::error "))
         .collect();
-    assert_eq!(errors.len(), 6, "{commands:#?}");
+    assert_eq!(errors.len(), 7, "{commands:#?}");
     let of = |tool: &str| {
         errors
             .iter()
@@ -370,7 +371,7 @@ fn junit_for_the_demo_parses_back_with_a_case_per_tool_and_hint() {
         .filter_map(|c| c.attribute("name"))
         .collect();
     assert_eq!(failing, DEMO_LIES.into_iter().collect());
-    assert_eq!(suite.attribute("failures"), Some("6"));
+    assert_eq!(suite.attribute("failures"), Some("7"));
     let skipped = cases
         .iter()
         .filter(|c| c.children().any(|n| n.has_tag_name("skipped")))
@@ -518,12 +519,12 @@ fn a_baseline_accepts_known_findings_reports_stale_ones_and_changed_tools() {
     let out = demo(&["--write-baseline", &b, "-o", "/dev/null"], None);
     assert_eq!(out.code, 1, "{}", out.stderr);
     let written = read_json(&baseline);
-    assert_eq!(written["findings"].as_array().expect("findings").len(), 7);
+    assert_eq!(written["findings"].as_array().expect("findings").len(), 8);
 
     let accepted = demo(&["--baseline", &b, "--format", "json"], None);
     assert_eq!(accepted.code, 0, "{}", accepted.stderr);
     let r = accepted.json();
-    assert_eq!(r["baseline"]["accepted"], 7);
+    assert_eq!(r["baseline"]["accepted"], 8);
     assert!(
         r["findings"]
             .as_array()
@@ -531,7 +532,7 @@ fn a_baseline_accepts_known_findings_reports_stale_ones_and_changed_tools() {
             .iter()
             .all(|f| f["accepted"].is_string())
     );
-    assert!(accepted.stderr.contains("7 accepted by the baseline"));
+    assert!(accepted.stderr.contains("8 accepted by the baseline"));
 
     // Drop one accepted finding, add a stale entry, mark a tool as changed.
     let mut edited = written.clone();
@@ -682,7 +683,7 @@ format = "json"
     assert_eq!(out.code, 1, "{}", out.stderr);
     let r = out.json();
     assert_eq!(r["settings"]["fail_on"], "warning");
-    assert_eq!(r["summary"]["contradicted"], 6, "the seed was copied");
+    assert_eq!(r["summary"]["contradicted"], 7, "the seed was copied");
     assert!(
         out.stderr
             .contains("other finding(s) at or above --fail-on warning")

@@ -80,7 +80,7 @@ fn shards_split_the_list_and_merge_puts_them_back_together() {
     assert_eq!(merged.code, 1, "the combined exit: contradictions");
     let m = merged.json();
     assert_eq!(m["totals"]["servers"], 4);
-    assert_eq!(m["totals"]["contradicted"], 6 + 1 + 1);
+    assert_eq!(m["totals"]["contradicted"], 7 + 1 + 1);
     let mut text_args = vec!["merge"];
     text_args.extend(&file_args);
     let text = run(&text_args, &[], LIMIT);
