@@ -101,10 +101,11 @@ fn text_diff(path: &str, old: &[u8], new: &[u8]) -> Option<StoreDiff> {
                     .map(|l| serde_json::from_str(l).ok())
                     .collect()
             };
+            // Named "lines" in the evidence: each element is a line of the file.
             json_diff(
                 &Value::Array(lines(old)?),
                 &Value::Array(lines(new)?),
-                "",
+                "lines",
                 &mut diff,
             );
         }
@@ -149,37 +150,43 @@ fn json_diff(old: &Value, new: &Value, at: &str, diff: &mut StoreDiff) {
         }
         (Value::Array(a), Value::Array(b)) => {
             // Elements kept in order count as kept even when others were inserted before
-            // them (a list that grew at its head).
-            let mut rest = b.iter().peekable();
-            let mut unmatched_old = Vec::new();
-            let mut matched = 0;
-            for v in a {
-                let mut probe = rest.clone();
-                if probe.any(|w| w == v) {
-                    for w in rest.by_ref() {
-                        if w == v {
-                            break;
-                        }
+            // them (a list that grew at its head); what is left is paired in order: two
+            // objects (or arrays) are compared member by member, other values are changed.
+            let mut unmatched_old: Vec<usize> = Vec::new();
+            let mut unmatched_new: Vec<usize> = Vec::new();
+            let mut next = 0;
+            for (i, v) in a.iter().enumerate() {
+                match b[next..].iter().position(|w| w == v) {
+                    Some(k) => {
+                        unmatched_new.extend(next..next + k);
+                        next += k + 1;
                     }
-                    matched += 1;
-                } else {
-                    unmatched_old.push(v);
+                    None => unmatched_old.push(i),
                 }
             }
-            let grown = b.len() - matched;
-            let pairs = unmatched_old.len().min(grown);
-            for (n, v) in unmatched_old.iter().enumerate() {
-                if n < pairs {
+            unmatched_new.extend(next..b.len());
+            let pairs = unmatched_old.len().min(unmatched_new.len());
+            for (&i, &k) in unmatched_old.iter().zip(&unmatched_new) {
+                let (x, y) = (&a[i], &b[k]);
+                if (x.is_object() && y.is_object()) || (x.is_array() && y.is_array()) {
+                    json_diff(x, y, &format!("{}[{k}]", label(at)), diff);
+                } else {
                     diff.changed += 1;
-                    diff.note(format!("{}: an element changed ({})", label(at), short(v)));
-                } else {
-                    diff.removed += 1;
-                    diff.note(format!("{}: an element removed ({})", label(at), short(v)));
+                    diff.note(format!("{}[{k}]: {} → {}", label(at), short(x), short(y)));
                 }
             }
-            if grown > pairs {
-                diff.added += grown - pairs;
-                diff.note(format!("{}: {} element(s) added", label(at), grown - pairs));
+            for &i in &unmatched_old[pairs..] {
+                diff.removed += 1;
+                diff.note(format!(
+                    "{}: an element removed ({})",
+                    label(at),
+                    short(&a[i])
+                ));
+            }
+            let grown = unmatched_new.len() - pairs;
+            if grown > 0 {
+                diff.added += grown;
+                diff.note(format!("{}: {grown} element(s) added", label(at)));
             }
         }
         (a, b) if a != b => {
@@ -415,6 +422,16 @@ mod tests {
         let mut d = StoreDiff::default();
         json_diff(&json!([1, 2]), &json!([0, 1, 2]), "", &mut d);
         assert_eq!((d.added, d.changed, d.removed), (1, 0, 0), "{d:?}");
+        // An object element that lost a member: compared member by member.
+        let mut d = StoreDiff::default();
+        json_diff(
+            &json!([{"name": "a", "notes": ["x", "y"]}, {"name": "b"}]),
+            &json!([{"name": "a", "notes": ["x"]}, {"name": "b"}]),
+            "lines",
+            &mut d,
+        );
+        assert_eq!((d.added, d.changed, d.removed), (0, 0, 1), "{d:?}");
+        assert_eq!(d.details, ["lines[0].notes: an element removed (\"y\")"]);
     }
 
     #[test]
