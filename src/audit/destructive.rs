@@ -53,26 +53,14 @@ pub fn judge(tool: &ToolDecl, run: &ToolRun, coverage: &Coverage) -> HintJudgeme
     };
     // A tool that claims to be read-only but writes is judged as the writer it is on the
     // destructiveHint it declared explicitly.
-    let read_only_broken = tool.hints.read_only.declared() == Some(true)
-        && tool.hints.destructive.declared().is_some()
-        && run.observations().any(|(_, o)| o.is_write());
-    if tool.hints.read_only.declared() == Some(true) && !read_only_broken {
-        let mut j = HintJudgement::new(
-            Verdict::NotApplicable,
-            "readOnlyHint is true: destructiveHint is meaningful only for tools that write",
-        );
-        j.suggestion = suggestion;
-        return j;
-    }
-    let mut j = judge_declared(tool, run, coverage, destructive, any_write, database_change);
-    if read_only_broken {
-        j.reason = format!(
-            "readOnlyHint: true is contradicted by the tool's writes, so the destructiveHint it declared is judged as for a tool that writes: {}",
-            j.reason
-        );
-    }
-    j.suggestion = j.suggestion.or(suggestion);
-    j
+    super::judged_for_writers(
+        tool,
+        run,
+        HintName::Destructive,
+        tool.hints.destructive.declared().is_some(),
+        suggestion,
+        || judge_declared(tool, run, coverage, destructive, any_write, database_change),
+    )
 }
 
 /// The verdict on the declared `destructiveHint` of a tool that writes (or may).

@@ -77,33 +77,23 @@ pub fn judge(tool: &ToolDecl, run: &ToolRun, coverage: &Coverage) -> HintJudgeme
     };
     // A tool that claims to be read-only but writes is judged as the writer it is on the
     // idempotentHint it declared explicitly (a repeat that appended again contradicts it).
-    let read_only_broken = tool.hints.read_only.declared() == Some(true)
-        && tool.hints.idempotent.declared().is_some()
-        && run.observations().any(|(_, o)| o.is_write());
-    if tool.hints.read_only.declared() == Some(true) && !read_only_broken {
-        let mut j = HintJudgement::new(
-            Verdict::NotApplicable,
-            "readOnlyHint is true: idempotentHint is meaningful only for tools that write",
-        );
-        j.suggestion = suggestion;
-        return j;
-    }
-    let mut j = judge_declared(
+    super::judged_for_writers(
         tool,
         run,
-        coverage,
-        (first_ok, first_effects),
-        &repeats,
-        repeat_effects,
-    );
-    if read_only_broken {
-        j.reason = format!(
-            "readOnlyHint: true is contradicted by the tool's writes, so the idempotentHint it declared is judged as for a tool that writes: {}",
-            j.reason
-        );
-    }
-    j.suggestion = j.suggestion.or(suggestion);
-    j
+        HintName::Idempotent,
+        tool.hints.idempotent.declared().is_some(),
+        suggestion,
+        || {
+            judge_declared(
+                tool,
+                run,
+                coverage,
+                (first_ok, first_effects),
+                &repeats,
+                repeat_effects,
+            )
+        },
+    )
 }
 
 /// The verdict on the declared `idempotentHint` of a tool that writes (or may).

@@ -257,6 +257,43 @@ pub(crate) fn definition_findings(
 }
 
 /// "2 of 2 calls succeeded" / the outcomes of failed calls, for reasons.
+/// Judges `hint`, which is meaningful only for tools that write, with `judge_declared`. A tool
+/// that declares `readOnlyHint: true` gets "not applicable" (with `suggestion`), unless it
+/// wrote and declared `hint` explicitly: then it is judged as the writer it is, and the reason
+/// says why. `declared` is whether the tool declared `hint` at all.
+pub(crate) fn judged_for_writers(
+    tool: &ToolDecl,
+    run: &ToolRun,
+    hint: HintName,
+    declared: bool,
+    suggestion: Option<Suggestion>,
+    judge_declared: impl FnOnce() -> HintJudgement,
+) -> HintJudgement {
+    let read_only = tool.hints.read_only.declared() == Some(true);
+    let read_only_broken = read_only && declared && run.observations().any(|(_, o)| o.is_write());
+    if read_only && !read_only_broken {
+        let mut j = HintJudgement::new(
+            Verdict::NotApplicable,
+            format!(
+                "readOnlyHint is true: {} is meaningful only for tools that write",
+                hint.key()
+            ),
+        );
+        j.suggestion = suggestion;
+        return j;
+    }
+    let mut j = judge_declared();
+    if read_only_broken {
+        j.reason = format!(
+            "readOnlyHint: true is contradicted by the tool's writes, so the {} it declared is judged as for a tool that writes: {}",
+            hint.key(),
+            j.reason
+        );
+    }
+    j.suggestion = j.suggestion.or(suggestion);
+    j
+}
+
 pub(crate) fn outcomes_summary(run: &ToolRun) -> String {
     if run.calls.is_empty() {
         return run
