@@ -1249,6 +1249,15 @@ mod tests {
         }
     }
 
+    /// Tool declarations from their JSON.
+    fn tools_of(definitions: &[Value]) -> Vec<ToolDecl> {
+        definitions
+            .iter()
+            .enumerate()
+            .map(|(i, v)| parse_tool(v, i).expect("tool"))
+            .collect()
+    }
+
     /// The configuration of a run with no flags and no config file.
     fn plain_config() -> RunConfig {
         let args = crate::cli::VerifyArgs {
@@ -1278,7 +1287,7 @@ mod tests {
 
     #[test]
     fn the_explorer_follows_what_the_server_says_without_a_real_server() {
-        let tools: Vec<ToolDecl> = [
+        let tools = tools_of(&[
             json!({"name": "get_item", "annotations": {"readOnlyHint": true},
                    "inputSchema": {"type": "object", "required": ["itemId"],
                                    "properties": {"itemId": {"type": "string"}}}}),
@@ -1288,11 +1297,7 @@ mod tests {
                    "inputSchema": {"type": "object", "properties": {}}}),
             json!({"name": "prepare_release", "annotations": {"destructiveHint": false},
                    "inputSchema": {"type": "object", "properties": {}}}),
-        ]
-        .iter()
-        .enumerate()
-        .map(|(i, v)| parse_tool(v, i).expect("tool"))
-        .collect();
+        ]);
         let config = plain_config();
         let dir = tempfile::tempdir().expect("tempdir");
         let mut prepared = false;
@@ -1339,7 +1344,7 @@ mod tests {
     #[test]
     fn what_an_error_says_is_missing_is_made_by_the_tool_that_makes_it() {
         let schema = |props: Value, required: &[&str]| json!({"type": "object", "properties": props, "required": required});
-        let tools: Vec<ToolDecl> = [
+        let tools = tools_of(&[
             json!({"name": "add_widget", "annotations": {"destructiveHint": false},
                    "inputSchema": schema(json!({"board": {"type": "string"}}), &["board"])}),
             json!({"name": "delete_widget", "annotations": {"destructiveHint": true},
@@ -1349,11 +1354,7 @@ mod tests {
                        "action": {"type": "string", "enum": ["lock", "unlock"]}}), &["board"])}),
             json!({"name": "paint_board", "annotations": {"destructiveHint": false},
                    "inputSchema": schema(json!({"board": {"type": "string"}}), &["board"])}),
-        ]
-        .iter()
-        .enumerate()
-        .map(|(i, v)| parse_tool(v, i).expect("tool"))
-        .collect();
+        ]);
         let config = plain_config();
         let dir = tempfile::tempdir().expect("tempdir");
         let mut widgets: Vec<String> = Vec::new();
