@@ -98,6 +98,14 @@ fn fixture(name: &str) -> String {
         .to_string()
 }
 
+/// `verify --scenario <fixture> <extra…> --format json`, as arguments for [`run_as`].
+fn verify_json_args(name: &str, extra: &[&str]) -> Vec<String> {
+    let mut args = vec!["verify".to_string(), "--scenario".into(), fixture(name)];
+    args.extend(extra.iter().map(|s| s.to_string()));
+    args.extend(["--format".into(), "json".into()]);
+    args
+}
+
 fn is_root() -> bool {
     rustix::process::getuid().is_root()
 }
@@ -450,16 +458,7 @@ fn external(who: As) {
     let Some(prefix) = prefix(who, true) else {
         return;
     };
-    let args: Vec<String> = [
-        "verify",
-        "--scenario",
-        &fixture("external-connect"),
-        "--format",
-        "json",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
+    let args = verify_json_args("external-connect", &[]);
     let out = run_as(&prefix, &args, Duration::from_secs(60));
     // Both tools declare openWorldHint: false and try to connect out: contradicted, with the
     // destination seen by the seccomp recorder. The connection reaches only hintcheck's own
@@ -899,16 +898,7 @@ fn network_run(who: As) {
     let Some(prefix) = prefix(who, true) else {
         return;
     };
-    let args: Vec<String> = [
-        "verify",
-        "--scenario",
-        &fixture("network"),
-        "--format",
-        "json",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
+    let args = verify_json_args("network", &[]);
     let out = run_as(&prefix, &args, Duration::from_secs(60));
     assert_eq!(out.code, 1, "{}", out.stderr);
     let r = out.json();
@@ -1000,16 +990,7 @@ fn python_run(who: As) {
     let Some(prefix) = prefix(who, true) else {
         return;
     };
-    let args: Vec<String> = [
-        "verify",
-        "--scenario",
-        &fixture("python"),
-        "--format",
-        "json",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
+    let args = verify_json_args("python", &[]);
     let out = run_as(&prefix, &args, Duration::from_secs(90));
     assert_eq!(out.code, 1, "{}", out.stderr);
     let r = out.json();
@@ -1144,16 +1125,7 @@ fn python_background_run(who: As) {
     let Some(prefix) = prefix(who, false) else {
         return;
     };
-    let args: Vec<String> = [
-        "verify",
-        "--scenario",
-        &fixture("python-background"),
-        "--format",
-        "json",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
+    let args = verify_json_args("python-background", &[]);
     let out = run_as(&prefix, &args, Duration::from_secs(120));
     // A thread writes bg.txt every 100 ms, also while honest tools run: no accusation.
     assert_eq!(out.code, 0, "{}", out.stderr);
@@ -1197,16 +1169,7 @@ fn python_pool_run(
         return None;
     }
     let prefix = prefix(who, false)?;
-    let args: Vec<String> = [
-        "verify",
-        "--scenario",
-        &fixture(fixture_name),
-        "--format",
-        "json",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
+    let args = verify_json_args(fixture_name, &[]);
     let out = run_as(&prefix, &args, Duration::from_secs(120));
     assert!(expected_exit.contains(&out.code), "{}", out.stderr);
     let r = out.json();
@@ -1460,16 +1423,7 @@ fn hostile_sandbox_run(who: As) {
         "-c".to_string(),
         LEAKING_LAUNCHER.to_string(),
     ]);
-    let args: Vec<String> = [
-        "verify",
-        "--scenario",
-        &fixture("hostile-sandbox"),
-        "--format",
-        "json",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
+    let args = verify_json_args("hostile-sandbox", &[]);
     let env = [
         ("LEAK_FILE", leak_file.display().to_string()),
         ("LEAK_SOCKET", sock_path.display().to_string()),
@@ -1733,17 +1687,7 @@ fn git_history_run(who: As) {
         return;
     };
     // `--check`: the exit code says whether the scenario's expected verdicts held.
-    let args: Vec<String> = [
-        "verify",
-        "--scenario",
-        &fixture("git"),
-        "--check",
-        "--format",
-        "json",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
+    let args = verify_json_args("git", &["--check"]);
     let out = run_as(&prefix, &args, Duration::from_secs(120));
     assert_eq!(out.code, 0, "{}", out.stderr);
     let r = out.json();
