@@ -276,6 +276,7 @@ mod tests {
 
     fn finding(tool: &str, hint: Option<HintName>, message: &str) -> Finding {
         Finding {
+            category: None,
             audit: "read-only",
             tool: Some(tool.into()),
             hint,

@@ -45,6 +45,10 @@ pub struct CallRecord {
     /// Observations of this call that a replay of the tool alone, on a fresh server,
     /// reproduced (attribution confirmed), as descriptions.
     pub confirmed_by_replay: Vec<String>,
+    /// Observations of this call that are not plainly its tool's own change, by description:
+    /// the server's per-call bookkeeping (a journal every tool appends to). Set before judging.
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub categories: std::collections::BTreeMap<String, crate::finding::Category>,
     /// Arguments taken from what earlier calls returned: argument name → where the value
     /// came from ("create_task call 1: structuredContent.task.id").
     #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
@@ -71,6 +75,7 @@ impl CallRecord {
             observations: Vec::new(),
             wire_anomalies: 0,
             concurrent_with: Vec::new(),
+            categories: Default::default(),
             concurrent_tools: Vec::new(),
             background_ran: false,
             confirmed_by_replay: Vec::new(),
@@ -152,8 +157,24 @@ pub enum Phase {
     Startup,
     /// Between calls.
     Idle,
+    /// In the first call of the run, but what the first call of any tool does on a fresh
+    /// server (lazy initialisation), as a replay with a different tool showed.
+    FirstCall,
     /// From the last call to the end of the server.
     Shutdown,
+}
+
+/// One nested run made to decide attribution: a tool called on a fresh server.
+#[derive(Debug, Clone, Serialize)]
+pub struct ReplayRecord {
+    /// The tool replayed.
+    pub tool: String,
+    /// Why: which attribution it was to decide.
+    pub purpose: String,
+    /// How it ended: what it showed, or why it could not run.
+    pub outcome: String,
+    /// Its duration.
+    pub duration_ms: u64,
 }
 
 /// Observations outside every call window.

@@ -103,6 +103,65 @@ impl Verdict {
     }
 }
 
+/// What kind of effect a piece of evidence is, when it is not plainly the tool's own change
+/// of its environment. Reports show it in every format; `--fail-except` and a baseline's
+/// `accept_categories` use it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Category {
+    /// A write that did not last: a lock or temporary file created and removed in the window.
+    Transient,
+    /// The server's per-call bookkeeping: a journal, log, history or counter that every tool
+    /// writes on every call, in a file the server itself created outside the workspace.
+    Bookkeeping,
+    /// What the first call of any tool does on a fresh server (a database or cache made on
+    /// first use), shown by a replay with a different tool.
+    FirstCallInitialisation,
+    /// A value changed in place in a store (a counter bumped, a row updated): an update, not a
+    /// deletion, though not additive either.
+    Update,
+}
+
+impl Category {
+    /// Every category, in report order.
+    pub const ALL: [Category; 4] = [
+        Category::Transient,
+        Category::Bookkeeping,
+        Category::FirstCallInitialisation,
+        Category::Update,
+    ];
+
+    /// The kebab-case name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Category::Transient => "transient",
+            Category::Bookkeeping => "bookkeeping",
+            Category::FirstCallInitialisation => "first-call-initialisation",
+            Category::Update => "update",
+        }
+    }
+
+    /// The category with this name.
+    pub fn parse(name: &str) -> Option<Category> {
+        Category::ALL.into_iter().find(|c| c.as_str() == name)
+    }
+
+    /// Whether a contradiction resting only on effects of this category is a warning rather
+    /// than an error (effects of little weight, or not the tool's own).
+    pub fn softens(self) -> bool {
+        matches!(
+            self,
+            Category::Transient | Category::Bookkeeping | Category::FirstCallInitialisation
+        )
+    }
+
+    /// The category every item shares, if they share one (and there is at least one).
+    pub fn common(mut items: impl Iterator<Item = Option<Category>>) -> Option<Category> {
+        let first = items.next()??;
+        items.all(|c| c == Some(first)).then_some(first)
+    }
+}
+
 /// One piece of evidence.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Evidence {
@@ -110,6 +169,20 @@ pub struct Evidence {
     pub source: String,
     /// What was seen.
     pub text: String,
+    /// What kind of effect it is, when it is not plainly the tool's own change.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub category: Option<Category>,
+}
+
+impl Evidence {
+    /// Evidence of no particular category.
+    pub fn plain(source: impl Into<String>, text: impl Into<String>) -> Evidence {
+        Evidence {
+            source: source.into(),
+            text: text.into(),
+            category: None,
+        }
+    }
 }
 
 /// Annotations the observations support, for hints the tool left absent.
@@ -174,6 +247,10 @@ pub struct Finding {
     pub message: String,
     /// What it rests on.
     pub evidence: Vec<Evidence>,
+    /// The category every piece of evidence shares (bookkeeping, first-call
+    /// initialisation, transient, update), when they share one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub category: Option<Category>,
     /// A stable identity across runs (server, audit, tool, hint), for baselines and SARIF;
     /// set when the report is finished.
     pub fingerprint: String,

@@ -176,6 +176,11 @@ pub struct Expect {
     /// Tools that must get at least one successful (not error-like) call.
     #[serde(default)]
     pub reached: Vec<String>,
+    /// `tool:hintName=category` (the contradiction's finding rests only on effects of that
+    /// category: bookkeeping, first-call-initialisation, transient, update) or
+    /// `audit=category` (some finding of the audit has it).
+    #[serde(default)]
+    pub categorised: Vec<String>,
     /// The least share (0 to 1) of the tools that can work here (listed, not skipped, not
     /// needing what this machine cannot give) that must get a successful call.
     pub reach: Option<f64>,
@@ -390,6 +395,39 @@ pub fn check(expect: &Expect, report: &Report) -> Vec<String> {
                 s.basis.as_str()
             )),
             None => failures.push(format!("{tool}:{hint}: no such tool or hint in the report")),
+        }
+    }
+    for spec in &expect.categorised {
+        let Some((what, category)) = spec.split_once('=') else {
+            failures.push(format!(
+                "{spec:?} is not tool:hintName=category or audit=category"
+            ));
+            continue;
+        };
+        let found: Vec<Option<&str>> = report
+            .findings
+            .iter()
+            .filter(|f| match what.split_once(':') {
+                Some((tool, hint)) => {
+                    f.tool.as_deref() == Some(tool) && f.hint.is_some_and(|h| h.key() == hint)
+                }
+                None => f.audit == what,
+            })
+            .map(|f| f.category.map(|c| c.as_str()))
+            .collect();
+        if !found.contains(&Some(category)) {
+            failures.push(format!(
+                "{what}: no finding of category {category} (found: {})",
+                if found.is_empty() {
+                    "no finding".to_string()
+                } else {
+                    found
+                        .iter()
+                        .map(|c| c.unwrap_or("none"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                }
+            ));
         }
     }
     for tool in &expect.reached {

@@ -26,6 +26,7 @@ pub fn unusable_findings(unusable: &[UnusableTool]) -> Vec<Finding> {
     unusable
         .iter()
         .map(|u| Finding {
+            category: None,
             fingerprint: String::new(),
             accepted: None,
             audit: META.id,
@@ -35,6 +36,7 @@ pub fn unusable_findings(unusable: &[UnusableTool]) -> Vec<Finding> {
             confidence: Confidence::High,
             message: u.message.clone(),
             evidence: vec![Evidence {
+                category: None,
                 source: "tools/list".into(),
                 text: u.raw.clone(),
             }],

@@ -45,6 +45,7 @@ pub fn finding(tool: &ToolDecl, supported: &[SupportedHint]) -> Option<Finding> 
     }
     let keys: Vec<&str> = missing.iter().map(|h| h.key()).collect();
     Some(Finding {
+        category: None,
         audit: META.id,
         tool: Some(tool.name.clone()),
         hint: None,
@@ -54,6 +55,7 @@ pub fn finding(tool: &ToolDecl, supported: &[SupportedHint]) -> Option<Finding> 
         evidence: missing
             .iter()
             .map(|h| Evidence {
+                category: None,
                 source: "supported".into(),
                 text: match supported.iter().find(|s| s.hint == *h) {
                     Some(s) => format!(

@@ -15,10 +15,13 @@ pub mod protocol;
 pub mod read_only;
 pub mod resource_limit;
 pub mod sandbox_evasion;
+pub mod server_wide;
 pub mod suggest;
 
 use crate::evidence::{CallRecord, Coverage, ToolRun};
-use crate::finding::{Confidence, Evidence, Finding, HintVerdict, Severity, Suggestion, Verdict};
+use crate::finding::{
+    Category, Confidence, Evidence, Finding, HintVerdict, Severity, Suggestion, Verdict,
+};
 use crate::mcp::tool::{HintName, ToolDecl};
 use crate::observe::Observation;
 
@@ -66,9 +69,6 @@ pub struct HintJudgement {
     pub confidence: Confidence,
     /// For absent hints: what the observations support.
     pub suggestion: Option<Suggestion>,
-    /// A contradiction of low weight (every write was transient: a lock or temporary file):
-    /// reported as a warning, not an error.
-    pub minor: bool,
 }
 
 impl HintJudgement {
@@ -79,7 +79,6 @@ impl HintJudgement {
             evidence: Vec::new(),
             confidence: Confidence::High,
             suggestion: None,
-            minor: false,
         }
     }
 }
@@ -134,6 +133,9 @@ pub fn judge_tool(tool: &ToolDecl, run: &ToolRun, coverage: &Coverage) -> ToolJu
         let uncertain = j.verdict == Verdict::Contradicted
             && !j.evidence.is_empty()
             && j.evidence.iter().all(|e| e.text.contains("(uncertain: "));
+        // Evidence all of one softening category (transient files, the server's bookkeeping)
+        // makes the contradiction a warning; its category is shown and usable in --fail-except.
+        let category = Category::common(j.evidence.iter().map(|e| e.category));
         if j.verdict == Verdict::Contradicted {
             out.findings.push(Finding {
                 fingerprint: String::new(),
@@ -141,7 +143,8 @@ pub fn judge_tool(tool: &ToolDecl, run: &ToolRun, coverage: &Coverage) -> ToolJu
                 audit: meta.id,
                 tool: Some(tool.name.clone()),
                 hint: Some(hint),
-                severity: if uncertain || j.minor {
+                category,
+                severity: if uncertain || category.is_some_and(Category::softens) {
                     Severity::Warning
                 } else {
                     Severity::Error
@@ -200,6 +203,7 @@ pub(crate) fn evidence_of<'a>(
         .iter()
         .take(CAP)
         .map(|(c, o)| Evidence {
+            category: category_of(c, o),
             source: c.label(),
             text: if c.confirmed_by_replay.contains(&o.describe()) {
                 format!(
@@ -219,11 +223,30 @@ pub(crate) fn evidence_of<'a>(
         .collect();
     if all.len() > CAP {
         out.push(Evidence {
+            category: None,
             source: "…".into(),
             text: format!("{} more not listed", all.len() - CAP),
         });
     }
     out
+}
+
+/// The category of an observation of a call: what the run marked on the call (bookkeeping,
+/// first-call initialisation), else what the effect itself says (a transient file, a value
+/// changed in place in a store).
+pub(crate) fn category_of(call: &CallRecord, o: &Observation) -> Option<Category> {
+    if let Some(c) = call.categories.get(&o.describe()) {
+        return Some(*c);
+    }
+    match &o.as_file()?.kind {
+        crate::observe::FileEffectKind::Transient { .. } => Some(Category::Transient),
+        crate::observe::FileEffectKind::StoreChanged {
+            changed,
+            removed: 0,
+            ..
+        } if *changed > 0 => Some(Category::Update),
+        _ => None,
+    }
 }
 
 /// One finding per definition problem of `audit` in a tool.
@@ -236,6 +259,7 @@ pub(crate) fn definition_findings(
         .iter()
         .filter(|p| p.audit == audit)
         .map(|p| Finding {
+            category: None,
             fingerprint: String::new(),
             accepted: None,
             audit,
@@ -246,6 +270,7 @@ pub(crate) fn definition_findings(
             message: format!("{}: {}", tool.name, p.message),
             evidence: if with_hash {
                 vec![Evidence {
+                    category: None,
                     source: "tools/list".into(),
                     text: format!("definition sha256 {}", &tool.definition_sha256[..16]),
                 }]

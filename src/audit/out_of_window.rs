@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use super::AuditMeta;
 use crate::evidence::{Phase, PhaseObservation};
-use crate::finding::{Confidence, Evidence, Finding, Severity};
+use crate::finding::{Category, Confidence, Evidence, Finding, Severity};
 
 /// Metadata.
 pub const META: AuditMeta = AuditMeta {
@@ -32,7 +32,8 @@ pub fn findings(phases: &[PhaseObservation]) -> Vec<Finding> {
         let order = match p.phase {
             Phase::Startup => 0,
             Phase::Idle => 1,
-            Phase::Shutdown => 2,
+            Phase::FirstCall => 2,
+            Phase::Shutdown => 3,
         };
         grouped
             .entry((order, p.after_tool.as_deref()))
@@ -43,7 +44,16 @@ pub fn findings(phases: &[PhaseObservation]) -> Vec<Finding> {
         .into_iter()
         .map(|((_, after), items)| {
             let phase = items[0].phase;
+            let category =
+                (phase == Phase::FirstCall).then_some(Category::FirstCallInitialisation);
             let (severity, what) = match phase {
+                Phase::FirstCall => (
+                    Severity::Note,
+                    format!(
+                        "as the server's first-call initialisation (in the first call, of {}; a replay with a different tool did the same)",
+                        after.unwrap_or("a tool")
+                    ),
+                ),
                 Phase::Startup => (Severity::Note, "at startup".to_string()),
                 Phase::Idle => (
                     Severity::Warning,
@@ -55,6 +65,7 @@ pub fn findings(phases: &[PhaseObservation]) -> Vec<Finding> {
                 Phase::Shutdown => (Severity::Note, "at shutdown".to_string()),
             };
             Finding {
+                category,
                 fingerprint: String::new(),
                 accepted: None,
                 audit: META.id,
@@ -67,6 +78,7 @@ pub fn findings(phases: &[PhaseObservation]) -> Vec<Finding> {
                     .iter()
                     .take(10)
                     .map(|p| Evidence {
+                        category,
                         source: serde_json::to_value(p.phase)
                             .ok()
                             .and_then(|v| v.as_str().map(str::to_string))

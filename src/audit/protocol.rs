@@ -55,6 +55,7 @@ pub fn findings(
                 .iter()
                 .take(3)
                 .map(|e| Evidence {
+                    category: None,
                     source: format!("transcript #{}", e.seq),
                     text: match &e.note {
                         Some(n) => format!("{} ({n})", shorten(&e.text, 120)),
@@ -103,6 +104,7 @@ pub fn list_changed(count: usize) -> Option<Finding> {
 /// A finding about the server as a whole (no tool, no hint), directly observed.
 fn server_finding(severity: Severity, message: String, evidence: Vec<Evidence>) -> Finding {
     Finding {
+        category: None,
         audit: META.id,
         tool: None,
         hint: None,

@@ -1,8 +1,8 @@
 //! `read-only`: a tool that declares `readOnlyHint: true` must not modify its environment.
 
-use super::{AuditMeta, HintJudgement, evidence_of, outcomes_summary};
+use super::{AuditMeta, HintJudgement, category_of, evidence_of, outcomes_summary};
 use crate::evidence::{Coverage, ToolRun};
-use crate::finding::{Suggestion, SuggestionBasis, Verdict};
+use crate::finding::{Category, Suggestion, SuggestionBasis, Verdict};
 use crate::mcp::tool::{HintName, ToolDecl};
 
 /// Metadata.
@@ -54,21 +54,20 @@ pub fn judge(tool: &ToolDecl, run: &ToolRun, coverage: &Coverage) -> HintJudgeme
         return j;
     }
     if !writes.is_empty() {
-        let transient = writes
-            .iter()
-            .all(|(_, o)| o.as_file().is_some_and(|f| f.kind.is_transient()));
+        let n = writes.len();
+        let category = Category::common(writes.iter().map(|(c, o)| category_of(c, o)));
         let mut j = HintJudgement::new(
             Verdict::Contradicted,
-            if transient {
-                format!(
-                    "{} write(s) were observed during its calls, none of them lasting (temporary or lock files)",
-                    writes.len()
-                )
-            } else {
-                format!("{} write(s) were observed during its calls", writes.len())
+            match category {
+                Some(Category::Transient) => format!(
+                    "{n} write(s) were observed during its calls, none of them lasting (temporary or lock files)"
+                ),
+                Some(Category::Bookkeeping) => format!(
+                    "{n} write(s) were observed during its calls, all of them the server's per-call bookkeeping (a file the server made outside the workspace, which every tool writes on every call)"
+                ),
+                _ => format!("{n} write(s) were observed during its calls"),
             },
         );
-        j.minor = transient;
         j.evidence = evidence_of(writes.into_iter());
         return j;
     }

@@ -24,6 +24,7 @@ the evidence allocated or wrote.",
 /// The finding for a run the watchdog ended; `during` names the tool whose call was in flight.
 pub fn finding(why: &str, during: Option<&str>) -> Finding {
     Finding {
+        category: None,
         fingerprint: String::new(),
         accepted: None,
         audit: META.id,
@@ -33,6 +34,7 @@ pub fn finding(why: &str, during: Option<&str>) -> Finding {
         confidence: Confidence::High,
         message: format!("the run was ended: {why}"),
         evidence: vec![Evidence {
+            category: None,
             source: "watchdog".into(),
             text: match during {
                 Some(t) => format!("{why}, during a call of {t}"),

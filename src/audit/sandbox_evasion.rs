@@ -45,7 +45,7 @@ pub fn findings<'a>(
         let list = by_tool.entry(tool.map(str::to_string)).or_default();
         let text = o.describe();
         if list.len() < 10 && !list.iter().any(|e| e.text == text) {
-            list.push(Evidence { source, text });
+            list.push(Evidence::plain(source, text));
         }
     };
     for (tool, calls) in tools {
@@ -69,6 +69,7 @@ pub fn findings<'a>(
     by_tool
         .into_iter()
         .map(|(tool, evidence)| Finding {
+            category: None,
             fingerprint: String::new(),
             accepted: None,
             audit: META.id,

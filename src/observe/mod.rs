@@ -632,8 +632,60 @@ fn is_package_path(path: &str) -> bool {
     .any(|e| lower.ends_with(e))
 }
 
+/// The shape of a path: random segments (UUIDs, long hex runs, timestamps, counters)
+/// replaced by placeholders, so that `trash/3f2a…` in one run matches `trash/9c1d…` in a
+/// replay, and `journal-2026-11-30.log` matches the next day's journal.
+pub fn path_shape(path: &str) -> String {
+    static UUID: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r"(?i)[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}")
+            .expect("uuid pattern")
+    });
+    // Hex runs of 8 or more with at least one digit and one letter (hashes, random ids);
+    // words such as "deadbeef" without digits stay.
+    static HEX: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r"(?i)\b[0-9a-f]{8,}\b").expect("hex pattern")
+    });
+    static DIGITS: std::sync::LazyLock<regex::Regex> =
+        std::sync::LazyLock::new(|| regex::Regex::new(r"[0-9]+").expect("digits pattern"));
+    let s = UUID.replace_all(path, "<id>");
+    let s = HEX.replace_all(&s, |c: &regex::Captures| {
+        let m = &c[0];
+        if m.bytes().any(|b| b.is_ascii_digit()) && m.bytes().any(|b| b.is_ascii_alphabetic()) {
+            "<id>".to_string()
+        } else {
+            m.to_string()
+        }
+    });
+    DIGITS.replace_all(&s, "#").into_owned()
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn random_segments_of_paths_have_one_shape() {
+        use super::path_shape;
+        assert_eq!(
+            path_shape("$WORKSPACE/trash/3f2a9c1d-0b4e-4e7a-9a51-55c1d2e3f4a5.md"),
+            path_shape("$WORKSPACE/trash/9c1d3f2a-4e7a-0b4e-55c1-9a51d2e3f4a5.md")
+        );
+        assert_eq!(
+            path_shape("$HOME/.cache/x/9f86d081884c7d65"),
+            "$HOME/.cache/x/<id>"
+        );
+        assert_eq!(
+            path_shape("$HOME/logs/journal-2026-11-30.log"),
+            "$HOME/logs/journal-#-#-#.log"
+        );
+        assert_eq!(
+            path_shape("$WORKSPACE/notes/readme.md"),
+            "$WORKSPACE/notes/readme.md"
+        );
+        assert_eq!(
+            path_shape("$WORKSPACE/deadbeefcafe"),
+            "$WORKSPACE/deadbeefcafe"
+        );
+    }
+
     use super::*;
 
     #[test]

@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use super::Report;
 use crate::evidence::CallRecord;
-use crate::finding::{Evidence, Finding, HintVerdict, Suggestion};
+use crate::finding::{Category, Evidence, Finding, HintVerdict, Suggestion};
 use crate::observe::{Observation, ObserverStatus};
 
 /// The version of this format.
@@ -34,6 +34,9 @@ pub struct ReportV1<'a> {
     seeded: &'a [String],
     tools: Vec<ToolV1<'a>>,
     out_of_window: Vec<PhaseV1<'a>>,
+    /// The replays made to decide attribution (additive).
+    #[serde(skip_serializing_if = "<[crate::evidence::ReplayRecord]>::is_empty")]
+    replays: &'a [crate::evidence::ReplayRecord],
     findings: Vec<FindingV1<'a>>,
     wire: WireV1<'a>,
     notes: &'a [String],
@@ -189,6 +192,9 @@ struct CallV1<'a> {
     concurrent_with: &'a [String],
     #[serde(skip_serializing_if = "<[String]>::is_empty")]
     confirmed_by_replay: &'a [String],
+    /// Observations that are not plainly the tool's own change, with their category.
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    categories: &'a std::collections::BTreeMap<String, Category>,
     /// Arguments taken from earlier responses, with where each came from.
     #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pooled: &'a std::collections::BTreeMap<String, String>,
@@ -222,6 +228,8 @@ struct VerdictV1<'a> {
 struct EvidenceV1<'a> {
     source: &'a str,
     text: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    category: Option<&'static str>,
 }
 
 #[derive(Debug, Serialize)]
@@ -241,6 +249,9 @@ struct FindingV1<'a> {
     confidence: &'static str,
     message: &'a str,
     evidence: Vec<EvidenceV1<'a>>,
+    /// The category every piece of evidence shares, when they share one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    category: Option<&'static str>,
     fingerprint: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
     accepted: Option<&'a str>,
@@ -275,6 +286,7 @@ fn evidence(e: &[Evidence]) -> Vec<EvidenceV1<'_>> {
         .map(|e| EvidenceV1 {
             source: &e.source,
             text: &e.text,
+            category: e.category.map(Category::as_str),
         })
         .collect()
 }
@@ -296,6 +308,7 @@ fn call(c: &CallRecord) -> CallV1<'_> {
         timing_us: &c.timing,
         concurrent_with: &c.concurrent_with,
         confirmed_by_replay: &c.confirmed_by_replay,
+        categories: &c.categories,
         pooled: &c.pooled,
         prerequisite_for: c.prerequisite_for.as_deref(),
         wire_anomalies: c.wire_anomalies,
@@ -347,6 +360,7 @@ fn finding(f: &Finding) -> FindingV1<'_> {
         },
         message: &f.message,
         evidence: evidence(&f.evidence),
+        category: f.category.map(Category::as_str),
         fingerprint: &f.fingerprint,
         accepted: f.accepted.as_deref(),
     }
@@ -484,6 +498,7 @@ pub fn to_v1(r: &Report) -> ReportV1<'_> {
                 supported: &t.supported,
             })
             .collect(),
+        replays: &r.replays,
         out_of_window: r
             .phases
             .iter()
@@ -491,6 +506,7 @@ pub fn to_v1(r: &Report) -> ReportV1<'_> {
                 phase: match p.phase {
                     crate::evidence::Phase::Startup => "startup",
                     crate::evidence::Phase::Idle => "idle",
+                    crate::evidence::Phase::FirstCall => "first-call",
                     crate::evidence::Phase::Shutdown => "shutdown",
                 },
                 after_tool: p.after_tool.as_deref(),

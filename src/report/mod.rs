@@ -46,6 +46,8 @@ pub struct Report {
     pub tools: Vec<ToolReport>,
     /// Observations outside every call window.
     pub phases: Vec<PhaseObservation>,
+    /// The replays made to decide attribution, in order.
+    pub replays: Vec<crate::evidence::ReplayRecord>,
     /// Every finding.
     pub findings: Vec<Finding>,
     /// Wire statistics.

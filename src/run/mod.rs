@@ -12,7 +12,9 @@ use tokio::sync::watch;
 
 use crate::audit;
 use crate::config::{RootsOffer, RunConfig};
-use crate::evidence::{CallRecord, CallTiming, Coverage, Phase, PhaseObservation, ToolRun};
+use crate::evidence::{
+    CallRecord, CallTiming, Coverage, Phase, PhaseObservation, ReplayRecord, ToolRun,
+};
 use crate::exercise::explore::{Explored, Explorer};
 use crate::finding::{Finding, Severity};
 use crate::mcp::client::{CallOutcome, ClientOptions, EraChoice, McpClient, ProtocolNote};
@@ -251,16 +253,46 @@ async fn verify_unchecked(
     ));
     notes.extend(recorder.take_notes());
 
-    // Confirm uncertain attributions by replaying tools alone on fresh servers.
+    // Confirm uncertain attributions by replaying tools alone on fresh servers, and tell the
+    // server's first-call initialisation apart from the first tool's writes.
+    let names: Vec<String> = inventory.tools.iter().map(|t| t.name.clone()).collect();
+    let mut replays = Replays::default();
     if config.replay && partial.is_none() {
         config
             .progress
             .emit(ProgressEvent::Stage("confirming attributions"));
-        let names: Vec<String> = inventory.tools.iter().map(|t| t.name.clone()).collect();
         notes.extend(
-            replay_ambiguous(config, &stop, subreaper, &names, &mut runs, &mut phases).await,
+            replay_ambiguous(
+                config,
+                &stop,
+                subreaper,
+                &names,
+                &mut runs,
+                &mut phases,
+                &mut replays,
+            )
+            .await,
         );
+        if !config.isolate {
+            notes.extend(
+                first_call_initialisation(
+                    config,
+                    &stop,
+                    subreaper,
+                    &names,
+                    &mut runs,
+                    &mut phases,
+                    &mut replays,
+                )
+                .await,
+            );
+        }
     }
+
+    // Tell the server's per-call bookkeeping apart from the tools' own writes.
+    notes.extend(audit::server_wide::mark_bookkeeping(
+        &mut runs, &names, &phases,
+    ));
 
     // Judge.
     let (tools, mut findings) =
@@ -300,6 +332,7 @@ async fn verify_unchecked(
     let transcript = finish_collected(&mut report, collected);
     report.tools = tools;
     report.phases = phases;
+    report.replays = replays.records;
     report.findings = findings;
     report.seeded = scratch.seeded.clone();
     report.partial = partial.clone();
@@ -412,6 +445,7 @@ impl ReportBase {
             coverage: CoverageSummary::default(),
             tools: Vec::new(),
             phases: Vec::new(),
+            replays: Vec::new(),
             findings: Vec::new(),
             wire: WireSummary::default(),
             settings: self.settings.clone(),

@@ -4,10 +4,20 @@ use super::*;
 
 /// A key that identifies an observation across runs (fake network addresses differ between
 /// runs, names do not; process starts are not evidence).
+/// Paths match by shape (random segments such as UUIDs, hashes, timestamps and counters are
+/// placeholders), so a note moved to `trash/<uuid>` matches the replay's other uuid.
 pub(super) fn replay_key(o: &Observation) -> Option<String> {
     match o {
-        Observation::File(f) => Some(format!("file {} {}", f.kind.verb(), f.path)),
-        Observation::Attempt(a) => Some(format!("attempt {} {}", a.syscall, a.path)),
+        Observation::File(f) => Some(format!(
+            "file {} {}",
+            f.kind.verb(),
+            crate::observe::path_shape(&f.path)
+        )),
+        Observation::Attempt(a) => Some(format!(
+            "attempt {} {}",
+            a.syscall,
+            crate::observe::path_shape(&a.path)
+        )),
         Observation::Network(n) => Some(format!(
             "net {:?} {} {:?}",
             n.kind,
@@ -111,6 +121,54 @@ impl Replayed {
     }
 }
 
+/// The replays of one run: each tool is replayed at most once, at most [`MAX_REPLAYS`] in
+/// all; every replay is recorded for the report.
+#[derive(Default)]
+pub(super) struct Replays {
+    done: BTreeMap<String, Option<Replayed>>,
+    /// What each replay was for and showed.
+    pub(super) records: Vec<ReplayRecord>,
+}
+
+impl Replays {
+    /// What a replay of `tool` alone on a fresh server showed: made now unless it was made
+    /// before; `Err` says why there is none (the budget is spent, or it could not run).
+    async fn of(
+        &mut self,
+        config: &RunConfig,
+        stop: &watch::Receiver<bool>,
+        subreaper: bool,
+        tool: &str,
+        purpose: String,
+    ) -> Result<&Replayed, &'static str> {
+        if !self.done.contains_key(tool) {
+            if self.done.len() >= MAX_REPLAYS {
+                return Err("the replay budget is spent");
+            }
+            let started = Instant::now();
+            let replayed = replay_keys(config, stop, subreaper, tool).await;
+            self.records.push(ReplayRecord {
+                tool: tool.to_string(),
+                purpose,
+                outcome: match &replayed {
+                    Some(r) => format!(
+                        "ran: {} kind(s) of effect seen, {} of them before {tool} was called",
+                        r.seen.len(),
+                        r.unprompted.len()
+                    ),
+                    None => "could not run: its server did not start".into(),
+                },
+                duration_ms: started.elapsed().as_millis() as u64,
+            });
+            self.done.insert(tool.to_string(), replayed);
+        }
+        match self.done.get(tool) {
+            Some(Some(r)) => Ok(r),
+            _ => Err("its replay could not run"),
+        }
+    }
+}
+
 /// Replays `tool` alone on a fresh server with a long settle period; returns what it showed,
 /// or `None` when the replay could not run.
 pub(super) async fn replay_keys(
@@ -194,9 +252,9 @@ pub(super) async fn replay_ambiguous(
     names: &[String],
     runs: &mut [ToolRun],
     phases: &mut Vec<PhaseObservation>,
+    replays: &mut Replays,
 ) -> Vec<String> {
     let mut notes = Vec::new();
-    let mut cache: BTreeMap<String, Option<Replayed>> = BTreeMap::new();
     let matters = |o: &Observation| o.is_write() || o.as_network().is_some_and(|n| !n.loopback);
     // 1. Calls with uncertain windows keep what their own tool reproduces alone.
     let mut orphans: Vec<(Vec<String>, Observation)> = Vec::new();
@@ -206,25 +264,25 @@ pub(super) async fn replay_ambiguous(
             .iter_mut()
             .filter(|c| !c.concurrent_with.is_empty())
         {
-            if !cache.contains_key(&names[i]) {
-                if cache.len() >= MAX_REPLAYS {
+            let purpose = format!(
+                "{} {} shared its window with {}",
+                names[i],
+                call.label(),
+                call.concurrent_with.join(", ")
+            );
+            let replayed = match replays
+                .of(config, stop, subreaper, &names[i], purpose)
+                .await
+            {
+                Ok(r) => r,
+                Err(why) => {
                     notes.push(format!(
-                        "replay budget spent: {} {} stays uncertain",
+                        "{} {}: {why}; it stays uncertain",
                         names[i],
                         call.label()
                     ));
                     continue;
                 }
-                let keys = replay_keys(config, stop, subreaper, &names[i]).await;
-                cache.insert(names[i].clone(), keys);
-            }
-            let Some(Some(replayed)) = cache.get(&names[i]) else {
-                notes.push(format!(
-                    "{} {}: its replay could not run; it stays uncertain",
-                    names[i],
-                    call.label()
-                ));
-                continue;
             };
             let mut own = Vec::new();
             let mut unsure = Vec::new();
@@ -293,15 +351,12 @@ pub(super) async fn replay_ambiguous(
             let Some(i) = names.iter().position(|n| n == t) else {
                 continue;
             };
-            if !cache.contains_key(t) {
-                if cache.len() >= MAX_REPLAYS {
-                    break;
-                }
-                let keys = replay_keys(config, stop, subreaper, t).await;
-                cache.insert(t.clone(), keys);
-            }
+            let purpose = format!(
+                "\"{}\" happened outside every call, after {t}",
+                o.describe()
+            );
             let reproduced = replay_key(&o).is_some()
-                && matches!(cache.get(t), Some(Some(r)) if r.judge(&o) == ReplayVerdict::Reproduced);
+                && matches!(replays.of(config, stop, subreaper, t, purpose).await, Ok(r) if r.judge(&o) == ReplayVerdict::Reproduced);
             if reproduced {
                 if let Some(last) = runs[i].calls.last_mut() {
                     notes.push(format!("\"{}\" is attributed to {t}: a replay of {t} alone on a fresh server reproduced it", o.describe()));
@@ -321,6 +376,130 @@ pub(super) async fn replay_ambiguous(
         }
     }
     *phases = keep;
+    notes
+}
+
+/// Whether an effect of the first call can be lazy initialisation: it creates something new
+/// (a database file, a cache directory) or writes inside what the same call created. Changes
+/// to what existed before the call never are.
+fn initialisation_candidate(o: &Observation, created_in_call: &[&str]) -> bool {
+    let Some(f) = o.as_file() else { return false };
+    let inside_new = created_in_call
+        .iter()
+        .any(|c| f.path == *c || f.path.strip_prefix(c).is_some_and(|r| r.starts_with('/')));
+    match f.kind {
+        crate::observe::FileEffectKind::Created
+        | crate::observe::FileEffectKind::Transient { .. } => true,
+        crate::observe::FileEffectKind::Appended
+        | crate::observe::FileEffectKind::Extended
+        | crate::observe::FileEffectKind::Overwritten
+        | crate::observe::FileEffectKind::Rewritten
+        | crate::observe::FileEffectKind::StoreChanged { .. } => inside_new,
+        _ => false,
+    }
+}
+
+/// Tells the server's first-call initialisation apart from the first tool's writes: what
+/// the run's first call created (and wrote inside what it created) is replayed with a
+/// different tool, alone on a fresh server; what that replay does too is the server's, not
+/// the first tool's, and moves to the report's first-call phase (reported once, as a note).
+/// The other tool is one whose calls wrote nothing in the run, if any succeeded.
+pub(super) async fn first_call_initialisation(
+    config: &RunConfig,
+    stop: &watch::Receiver<bool>,
+    subreaper: bool,
+    names: &[String],
+    runs: &mut [ToolRun],
+    phases: &mut Vec<PhaseObservation>,
+    replays: &mut Replays,
+) -> Vec<String> {
+    let mut notes = Vec::new();
+    let first = runs
+        .iter()
+        .enumerate()
+        .flat_map(|(i, r)| {
+            r.calls
+                .iter()
+                .enumerate()
+                .map(move |(j, c)| (i, j, c.started_ms))
+        })
+        .min_by_key(|(.., started)| *started);
+    let Some((tool, call, _)) = first else {
+        return notes;
+    };
+    let observations = &runs[tool].calls[call].observations;
+    let created_paths: Vec<String> = observations
+        .iter()
+        .filter_map(|o| o.as_file())
+        .filter(|f| f.kind == crate::observe::FileEffectKind::Created)
+        .map(|f| f.path.clone())
+        .collect();
+    let created: Vec<&str> = created_paths.iter().map(String::as_str).collect();
+    if !observations
+        .iter()
+        .any(|o| initialisation_candidate(o, &created))
+    {
+        return notes;
+    }
+    // A different tool, preferably one that wrote nothing in the run.
+    let writes = |r: &ToolRun| r.observations().filter(|(_, o)| o.is_write()).count();
+    let Some(other) = runs
+        .iter()
+        .enumerate()
+        .filter(|(i, r)| *i != tool && r.succeeded())
+        .min_by_key(|(_, r)| writes(r))
+        .map(|(i, _)| i)
+    else {
+        notes.push(format!(
+            "what the first call ({} {}) created stays its own: no other tool had a successful call to replay it with",
+            names[tool],
+            runs[tool].calls[call].label()
+        ));
+        return notes;
+    };
+    let purpose = format!(
+        "is what the first call ({}) created the server's first-call initialisation?",
+        names[tool]
+    );
+    let replayed = match replays
+        .of(config, stop, subreaper, &names[other], purpose)
+        .await
+    {
+        Ok(r) => r,
+        Err(why) => {
+            notes.push(format!(
+                "what the first call ({}) created stays its own: {why}",
+                names[tool]
+            ));
+            return notes;
+        }
+    };
+    let first_call = &mut runs[tool].calls[call];
+    let (server, own): (Vec<Observation>, Vec<Observation>) =
+        std::mem::take(&mut first_call.observations)
+            .into_iter()
+            .partition(|o| {
+                initialisation_candidate(o, &created) && replayed.judge(o) != ReplayVerdict::Absent
+            });
+    first_call.observations = own;
+    if !server.is_empty() {
+        let described: Vec<String> = server.iter().map(|o| o.describe()).collect();
+        notes.push(format!(
+            "{} effect(s) of the first call ({} {}) are the server's first-call initialisation, not the tool's: a replay of {} alone on a fresh server did the same ({})",
+            server.len(),
+            names[tool],
+            first_call.label(),
+            names[other],
+            described.join("; ")
+        ));
+    }
+    for o in server {
+        phases.push(PhaseObservation {
+            phase: Phase::FirstCall,
+            after_tool: Some(names[tool].clone()),
+            observation: o,
+        });
+    }
     notes
 }
 

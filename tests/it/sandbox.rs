@@ -57,6 +57,8 @@ fn stage() -> &'static Stage {
             "python-background",
             "python-pool",
             "git",
+            "journal",
+            "lazy-db",
             "python-pool-ticker",
             "static",
         ] {
@@ -1714,4 +1716,75 @@ as_root_and_unprivileged!(
     git_history_is_judged_by_git_as_root,
     git_history_is_judged_by_git_unprivileged,
     git_history_run
+);
+
+/// Runs a Python fixture's scenario with `--check` as `who` and returns the JSON report,
+/// after asserting that every expected verdict held.
+fn python_fixture_holds(name: &str, who: As) -> Option<serde_json::Value> {
+    if !Path::new("/usr/bin/python3").is_file() {
+        skip(&format!("/usr/bin/python3 is missing (the {name} fixture)"));
+        return None;
+    }
+    let prefix = prefix(who, false)?;
+    let out = run_as(
+        &prefix,
+        &verify_json_args(name, &["--check"]),
+        Duration::from_secs(120),
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    Some(out.json())
+}
+
+fn journal_run(who: As) {
+    let Some(r) = python_fixture_holds("journal", who) else {
+        return;
+    };
+    // The readers' contradictions rest only on the journal, marked as such.
+    let evidence = &r["tools"][0]["verdicts"][0]["evidence"][0];
+    assert_eq!(evidence["category"], "bookkeeping", "{evidence}");
+    let notes = r["notes"].to_string();
+    assert!(
+        notes.contains("calls.jsonl is the server's per-call bookkeeping"),
+        "{notes}"
+    );
+}
+
+as_root_and_unprivileged!(
+    a_per_call_journal_is_bookkeeping_as_root,
+    a_per_call_journal_is_bookkeeping_unprivileged,
+    journal_run
+);
+
+fn lazy_database_run(who: As) {
+    let Some(r) = python_fixture_holds("lazy-db", who) else {
+        return;
+    };
+    // One replay with a different tool decided it, and the report lists it.
+    let replays = r["replays"].as_array().expect("replays");
+    assert_eq!(replays.len(), 1, "{replays:?}");
+    assert!(
+        replays[0]["purpose"]
+            .as_str()
+            .is_some_and(|p| p.contains("first-call initialisation")),
+        "{replays:?}"
+    );
+    let first_call: Vec<&str> = r["out_of_window"]
+        .as_array()
+        .expect("out_of_window")
+        .iter()
+        .filter(|p| p["phase"] == "first-call")
+        .filter_map(|p| p["description"].as_str())
+        .collect();
+    assert!(
+        first_call
+            .iter()
+            .any(|d| d.starts_with("created $HOME/.local/share/lazy-db-fixture/items.db")),
+        "{first_call:?}"
+    );
+}
+
+as_root_and_unprivileged!(
+    a_database_made_on_first_use_is_the_servers_as_root,
+    a_database_made_on_first_use_is_the_servers_unprivileged,
+    lazy_database_run
 );

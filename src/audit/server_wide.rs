@@ -1,0 +1,204 @@
+//! Server-wide effects told apart from tools, before judging: a file the server made itself
+//! outside the workspace that the calls of most tools write (a call journal, a history, a usage
+//! counter, a log) is the server's per-call bookkeeping. Its writes stay in each call's
+//! evidence, marked `bookkeeping`, so that a contradiction resting only on them is a warning;
+//! writes to the workspace, to files that existed before the server started, and deletions or
+//! moves are never bookkeeping.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::evidence::{PhaseObservation, ToolRun};
+use crate::finding::Category;
+use crate::observe::{FileEffect, FileEffectKind, Observation, path_shape};
+
+/// Where the user's data lives in observed paths: never bookkeeping.
+const WORKSPACE: &str = "$WORKSPACE";
+
+/// Whether an effect of this kind can be bookkeeping: it adds to or rewrites the server's own
+/// file; removals, moves and changes of kind cannot.
+fn kind_can_be_bookkeeping(kind: &FileEffectKind) -> bool {
+    matches!(
+        kind,
+        FileEffectKind::Created
+            | FileEffectKind::Appended
+            | FileEffectKind::Extended
+            | FileEffectKind::Overwritten
+            | FileEffectKind::Rewritten
+            | FileEffectKind::StoreChanged { .. }
+            | FileEffectKind::Transient { .. }
+    )
+}
+
+fn candidate(o: &Observation) -> Option<&FileEffect> {
+    o.as_file()
+        .filter(|f| !f.path.starts_with(WORKSPACE) && kind_can_be_bookkeeping(&f.kind))
+}
+
+/// Marks the server's per-call bookkeeping in `runs` (one per tool, named by `names`), given
+/// the observations outside calls; returns a note per bookkept file for the report.
+///
+/// A path (by shape, so a journal per day is one journal) is bookkeeping when the server
+/// created it during the run (at start-up or in any call: it did not exist before), it lies
+/// outside the workspace, and the calls of at least two tools, and of at least half the tools
+/// that were called, wrote it.
+pub fn mark_bookkeeping(
+    runs: &mut [ToolRun],
+    names: &[String],
+    phases: &[PhaseObservation],
+) -> Vec<String> {
+    // Paths the server made during the run, and the tools whose calls wrote each shape.
+    let mut made: BTreeSet<String> = BTreeSet::new();
+    let mut writers: BTreeMap<String, BTreeSet<usize>> = BTreeMap::new();
+    let created = |f: &FileEffect| {
+        matches!(
+            f.kind,
+            FileEffectKind::Created | FileEffectKind::Transient { created: true }
+        )
+    };
+    for p in phases {
+        if let Some(f) = p.observation.as_file().filter(|f| created(f)) {
+            made.insert(f.path.clone());
+        }
+    }
+    for (i, run) in runs.iter().enumerate() {
+        for (_, o) in run.observations() {
+            let Some(f) = candidate(o) else { continue };
+            if created(f) {
+                made.insert(f.path.clone());
+            }
+            writers.entry(path_shape(&f.path)).or_default().insert(i);
+        }
+    }
+    let called = runs.iter().filter(|r| !r.calls.is_empty()).count();
+    // A file inside a directory the server made is the server's too.
+    let server_made = |path: &str| {
+        made.iter().any(|m| {
+            path == m
+                || path
+                    .strip_prefix(m.as_str())
+                    .is_some_and(|r| r.starts_with('/'))
+        })
+    };
+    let bookkept: BTreeMap<&String, &BTreeSet<usize>> = writers
+        .iter()
+        .filter(|(_, tools)| tools.len() >= 2 && tools.len() * 2 >= called)
+        .collect();
+    let mut notes = Vec::new();
+    let mut noted: BTreeSet<String> = BTreeSet::new();
+    for run in runs.iter_mut() {
+        for call in &mut run.calls {
+            for o in &call.observations {
+                let Some(f) = candidate(o) else { continue };
+                let shape = path_shape(&f.path);
+                let Some(tools) = bookkept.get(&shape) else {
+                    continue;
+                };
+                if !server_made(&f.path) {
+                    continue;
+                }
+                call.categories.insert(o.describe(), Category::Bookkeeping);
+                if noted.insert(shape) {
+                    let who: Vec<&str> = tools.iter().map(|i| names[*i].as_str()).collect();
+                    notes.push(format!(
+                        "{} is the server's per-call bookkeeping: the server made it outside the workspace and the calls of {} of {} called tools wrote it ({}); its writes are reported as bookkeeping (warnings)",
+                        f.path,
+                        tools.len(),
+                        called,
+                        who.join(", ")
+                    ));
+                }
+            }
+        }
+    }
+    notes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::audit::testing::*;
+    use crate::evidence::Phase;
+
+    fn journal_run(path: &str, kind: FileEffectKind) -> ToolRun {
+        run(vec![call(1, ok(), vec![file(path, kind)])])
+    }
+
+    fn names(n: usize) -> Vec<String> {
+        (0..n).map(|i| format!("tool{i}")).collect()
+    }
+
+    #[test]
+    fn a_journal_the_server_made_and_every_tool_appends_to_is_bookkeeping() {
+        let journal = "$HOME/.local/state/srv/calls.jsonl";
+        let mut runs = vec![
+            run(vec![call(
+                1,
+                ok(),
+                vec![
+                    file("$HOME/.local/state/srv", FileEffectKind::Created),
+                    file(journal, FileEffectKind::Created),
+                ],
+            )]),
+            journal_run(journal, FileEffectKind::Appended),
+            journal_run(journal, FileEffectKind::Appended),
+            journal_run("$WORKSPACE/notes.md", FileEffectKind::Overwritten),
+        ];
+        let notes = mark_bookkeeping(&mut runs, &names(4), &[]);
+        assert_eq!(notes.len(), 1, "{notes:?}");
+        assert!(notes[0].contains("3 of 4 called tools"), "{}", notes[0]);
+        for r in &runs[1..3] {
+            assert_eq!(
+                r.calls[0].categories.values().collect::<Vec<_>>(),
+                [&Category::Bookkeeping]
+            );
+        }
+        assert!(runs[3].calls[0].categories.is_empty());
+    }
+
+    #[test]
+    fn files_that_existed_before_or_lie_in_the_workspace_are_never_bookkeeping() {
+        // A configuration file every tool rewrites, which the server did not make.
+        let config = "$HOME/.config/srv/settings.json";
+        let mut runs = vec![
+            journal_run(config, FileEffectKind::Overwritten),
+            journal_run(config, FileEffectKind::Overwritten),
+        ];
+        assert!(mark_bookkeeping(&mut runs, &names(2), &[]).is_empty());
+        // A log in the workspace, made at start-up.
+        let log = "$WORKSPACE/server.log";
+        let startup = [PhaseObservation {
+            phase: Phase::Startup,
+            after_tool: None,
+            observation: file(log, FileEffectKind::Created),
+        }];
+        let mut runs = vec![
+            journal_run(log, FileEffectKind::Appended),
+            journal_run(log, FileEffectKind::Appended),
+        ];
+        assert!(mark_bookkeeping(&mut runs, &names(2), &startup).is_empty());
+    }
+
+    #[test]
+    fn one_tools_own_file_is_not_the_servers_bookkeeping() {
+        let startup = [PhaseObservation {
+            phase: Phase::Startup,
+            after_tool: None,
+            observation: file("$HOME/.cache/srv", FileEffectKind::Created),
+        }];
+        let mut runs = vec![
+            journal_run("$HOME/.cache/srv/a.log", FileEffectKind::Appended),
+            run(vec![call(1, ok(), vec![])]),
+            run(vec![call(1, ok(), vec![])]),
+        ];
+        assert!(mark_bookkeeping(&mut runs, &names(3), &startup).is_empty());
+        // Two of five called tools are not half of them.
+        let mut runs = vec![
+            journal_run("$HOME/.cache/srv/a.log", FileEffectKind::Appended),
+            journal_run("$HOME/.cache/srv/a.log", FileEffectKind::Appended),
+            run(vec![call(1, ok(), vec![])]),
+            run(vec![call(1, ok(), vec![])]),
+            run(vec![call(1, ok(), vec![])]),
+        ];
+        assert!(mark_bookkeeping(&mut runs, &names(5), &startup).is_empty());
+    }
+}
