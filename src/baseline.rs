@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::finding::Finding;
+use crate::finding::{Category, Finding};
 use crate::mcp::tool::sha256_hex;
 use crate::report::Report;
 
@@ -51,6 +51,10 @@ pub struct BaselineFile {
     /// The accepted findings.
     #[serde(default)]
     pub findings: Vec<BaselineEntry>,
+    /// Categories whose findings are all accepted (`bookkeeping`, `first-call-initialisation`,
+    /// `transient`, `update`), whichever tool and server they concern.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub accept_categories: Vec<Category>,
 }
 
 /// One accepted finding.
@@ -88,6 +92,8 @@ pub struct Baseline {
     pub path: PathBuf,
     /// Its entries.
     pub entries: Vec<BaselineEntry>,
+    /// Categories whose findings are all accepted.
+    pub accept_categories: Vec<Category>,
 }
 
 /// What applying a baseline found, for the report.
@@ -132,6 +138,7 @@ impl Baseline {
         Ok(Baseline {
             path: path.to_path_buf(),
             entries: file.findings,
+            accept_categories: file.accept_categories,
         })
     }
 
@@ -156,6 +163,14 @@ impl Baseline {
         let mut matched = std::collections::BTreeSet::new();
         for f in &mut report.findings {
             let Some(entry) = by_fingerprint.get(f.fingerprint.as_str()) else {
+                if let Some(c) = f.category.filter(|c| self.accept_categories.contains(c)) {
+                    outcome.accepted += 1;
+                    f.accepted = Some(format!(
+                        "accepted in {}: every {} finding is",
+                        outcome.path,
+                        c.as_str()
+                    ));
+                }
                 continue;
             };
             matched.insert(entry.fingerprint.as_str());
@@ -262,6 +277,9 @@ pub fn render(report: &Report, previous: Option<&Baseline>) -> String {
             "Findings accepted for hintcheck --baseline. Matching uses `fingerprint` only; add a `reason` to each entry.".into(),
         ),
         findings,
+        accept_categories: previous
+            .map(|b| b.accept_categories.clone())
+            .unwrap_or_default(),
     };
     let mut text = serde_json::to_string_pretty(&file).unwrap_or_default();
     text.push('\n');

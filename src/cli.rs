@@ -266,6 +266,10 @@ pub struct VerifyArgs {
     /// contradicted hint].
     #[arg(long, value_enum)]
     pub fail_on: Option<FailOnArg>,
+    /// Findings of this category never fail the run, whatever their severity: bookkeeping,
+    /// first-call-initialisation, transient, update (repeatable, or comma-separated).
+    #[arg(long, value_name = "CATEGORY", value_delimiter = ',')]
+    pub fail_except: Vec<String>,
     /// Accepted findings (JSON, from --write-baseline): they are reported but do not fail
     /// the run.
     #[arg(long, value_name = "FILE")]
@@ -330,6 +334,9 @@ pub struct ScanArgs {
     /// Passed to every verify: the lowest finding severity that fails a server.
     #[arg(long, value_enum)]
     pub fail_on: Option<FailOnArg>,
+    /// Passed to every verify: categories whose findings never fail a server.
+    #[arg(long, value_name = "CATEGORY", value_delimiter = ',')]
+    pub fail_except: Vec<String>,
     /// Passed to every verify: how strict the sandbox must be.
     #[arg(long, value_enum)]
     pub sandbox: Option<SandboxArg>,

@@ -45,6 +45,9 @@ pub struct CallRecord {
     /// Observations of this call that a replay of the tool alone, on a fresh server,
     /// reproduced (attribution confirmed), as descriptions.
     pub confirmed_by_replay: Vec<String>,
+    /// Which replay confirmed them ("replay 2: show_note alone on a fresh server").
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub confirmed_by: Option<String>,
     /// Observations of this call that are not plainly its tool's own change, by description:
     /// the server's per-call bookkeeping (a journal every tool appends to). Set before judging.
     #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
@@ -79,6 +82,7 @@ impl CallRecord {
             concurrent_tools: Vec::new(),
             background_ran: false,
             confirmed_by_replay: Vec::new(),
+            confirmed_by: None,
             pooled: Default::default(),
             prerequisite_for: None,
         }
@@ -167,8 +171,11 @@ pub enum Phase {
 /// One nested run made to decide attribution: a tool called on a fresh server.
 #[derive(Debug, Clone, Serialize)]
 pub struct ReplayRecord {
-    /// The tool replayed.
-    pub tool: String,
+    /// Its number in the report (1, 2, …), as evidence cites it.
+    pub id: usize,
+    /// The tools it called, in order (the tool replayed last, after the calls its state
+    /// depends on).
+    pub tools: Vec<String>,
     /// Why: which attribution it was to decide.
     pub purpose: String,
     /// How it ended: what it showed, or why it could not run.

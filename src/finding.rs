@@ -16,6 +16,40 @@ pub enum Severity {
     Error,
 }
 
+/// What fails a run: the lowest severity (`--fail-on`) and the categories that never fail it
+/// (`--fail-except`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct FailRule {
+    /// The lowest severity that fails the run.
+    pub on: FailOn,
+    /// Categories whose findings never fail the run.
+    pub except: Vec<Category>,
+}
+
+impl FailRule {
+    /// Whether this finding fails the run: not accepted by a baseline, at or above the
+    /// severity, and of no excepted category.
+    pub fn fails(&self, f: &Finding) -> bool {
+        f.accepted.is_none()
+            && self.on.fails(f.severity)
+            && !f.category.is_some_and(|c| self.except.contains(&c))
+    }
+
+    /// `--fail-on error`, with ` except bookkeeping, transient` when categories are excepted.
+    pub fn describe(&self) -> String {
+        if self.except.is_empty() {
+            format!("--fail-on {}", self.on.as_str())
+        } else {
+            let except: Vec<&str> = self.except.iter().map(|c| c.as_str()).collect();
+            format!(
+                "--fail-on {} (except {})",
+                self.on.as_str(),
+                except.join(", ")
+            )
+        }
+    }
+}
+
 /// The lowest severity that fails a run (`--fail-on`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -162,6 +196,15 @@ impl Category {
     }
 }
 
+impl Finding {
+    /// ` (bookkeeping)` after the audit id in reports, when the finding has a category.
+    pub fn category_tag(&self) -> String {
+        self.category
+            .map(|c| format!(" ({})", c.as_str()))
+            .unwrap_or_default()
+    }
+}
+
 /// One piece of evidence.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Evidence {
@@ -175,6 +218,14 @@ pub struct Evidence {
 }
 
 impl Evidence {
+    /// The text with its category in brackets, when it has one (`… [bookkeeping]`).
+    pub fn labelled(&self) -> String {
+        match self.category {
+            Some(c) => format!("{} [{}]", self.text, c.as_str()),
+            None => self.text.clone(),
+        }
+    }
+
     /// Evidence of no particular category.
     pub fn plain(source: impl Into<String>, text: impl Into<String>) -> Evidence {
         Evidence {

@@ -214,6 +214,9 @@ fn scan(a: &ScanArgs) -> i32 {
         };
         verify_args.extend(["--fail-on".to_string(), name.to_string()]);
     }
+    if !a.fail_except.is_empty() {
+        verify_args.extend(["--fail-except".to_string(), a.fail_except.join(",")]);
+    }
     if let Some(s) = a.sandbox {
         let name = match s {
             SandboxArg::Required => "required",

@@ -207,8 +207,11 @@ pub(crate) fn evidence_of<'a>(
             source: c.label(),
             text: if c.confirmed_by_replay.contains(&o.describe()) {
                 format!(
-                    "{} (confirmed by replaying the tool alone on a fresh server)",
-                    o.describe()
+                    "{} (confirmed by {})",
+                    o.describe(),
+                    c.confirmed_by
+                        .as_deref()
+                        .unwrap_or("replaying the tool alone on a fresh server")
                 )
             } else if c.concurrent_with.is_empty() {
                 o.describe()

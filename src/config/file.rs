@@ -84,6 +84,8 @@ pub struct SandboxSection {
 pub struct FailSection {
     /// `never`, `note`, `warning` or `error` (default).
     pub on: Option<String>,
+    /// Categories whose findings never fail the run (`bookkeeping`, …).
+    pub except: Option<Vec<String>>,
     /// A baseline file of accepted findings.
     pub baseline: Option<PathBuf>,
     /// Whether baseline entries that match nothing fail the run.

@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use crate::baseline::{Baseline, BaselineError};
 use crate::cli::{ColorArg, EraArg, FailOnArg, Format, RootsArg, SandboxArg, VerifyArgs};
-use crate::finding::FailOn;
+use crate::finding::{Category, FailOn, FailRule};
 use crate::mcp::client::EraChoice;
 use crate::progress::ProgressHook;
 use crate::sandbox::SandboxLevel;
@@ -147,8 +147,8 @@ pub struct RunConfig {
     pub sandbox_exe: Option<PathBuf>,
     /// The scenario, when one was given.
     pub scenario: Option<Scenario>,
-    /// The lowest severity that fails the run.
-    pub fail_on: FailOn,
+    /// What fails the run: the lowest severity and the categories excepted.
+    pub fail: FailRule,
     /// Accepted findings.
     pub baseline: Option<Baseline>,
     /// Whether baseline entries that match nothing fail the run.
@@ -593,6 +593,36 @@ impl RunConfig {
                 }
             },
         };
+        let except_names: Vec<(String, String)> = if a.fail_except.is_empty() {
+            fail_section
+                .except
+                .clone()
+                .unwrap_or_default()
+                .into_iter()
+                .map(|c| ("[fail] except".to_string(), c))
+                .collect()
+        } else {
+            a.fail_except
+                .iter()
+                .map(|c| ("--fail-except".to_string(), c.clone()))
+                .collect()
+        };
+        let mut fail = FailRule {
+            on: fail_on,
+            except: Vec::new(),
+        };
+        for (flag, name) in except_names {
+            let category = Category::parse(name.trim()).ok_or_else(|| ConfigError::BadValue {
+                flag,
+                message: format!(
+                    "{name:?} is not a category (one of: {})",
+                    Category::ALL.map(Category::as_str).join(", ")
+                ),
+            })?;
+            if !fail.except.contains(&category) {
+                fail.except.push(category);
+            }
+        }
         let baseline = match a
             .baseline
             .clone()
@@ -790,7 +820,7 @@ impl RunConfig {
                 None => 8 * 1024 * 1024 * 1024,
             },
             scenario,
-            fail_on,
+            fail,
             baseline,
             fail_on_stale_baseline: a.fail_on_stale_baseline
                 || fail_section.stale_baseline.unwrap_or(false),

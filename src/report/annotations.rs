@@ -47,7 +47,7 @@ pub fn render(r: &Report, anchor_files: &[PathBuf], source_root: &Path) -> Strin
         properties.push(format!("title={}", property(&title)));
         let mut message = f.message.clone();
         for e in f.evidence.iter().take(EVIDENCE_LINES) {
-            message.push_str(&format!("\n{}: {}", e.source, e.text));
+            message.push_str(&format!("\n{}: {}", e.source, e.labelled()));
         }
         if f.evidence.len() > EVIDENCE_LINES {
             message.push_str(&format!(

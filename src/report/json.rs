@@ -153,6 +153,9 @@ struct SettingsV1<'a> {
     era: &'a str,
     roots: &'a str,
     fail_on: &'static str,
+    /// Categories whose findings do not fail the run (additive).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    fail_except: Vec<&'static str>,
 }
 
 #[derive(Debug, Serialize)]
@@ -192,6 +195,8 @@ struct CallV1<'a> {
     concurrent_with: &'a [String],
     #[serde(skip_serializing_if = "<[String]>::is_empty")]
     confirmed_by_replay: &'a [String],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    confirmed_by: Option<&'a str>,
     /// Observations that are not plainly the tool's own change, with their category.
     #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     categories: &'a std::collections::BTreeMap<String, Category>,
@@ -308,6 +313,7 @@ fn call(c: &CallRecord) -> CallV1<'_> {
         timing_us: &c.timing,
         concurrent_with: &c.concurrent_with,
         confirmed_by_replay: &c.confirmed_by_replay,
+        confirmed_by: c.confirmed_by.as_deref(),
         categories: &c.categories,
         pooled: &c.pooled,
         prerequisite_for: c.prerequisite_for.as_deref(),
@@ -475,7 +481,8 @@ pub fn to_v1(r: &Report) -> ReportV1<'_> {
             call_timeout_ms: r.settings.call_timeout_ms,
             era: &r.settings.era,
             roots: &r.settings.roots,
-            fail_on: r.settings.fail_on.as_str(),
+            fail_on: r.settings.fail.on.as_str(),
+            fail_except: r.settings.fail.except.iter().map(|c| c.as_str()).collect(),
         },
         seeded: &r.seeded,
         tools: r

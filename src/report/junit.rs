@@ -104,7 +104,7 @@ fn hint_case(r: &Report, t: &ToolReport, v: &HintVerdict, server: &str) -> Case 
         v.reason
     );
     for e in &v.evidence {
-        let _ = writeln!(out, "{}: {}", e.source, e.text);
+        let _ = writeln!(out, "{}: {}", e.source, e.labelled());
     }
     let finding = finding_for(r, &t.name, v);
     let status = match (v.verdict, finding) {
@@ -112,7 +112,7 @@ fn hint_case(r: &Report, t: &ToolReport, v: &HintVerdict, server: &str) -> Case 
             if let Some(why) = &f.accepted {
                 let _ = writeln!(out, "{why}");
                 Status::Passed
-            } else if r.settings.fail_on.fails(f.severity) {
+            } else if r.settings.fail.fails(f) {
                 Status::Failure {
                     message: f.message.clone(),
                     kind: f.audit.to_string(),
@@ -155,9 +155,10 @@ fn run_case(r: &Report, server: &str) -> Case {
     for f in &others {
         let _ = writeln!(
             out,
-            "[{}] {}: {}{}",
+            "[{}] {}{}: {}{}",
             f.severity.as_str(),
             f.audit,
+            f.category_tag(),
             f.message,
             f.accepted
                 .as_ref()
@@ -165,10 +166,7 @@ fn run_case(r: &Report, server: &str) -> Case {
                 .unwrap_or_default()
         );
     }
-    let failing: Vec<&&Finding> = others
-        .iter()
-        .filter(|f| f.accepted.is_none() && r.settings.fail_on.fails(f.severity))
-        .collect();
+    let failing: Vec<&&Finding> = others.iter().filter(|f| r.settings.fail.fails(f)).collect();
     let status = if let Some(e) = &r.server.start_error {
         Status::Error { message: e.clone() }
     } else if let Some(p) = &r.partial {
@@ -226,7 +224,17 @@ pub fn render(r: &Report) -> String {
         ("sandbox.enforced", r.sandbox.enforced.join(", ")),
         ("files_observed", r.coverage.files_observed.to_string()),
         ("network_observed", r.coverage.network_observed.to_string()),
-        ("fail_on", r.settings.fail_on.as_str().to_string()),
+        ("fail_on", r.settings.fail.on.as_str().to_string()),
+        (
+            "fail_except",
+            r.settings
+                .fail
+                .except
+                .iter()
+                .map(|c| c.as_str())
+                .collect::<Vec<_>>()
+                .join(","),
+        ),
         ("exit_code", r.exit_code.to_string()),
     ];
     for (k, v) in properties {

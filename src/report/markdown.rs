@@ -71,7 +71,12 @@ fn tool_details(o: &mut String, t: &ToolReport) {
             md(&shorten(&v.reason, 300))
         );
         for e in v.evidence.iter().take(5) {
-            let _ = writeln!(o, "  - {}: {}", md(&e.source), md(&shorten(&e.text, 300)));
+            let _ = writeln!(
+                o,
+                "  - {}: {}",
+                md(&e.source),
+                md(&shorten(&e.labelled(), 300))
+            );
         }
     }
     let supported: Vec<String> = t
@@ -166,7 +171,7 @@ pub fn render(r: &Report) -> String {
             let first = v
                 .evidence
                 .first()
-                .map(|e| format!("{}: {}", md(&e.source), md(&shorten(&e.text, 160))))
+                .map(|e| format!("{}: {}", md(&e.source), md(&shorten(&e.labelled(), 160))))
                 .unwrap_or_default();
             let _ = writeln!(
                 o,
@@ -247,9 +252,10 @@ pub fn render(r: &Report) -> String {
             }
             let _ = writeln!(
                 o,
-                "- **{}** {}: {}{}",
+                "- **{}** {}{}: {}{}",
                 f.severity.as_str(),
                 f.audit,
+                f.category_tag(),
                 md(&shorten(&f.message, 300)),
                 if f.accepted.is_some() {
                     " (accepted)"
@@ -265,7 +271,7 @@ pub fn render(r: &Report) -> String {
         md(&r.hintcheck_version),
         r.settings.seed,
         r.settings.repeat,
-        r.settings.fail_on.as_str(),
+        r.settings.fail.on.as_str(),
         r.duration_ms as f64 / 1000.0
     );
     o

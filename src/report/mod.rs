@@ -19,7 +19,7 @@ use serde_json::Value;
 use crate::audit::suggest::SupportedHint;
 use crate::baseline::BaselineOutcome;
 use crate::evidence::{CallRecord, PhaseObservation};
-use crate::finding::{FailOn, Finding, HintVerdict, Suggestion, Verdict};
+use crate::finding::{Finding, HintVerdict, Suggestion, Verdict};
 use crate::mcp::client::ServerIdentity;
 use crate::observe::ObserverStatus;
 use crate::rpc::session::ServerRequestRecord;
@@ -220,8 +220,8 @@ pub struct Settings {
     pub era: String,
     /// Roots offered.
     pub roots: String,
-    /// The lowest severity that fails the run.
-    pub fail_on: FailOn,
+    /// What fails the run: the lowest severity and the categories excepted.
+    pub fail: crate::finding::FailRule,
 }
 
 /// One tool.

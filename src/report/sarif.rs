@@ -131,6 +131,9 @@ fn result(r: &Report, f: &Finding, anchors: &Anchors, server: &str) -> Value {
     if let Some(h) = f.hint {
         properties.insert("hint".into(), json!(h.key()));
     }
+    if let Some(c) = f.category {
+        properties.insert("category".into(), json!(c.as_str()));
+    }
     if let Some(t) = f
         .tool
         .as_ref()
@@ -143,7 +146,12 @@ fn result(r: &Report, f: &Finding, anchors: &Anchors, server: &str) -> Value {
         Value::Array(
             f.evidence
                 .iter()
-                .map(|e| json!({ "source": e.source, "text": e.text }))
+                .map(|e| match e.category {
+                    Some(c) => {
+                        json!({ "source": e.source, "text": e.text, "category": c.as_str() })
+                    }
+                    None => json!({ "source": e.source, "text": e.text }),
+                })
                 .collect(),
         ),
     );
@@ -261,7 +269,8 @@ pub fn render(r: &Report, anchors: &Anchors) -> String {
                     "toolsNotCalled": c.tools_not_called,
                     "calls": c.calls,
                 },
-                "failOn": r.settings.fail_on.as_str(),
+                "failOn": r.settings.fail.on.as_str(),
+                "failExcept": r.settings.fail.except,
             },
         }],
     });

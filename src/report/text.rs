@@ -143,7 +143,7 @@ fn write_report(o: &mut String, r: &Report, paint: Paint) -> std::fmt::Result {
                     .unwrap_or_default()
             )?;
             for e in &v.evidence {
-                writeln!(o, "        {}: {}", e.source, esc(&e.text))?;
+                writeln!(o, "        {}: {}", e.source, esc(&e.labelled()))?;
             }
         }
         let calls: Vec<String> = t
@@ -202,9 +202,10 @@ fn write_report(o: &mut String, r: &Report, paint: Paint) -> std::fmt::Result {
         for f in listed {
             writeln!(
                 o,
-                "  [{}] {}: {}{}",
+                "  [{}] {}{}: {}{}",
                 f.severity.as_str(),
                 f.audit,
+                f.category_tag(),
                 esc(&f.message),
                 f.accepted
                     .as_ref()
@@ -212,7 +213,7 @@ fn write_report(o: &mut String, r: &Report, paint: Paint) -> std::fmt::Result {
                     .unwrap_or_default()
             )?;
             for e in f.evidence.iter().take(5) {
-                writeln!(o, "      {}: {}", esc(&e.source), esc(&e.text))?;
+                writeln!(o, "      {}: {}", esc(&e.source), esc(&e.labelled()))?;
             }
         }
     }

@@ -411,7 +411,7 @@ fn settings_of(config: &RunConfig) -> Settings {
             RootsOffer::Workspace => "workspace",
         }
         .into(),
-        fail_on: config.fail_on,
+        fail: config.fail.clone(),
     }
 }
 
@@ -467,7 +467,7 @@ fn decide_exit(report: &Report, config: &RunConfig) -> (i32, String) {
     let failing: Vec<&Finding> = report
         .findings
         .iter()
-        .filter(|f| f.accepted.is_none() && config.fail_on.fails(f.severity))
+        .filter(|f| config.fail.fails(f))
         .collect();
     let accepted = report
         .baseline
@@ -505,8 +505,8 @@ fn decide_exit(report: &Report, config: &RunConfig) -> (i32, String) {
         }
         if others > 0 {
             parts.push(format!(
-                "{others} other finding(s) at or above --fail-on {}",
-                config.fail_on.as_str()
+                "{others} other finding(s) at or above {}",
+                config.fail.describe()
             ));
         }
         return (
@@ -563,7 +563,7 @@ fn decide_exit(report: &Report, config: &RunConfig) -> (i32, String) {
         if below > 0 {
             format!(
                 "{below} contradicted hint(s) in {exercised} exercised tool(s), not failing the run (--fail-on {}){weak_note}{accepted_note}",
-                config.fail_on.as_str()
+                config.fail.describe()
             )
         } else {
             format!(

@@ -121,38 +121,65 @@ impl Replayed {
     }
 }
 
-/// The replays of one run: each tool is replayed at most once, at most [`MAX_REPLAYS`] in
-/// all; every replay is recorded for the report.
+/// The replays of one run: each set of tools is replayed at most once, at most
+/// [`MAX_REPLAYS`] server runs in all; every replay is recorded for the report.
+/// The tools a replay called and the one in question, if any.
+type ReplayKey = (Vec<String>, Option<String>);
+
 #[derive(Default)]
 pub(super) struct Replays {
-    done: BTreeMap<String, Option<Replayed>>,
+    /// By what was replayed: the replay's number and what it showed (none: it could not run).
+    done: BTreeMap<ReplayKey, (usize, Option<Replayed>)>,
     /// What each replay was for and showed.
     pub(super) records: Vec<ReplayRecord>,
 }
 
+/// How a differential replay judged an observation of a call.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) enum Differential {
+    /// The run with the tool reproduced it in the tool's calls; the run without the tool
+    /// never showed it. The text names the replays.
+    Confirmed(String),
+    /// Reproduced, but only while the server's background threads ran too.
+    Unsure,
+    /// Not reproduced, or the run without the tool showed it too.
+    NotTheTools,
+}
+
 impl Replays {
-    /// What a replay of `tool` alone on a fresh server showed: made now unless it was made
-    /// before; `Err` says why there is none (the budget is spent, or it could not run).
-    async fn of(
+    /// What a fresh server showed when `tools` were called (in the explorer's order) with
+    /// `focus` the tool under question (or none); made now unless made before. Returns the
+    /// replay's number with what it showed; `Err` says why there is none.
+    async fn run(
         &mut self,
         config: &RunConfig,
         stop: &watch::Receiver<bool>,
         subreaper: bool,
-        tool: &str,
+        (tools, focus): (&[String], Option<&str>),
         purpose: String,
-    ) -> Result<&Replayed, &'static str> {
-        if !self.done.contains_key(tool) {
+    ) -> Result<(usize, &Replayed), &'static str> {
+        let mut key = (tools.to_vec(), focus.map(str::to_string));
+        // Without a tool in question only what was seen counts, and that is the same whatever
+        // the focus of an earlier replay of the same tools was.
+        if focus.is_none() {
+            if let Some(k) = self.done.keys().find(|(t, _)| t.as_slice() == tools) {
+                key = k.clone();
+            }
+        }
+        if !self.done.contains_key(&key) {
             if self.done.len() >= MAX_REPLAYS {
                 return Err("the replay budget is spent");
             }
             let started = Instant::now();
-            let replayed = replay_keys(config, stop, subreaper, tool).await;
+            let replayed = replay_keys(config, stop, subreaper, tools, focus).await;
+            let id = self.records.len() + 1;
             self.records.push(ReplayRecord {
-                tool: tool.to_string(),
+                id,
+                tools: tools.to_vec(),
                 purpose,
                 outcome: match &replayed {
                     Some(r) => format!(
-                        "ran: {} kind(s) of effect seen, {} of them before {tool} was called",
+                        "ran: {} kind(s) of effect seen, {} of them where the tool in question could not have done them",
                         r.seen.len(),
                         r.unprompted.len()
                     ),
@@ -160,27 +187,141 @@ impl Replays {
                 },
                 duration_ms: started.elapsed().as_millis() as u64,
             });
-            self.done.insert(tool.to_string(), replayed);
+            self.done.insert(key.clone(), (id, replayed));
         }
-        match self.done.get(tool) {
-            Some(Some(r)) => Ok(r),
+        match self.done.get(&key) {
+            Some((id, Some(r))) => Ok((*id, r)),
             _ => Err("its replay could not run"),
         }
     }
+
+    /// What a replay of `tool` alone on a fresh server showed, with the words evidence cites.
+    async fn of(
+        &mut self,
+        config: &RunConfig,
+        stop: &watch::Receiver<bool>,
+        subreaper: bool,
+        tool: &str,
+        purpose: String,
+    ) -> Result<(String, &Replayed), &'static str> {
+        let tools = [tool.to_string()];
+        let (id, r) = self
+            .run(config, stop, subreaper, (&tools, Some(tool)), purpose)
+            .await?;
+        Ok((format!("replay {id}: {tool} alone on a fresh server"), r))
+    }
+
+    /// Differential replay: fresh servers run `prefix` (the calls `tool`'s state depends
+    /// on) with and without `tool`; an observation is the tool's when the run with it shows
+    /// it in the tool's calls and the run without it never does. Paths match by shape.
+    async fn differential(
+        &mut self,
+        config: &RunConfig,
+        stop: &watch::Receiver<bool>,
+        subreaper: bool,
+        prefix: &[String],
+        tool: &str,
+        observations: &[&Observation],
+    ) -> Result<Vec<Differential>, &'static str> {
+        let mut with_tool = prefix.to_vec();
+        with_tool.push(tool.to_string());
+        let purpose = format!(
+            "what {tool} did after {} (the calls its state depends on)",
+            prefix.join(", ")
+        );
+        let (with_id, with) = self
+            .run(config, stop, subreaper, (&with_tool, Some(tool)), purpose)
+            .await?;
+        let verdicts: Vec<ReplayVerdict> = observations.iter().map(|o| with.judge(o)).collect();
+        if verdicts
+            .iter()
+            .all(|v| !matches!(v, ReplayVerdict::Reproduced | ReplayVerdict::Unsure))
+        {
+            return Ok(vec![Differential::NotTheTools; observations.len()]);
+        }
+        let purpose = format!("what {} did without {tool}", prefix.join(", "));
+        let (without_id, without) = self
+            .run(config, stop, subreaper, (prefix, None), purpose)
+            .await?;
+        let cited = format!(
+            "replays {with_id} and {without_id}: {} then {tool}, against {} alone, on fresh servers",
+            prefix.join(", "),
+            prefix.join(", ")
+        );
+        Ok(observations
+            .iter()
+            .zip(verdicts)
+            .map(|(o, v)| {
+                let without_shows = replay_key(o).is_some_and(|k| without.seen.contains(&k));
+                match v {
+                    _ if without_shows => Differential::NotTheTools,
+                    ReplayVerdict::Reproduced => Differential::Confirmed(cited.clone()),
+                    ReplayVerdict::Unsure => Differential::Unsure,
+                    _ => Differential::NotTheTools,
+                }
+            })
+            .collect())
+    }
 }
 
-/// Replays `tool` alone on a fresh server with a long settle period; returns what it showed,
-/// or `None` when the replay could not run.
+/// Most tools a differential replay runs before the tool in question.
+const MAX_PREFIX: usize = 4;
+
+/// The calls the state of `runs[tool]`'s call `call` may depend on, shortened: the tools
+/// called before it that wrote something in the run, gave it an argument, or were run for
+/// it as a prerequisite, in the order they were first called (at most [`MAX_PREFIX`]).
+pub(super) fn state_prefix(
+    names: &[String],
+    runs: &[ToolRun],
+    tool: usize,
+    call: usize,
+) -> Vec<String> {
+    let Some(this) = runs[tool].calls.get(call) else {
+        return Vec::new();
+    };
+    let mut earlier: Vec<(u64, usize)> = runs
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| *i != tool)
+        .filter_map(|(i, r)| {
+            let first = r.calls.iter().map(|c| c.started_ms).min()?;
+            (first < this.started_ms).then_some((first, i))
+        })
+        .filter(|(_, i)| {
+            let r = &runs[*i];
+            r.observations().any(|(_, o)| o.is_write())
+                || this
+                    .pooled
+                    .values()
+                    .any(|from| from.split_whitespace().next() == Some(names[*i].as_str()))
+                || r.calls
+                    .iter()
+                    .any(|c| c.prerequisite_for.as_deref() == Some(names[tool].as_str()))
+        })
+        .collect();
+    earlier.sort();
+    earlier
+        .into_iter()
+        .rev()
+        .take(MAX_PREFIX)
+        .rev()
+        .map(|(_, i)| names[i].clone())
+        .collect()
+}
+
+/// Replays `tools` on a fresh server with a long settle period and `focus` as the tool under
+/// question; returns what it showed, or `None` when the replay could not run.
 pub(super) async fn replay_keys(
     config: &RunConfig,
     stop: &watch::Receiver<bool>,
     subreaper: bool,
-    tool: &str,
+    tools: &[String],
+    focus: Option<&str>,
 ) -> Option<Replayed> {
     let mut cfg = config.clone();
     cfg.progress = ProgressHook::default();
     cfg.check_expectations = false;
-    cfg.only_tools = Some(vec![tool.to_string()]);
+    cfg.only_tools = Some(tools.to_vec());
     cfg.replay = false;
     cfg.transcript = None;
     cfg.settle = Duration::from_millis(300);
@@ -190,20 +331,22 @@ pub(super) async fn replay_keys(
     if r.server.start_error.is_some() {
         return None;
     }
-    // Only this tool was called (besides session set-up tools, which the explorer runs
-    // first): its calls' windows hold nothing of another tool, only possibly of the server's
-    // background threads.
+    let is_focus = |name: &str| focus == Some(name);
+    // Besides the focus tool, only the tools before it (and session set-up tools, which the
+    // explorer runs first) were called: the focus tool's windows hold nothing of another
+    // tool's call, only possibly of the server's background threads or of threads the
+    // earlier calls left behind.
     let quiet = r.coverage.background_threads == 0;
     let calls = || {
         r.tools
             .iter()
-            .filter(|t| t.name == tool)
+            .filter(|t| is_focus(&t.name))
             .flat_map(|t| t.calls.iter())
     };
     let after_calls = || {
         r.phases
             .iter()
-            .filter(|p| p.phase != Phase::Startup && p.after_tool.as_deref() == Some(tool))
+            .filter(|p| p.phase != Phase::Startup && p.after_tool.as_deref().is_some_and(is_focus))
     };
     let certain = calls()
         .filter(|c| !c.background_ran)
@@ -211,19 +354,19 @@ pub(super) async fn replay_keys(
         .chain(after_calls().filter(|_| quiet).map(|p| &p.observation))
         .filter_map(replay_key)
         .collect();
-    // What the server did unasked, or for the set-up tools.
-    let set_up = r
+    // What the server did unasked, or for the other tools.
+    let others = r
         .tools
         .iter()
-        .filter(|t| t.name != tool)
+        .filter(|t| !is_focus(&t.name))
         .flat_map(|t| t.calls.iter())
         .flat_map(|c| c.observations.iter());
     let unprompted = r
         .phases
         .iter()
-        .filter(|p| p.phase == Phase::Startup || p.after_tool.as_deref().is_none_or(|t| t != tool))
+        .filter(|p| p.phase == Phase::Startup || !p.after_tool.as_deref().is_some_and(is_focus))
         .map(|p| &p.observation)
-        .chain(set_up)
+        .chain(others)
         .filter_map(replay_key)
         .collect();
     let seen = r
@@ -242,9 +385,10 @@ pub(super) async fn replay_keys(
 }
 
 /// Confirms or corrects uncertain attributions: a call whose window other calls' processes
-/// shared keeps only what a replay of its tool alone reproduces, and observations that belong
-/// to no call (or were taken from one) go to the tool whose replay reproduces them. Returns
-/// notes for the report.
+/// shared keeps what a replay of its tool alone reproduces, or else what a differential
+/// replay (the calls its state depends on, with and without the tool) pins on it; and
+/// observations that belong to no call (or were taken from one) go to the tool whose replay
+/// reproduces them. Returns notes for the report.
 pub(super) async fn replay_ambiguous(
     config: &RunConfig,
     stop: &watch::Receiver<bool>,
@@ -256,83 +400,135 @@ pub(super) async fn replay_ambiguous(
 ) -> Vec<String> {
     let mut notes = Vec::new();
     let matters = |o: &Observation| o.is_write() || o.as_network().is_some_and(|n| !n.loopback);
-    // 1. Calls with uncertain windows keep what their own tool reproduces alone.
+    // 1. Calls with uncertain windows keep what their own tool reproduces.
     let mut orphans: Vec<(Vec<String>, Observation)> = Vec::new();
-    for (i, run) in runs.iter_mut().enumerate() {
-        for call in run
-            .calls
-            .iter_mut()
-            .filter(|c| !c.concurrent_with.is_empty())
+    let uncertain: Vec<(usize, usize, Vec<String>)> = runs
+        .iter()
+        .enumerate()
+        .flat_map(|(i, r)| {
+            r.calls
+                .iter()
+                .enumerate()
+                .filter(|(_, c)| !c.concurrent_with.is_empty())
+                .map(move |(j, _)| (i, j))
+        })
+        .map(|(i, j)| (i, j, state_prefix(names, runs, i, j)))
+        .collect();
+    for (i, j, prefix) in uncertain {
+        let tool = names[i].as_str();
+        let label = runs[i].calls[j].label();
+        let purpose = format!(
+            "{tool} {label} shared its window with {}",
+            runs[i].calls[j].concurrent_with.join(", ")
+        );
+        let observations = std::mem::take(&mut runs[i].calls[j].observations);
+        let (alone_cited, verdicts) = match replays.of(config, stop, subreaper, tool, purpose).await
         {
-            let purpose = format!(
-                "{} {} shared its window with {}",
-                names[i],
-                call.label(),
-                call.concurrent_with.join(", ")
-            );
-            let replayed = match replays
-                .of(config, stop, subreaper, &names[i], purpose)
+            Ok((cited, r)) => (
+                cited,
+                observations.iter().map(|o| r.judge(o)).collect::<Vec<_>>(),
+            ),
+            Err(why) => {
+                notes.push(format!("{tool} {label}: {why}; it stays uncertain"));
+                runs[i].calls[j].observations = observations;
+                continue;
+            }
+        };
+        // What the tool alone did not do may depend on what earlier calls made.
+        let absent: Vec<&Observation> = observations
+            .iter()
+            .zip(&verdicts)
+            .filter(|(o, v)| **v == ReplayVerdict::Absent && matters(o))
+            .map(|(o, _)| o)
+            .collect();
+        let mut differential: Vec<Differential> = Vec::new();
+        if !absent.is_empty() && !prefix.is_empty() {
+            match replays
+                .differential(config, stop, subreaper, &prefix, tool, &absent)
                 .await
             {
-                Ok(r) => r,
-                Err(why) => {
-                    notes.push(format!(
-                        "{} {}: {why}; it stays uncertain",
-                        names[i],
-                        call.label()
-                    ));
-                    continue;
-                }
-            };
-            let mut own = Vec::new();
-            let mut unsure = Vec::new();
-            for o in std::mem::take(&mut call.observations) {
-                let verdict = replayed.judge(&o);
-                match verdict {
-                    ReplayVerdict::Reproduced => own.push(o),
-                    ReplayVerdict::Unsure => {
-                        notes.push(format!(
-                            "{} {}: \"{}\" happened again when {} ran alone on a fresh server, but so did the server's own background threads; it stays uncertain",
-                            names[i],
-                            call.label(),
-                            o.describe(),
-                            names[i]
-                        ));
-                        unsure.push(o);
-                    }
-                    ReplayVerdict::Unprompted | ReplayVerdict::Absent => {
-                        let why = if verdict == ReplayVerdict::Absent {
-                            format!(
-                                "did not happen when {} ran alone on a fresh server",
-                                names[i]
-                            )
-                        } else {
-                            format!("a fresh server did it before {} was ever called", names[i])
-                        };
-                        notes.push(format!(
-                            "{} {}: \"{}\" {why}; it is not attributed to it",
-                            names[i],
-                            call.label(),
-                            o.describe(),
-                        ));
-                        if matters(&o) {
-                            orphans.push((call.concurrent_tools.clone(), o));
-                        }
-                    }
-                }
+                Ok(d) => differential = d,
+                Err(why) => notes.push(format!(
+                    "{tool} {label}: no differential replay after {} ({why})",
+                    prefix.join(", ")
+                )),
             }
-            call.confirmed_by_replay = own
-                .iter()
-                .filter(|o| matters(o))
-                .map(|o| o.describe())
-                .collect();
-            // What stays unsure keeps the call's uncertainty; confirmed observations are marked.
-            if unsure.is_empty() {
-                call.concurrent_with.clear();
-            }
-            own.extend(unsure);
-            call.observations = own;
         }
+        let mut differential = differential.into_iter();
+        let mut own = Vec::new();
+        let mut unsure = Vec::new();
+        let mut cited: Vec<String> = Vec::new();
+        let cite = |c: &str, cited: &mut Vec<String>| {
+            if !cited.iter().any(|x| x == c) {
+                cited.push(c.to_string());
+            }
+        };
+        for (o, verdict) in observations.into_iter().zip(verdicts) {
+            // The differential verdicts follow the absent observations in order.
+            let second = (verdict == ReplayVerdict::Absent && matters(&o) && !prefix.is_empty())
+                .then(|| differential.next())
+                .flatten();
+            match (verdict, second) {
+                (ReplayVerdict::Reproduced, _) => {
+                    if matters(&o) {
+                        cite(&alone_cited, &mut cited);
+                    }
+                    own.push(o)
+                }
+                (_, Some(Differential::Confirmed(by))) => {
+                    notes.push(format!(
+                        "{tool} {label}: \"{}\" did not happen when {tool} ran alone, but did when it ran after {} and not without it ({by}); it is attributed to {tool}",
+                        o.describe(),
+                        prefix.join(", ")
+                    ));
+                    cite(&by, &mut cited);
+                    own.push(o)
+                }
+                (ReplayVerdict::Unsure, _) | (_, Some(Differential::Unsure)) => {
+                    notes.push(format!(
+                        "{tool} {label}: \"{}\" happened again when {tool} was replayed on a fresh server, but so did the server's own background threads; it stays uncertain",
+                        o.describe(),
+                    ));
+                    unsure.push(o);
+                }
+                (ReplayVerdict::Unprompted | ReplayVerdict::Absent, _) => {
+                    let why = if verdict == ReplayVerdict::Absent {
+                        if prefix.is_empty() {
+                            format!("did not happen when {tool} ran alone on a fresh server")
+                        } else {
+                            format!(
+                                "did not happen when {tool} ran alone, nor only when it ran after {} on a fresh server",
+                                prefix.join(", ")
+                            )
+                        }
+                    } else {
+                        format!("a fresh server did it before {tool} was ever called")
+                    };
+                    notes.push(format!(
+                        "{tool} {label}: \"{}\" {why}; it is not attributed to it",
+                        o.describe(),
+                    ));
+                    if matters(&o) {
+                        orphans.push((runs[i].calls[j].concurrent_tools.clone(), o));
+                    }
+                }
+            }
+        }
+        let call = &mut runs[i].calls[j];
+        call.confirmed_by_replay = own
+            .iter()
+            .filter(|o| matters(o))
+            .map(|o| o.describe())
+            .collect();
+        if !cited.is_empty() {
+            call.confirmed_by = Some(cited.join("; "));
+        }
+        // What stays unsure keeps the call's uncertainty; confirmed observations are marked.
+        if unsure.is_empty() {
+            call.concurrent_with.clear();
+        }
+        own.extend(unsure);
+        call.observations = own;
     }
     // 2. Observations outside every call (or taken from one): find the tool that produces them.
     let mut candidates: Vec<(Vec<String>, Observation)> = orphans;
@@ -351,20 +547,43 @@ pub(super) async fn replay_ambiguous(
             let Some(i) = names.iter().position(|n| n == t) else {
                 continue;
             };
+            let Some(last) = runs[i].calls.len().checked_sub(1) else {
+                continue;
+            };
             let purpose = format!(
                 "\"{}\" happened outside every call, after {t}",
                 o.describe()
             );
-            let reproduced = replay_key(&o).is_some()
-                && matches!(replays.of(config, stop, subreaper, t, purpose).await, Ok(r) if r.judge(&o) == ReplayVerdict::Reproduced);
-            if reproduced {
-                if let Some(last) = runs[i].calls.last_mut() {
-                    notes.push(format!("\"{}\" is attributed to {t}: a replay of {t} alone on a fresh server reproduced it", o.describe()));
-                    last.confirmed_by_replay.push(o.describe());
-                    last.observations.push(o.clone());
-                    placed = true;
-                    break;
+            let mut by = match replays.of(config, stop, subreaper, t, purpose).await {
+                Ok((cited, r)) if r.judge(&o) == ReplayVerdict::Reproduced => Some(cited),
+                _ => None,
+            };
+            let prefix = state_prefix(names, runs, i, last);
+            if by.is_none() && replay_key(&o).is_some() && !prefix.is_empty() {
+                if let Ok(d) = replays
+                    .differential(config, stop, subreaper, &prefix, t, &[&o])
+                    .await
+                {
+                    if let Some(Differential::Confirmed(cited)) = d.into_iter().next() {
+                        by = Some(cited);
+                    }
                 }
+            }
+            if let Some(by) = by {
+                notes.push(format!(
+                    "\"{}\" is attributed to {t}: {by} reproduced it",
+                    o.describe()
+                ));
+                let call = &mut runs[i].calls[last];
+                call.confirmed_by_replay.push(o.describe());
+                call.confirmed_by = Some(match call.confirmed_by.take() {
+                    Some(c) if !c.contains(&by) => format!("{c}; {by}"),
+                    Some(c) => c,
+                    None => by,
+                });
+                call.observations.push(o.clone());
+                placed = true;
+                break;
             }
         }
         if !placed {
@@ -465,7 +684,7 @@ pub(super) async fn first_call_initialisation(
         .of(config, stop, subreaper, &names[other], purpose)
         .await
     {
-        Ok(r) => r,
+        Ok((_, r)) => r,
         Err(why) => {
             notes.push(format!(
                 "what the first call ({}) created stays its own: {why}",
@@ -542,5 +761,43 @@ mod tests {
         // Seen again, but only while background threads ran: neither pinned nor cleared.
         assert_eq!(judge("/etc/beside-busy-threads"), ReplayVerdict::Unsure);
         assert_eq!(judge("/etc/never"), ReplayVerdict::Absent);
+    }
+
+    #[test]
+    fn the_state_prefix_keeps_earlier_writers_and_argument_sources_in_call_order() {
+        use crate::audit::testing::{call, file, ok, run};
+        use crate::observe::FileEffectKind;
+        let at = |ms: u64, mut c: CallRecord| {
+            c.started_ms = ms;
+            c
+        };
+        let names: Vec<String> = ["reader", "maker", "lister", "shower", "later"]
+            .map(String::from)
+            .to_vec();
+        let mut shower = at(40, call(1, ok(), vec![]));
+        shower.pooled.insert(
+            "id".into(),
+            "lister call 1: structuredContent.items[0].id".into(),
+        );
+        let runs = vec![
+            run(vec![at(10, call(1, ok(), vec![]))]),
+            run(vec![at(
+                20,
+                call(
+                    1,
+                    ok(),
+                    vec![file("$WORKSPACE/n/a.md", FileEffectKind::Created)],
+                ),
+            )]),
+            run(vec![at(30, call(1, ok(), vec![]))]),
+            run(vec![shower]),
+            run(vec![at(
+                50,
+                call(1, ok(), vec![file("$WORKSPACE/x", FileEffectKind::Created)]),
+            )]),
+        ];
+        // The reader wrote nothing and gave nothing; the later writer came after.
+        assert_eq!(state_prefix(&names, &runs, 3, 0), ["maker", "lister"]);
+        assert!(state_prefix(&names, &runs, 0, 0).is_empty());
     }
 }

@@ -803,3 +803,100 @@ fn progress_and_colour_appear_on_a_terminal_only_and_honour_no_color() {
     );
     assert!(!quiet.contains('\u{1b}'), "{quiet:?}");
 }
+
+#[test]
+fn categories_can_be_excepted_from_failing_and_accepted_by_a_baseline() {
+    if !Path::new("/usr/bin/python3").is_file() {
+        return crate::util::skip("/usr/bin/python3 is missing (the lazy-db fixture)");
+    }
+    let fixture = at("tests/fixtures/lazy-db");
+    let verify = |extra: &[&str]| {
+        let mut args = vec![
+            "verify",
+            "--scenario",
+            fixture.as_str(),
+            "--fail-on",
+            "note",
+        ];
+        args.extend_from_slice(extra);
+        run(&args, &[], LIMIT)
+    };
+    // The database made on first use is a note of its category: it fails `--fail-on note`…
+    let noted = verify(&["--format", "json"]);
+    assert_eq!(noted.code, 1, "{}", noted.stderr);
+    let r = noted.json();
+    let finding = r["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .find(|f| f["category"] == "first-call-initialisation")
+        .expect("a first-call finding");
+    assert_eq!(finding["severity"], "note");
+    // … unless its category is excepted, on the command line or in the config file …
+    let excepted = verify(&[
+        "--fail-except",
+        "first-call-initialisation",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(excepted.code, 0, "{}", excepted.stderr);
+    assert_eq!(
+        excepted.json()["settings"]["fail_except"],
+        serde_json::json!(["first-call-initialisation"])
+    );
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = dir.path().join("hintcheck.toml");
+    std::fs::write(
+        &config,
+        "[fail]\non = \"note\"\nexcept = [\"first-call-initialisation\"]\n",
+    )
+    .expect("write");
+    let configured = run(
+        &[
+            "verify",
+            "--config",
+            config.to_str().expect("utf8"),
+            "--scenario",
+            fixture.as_str(),
+            "-o",
+            "/dev/null",
+        ],
+        &[],
+        LIMIT,
+    );
+    assert_eq!(configured.code, 0, "{}", configured.stderr);
+    // … or a baseline accepts every finding of the category.
+    let baseline = dir.path().join("baseline.json");
+    std::fs::write(
+        &baseline,
+        r#"{"schema_version": 1, "accept_categories": ["first-call-initialisation"]}"#,
+    )
+    .expect("write");
+    let accepted = verify(&[
+        "--baseline",
+        baseline.to_str().expect("utf8"),
+        "--format",
+        "json",
+    ]);
+    assert_eq!(accepted.code, 0, "{}", accepted.stderr);
+    assert!(
+        accepted.json()["findings"]
+            .as_array()
+            .expect("findings")
+            .iter()
+            .any(|f| f["accepted"]
+                .as_str()
+                .is_some_and(|a| a.contains("every first-call-initialisation finding"))),
+        "{}",
+        accepted.stdout
+    );
+    // A category that does not exist is a usage error naming it and the choices.
+    let bad = verify(&["--fail-except", "bookkeeeping"]);
+    assert_eq!(bad.code, 2);
+    assert!(
+        bad.stderr.contains("\"bookkeeeping\" is not a category")
+            && bad.stderr.contains("first-call-initialisation"),
+        "{}",
+        bad.stderr
+    );
+}

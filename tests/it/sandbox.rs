@@ -59,6 +59,7 @@ fn stage() -> &'static Stage {
             "git",
             "journal",
             "lazy-db",
+            "pool-trash",
             "python-pool-ticker",
             "static",
         ] {
@@ -1787,4 +1788,30 @@ as_root_and_unprivileged!(
     a_database_made_on_first_use_is_the_servers_as_root,
     a_database_made_on_first_use_is_the_servers_unprivileged,
     lazy_database_run
+);
+
+fn pool_trash_run(who: As) {
+    let Some(r) = python_fixture_holds("pool-trash", who) else {
+        return;
+    };
+    // The move to a random name was pinned on show_note by a differential replay: the run
+    // with create_note then show_note, against create_note alone.
+    let evidence = crate::util::first_evidence(&r, "show_note", "readOnlyHint");
+    assert!(
+        evidence.contains("create_note then show_note, against create_note alone"),
+        "{evidence}"
+    );
+    let replays = r["replays"].as_array().expect("replays");
+    assert!(
+        replays
+            .iter()
+            .any(|x| x["tools"] == serde_json::json!(["create_note", "show_note"])),
+        "{replays:?}"
+    );
+}
+
+as_root_and_unprivileged!(
+    a_pool_moving_notes_to_random_names_is_caught_as_root,
+    a_pool_moving_notes_to_random_names_is_caught_unprivileged,
+    pool_trash_run
 );
