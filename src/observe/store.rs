@@ -1,5 +1,5 @@
 //! Structured stores judged by their own model: a SQLite database or a JSON, JSON Lines,
-//! TOML or CSV file that a window changed is read before and after by the harness (rusqlite
+//! YAML, TOML or CSV file that a window changed is read before and after by the harness (rusqlite
 //! for databases; nothing the server says is used) and the change is told in the store's own
 //! terms: rows or members added, changed, removed, tables created or dropped. Byte-wise a
 //! database insert rewrites pages in place and a JSON counter bump rewrites the file; here
@@ -94,6 +94,7 @@ fn text_diff(path: &str, old: &[u8], new: &[u8]) -> Option<StoreDiff> {
             json_diff(&parse(old)?, &parse(new)?, "", &mut diff);
         }
         Some("csv" | "tsv") => csv_diff(old, new, &mut diff),
+        Some("yaml" | "yml") => json_diff(&yaml_value(old)?, &yaml_value(new)?, "", &mut diff),
         Some("jsonl" | "ndjson") => {
             let lines = |s: &str| -> Option<Vec<Value>> {
                 s.lines()
@@ -120,6 +121,52 @@ fn text_diff(path: &str, old: &[u8], new: &[u8]) -> Option<StoreDiff> {
         _ => return None,
     }
     Some(diff)
+}
+
+/// A YAML document (the first of the file) as a JSON value, read with yaml-rust2; `None`
+/// when it does not parse or uses aliases (an alias is expanded by copying, so a few lines
+/// can stand for gigabytes: such a file keeps its byte-wise kind).
+fn yaml_value(text: &str) -> Option<Value> {
+    use yaml_rust2::parser::{Event, Parser};
+    let mut events = Parser::new_from_str(text);
+    loop {
+        match events.next_token().ok()?.0 {
+            Event::Alias(_) => return None,
+            Event::StreamEnd => break,
+            _ => {}
+        }
+    }
+    let docs = yaml_rust2::YamlLoader::load_from_str(text).ok()?;
+    fn convert(y: &yaml_rust2::Yaml) -> Value {
+        use yaml_rust2::Yaml;
+        match y {
+            Yaml::Real(r) => r
+                .parse::<f64>()
+                .ok()
+                .and_then(serde_json::Number::from_f64)
+                .map_or_else(|| Value::String(r.clone()), Value::Number),
+            Yaml::Integer(i) => Value::from(*i),
+            Yaml::String(s) => Value::String(s.clone()),
+            Yaml::Boolean(b) => Value::Bool(*b),
+            Yaml::Array(a) => Value::Array(a.iter().map(convert).collect()),
+            Yaml::Hash(h) => Value::Object(
+                h.iter()
+                    .map(|(k, v)| {
+                        let key = match k {
+                            Yaml::String(s) => s.clone(),
+                            other => match convert(other) {
+                                Value::String(s) => s,
+                                v => v.to_string(),
+                            },
+                        };
+                        (key, convert(v))
+                    })
+                    .collect(),
+            ),
+            Yaml::Null | Yaml::Alias(_) | Yaml::BadValue => Value::Null,
+        }
+    }
+    Some(docs.first().map(convert).unwrap_or(Value::Null))
 }
 
 /// Members added, removed and changed between two JSON values; array elements by position
@@ -432,6 +479,22 @@ mod tests {
         );
         assert_eq!((d.added, d.changed, d.removed), (0, 0, 1), "{d:?}");
         assert_eq!(d.details, ["lines[0].notes: an element removed (\"y\")"]);
+    }
+
+    #[test]
+    fn yaml_documents_are_told_in_members_and_aliases_are_not_expanded() {
+        let d = text_diff(
+            "$HOME/.config/app/state.yaml",
+            b"visits: 1\ntags:\n  - a\n",
+            b"visits: 2\ntags:\n  - a\n  - b\nratio: 0.5\n",
+        )
+        .expect("diff");
+        assert_eq!((d.added, d.changed, d.removed), (2, 1, 0), "{d:?}");
+        assert!(d.details.contains(&"visits: 1 → 2".to_string()), "{d:?}");
+        // A billion laughs in a few lines: left to the byte-wise kind.
+        let bomb = "a: &a [x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a]\nc: [*b, *b, *b, *b, *b, *b, *b, *b, *b]\n";
+        assert_eq!(yaml_value(bomb), None);
+        assert_eq!(yaml_value("a: [unclosed"), None);
     }
 
     #[test]

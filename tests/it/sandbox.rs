@@ -60,6 +60,8 @@ fn stage() -> &'static Stage {
             "journal",
             "lazy-db",
             "pool-trash",
+            "json-store",
+            "sqlite",
             "python-pool-ticker",
             "static",
         ] {
@@ -1814,4 +1816,20 @@ as_root_and_unprivileged!(
     a_pool_moving_notes_to_random_names_is_caught_as_root,
     a_pool_moving_notes_to_random_names_is_caught_unprivileged,
     pool_trash_run
+);
+
+fn stores_run(who: As) {
+    // Both fixtures check their own expectations (`--check`): updates, additions and
+    // deletions told in the store's terms, read by the harness.
+    for fixture in ["json-store", "sqlite"] {
+        if python_fixture_holds(fixture, who).is_none() {
+            return;
+        }
+    }
+}
+
+as_root_and_unprivileged!(
+    stores_are_judged_by_their_own_model_as_root,
+    stores_are_judged_by_their_own_model_unprivileged,
+    stores_run
 );

@@ -415,6 +415,11 @@ fn a_counter_bumped_in_a_json_store_is_an_update_with_its_values() {
         evidence,
         "changed $WORKSPACE/stats.json (0 added, 1 changed, 0 removed: visits: 1 → 2)"
     );
+    let evidence = crate::util::first_evidence(&out.json(), "open_settings", "destructiveHint");
+    assert_eq!(
+        evidence,
+        "changed $WORKSPACE/settings.yaml (0 added, 1 changed, 0 removed: opened: 1 → 2)"
+    );
 }
 
 #[test]
