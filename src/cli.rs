@@ -177,6 +177,11 @@ pub struct VerifyArgs {
     /// The longest a call's window stays open after the response [default: 2s].
     #[arg(long, value_name = "DURATION")]
     pub settle_max: Option<String>,
+    /// After the last call, how long threads and processes that calls started and that can
+    /// still act on their own (a timer, a sleeping flush loop) may take to do so before the
+    /// server stops: their late writes and traffic are then attributed by replay [default: 5s].
+    #[arg(long, value_name = "DURATION")]
+    pub late_wait: Option<String>,
     /// Set an environment variable for the server (K=V; `{workspace}`, `{home}`, `{tmp}` are
     /// replaced), or pass one from hintcheck's own environment (K).
     #[arg(long = "env", value_name = "K=V")]

@@ -113,6 +113,8 @@ pub struct RunSection {
     pub settle: Option<String>,
     /// The longest settle, e.g. `"2s"`.
     pub settle_max: Option<String>,
+    /// The longest wait for late effects after the last call, e.g. `"5s"`.
+    pub late_wait: Option<String>,
     /// Per-call timeout, e.g. `"5s"`.
     pub call_timeout: Option<String>,
     /// Handshake timeout.
@@ -275,6 +277,7 @@ impl RunSection {
             era: self.era.or(lower.era),
             settle: self.settle.or(lower.settle),
             settle_max: self.settle_max.or(lower.settle_max),
+            late_wait: self.late_wait.or(lower.late_wait),
             call_timeout: self.call_timeout.or(lower.call_timeout),
             handshake_timeout: self.handshake_timeout.or(lower.handshake_timeout),
             discover_timeout: self.discover_timeout.or(lower.discover_timeout),

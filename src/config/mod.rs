@@ -101,6 +101,9 @@ pub struct RunConfig {
     pub settle: Duration,
     /// The longest the window stays open after a response.
     pub settle_max: Duration,
+    /// After the last call, the longest wait for threads and processes that calls started
+    /// and that can still act on their own.
+    pub late_wait: Duration,
     /// Synthesis seed.
     pub seed: u64,
     /// Roots offered.
@@ -735,6 +738,12 @@ impl RunConfig {
                 &a.settle_max,
                 &run.settle_max,
                 Duration::from_secs(2),
+            )?,
+            late_wait: duration(
+                "--late-wait",
+                &a.late_wait,
+                &run.late_wait,
+                Duration::from_secs(5),
             )?,
             seed: a.seed.or(run.seed).unwrap_or(0),
             roots,

@@ -30,6 +30,42 @@ pub(super) struct ServerHost<'r, 'c> {
     pub(super) notes: Vec<String>,
 }
 
+impl ServerHost<'_, '_> {
+    /// Late effects: gives the threads and processes that calls started, and that can still
+    /// act on their own (a timer, a sleeping flush loop, not an idle pool worker), up to
+    /// `--late-wait` (within the run's deadline) to finish, then closes what they did as the
+    /// time after the tool that started them. Returns that tool when there was something to
+    /// wait for, with how long the wait took.
+    pub(super) async fn wait_for_late_effects(&mut self) -> Option<(String, Duration)> {
+        let config = self.ctx.config;
+        let tree = self.live.as_ref()?.process.pid().map(ProcessTree::new)?;
+        let started = Instant::now();
+        let limit = config
+            .late_wait
+            .min(self.deadline.saturating_duration_since(started));
+        let pending = |lingering: &[(String, String, u32)]| -> Option<String> {
+            let alive = tree.tasks();
+            lingering
+                .iter()
+                .rev()
+                .find(|(_, _, tid)| {
+                    alive.contains(tid) && !crate::observe::activity::waits_for_others(*tid)
+                })
+                .map(|(_, tool, _)| tool.clone())
+        };
+        let owner = pending(&self.lingering)?;
+        while started.elapsed() < limit && pending(&self.lingering).is_some() {
+            if *self.stop.borrow() || limit_reason(self.ctx).is_some() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        let waited = started.elapsed();
+        self.between_calls(Some(&owner));
+        Some((owner, waited))
+    }
+}
+
 impl Host for ServerHost<'_, '_> {
     fn must_stop(&self) -> Option<String> {
         if *self.stop.borrow() {

@@ -221,6 +221,15 @@ async fn verify_unchecked(
         notes: Vec::new(),
     };
     let explored = explorer.run(&mut host).await;
+    if explored.partial.is_none() && !config.isolate {
+        if let Some((tool, waited)) = host.wait_for_late_effects().await {
+            notes.push(format!(
+                "after the last call, waited {} ms for what calls of {tool} left running (a timer or a sleeping thread) to act on its own (--late-wait {} ms)",
+                waited.as_millis(),
+                config.late_wait.as_millis()
+            ));
+        }
+    }
     let ServerHost {
         live,
         restarts,

@@ -541,6 +541,7 @@ pub(super) async fn replay_ambiguous(
             _ => keep.push(p),
         }
     }
+    let mut attributed: BTreeMap<(String, String), Vec<String>> = BTreeMap::new();
     for (tools, o) in candidates {
         let mut placed = false;
         for t in &tools {
@@ -570,10 +571,10 @@ pub(super) async fn replay_ambiguous(
                 }
             }
             if let Some(by) = by {
-                notes.push(format!(
-                    "\"{}\" is attributed to {t}: {by} reproduced it",
-                    o.describe()
-                ));
+                attributed
+                    .entry((t.clone(), by.clone()))
+                    .or_default()
+                    .push(o.describe());
                 let call = &mut runs[i].calls[last];
                 call.confirmed_by_replay.push(o.describe());
                 call.confirmed_by = Some(match call.confirmed_by.take() {
@@ -595,6 +596,13 @@ pub(super) async fn replay_ambiguous(
         }
     }
     *phases = keep;
+    for ((t, by), described) in attributed {
+        notes.push(format!(
+            "{} effect(s) outside {t}'s call windows are attributed to {t}: {by} reproduced them ({})",
+            described.len(),
+            described.join("; ")
+        ));
+    }
     notes
 }
 

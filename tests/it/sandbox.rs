@@ -60,6 +60,7 @@ fn stage() -> &'static Stage {
             "journal",
             "lazy-db",
             "pool-trash",
+            "telemetry",
             "json-store",
             "sqlite",
             "python-pool-ticker",
@@ -1832,4 +1833,31 @@ as_root_and_unprivileged!(
     stores_are_judged_by_their_own_model_as_root,
     stores_are_judged_by_their_own_model_unprivileged,
     stores_run
+);
+
+fn telemetry_run(who: As) {
+    if !Path::new("/usr/bin/python3").is_file() || !have("unshare") {
+        return skip("/usr/bin/python3 or unshare is missing (the telemetry fixture)");
+    }
+    // The server aims at telemetry.example.test: hintcheck runs inside a network namespace
+    // this test made, so nothing leaves even if the sandbox were broken.
+    let Some(prefix) = prefix(who, true) else {
+        return;
+    };
+    let out = run_as(
+        &prefix,
+        &verify_json_args("telemetry", &["--check"]),
+        Duration::from_secs(120),
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    // The report lands after the last call (the run waits for the timer) or inside a later
+    // tool's call, as the machine's speed decides: either way it is search_docs's.
+    let evidence = crate::util::first_evidence(&out.json(), "search_docs", "openWorldHint");
+    assert!(evidence.contains("telemetry.example.test"), "{evidence}");
+}
+
+as_root_and_unprivileged!(
+    late_telemetry_is_the_tools_as_root,
+    late_telemetry_is_the_tools_unprivileged,
+    telemetry_run
 );
