@@ -338,7 +338,7 @@ fn replay_moves_a_lingering_helpers_write_to_the_tool_that_started_it() {
     assert!(
         r.notes
             .iter()
-            .any(|n| n.contains("starts_slow_writer alone on a fresh server reproduced it")),
+            .any(|n| n.contains("starts_slow_writer alone on a fresh server reproduced them")),
         "{:?}",
         r.notes
     );
