@@ -899,9 +899,10 @@ pub fn file_kind(text: &str) -> Option<&'static str> {
         .map(|(_, kind)| kind)
 }
 
-/// The URL given to parameters that take one: a reserved test name, plain HTTP so that the
-/// network observer can answer with a small document and the tool can finish its work.
-pub const TEST_URL: &str = "http://example.test/hintcheck.txt";
+/// The URL given to parameters that take one: a page under a reserved test name, plain HTTP,
+/// which the network observer answers with a small HTML page (so that a fetcher reaches the
+/// code that handles pages); URLs by schema format end in `.txt`, which it answers with text.
+pub const TEST_URL: &str = "http://example.test/hintcheck.html";
 
 /// Words that make a parameter a path when they end its name.
 const PATH_WORDS: &[&str] = &[

@@ -622,7 +622,7 @@ impl Synth<'_> {
             "hostname" | "idn-hostname" => "host.example.test".into(),
             "ipv4" => "192.0.2.1".into(),
             "ipv6" => "2001:db8::1".into(),
-            "uri" | "iri" | "url" => format!("https://example.test/hintcheck/{n}"),
+            "uri" | "iri" | "url" => format!("https://example.test/hintcheck/{n}.txt"),
             "uri-reference" | "iri-reference" => format!("/hintcheck/{n}"),
             "uri-template" => "https://example.test/{id}".into(),
             "uuid" => {

@@ -11,6 +11,8 @@ pub mod git;
 pub mod inotify;
 pub mod net;
 pub mod store;
+pub mod tls;
+pub mod web;
 
 use serde::Serialize;
 

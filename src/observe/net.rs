@@ -63,6 +63,8 @@ pub struct NetState {
     pub names: Mutex<FakeNames>,
     events: Mutex<Vec<NetEvent>>,
     stop: AtomicBool,
+    /// The run's certificate authority: with it, TLS connections are completed.
+    authority: Option<Arc<super::tls::Authority>>,
 }
 
 /// A running network observer service.
@@ -91,8 +93,12 @@ pub fn start(
     dns: UdpSocket,
     listeners: Vec<(u16, TcpListener)>,
     packets: Option<std::os::fd::OwnedFd>,
+    authority: Option<Arc<super::tls::Authority>>,
 ) -> NetHandle {
-    let state: NetHandle = Arc::new(NetState::default());
+    let state: NetHandle = Arc::new(NetState {
+        authority,
+        ..NetState::default()
+    });
     if let Some(fd) = packets {
         let s = state.clone();
         let _ = std::thread::Builder::new()
@@ -249,11 +255,29 @@ fn accept_loop(listener: TcpListener, port: u16, state: NetHandle) {
                 let _ = conn.set_read_timeout(Some(Duration::from_millis(500)));
                 let mut buf = vec![0u8; 4096];
                 let n = conn.read(&mut buf).unwrap_or(0);
-                let payload = describe_payload(&buf[..n]);
-                // A plain HTTP request gets a small document, so that a fetching tool can
-                // finish its work (and show what it does with the result).
-                if payload.as_deref().is_some_and(|p| p.starts_with("HTTP ")) {
-                    let _ = conn.write_all(HTTP_REPLY);
+                let mut payload = describe_payload(&buf[..n]);
+                let is_client_hello = n > 5 && buf[0] == 0x16 && buf[5] == 0x01;
+                // A plain HTTP request gets what it asks for from a small, ordinary site, so
+                // that a fetching tool can finish its work (and show what it does with it);
+                // HTTPS the same, inside TLS with a certificate of the run's authority.
+                if is_client_hello {
+                    let config = state
+                        .authority
+                        .as_ref()
+                        .and_then(|a| a.server_config(dest.map(|d| d.ip().to_canonical())));
+                    if let Some(config) = config {
+                        if let Some(head) =
+                            super::tls::serve(config, &buf[..n], &mut conn, super::web::answer)
+                        {
+                            if let (Some(tls), Some(inside)) =
+                                (payload.as_deref(), describe_payload(&head))
+                            {
+                                payload = Some(format!("{tls}; {inside}"));
+                            }
+                        }
+                    }
+                } else if let Some(reply) = super::web::answer(&buf[..n]) {
+                    let _ = conn.write_all(&reply);
                 }
                 let dest_ip = dest.map(|d| d.ip().to_canonical());
                 let name = dest_ip.and_then(|ip| {
@@ -459,9 +483,6 @@ fn canonical(destination: &str) -> String {
         .map(|ip| ip.to_canonical().to_string())
         .unwrap_or_else(|_| destination.to_string())
 }
-
-/// The answer to any plain HTTP request that reaches the observer.
-pub const HTTP_REPLY: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 23\r\nConnection: close\r\n\r\nplain text test content";
 
 /// The first bytes of a connection, for humans: TLS SNI or the HTTP request line and Host.
 pub fn describe_payload(b: &[u8]) -> Option<String> {

@@ -33,7 +33,7 @@ pub(super) fn prepare<'a>(
         Some(rel) => scratch.seed_sqlite(rel),
         None => Ok(()),
     });
-    let seed_notes = std::mem::take(&mut scratch.seed_notes);
+    let mut seed_notes = std::mem::take(&mut scratch.seed_notes);
     if let Err(e) = seeding {
         let mut r = base.report(config.command.clone(), Some(error_chain(&e)));
         r.exit_reason = "harness error: could not seed the workspace".into();
@@ -85,7 +85,40 @@ pub(super) fn prepare<'a>(
     } else {
         Placement::default()
     };
+    // HTTPS completes inside the sandbox only: a certificate authority of this run, trusted
+    // through the bundle the sandbox shows at the system's paths and the usual variables.
+    let tls = if config.sandbox.is_some() {
+        trust_run_authority(&scratch, &mut seed_notes)
+    } else {
+        None
+    };
+    let mut env_extra: Vec<(String, String)> = Vec::new();
+    if let Some((authority, bundle)) = &tls {
+        let bundle = bundle.display().to_string();
+        env_extra.extend(
+            crate::observe::tls::BUNDLE_VARIABLES
+                .iter()
+                .map(|k| (k.to_string(), bundle.clone())),
+        );
+        let ca = scratch
+            .root()
+            .map(|r| r.join(crate::sandbox::scratch::STATE_DIR).join("ca.pem"));
+        if let Some(ca) = ca.filter(|p| std::fs::write(p, authority.ca_pem()).is_ok()) {
+            env_extra.push((
+                crate::observe::tls::NODE_VARIABLE.to_string(),
+                ca.display().to_string(),
+            ));
+        }
+    }
+    // The user's own settings win over the run's.
+    env_extra.extend(
+        config
+            .env
+            .iter()
+            .map(|(k, v)| (k.clone(), substitute(v, &scratch))),
+    );
     let ctx = Ctx {
+        tls,
         limit_hit: LimitFlag::default(),
         placement,
         home: scratch.home.clone(),
@@ -100,14 +133,7 @@ pub(super) fn prepare<'a>(
         spec: LaunchSpec {
             program: command[0].clone(),
             args: command[1..].to_vec(),
-            env: server_env(
-                &scratch,
-                &config
-                    .env
-                    .iter()
-                    .map(|(k, v)| (k.clone(), substitute(v, &scratch)))
-                    .collect::<Vec<_>>(),
-            ),
+            env: server_env(&scratch, &env_extra),
             cwd: scratch.workspace.clone(),
             run_id,
         },
@@ -115,4 +141,32 @@ pub(super) fn prepare<'a>(
         workspace: scratch.workspace.display().to_string(),
     };
     Ok((scratch, seed_notes, command, ctx))
+}
+
+/// Makes the run's certificate authority and writes the bundle that trusts it (the system's
+/// bundle plus its certificate) into the scratch root's state directory, which the sandbox
+/// shows read-only; `None` (with a note) when either fails: HTTPS then stays unanswered.
+fn trust_run_authority(
+    scratch: &Scratch,
+    notes: &mut Vec<String>,
+) -> Option<(std::sync::Arc<crate::observe::tls::Authority>, PathBuf)> {
+    let authority = match crate::observe::tls::Authority::new() {
+        Ok(a) => a,
+        Err(e) => {
+            notes.push(format!("HTTPS is not answered in this run: {e}"));
+            return None;
+        }
+    };
+    let bundle = scratch
+        .root()?
+        .join(crate::sandbox::scratch::STATE_DIR)
+        .join("ca-bundle.pem");
+    if let Err(e) = std::fs::write(&bundle, authority.bundle_pem()) {
+        notes.push(format!(
+            "HTTPS is not answered in this run: cannot write {}: {e}",
+            bundle.display()
+        ));
+        return None;
+    }
+    Some((authority, bundle))
 }

@@ -84,6 +84,9 @@ pub(super) struct Ctx<'a> {
     pub(super) spec: LaunchSpec,
     pub(super) started: Instant,
     pub(super) workspace: String,
+    /// The run's certificate authority and the bundle that trusts it, when the sandbox's
+    /// network observer answers HTTPS.
+    pub(super) tls: Option<(std::sync::Arc<crate::observe::tls::Authority>, PathBuf)>,
 }
 
 /// What the sandbox hides (users' private places), what it shows of them (what the server runs
@@ -307,6 +310,8 @@ pub(super) async fn start_server(
                 resolv_conf: format!(
                     "nameserver {SANDBOX_RESOLVER}\noptions timeout:1 attempts:1\n"
                 ),
+                ca_bundle: ctx.tls.as_ref().map(|(_, bundle)| bundle.clone()),
+                authority: ctx.tls.as_ref().map(|(a, _)| a.clone()),
                 simulate_failure: crate::sandbox::policy::simulated_failure(),
                 hostname: crate::sandbox::sandbox_hostname().to_string(),
                 limits,

@@ -131,6 +131,8 @@ pub fn probe_setup(
         home: scratch.home.clone(),
         harness_pid: std::process::id() as i32,
         resolv_conf: "nameserver 127.0.0.1\n".into(),
+        ca_bundle: None,
+        authority: None,
         limits: Limits::default(),
         simulate_failure: super::policy::simulated_failure(),
         hostname: super::sandbox_hostname().to_string(),

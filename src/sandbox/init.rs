@@ -577,6 +577,7 @@ impl Init {
         }
         let r = self.bind_resolv_conf(&resolv_target);
         self.mounted("resolv-conf", r, "own /etc/resolv.conf")?;
+        self.bind_ca_bundle();
         if let (Some(name), Some((uid, _))) = (self.config.run_user.clone(), self.config.run_as) {
             let r = self.bind_accounts();
             self.mounted(
@@ -814,6 +815,42 @@ impl Init {
             libc::MS_BIND,
             None,
         )
+    }
+
+    /// Shows the run's CA bundle (the system's plus the run's own authority) at the paths
+    /// where the system keeps its bundle, so that HTTPS to the observer's listeners completes
+    /// inside the sandbox; the host's files are untouched. Not a confinement: a failure is
+    /// recorded as degraded (HTTPS is then refused as before), never fatal.
+    fn bind_ca_bundle(&mut self) {
+        let Some(bundle) = self.config.ca_bundle.clone() else {
+            return;
+        };
+        let mut done: Vec<PathBuf> = Vec::new();
+        for path in crate::observe::tls::SYSTEM_BUNDLES {
+            let target = resolve_link(Path::new(path));
+            if !target.is_file() || done.contains(&target) {
+                continue;
+            }
+            match mount(
+                Some(&bundle.display().to_string()),
+                &target,
+                None,
+                libc::MS_BIND,
+                None,
+            ) {
+                Ok(()) => {
+                    self.enforcement.mounts.push(format!(
+                        "{} shows the system bundle with the run's own certificate authority (HTTPS is answered inside the sandbox only)",
+                        target.display()
+                    ));
+                    done.push(target);
+                }
+                Err((_, msg)) => self
+                    .enforcement
+                    .degraded
+                    .push(format!("ca-bundle: {}: {msg}", target.display())),
+            }
+        }
     }
 
     /// The server child: never returns.

@@ -70,6 +70,14 @@ pub struct SandboxConfig {
     pub harness_pid: i32,
     /// Content of the sandbox's resolv.conf.
     pub resolv_conf: String,
+    /// A CA bundle (the system's plus the run's own authority) to show at the system bundle's
+    /// paths inside the sandbox, so that HTTPS to the observer's listeners completes there
+    /// and nowhere else.
+    #[serde(default)]
+    pub ca_bundle: Option<PathBuf>,
+    /// The run's certificate authority, for the observer's TLS listeners (harness side only).
+    #[serde(skip)]
+    pub authority: Option<std::sync::Arc<crate::observe::tls::Authority>>,
     /// Resource limits for the server.
     pub limits: Limits,
     /// Whether to route every address to `lo` and hand the harness a DNS stub socket and TCP

@@ -282,6 +282,7 @@ impl ServerProcess {
             source,
         })?;
         drop(init_end);
+        let authority = config.authority.clone();
         let reader = tokio::task::spawn_blocking(move || {
             let mut enforced = None;
             let mut network = None;
@@ -310,6 +311,7 @@ impl ServerProcess {
                                 std::net::UdpSocket::from(dns),
                                 listeners,
                                 packets,
+                                authority.clone(),
                             ));
                         }
                     }

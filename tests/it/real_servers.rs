@@ -164,7 +164,7 @@ fn server_everything_reaches_ninety_percent_of_its_tools() {
     assert!(worked["attempt"].as_u64().expect("attempt") > 1);
     assert_eq!(
         worked["arguments"]["data"],
-        "http://example.test/hintcheck.txt"
+        "http://example.test/hintcheck.html"
     );
     let seen: Vec<String> = worked["observations"]
         .as_array()
@@ -173,7 +173,7 @@ fn server_everything_reaches_ninety_percent_of_its_tools() {
         .map(|o| o["description"].as_str().unwrap_or("").to_string())
         .collect();
     assert!(
-        seen.iter().any(|d| d.contains("GET /hintcheck.txt")),
+        seen.iter().any(|d| d.contains("GET /hintcheck.html")),
         "{seen:?}"
     );
     // The repeat reuses exactly the arguments that worked.

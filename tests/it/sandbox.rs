@@ -61,6 +61,7 @@ fn stage() -> &'static Stage {
             "lazy-db",
             "pool-trash",
             "telemetry",
+            "fetcher",
             "json-store",
             "sqlite",
             "python-pool-ticker",
@@ -1860,4 +1861,44 @@ as_root_and_unprivileged!(
     late_telemetry_is_the_tools_as_root,
     late_telemetry_is_the_tools_unprivileged,
     telemetry_run
+);
+
+fn fetcher_run(who: As) {
+    if !Path::new("/usr/bin/python3").is_file() || !have("unshare") {
+        return skip("/usr/bin/python3 or unshare is missing (the fetcher fixture)");
+    }
+    // The server aims at names under example.test: hintcheck runs inside a network namespace
+    // this test made, so nothing leaves even if the sandbox were broken.
+    let Some(prefix) = prefix(who, true) else {
+        return;
+    };
+    let out = run_as(
+        &prefix,
+        &verify_json_args("fetcher", &["--check"]),
+        Duration::from_secs(120),
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let r = out.json();
+    // HTTPS completed with the system's trust inside the sandbox, and the request inside TLS
+    // was observed.
+    let evidence = crate::util::first_evidence(&r, "fetch_secure_feed", "openWorldHint");
+    let all = r["tools"].to_string();
+    assert!(
+        all.contains(
+            "TLS ClientHello, SNI secure.example.test; HTTP \\\"GET /feed.json HTTP/1.1\\\""
+        ),
+        "{evidence}"
+    );
+    // The sandbox says where it showed the run's bundle.
+    assert!(
+        r["sandbox"].to_string().contains("certificate authority"),
+        "{}",
+        r["sandbox"]
+    );
+}
+
+as_root_and_unprivileged!(
+    fetchers_meet_a_web_site_over_http_and_https_as_root,
+    fetchers_meet_a_web_site_over_http_and_https_unprivileged,
+    fetcher_run
 );

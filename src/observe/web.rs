@@ -1,0 +1,195 @@
+//! The other side of the network, as a fetching tool meets it: the observer's listeners answer
+//! a plain HTTP request like a small, ordinary web site, so that a fetcher reaches the code that
+//! handles real answers (and whatever that code does). `/robots.txt` allows everything; a
+//! request that asks for JSON (and not HTML) gets a JSON document; one that accepts HTML
+//! (`text/html`, `*/*`, or no `Accept` at all) gets a page with a title, paragraphs and links on
+//! the same host; one that asks only for plain text gets plain text. `HEAD` gets the headers
+//! alone. Nothing of the request is echoed back, and nothing may be cached (`no-store`): a
+//! client's cache would only hold the sandbox's stand-in pages.
+
+/// The robots.txt every host serves: everything is allowed.
+const ROBOTS: &str = "User-agent: *\nAllow: /\n";
+
+/// The page every HTML request gets.
+const PAGE: &str = "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
+<title>hintcheck test page</title>\n<meta name=\"description\" content=\"A page served inside the hintcheck sandbox.\">\n\
+</head>\n<body>\n<main>\n<h1>hintcheck test page</h1>\n\
+<p>This page is served by hintcheck inside the sandbox, in place of the site that was asked for. \
+Nothing left the machine.</p>\n\
+<p>It has <a href=\"/about\">an about page</a>, <a href=\"/docs/guide.html\">a guide</a> and \
+<a href=\"/feed.json\">a feed</a>.</p>\n\
+<ul>\n<li>First item</li>\n<li>Second item</li>\n</ul>\n</main>\n</body>\n</html>\n";
+
+/// The document every JSON request gets.
+const JSON: &str = "{\"ok\": true, \"message\": \"served by hintcheck inside the sandbox\", \
+\"items\": [{\"id\": 1, \"name\": \"first\"}, {\"id\": 2, \"name\": \"second\"}]}\n";
+
+/// The text every plain-text request gets.
+const TEXT: &str = "plain text test content";
+
+/// What a request asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Served {
+    /// `/robots.txt`.
+    Robots,
+    /// An HTML page.
+    Html,
+    /// A JSON document.
+    Json,
+    /// Plain text.
+    Text,
+}
+
+impl Served {
+    fn body_and_type(self) -> (&'static str, &'static str) {
+        match self {
+            Served::Robots => (ROBOTS, "text/plain; charset=utf-8"),
+            Served::Html => (PAGE, "text/html; charset=utf-8"),
+            Served::Json => (JSON, "application/json"),
+            Served::Text => (TEXT, "text/plain; charset=utf-8"),
+        }
+    }
+}
+
+/// What the request `head` (its first bytes) asks for, if it is an HTTP request.
+pub fn served_for(head: &[u8]) -> Option<Served> {
+    let text = String::from_utf8_lossy(&head[..head.len().min(8192)]);
+    let mut lines = text.split("\r\n");
+    let mut request = lines.next()?.split(' ');
+    let method = request.next()?;
+    if !matches!(
+        method,
+        "GET" | "POST" | "PUT" | "DELETE" | "HEAD" | "PATCH" | "OPTIONS"
+    ) {
+        return None;
+    }
+    let target = request.next()?;
+    let path = target.split_once("://").map_or(target, |(_, rest)| {
+        rest.find('/').map_or("/", |i| &rest[i..])
+    });
+    if path.split('?').next() == Some("/robots.txt") {
+        return Some(Served::Robots);
+    }
+    let accept = lines
+        .take_while(|l| !l.is_empty())
+        .find_map(|l| {
+            let (name, value) = l.split_once(':')?;
+            name.trim()
+                .eq_ignore_ascii_case("accept")
+                .then(|| value.trim().to_ascii_lowercase())
+        })
+        .unwrap_or_default();
+    let wants = |t: &str| accept.contains(t);
+    let ext = path
+        .split(['?', '#'])
+        .next()
+        .and_then(|p| p.rsplit('/').next())
+        .and_then(|name| name.rsplit_once('.'))
+        .map(|(_, e)| e.to_ascii_lowercase());
+    // A client that asks for JSON and not for HTML gets JSON; otherwise the resource decides,
+    // as on a real site: a `.json` is JSON, a `.txt` (or `.md`, `.csv`) text, the rest a page,
+    // unless the client accepts plain text only.
+    Some(if wants("json") && !wants("text/html") {
+        Served::Json
+    } else {
+        match ext.as_deref() {
+            Some("json") => Served::Json,
+            Some("txt" | "md" | "csv") => Served::Text,
+            _ if !accept.is_empty() && wants("text/plain") && !wants("html") && !wants("*/*") => {
+                Served::Text
+            }
+            _ => Served::Html,
+        }
+    })
+}
+
+/// The whole answer to an HTTP request whose first bytes are `head`, or `None` when it is not
+/// one.
+pub fn answer(head: &[u8]) -> Option<Vec<u8>> {
+    let served = served_for(head)?;
+    let (body, content_type) = served.body_and_type();
+    let head_only = head.starts_with(b"HEAD ");
+    let mut out = format!(
+        "HTTP/1.1 200 OK\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n",
+        body.len()
+    )
+    .into_bytes();
+    if !head_only {
+        out.extend_from_slice(body.as_bytes());
+    }
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(line: &str, accept: Option<&str>) -> Vec<u8> {
+        let mut r = format!("{line}\r\nHost: docs.example.test\r\n");
+        if let Some(a) = accept {
+            r.push_str(&format!("Accept: {a}\r\n"));
+        }
+        r.push_str("\r\n");
+        r.into_bytes()
+    }
+
+    #[test]
+    fn what_a_request_accepts_decides_the_answer() {
+        let get = "GET /page HTTP/1.1";
+        assert_eq!(served_for(&request(get, None)), Some(Served::Html));
+        assert_eq!(
+            served_for(&request(
+                get,
+                Some("text/html,application/xhtml+xml;q=0.9,*/*;q=0.8")
+            )),
+            Some(Served::Html)
+        );
+        assert_eq!(
+            served_for(&request(get, Some("application/json"))),
+            Some(Served::Json)
+        );
+        assert_eq!(
+            served_for(&request("GET /feed.json HTTP/1.1", Some("*/*"))),
+            Some(Served::Json)
+        );
+        assert_eq!(
+            served_for(&request(get, Some("text/plain"))),
+            Some(Served::Text)
+        );
+        assert_eq!(
+            served_for(&request("GET /notes.txt HTTP/1.1", Some("text/html,*/*"))),
+            Some(Served::Text)
+        );
+        assert_eq!(
+            served_for(&request("GET /robots.txt HTTP/1.1", Some("text/html"))),
+            Some(Served::Robots)
+        );
+        assert_eq!(
+            served_for(&request(
+                "GET http://docs.example.test/robots.txt HTTP/1.1",
+                None
+            )),
+            Some(Served::Robots)
+        );
+        assert_eq!(served_for(b"\x16\x03\x01 not http"), None);
+        assert_eq!(served_for(b"SSH-2.0-OpenSSH\r\n"), None);
+    }
+
+    #[test]
+    fn answers_are_complete_http_responses() {
+        let a = answer(&request("GET / HTTP/1.1", None)).expect("answer");
+        let text = String::from_utf8(a).expect("utf8");
+        let (head, body) = text.split_once("\r\n\r\n").expect("head and body");
+        assert!(head.starts_with("HTTP/1.1 200 OK"), "{head}");
+        assert!(
+            head.contains(&format!("Content-Length: {}", body.len())),
+            "{head}"
+        );
+        assert!(
+            body.contains("<title>") && body.contains("<a href="),
+            "{body}"
+        );
+        let head_only = answer(&request("HEAD / HTTP/1.1", None)).expect("answer");
+        assert!(String::from_utf8_lossy(&head_only).ends_with("\r\n\r\n"));
+    }
+}
