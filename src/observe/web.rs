@@ -24,6 +24,9 @@ Nothing left the machine.</p>\n\
 const JSON: &str = "{\"ok\": true, \"message\": \"served by hintcheck inside the sandbox\", \
 \"items\": [{\"id\": 1, \"name\": \"first\"}, {\"id\": 2, \"name\": \"second\"}]}\n";
 
+/// The page of a file the site does not have.
+const NOT_FOUND: &str = "<!DOCTYPE html>\n<html><head><title>404 Not Found</title></head><body><h1>Not Found</h1></body></html>\n";
+
 /// The text every plain-text request gets.
 const TEXT: &str = "plain text test content";
 
@@ -38,6 +41,8 @@ pub enum Served {
     Json,
     /// Plain text.
     Text,
+    /// A file the site does not have (404).
+    NotFound,
 }
 
 impl Served {
@@ -47,6 +52,7 @@ impl Served {
             Served::Html => (PAGE, "text/html; charset=utf-8"),
             Served::Json => (JSON, "application/json"),
             Served::Text => (TEXT, "text/plain; charset=utf-8"),
+            Served::NotFound => (NOT_FOUND, "text/html; charset=utf-8"),
         }
     }
 }
@@ -87,18 +93,23 @@ pub fn served_for(head: &[u8]) -> Option<Served> {
         .and_then(|name| name.rsplit_once('.'))
         .map(|(_, e)| e.to_ascii_lowercase());
     // A client that asks for JSON and not for HTML gets JSON; otherwise the resource decides,
-    // as on a real site: a `.json` is JSON, a `.txt` (or `.md`, `.csv`) text, the rest a page,
-    // unless the client accepts plain text only.
+    // as on a real site: a `.txt` (or `.md`, `.csv`) is text, a page (no extension, `.html`,
+    // `.htm`, `.php`, `.asp`, `.aspx`) is HTML unless the client accepts plain text only, and
+    // any other file (an archive, a `.json` data file asked for without JSON, a binary) is not
+    // on this site: 404, as a download that cannot be served must fail, not yield garbage.
     Some(if wants("json") && !wants("text/html") {
         Served::Json
     } else {
         match ext.as_deref() {
-            Some("json") => Served::Json,
             Some("txt" | "md" | "csv") => Served::Text,
-            _ if !accept.is_empty() && wants("text/plain") && !wants("html") && !wants("*/*") => {
-                Served::Text
+            None | Some("html" | "htm" | "xhtml" | "php" | "asp" | "aspx" | "jsp") => {
+                if !accept.is_empty() && wants("text/plain") && !wants("html") && !wants("*/*") {
+                    Served::Text
+                } else {
+                    Served::Html
+                }
             }
-            _ => Served::Html,
+            Some(_) => Served::NotFound,
         }
     })
 }
@@ -109,8 +120,13 @@ pub fn answer(head: &[u8]) -> Option<Vec<u8>> {
     let served = served_for(head)?;
     let (body, content_type) = served.body_and_type();
     let head_only = head.starts_with(b"HEAD ");
+    let status = if served == Served::NotFound {
+        "404 Not Found"
+    } else {
+        "200 OK"
+    };
     let mut out = format!(
-        "HTTP/1.1 200 OK\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n",
+        "HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n",
         body.len()
     )
     .into_bytes();
@@ -149,9 +165,20 @@ mod tests {
             Some(Served::Json)
         );
         assert_eq!(
-            served_for(&request("GET /feed.json HTTP/1.1", Some("*/*"))),
+            served_for(&request(
+                "GET /feed.json HTTP/1.1",
+                Some("application/json")
+            )),
             Some(Served::Json)
         );
+        // Files the site does not have are not served as something else.
+        for path in ["/releases/parsers.json", "/pkg-1.0.tar.gz", "/lib.so"] {
+            assert_eq!(
+                served_for(&request(&format!("GET {path} HTTP/1.1"), Some("*/*"))),
+                Some(Served::NotFound),
+                "{path}"
+            );
+        }
         assert_eq!(
             served_for(&request(get, Some("text/plain"))),
             Some(Served::Text)
