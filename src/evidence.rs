@@ -42,6 +42,10 @@ pub struct CallRecord {
     /// call's window (then listed in `concurrent_with` too).
     #[serde(skip)]
     pub background_ran: bool,
+    /// Every piece of evidence of this window was made by the call's own threads (the system
+    /// calls behind it name them): other threads that ran did not do it.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub pinned_on_own_threads: bool,
     /// Observations of this call that a replay of the tool alone, on a fresh server,
     /// reproduced (attribution confirmed), as descriptions.
     pub confirmed_by_replay: Vec<String>,
@@ -79,6 +83,7 @@ impl CallRecord {
             wire_anomalies: 0,
             concurrent_with: Vec::new(),
             categories: Default::default(),
+            pinned_on_own_threads: false,
             concurrent_tools: Vec::new(),
             background_ran: false,
             confirmed_by_replay: Vec::new(),

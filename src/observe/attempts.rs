@@ -9,8 +9,8 @@ use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 
 use super::{
-    Mechanism, NetEvent, NetKind, Observation, ObserveError, Observer, ObserverStatus,
-    ProcessEvent, RefusedCall, ServerStart, WriteAttempt,
+    Mechanism, NetEvent, NetKind, Observation, ObserveError, Observer, ObserverStatus, PinKey,
+    ProcessEvent, RefusedCall, ServerStart, ThreadPin, WriteAttempt,
 };
 use crate::sandbox::notify::{AttemptKind, AttemptQueue};
 
@@ -44,6 +44,8 @@ pub struct AttemptObserver {
     read_only: Vec<PathBuf>,
     resolver: IpAddr,
     notes: Vec<String>,
+    /// The threads the last checkpoint's system calls name.
+    pins: Vec<ThreadPin>,
 }
 
 impl AttemptObserver {
@@ -58,6 +60,7 @@ impl AttemptObserver {
             read_only,
             resolver,
             notes: Vec::new(),
+            pins: Vec::new(),
         }
     }
 
@@ -192,7 +195,29 @@ impl Observer for AttemptObserver {
             std::mem::take(&mut q.attempts)
         };
         let mut out: Vec<Observation> = Vec::new();
+        self.pins.clear();
         for a in pending {
+            match &a.kind {
+                AttemptKind::Path { path, target, .. } => {
+                    for p in std::iter::once(path).chain(target) {
+                        self.pins.push(ThreadPin {
+                            key: PinKey::Path(p.clone()),
+                            tid: a.tid,
+                        });
+                    }
+                }
+                AttemptKind::Socket { address, port, .. } => self.pins.push(ThreadPin {
+                    key: PinKey::Socket {
+                        destination: address
+                            .parse::<IpAddr>()
+                            .map(|ip| ip.to_canonical().to_string())
+                            .unwrap_or_else(|_| address.clone()),
+                        port: *port,
+                    },
+                    tid: a.tid,
+                }),
+                AttemptKind::Refused { .. } | AttemptKind::Exec { .. } => {}
+            }
             let obs = match a.kind {
                 AttemptKind::Path {
                     path,
@@ -248,6 +273,10 @@ impl Observer for AttemptObserver {
 
     fn take_notes(&mut self) -> Vec<String> {
         std::mem::take(&mut self.notes)
+    }
+
+    fn take_pins(&mut self) -> Vec<ThreadPin> {
+        std::mem::take(&mut self.pins)
     }
 }
 

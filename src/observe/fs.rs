@@ -426,6 +426,7 @@ impl Observer for FsSnapshotObserver {
                     Some(r.path.join(rest.trim_start_matches('/')))
                 })
             };
+            super::git::reclassify_worktree(&mut effects, &|p| content(&self.last, p), &real_path);
             super::git::reclassify(
                 &mut effects,
                 &|p| content(&self.last, p),

@@ -6,9 +6,11 @@
 //! commit it named is [`FileEffectKind::RefAdvanced`]; a ref moved elsewhere (reset, amend,
 //! rebase, a forced update) or a tag moved is [`FileEffectKind::RefRewound`]; git's scratch
 //! files, HEAD switched between branches, refs packed and loose objects that a pack still
-//! holds are [`FileEffectKind::GitBookkeeping`]. A deleted branch stays a deletion. What
-//! cannot be read (an object missing, a repository that does not open) keeps its byte-wise
-//! kind.
+//! holds are [`FileEffectKind::GitBookkeeping`]. A deleted branch stays a deletion. A
+//! working-tree file a git command removed or replaced whose old content a branch's (or
+//! HEAD's) commit holds at the same path is [`FileEffectKind::WorkTreeKept`] (a checkout
+//! switched it; switching back restores it). What cannot be read (an object missing, a
+//! repository that does not open) keeps its byte-wise kind.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -206,6 +208,82 @@ fn split_git_path(path: &str) -> Option<(&str, &str)> {
 
 /// The git directory at `path`, opened without the environment or any configuration but
 /// its own.
+/// Working-tree files that a git command removed or replaced in a window where the git
+/// directory changed too: the old content (kept by the snapshot for small files) is looked up
+/// at the same path in the commits HEAD and the local branches name; where one holds exactly
+/// that content the effect becomes [`FileEffectKind::WorkTreeKept`]. A blob git merely has
+/// (written just before the deletion, or staged) does not count: only a branch's commit keeps
+/// content for good.
+pub fn reclassify_worktree(
+    effects: &mut [FileEffect],
+    before: &dyn Fn(&str) -> Option<Vec<u8>>,
+    real_path: &dyn Fn(&str) -> Option<PathBuf>,
+) {
+    let mut repos: HashMap<String, Option<gix::Repository>> = HashMap::new();
+    for effect in effects.iter_mut() {
+        let was_deleted = match effect.kind {
+            FileEffectKind::Deleted => true,
+            FileEffectKind::Overwritten | FileEffectKind::Truncated => false,
+            _ => continue,
+        };
+        if effect.path.contains("/.git/") || effect.object != super::ObjectKind::File {
+            continue;
+        }
+        // The nearest directory above the file that holds a `.git` directory.
+        let Some(root) = effect
+            .path
+            .match_indices('/')
+            .map(|(i, _)| &effect.path[..i])
+            .rev()
+            .find(|dir| real_path(&format!("{dir}/.git")).is_some_and(|p| p.is_dir()))
+            .map(str::to_string)
+        else {
+            continue;
+        };
+        let Some(old) = before(&effect.path) else {
+            continue;
+        };
+        let repo = repos
+            .entry(root.clone())
+            .or_insert_with(|| real_path(&format!("{root}/.git")).and_then(|p| open(&p)));
+        let Some(repo) = repo.as_ref() else { continue };
+        let rel = &effect.path[root.len() + 1..];
+        if let Some(reference) = holder_of(repo, rel, &old) {
+            effect.kind = FileEffectKind::WorkTreeKept {
+                was_deleted,
+                reference,
+            };
+        }
+    }
+}
+
+/// The ref (HEAD or a local branch) whose commit holds `content` at `rel`, if one does.
+fn holder_of(repo: &gix::Repository, rel: &str, content: &[u8]) -> Option<String> {
+    let blob =
+        gix::objs::compute_hash(repo.object_hash(), gix::object::Kind::Blob, content).ok()?;
+    let holds = |mut r: gix::Reference<'_>| -> bool {
+        r.peel_to_commit()
+            .ok()
+            .and_then(|c| c.tree().ok())
+            .and_then(|t| t.lookup_entry_by_path(rel).ok().flatten())
+            .is_some_and(|e| e.oid() == blob)
+    };
+    if let Ok(head) = repo.find_reference("HEAD") {
+        if holds(head) {
+            return Some("HEAD".into());
+        }
+    }
+    let refs = repo.references().ok()?;
+    let branches = refs.local_branches().ok()?;
+    for r in branches.flatten() {
+        let name = r.name().as_bstr().to_string();
+        if holds(r) {
+            return Some(name);
+        }
+    }
+    None
+}
+
 fn open(path: &Path) -> Option<gix::Repository> {
     gix::open_opts(path, gix::open::Options::isolated()).ok()
 }

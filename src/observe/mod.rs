@@ -93,6 +93,15 @@ pub enum FileEffectKind {
     /// ORIG_HEAD, FETCH_HEAD, a `.lock`), HEAD switched to another branch, refs packed, or a
     /// loose object removed that a pack still holds. Not the repository's content.
     GitBookkeeping,
+    /// A working-tree file a git command deleted or replaced (a checkout, a hard reset) whose
+    /// old content the repository keeps, at the same path, in the commit a branch or HEAD
+    /// names: switching back restores it, nothing is lost.
+    WorkTreeKept {
+        /// Whether the file is gone (else its content was replaced).
+        was_deleted: bool,
+        /// The ref whose commit holds the old content.
+        reference: String,
+    },
     /// A structured store (a SQLite database, a JSON, JSON Lines, TOML or CSV file) read
     /// before and after by the harness: what was added, changed in place and removed, in its
     /// own terms (rows, members, tables). Destructive when anything was changed or removed.
@@ -128,7 +137,9 @@ impl FileEffectKind {
             FileEffectKind::StoreChanged {
                 changed, removed, ..
             } => *changed > 0 || *removed > 0,
-            FileEffectKind::RefAdvanced { .. } | FileEffectKind::GitBookkeeping => false,
+            FileEffectKind::RefAdvanced { .. }
+            | FileEffectKind::GitBookkeeping
+            | FileEffectKind::WorkTreeKept { .. } => false,
             FileEffectKind::Created
             | FileEffectKind::Appended
             | FileEffectKind::ModeChanged { .. }
@@ -161,6 +172,7 @@ impl FileEffectKind {
                 "moved git ref to a commit that does not descend from the old one:"
             }
             FileEffectKind::GitBookkeeping => "updated git's own bookkeeping file",
+            FileEffectKind::WorkTreeKept { .. } => "replaced from the repository",
             FileEffectKind::StoreChanged {
                 changed, removed, ..
             } if *changed > 0 || *removed > 0 => "changed and removed entries of",
@@ -258,6 +270,14 @@ impl FileEffect {
             FileEffectKind::ModeChanged { from, to } => {
                 format!("changed mode of {} ({from} → {to})", self.path)
             }
+            FileEffectKind::WorkTreeKept {
+                was_deleted,
+                reference,
+            } => format!(
+                "{} {}{sizes}, whose old content the repository keeps ({reference} holds it)",
+                if *was_deleted { "removed" } else { "replaced" },
+                self.path
+            ),
             FileEffectKind::StoreChanged {
                 added,
                 changed,
@@ -560,12 +580,71 @@ pub struct ServerStart {
 pub trait Observer: Send {
     /// A server (re)started or stopped.
     fn server_started(&mut self, _start: &ServerStart) {}
+    /// The threads that the system calls of the last checkpoint's window name, for pinning
+    /// observations on the thread that made them (only observers that see system calls).
+    fn take_pins(&mut self) -> Vec<ThreadPin> {
+        Vec::new()
+    }
     /// What it sees since the previous checkpoint.
     fn checkpoint(&mut self) -> Result<Vec<Observation>, ObserveError>;
     /// What it covers.
     fn status(&self) -> ObserverStatus;
     /// Notes collected while observing (limits hit, unreadable entries).
     fn take_notes(&mut self) -> Vec<String>;
+}
+
+/// What a system call says about who did something: the thread that opened, created, removed
+/// or renamed a path, or connected or sent to an address.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ThreadPin {
+    /// What it did it to.
+    pub key: PinKey,
+    /// The thread (host task id).
+    pub tid: u32,
+}
+
+/// What a pin names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PinKey {
+    /// A path, as the server named it (absolute).
+    Path(String),
+    /// A destination address (canonical) and port.
+    Socket {
+        /// The address.
+        destination: String,
+        /// The port.
+        port: Option<u16>,
+    },
+}
+
+impl PinKey {
+    /// Whether this pin names what observation `o` is about: the same destination, or a path
+    /// that ends with the observation's path below its root (`$WORKSPACE/notes/a.md` and
+    /// `/tmp/…/workspace/notes/a.md`), or the path a rename came from.
+    pub fn names(&self, o: &Observation) -> bool {
+        let tail_matches = |pinned: &str, observed: &str| {
+            let below_root = observed
+                .strip_prefix('$')
+                .and_then(|rest| rest.find('/').map(|i| &rest[i..]))
+                .unwrap_or(observed);
+            below_root.len() > 1 && pinned.ends_with(below_root)
+        };
+        match (self, o) {
+            (PinKey::Path(p), Observation::File(f)) => {
+                tail_matches(p, &f.path)
+                    || matches!(&f.kind, FileEffectKind::Renamed { from, .. } if tail_matches(p, from))
+            }
+            (PinKey::Path(p), Observation::Attempt(a)) => *p == a.path,
+            // A question to the DNS stub is pinned on whoever sent to port 53.
+            (PinKey::Socket { port, .. }, Observation::Network(n)) if n.kind == NetKind::Dns => {
+                *port == Some(53)
+            }
+            (PinKey::Socket { destination, port }, Observation::Network(n)) => {
+                *destination == n.destination && *port == n.port
+            }
+            _ => false,
+        }
+    }
 }
 
 /// All observers of a run.
@@ -581,6 +660,14 @@ impl Recorder {
             observers,
             notes: Vec::new(),
         }
+    }
+
+    /// The thread pins of the last checkpoint's window.
+    pub fn take_pins(&mut self) -> Vec<ThreadPin> {
+        self.observers
+            .iter_mut()
+            .flat_map(|o| o.take_pins())
+            .collect()
     }
 
     /// Everything seen since the last checkpoint, in observer order.
@@ -663,6 +750,53 @@ pub fn path_shape(path: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn pins_name_the_observations_their_system_calls_made() {
+        use super::*;
+        let file = |p: &str, kind| {
+            Observation::File(FileEffect::bare(
+                p,
+                kind,
+                ObjectKind::File,
+                Mechanism::Snapshot,
+            ))
+        };
+        let pin = PinKey::Path("/tmp/x.1/workspace/notes/a.md".into());
+        assert!(pin.names(&file("$WORKSPACE/notes/a.md", FileEffectKind::Created)));
+        assert!(!pin.names(&file("$WORKSPACE/notes/b.md", FileEffectKind::Created)));
+        // A rename is pinned by its source too.
+        let renamed = file(
+            "$WORKSPACE/trash/z.md",
+            FileEffectKind::Renamed {
+                from: "$WORKSPACE/notes/a.md".into(),
+                over_existing: false,
+            },
+        );
+        assert!(pin.names(&renamed));
+        let socket = PinKey::Socket {
+            destination: "198.18.0.1".into(),
+            port: Some(80),
+        };
+        let connect = |destination: &str, port, kind| {
+            Observation::Network(NetEvent {
+                kind,
+                destination: destination.into(),
+                port,
+                name: None,
+                loopback: false,
+                mechanism: Mechanism::Packet,
+                payload: None,
+            })
+        };
+        assert!(socket.names(&connect("198.18.0.1", Some(80), NetKind::Connect)));
+        assert!(!socket.names(&connect("198.18.0.1", Some(443), NetKind::Connect)));
+        let resolver = PinKey::Socket {
+            destination: "192.0.2.53".into(),
+            port: Some(53),
+        };
+        assert!(resolver.names(&connect("x.example.test", None, NetKind::Dns)));
+    }
+
     #[test]
     fn random_segments_of_paths_have_one_shape() {
         use super::path_shape;

@@ -193,6 +193,9 @@ struct CallV1<'a> {
     timing_us: &'a crate::evidence::CallTiming,
     #[serde(skip_serializing_if = "<[String]>::is_empty")]
     concurrent_with: &'a [String],
+    /// The call's own threads made every piece of its evidence (system calls name them).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pinned_on_own_threads: bool,
     #[serde(skip_serializing_if = "<[String]>::is_empty")]
     confirmed_by_replay: &'a [String],
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -312,6 +315,7 @@ fn call(c: &CallRecord) -> CallV1<'_> {
         settle_ms: c.settle_ms,
         timing_us: &c.timing,
         concurrent_with: &c.concurrent_with,
+        pinned_on_own_threads: c.pinned_on_own_threads,
         confirmed_by_replay: &c.confirmed_by_replay,
         confirmed_by: c.confirmed_by.as_deref(),
         categories: &c.categories,

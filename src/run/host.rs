@@ -139,6 +139,14 @@ impl Host for ServerHost<'_, '_> {
         // Processes and threads that earlier calls started and that still run: what they do
         // now may land in this call's window.
         self.lingering.retain(|(_, _, tid)| before.contains(tid));
+        // Threads earlier calls left that can only be woken by someone else (idle pool
+        // workers): what they do in this window, they do for this call.
+        let lingering_tids: Vec<u32> = self.lingering.iter().map(|(_, _, t)| *t).collect();
+        let woken_by_call: Vec<u32> = lingering_tids
+            .iter()
+            .copied()
+            .filter(|t| crate::observe::activity::waits_for_others(*t))
+            .collect();
         let mut lingering_now: Vec<String> = self
             .lingering
             .iter()
@@ -188,18 +196,40 @@ impl Host for ServerHost<'_, '_> {
         }
         let observe_start = Instant::now();
         let observations = self.recorder.checkpoint();
+        let pins = self.recorder.take_pins();
         let observe = observe_start.elapsed();
         // Only writes and external network traffic can be evidence against a hint.
-        let evidential = observations
-            .iter()
-            .any(|o| o.is_write() || o.as_network().is_some_and(|n| !n.loopback));
+        let counts = |o: &Observation| o.is_write() || o.as_network().is_some_and(|n| !n.loopback);
+        let evidential = observations.iter().any(counts);
+        // Per-thread evidence: when the system calls behind every piece of evidence were made
+        // by this call's own threads (the one that took the request, threads it started, idle
+        // workers it woke), neither background threads nor earlier calls' threads did it.
+        let own_thread = |tid: u32| {
+            !self.background.contains(&tid)
+                && (!lingering_tids.contains(&tid) || woken_by_call.contains(&tid))
+        };
+        let pinned_on_own_threads = evidential
+            && observations.iter().filter(|o| counts(o)).all(|o| {
+                let tids: Vec<u32> = pins
+                    .iter()
+                    .filter(|p| p.key.names(o))
+                    .map(|p| p.tid)
+                    .collect();
+                !tids.is_empty() && tids.iter().all(|t| own_thread(*t))
+            });
         let rt_end = tree.map(|t| t.runtimes(self.skip)).unwrap_or_default();
         let busy_background: Vec<u32> = ran_between(&rt_start, &rt_end)
             .into_iter()
             .filter(|t| self.background.contains(t))
             .collect();
         self.idle_sample = Some(rt_end);
-        if evidential && !busy_background.is_empty() {
+        // Recorded only where it ruled something out.
+        let pinned_on_own_threads =
+            pinned_on_own_threads && (!lingering_now.is_empty() || !busy_background.is_empty());
+        if pinned_on_own_threads {
+            lingering_now.clear();
+            lingering_tools.clear();
+        } else if evidential && !busy_background.is_empty() {
             lingering_now.push(format!(
                 "background threads of the server ({})",
                 busy_background.len()
@@ -232,7 +262,8 @@ impl Host for ServerHost<'_, '_> {
             } else {
                 Vec::new()
             },
-            background_ran: evidential && !busy_background.is_empty(),
+            background_ran: evidential && !busy_background.is_empty() && !pinned_on_own_threads,
+            pinned_on_own_threads,
             observations,
             wire_anomalies,
             ..CallRecord::bare(arguments, outcome)

@@ -1239,23 +1239,21 @@ fn pooled_writer_run(who: As) {
     let Some(r) = python_pool_run(who, "python-pool", &[1]) else {
         return;
     };
-    // The second call's write was done by the worker the first call created: uncertain until
-    // a replay of the tool alone showed it again, then firm.
+    // The second call's write was done by the worker the first call created, idle until this
+    // call woke it: the system call behind the write names that thread, so the write is the
+    // call's without a replay (issue 15, item 2).
     let repeat = &r["tools"][0]["calls"][1];
-    assert!(
-        repeat["confirmed_by_replay"].as_array().is_some_and(|c| c
-            .iter()
-            .any(|d| d.as_str().is_some_and(|d| d.contains("pooled.txt")))),
-        "{repeat}"
-    );
+    assert_eq!(repeat["pinned_on_own_threads"], true, "{repeat}");
+    assert!(repeat.get("concurrent_with").is_none(), "{repeat}");
+    assert!(r.get("replays").is_none(), "{}", r["replays"]);
     let ro = &r["tools"][0]["verdicts"][0];
     assert_eq!(ro["verdict"], "contradicted", "{ro}");
     assert_eq!(ro["uncertain"], false, "{ro}");
 }
 
 as_root_and_unprivileged!(
-    a_pooled_workers_write_is_confirmed_by_replay_as_root,
-    a_pooled_workers_write_is_confirmed_by_replay_unprivileged,
+    a_pooled_workers_write_is_pinned_on_the_thread_the_call_woke_as_root,
+    a_pooled_workers_write_is_pinned_on_the_thread_the_call_woke_unprivileged,
     pooled_writer_run
 );
 
