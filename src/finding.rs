@@ -215,14 +215,26 @@ pub struct Evidence {
     /// What kind of effect it is, when it is not plainly the tool's own change.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub category: Option<Category>,
+    /// The observer that saw it (`snapshot`, `seccomp`, `inotify`, `packet`, `dns`,
+    /// `listener`), for evidence that rests on an observation.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub seen_by: Option<&'static str>,
 }
 
 impl Evidence {
-    /// The text with its category in brackets, when it has one (`… [bookkeeping]`).
+    /// The text with its category and observer in brackets, when it has them
+    /// (`… [bookkeeping; seen by snapshot]`).
     pub fn labelled(&self) -> String {
-        match self.category {
-            Some(c) => format!("{} [{}]", self.text, c.as_str()),
-            None => self.text.clone(),
+        let parts: Vec<String> = self
+            .category
+            .map(|c| c.as_str().to_string())
+            .into_iter()
+            .chain(self.seen_by.map(|m| format!("seen by {m}")))
+            .collect();
+        if parts.is_empty() {
+            self.text.clone()
+        } else {
+            format!("{} [{}]", self.text, parts.join("; "))
         }
     }
 
@@ -232,6 +244,7 @@ impl Evidence {
             source: source.into(),
             text: text.into(),
             category: None,
+            seen_by: None,
         }
     }
 }

@@ -37,6 +37,7 @@ pub fn unusable_findings(unusable: &[UnusableTool]) -> Vec<Finding> {
             message: u.message.clone(),
             evidence: vec![Evidence {
                 category: None,
+                seen_by: None,
                 source: "tools/list".into(),
                 text: u.raw.clone(),
             }],

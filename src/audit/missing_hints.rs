@@ -56,6 +56,7 @@ pub fn finding(tool: &ToolDecl, supported: &[SupportedHint]) -> Option<Finding> 
             .iter()
             .map(|h| Evidence {
                 category: None,
+                seen_by: None,
                 source: "supported".into(),
                 text: match supported.iter().find(|s| s.hint == *h) {
                     Some(s) => format!(

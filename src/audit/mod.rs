@@ -204,6 +204,7 @@ pub(crate) fn evidence_of<'a>(
         .take(CAP)
         .map(|(c, o)| Evidence {
             category: category_of(c, o),
+            seen_by: Some(o.mechanism().seen_by()),
             source: c.label(),
             text: if c.confirmed_by_replay.contains(&o.describe()) {
                 format!(
@@ -227,6 +228,7 @@ pub(crate) fn evidence_of<'a>(
     if all.len() > CAP {
         out.push(Evidence {
             category: None,
+            seen_by: None,
             source: "…".into(),
             text: format!("{} more not listed", all.len() - CAP),
         });
@@ -274,6 +276,7 @@ pub(crate) fn definition_findings(
             evidence: if with_hash {
                 vec![Evidence {
                     category: None,
+                    seen_by: None,
                     source: "tools/list".into(),
                     text: format!("definition sha256 {}", &tool.definition_sha256[..16]),
                 }]

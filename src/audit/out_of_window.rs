@@ -84,6 +84,7 @@ pub fn findings(phases: &[PhaseObservation]) -> Vec<Finding> {
                             .and_then(|v| v.as_str().map(str::to_string))
                             .unwrap_or_default(),
                         text: p.observation.describe(),
+                        seen_by: Some(p.observation.mechanism().seen_by()),
                     })
                     .collect(),
             }

@@ -56,6 +56,7 @@ pub fn findings(
                 .take(3)
                 .map(|e| Evidence {
                     category: None,
+                    seen_by: None,
                     source: format!("transcript #{}", e.seq),
                     text: match &e.note {
                         Some(n) => format!("{} ({n})", shorten(&e.text, 120)),

@@ -35,6 +35,7 @@ pub fn finding(why: &str, during: Option<&str>) -> Finding {
         message: format!("the run was ended: {why}"),
         evidence: vec![Evidence {
             category: None,
+            seen_by: None,
             source: "watchdog".into(),
             text: match during {
                 Some(t) => format!("{why}, during a call of {t}"),

@@ -36,6 +36,20 @@ pub enum Mechanism {
     Notify,
 }
 
+impl Mechanism {
+    /// How evidence names it: `seen by …`.
+    pub fn seen_by(self) -> &'static str {
+        match self {
+            Mechanism::Snapshot => "snapshot",
+            Mechanism::Attempt => "seccomp",
+            Mechanism::Packet => "packet",
+            Mechanism::Dns => "dns",
+            Mechanism::Payload => "listener",
+            Mechanism::Notify => "inotify",
+        }
+    }
+}
+
 /// What happened to one path.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case", tag = "kind")]
@@ -509,6 +523,17 @@ impl Observation {
 }
 
 impl Observation {
+    /// How it was seen.
+    pub fn mechanism(&self) -> Mechanism {
+        match self {
+            Observation::File(f) => f.mechanism,
+            Observation::Attempt(a) => a.mechanism,
+            Observation::Network(n) => n.mechanism,
+            Observation::Process(p) => p.mechanism,
+            Observation::Refused(r) => r.mechanism,
+        }
+    }
+
     /// The file effect, if this is one.
     pub fn as_file(&self) -> Option<&FileEffect> {
         match self {

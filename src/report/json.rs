@@ -238,6 +238,9 @@ struct EvidenceV1<'a> {
     text: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
     category: Option<&'static str>,
+    /// The observer that saw it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    seen_by: Option<&'static str>,
 }
 
 #[derive(Debug, Serialize)]
@@ -295,6 +298,7 @@ fn evidence(e: &[Evidence]) -> Vec<EvidenceV1<'_>> {
             source: &e.source,
             text: &e.text,
             category: e.category.map(Category::as_str),
+            seen_by: e.seen_by,
         })
         .collect()
 }

@@ -146,11 +146,15 @@ fn result(r: &Report, f: &Finding, anchors: &Anchors, server: &str) -> Value {
         Value::Array(
             f.evidence
                 .iter()
-                .map(|e| match e.category {
-                    Some(c) => {
-                        json!({ "source": e.source, "text": e.text, "category": c.as_str() })
+                .map(|e| {
+                    let mut v = json!({ "source": e.source, "text": e.text });
+                    if let Some(c) = e.category {
+                        v["category"] = json!(c.as_str());
                     }
-                    None => json!({ "source": e.source, "text": e.text }),
+                    if let Some(m) = e.seen_by {
+                        v["seenBy"] = json!(m);
+                    }
+                    v
                 })
                 .collect(),
         ),
