@@ -266,6 +266,7 @@ impl Observer for AttemptObserver {
             covers: "write attempts outside the writable directories (denied by the sandbox), connect, sendto and sendmmsg destinations, started programs, and calls the sandbox refused (socket families other than IPv4, IPv6 and routing netlink; nested namespaces), by seccomp user notification".into(),
             blind_spots: vec![
                 "DNS names (only the resolver's address is seen)".into(),
+                "which thread wrote through a descriptor it opened before the window (its evidence then cannot be pinned on a thread)".into(),
                 "sendmsg destinations (the packet socket on lo sees where they went) and writes through descriptors opened before the call".into(),
             ],
         }

@@ -201,12 +201,20 @@ impl Host for ServerHost<'_, '_> {
         // Only writes and external network traffic can be evidence against a hint.
         let counts = |o: &Observation| o.is_write() || o.as_network().is_some_and(|n| !n.loopback);
         let evidential = observations.iter().any(counts);
+        let rt_end = tree.map(|t| t.runtimes(self.skip)).unwrap_or_default();
+        let busy_background: Vec<u32> = ran_between(&rt_start, &rt_end)
+            .into_iter()
+            .filter(|t| self.background.contains(t))
+            .collect();
         // Per-thread evidence: when the system calls behind every piece of evidence were made
         // by this call's own threads (the one that took the request, threads it started, idle
-        // workers it woke), neither background threads nor earlier calls' threads did it.
+        // workers it woke), neither background threads nor earlier calls' threads did it. An
+        // idle worker counts as woken by the call only while no background thread ran: one
+        // of those could have woken it.
         let own_thread = |tid: u32| {
             !self.background.contains(&tid)
-                && (!lingering_tids.contains(&tid) || woken_by_call.contains(&tid))
+                && (!lingering_tids.contains(&tid)
+                    || woken_by_call.contains(&tid) && busy_background.is_empty())
         };
         let pinned_on_own_threads = evidential
             && observations.iter().filter(|o| counts(o)).all(|o| {
@@ -217,11 +225,6 @@ impl Host for ServerHost<'_, '_> {
                     .collect();
                 !tids.is_empty() && tids.iter().all(|t| own_thread(*t))
             });
-        let rt_end = tree.map(|t| t.runtimes(self.skip)).unwrap_or_default();
-        let busy_background: Vec<u32> = ran_between(&rt_start, &rt_end)
-            .into_iter()
-            .filter(|t| self.background.contains(t))
-            .collect();
         self.idle_sample = Some(rt_end);
         // Recorded only where it ruled something out.
         let pinned_on_own_threads =

@@ -265,38 +265,19 @@ async fn verify_unchecked(
     // Confirm uncertain attributions by replaying tools alone on fresh servers, and tell the
     // server's first-call initialisation apart from the first tool's writes.
     let names: Vec<String> = inventory.tools.iter().map(|t| t.name.clone()).collect();
-    let mut replays = Replays::default();
+    let mut replays = Replays::within(config, &stop, subreaper, deadline);
     if config.replay && partial.is_none() {
         config
             .progress
             .emit(ProgressEvent::Stage("confirming attributions"));
-        notes.extend(
-            replay_ambiguous(
-                config,
-                &stop,
-                subreaper,
-                &names,
-                &mut runs,
-                &mut phases,
-                &mut replays,
-            )
-            .await,
-        );
+        notes.extend(replay_ambiguous(&mut replays, &names, &mut runs, &mut phases).await);
         if !config.isolate {
             notes.extend(
-                first_call_initialisation(
-                    config,
-                    &stop,
-                    subreaper,
-                    &names,
-                    &mut runs,
-                    &mut phases,
-                    &mut replays,
-                )
-                .await,
+                first_call_initialisation(&mut replays, &names, &mut runs, &mut phases).await,
             );
         }
     }
+    let replay_records = replays.records;
 
     // Tell the server's per-call bookkeeping apart from the tools' own writes.
     notes.extend(audit::server_wide::mark_bookkeeping(
@@ -341,7 +322,7 @@ async fn verify_unchecked(
     let transcript = finish_collected(&mut report, collected);
     report.tools = tools;
     report.phases = phases;
-    report.replays = replays.records;
+    report.replays = replay_records;
     report.findings = findings;
     report.seeded = scratch.seeded.clone();
     report.partial = partial.clone();

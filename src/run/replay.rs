@@ -126,10 +126,14 @@ impl Replayed {
 /// The tools a replay called and the one in question, if any.
 type ReplayKey = (Vec<String>, Option<String>);
 
-#[derive(Default)]
-pub(super) struct Replays {
+pub(super) struct Replays<'a> {
+    config: &'a RunConfig,
+    stop: watch::Receiver<bool>,
+    subreaper: bool,
     /// By what was replayed: the replay's number and what it showed (none: it could not run).
     done: BTreeMap<ReplayKey, (usize, Option<Replayed>)>,
+    /// The main run's deadline: replays fit before it.
+    deadline: Instant,
     /// What each replay was for and showed.
     pub(super) records: Vec<ReplayRecord>,
 }
@@ -146,15 +150,33 @@ pub(super) enum Differential {
     NotTheTools,
 }
 
-impl Replays {
+/// The longest one replay may take.
+const MAX_REPLAY_TIME: Duration = Duration::from_secs(120);
+
+impl<'a> Replays<'a> {
+    /// No replay yet of the run `config` describes; every replay must end before `deadline`
+    /// (the main run's), and a stop ends it.
+    pub(super) fn within(
+        config: &'a RunConfig,
+        stop: &watch::Receiver<bool>,
+        subreaper: bool,
+        deadline: Instant,
+    ) -> Self {
+        Replays {
+            config,
+            stop: stop.clone(),
+            subreaper,
+            done: BTreeMap::new(),
+            deadline,
+            records: Vec::new(),
+        }
+    }
+
     /// What a fresh server showed when `tools` were called (in the explorer's order) with
     /// `focus` the tool under question (or none); made now unless made before. Returns the
     /// replay's number with what it showed; `Err` says why there is none.
     async fn run(
         &mut self,
-        config: &RunConfig,
-        stop: &watch::Receiver<bool>,
-        subreaper: bool,
         (tools, focus): (&[String], Option<&str>),
         purpose: String,
     ) -> Result<(usize, &Replayed), &'static str> {
@@ -171,7 +193,18 @@ impl Replays {
                 return Err("the replay budget is spent");
             }
             let started = Instant::now();
-            let replayed = replay_keys(config, stop, subreaper, tools, focus).await;
+            let remaining = self.deadline.saturating_duration_since(started);
+            if remaining < Duration::from_secs(1) {
+                return Err("the run timeout leaves no time for a replay");
+            }
+            let replayed = replay_keys(
+                self.config,
+                &self.stop,
+                self.subreaper,
+                (tools, focus),
+                remaining.min(MAX_REPLAY_TIME),
+            )
+            .await;
             let id = self.records.len() + 1;
             self.records.push(ReplayRecord {
                 id,
@@ -198,16 +231,11 @@ impl Replays {
     /// What a replay of `tool` alone on a fresh server showed, with the words evidence cites.
     async fn of(
         &mut self,
-        config: &RunConfig,
-        stop: &watch::Receiver<bool>,
-        subreaper: bool,
         tool: &str,
         purpose: String,
     ) -> Result<(String, &Replayed), &'static str> {
         let tools = [tool.to_string()];
-        let (id, r) = self
-            .run(config, stop, subreaper, (&tools, Some(tool)), purpose)
-            .await?;
+        let (id, r) = self.run((&tools, Some(tool)), purpose).await?;
         Ok((format!("replay {id}: {tool} alone on a fresh server"), r))
     }
 
@@ -216,9 +244,6 @@ impl Replays {
     /// it in the tool's calls and the run without it never does. Paths match by shape.
     async fn differential(
         &mut self,
-        config: &RunConfig,
-        stop: &watch::Receiver<bool>,
-        subreaper: bool,
         prefix: &[String],
         tool: &str,
         observations: &[&Observation],
@@ -229,9 +254,7 @@ impl Replays {
             "what {tool} did after {} (the calls its state depends on)",
             prefix.join(", ")
         );
-        let (with_id, with) = self
-            .run(config, stop, subreaper, (&with_tool, Some(tool)), purpose)
-            .await?;
+        let (with_id, with) = self.run((&with_tool, Some(tool)), purpose).await?;
         let verdicts: Vec<ReplayVerdict> = observations.iter().map(|o| with.judge(o)).collect();
         if verdicts
             .iter()
@@ -240,9 +263,7 @@ impl Replays {
             return Ok(vec![Differential::NotTheTools; observations.len()]);
         }
         let purpose = format!("what {} did without {tool}", prefix.join(", "));
-        let (without_id, without) = self
-            .run(config, stop, subreaper, (prefix, None), purpose)
-            .await?;
+        let (without_id, without) = self.run((prefix, None), purpose).await?;
         let cited = format!(
             "replays {with_id} and {without_id}: {} then {tool}, against {} alone, on fresh servers",
             prefix.join(", "),
@@ -310,15 +331,17 @@ pub(super) fn state_prefix(
 }
 
 /// Replays `tools` on a fresh server with a long settle period and `focus` as the tool under
-/// question; returns what it showed, or `None` when the replay could not run.
+/// question, within `time`; returns what it showed, or `None` when the replay could not run
+/// (a replay cut short by its time still counts for what it saw).
 pub(super) async fn replay_keys(
     config: &RunConfig,
     stop: &watch::Receiver<bool>,
     subreaper: bool,
-    tools: &[String],
-    focus: Option<&str>,
+    (tools, focus): (&[String], Option<&str>),
+    time: Duration,
 ) -> Option<Replayed> {
     let mut cfg = config.clone();
+    cfg.run_timeout = time;
     cfg.progress = ProgressHook::default();
     cfg.check_expectations = false;
     cfg.only_tools = Some(tools.to_vec());
@@ -390,13 +413,10 @@ pub(super) async fn replay_keys(
 /// observations that belong to no call (or were taken from one) go to the tool whose replay
 /// reproduces them. Returns notes for the report.
 pub(super) async fn replay_ambiguous(
-    config: &RunConfig,
-    stop: &watch::Receiver<bool>,
-    subreaper: bool,
+    replays: &mut Replays<'_>,
     names: &[String],
     runs: &mut [ToolRun],
     phases: &mut Vec<PhaseObservation>,
-    replays: &mut Replays,
 ) -> Vec<String> {
     let mut notes = Vec::new();
     let matters = |o: &Observation| o.is_write() || o.as_network().is_some_and(|n| !n.loopback);
@@ -422,8 +442,7 @@ pub(super) async fn replay_ambiguous(
             runs[i].calls[j].concurrent_with.join(", ")
         );
         let observations = std::mem::take(&mut runs[i].calls[j].observations);
-        let (alone_cited, verdicts) = match replays.of(config, stop, subreaper, tool, purpose).await
-        {
+        let (alone_cited, verdicts) = match replays.of(tool, purpose).await {
             Ok((cited, r)) => (
                 cited,
                 observations.iter().map(|o| r.judge(o)).collect::<Vec<_>>(),
@@ -443,10 +462,7 @@ pub(super) async fn replay_ambiguous(
             .collect();
         let mut differential: Vec<Differential> = Vec::new();
         if !absent.is_empty() && !prefix.is_empty() {
-            match replays
-                .differential(config, stop, subreaper, &prefix, tool, &absent)
-                .await
-            {
+            match replays.differential(&prefix, tool, &absent).await {
                 Ok(d) => differential = d,
                 Err(why) => notes.push(format!(
                     "{tool} {label}: no differential replay after {} ({why})",
@@ -555,16 +571,13 @@ pub(super) async fn replay_ambiguous(
                 "\"{}\" happened outside every call, after {t}",
                 o.describe()
             );
-            let mut by = match replays.of(config, stop, subreaper, t, purpose).await {
+            let mut by = match replays.of(t, purpose).await {
                 Ok((cited, r)) if r.judge(&o) == ReplayVerdict::Reproduced => Some(cited),
                 _ => None,
             };
             let prefix = state_prefix(names, runs, i, last);
             if by.is_none() && replay_key(&o).is_some() && !prefix.is_empty() {
-                if let Ok(d) = replays
-                    .differential(config, stop, subreaper, &prefix, t, &[&o])
-                    .await
-                {
+                if let Ok(d) = replays.differential(&prefix, t, &[&o]).await {
                     if let Some(Differential::Confirmed(cited)) = d.into_iter().next() {
                         by = Some(cited);
                     }
@@ -632,13 +645,10 @@ fn initialisation_candidate(o: &Observation, created_in_call: &[&str]) -> bool {
 /// the first tool's, and moves to the report's first-call phase (reported once, as a note).
 /// The other tool is one whose calls wrote nothing in the run, if any succeeded.
 pub(super) async fn first_call_initialisation(
-    config: &RunConfig,
-    stop: &watch::Receiver<bool>,
-    subreaper: bool,
+    replays: &mut Replays<'_>,
     names: &[String],
     runs: &mut [ToolRun],
     phases: &mut Vec<PhaseObservation>,
-    replays: &mut Replays,
 ) -> Vec<String> {
     let mut notes = Vec::new();
     let first = runs
@@ -688,10 +698,7 @@ pub(super) async fn first_call_initialisation(
         "is what the first call ({}) created the server's first-call initialisation?",
         names[tool]
     );
-    let replayed = match replays
-        .of(config, stop, subreaper, &names[other], purpose)
-        .await
-    {
+    let replayed = match replays.of(&names[other], purpose).await {
         Ok((_, r)) => r,
         Err(why) => {
             notes.push(format!(

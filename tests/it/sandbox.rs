@@ -1724,11 +1724,28 @@ as_root_and_unprivileged!(
 /// Runs a Python fixture's scenario with `--check` as `who` and returns the JSON report,
 /// after asserting that every expected verdict held.
 fn python_fixture_holds(name: &str, who: As) -> Option<serde_json::Value> {
+    fixture_holds(name, who, false)
+}
+
+/// The same for a fixture whose server aims at names on the internet (under `.test`):
+/// hintcheck runs inside a network namespace this test made, so nothing leaves even if the
+/// sandbox were broken.
+fn python_fixture_holds_offline(name: &str, who: As) -> Option<serde_json::Value> {
+    if !have("unshare") {
+        skip(&format!(
+            "unshare (util-linux) is missing (the {name} fixture)"
+        ));
+        return None;
+    }
+    fixture_holds(name, who, true)
+}
+
+fn fixture_holds(name: &str, who: As, own_netns: bool) -> Option<serde_json::Value> {
     if !Path::new("/usr/bin/python3").is_file() {
         skip(&format!("/usr/bin/python3 is missing (the {name} fixture)"));
         return None;
     }
-    let prefix = prefix(who, false)?;
+    let prefix = prefix(who, own_netns)?;
     let out = run_as(
         &prefix,
         &verify_json_args(name, &["--check"]),
@@ -1835,23 +1852,12 @@ as_root_and_unprivileged!(
 );
 
 fn telemetry_run(who: As) {
-    if !Path::new("/usr/bin/python3").is_file() || !have("unshare") {
-        return skip("/usr/bin/python3 or unshare is missing (the telemetry fixture)");
-    }
-    // The server aims at telemetry.example.test: hintcheck runs inside a network namespace
-    // this test made, so nothing leaves even if the sandbox were broken.
-    let Some(prefix) = prefix(who, true) else {
+    let Some(r) = python_fixture_holds_offline("telemetry", who) else {
         return;
     };
-    let out = run_as(
-        &prefix,
-        &verify_json_args("telemetry", &["--check"]),
-        Duration::from_secs(120),
-    );
-    assert_eq!(out.code, 0, "{}", out.stderr);
     // The report lands after the last call (the run waits for the timer) or inside a later
     // tool's call, as the machine's speed decides: either way it is search_docs's.
-    let evidence = crate::util::first_evidence(&out.json(), "search_docs", "openWorldHint");
+    let evidence = crate::util::first_evidence(&r, "search_docs", "openWorldHint");
     assert!(evidence.contains("telemetry.example.test"), "{evidence}");
 }
 
@@ -1862,21 +1868,9 @@ as_root_and_unprivileged!(
 );
 
 fn fetcher_run(who: As) {
-    if !Path::new("/usr/bin/python3").is_file() || !have("unshare") {
-        return skip("/usr/bin/python3 or unshare is missing (the fetcher fixture)");
-    }
-    // The server aims at names under example.test: hintcheck runs inside a network namespace
-    // this test made, so nothing leaves even if the sandbox were broken.
-    let Some(prefix) = prefix(who, true) else {
+    let Some(r) = python_fixture_holds_offline("fetcher", who) else {
         return;
     };
-    let out = run_as(
-        &prefix,
-        &verify_json_args("fetcher", &["--check"]),
-        Duration::from_secs(120),
-    );
-    assert_eq!(out.code, 0, "{}", out.stderr);
-    let r = out.json();
     // HTTPS completed with the system's trust inside the sandbox, and the request inside TLS
     // was observed.
     let evidence = crate::util::first_evidence(&r, "fetch_secure_feed", "openWorldHint");
