@@ -265,6 +265,25 @@ pub fn render(r: &Report) -> String {
             );
         }
     }
+    if !r.replays.is_empty() {
+        let _ = writeln!(
+            o,
+            "\n<details><summary>Replays that decided attribution ({})</summary>\n",
+            r.replays.len()
+        );
+        for x in &r.replays {
+            let _ = writeln!(
+                o,
+                "- replay {}: {} on a fresh server ({} ms): {}; {}",
+                x.id,
+                md(&x.tools.join(" then ")),
+                x.duration_ms,
+                md(&x.purpose),
+                md(&x.outcome)
+            );
+        }
+        let _ = writeln!(o, "\n</details>");
+    }
     let _ = writeln!(
         o,
         "\n<sub>hintcheck {} · seed {} · {} call(s) per tool · fail on {} · {:.1} s</sub>",

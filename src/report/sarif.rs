@@ -228,6 +228,9 @@ pub fn render(r: &Report, anchors: &Anchors) -> String {
     if r.partial.is_some() {
         invocation["properties"] = json!({ "partial": r.partial });
     }
+    if !r.replays.is_empty() {
+        invocation["properties"]["replays"] = json!(r.replays);
+    }
     let c = &r.coverage;
     let log = json!({
         "$schema": SCHEMA_URI,

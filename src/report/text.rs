@@ -259,6 +259,17 @@ fn write_report(o: &mut String, r: &Report, paint: Paint) -> std::fmt::Result {
     if c.unreached.len() > 20 {
         writeln!(o, "unreached: … and {} more", c.unreached.len() - 20)?;
     }
+    for x in &r.replays {
+        writeln!(
+            o,
+            "replay {}: {} on a fresh server, {} ms: {} ({})",
+            x.id,
+            esc(&x.tools.join(" then ")),
+            x.duration_ms,
+            esc(&x.purpose),
+            esc(&x.outcome)
+        )?;
+    }
     for n in &r.notes {
         writeln!(o, "note:     {}", esc(n))?;
     }

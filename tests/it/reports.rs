@@ -832,6 +832,21 @@ fn categories_can_be_excepted_from_failing_and_accepted_by_a_baseline() {
         .find(|f| f["category"] == "first-call-initialisation")
         .expect("a first-call finding");
     assert_eq!(finding["severity"], "note");
+    // The replay that decided it is listed in every human format.
+    let text = verify(&["--format", "text"]);
+    assert!(
+        text.stdout.contains("replay 1: ") && text.stdout.contains("on a fresh server"),
+        "{}",
+        text.stdout
+    );
+    let markdown = verify(&["--format", "markdown"]);
+    assert!(
+        markdown
+            .stdout
+            .contains("Replays that decided attribution (1)"),
+        "{}",
+        markdown.stdout
+    );
     // … unless its category is excepted, on the command line or in the config file …
     let excepted = verify(&[
         "--fail-except",
