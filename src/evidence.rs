@@ -189,6 +189,20 @@ pub struct ReplayRecord {
     pub duration_ms: u64,
 }
 
+impl ReplayRecord {
+    /// One line for reports, after `replay N: `: `create_note then show_note on a fresh
+    /// server, 912 ms: <purpose> (<outcome>)`.
+    pub fn summary(&self) -> String {
+        format!(
+            "{} on a fresh server, {} ms: {} ({})",
+            self.tools.join(" then "),
+            self.duration_ms,
+            self.purpose,
+            self.outcome
+        )
+    }
+}
+
 /// Observations outside every call window.
 #[derive(Debug, Clone, Serialize)]
 pub struct PhaseObservation {

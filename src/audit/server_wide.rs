@@ -9,29 +9,16 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use crate::evidence::{PhaseObservation, ToolRun};
 use crate::finding::Category;
-use crate::observe::{FileEffect, FileEffectKind, Observation, path_shape};
+use crate::observe::{FileEffect, FileEffectKind, Observation, at_or_under, path_shape};
 
 /// Where the user's data lives in observed paths: never bookkeeping.
 const WORKSPACE: &str = "$WORKSPACE";
 
-/// Whether an effect of this kind can be bookkeeping: it adds to or rewrites the server's own
-/// file; removals, moves and changes of kind cannot.
-fn kind_can_be_bookkeeping(kind: &FileEffectKind) -> bool {
-    matches!(
-        kind,
-        FileEffectKind::Created
-            | FileEffectKind::Appended
-            | FileEffectKind::Extended
-            | FileEffectKind::Overwritten
-            | FileEffectKind::Rewritten
-            | FileEffectKind::StoreChanged { .. }
-            | FileEffectKind::Transient { .. }
-    )
-}
-
+/// An effect that can be bookkeeping: outside the workspace, and adding to or rewriting the
+/// server's own file (removals, moves and changes of kind never are).
 fn candidate(o: &Observation) -> Option<&FileEffect> {
     o.as_file()
-        .filter(|f| !f.path.starts_with(WORKSPACE) && kind_can_be_bookkeeping(&f.kind))
+        .filter(|f| !f.path.starts_with(WORKSPACE) && f.kind.creates_or_rewrites())
 }
 
 /// Marks the server's per-call bookkeeping in `runs` (one per tool, named by `names`), given
@@ -71,14 +58,7 @@ pub fn mark_bookkeeping(
     }
     let called = runs.iter().filter(|r| !r.calls.is_empty()).count();
     // A file inside a directory the server made is the server's too.
-    let server_made = |path: &str| {
-        made.iter().any(|m| {
-            path == m
-                || path
-                    .strip_prefix(m.as_str())
-                    .is_some_and(|r| r.starts_with('/'))
-        })
-    };
+    let server_made = |path: &str| made.iter().any(|m| at_or_under(path, m));
     let bookkept: BTreeMap<&String, &BTreeSet<usize>> = writers
         .iter()
         .filter(|(_, tools)| tools.len() >= 2 && tools.len() * 2 >= called)

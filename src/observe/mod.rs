@@ -200,6 +200,28 @@ impl FileEffectKind {
     pub fn is_transient(&self) -> bool {
         matches!(self, FileEffectKind::Transient { .. })
     }
+
+    /// Whether the effect makes a path (to last, or for a moment).
+    pub fn is_creation(&self) -> bool {
+        matches!(
+            self,
+            FileEffectKind::Created | FileEffectKind::Transient { .. }
+        )
+    }
+
+    /// Whether the effect creates or rewrites content and never removes, moves or changes the
+    /// kind of anything: what a server's own files (its journal, the database it made) undergo.
+    pub fn creates_or_rewrites(&self) -> bool {
+        self.is_creation()
+            || matches!(
+                self,
+                FileEffectKind::Appended
+                    | FileEffectKind::Extended
+                    | FileEffectKind::Overwritten
+                    | FileEffectKind::Rewritten
+                    | FileEffectKind::StoreChanged { .. }
+            )
+    }
 }
 
 /// The kind of object at a path.
@@ -744,6 +766,12 @@ fn is_package_path(path: &str) -> bool {
     ]
     .iter()
     .any(|e| lower.ends_with(e))
+}
+
+/// Whether reported path `path` is `dir` or lies below it.
+pub fn at_or_under(path: &str, dir: &str) -> bool {
+    path.strip_prefix(dir)
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
 }
 
 /// The shape of a path: random segments (UUIDs, long hex runs, timestamps, counters)

@@ -272,15 +272,7 @@ pub fn render(r: &Report) -> String {
             r.replays.len()
         );
         for x in &r.replays {
-            let _ = writeln!(
-                o,
-                "- replay {}: {} on a fresh server ({} ms): {}; {}",
-                x.id,
-                md(&x.tools.join(" then ")),
-                x.duration_ms,
-                md(&x.purpose),
-                md(&x.outcome)
-            );
+            let _ = writeln!(o, "- replay {}: {}", x.id, md(&x.summary()));
         }
         let _ = writeln!(o, "\n</details>");
     }

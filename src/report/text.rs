@@ -260,15 +260,7 @@ fn write_report(o: &mut String, r: &Report, paint: Paint) -> std::fmt::Result {
         writeln!(o, "unreached: … and {} more", c.unreached.len() - 20)?;
     }
     for x in &r.replays {
-        writeln!(
-            o,
-            "replay {}: {} on a fresh server, {} ms: {} ({})",
-            x.id,
-            esc(&x.tools.join(" then ")),
-            x.duration_ms,
-            esc(&x.purpose),
-            esc(&x.outcome)
-        )?;
+        writeln!(o, "replay {}: {}", x.id, esc(&x.summary()))?;
     }
     for n in &r.notes {
         writeln!(o, "note:     {}", esc(n))?;

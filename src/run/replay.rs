@@ -624,19 +624,11 @@ pub(super) async fn replay_ambiguous(
 /// to what existed before the call never are.
 fn initialisation_candidate(o: &Observation, created_in_call: &[&str]) -> bool {
     let Some(f) = o.as_file() else { return false };
-    let inside_new = created_in_call
-        .iter()
-        .any(|c| f.path == *c || f.path.strip_prefix(c).is_some_and(|r| r.starts_with('/')));
-    match f.kind {
-        crate::observe::FileEffectKind::Created
-        | crate::observe::FileEffectKind::Transient { .. } => true,
-        crate::observe::FileEffectKind::Appended
-        | crate::observe::FileEffectKind::Extended
-        | crate::observe::FileEffectKind::Overwritten
-        | crate::observe::FileEffectKind::Rewritten
-        | crate::observe::FileEffectKind::StoreChanged { .. } => inside_new,
-        _ => false,
-    }
+    f.kind.is_creation()
+        || f.kind.creates_or_rewrites()
+            && created_in_call
+                .iter()
+                .any(|c| crate::observe::at_or_under(&f.path, c))
 }
 
 /// Tells the server's first-call initialisation apart from the first tool's writes: what
