@@ -70,7 +70,7 @@ fn explain(a: &ExplainArgs) -> i32 {
             }
             0
         }
-        Some(id) => match hintcheck::audit::find(id) {
+        Some(id) => match hintcheck::audit::find_by_id_or_hint(id) {
             Some(m) => {
                 let _ = writeln!(out, "{} — {}\n\n{}", m.id, m.summary, m.docs);
                 0
@@ -78,7 +78,7 @@ fn explain(a: &ExplainArgs) -> i32 {
             None => {
                 let ids: Vec<&str> = hintcheck::audit::ALL.iter().map(|m| m.id).collect();
                 eprintln!(
-                    "hintcheck: error: no audit named {id:?}; the audits are: {}",
+                    "hintcheck: error: no audit or hint named {id:?}; the audits are: {} (or name a hint: readOnlyHint, destructiveHint, idempotentHint, openWorldHint)",
                     ids.join(", ")
                 );
                 exit_code::USAGE

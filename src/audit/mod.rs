@@ -56,6 +56,27 @@ pub fn find(id: &str) -> Option<&'static AuditMeta> {
     ALL.into_iter().find(|m| m.id == id)
 }
 
+/// The audit with this id, or the audit that judges the hint of this name (`readOnlyHint`,
+/// any case).
+pub fn find_by_id_or_hint(name: &str) -> Option<&'static AuditMeta> {
+    find(name).or_else(|| {
+        let hint = HintName::ALL
+            .into_iter()
+            .find(|h| h.key().eq_ignore_ascii_case(name))?;
+        Some(for_hint(hint))
+    })
+}
+
+/// The audit that judges `hint`.
+pub fn for_hint(hint: HintName) -> &'static AuditMeta {
+    match hint {
+        HintName::ReadOnly => &read_only::META,
+        HintName::Destructive => &destructive::META,
+        HintName::Idempotent => &idempotent::META,
+        HintName::OpenWorld => &open_world::META,
+    }
+}
+
 /// What an audit of one hint concludes.
 #[derive(Debug, Clone)]
 pub struct HintJudgement {

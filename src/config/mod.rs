@@ -696,7 +696,7 @@ impl RunConfig {
                 });
             }
         }
-        Ok(RunConfig {
+        let config = RunConfig {
             command,
             env,
             workspace_seed,
@@ -839,7 +839,9 @@ impl RunConfig {
             config_file: file.map(|f| f.path),
             progress: ProgressHook::default(),
             check_expectations,
-        })
+        };
+        config.check_durations()?;
+        Ok(config)
     }
 }
 
@@ -861,6 +863,37 @@ fn parse_run_as(text: &str) -> Result<(u32, u32), ConfigError> {
             .ok_or_else(|| bad(format!("{text:?} is not UID or UID:GID (numbers)")))
     };
     Ok((number(uid)?, number(gid)?))
+}
+
+impl RunConfig {
+    /// Durations that cannot work: a zero timeout (nothing could ever answer) or a settle
+    /// period longer than the longest settle.
+    fn check_durations(&self) -> Result<(), ConfigError> {
+        for (flag, d) in [
+            ("--call-timeout", self.call_timeout),
+            ("--handshake-timeout", self.handshake_timeout),
+            ("--discover-timeout", self.discover_timeout),
+            ("--timeout", self.run_timeout),
+        ] {
+            if d.is_zero() {
+                return Err(ConfigError::BadValue {
+                    flag: flag.into(),
+                    message: "a timeout of zero leaves no time for any answer".into(),
+                });
+            }
+        }
+        if self.settle > self.settle_max {
+            return Err(ConfigError::BadValue {
+                flag: "--settle".into(),
+                message: format!(
+                    "{} ms is longer than --settle-max ({} ms): a window could never settle",
+                    self.settle.as_millis(),
+                    self.settle_max.as_millis()
+                ),
+            });
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]

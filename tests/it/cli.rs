@@ -35,10 +35,24 @@ fn explain_prints_docs_and_lists_audits() {
     let bad = run(&["explain", "nope"], &[], LIMIT);
     assert_eq!(bad.code, 2);
     assert!(
-        bad.stderr.contains("no audit named \"nope\""),
+        bad.stderr.contains("no audit or hint named \"nope\""),
         "{}",
         bad.stderr
     );
+    // A hint's name explains the audit that judges it.
+    for (hint, audit) in [
+        ("readOnlyHint", "read-only"),
+        ("destructivehint", "destructive"),
+        ("openWorldHint", "open-world"),
+    ] {
+        let out = run(&["explain", hint], &[], LIMIT);
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        assert!(
+            out.stdout.starts_with(&format!("{audit} — ")),
+            "{}",
+            out.stdout
+        );
+    }
 }
 
 #[test]
@@ -60,6 +74,14 @@ fn usage_errors_name_the_problem_and_exit_2() {
             "--call-timeout",
         ),
         (&["verify", "--args", "t=[1]", "--", "x"], "--args"),
+        (
+            &["verify", "--call-timeout", "0s", "--", "x"],
+            "--call-timeout: a timeout of zero",
+        ),
+        (
+            &["verify", "--settle", "3s", "--settle-max", "1s", "--", "x"],
+            "longer than --settle-max",
+        ),
         (&["verify", "--no-such-flag"], "--no-such-flag"),
         (
             &["verify", "--workspace", "/nonexistent/seed", "--", "x"],
