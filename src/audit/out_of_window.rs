@@ -25,10 +25,7 @@ pub fn findings(phases: &[PhaseObservation]) -> Vec<Finding> {
     let mut grouped: BTreeMap<(u8, Option<&str>), Vec<&PhaseObservation>> = BTreeMap::new();
     // Writes and external network attempts matter; the server's own start (an exec) and
     // loopback traffic do not.
-    let matters = |o: &crate::observe::Observation| {
-        o.is_write() || o.as_network().is_some_and(|n| !n.loopback)
-    };
-    for p in phases.iter().filter(|p| matters(&p.observation)) {
+    for p in phases.iter().filter(|p| p.observation.is_evidential()) {
         let order = match p.phase {
             Phase::Startup => 0,
             Phase::Idle => 1,

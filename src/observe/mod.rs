@@ -534,6 +534,13 @@ impl Observation {
         }
     }
 
+    /// Whether this can be evidence against a hint: a write (or a denied write attempt) or
+    /// network traffic that is not loopback. Process starts, refused calls and loopback
+    /// traffic are not.
+    pub fn is_evidential(&self) -> bool {
+        self.is_write() || self.as_network().is_some_and(|n| !n.loopback)
+    }
+
     /// Whether this shows the tool destroying existing content (or trying to).
     pub fn is_destructive(&self) -> bool {
         match self {

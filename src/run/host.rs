@@ -199,8 +199,7 @@ impl Host for ServerHost<'_, '_> {
         let pins = self.recorder.take_pins();
         let observe = observe_start.elapsed();
         // Only writes and external network traffic can be evidence against a hint.
-        let counts = |o: &Observation| o.is_write() || o.as_network().is_some_and(|n| !n.loopback);
-        let evidential = observations.iter().any(counts);
+        let evidential = observations.iter().any(Observation::is_evidential);
         let rt_end = tree.map(|t| t.runtimes(self.skip)).unwrap_or_default();
         let busy_background: Vec<u32> = ran_between(&rt_start, &rt_end)
             .into_iter()
@@ -217,7 +216,7 @@ impl Host for ServerHost<'_, '_> {
                     || woken_by_call.contains(&tid) && busy_background.is_empty())
         };
         let pinned_on_own_threads = evidential
-            && observations.iter().filter(|o| counts(o)).all(|o| {
+            && observations.iter().filter(|o| o.is_evidential()).all(|o| {
                 let tids: Vec<u32> = pins
                     .iter()
                     .filter(|p| p.key.names(o))

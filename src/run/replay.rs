@@ -419,7 +419,7 @@ pub(super) async fn replay_ambiguous(
     phases: &mut Vec<PhaseObservation>,
 ) -> Vec<String> {
     let mut notes = Vec::new();
-    let matters = |o: &Observation| o.is_write() || o.as_network().is_some_and(|n| !n.loopback);
+    let matters = Observation::is_evidential;
     // 1. Calls with uncertain windows keep what their own tool reproduces.
     let mut orphans: Vec<(Vec<String>, Observation)> = Vec::new();
     let uncertain: Vec<(usize, usize, Vec<String>)> = runs
