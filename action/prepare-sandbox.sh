@@ -1,11 +1,16 @@
 #!/usr/bin/env bash
 # Makes hintcheck's sandbox work on the runner: asks `hintcheck doctor`, applies the narrowest
 # fix it recommends (on Ubuntu 24.04: an AppArmor profile that lets only the hintcheck binary
-# create user namespaces), and asks again. With HINTCHECK_SANDBOX=best-effort a sandbox that
-# still cannot be set up is reported, not fatal.
+# create user namespaces), and asks again. With best-effort (HINTCHECK_SANDBOX, else the config
+# file's [sandbox] level) a sandbox that still cannot be set up is reported, not fatal.
 set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 bin="${HINTCHECK_BIN:-hintcheck}"
-level="${HINTCHECK_SANDBOX:-required}"
+level="${HINTCHECK_SANDBOX:-}"
+if [ -z "$level" ]; then
+    level="$(python3 "$here/config-report.py" "${HINTCHECK_CONFIG_FILE:-}" | sed -n 's/^sandbox\.level=//p')"
+fi
+level="${level:-required}"
 
 doctor() { "$bin" doctor --format json || true; }
 available() { python3 -c 'import json,sys; sys.exit(0 if json.load(sys.stdin)["required_sandbox_available"] else 1)'; }

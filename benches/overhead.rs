@@ -316,7 +316,11 @@ type Calls = Vec<(&'static str, Value)>;
 fn real_figures(hintcheck: &Path, root: &Path, scenario: &str, dir: &Path) {
     let s = hintcheck::scenario::Scenario::load(&root.join("scenarios").join(scenario))
         .expect("scenario");
-    let installed = match hintcheck::setup::ensure(&s.setup, &root.join("target/hintcheck-cache")) {
+    let installed = match hintcheck::setup::ensure(
+        &s.setup,
+        &root.join("target/hintcheck-cache"),
+        &hintcheck::setup::SetupLimits::within(hintcheck::setup::DEFAULT_SETUP_TIMEOUT, true),
+    ) {
         Ok(i) => i,
         Err(e) => {
             println!("{scenario}: skipped ({e})");

@@ -19,10 +19,14 @@ pub struct Cli {
 pub enum Command {
     /// Start a stdio MCP server, call every tool, and judge its annotations.
     ///
-    /// Example: hintcheck verify -- npx-free-server --root {workspace}
+    /// Examples: hintcheck verify --scenario scenarios/demo;
+    /// hintcheck verify -- node node_modules/@modelcontextprotocol/server-filesystem/dist/index.js {workspace}
     Verify(Box<VerifyArgs>),
     /// Verify the server (as `verify` does) and print, for every tool, the annotations the
-    /// observations support, as JSON ready to paste, each with its basis.
+    /// observations support, each with its basis: a table, or JSON ready to paste
+    /// (--format json).
+    ///
+    /// Example: hintcheck suggest --format json --scenario scenarios/demo
     Suggest(Box<VerifyArgs>),
     /// Verify many servers (scenario files), in parallel and in shards, as JSON Lines.
     ///
@@ -243,6 +247,9 @@ pub struct VerifyArgs {
     /// Also write JUnit XML to FILE.
     #[arg(long, value_name = "FILE")]
     pub junit: Option<PathBuf>,
+    /// Also write the JSON report to FILE (whatever --format prints).
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
     /// Also print GitHub workflow annotations (`::error file=…,line=…::…`) for every finding on
     /// stdout, placed on the `--anchor` line that names the tool (for pull requests from forks,
     /// where SARIF cannot be uploaded)
@@ -294,9 +301,14 @@ pub struct VerifyArgs {
     /// Colour in the text report and progress.
     #[arg(long, value_enum)]
     pub color: Option<ColorArg>,
-    /// No progress display on stderr (it is shown only when stderr is a terminal).
+    /// No progress on stderr: neither the bar on a terminal nor the plain lines a log gets
+    /// every few seconds on long runs.
     #[arg(long)]
     pub no_progress: bool,
+    /// The text report in full: what every observer sees, the arguments, calls and
+    /// suggestions of every tool (without it, tools with nothing to say take one line).
+    #[arg(long, short)]
+    pub verbose: bool,
     /// Check the report against the scenario's `[expect]`: exit 0 when every expectation is
     /// met, 1 when one is not (each is printed).
     #[arg(long, requires = "scenario")]

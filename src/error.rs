@@ -33,9 +33,9 @@ impl Error {
     /// The documented exit code of this error.
     pub fn exit_code(&self) -> i32 {
         match self {
-            Error::Config(ConfigError::Setup(crate::setup::SetupError::Unpinned { .. })) => {
-                exit_code::USAGE
-            }
+            Error::Config(ConfigError::Setup(
+                crate::setup::SetupError::Unpinned { .. } | crate::setup::SetupError::BadTimeout(_),
+            )) => exit_code::USAGE,
             Error::Config(ConfigError::Setup(_)) => exit_code::HARNESS,
             Error::Config(_) => exit_code::USAGE,
             Error::Runtime(_) | Error::Output { .. } => exit_code::HARNESS,

@@ -37,6 +37,7 @@ pub mod evidence;
 pub mod exercise;
 pub mod finding;
 pub mod fuzz;
+pub mod interrupt;
 pub mod mcp;
 pub mod observe;
 pub mod output;

@@ -14,7 +14,10 @@ use hintcheck::cli::{
 use hintcheck::config::{RunConfig, parse_duration};
 use hintcheck::error::Error;
 use hintcheck::output::{self, Mode};
-use hintcheck::progress::Display;
+use hintcheck::progress::{Display, Lines};
+
+/// How often a log gets a progress line on long runs.
+const PROGRESS_LINE_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
 use hintcheck::report::exit_code;
 use hintcheck::sandbox::process::become_subreaper;
 
@@ -109,6 +112,19 @@ fn doctor(a: &DoctorArgs) -> Result<i32, Error> {
 }
 
 fn verify(a: &VerifyArgs, mode: Mode) -> Result<i32, Error> {
+    // From here on an interrupt ends the run (the [setup] installs included) with a report.
+    hintcheck::interrupt::install();
+    if mode == Mode::Suggest {
+        use hintcheck::cli::Format;
+        if matches!(
+            a.format,
+            Some(Format::Sarif | Format::Junit | Format::Markdown)
+        ) {
+            return Ok(usage_error(
+                "suggest prints --format text (a table) or --format json (annotations to paste)",
+            ));
+        }
+    }
     let mut config = RunConfig::from_verify_args(a)?;
     let display = config
         .terminal
@@ -117,17 +133,28 @@ fn verify(a: &VerifyArgs, mode: Mode) -> Result<i32, Error> {
     if let Some(d) = &display {
         config.progress = d.hook();
     }
+    // A log (CI) gets a plain line every few seconds instead of a bar.
+    let lines = config
+        .terminal
+        .progress_lines
+        .then(|| Lines::stderr(PROGRESS_LINE_EVERY));
+    if let Some(l) = &lines {
+        config.progress = l.hook();
+    }
     let subreaper = become_subreaper();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .map_err(Error::Runtime)?;
     let verification = runtime.block_on(async {
-        let stop_rx = stop_on_signal();
+        let stop_rx = hintcheck::interrupt::watch();
         hintcheck::run::verify(&config, stop_rx, subreaper).await
     });
     if let Some(d) = &display {
         d.finish();
+    }
+    if let Some(l) = &lines {
+        l.finish();
     }
     output::emit(&verification, &config, mode)?;
     let report = &verification.report;
@@ -136,28 +163,11 @@ fn verify(a: &VerifyArgs, mode: Mode) -> Result<i32, Error> {
         (Mode::Suggest, exit_code::CONTRADICTIONS) => exit_code::OK,
         (_, code) => code,
     };
+    for line in hintcheck::report::start_failure_detail(report) {
+        eprintln!("hintcheck: {line}");
+    }
     eprintln!("hintcheck: {} (exit {code})", report.exit_reason);
     Ok(code)
-}
-
-/// A receiver that turns true at the first SIGINT or SIGTERM (inside a runtime).
-fn stop_on_signal() -> tokio::sync::watch::Receiver<bool> {
-    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-    tokio::spawn(async move {
-        use tokio::signal::unix::{SignalKind, signal};
-        let (Ok(mut int), Ok(mut term)) = (
-            signal(SignalKind::interrupt()),
-            signal(SignalKind::terminate()),
-        ) else {
-            return;
-        };
-        tokio::select! {
-            _ = int.recv() => {}
-            _ = term.recv() => {}
-        }
-        let _ = stop_tx.send(true);
-    });
-    stop_rx
 }
 
 fn usage_error(e: impl std::fmt::Display) -> i32 {
@@ -169,6 +179,7 @@ fn usage_error(e: impl std::fmt::Display) -> i32 {
 /// expectations), 1 on findings (unmet expectations), 3 when a server gave no report.
 fn scan(a: &ScanArgs) -> i32 {
     use hintcheck::scan;
+    hintcheck::interrupt::install();
     let all = match scan::expand(&a.paths) {
         Ok(t) => t,
         Err(e) => return usage_error(e),
@@ -264,7 +275,7 @@ fn scan(a: &ScanArgs) -> i32 {
     let selected = plan.targets.len();
     let total = plan.total;
     let outcome = runtime.block_on(async {
-        let stop_rx = stop_on_signal();
+        let stop_rx = hintcheck::interrupt::watch();
         scan::scan(plan, &mut out, stop_rx).await
     });
     let _ = out.flush();

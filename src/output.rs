@@ -1,6 +1,6 @@
 //! Writing a finished run where the user asked: the main report (`--format`, `--output` or
-//! stdout), the transcript, the extra SARIF (with its tool inventory), JUnit and Markdown
-//! files, the `$GITHUB_STEP_SUMMARY` summary and a new baseline. Missing parent directories
+//! stdout), the transcript, the extra SARIF (with its tool inventory), JUnit, JSON and
+//! Markdown files, the `$GITHUB_STEP_SUMMARY` summary and a new baseline. Missing parent directories
 //! are created. Every output is attempted
 //! even when an earlier one failed, and a main report that cannot be written goes to stdout,
 //! so that nothing is lost; the first failure is returned.
@@ -73,8 +73,12 @@ impl Sarif<'_> {
         let outputs = &self.config.outputs;
         let inventory = anchor::inventory(self.report);
         let at: PathBuf = anchor::inventory_path(outputs.inventory.as_deref(), sarif_path);
-        if let Err(e) = write_file("the tool inventory", &at, &inventory.text) {
-            first_error.get_or_insert(e);
+        // SARIF on stdout leaves no file behind unless --inventory asks for one.
+        let wanted = sarif_path.is_some() || outputs.inventory.is_some();
+        if wanted {
+            if let Err(e) = write_file("the tool inventory", &at, &inventory.text) {
+                first_error.get_or_insert(e);
+            }
         }
         let anchors = anchor::locate(
             self.report,
@@ -89,10 +93,47 @@ impl Sarif<'_> {
     }
 }
 
+/// The other files a run writes, by kind, as the JSON report lists them (`outputs`).
+fn companions(config: &RunConfig) -> serde_json::Map<String, serde_json::Value> {
+    let outputs = &config.outputs;
+    let mut m = serde_json::Map::new();
+    let mut put = |k: &str, p: &Path| {
+        m.insert(k.into(), serde_json::Value::from(p.display().to_string()));
+    };
+    // The SARIF the inventory goes beside: the main report's when it is SARIF (written first).
+    let first_sarif = match config.format {
+        Format::Sarif => config.output.as_deref().or(outputs.sarif.as_deref()),
+        _ => outputs.sarif.as_deref(),
+    };
+    if let Some(p) = outputs.sarif.as_deref().or(first_sarif) {
+        put("sarif", p);
+    }
+    if first_sarif.is_some() || outputs.inventory.is_some() {
+        put(
+            "inventory",
+            &anchor::inventory_path(outputs.inventory.as_deref(), first_sarif),
+        );
+    }
+    if let Some(p) = &outputs.junit {
+        put("junit", p);
+    }
+    if let Some(p) = &outputs.summary {
+        put("summary", p);
+    }
+    if let Some(p) = &config.transcript {
+        put("transcript", p);
+    }
+    if let Some(p) = &outputs.write_baseline {
+        put("baseline", p);
+    }
+    m
+}
+
 /// Writes every output of a run; returns the first failure.
 pub fn emit(v: &Verification, config: &RunConfig, mode: Mode) -> Result<(), Error> {
     let r = &v.report;
     let outputs = &config.outputs;
+    let companions = companions(config);
     let mut first_error: Option<Error> = None;
     let mut sarif = Sarif {
         report: r,
@@ -100,11 +141,14 @@ pub fn emit(v: &Verification, config: &RunConfig, mode: Mode) -> Result<(), Erro
         text: None,
     };
     let main = match (mode, config.format) {
+        (Mode::Suggest, Format::Text) => report::suggest::render_text(r),
         (Mode::Suggest, _) => report::suggest::render(r),
-        (Mode::Verify, Format::Text) => {
-            report::text::render_with(r, config.terminal.color && config.output.is_none())
-        }
-        (Mode::Verify, Format::Json) => report::json::render(r),
+        (Mode::Verify, Format::Text) => report::text::render_with(
+            r,
+            config.terminal.color && config.output.is_none(),
+            config.terminal.verbose,
+        ),
+        (Mode::Verify, Format::Json) => report::json::render_with_outputs(r, &companions),
         (Mode::Verify, Format::Sarif) => {
             let at = config.output.as_deref().or(outputs.sarif.as_deref());
             sarif.render(at, &mut first_error)
@@ -146,6 +190,12 @@ pub fn emit(v: &Verification, config: &RunConfig, mode: Mode) -> Result<(), Erro
     }
     if let Some(path) = &outputs.junit {
         if let Err(e) = write_file("the JUnit report", path, &report::junit::render(r)) {
+            first_error.get_or_insert(e);
+        }
+    }
+    if let Some(path) = &outputs.json {
+        let text = report::json::render_with_outputs(r, &companions);
+        if let Err(e) = write_file("the JSON report", path, &text) {
             first_error.get_or_insert(e);
         }
     }

@@ -8,8 +8,11 @@
 //! and `{venv}` (the environment). Launchers that download at run time (`npx`, `uvx`, …) are
 //! refused with the exact steps to install instead.
 
+use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use serde::Deserialize;
 
@@ -45,6 +48,19 @@ pub enum SetupError {
         #[source]
         source: std::io::Error,
     },
+    /// An interrupt or the timeout ended an installer (what it had done is removed).
+    #[error("[setup] {what} was stopped after {:.1} s: {why}", elapsed.as_secs_f64())]
+    Stopped {
+        /// The command.
+        what: String,
+        /// An interrupt, or which timeout.
+        why: String,
+        /// How long it had run.
+        elapsed: std::time::Duration,
+    },
+    /// `[setup] timeout` is not a duration.
+    #[error("[setup] timeout: {0}")]
+    BadTimeout(String),
     /// A package is not pinned.
     #[error("[setup] {package:?} is not pinned to one version (write {example})")]
     Unpinned {
@@ -65,6 +81,41 @@ pub struct SetupSection {
     /// PyPI packages, each pinned (`name==1.2.3`).
     #[serde(default)]
     pub pip: Vec<String>,
+    /// How long the installs may take in all (`"10m"` unless set); the run's `--timeout`
+    /// bounds them too.
+    #[serde(default)]
+    pub timeout: Option<String>,
+}
+
+/// How long installs may take when `[setup] timeout` does not say.
+pub const DEFAULT_SETUP_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// How often a running installer's progress is printed.
+const PROGRESS_EVERY: Duration = Duration::from_secs(5);
+
+/// What bounds the installs and where their progress goes.
+#[derive(Debug, Clone)]
+pub struct SetupLimits {
+    /// When the installs must have ended.
+    pub deadline: Instant,
+    /// Which limit the deadline is, in words (`[setup] timeout (10m)`).
+    pub deadline_name: String,
+    /// Whether progress lines are printed on stderr.
+    pub progress: bool,
+}
+
+impl SetupLimits {
+    /// Installs that may take `limit` from now (`[setup] timeout`).
+    pub fn within(limit: Duration, progress: bool) -> SetupLimits {
+        SetupLimits {
+            deadline: Instant::now() + limit,
+            deadline_name: format!(
+                "[setup] timeout ({})",
+                crate::config::format_duration(limit)
+            ),
+            progress,
+        }
+    }
 }
 
 impl SetupSection {
@@ -179,25 +230,158 @@ fn lock(dir: &Path) -> Result<Lock, SetupError> {
     Ok(Lock(file))
 }
 
-fn run_installer(what: String, cmd: &mut Command) -> Result<(), SetupError> {
-    let out = cmd.output().map_err(|e| SetupError::Failed {
+/// The last lines an installer wrote (stdout and stderr together).
+#[derive(Default)]
+struct OutputTail {
+    lines: std::collections::VecDeque<String>,
+    partial: String,
+}
+
+impl OutputTail {
+    const KEEP: usize = 40;
+
+    fn push(&mut self, bytes: &[u8]) {
+        self.partial.push_str(&String::from_utf8_lossy(bytes));
+        while let Some(i) = self.partial.find(['\n', '\r']) {
+            let line: String = self.partial.drain(..=i).collect();
+            let line = line.trim_end().to_string();
+            if !line.trim().is_empty() {
+                if self.lines.len() == Self::KEEP {
+                    self.lines.pop_front();
+                }
+                self.lines.push_back(line);
+            }
+        }
+    }
+
+    fn last(&self) -> Option<&str> {
+        self.lines.back().map(String::as_str)
+    }
+
+    fn tail(&self, n: usize) -> String {
+        let mut lines: Vec<&str> = self.lines.iter().map(String::as_str).collect();
+        if !self.partial.trim().is_empty() {
+            lines.push(self.partial.trim());
+        }
+        lines[lines.len().saturating_sub(n)..].join(" | ")
+    }
+}
+
+/// Runs one installer in a process group of its own that dies with hintcheck, printing a
+/// progress line every few seconds; an interrupt or the deadline kills the whole group.
+fn run_installer(what: String, cmd: &mut Command, limits: &SetupLimits) -> Result<(), SetupError> {
+    crate::sandbox::process::die_with_hintcheck(cmd);
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let started = Instant::now();
+    if limits.progress {
+        eprintln!("hintcheck: [setup] {what}");
+    }
+    let mut child = cmd.spawn().map_err(|e| SetupError::Failed {
         what: what.clone(),
         code: -1,
         output: e.to_string(),
     })?;
-    if out.status.success() {
+    let tail = Arc::new(Mutex::new(OutputTail::default()));
+    let readers: Vec<_> = [
+        child
+            .stdout
+            .take()
+            .map(|o| Box::new(o) as Box<dyn Read + Send>),
+        child
+            .stderr
+            .take()
+            .map(|e| Box::new(e) as Box<dyn Read + Send>),
+    ]
+    .into_iter()
+    .flatten()
+    .map(|mut pipe| {
+        let tail = tail.clone();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 8192];
+            while let Ok(n) = pipe.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                tail.lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .push(&buf[..n]);
+            }
+        })
+    })
+    .collect();
+    let mut next_progress = started + PROGRESS_EVERY;
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break Ok(status),
+            Ok(None) => {}
+            Err(e) => break Err(e.to_string()),
+        }
+        let stop = if crate::interrupt::requested() {
+            Some("interrupted by a signal".to_string())
+        } else if Instant::now() >= limits.deadline {
+            Some(format!("{} was reached", limits.deadline_name))
+        } else {
+            None
+        };
+        if let Some(why) = stop {
+            let _ = rustix::process::kill_process_group(
+                rustix::process::Pid::from_child(&child),
+                rustix::process::Signal::KILL,
+            );
+            let _ = child.wait();
+            return Err(SetupError::Stopped {
+                what,
+                why,
+                elapsed: started.elapsed(),
+            });
+        }
+        if limits.progress && Instant::now() >= next_progress {
+            next_progress += PROGRESS_EVERY;
+            let last = tail
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .last()
+                .map(|l| format!("; last output: {}", crate::mcp::tool::shorten(l, 120)))
+                .unwrap_or_default();
+            eprintln!(
+                "hintcheck: [setup] {} still running after {} s{last}",
+                what.split_whitespace()
+                    .take(2)
+                    .collect::<Vec<_>>()
+                    .join(" "),
+                started.elapsed().as_secs()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    // The group may hold helpers that keep the pipes open: end them before reading the rest.
+    let _ = rustix::process::kill_process_group(
+        rustix::process::Pid::from_child(&child),
+        rustix::process::Signal::KILL,
+    );
+    for r in readers {
+        let _ = r.join();
+    }
+    let status = status.map_err(|e| SetupError::Failed {
+        what: what.clone(),
+        code: -1,
+        output: e,
+    })?;
+    if status.success() {
+        if limits.progress {
+            eprintln!(
+                "hintcheck: [setup] done in {:.1} s",
+                started.elapsed().as_secs_f64()
+            );
+        }
         return Ok(());
     }
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let tail: Vec<&str> = text.lines().rev().take(8).collect();
     Err(SetupError::Failed {
         what,
-        code: out.status.code().unwrap_or(-1),
-        output: tail.into_iter().rev().collect::<Vec<_>>().join(" | "),
+        code: status.code().unwrap_or(-1),
+        output: tail.lock().unwrap_or_else(|p| p.into_inner()).tail(8),
     })
 }
 
@@ -245,7 +429,11 @@ fn install_once(
     let _lock = lock(&dir)?;
     let marker = dir.join(".hintcheck-installed");
     if !marker.is_file() {
-        install(&dir)?;
+        if let Err(e) = install(&dir) {
+            // Half an install is worse than none: the next run starts afresh.
+            let _ = std::fs::remove_dir_all(&dir);
+            return Err(e);
+        }
         std::fs::write(&marker, packages.join("\n")).map_err(|source| SetupError::Cache {
             path: marker.clone(),
             source,
@@ -255,7 +443,11 @@ fn install_once(
 }
 
 /// Installs what `setup` lists (or finds it installed) under `cache`.
-pub fn ensure(setup: &SetupSection, cache: &Path) -> Result<Installed, SetupError> {
+pub fn ensure(
+    setup: &SetupSection,
+    cache: &Path,
+    limits: &SetupLimits,
+) -> Result<Installed, SetupError> {
     check_pins(setup)?;
     let mut installed = Installed::default();
     if setup.is_empty() {
@@ -284,6 +476,7 @@ pub fn ensure(setup: &SetupSection, cache: &Path) -> Result<Installed, SetupErro
                         "--loglevel=error",
                     ])
                     .args(&setup.npm),
+                limits,
             )
         })?);
     }
@@ -294,6 +487,7 @@ pub fn ensure(setup: &SetupSection, cache: &Path) -> Result<Installed, SetupErro
                 run_installer(
                     format!("{} -m venv {}", python.display(), dir.display()),
                     Command::new(&python).args(["-m", "venv"]).arg(dir),
+                    limits,
                 )?;
             }
             run_installer(
@@ -303,12 +497,14 @@ pub fn ensure(setup: &SetupSection, cache: &Path) -> Result<Installed, SetupErro
                         "-m",
                         "pip",
                         "install",
-                        "--quiet",
+                        "--progress-bar",
+                        "off",
                         "--disable-pip-version-check",
                         "--only-binary",
                         ":all:",
                     ])
                     .args(&setup.pip),
+                limits,
             )
         })?);
     }
@@ -390,22 +586,41 @@ mod tests {
     }
 
     #[test]
+    fn installer_output_keeps_its_last_lines_whatever_the_line_ends() {
+        let mut t = OutputTail::default();
+        t.push(b"Collecting mcp\nDownloading 10%\rDownloading 100%\r\n");
+        t.push(b"\n\nInstalling coll");
+        t.push(b"ected packages");
+        assert_eq!(t.last(), Some("Downloading 100%"));
+        assert_eq!(
+            t.tail(2),
+            "Downloading 100% | Installing collected packages"
+        );
+        for i in 0..100 {
+            t.push(format!("line {i}\n").as_bytes());
+        }
+        assert_eq!(t.lines.len(), OutputTail::KEEP);
+        assert_eq!(t.last(), Some("line 99"));
+    }
+
+    #[test]
     fn packages_must_be_pinned() {
         let ok = SetupSection {
             npm: vec!["@scope/pkg@1.2.3".into(), "plain@0.1.0".into()],
             pip: vec!["tool==2026.1.1".into()],
+            ..Default::default()
         };
         assert!(check_pins(&ok).is_ok());
         for bad in ["@scope/pkg", "plain", "plain@latest"] {
             let s = SetupSection {
                 npm: vec![bad.into()],
-                pip: vec![],
+                ..Default::default()
             };
             assert!(check_pins(&s).is_err(), "{bad}");
         }
         let s = SetupSection {
-            npm: vec![],
             pip: vec!["tool>=1".into()],
+            ..Default::default()
         };
         let err = check_pins(&s).expect_err("unpinned");
         assert!(err.to_string().contains("\"tool==1.2.3\""), "{err}");

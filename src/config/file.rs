@@ -106,6 +106,8 @@ pub struct ReportSection {
     pub sarif: Option<PathBuf>,
     /// Also write JUnit XML here.
     pub junit: Option<PathBuf>,
+    /// Also write the JSON report here.
+    pub json: Option<PathBuf>,
     /// Also print GitHub workflow annotations on stdout.
     pub annotations: Option<bool>,
     /// Also append the Markdown summary here.

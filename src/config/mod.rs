@@ -6,7 +6,7 @@ pub mod file;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
@@ -94,8 +94,11 @@ pub struct RunConfig {
     pub handshake_timeout: Duration,
     /// Discover-probe timeout.
     pub discover_timeout: Duration,
-    /// Whole-run timeout.
+    /// Whole-run timeout (the `[setup]` installs included).
     pub run_timeout: Duration,
+    /// How long the `[setup]` installs (and the rest of reading the configuration) took: the
+    /// run has what is left of `run_timeout`.
+    pub setup_took: Duration,
     /// How long the server's processes must be idle after a response before the call's
     /// window closes.
     pub settle: Duration,
@@ -169,6 +172,23 @@ pub struct RunConfig {
     /// Whether the report is checked against the scenario's `[expect]` (which then decides
     /// the exit code).
     pub check_expectations: bool,
+}
+
+/// `--timeout` when nothing sets it.
+pub const DEFAULT_RUN_TIMEOUT: Duration = Duration::from_secs(900);
+
+/// A duration as a person writes it: `300ms`, `3s`, `2.5s`, `2m`.
+pub fn format_duration(d: Duration) -> String {
+    let ms = d.as_millis();
+    if ms < 1000 {
+        format!("{ms}ms")
+    } else if ms % 60_000 == 0 {
+        format!("{}m", ms / 60_000)
+    } else if ms % 1000 == 0 {
+        format!("{}s", ms / 1000)
+    } else {
+        format!("{:.1}s", d.as_secs_f64())
+    }
 }
 
 /// Parses `30s`, `500ms`, `2m`, `1h` or a plain number of seconds.
@@ -305,6 +325,8 @@ pub struct Outputs {
     pub sarif: Option<PathBuf>,
     /// JUnit XML file.
     pub junit: Option<PathBuf>,
+    /// JSON report file (beside the main report).
+    pub json: Option<PathBuf>,
     /// Print GitHub workflow annotations on stdout.
     pub annotations: bool,
     /// Markdown summary file (appended to).
@@ -327,6 +349,10 @@ pub struct Terminal {
     pub color: bool,
     /// A progress display on stderr.
     pub progress: bool,
+    /// Plain progress lines on stderr (a log, not a terminal), every few seconds on long runs.
+    pub progress_lines: bool,
+    /// The text report in full (`--verbose`).
+    pub verbose: bool,
 }
 
 impl Terminal {
@@ -344,9 +370,12 @@ impl Terminal {
             ColorArg::Auto if forced => true,
             ColorArg::Auto => std::io::stdout().is_terminal() && !dumb,
         };
+        let bar = !dumb && std::io::stderr().is_terminal();
         Terminal {
             color,
-            progress: !no_progress && !dumb && std::io::stderr().is_terminal(),
+            progress: !no_progress && bar,
+            progress_lines: !no_progress && !bar,
+            verbose: false,
         }
     }
 }
@@ -356,6 +385,7 @@ impl RunConfig {
     /// into a run configuration. Precedence: flags, then the scenario, then the config file,
     /// then defaults.
     pub fn from_verify_args(a: &VerifyArgs) -> Result<RunConfig, ConfigError> {
+        let begun = Instant::now();
         let cwd = std::env::current_dir().unwrap_or_default();
         let file = if a.no_config {
             None
@@ -457,7 +487,21 @@ impl RunConfig {
         };
         if let Some(setup) = setup {
             let cache = a.cache_dir.clone().unwrap_or_else(crate::setup::cache_root);
-            let installed: Installed = crate::setup::ensure(setup, &cache)?;
+            // The installs end at `[setup] timeout` and, the run's timeout bounding the
+            // command as a whole, at `--timeout`.
+            let own = match &setup.timeout {
+                Some(t) => parse_duration("[setup] timeout", t)
+                    .map_err(|e| SetupError::BadTimeout(e.to_string()))?,
+                None => crate::setup::DEFAULT_SETUP_TIMEOUT,
+            };
+            let run_timeout = duration("--timeout", &a.timeout, &run.timeout, DEFAULT_RUN_TIMEOUT)?;
+            let mut limits =
+                crate::setup::SetupLimits::within(own.min(run_timeout), !a.no_progress);
+            if run_timeout < own {
+                limits.deadline_name =
+                    format!("the run timeout ({})", format_duration(run_timeout));
+            }
+            let installed: Installed = crate::setup::ensure(setup, &cache, &limits)?;
             for c in &mut command {
                 *c = installed.substitute(c);
             }
@@ -665,6 +709,7 @@ impl RunConfig {
         let outputs = Outputs {
             sarif: a.sarif.clone().or_else(|| from_file(&report_section.sarif)),
             junit: a.junit.clone().or_else(|| from_file(&report_section.junit)),
+            json: a.json.clone().or_else(|| from_file(&report_section.json)),
             annotations: a.annotations || report_section.annotations.unwrap_or(false),
             summary,
             inventory: a
@@ -721,12 +766,8 @@ impl RunConfig {
                 &run.discover_timeout,
                 Duration::from_secs(3),
             )?,
-            run_timeout: duration(
-                "--timeout",
-                &a.timeout,
-                &run.timeout,
-                Duration::from_secs(900),
-            )?,
+            run_timeout: duration("--timeout", &a.timeout, &run.timeout, DEFAULT_RUN_TIMEOUT)?,
+            setup_took: begun.elapsed(),
             settle: duration(
                 "--settle",
                 &a.settle,
@@ -835,12 +876,16 @@ impl RunConfig {
                 || fail_section.stale_baseline.unwrap_or(false),
             require_hints: a.require_hints || fail_section.require_hints.unwrap_or(false),
             outputs,
-            terminal: Terminal::resolve(a.color, a.no_progress),
+            terminal: Terminal {
+                verbose: a.verbose,
+                ..Terminal::resolve(a.color, a.no_progress)
+            },
             config_file: file.map(|f| f.path),
             progress: ProgressHook::default(),
             check_expectations,
         };
         config.check_durations()?;
+        config.check_stdout()?;
         Ok(config)
     }
 }
@@ -866,6 +911,26 @@ fn parse_run_as(text: &str) -> Result<(u32, u32), ConfigError> {
 }
 
 impl RunConfig {
+    /// Machine-readable stdout stays machine-readable: GitHub annotations would follow a JSON,
+    /// SARIF or JUnit report there.
+    fn check_stdout(&self) -> Result<(), ConfigError> {
+        let machine = matches!(self.format, Format::Json | Format::Sarif | Format::Junit);
+        if self.outputs.annotations && machine && self.output.is_none() {
+            let name = match self.format {
+                Format::Json => "json",
+                Format::Sarif => "sarif",
+                _ => "junit",
+            };
+            return Err(ConfigError::BadValue {
+                flag: "--annotations".into(),
+                message: format!(
+                    "GitHub annotations are printed on stdout, where --format {name} writes its report: write the report to a file (--output FILE) or use --format text or markdown"
+                ),
+            });
+        }
+        Ok(())
+    }
+
     /// Durations that cannot work: a zero timeout (nothing could ever answer) or a settle
     /// period longer than the longest settle.
     fn check_durations(&self) -> Result<(), ConfigError> {

@@ -89,6 +89,14 @@ pub enum HandshakeError {
         /// The error message.
         message: String,
     },
+    /// No answer to the greeting within the handshake timeout, probe included.
+    #[error("no answer to {asked} within the handshake timeout ({})", crate::config::format_duration(*within))]
+    NoAnswer {
+        /// What was asked (`server/discover, then initialize`).
+        asked: String,
+        /// The handshake timeout.
+        within: Duration,
+    },
     /// The answer was not a usable result.
     #[error("the answer to {method} is unusable: {why}")]
     Unusable {
@@ -620,18 +628,27 @@ async fn handshake(
     options: &ClientOptions,
     notes: &mut Vec<ProtocolNote>,
 ) -> Result<ServerIdentity, HandshakeError> {
+    // The handshake timeout bounds the whole greeting, the discover probe included; the probe
+    // takes at most half of it, so that a handshake-era server still gets its initialize.
+    let ends = tokio::time::Instant::now() + options.handshake_timeout;
+    let left = || {
+        ends.saturating_duration_since(tokio::time::Instant::now())
+            .max(Duration::from_millis(1))
+    };
+    let mut asked = Vec::new();
     if options.era != EraChoice::Legacy {
         let timeout = if options.era == EraChoice::Modern {
-            options.handshake_timeout
+            left()
         } else {
-            options.discover_timeout
+            options.discover_timeout.min(options.handshake_timeout / 2)
         };
+        asked.push("server/discover");
         match discover(session, options, timeout, MODERN_VERSION).await {
             Ok(identity) => return Ok(identity),
             Err(DiscoverOutcome::WantsVersion(supported)) => {
                 // A modern server that wants another modern version: never fall back.
                 if let Some(v) = supported.iter().find(|v| v.as_str() > LEGACY_VERSION) {
-                    return match discover(session, options, options.handshake_timeout, v).await {
+                    return match discover(session, options, left(), v).await {
                         Ok(identity) => Ok(identity),
                         Err(_) => Err(HandshakeError::Unusable {
                             method: "server/discover",
@@ -647,6 +664,12 @@ async fn handshake(
             Err(DiscoverOutcome::Fatal(e)) => return Err(e),
             Err(DiscoverOutcome::NotModern(why)) => {
                 if options.era == EraChoice::Modern {
+                    if why == NO_DISCOVER_ANSWER {
+                        return Err(HandshakeError::NoAnswer {
+                            asked: "server/discover".into(),
+                            within: options.handshake_timeout,
+                        });
+                    }
                     return Err(HandshakeError::Unusable {
                         method: "server/discover",
                         why,
@@ -655,8 +678,20 @@ async fn handshake(
             }
         }
     }
-    initialize(session, options, notes).await
+    asked.push("initialize");
+    match initialize(session, options, left(), notes).await {
+        Err(HandshakeError::Session(SessionError::Timeout { .. })) => {
+            Err(HandshakeError::NoAnswer {
+                asked: asked.join(", then "),
+                within: options.handshake_timeout,
+            })
+        }
+        other => other,
+    }
 }
+
+/// Why a discover probe is taken for a handshake-era server: it was not answered in time.
+const NO_DISCOVER_ANSWER: &str = "no answer to server/discover";
 
 enum DiscoverOutcome {
     WantsVersion(Vec<String>),
@@ -677,9 +712,7 @@ async fn discover(
     {
         Ok(r) => r,
         Err(SessionError::Timeout { .. }) => {
-            return Err(DiscoverOutcome::NotModern(
-                "no answer to server/discover".into(),
-            ));
+            return Err(DiscoverOutcome::NotModern(NO_DISCOVER_ANSWER.into()));
         }
         Err(e) => return Err(DiscoverOutcome::Fatal(e.into())),
     };
@@ -738,6 +771,7 @@ async fn discover(
 async fn initialize(
     session: &Session,
     options: &ClientOptions,
+    timeout: Duration,
     notes: &mut Vec<ProtocolNote>,
 ) -> Result<ServerIdentity, HandshakeError> {
     let params = json!({
@@ -745,9 +779,7 @@ async fn initialize(
         "capabilities": client_capabilities(options.offer_roots),
         "clientInfo": client_info(),
     });
-    let reply = session
-        .request("initialize", Some(params), options.handshake_timeout)
-        .await?;
+    let reply = session.request("initialize", Some(params), timeout).await?;
     let result = match reply.outcome {
         Ok(r) => r,
         Err(e) => {

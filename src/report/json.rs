@@ -568,8 +568,22 @@ pub fn to_v1(r: &Report) -> ReportV1<'_> {
 
 /// Renders the report as pretty JSON.
 pub fn render(r: &Report) -> String {
-    let mut s = serde_json::to_string_pretty(&to_v1(r))
-        .unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"));
+    render_with_outputs(r, &serde_json::Map::new())
+}
+
+/// Renders the report as pretty JSON with `outputs` (the other files the run wrote: `sarif`,
+/// `junit`, `inventory`, …, by path) when there are any.
+pub fn render_with_outputs(
+    r: &Report,
+    outputs: &serde_json::Map<String, serde_json::Value>,
+) -> String {
+    let mut value = serde_json::to_value(to_v1(r))
+        .unwrap_or_else(|e| serde_json::json!({ "error": e.to_string() }));
+    if !outputs.is_empty() {
+        value["outputs"] = serde_json::Value::Object(outputs.clone());
+    }
+    let mut s =
+        serde_json::to_string_pretty(&value).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"));
     s.push('\n');
     s
 }

@@ -349,6 +349,30 @@ pub mod exit_code {
     pub const SANDBOX_UNAVAILABLE: i32 = 5;
 }
 
+/// What a person needs on stderr when the server could not be started or greeted, whatever
+/// the report's format: the server's last stderr lines (the cause is in the exit reason).
+pub fn start_failure_detail(r: &Report) -> Vec<String> {
+    if r.server.start_error.is_none() || r.server.stderr.trim().is_empty() {
+        return Vec::new();
+    }
+    let lines: Vec<&str> = r
+        .server
+        .stderr
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .collect();
+    let tail = &lines[lines.len().saturating_sub(8)..];
+    let mut out = vec![format!(
+        "the server's last stderr line{}:",
+        if tail.len() == 1 { "" } else { "s" }
+    )];
+    out.extend(
+        tail.iter()
+            .map(|l| format!("  {}", crate::mcp::tool::shorten(l, 240))),
+    );
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -7,8 +7,9 @@
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
-use super::Report;
+use super::{Report, escape_untrusted};
 use crate::baseline::server_key;
+use crate::mcp::tool::{HintName, shorten};
 
 /// The version of this format.
 pub const SUGGEST_VERSION: u32 = 1;
@@ -73,4 +74,94 @@ pub fn render(r: &Report) -> String {
     let mut text = serde_json::to_string_pretty(&out).unwrap_or_default();
     text.push('\n');
     text
+}
+
+/// Renders the suggestions as a table for people: per tool the value and basis of every
+/// hint (`*` where it differs from what the tool declares), then why each change.
+pub fn render_text(r: &Report) -> String {
+    use std::fmt::Write;
+    let mut o = String::new();
+    let server = escape_untrusted(&server_key(r));
+    let _ = writeln!(
+        o,
+        "Suggested annotations for {} ({} of {} tool(s) with a successful call; sandbox {})",
+        shorten(&server, 80),
+        r.coverage.tools_succeeded,
+        r.coverage.tools_listed,
+        r.sandbox.level
+    );
+    if let Some(why) = r.partial.as_ref().or(r.server.start_error.as_ref()) {
+        let _ = writeln!(o, "incomplete: {}", shorten(&escape_untrusted(why), 200));
+    }
+    let tools: Vec<_> = r.tools.iter().filter(|t| !t.supported.is_empty()).collect();
+    if tools.is_empty() {
+        let _ = writeln!(o, "\nno tool to suggest annotations for");
+        return o;
+    }
+    let names: Vec<String> = tools
+        .iter()
+        .map(|t| shorten(&escape_untrusted(&t.name), 40))
+        .collect();
+    let width = names
+        .iter()
+        .map(|n| n.chars().count())
+        .max()
+        .unwrap_or(4)
+        .max(4);
+    let cell = 21;
+    let _ = write!(o, "\n{:<width$}", "TOOL");
+    for h in HintName::ALL {
+        let _ = write!(o, "  {:<cell$}", h.key());
+    }
+    while o.ends_with(' ') {
+        o.pop();
+    }
+    let _ = writeln!(o);
+    let mut why = Vec::new();
+    for (t, name) in tools.iter().zip(&names) {
+        let _ = write!(o, "{name:<width$}");
+        for h in HintName::ALL {
+            let text = match t.supported.iter().find(|s| s.hint == h) {
+                Some(s) => {
+                    if s.changed {
+                        why.push(format!(
+                            "{name}: {} = {} ({}): {}",
+                            h.key(),
+                            s.value,
+                            s.basis.as_str(),
+                            shorten(&escape_untrusted(&s.reason), 160)
+                        ));
+                    }
+                    format!(
+                        "{:<5} {}{}",
+                        s.value,
+                        s.basis.as_str(),
+                        if s.changed { " *" } else { "" }
+                    )
+                }
+                None => "-".into(),
+            };
+            let _ = write!(o, "  {text:<cell$}");
+        }
+        // No trailing blanks after the last column.
+        while o.ends_with(' ') {
+            o.pop();
+        }
+        let _ = writeln!(o);
+    }
+    let _ = writeln!(
+        o,
+        "\n* differs from what the tool declares (an absent hint differs). observed: backed by a behaviour seen; consistent: fits everything exercised, which proves only that; unverified: nothing exercised it."
+    );
+    if !why.is_empty() {
+        let _ = writeln!(o, "\nWhy the changes:");
+        for w in why {
+            let _ = writeln!(o, "  {w}");
+        }
+    }
+    let _ = writeln!(
+        o,
+        "\nThe same as JSON, ready to paste: hintcheck suggest --format json"
+    );
+    o
 }

@@ -1,21 +1,27 @@
-//! The human report: per tool the declared hints, verdicts and evidence, then findings,
-//! out-of-window effects, coverage and the result. Every string that came from the server
-//! goes through [`escape_untrusted`] first.
+//! The human report. Its first screen is the result and what decided it: every contradicted
+//! hint with its tool and one line of evidence (failing, weak and accepted ones apart), other
+//! findings in one line each, reach, the sandbox and its observers in short form. Per-tool
+//! details follow (✗ contradicted, ! something to say, ? never reached, - skipped, ✓ only for
+//! tools with nothing to say, in one line unless `--verbose`), then the run's findings,
+//! replays, notes and the result again. Columns are aligned; every string that came from the
+//! server goes through [`escape_untrusted`] first.
 
 use std::fmt::Write;
 
-use super::{Report, escape_untrusted as esc};
-use crate::finding::{SuggestionBasis, Verdict};
+use super::{Report, ToolReport, escape_untrusted as esc};
+use crate::finding::{Finding, Severity, SuggestionBasis, Verdict};
+use crate::mcp::tool::shorten;
 
 /// Renders the report as text.
 pub fn render(r: &Report) -> String {
-    render_with(r, false)
+    render_with(r, false, false)
 }
 
-/// Renders the report as text, with ANSI colours on verdicts and the result when `color`.
-pub fn render_with(r: &Report, color: bool) -> String {
+/// Renders the report as text, with ANSI colours on verdicts and the result when `color`, and
+/// every detail (observers, arguments and suggestions of every tool) when `verbose`.
+pub fn render_with(r: &Report, color: bool, verbose: bool) -> String {
     let mut o = String::new();
-    let _ = write_report(&mut o, r, Paint(color));
+    let _ = write_report(&mut o, r, Paint(color), verbose);
     o
 }
 
@@ -42,55 +48,245 @@ impl Paint {
     }
 }
 
-fn write_report(o: &mut String, r: &Report, paint: Paint) -> std::fmt::Result {
+/// Display width of a string (characters; what the server sent is escaped first).
+fn width(s: &str) -> usize {
+    s.chars().count()
+}
+
+/// `s` padded with blanks to `w` characters.
+fn pad(s: &str, w: usize) -> String {
+    format!("{s}{}", " ".repeat(w.saturating_sub(width(s))))
+}
+
+/// The one-line form of a finding's first piece of evidence, with how many more there are.
+fn first_evidence(f: &Finding) -> String {
+    let Some(e) = f.evidence.first() else {
+        return esc(&shorten(&f.message, 120));
+    };
+    let more = match f.evidence.len() {
+        1 => String::new(),
+        n => format!(" (+{} more)", n - 1),
+    };
+    format!("{}: {}{more}", esc(&e.source), esc(&shorten(&e.text, 110)))
+}
+
+/// Whether a hint finding of `t` counts against it in the mark and the summary.
+fn hint_finding<'a>(
+    r: &'a Report,
+    t: &ToolReport,
+    hint: crate::mcp::tool::HintName,
+) -> Option<&'a Finding> {
+    r.findings
+        .iter()
+        .find(|f| f.tool.as_deref() == Some(&t.name) && f.hint == Some(hint))
+}
+
+/// The mark of a tool: ✗ a contradiction that counts, ! something to say (a weak or accepted
+/// contradiction, a finding), ? no successful call, - skipped, ✓ nothing to say.
+fn mark(r: &Report, t: &ToolReport) -> &'static str {
+    let firm = t.verdicts.iter().any(|v| {
+        v.verdict == Verdict::Contradicted
+            && !v.uncertain
+            && hint_finding(r, t, v.hint)
+                .is_none_or(|f| f.accepted.is_none() && f.severity == Severity::Error)
+    });
+    if firm {
+        return "✗";
+    }
+    if t.skipped.is_some() {
+        return "-";
+    }
+    let said = t.contradicted()
+        || r.findings
+            .iter()
+            .any(|f| f.tool.as_deref() == Some(&t.name));
+    if said {
+        "!"
+    } else if t.calls.iter().any(|c| c.outcome.is_success()) {
+        "✓"
+    } else {
+        "?"
+    }
+}
+
+fn server_name(r: &Report) -> String {
+    r.server
+        .identity
+        .as_ref()
+        .and_then(|id| id.server_info.as_ref())
+        .map(|i| {
+            let name = i.get("name").and_then(|v| v.as_str()).unwrap_or("?");
+            let version = i.get("version").and_then(|v| v.as_str()).unwrap_or("");
+            esc(format!("{name} {version}").trim())
+        })
+        .unwrap_or_else(|| esc(&shorten(&r.server.command.join(" "), 120)))
+}
+
+fn result_line(r: &Report, paint: Paint) -> String {
+    let result = format!("{} (exit {})", r.exit_reason, r.exit_code);
+    match r.exit_code {
+        0 => paint.green(&result),
+        1 => paint.red(&result),
+        _ => paint.yellow(&result),
+    }
+}
+
+/// The first screen: who, the result, and what decided it.
+fn write_summary(o: &mut String, r: &Report, paint: Paint, verbose: bool) -> std::fmt::Result {
+    let name = server_name(r);
+    match &r.server.identity {
+        Some(id) => {
+            let era = match &id.era {
+                crate::mcp::client::Era::Modern(v) => format!("modern era, {v}"),
+                crate::mcp::client::Era::Legacy(v) => format!("handshake era, {}", esc(v)),
+            };
+            writeln!(o, "hintcheck {} — {name} ({era})", r.hintcheck_version)?;
+        }
+        None => writeln!(o, "hintcheck {} — {name}", r.hintcheck_version)?,
+    }
     writeln!(
         o,
-        "hintcheck {} — {}",
-        r.hintcheck_version,
-        esc(&r.server.command.join(" "))
+        "command:  {}",
+        esc(&shorten(&r.server.command.join(" "), 200))
     )?;
-    if let Some(id) = &r.server.identity {
-        let info = id
-            .server_info
-            .as_ref()
-            .map(|i| {
-                let name = i.get("name").and_then(|v| v.as_str()).unwrap_or("?");
-                let version = i.get("version").and_then(|v| v.as_str()).unwrap_or("");
-                esc(format!("{name} {version}").trim())
-            })
-            .unwrap_or_else(|| "unnamed server".into());
-        let era = match &id.era {
-            crate::mcp::client::Era::Modern(v) => format!("modern era, {v}"),
-            crate::mcp::client::Era::Legacy(v) => format!("handshake era, {}", esc(v)),
-        };
-        writeln!(
-            o,
-            "server:   {info} ({era}) · {} tools · {} calls · {:.1}s",
-            r.coverage.tools_listed,
-            r.coverage.calls,
-            r.duration_ms as f64 / 1000.0
-        )?;
+    writeln!(o, "result:   {}", result_line(r, paint))?;
+    if let Some(p) = &r.partial {
+        writeln!(o, "PARTIAL:  {}", esc(p))?;
     }
     if let Some(e) = &r.server.start_error {
         writeln!(o, "server:   could not be verified: {}", esc(e))?;
     }
+    // Contradicted hints: the failing ones, the weak ones (warnings), the accepted ones.
+    let mut firm = Vec::new();
+    let mut weak = Vec::new();
+    let mut accepted = Vec::new();
+    for t in &r.tools {
+        for v in t
+            .verdicts
+            .iter()
+            .filter(|v| v.verdict == Verdict::Contradicted)
+        {
+            let f = hint_finding(r, t, v.hint);
+            let evidence = match f {
+                Some(f) => first_evidence(f),
+                None => esc(&shorten(&v.reason, 120)),
+            };
+            let row = (
+                esc(&shorten(&t.name, 40)),
+                format!("{}: {}", v.hint.key(), esc(&v.declared)),
+                evidence,
+                f.and_then(|f| f.category).map(|c| c.as_str()),
+            );
+            match f {
+                Some(f) if f.accepted.is_some() => accepted.push(row),
+                Some(f) if f.severity != Severity::Error || v.uncertain => weak.push(row),
+                _ if v.uncertain => weak.push(row),
+                _ => firm.push(row),
+            }
+        }
+    }
+    let rows = firm.iter().chain(&weak).chain(&accepted);
+    let name_w = rows.clone().map(|r| width(&r.0)).max().unwrap_or(0);
+    let hint_w = rows.map(|r| width(&r.1)).max().unwrap_or(0);
+    for (title, group, sign) in [
+        ("contradicted:", &firm, "✗"),
+        (
+            "contradicted, held as warnings (uncertain, or writes that did not last):",
+            &weak,
+            "!",
+        ),
+        (
+            "contradicted, accepted by the baseline (reported, not failing the run):",
+            &accepted,
+            "·",
+        ),
+    ] {
+        if group.is_empty() {
+            continue;
+        }
+        writeln!(o, "\n{title}")?;
+        for (tool, hint, evidence, category) in group.iter() {
+            let tag = category.map(|c| format!(" [{c}]")).unwrap_or_default();
+            writeln!(
+                o,
+                "  {sign} {}  {}  {evidence}{tag}",
+                pad(tool, name_w),
+                pad(hint, hint_w)
+            )?;
+        }
+    }
+    let others: Vec<&Finding> = r.findings.iter().filter(|f| f.hint.is_none()).collect();
+    if !others.is_empty() {
+        writeln!(o, "\nother findings:")?;
+        for f in others.iter().take(if verbose { usize::MAX } else { 10 }) {
+            // Messages about a tool mostly name it first already.
+            let about = f
+                .tool
+                .as_deref()
+                .filter(|t| !f.message.starts_with(*t))
+                .map(|t| format!("{}: ", esc(t)))
+                .unwrap_or_default();
+            writeln!(
+                o,
+                "  [{}] {}{}: {about}{}{}",
+                f.severity.as_str(),
+                f.audit,
+                f.category_tag(),
+                esc(&shorten(&f.message, 160)),
+                if f.accepted.is_some() {
+                    " (accepted by the baseline)"
+                } else {
+                    ""
+                }
+            )?;
+        }
+        if !verbose && others.len() > 10 {
+            writeln!(o, "  … {} more below", others.len() - 10)?;
+        }
+    }
+    let c = &r.coverage;
+    writeln!(o)?;
+    writeln!(
+        o,
+        "reach:    {} of {} tool(s) with a successful call, {} with only failed calls, {} skipped, {} not called · {} call(s) · {:.1} s",
+        c.tools_succeeded,
+        c.tools_listed,
+        c.tools_failed,
+        c.tools_skipped,
+        c.tools_not_called,
+        c.calls,
+        r.duration_ms as f64 / 1000.0
+    )?;
     writeln!(o, "sandbox:  {} — {}", r.sandbox.level, r.sandbox.summary)?;
     if r.sandbox.level != "full" {
         for gap in &r.sandbox.not_enforced {
             writeln!(o, "          not enforced: {gap}")?;
         }
     }
-    for obs in &r.coverage.observers {
-        writeln!(o, "observed: {} [{}]", obs.covers, obs.name)?;
-    }
-    if !r.coverage.network_observed {
-        writeln!(o, "observed: network activity was NOT observed")?;
+    if r.sandbox.level != "not-started" {
+        if verbose {
+            for obs in &c.observers {
+                writeln!(o, "observed: {} [{}]", obs.covers, obs.name)?;
+            }
+        } else if !c.observers.is_empty() {
+            let names: Vec<&str> = c.observers.iter().map(|x| x.name.as_str()).collect();
+            writeln!(
+                o,
+                "observed: files {}, network {} by {} (--verbose says what each sees)",
+                if c.files_observed { "yes" } else { "NO" },
+                if c.network_observed { "yes" } else { "NO" },
+                names.join(", ")
+            )?;
+        }
+        if !c.network_observed {
+            writeln!(o, "observed: network activity was NOT observed")?;
+        }
     }
     if !r.seeded.is_empty() {
-        const SHOWN: usize = 8;
-        let mut listed: Vec<String> = r.seeded.iter().take(SHOWN).map(|p| esc(p)).collect();
-        if r.seeded.len() > SHOWN {
-            listed.push(format!("… {} more", r.seeded.len() - SHOWN));
+        let shown = if verbose { usize::MAX } else { 8 };
+        let mut listed: Vec<String> = r.seeded.iter().take(shown).map(|p| esc(p)).collect();
+        if r.seeded.len() > shown {
+            listed.push(format!("… {} more", r.seeded.len() - shown));
         }
         writeln!(
             o,
@@ -99,89 +295,105 @@ fn write_report(o: &mut String, r: &Report, paint: Paint) -> std::fmt::Result {
             listed.join(", ")
         )?;
     }
-    if let Some(p) = &r.partial {
-        writeln!(o, "PARTIAL:  {p}")?;
-    }
-    for t in &r.tools {
-        writeln!(o)?;
-        let mark = if t.contradicted() {
-            "✗"
-        } else if t.skipped.is_some() {
-            "-"
-        } else if t.calls.iter().any(|c| c.outcome.is_success()) {
-            "✓"
+    Ok(())
+}
+
+/// One tool's details: its verdicts with evidence, calls, arguments, notes and suggestions.
+fn write_tool(
+    o: &mut String,
+    r: &Report,
+    t: &ToolReport,
+    paint: Paint,
+    verbose: bool,
+    (name_w, declared_w): (usize, usize),
+) -> std::fmt::Result {
+    let mark = mark(r, t);
+    if mark == "✓" && !verbose {
+        // Nothing to say: one line with what was confirmed.
+        let confirmed: Vec<&str> = t
+            .verdicts
+            .iter()
+            .filter(|v| v.verdict == Verdict::Consistent)
+            .map(|v| v.hint.key())
+            .collect();
+        let what = if confirmed.is_empty() {
+            "reached; no declared hint to check".to_string()
         } else {
-            "?"
+            format!("consistent: {}", confirmed.join(", "))
         };
-        writeln!(o, "{mark} {}", esc(&t.name))?;
-        if let Some(s) = &t.skipped {
-            writeln!(o, "    skipped: {}", esc(s))?;
+        return writeln!(o, "✓ {}  {what}", pad(&esc(&t.name), name_w));
+    }
+    writeln!(o, "\n{mark} {}", esc(&t.name))?;
+    if let Some(s) = &t.skipped {
+        return writeln!(o, "    skipped: {}", esc(s));
+    }
+    let mut not_applicable = Vec::new();
+    for v in &t.verdicts {
+        if v.verdict == Verdict::NotApplicable && !verbose {
+            not_applicable.push(v.hint.key());
             continue;
         }
-        for v in &t.verdicts {
-            let accepted = r
-                .findings
-                .iter()
-                .find(|f| f.tool.as_deref() == Some(&t.name) && f.hint == Some(v.hint))
-                .and_then(|f| f.accepted.as_ref());
-            let tag = match v.verdict {
-                Verdict::Contradicted if v.uncertain => paint.yellow("CONTRADICTED?"),
-                Verdict::Contradicted if accepted.is_some() => paint.yellow("CONTRADICTED "),
-                Verdict::Contradicted => paint.red("CONTRADICTED "),
-                Verdict::Consistent => paint.green("consistent   "),
-                Verdict::Unexercised => "unexercised  ".to_string(),
-                Verdict::NotApplicable => "n/a          ".to_string(),
-            };
-            writeln!(
-                o,
-                "    {:<16} {:<8} {tag} {}{}",
-                v.hint.key(),
-                esc(&v.declared),
-                esc(&v.reason),
-                accepted
-                    .map(|a| format!(" ({})", esc(a)))
-                    .unwrap_or_default()
-            )?;
-            for e in &v.evidence {
-                writeln!(o, "        {}: {}", e.source, esc(&e.labelled()))?;
-            }
-        }
-        let calls: Vec<String> = t
-            .calls
-            .iter()
-            .map(|c| format!("{} {} ({} ms)", c.label(), c.outcome.label(), c.duration_ms))
-            .collect();
-        writeln!(o, "    calls:     {}", calls.join(", "))?;
-        if let Some(first) = t.calls.iter().find(|c| !c.outcome.is_success()) {
-            let detail = match &first.outcome {
-                crate::mcp::client::CallOutcome::ToolError { text, .. } => Some(text.clone()),
-                crate::mcp::client::CallOutcome::ErrorLike { text, why, .. } => {
-                    Some(format!("{text} (not isError, but {why})"))
-                }
-                crate::mcp::client::CallOutcome::RpcError { code, message } => {
-                    Some(format!("{code} {message}"))
-                }
-                crate::mcp::client::CallOutcome::Malformed { why } => Some(why.clone()),
-                _ => None,
-            };
-            if let Some(d) = detail {
-                writeln!(
-                    o,
-                    "    {}: {}",
-                    first.label(),
-                    esc(&crate::mcp::tool::shorten(&d, 200))
-                )?;
-            }
-        }
-        let args = serde_json::to_string(&t.arguments).unwrap_or_default();
+        let finding = hint_finding(r, t, v.hint);
+        let accepted = finding.and_then(|f| f.accepted.as_ref());
+        let weak = finding.is_some_and(|f| f.severity != Severity::Error);
+        let tag = match v.verdict {
+            Verdict::Contradicted if v.uncertain => paint.yellow("CONTRADICTED?"),
+            Verdict::Contradicted if accepted.is_some() => paint.yellow("ACCEPTED     "),
+            Verdict::Contradicted if weak => paint.yellow("CONTRADICTED!"),
+            Verdict::Contradicted => paint.red("CONTRADICTED "),
+            Verdict::Consistent => paint.green("consistent   "),
+            Verdict::Unexercised => "unexercised  ".to_string(),
+            Verdict::NotApplicable => "n/a          ".to_string(),
+        };
         writeln!(
             o,
-            "    arguments: {}",
-            esc(&crate::mcp::tool::shorten(&args, 300))
+            "    {:<16} {} {tag} {}{}",
+            v.hint.key(),
+            pad(&esc(&v.declared), declared_w),
+            esc(&v.reason),
+            accepted
+                .map(|a| format!(" ({})", esc(a)))
+                .unwrap_or_default()
         )?;
-        for n in t.synthesis_notes.iter().take(3) {
-            writeln!(o, "    note:      {}", esc(n))?;
+        for e in &v.evidence {
+            writeln!(o, "        {}: {}", e.source, esc(&e.labelled()))?;
         }
+    }
+    if !not_applicable.is_empty() {
+        writeln!(
+            o,
+            "    n/a:       {} (nothing to contradict; --verbose says why)",
+            not_applicable.join(", ")
+        )?;
+    }
+    let calls: Vec<String> = t
+        .calls
+        .iter()
+        .map(|c| format!("{} {} ({} ms)", c.label(), c.outcome.label(), c.duration_ms))
+        .collect();
+    writeln!(o, "    calls:     {}", calls.join(", "))?;
+    if let Some(first) = t.calls.iter().find(|c| !c.outcome.is_success()) {
+        let detail = match &first.outcome {
+            crate::mcp::client::CallOutcome::ToolError { text, .. } => Some(text.clone()),
+            crate::mcp::client::CallOutcome::ErrorLike { text, why, .. } => {
+                Some(format!("{text} (not isError, but {why})"))
+            }
+            crate::mcp::client::CallOutcome::RpcError { code, message } => {
+                Some(format!("{code} {message}"))
+            }
+            crate::mcp::client::CallOutcome::Malformed { why } => Some(why.clone()),
+            _ => None,
+        };
+        if let Some(d) = detail {
+            writeln!(o, "    {}: {}", first.label(), esc(&shorten(&d, 200)))?;
+        }
+    }
+    let args = serde_json::to_string(&t.arguments).unwrap_or_default();
+    writeln!(o, "    arguments: {}", esc(&shorten(&args, 300)))?;
+    for n in t.synthesis_notes.iter().take(3) {
+        writeln!(o, "    note:      {}", esc(n))?;
+    }
+    if verbose {
         for s in &t.suggestions {
             let basis = match s.basis {
                 SuggestionBasis::Observed => "observed",
@@ -195,6 +407,44 @@ fn write_report(o: &mut String, r: &Report, paint: Paint) -> std::fmt::Result {
                 esc(&s.reason)
             )?;
         }
+    } else if !t.suggestions.is_empty() {
+        let values: Vec<String> = t
+            .suggestions
+            .iter()
+            .map(|s| format!("{}: {}", s.hint.key(), s.value))
+            .collect();
+        writeln!(
+            o,
+            "    suggest:   {} (why: hintcheck suggest, or --verbose)",
+            values.join(", ")
+        )?;
+    }
+    Ok(())
+}
+
+fn write_report(o: &mut String, r: &Report, paint: Paint, verbose: bool) -> std::fmt::Result {
+    write_summary(o, r, paint, verbose)?;
+    if !r.tools.is_empty() {
+        writeln!(o, "\ntools:")?;
+    }
+    let declared_w = r
+        .tools
+        .iter()
+        .flat_map(|t| &t.verdicts)
+        .filter(|v| verbose || v.verdict != Verdict::NotApplicable)
+        .map(|v| width(&esc(&v.declared)))
+        .max()
+        .unwrap_or(0)
+        .max(6);
+    let name_w = r
+        .tools
+        .iter()
+        .filter(|t| mark(r, t) == "✓")
+        .map(|t| width(&esc(&t.name)))
+        .max()
+        .unwrap_or(0);
+    for t in &r.tools {
+        write_tool(o, r, t, paint, verbose, (name_w, declared_w))?;
     }
     let listed: Vec<_> = r.findings.iter().filter(|f| f.hint.is_none()).collect();
     if !listed.is_empty() {
@@ -229,7 +479,10 @@ fn write_report(o: &mut String, r: &Report, paint: Paint) -> std::fmt::Result {
         }
     }
     let c = &r.coverage;
-    writeln!(o, "\ncoverage: {}", c.describe())?;
+    writeln!(o)?;
+    if verbose {
+        writeln!(o, "coverage: {}", c.describe())?;
+    }
     if let Some(i) = &c.inventory_incomplete {
         writeln!(o, "          the tool listing was incomplete: {}", esc(i))?;
     }
@@ -269,6 +522,11 @@ fn write_report(o: &mut String, r: &Report, paint: Paint) -> std::fmt::Result {
         o,
         "limits:   verdicts cover only the arguments tried and what the observers saw; `consistent` is not proof of absence"
     )?;
+    if verbose {
+        for line in &r.sandbox.enforced {
+            writeln!(o, "enforced: {line}")?;
+        }
+    }
     if r.server.stderr_bytes > 0
         && (r.server.start_error.is_some() || r.exit_code == super::exit_code::HARNESS)
     {
@@ -280,7 +538,7 @@ fn write_report(o: &mut String, r: &Report, paint: Paint) -> std::fmt::Result {
     if let Some(b) = &r.baseline {
         writeln!(
             o,
-            "baseline: {} finding(s) accepted by {}",
+            "baseline: {} finding(s) accepted by {} (marked \"accepted by the baseline\" above; they do not fail the run)",
             b.accepted,
             esc(&b.path)
         )?;
@@ -308,12 +566,6 @@ fn write_report(o: &mut String, r: &Report, paint: Paint) -> std::fmt::Result {
             writeln!(o, "unmet:    {}", esc(line))?;
         }
     }
-    let result = format!("{} (exit {})", r.exit_reason, r.exit_code);
-    let result = match r.exit_code {
-        0 => paint.green(&result),
-        1 => paint.red(&result),
-        _ => paint.yellow(&result),
-    };
-    writeln!(o, "\nresult:   {result}")?;
+    writeln!(o, "\nresult:   {}", result_line(r, paint))?;
     Ok(())
 }

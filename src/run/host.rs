@@ -68,18 +68,7 @@ impl ServerHost<'_, '_> {
 
 impl Host for ServerHost<'_, '_> {
     fn must_stop(&self) -> Option<String> {
-        if *self.stop.borrow() {
-            return Some("interrupted by a signal".into());
-        }
-        if let Some(why) = limit_reason(self.ctx) {
-            return Some(why);
-        }
-        (Instant::now() >= self.deadline).then(|| {
-            format!(
-                "the run timeout ({}s) was reached",
-                self.ctx.config.run_timeout.as_secs()
-            )
-        })
+        self.ctx.must_stop()
     }
 
     async fn ready(&mut self) -> Result<(), String> {
@@ -282,13 +271,7 @@ impl Host for ServerHost<'_, '_> {
         // A crashed or hung server cannot be trusted for later calls: the next one starts
         // afresh.
         if let Some(l) = self.live.take() {
-            stop_server(
-                l,
-                self.collected,
-                self.ctx.config.transcript.is_some(),
-                self.recorder,
-            )
-            .await;
+            stop_server(l, self.ctx, self.collected, self.recorder).await;
         }
         self.between_calls(last_tool);
     }

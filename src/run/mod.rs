@@ -115,7 +115,7 @@ async fn verify_unchecked(
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_millis() as u64)
         .unwrap_or(0);
-    let deadline = started + config.run_timeout;
+    let deadline = started + config.run_timeout.saturating_sub(config.setup_took);
     config
         .progress
         .emit(ProgressEvent::Stage("starting the server"));
@@ -129,11 +129,17 @@ async fn verify_unchecked(
         sandbox: SandboxStatus::scratch_only(subreaper),
     };
     // The scratch directories, the seed, and where and as whom the server runs.
-    let (mut scratch, seed_notes, command, ctx) =
-        match prepare::prepare(config, &base, started, started_unix_ms) {
-            Ok(p) => p,
-            Err(failed) => return *failed,
-        };
+    let (mut scratch, seed_notes, command, ctx) = match prepare::prepare(
+        config,
+        &base,
+        started,
+        started_unix_ms,
+        stop.clone(),
+        deadline,
+    ) {
+        Ok(p) => p,
+        Err(failed) => return *failed,
+    };
     // Observers: what is watched, and what the report says was covered.
     let (mut recorder, coverage) = observers::build(config, &scratch, &command, &ctx);
     // Launch and handshake.
@@ -177,7 +183,13 @@ async fn verify_unchecked(
 
     // Inventory.
     let inventory = match live.as_mut() {
-        Some(l) => l.client.list_tools().await,
+        Some(l) => tokio::select! {
+            inventory = l.client.list_tools() => inventory,
+            why = ctx.interruption() => crate::mcp::client::Inventory {
+                incomplete: Some(format!("{why} while the tools were being listed")),
+                ..Default::default()
+            },
+        },
         None => Default::default(),
     };
     let mut phases = phase_observations(recorder.checkpoint(), Phase::Startup, None);
@@ -195,7 +207,7 @@ async fn verify_unchecked(
         );
         // The listing server is not used for calls: each tool gets its own.
         if let Some(l) = live.take() {
-            stop_server(l, &mut collected, keep_transcript, &mut recorder).await;
+            stop_server(l, &ctx, &mut collected, &mut recorder).await;
         }
         phases.extend(phase_observations(recorder.checkpoint(), Phase::Idle, None));
     }
@@ -253,7 +265,7 @@ async fn verify_unchecked(
 
     // Shutdown.
     if let Some(l) = live {
-        stop_server(l, &mut collected, keep_transcript, &mut recorder).await;
+        stop_server(l, &ctx, &mut collected, &mut recorder).await;
     }
     phases.extend(phase_observations(
         recorder.checkpoint(),
@@ -354,10 +366,36 @@ fn start_failed(
         collected.absorb(&s, n, keep_transcript);
     }
     collected.exits.extend(f.exit);
+    let mut cause = f.message.clone();
+    if let Some(line) = collected
+        .anomalies
+        .iter()
+        .find(|e| e.class.starts_with("not-json"))
+    {
+        let what = if e_is_json(&line.class) {
+            "JSON-RPC"
+        } else {
+            "JSON"
+        };
+        cause.push_str(&format!(
+            "; its stdout has a line that is not {what} (the first: {:?})",
+            shorten(&line.text, 120)
+        ));
+    }
+    r.server.start_error = Some(cause.clone());
     r.findings = protocol_findings(&collected);
     let transcript = finish_collected(&mut r, collected);
     r.seeded = scratch.seeded.clone();
     r.phases = phase_observations(recorder.checkpoint(), Phase::Startup, None);
+    if !f.started {
+        // Nothing ran: no sandbox held anything, and the seed was never seen by a server.
+        let requested = r.sandbox.requested.clone();
+        r.sandbox = SandboxStatus::not_started(&requested);
+        r.seeded.clear();
+    }
+    if let Some(why) = &f.interrupted {
+        r.partial = Some(format!("{why} while the server was starting"));
+    }
     match &f.sandbox {
         Some(step) => {
             r.exit_code = exit_code::SANDBOX_UNAVAILABLE;
@@ -371,7 +409,11 @@ fn start_failed(
                 r.notes.push(fix);
             }
         }
-        None => r.exit_reason = "harness error: the server could not be started or greeted".into(),
+        None if f.interrupted.is_some() => r.exit_reason = format!("harness error: {cause}"),
+        None if !f.started => {
+            r.exit_reason = format!("harness error: the server could not be started: {cause}");
+        }
+        None => r.exit_reason = format!("harness error: the server could not be greeted: {cause}"),
     }
     r.notes.extend(recorder.take_notes());
     if let Err(e) = scratch.remove() {
@@ -381,6 +423,11 @@ fn start_failed(
         report: r,
         transcript,
     }
+}
+
+/// Whether a garbage line's class says it was JSON (only not JSON-RPC).
+fn e_is_json(class: &str) -> bool {
+    class == "not-jsonrpc"
 }
 
 /// The settings a report records.
@@ -464,11 +511,17 @@ fn decide_exit(report: &Report, config: &RunConfig) -> (i32, String) {
         .as_ref()
         .map(|b| b.accepted)
         .unwrap_or_default();
-    let accepted_note = if accepted > 0 {
-        format!(" ({accepted} accepted by the baseline)")
-    } else {
-        String::new()
+    // Said after what fails the run ("more") or alone.
+    let accepted_note_after = |more: bool| {
+        if accepted == 0 {
+            String::new()
+        } else if more {
+            format!("; {accepted} more finding(s) accepted by the baseline")
+        } else {
+            format!("; {accepted} finding(s) accepted by the baseline")
+        }
     };
+    let accepted_note = accepted_note_after(false);
     let stale = report
         .baseline
         .as_ref()
@@ -501,7 +554,7 @@ fn decide_exit(report: &Report, config: &RunConfig) -> (i32, String) {
         }
         return (
             exit_code::CONTRADICTIONS,
-            format!("{}{accepted_note}", parts.join("; ")),
+            format!("{}{}", parts.join("; "), accepted_note_after(true)),
         );
     }
     if stale > 0 && config.fail_on_stale_baseline {

@@ -7,22 +7,41 @@ use super::*;
 /// The scratch directories, the seed's notes, the command, and the launch context.
 type Prepared<'a> = (Scratch, Vec<String>, Vec<String>, Ctx<'a>);
 
+/// The finished report of a run that ended before its server started: the sandbox claims
+/// nothing and no seed is reported.
+fn not_started(
+    base: &ReportBase,
+    config: &RunConfig,
+    cause: String,
+    reason: &str,
+) -> Box<Verification> {
+    let mut r = base.report(config.command.clone(), Some(cause));
+    r.sandbox = SandboxStatus::not_started(&r.sandbox.requested);
+    r.exit_reason = reason.to_string();
+    Box::new(Verification {
+        report: r,
+        transcript: Vec::new(),
+    })
+}
+
 /// Prepares a run of `config`; `Err` is the finished report of a run that could not start.
 pub(super) fn prepare<'a>(
     config: &'a RunConfig,
     base: &ReportBase,
     started: Instant,
     started_unix_ms: u64,
+    stop: watch::Receiver<bool>,
+    deadline: Instant,
 ) -> Result<Prepared<'a>, Box<Verification>> {
     let mut scratch = match Scratch::create() {
         Ok(s) => s,
         Err(e) => {
-            let mut r = base.report(config.command.clone(), Some(error_chain(&e)));
-            r.exit_reason = "harness error: could not create the scratch directories".into();
-            return Err(Box::new(Verification {
-                report: r,
-                transcript: Vec::new(),
-            }));
+            return Err(not_started(
+                base,
+                config,
+                error_chain(&e),
+                "harness error: could not create the scratch directories",
+            ));
         }
     };
     let seeding = match &config.workspace_seed {
@@ -35,12 +54,12 @@ pub(super) fn prepare<'a>(
     });
     let mut seed_notes = std::mem::take(&mut scratch.seed_notes);
     if let Err(e) = seeding {
-        let mut r = base.report(config.command.clone(), Some(error_chain(&e)));
-        r.exit_reason = "harness error: could not seed the workspace".into();
-        return Err(Box::new(Verification {
-            report: r,
-            transcript: Vec::new(),
-        }));
+        return Err(not_started(
+            base,
+            config,
+            error_chain(&e),
+            "harness error: could not seed the workspace",
+        ));
     }
     let command: Vec<String> = config
         .command
@@ -62,17 +81,12 @@ pub(super) fn prepare<'a>(
     });
     if config.sandbox.is_some() {
         if let Err(e) = scratch.prepare_sandbox(run_as, config.overlays.len()) {
-            let mut r = base.report(
-                config.command.clone(),
-                Some(format!(
-                    "cannot prepare the scratch directories for the sandbox: {e}"
-                )),
-            );
-            r.exit_reason = "harness error: could not prepare the sandbox".into();
-            return Err(Box::new(Verification {
-                report: r,
-                transcript: Vec::new(),
-            }));
+            return Err(not_started(
+                base,
+                config,
+                format!("cannot prepare the scratch directories for the sandbox: {e}"),
+                "harness error: could not prepare the sandbox",
+            ));
         }
     }
     let placement = if config.sandbox.is_some() {
@@ -85,6 +99,28 @@ pub(super) fn prepare<'a>(
     } else {
         Placement::default()
     };
+    // Before launch: can the server's account reach its program, interpreter and script?
+    let path_var = std::env::var("PATH").ok();
+    if let Ok(program) = resolve_program(&command[0], path_var.as_deref()) {
+        let account = match (config.sandbox, run_as) {
+            (Some(_), Some((uid, gid))) => crate::sandbox::preflight::Account::Ids(uid, gid),
+            _ => crate::sandbox::preflight::Account::Current,
+        };
+        if let Err(e) = crate::sandbox::preflight::check(
+            &program,
+            &command,
+            account,
+            path_var.as_deref(),
+            crate::sandbox::preflight::View {
+                hidden: &placement.hidden,
+                exposed: &placement.exposed,
+            },
+        ) {
+            let cause = e.to_string();
+            let reason = format!("harness error: the server cannot be started: {cause}");
+            return Err(not_started(base, config, cause, &reason));
+        }
+    }
     // HTTPS completes inside the sandbox only: a certificate authority of this run, trusted
     // through the bundle the sandbox shows at the system's paths and the usual variables.
     let tls = if config.sandbox.is_some() {
@@ -139,6 +175,8 @@ pub(super) fn prepare<'a>(
         },
         started,
         workspace: scratch.workspace.display().to_string(),
+        stop,
+        deadline,
     };
     Ok((scratch, seed_notes, command, ctx))
 }

@@ -87,6 +87,45 @@ pub(super) struct Ctx<'a> {
     /// The run's certificate authority and the bundle that trusts it, when the sandbox's
     /// network observer answers HTTPS.
     pub(super) tls: Option<(std::sync::Arc<crate::observe::tls::Authority>, PathBuf)>,
+    /// Turns true at an interrupt (SIGINT, SIGTERM).
+    pub(super) stop: watch::Receiver<bool>,
+    /// When the run's `--timeout` passes.
+    pub(super) deadline: Instant,
+}
+
+impl Ctx<'_> {
+    /// Why the run must end now, if it must: an interrupt, a watchdog's limit, the timeout.
+    pub(super) fn must_stop(&self) -> Option<String> {
+        if *self.stop.borrow() {
+            return Some("interrupted by a signal".into());
+        }
+        if let Some(why) = limit_reason(self) {
+            return Some(why);
+        }
+        (Instant::now() >= self.deadline).then(|| {
+            format!(
+                "the run timeout ({}) was reached",
+                crate::config::format_duration(self.config.run_timeout)
+            )
+        })
+    }
+
+    /// Resolves, with the reason, once an interrupt arrives or the run's deadline passes.
+    pub(super) async fn interruption(&self) -> String {
+        let mut stop = self.stop.clone();
+        let signalled = async {
+            if stop.wait_for(|s| *s).await.is_err() {
+                // No one can interrupt any more: only the deadline is left.
+                std::future::pending::<()>().await;
+            }
+        };
+        tokio::select! {
+            () = signalled => {}
+            () = tokio::time::sleep_until(self.deadline.into()) => {}
+        }
+        self.must_stop()
+            .unwrap_or_else(|| "interrupted by a signal".into())
+    }
 }
 
 /// What the sandbox hides (users' private places), what it shows of them (what the server runs
@@ -221,6 +260,10 @@ pub(super) struct StartFailure {
     pub(super) sandbox: Option<StepFailure>,
     /// What the sandbox enforced, when it started the server and the handshake failed.
     pub(super) enforcement: Option<Enforcement>,
+    /// Set when an interrupt or the run's timeout ended the start (the reason).
+    pub(super) interrupted: Option<String>,
+    /// Whether a server process was started at all.
+    pub(super) started: bool,
 }
 
 impl StartFailure {
@@ -231,6 +274,8 @@ impl StartFailure {
             exit: None,
             sandbox: None,
             enforcement: None,
+            interrupted: None,
+            started: false,
         }
     }
 }
@@ -351,6 +396,8 @@ ownership (writes stay confined and capabilities dropped)"
                         exit: None,
                         sandbox: Some(f),
                         enforcement: None,
+                        interrupted: None,
+                        started: false,
                     });
                 }
                 Err(e) => return Err(StartFailure::plain(error_chain(&e))),
@@ -406,7 +453,33 @@ ownership (writes stay confined and capabilities dropped)"
         offer_roots: config.roots == RootsOffer::Workspace,
         ..Default::default()
     };
-    match McpClient::connect(session, options).await {
+    // The greeting ends early at an interrupt or the run's timeout: the server is ended,
+    // which closes its stdout and fails the pending request at once.
+    let connect = McpClient::connect(session, options);
+    tokio::pin!(connect);
+    let mut interrupted = None;
+    let connected = tokio::select! {
+        c = &mut connect => c.map_err(|(session, e, notes)| (session, Some(e), notes)),
+        why = ctx.interruption() => {
+            interrupted = Some(why);
+            process.kill_now();
+            match tokio::time::timeout(Duration::from_secs(2), &mut connect).await {
+                Ok(Ok(client)) => {
+                    let (session, notes) = client.into_session();
+                    Err((session, None, notes))
+                }
+                Ok(Err((session, e, notes))) => Err((session, Some(e), notes)),
+                Err(_) => {
+                    return Err(StartFailure {
+                        started: true,
+                        interrupted,
+                        ..StartFailure::plain("the greeting was interrupted".into())
+                    });
+                }
+            }
+        }
+    };
+    match connected {
         Ok(client) => Ok((
             Live {
                 process,
@@ -420,11 +493,20 @@ ownership (writes stay confined and capabilities dropped)"
             session.close_stdin().await;
             let exit = process.shutdown(Duration::from_millis(500)).await;
             session.drain(Duration::from_millis(500)).await;
-            let mut msg = error_chain(&err);
-            if let Some(code) = exit.code {
-                msg.push_str(&format!(" (the server exited with code {code})"));
-            } else if let Some(sig) = exit.signal {
-                msg.push_str(&format!(" (the server was ended by signal {sig})"));
+            let mut msg = match (&interrupted, &err) {
+                (Some(_), _) | (None, None) => format!(
+                    "{} while the server was being greeted",
+                    interrupted.as_deref().unwrap_or("interrupted")
+                ),
+                (None, Some(e)) => error_chain(e),
+            };
+            // How the server ended says something only when it ended by itself.
+            if interrupted.is_none() && exit.how == "stdin-closed" {
+                if let Some(code) = exit.code {
+                    msg.push_str(&format!(" (the server exited with code {code})"));
+                } else if let Some(sig) = exit.signal {
+                    msg.push_str(&format!(" (the server was ended by signal {sig})"));
+                }
             }
             Err(StartFailure {
                 message: msg,
@@ -432,17 +514,22 @@ ownership (writes stay confined and capabilities dropped)"
                 exit: Some(exit),
                 sandbox: None,
                 enforcement,
+                interrupted,
+                started: true,
             })
         }
     }
 }
 
+/// Stops a server: its stdin is closed and it gets [`EXIT_GRACE`] to exit, or, when the run
+/// must end now (an interrupt, the timeout), it is killed at once.
 pub(super) async fn stop_server(
     live: Live,
+    ctx: &Ctx<'_>,
     collected: &mut Collected,
-    keep_transcript: bool,
     recorder: &mut Recorder,
 ) {
+    let keep_transcript = ctx.config.transcript.is_some();
     let Live {
         mut process,
         client,
@@ -450,8 +537,14 @@ pub(super) async fn stop_server(
         _watchdog,
     } = live;
     let (mut session, notes) = client.into_session();
-    session.close_stdin().await;
-    let exit = process.shutdown(EXIT_GRACE).await;
+    let grace = if ctx.must_stop().is_some() {
+        process.kill_now();
+        Duration::ZERO
+    } else {
+        session.close_stdin().await;
+        EXIT_GRACE
+    };
+    let exit = process.shutdown(grace).await;
     session.drain(Duration::from_millis(500)).await;
     collected.absorb(&session, notes, keep_transcript);
     collected.exits.push(exit);

@@ -12,6 +12,7 @@ pub mod landlock;
 pub mod netns;
 pub mod notify;
 pub mod policy;
+pub mod preflight;
 pub mod process;
 pub mod scratch;
 pub mod seccomp;
@@ -141,6 +142,19 @@ impl SandboxStatus {
                 "network isolation (network activity is neither blocked nor observed)".into(),
                 "resource limits".into(),
             ],
+        }
+    }
+
+    /// The status of a run whose server was never started: nothing ran, so nothing was
+    /// enforced or left unenforced.
+    pub fn not_started(requested: &str) -> SandboxStatus {
+        SandboxStatus {
+            level: "not-started".into(),
+            requested: requested.into(),
+            summary: "the server was never started: nothing ran, in a sandbox or outside one"
+                .into(),
+            enforced: Vec::new(),
+            not_enforced: Vec::new(),
         }
     }
 

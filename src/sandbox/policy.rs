@@ -464,7 +464,12 @@ pub fn exposed_paths<'a>(
     explicit: &[PathBuf],
 ) -> Vec<PathBuf> {
     let mut named: Vec<PathBuf> = vec![program.to_path_buf()];
-    named.extend(shebang(program));
+    // `#!/usr/bin/env node` needs the node that PATH finds as well as env.
+    let path_var = std::env::var("PATH").ok();
+    named.extend(super::preflight::shebang_interpreters(
+        program,
+        path_var.as_deref(),
+    ));
     for word in words {
         for candidate in std::iter::once(word).chain(word.split_once('=').map(|(_, v)| v)) {
             if candidate.starts_with('/') && Path::new(candidate).exists() {

@@ -438,6 +438,12 @@ impl ServerProcess {
         }
     }
 
+    /// Kills the server's process group at once (an interrupt: no grace); the exit is
+    /// collected later by [`ServerProcess::shutdown`].
+    pub fn kill_now(&self) {
+        self.signal_group(Signal::KILL);
+    }
+
     fn signal_group(&self, sig: Signal) {
         if let Some(pid) = self.pid {
             // ESRCH (the group is gone) is the normal case at the end.
@@ -571,6 +577,24 @@ fn reap_orphans(me: i32, server: Option<i32>) {
 /// out of the server's process group is still found. Called once by the binary at startup.
 pub fn become_subreaper() -> bool {
     rustix::process::set_child_subreaper(Some(rustix::process::getpid())).is_ok()
+}
+
+/// Makes a helper command (an installer) die with hintcheck: it gets a process group of its
+/// own (so that an interrupt can end all it started, and a terminal's Ctrl-C reaches
+/// hintcheck alone) and SIGKILL when hintcheck's thread that started it ends, even by SIGKILL.
+pub fn die_with_hintcheck(cmd: &mut std::process::Command) {
+    use std::os::unix::process::CommandExt;
+    cmd.process_group(0);
+    // SAFETY: between fork and exec only prctl(PR_SET_PDEATHSIG), which is
+    // async-signal-safe and touches no memory of the parent.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
 }
 
 #[cfg(test)]

@@ -100,6 +100,146 @@ fn the_action_verifies_the_demo_and_hands_its_exit_code_to_the_last_step() {
     let stdout = String::from_utf8_lossy(&o.stdout);
     let errors = stdout.lines().filter(|l| l.starts_with("::error ")).count();
     assert_eq!(errors, 7, "{stdout}");
+    // The counts and the JUnit file (the action's default, no config file saying otherwise).
+    for line in [
+        "contradicted=7\n",
+        "tools=11\n",
+        "junit-file=hintcheck.junit.xml\n",
+    ] {
+        assert!(recorded.contains(line), "{line} in {recorded}");
+    }
+    assert!(recorded.contains("unexercised="), "{recorded}");
+    assert!(dir.path().join("hintcheck.junit.xml").is_file());
+}
+
+#[test]
+fn the_action_passes_only_what_was_set_and_the_config_file_decides_the_rest() {
+    let dir = tempfile::tempdir().expect("tmp");
+    std::fs::create_dir(dir.path().join(".git")).expect("a repository root");
+    std::fs::create_dir(dir.path().join(".config")).expect("mkdir");
+    let demo = at("scenarios/demo/scenario.toml");
+    let seed = at("scenarios/demo/workspace");
+    std::fs::write(
+        dir.path().join(".config/hintcheck.toml"),
+        format!(
+            "[fail]\non = \"never\"\n[report]\nsarif = \"reports/project.sarif\"\njunit = \"reports/project-junit.xml\"\nannotations = false\n[sandbox]\nlevel = \"best-effort\"\n# the demo's server\n[server]\nworkspace = \"{seed}\"\ncommand = [\"{}\", \"--scenario\", \"{demo}\"]\n",
+            fake_server().display()
+        ),
+    )
+    .expect("config");
+    let outputs = dir.path().join("github-output");
+    let bin = hintcheck_bin();
+    let o = script(
+        "run.sh",
+        dir.path(),
+        &[
+            ("HINTCHECK_BIN", bin.to_str().expect("utf-8")),
+            ("GITHUB_OUTPUT", outputs.to_str().expect("utf-8")),
+            ("RUNNER_TEMP", dir.path().to_str().expect("utf-8")),
+        ],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let recorded = std::fs::read_to_string(&outputs).expect("outputs");
+    // `[fail] on = "never"` holds: the job is not failed by the action's own default.
+    assert!(
+        recorded.contains("exit-code=0\n"),
+        "{recorded}\n{}",
+        text(&o)
+    );
+    assert!(recorded.contains("contradicted=7\n"), "{recorded}");
+    let project = dir.path().canonicalize().expect("canonical");
+    assert!(
+        recorded.contains(&format!(
+            "sarif-file={}\n",
+            project.join("reports/project.sarif").display()
+        )),
+        "{recorded}"
+    );
+    assert!(
+        recorded.contains(&format!(
+            "junit-file={}\n",
+            project.join("reports/project-junit.xml").display()
+        )),
+        "{recorded}"
+    );
+    assert!(
+        !dir.path().join("hintcheck.sarif").exists(),
+        "no default SARIF beside the config's"
+    );
+    assert!(!dir.path().join("hintcheck.junit.xml").exists());
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        !stdout.contains("::error "),
+        "annotations = false holds: {stdout}"
+    );
+    // The sandbox step reads the config's level too.
+    let bin_dir = tempfile::tempdir().expect("tmp");
+    let doctor = fake_doctor(bin_dir.path(), false);
+    let o = script(
+        "prepare-sandbox.sh",
+        dir.path(),
+        &[("HINTCHECK_BIN", doctor.to_str().expect("utf-8"))],
+    );
+    assert!(
+        o.status.success(),
+        "best-effort from the config: {}",
+        text(&o)
+    );
+    // An input set wins over the file.
+    std::fs::write(&outputs, "").expect("reset");
+    let o = script(
+        "run.sh",
+        dir.path(),
+        &[
+            ("HINTCHECK_BIN", bin.to_str().expect("utf-8")),
+            ("GITHUB_OUTPUT", outputs.to_str().expect("utf-8")),
+            ("HINTCHECK_FAIL_ON", "error"),
+            ("HINTCHECK_SARIF", "input.sarif"),
+        ],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let recorded = std::fs::read_to_string(&outputs).expect("outputs");
+    assert!(recorded.contains("exit-code=1\n"), "{recorded}");
+    assert!(recorded.contains("sarif-file=input.sarif\n"), "{recorded}");
+}
+
+#[test]
+fn the_action_scans_a_list_of_servers_in_scan_mode() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let outputs = dir.path().join("github-output");
+    let summary = dir.path().join("summary.md");
+    let targets = format!("{}\n{}", at("scenarios/demo"), at("scenarios/pagination"));
+    let bin = hintcheck_bin();
+    let o = script(
+        "run.sh",
+        dir.path(),
+        &[
+            ("HINTCHECK_BIN", bin.to_str().expect("utf-8")),
+            ("HINTCHECK_SCAN", &targets),
+            ("HINTCHECK_JOBS", "2"),
+            ("GITHUB_OUTPUT", outputs.to_str().expect("utf-8")),
+            ("GITHUB_STEP_SUMMARY", summary.to_str().expect("utf-8")),
+            ("RUNNER_TEMP", dir.path().to_str().expect("utf-8")),
+        ],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let recorded = std::fs::read_to_string(&outputs).expect("outputs");
+    assert!(recorded.contains("exit-code=1\n"), "{recorded}");
+    assert!(
+        recorded.contains("results-file=hintcheck-scan.jsonl\n"),
+        "{recorded}"
+    );
+    // The demo's seven and the pagination scenario's own.
+    let contradicted: u32 = recorded
+        .lines()
+        .find_map(|l| l.strip_prefix("contradicted="))
+        .and_then(|n| n.parse().ok())
+        .expect("a count");
+    assert!(contradicted > 7, "{recorded}");
+    let lines = std::fs::read_to_string(dir.path().join("hintcheck-scan.jsonl")).expect("results");
+    assert_eq!(lines.lines().count(), 2);
+    let md = std::fs::read_to_string(&summary).expect("summary");
+    assert!(md.contains("demo"), "{md}");
 }
 
 /// A stand-in for `hintcheck doctor` whose sandbox works once its fix ran.
@@ -238,6 +378,8 @@ fn action_yml_declares_what_it_uses_and_its_scripts_exist() {
     let run = std::fs::read_to_string(repo().join("action/run.sh")).expect("run.sh");
     for flag in [
         "--sarif",
+        "--junit",
+        "--json",
         "--fail-on",
         "--config",
         "--baseline",
@@ -247,4 +389,71 @@ fn action_yml_declares_what_it_uses_and_its_scripts_exist() {
         assert!(run.contains(flag), "{flag} in run.sh");
         assert!(help.contains(flag), "{flag} in verify --help");
     }
+}
+
+#[test]
+fn third_party_actions_are_pinned_by_commit_and_the_readme_links_nothing_outside() {
+    let mut files = vec![repo().join("action.yml")];
+    if let Ok(dir) = std::fs::read_dir(repo().join(".github/workflows")) {
+        files.extend(dir.flatten().map(|e| e.path()));
+    }
+    assert!(
+        files.len() >= 2,
+        "action.yml and the release workflow: {files:?}"
+    );
+    for f in &files {
+        let text = std::fs::read_to_string(f).expect("read");
+        for line in text.lines().filter(|l| {
+            l.trim_start().starts_with("- uses:") || l.trim_start().starts_with("uses:")
+        }) {
+            let target = line.split("uses:").nth(1).expect("uses").trim();
+            let target = target.split_whitespace().next().unwrap_or_default();
+            if target.starts_with("./") {
+                continue;
+            }
+            let (_, pin) = target
+                .split_once('@')
+                .unwrap_or_else(|| panic!("unpinned: {line}"));
+            assert!(
+                pin.len() == 40 && pin.chars().all(|c| c.is_ascii_hexdigit()),
+                "{}: {line} is not pinned by commit",
+                f.display()
+            );
+            assert!(
+                line.contains("# v"),
+                "{line}: say which version the commit is"
+            );
+        }
+    }
+    let release = std::fs::read_to_string(repo().join(".github/workflows/release.yml"))
+        .expect("release workflow");
+    for needed in [
+        "x86_64",
+        "aarch64",
+        "unknown-linux-musl",
+        "SHA256SUMS",
+        "--locked",
+    ] {
+        assert!(release.contains(needed), "{needed} in the release workflow");
+    }
+    // The archive names the release makes are the ones the action's installer fetches.
+    let install = std::fs::read_to_string(repo().join("action/install.sh")).expect("install.sh");
+    assert!(release.contains("hintcheck-$version-${{ matrix.arch }}-linux.tar.gz"));
+    assert!(install.contains("hintcheck-$want-$arch-linux.tar.gz"));
+    let readme = std::fs::read_to_string(repo().join("README.md")).expect("README");
+    for (i, _) in readme.match_indices("://") {
+        let host: String = readme[i + 3..]
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '.' || *c == '-')
+            .collect();
+        assert!(
+            host.ends_with(".test") || host == "localhost" || host.is_empty(),
+            "the README links outside the repository: {host}"
+        );
+    }
+    assert!(
+        readme.find("## Install").expect("an install section")
+            < readme.find("## Set-up commands").expect("set-up")
+    );
+    assert!(readme.contains("cargo install --locked --path ."));
 }

@@ -4,6 +4,8 @@
 mod action;
 /// The command line: usage errors, formats, exit codes, explain, cleanup.
 mod cli;
+/// A first run that explains itself: interrupts, causes, pre-flight, stdout, [setup].
+mod first_run;
 /// The fuzz targets under a bounded mutation driver (stable toolchain).
 mod fuzz;
 /// Hostile servers at scale: flat memory over many calls.

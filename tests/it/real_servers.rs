@@ -21,7 +21,11 @@ fn installed(scenario: &str) -> Option<Installed> {
         return None;
     }
     let s = Scenario::load(&repo().join("scenarios").join(scenario)).expect("scenario");
-    match hintcheck::setup::ensure(&s.setup, std::path::Path::new(&cache())) {
+    match hintcheck::setup::ensure(
+        &s.setup,
+        std::path::Path::new(&cache()),
+        &hintcheck::setup::SetupLimits::within(hintcheck::setup::DEFAULT_SETUP_TIMEOUT, false),
+    ) {
         Ok(i) => Some(i),
         Err(e) => panic!("[setup] of {scenario}: {e}"),
     }

@@ -464,7 +464,11 @@ fn the_summary_is_appended_to_github_step_summary_unless_refused() {
 #[test]
 fn suggest_prints_pasteable_annotations_with_their_basis() {
     let demo_dir = at("scenarios/demo");
-    let out = run(&["suggest", "--scenario", &demo_dir], &[], LIMIT);
+    let out = run(
+        &["suggest", "--format", "json", "--scenario", &demo_dir],
+        &[],
+        LIMIT,
+    );
     assert_eq!(
         out.code, 0,
         "contradictions do not fail suggest: {}",
@@ -532,7 +536,11 @@ fn a_baseline_accepts_known_findings_reports_stale_ones_and_changed_tools() {
             .iter()
             .all(|f| f["accepted"].is_string())
     );
-    assert!(accepted.stderr.contains("8 accepted by the baseline"));
+    assert!(
+        accepted
+            .stderr
+            .contains("; 8 finding(s) accepted by the baseline")
+    );
 
     // Drop one accepted finding, add a stale entry, mark a tool as changed.
     let mut edited = written.clone();
