@@ -62,7 +62,7 @@ download() {
 
 if [ "$mode" = build ] || ! download; then
     echo "building hintcheck $want from the action's source"
-    cargo install --locked --quiet --force --path "$src" --bin hintcheck --root "$root"
+    "${CARGO:-cargo}" install --locked --quiet --force --path "$src" --bin hintcheck --root "$root"
     echo "built hintcheck $want into $root/bin"
 fi
 echo "$root/bin" >>"$path_file"

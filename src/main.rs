@@ -125,7 +125,18 @@ fn verify(a: &VerifyArgs, mode: Mode) -> Result<i32, Error> {
             ));
         }
     }
-    let mut config = RunConfig::from_verify_args(a)?;
+    let mut config = RunConfig::deferring_setup(a)?;
+    if let Err(e) = config.install_setup() {
+        // Nothing ran: still a report, in the format asked, with the cause.
+        let stopped = matches!(e, hintcheck::setup::SetupError::Stopped { .. });
+        let v = hintcheck::run::never_started(&config, e.to_string(), stopped);
+        output::emit(&v, &config, mode)?;
+        eprintln!(
+            "hintcheck: {} (exit {})",
+            v.report.exit_reason, v.report.exit_code
+        );
+        return Ok(v.report.exit_code);
+    }
     let display = config
         .terminal
         .progress

@@ -166,7 +166,8 @@ pub fn cache_root() -> PathBuf {
         .unwrap_or_else(|| std::env::temp_dir().join("hintcheck-cache"))
 }
 
-fn check_pins(setup: &SetupSection) -> Result<(), SetupError> {
+/// Every package pinned to one version (before anything is installed).
+pub fn check_pins(setup: &SetupSection) -> Result<(), SetupError> {
     for p in &setup.npm {
         // `@scope/name@1.2.3` or `name@1.2.3`: a version after the last `@` (not the first).
         let pinned = p.rfind('@').filter(|&i| i > 0).is_some_and(|i| {

@@ -99,6 +99,10 @@ pub struct RunConfig {
     /// How long the `[setup]` installs (and the rest of reading the configuration) took: the
     /// run has what is left of `run_timeout`.
     pub setup_took: Duration,
+    /// When the command began (reading the configuration).
+    pub begun: Instant,
+    /// `[setup]` installs still to do ([`RunConfig::install_setup`]).
+    pub pending_setup: Option<PendingSetup>,
     /// How long the server's processes must be idle after a response before the call's
     /// window closes.
     pub settle: Duration,
@@ -318,6 +322,17 @@ pub fn find_fake_server() -> Result<PathBuf, ConfigError> {
     })
 }
 
+/// `[setup]` installs still to do, with where and within what.
+#[derive(Debug, Clone)]
+pub struct PendingSetup {
+    /// What to install.
+    pub section: SetupSection,
+    /// The cache it goes into.
+    pub cache: PathBuf,
+    /// The deadline and whether progress is printed.
+    pub limits: crate::setup::SetupLimits,
+}
+
 /// Where the extra reports of a run go.
 #[derive(Debug, Clone, Default)]
 pub struct Outputs {
@@ -385,6 +400,15 @@ impl RunConfig {
     /// into a run configuration. Precedence: flags, then the scenario, then the config file,
     /// then defaults.
     pub fn from_verify_args(a: &VerifyArgs) -> Result<RunConfig, ConfigError> {
+        let mut config = Self::deferring_setup(a)?;
+        config.install_setup()?;
+        Ok(config)
+    }
+
+    /// Like [`RunConfig::from_verify_args`], with the `[setup]` installs left to
+    /// [`RunConfig::install_setup`] (validated already): so that a failed or interrupted
+    /// install can still be reported in the format asked.
+    pub fn deferring_setup(a: &VerifyArgs) -> Result<RunConfig, ConfigError> {
         let begun = Instant::now();
         let cwd = std::env::current_dir().unwrap_or_default();
         let file = if a.no_config {
@@ -485,30 +509,33 @@ impl RunConfig {
             (None, Some(f)) if !f.setup.is_empty() && a.command.is_empty() => Some(&f.setup),
             _ => None,
         };
-        if let Some(setup) = setup {
-            let cache = a.cache_dir.clone().unwrap_or_else(crate::setup::cache_root);
-            // The installs end at `[setup] timeout` and, the run's timeout bounding the
-            // command as a whole, at `--timeout`.
-            let own = match &setup.timeout {
-                Some(t) => parse_duration("[setup] timeout", t)
-                    .map_err(|e| SetupError::BadTimeout(e.to_string()))?,
-                None => crate::setup::DEFAULT_SETUP_TIMEOUT,
-            };
-            let run_timeout = duration("--timeout", &a.timeout, &run.timeout, DEFAULT_RUN_TIMEOUT)?;
-            let mut limits =
-                crate::setup::SetupLimits::within(own.min(run_timeout), !a.no_progress);
-            if run_timeout < own {
-                limits.deadline_name =
-                    format!("the run timeout ({})", format_duration(run_timeout));
+        let pending_setup = match setup {
+            Some(setup) => {
+                crate::setup::check_pins(setup)?;
+                let cache = a.cache_dir.clone().unwrap_or_else(crate::setup::cache_root);
+                // The installs end at `[setup] timeout` and, the run's timeout bounding the
+                // command as a whole, at `--timeout`.
+                let own = match &setup.timeout {
+                    Some(t) => parse_duration("[setup] timeout", t)
+                        .map_err(|e| SetupError::BadTimeout(e.to_string()))?,
+                    None => crate::setup::DEFAULT_SETUP_TIMEOUT,
+                };
+                let run_timeout =
+                    duration("--timeout", &a.timeout, &run.timeout, DEFAULT_RUN_TIMEOUT)?;
+                let mut limits =
+                    crate::setup::SetupLimits::within(own.min(run_timeout), !a.no_progress);
+                if run_timeout < own {
+                    limits.deadline_name =
+                        format!("the run timeout ({})", format_duration(run_timeout));
+                }
+                Some(PendingSetup {
+                    section: setup.clone(),
+                    cache,
+                    limits,
+                })
             }
-            let installed: Installed = crate::setup::ensure(setup, &cache, &limits)?;
-            for c in &mut command {
-                *c = installed.substitute(c);
-            }
-            for (_, v) in &mut env {
-                *v = installed.substitute(v);
-            }
-        }
+            None => None,
+        };
         env.extend(parse_env(&a.env)?);
         overrides.extend(parse_overrides(&a.args)?);
         let repeat = a.repeat.or(run.repeat).unwrap_or(2);
@@ -768,6 +795,8 @@ impl RunConfig {
             )?,
             run_timeout: duration("--timeout", &a.timeout, &run.timeout, DEFAULT_RUN_TIMEOUT)?,
             setup_took: begun.elapsed(),
+            begun,
+            pending_setup,
             settle: duration(
                 "--settle",
                 &a.settle,
@@ -911,6 +940,22 @@ fn parse_run_as(text: &str) -> Result<(u32, u32), ConfigError> {
 }
 
 impl RunConfig {
+    /// Does the pending `[setup]` installs and puts where they went (`{npm}`, `{venv}`) into
+    /// the command and the environment; what they took counts against `--timeout`.
+    pub fn install_setup(&mut self) -> Result<(), SetupError> {
+        if let Some(p) = self.pending_setup.take() {
+            let installed: Installed = crate::setup::ensure(&p.section, &p.cache, &p.limits)?;
+            for c in &mut self.command {
+                *c = installed.substitute(c);
+            }
+            for (_, v) in &mut self.env {
+                *v = installed.substitute(v);
+            }
+        }
+        self.setup_took = self.begun.elapsed();
+        Ok(())
+    }
+
     /// Machine-readable stdout stays machine-readable: GitHub annotations would follow a JSON,
     /// SARIF or JUnit report there.
     fn check_stdout(&self) -> Result<(), ConfigError> {

@@ -24,9 +24,7 @@ pub(super) struct ServerHost<'r, 'c> {
     pub(super) limit_during: Option<String>,
     /// Threads of the sandbox's own processes above the server's (init, wrapper).
     pub(super) skip: usize,
-    pub(super) stop: watch::Receiver<bool>,
     pub(super) subreaper: bool,
-    pub(super) deadline: Instant,
     pub(super) notes: Vec<String>,
 }
 
@@ -42,7 +40,7 @@ impl ServerHost<'_, '_> {
         let started = Instant::now();
         let limit = config
             .late_wait
-            .min(self.deadline.saturating_duration_since(started));
+            .min(self.ctx.deadline.saturating_duration_since(started));
         let pending = |lingering: &[(String, String, u32)]| -> Option<String> {
             let alive = tree.tasks();
             lingering
@@ -55,7 +53,7 @@ impl ServerHost<'_, '_> {
         };
         let owner = pending(&self.lingering)?;
         while started.elapsed() < limit && pending(&self.lingering).is_some() {
-            if *self.stop.borrow() || limit_reason(self.ctx).is_some() {
+            if self.ctx.must_stop().is_some() {
                 break;
             }
             tokio::time::sleep(Duration::from_millis(25)).await;
@@ -153,14 +151,15 @@ impl Host for ServerHost<'_, '_> {
             self.background.sort_unstable();
             self.background.dedup();
         }
+        let mut stop = self.ctx.stop.clone();
         let t0 = Instant::now();
         let timeout = config
             .call_timeout
-            .min(self.deadline.saturating_duration_since(t0))
+            .min(self.ctx.deadline.saturating_duration_since(t0))
             .max(Duration::from_millis(1));
         let answered = tokio::select! {
             o = l.client.call_tool_with_result(tool, arguments, timeout) => Some(o),
-            _ = self.stop.changed() => None,
+            _ = stop.changed() => None,
         };
         let duration = t0.elapsed();
         let interrupted = answered.is_none();
@@ -277,9 +276,15 @@ impl Host for ServerHost<'_, '_> {
     }
 
     async fn isolated(&mut self, tool: &str) -> Result<Vec<CallRecord>, String> {
-        let remaining = self.deadline.saturating_duration_since(Instant::now());
-        let (calls, nested_phases) =
-            run_isolated(self.ctx.config, &self.stop, self.subreaper, tool, remaining).await?;
+        let remaining = self.ctx.deadline.saturating_duration_since(Instant::now());
+        let (calls, nested_phases) = run_isolated(
+            self.ctx.config,
+            &self.ctx.stop,
+            self.subreaper,
+            tool,
+            remaining,
+        )
+        .await?;
         self.phases.extend(nested_phases);
         Ok(calls)
     }

@@ -89,6 +89,37 @@ pub struct Verification {
     pub transcript: Vec<Entry>,
 }
 
+/// The report of a run whose server never started because its `[setup]` failed or was
+/// stopped (`stopped`: by an interrupt or a timeout, so the report is partial): the cause, no
+/// sandbox claimed, exit 3.
+pub fn never_started(config: &RunConfig, cause: String, stopped: bool) -> Verification {
+    let base = ReportBase {
+        started: config.begun,
+        started_unix_ms: SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_millis() as u64)
+            .unwrap_or(0)
+            .saturating_sub(config.begun.elapsed().as_millis() as u64),
+        settings: settings_of(config),
+        sandbox: SandboxStatus::not_started(requested_sandbox(config)),
+    };
+    let reason = format!("harness error: {cause}");
+    let mut v = *prepare::not_started(&base, config, cause.clone(), &reason);
+    if stopped {
+        v.report.partial = Some(cause);
+    }
+    v
+}
+
+/// What the run asked of the sandbox, in the report's words.
+fn requested_sandbox(config: &RunConfig) -> &'static str {
+    match config.sandbox {
+        Some(SandboxLevel::Required) => "required",
+        Some(SandboxLevel::BestEffort) => "best-effort",
+        None => "off",
+    }
+}
+
 /// Runs one verification. `stop` ends the run early (the report is then partial).
 pub async fn verify(
     config: &RunConfig,
@@ -176,7 +207,15 @@ async fn verify_unchecked(
             }
             let mut r = base.report(command.clone(), Some(f.message.clone()));
             r.sandbox = sandbox_status;
-            return start_failed(r, f, collected, &mut recorder, scratch, keep_transcript);
+            return start_failed(
+                config,
+                r,
+                f,
+                collected,
+                &mut recorder,
+                scratch,
+                keep_transcript,
+            );
         }
     };
     let identity = live.as_ref().map(|l| l.client.identity().clone());
@@ -227,9 +266,7 @@ async fn verify_unchecked(
         lingering: Vec::new(),
         limit_during: None,
         skip,
-        stop: stop.clone(),
         subreaper,
-        deadline,
         notes: Vec::new(),
     };
     let explored = explorer.run(&mut host).await;
@@ -355,6 +392,7 @@ async fn verify_unchecked(
 /// The report of a run whose server could not be started or greeted (`report` holds the
 /// command, the start error and what the sandbox enforced).
 fn start_failed(
+    config: &RunConfig,
     mut r: Report,
     f: StartFailure,
     mut collected: Collected,
@@ -389,8 +427,7 @@ fn start_failed(
     r.phases = phase_observations(recorder.checkpoint(), Phase::Startup, None);
     if !f.started {
         // Nothing ran: no sandbox held anything, and the seed was never seen by a server.
-        let requested = r.sandbox.requested.clone();
-        r.sandbox = SandboxStatus::not_started(&requested);
+        r.sandbox = SandboxStatus::not_started(requested_sandbox(config));
         r.seeded.clear();
     }
     if let Some(why) = &f.interrupted {

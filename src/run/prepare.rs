@@ -9,7 +9,7 @@ type Prepared<'a> = (Scratch, Vec<String>, Vec<String>, Ctx<'a>);
 
 /// The finished report of a run that ended before its server started: the sandbox claims
 /// nothing and no seed is reported.
-fn not_started(
+pub(super) fn not_started(
     base: &ReportBase,
     config: &RunConfig,
     cause: String,

@@ -494,11 +494,11 @@ ownership (writes stay confined and capabilities dropped)"
             let exit = process.shutdown(Duration::from_millis(500)).await;
             session.drain(Duration::from_millis(500)).await;
             let mut msg = match (&interrupted, &err) {
-                (Some(_), _) | (None, None) => format!(
+                (None, Some(e)) => error_chain(e),
+                _ => format!(
                     "{} while the server was being greeted",
                     interrupted.as_deref().unwrap_or("interrupted")
                 ),
-                (None, Some(e)) => error_chain(e),
             };
             // How the server ended says something only when it ended by itself.
             if interrupted.is_none() && exit.how == "stdin-closed" {

@@ -457,3 +457,94 @@ fn third_party_actions_are_pinned_by_commit_and_the_readme_links_nothing_outside
     );
     assert!(readme.contains("cargo install --locked --path ."));
 }
+
+#[test]
+fn the_installer_takes_the_release_binary_only_when_its_checksum_matches() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let version = std::fs::read_to_string(repo().join("Cargo.toml"))
+        .expect("Cargo.toml")
+        .lines()
+        .find_map(|l| l.strip_prefix("version = \""))
+        .map(|v| v.trim_end_matches('"').to_string())
+        .expect("version");
+    let arch = match std::env::consts::ARCH {
+        "aarch64" => "aarch64",
+        _ => "x86_64",
+    };
+    // A release as the workflow makes it: an archive holding `hintcheck`, and SHA256SUMS.
+    let release = dir.path().join("releases").join(format!("v{version}"));
+    std::fs::create_dir_all(&release).expect("mkdir");
+    let staged = dir.path().join("staged");
+    std::fs::create_dir(&staged).expect("mkdir");
+    let fake = staged.join("hintcheck");
+    std::fs::write(&fake, format!("#!/bin/sh\necho \"hintcheck {version}\"\n")).expect("write");
+    std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .expect("chmod");
+    let asset = format!("hintcheck-{version}-{arch}-linux.tar.gz");
+    let tar = Command::new("tar")
+        .arg("-czf")
+        .arg(release.join(&asset))
+        .arg("-C")
+        .arg(&staged)
+        .arg("hintcheck")
+        .status()
+        .expect("tar");
+    assert!(tar.success());
+    let sums = Command::new("sha256sum")
+        .arg(&asset)
+        .current_dir(&release)
+        .output()
+        .expect("sha256sum");
+    std::fs::write(release.join("SHA256SUMS"), &sums.stdout).expect("sums");
+    let install = |cache: &Path| {
+        let github_path = dir.path().join("github-path");
+        let mut cmd = Command::new("bash");
+        cmd.arg(repo().join("action/install.sh"))
+            .current_dir(dir.path())
+            // No hintcheck and no cargo on PATH: only the release can install it.
+            .env("PATH", "/usr/bin:/bin")
+            .env("CARGO", "/nonexistent/cargo")
+            .env("GITHUB_ACTION_PATH", repo())
+            .env("GITHUB_PATH", &github_path)
+            .env("RUNNER_TOOL_CACHE", cache)
+            .env("HINTCHECK_ACTION_REPOSITORY", "owner/hintcheck")
+            .env(
+                "HINTCHECK_RELEASE_BASE",
+                format!("file://{}", dir.path().join("releases").display()),
+            );
+        (cmd.output().expect("bash"), github_path)
+    };
+    let cache = dir.path().join("cache");
+    let (o, github_path) = install(&cache);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        text(&o).contains(&format!("installed the release binary {asset}")),
+        "{}",
+        text(&o)
+    );
+    let bin = cache.join(format!("hintcheck-{version}/bin"));
+    assert!(bin.join("hintcheck").is_file());
+    assert!(
+        std::fs::read_to_string(&github_path)
+            .expect("GITHUB_PATH")
+            .contains(&bin.display().to_string())
+    );
+    // A second run finds it in the (restored) cache.
+    let (o, _) = install(&cache);
+    assert!(text(&o).contains("restored from the cache"), "{}", text(&o));
+    // A tampered archive is refused: with no cargo to build from source, the step fails.
+    std::fs::write(release.join(&asset), b"not the archive").expect("tamper");
+    let other = dir.path().join("other-cache");
+    let (o, _) = install(&other);
+    assert!(!o.status.success(), "{}", text(&o));
+    assert!(
+        text(&o).contains("does not match its checksum"),
+        "{}",
+        text(&o)
+    );
+    assert!(
+        !other
+            .join(format!("hintcheck-{version}/bin/hintcheck"))
+            .exists()
+    );
+}
