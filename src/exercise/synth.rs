@@ -13,6 +13,27 @@ use super::pattern;
 use super::rng::Rng;
 use super::semantics::Semantics;
 
+/// Words in a number's name that make it a wait the call makes.
+const WAIT_WORDS: &[&str] = &[
+    "duration", "delay", "sleep", "wait", "interval", "pause", "linger",
+];
+
+/// Whether property `name` with schema `schema` is a number the call waits for.
+fn is_wait(name: &str, schema: &Map<String, Value>) -> bool {
+    let numeric = matches!(
+        schema.get("type").and_then(Value::as_str),
+        Some("integer" | "number")
+    );
+    numeric
+        && super::semantics::words(name)
+            .iter()
+            .any(|w| WAIT_WORDS.contains(&w.as_str()))
+}
+
+/// How long a wait is made to last, in seconds: long enough to be a wait, short enough not to
+/// hold the run.
+const SHORT_WAIT_SECONDS: f64 = 0.1;
+
 /// The result of synthesis.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Synthesis {
@@ -297,6 +318,11 @@ impl Synth<'_> {
             }
             return c.clone();
         }
+        // A duration or a delay makes the call wait that long, twice (the repeat): a short one,
+        // also over the schema's default (10 s of `sleep` is 20 s of run).
+        if let Some(v) = self.short_wait(s, at) {
+            return v;
+        }
         if let Some(d) = s.get("default") {
             if fits_declared(s, d) {
                 return d.clone();
@@ -440,6 +466,87 @@ impl Synth<'_> {
             _ => {}
         }
         (lo, lo_excl, hi, hi_excl)
+    }
+
+    /// For a number whose name means a wait the call makes (a duration, a delay, a sleep, an
+    /// interval), the value that stands for [`SHORT_WAIT_SECONDS`] in its unit (from its
+    /// description, else its name: milliseconds, seconds, minutes, hours), within its bounds
+    /// and rounded up to a whole one for an integer. Timeouts are left alone: they bound a wait
+    /// that ends when the work does, and a short one would fail the call.
+    fn short_wait(&mut self, s: &Map<String, Value>, at: &str) -> Option<Value> {
+        let kind = s.get("type").and_then(Value::as_str)?;
+        if kind != "integer" && kind != "number" {
+            return None;
+        }
+        let name = at.rsplit('/').next().unwrap_or("");
+        if !is_wait(name, s) {
+            return None;
+        }
+        let words = super::semantics::words(name);
+        let description = s
+            .get("description")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_lowercase();
+        let unit_of = |text: &str| -> Option<f64> {
+            let has = |w: &[&str]| w.iter().any(|w| text.contains(w));
+            if has(&["millisecond", " ms", "(ms)", "msec"]) {
+                Some(0.001)
+            } else if has(&["minute"]) {
+                Some(60.0)
+            } else if has(&["hour"]) {
+                Some(3600.0)
+            } else if has(&["second", "secs", " sec", "(s)"]) {
+                Some(1.0)
+            } else {
+                None
+            }
+        };
+        let unit = unit_of(&description)
+            .or_else(|| {
+                words.iter().find_map(|w| match w.as_str() {
+                    "ms" | "millis" | "milliseconds" | "msec" => Some(0.001),
+                    "minutes" | "mins" | "minute" => Some(60.0),
+                    "hours" | "hour" => Some(3600.0),
+                    "seconds" | "secs" | "sec" | "s" => Some(1.0),
+                    _ => None,
+                })
+            })
+            .unwrap_or(1.0);
+        let (lo, lo_excl, hi, hi_excl) = self.bounds(s);
+        let mut v = SHORT_WAIT_SECONDS / unit;
+        if kind == "integer" {
+            v = v.ceil().max(1.0);
+        }
+        if let Some(l) = lo {
+            if v < l || (lo_excl && v <= l) {
+                v = if kind == "integer" {
+                    if lo_excl { l.floor() + 1.0 } else { l.ceil() }
+                } else if lo_excl {
+                    l + SHORT_WAIT_SECONDS / unit
+                } else {
+                    l
+                };
+            }
+        }
+        if hi.is_some_and(|h| v > h || (hi_excl && v >= h)) {
+            return None;
+        }
+        let value = if kind == "integer" {
+            Value::from(v as i64)
+        } else {
+            serde_json::Number::from_f64(v).map(Value::Number)?
+        };
+        if let Some(d) = s
+            .get("default")
+            .filter(|d| d.as_f64().is_some_and(|d| d > v))
+        {
+            self.note(
+                at,
+                format!("a wait: {value} instead of the default {d}, so that calls do not sleep"),
+            );
+        }
+        Some(value)
     }
 
     fn integer(&mut self, s: &Map<String, Value>, at: &str) -> Value {
@@ -743,6 +850,17 @@ impl Synth<'_> {
                 break;
             }
             if !required.contains(name) {
+                required.push(name.clone());
+            }
+        }
+        // An optional wait is given too: left out, the server waits its own default.
+        for (name, prop) in props {
+            let short_default = prop
+                .get("default")
+                .and_then(Value::as_f64)
+                .is_some_and(|d| d <= SHORT_WAIT_SECONDS);
+            let wait = prop.as_object().is_some_and(|p| is_wait(name, p));
+            if !required.contains(name) && wait && !short_default {
                 required.push(name.clone());
             }
         }
@@ -1134,6 +1252,47 @@ mod tests {
         assert_eq!(got.arguments["b"], json!("only"));
         assert!(got.arguments["c"].is_boolean());
         assert!(got.notes.is_empty(), "{:?}", got.notes);
+    }
+
+    #[test]
+    fn waits_are_short_whatever_their_default_and_unit() {
+        let schema = json!({"type": "object", "required": ["duration", "delayMs", "pause_minutes", "sleep", "timeout", "interval", "wait"], "properties": {
+            "duration": {"type": "number", "default": 10, "description": "Duration of the operation in seconds"},
+            "delayMs": {"type": "integer", "default": 5000},
+            "pause_minutes": {"type": "number"},
+            "sleep": {"type": "integer", "minimum": 2, "description": "how long to sleep, in seconds"},
+            "timeout": {"type": "number", "default": 30},
+            "interval": {"type": "integer", "exclusiveMinimum": 0, "description": "polling interval (ms)"},
+            "wait": {"type": "boolean"}
+        }});
+        let s = synthesize_arguments(&schema, 7, "t", None, false);
+        let a = &s.arguments;
+        assert_eq!(a["duration"], json!(0.1), "{a}");
+        assert_eq!(a["delayMs"], json!(100), "{a}");
+        assert!(
+            a["pause_minutes"]
+                .as_f64()
+                .is_some_and(|m| m * 60.0 <= 0.11),
+            "{a}"
+        );
+        assert_eq!(a["sleep"], json!(2), "the smallest the schema allows: {a}");
+        assert_eq!(a["interval"], json!(100), "{a}");
+        // A timeout bounds a wait, it is not one; a flag named wait is no number.
+        assert_eq!(a["timeout"], json!(30), "{a}");
+        assert!(a["wait"].is_boolean(), "{a}");
+        assert!(
+            s.notes
+                .iter()
+                .any(|n| n.contains("/duration") && n.contains("instead of the default 10")),
+            "{:?}",
+            s.notes
+        );
+        // A maximum below any short wait: the schema's own choice stays.
+        let tight = json!({"type": "object", "required": ["delay"], "properties": {"delay": {"type": "integer", "default": 0, "maximum": 0}}});
+        assert_eq!(
+            synthesize_arguments(&tight, 7, "t", None, false).arguments["delay"],
+            json!(0)
+        );
     }
 
     #[test]
