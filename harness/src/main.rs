@@ -160,6 +160,7 @@ const ACTIONS: &[&str] = &[
     "wrong_id",
     "exit",
     "hang",
+    "no_answer",
     "error",
     "rpc_error",
     "notify",
@@ -573,6 +574,11 @@ fn call(s: &mut Server, id: &Value, params: &Value) {
     for step in &steps {
         if step.on_call.is_some_and(|k| k != n) {
             continue;
+        }
+        // A tool that waits for an event that never comes: its call is never answered, while
+        // the server goes on serving everything else.
+        if step.action == "no_answer" {
+            return;
         }
         let p = |v: &Option<String>| resolve(&expand(v.as_deref().unwrap_or(""), &args, n));
         let content = expand(step.content.as_deref().unwrap_or(""), &args, n);

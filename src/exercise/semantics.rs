@@ -162,6 +162,31 @@ fn renamed_copy_key(f: &str) -> (String, u32, String) {
     }
 }
 
+/// Whether a tool says it waits for something to happen before it answers (a long poll, an
+/// event, a message): by its name's words (`wait_for_message`, `poll_events`, `listen`) or
+/// its description ("long-polls", "blocks until", "waits until", "waits for").
+pub fn waits_for_events(tool: &ToolDecl) -> bool {
+    let name = words(&tool.name);
+    let by_name = name.iter().any(|w| {
+        ["wait", "await", "poll", "longpoll", "listen", "subscribe"].contains(&w.as_str())
+    });
+    let description = tool.description.as_deref().unwrap_or("").to_lowercase();
+    let by_description = [
+        "long poll",
+        "long-poll",
+        "longpoll",
+        "blocks until",
+        "waits until",
+        "wait until",
+        "waits for",
+        "until a message",
+        "until an event",
+    ]
+    .iter()
+    .any(|p| description.contains(p));
+    by_name || by_description
+}
+
 /// Words in a tool's name that make a bare `path` parameter a directory.
 const DIRECTORY_TOOL_WORDS: &[&str] = &[
     "dir",

@@ -195,6 +195,12 @@ pub enum CallOutcome {
         /// Milliseconds waited.
         after_ms: u64,
     },
+    /// No answer within the call timeout, while the server still answered a `ping`: the tool
+    /// waits (for an event, a peer, a long poll); the server is not hung and keeps serving.
+    Waiting {
+        /// Milliseconds waited.
+        after_ms: u64,
+    },
     /// The server's stdout ended before the answer.
     ServerDied,
     /// The answer was not a usable `CallToolResult`.
@@ -245,6 +251,7 @@ impl CallOutcome {
             CallOutcome::ToolError { .. } => "isError",
             CallOutcome::RpcError { .. } => "json-rpc error",
             CallOutcome::Timeout { .. } => "timeout",
+            CallOutcome::Waiting { .. } => "waiting",
             CallOutcome::ServerDied => "server died",
             CallOutcome::Malformed { .. } => "malformed result",
         }
@@ -369,6 +376,15 @@ impl McpClient {
                 }
             }
         }
+    }
+
+    /// Whether the server answers a `ping` within `patience` (a call that timed out on a
+    /// server that still answers is a tool that waits, not a hung server).
+    pub async fn answers_ping(&mut self, patience: Duration) -> bool {
+        self.session
+            .request("ping", Some(json!({})), patience)
+            .await
+            .is_ok_and(|r| r.outcome.is_ok())
     }
 
     /// Lists every tool, page by page.

@@ -80,7 +80,9 @@ fn finding_for<'a>(r: &'a Report, tool: &str, v: &HintVerdict) -> Option<&'a Fin
 
 /// Why every call of a tool ended without an answer (crash, hang, garbage), if so.
 fn harness_failure(t: &ToolReport) -> Option<String> {
-    if t.calls.is_empty() || t.calls.iter().any(|c| c.outcome.answered()) {
+    // A tool that waits (the server still answered a ping) is not a harness failure.
+    let waits = |c: &crate::evidence::CallRecord| matches!(c.outcome, CallOutcome::Waiting { .. });
+    if t.calls.is_empty() || t.calls.iter().any(|c| c.outcome.answered() || waits(c)) {
         return None;
     }
     let what: Vec<String> = t
@@ -88,6 +90,11 @@ fn harness_failure(t: &ToolReport) -> Option<String> {
         .iter()
         .map(|c| match &c.outcome {
             CallOutcome::Timeout { after_ms } => format!("no answer within {after_ms} ms"),
+            CallOutcome::Waiting { after_ms } => {
+                format!(
+                    "no answer within {after_ms} ms; the server answered a ping: the tool waits"
+                )
+            }
             CallOutcome::ServerDied => "the server died".into(),
             CallOutcome::Malformed { why } => format!("malformed answer: {why}"),
             other => other.label().into(),

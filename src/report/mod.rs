@@ -165,6 +165,9 @@ impl Unreached {
             CallOutcome::RpcError { code, message } => Some(format!("{code} {message}")),
             CallOutcome::Malformed { why } => Some(why.clone()),
             CallOutcome::Timeout { after_ms } => Some(format!("no answer within {after_ms} ms")),
+            CallOutcome::Waiting { after_ms } => Some(format!(
+                "no answer within {after_ms} ms while the server answered a ping: the tool waits"
+            )),
             CallOutcome::ServerDied => Some("the server died".into()),
             CallOutcome::Ok { .. } => None,
         };

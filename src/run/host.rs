@@ -6,6 +6,13 @@
 use super::*;
 use crate::exercise::explore::{Host, ObservedCall};
 
+/// The call timeout of a tool that says it waits for something: long enough for a tool that
+/// answers when it has an answer, short enough not to hold the run when nothing comes.
+const LONG_POLL_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// How long a server that let a call time out gets to answer a `ping`.
+const PING_PATIENCE: Duration = Duration::from_secs(1);
+
 /// The server of a run, as the explorer uses it.
 pub(super) struct ServerHost<'r, 'c> {
     pub(super) ctx: &'r Ctx<'c>,
@@ -25,6 +32,8 @@ pub(super) struct ServerHost<'r, 'c> {
     /// Threads of the sandbox's own processes above the server's (init, wrapper).
     pub(super) skip: usize,
     pub(super) subreaper: bool,
+    /// Tools that say they wait for something (`wait_for_event`, "long-polls until …").
+    pub(super) long_pollers: std::collections::BTreeSet<String>,
     pub(super) notes: Vec<String>,
 }
 
@@ -153,8 +162,14 @@ impl Host for ServerHost<'_, '_> {
         }
         let mut stop = self.ctx.stop.clone();
         let t0 = Instant::now();
-        let timeout = config
-            .call_timeout
+        // A tool that says it waits for something (a long poll) gets a short timeout: the
+        // ping after it tells its waiting from a hung server.
+        let own_timeout = if self.long_pollers.contains(tool) {
+            config.call_timeout.min(LONG_POLL_TIMEOUT)
+        } else {
+            config.call_timeout
+        };
+        let timeout = own_timeout
             .min(self.ctx.deadline.saturating_duration_since(t0))
             .max(Duration::from_millis(1));
         let answered = tokio::select! {
@@ -163,12 +178,17 @@ impl Host for ServerHost<'_, '_> {
         };
         let duration = t0.elapsed();
         let interrupted = answered.is_none();
-        let (outcome, result) = answered.unwrap_or((
+        let (mut outcome, result) = answered.unwrap_or((
             CallOutcome::Timeout {
                 after_ms: duration.as_millis() as u64,
             },
             None,
         ));
+        if let CallOutcome::Timeout { after_ms } = outcome {
+            if !interrupted && l.client.answers_ping(PING_PATIENCE).await {
+                outcome = CallOutcome::Waiting { after_ms };
+            }
+        }
         let settled = if interrupted {
             Duration::ZERO
         } else {

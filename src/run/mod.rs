@@ -267,6 +267,12 @@ async fn verify_unchecked(
         limit_during: None,
         skip,
         subreaper,
+        long_pollers: inventory
+            .tools
+            .iter()
+            .filter(|t| crate::exercise::semantics::waits_for_events(t))
+            .map(|t| t.name.clone())
+            .collect(),
         notes: Vec::new(),
     };
     let explored = explorer.run(&mut host).await;

@@ -575,3 +575,55 @@ fn run_python_fixture(
     args.extend_from_slice(extra);
     Some(crate::util::run(&args, &[], Duration::from_secs(90)))
 }
+
+#[test]
+fn a_tool_that_waits_is_told_from_a_hung_server_by_a_ping() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let scenario = dir.path().join("scenario.toml");
+    std::fs::write(
+        &scenario,
+        r#"
+[run]
+call_timeout = "4s"
+[[tools]]
+name = "wait_for_event"
+description = "Blocks until the next event arrives."
+annotations = { readOnlyHint = true }
+steps = [{ action = "no_answer" }]
+[[tools]]
+name = "quiet"
+annotations = { readOnlyHint = true }
+steps = [{ action = "no_answer" }]
+[[tools]]
+name = "quick"
+annotations = { readOnlyHint = true }
+"#,
+    )
+    .expect("write");
+    let scenario = scenario.display().to_string();
+    let started = std::time::Instant::now();
+    let out = crate::util::run(
+        &["verify", "--format", "json", "--scenario", &scenario],
+        &[],
+        Duration::from_secs(120),
+    );
+    let took = started.elapsed();
+    let r = out.json();
+    let calls = |name: &str| -> Vec<serde_json::Value> {
+        crate::util::report_tool(&r, name)["calls"]
+            .as_array()
+            .expect("calls")
+            .clone()
+    };
+    // The long-poller is recognised by what it says and gets a short timeout; the other waits
+    // the call timeout. Both are waiting, not hung: the server answered a ping and was kept.
+    let waited = calls("wait_for_event");
+    assert_eq!(waited[0]["outcome"], "waiting", "{}", waited[0]);
+    let after = waited[0]["detail"]["after_ms"].as_u64().unwrap_or_default();
+    assert!((2_500..4_000).contains(&after), "{}", waited[0]);
+    let quiet = calls("quiet");
+    assert_eq!(quiet[0]["outcome"], "waiting", "{}", quiet[0]);
+    assert_eq!(r["server"]["restarts"], 0, "{}", r["server"]);
+    assert_eq!(calls("quick")[0]["outcome"], "ok");
+    assert!(took < Duration::from_secs(60), "took {took:?}");
+}
