@@ -9,7 +9,10 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::util::{at, fake_server, hintcheck_bin, processes_matching, run, run_in, skip};
+use crate::util::{
+    assert_partial, at, fake_server, gone_within, hintcheck_bin, processes_matching, read_json,
+    run, run_in, skip, wait_within,
+};
 
 const LIMIT: Duration = Duration::from_secs(60);
 
@@ -32,17 +35,7 @@ fn spawn(args: &[&str], env: &[(&str, &str)]) -> Child {
 /// Waits for `child` at most `limit`; its exit code, stderr and how long the wait took.
 fn finish(mut child: Child, limit: Duration) -> (i32, String, Duration) {
     let start = Instant::now();
-    let status = loop {
-        if let Some(s) = child.try_wait().expect("wait") {
-            break s;
-        }
-        if start.elapsed() > limit {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("hintcheck did not end within {limit:?}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let status = wait_within(&mut child, limit, "hintcheck");
     let mut err = String::new();
     if let Some(mut e) = child.stderr.take() {
         let _ = e.read_to_string(&mut err);
@@ -90,22 +83,9 @@ fn an_interrupt_while_the_server_starts_ends_the_run_at_once_with_a_partial_repo
     assert_eq!(code, 3, "{stderr}");
     assert!(took < Duration::from_secs(5), "took {took:?} after SIGINT");
     assert!(stderr.contains("interrupted by a signal"), "{stderr}");
-    let r: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(&report).expect("report")).expect("json");
+    assert_partial(&read_json(&report), "interrupted");
     assert!(
-        r["partial"]
-            .as_str()
-            .unwrap_or_default()
-            .contains("interrupted"),
-        "{}",
-        r["partial"]
-    );
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while !processes_matching("sleep 4351").is_empty() && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    assert!(
-        processes_matching("sleep 4351").is_empty(),
+        gone_within("sleep 4351", Duration::from_secs(5)),
         "the server survived"
     );
 }
@@ -167,8 +147,7 @@ fn the_cause_of_a_harness_error_is_on_stderr_whatever_the_format() {
         "{}",
         out.stderr
     );
-    let r: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(&report).expect("report")).expect("json");
+    let r = read_json(&report);
     assert_eq!(r["sandbox"]["level"], "not-started", "{}", r["sandbox"]);
     assert_eq!(
         r["seeded"].as_array().map(Vec::len),
@@ -412,13 +391,30 @@ fn setup_installs_report_progress_and_end_at_their_timeout() {
         "{}",
         out.stderr
     );
-    // The run's --timeout bounds the installs too; the half-done install is gone.
+    // The run's --timeout bounds the installs too; the half-done install is gone; the report
+    // (partial, nothing started) is written in the format asked.
+    let report = dir.path().join("r.json");
+    let report_arg = report.display().to_string();
     let out = run(
-        &["verify", "--timeout", "2s", "--scenario", &scenario],
+        &[
+            "verify",
+            "--timeout",
+            "2s",
+            "--format",
+            "json",
+            "--output",
+            &report_arg,
+            "--scenario",
+            &scenario,
+        ],
         &env,
         LIMIT,
     );
     assert_eq!(out.code, 3, "{}", out.stderr);
+    let r = read_json(&report);
+    assert_eq!(r["exit_code"], 3);
+    assert_eq!(r["sandbox"]["level"], "not-started");
+    assert_partial(&r, "was stopped after");
     assert!(
         out.stderr.contains("the run timeout (2s) was reached"),
         "{}",
@@ -459,11 +455,10 @@ fn an_interrupt_stops_setup_installs_and_everything_they_started() {
     assert_eq!(code, 3, "{stderr}");
     assert!(took < Duration::from_secs(5), "took {took:?} after SIGTERM");
     assert!(stderr.contains("interrupted by a signal"), "{stderr}");
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while !processes_matching(&cache_text).is_empty() && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    assert!(processes_matching(&cache_text).is_empty(), "npm survived");
+    assert!(
+        gone_within(&cache_text, Duration::from_secs(5)),
+        "npm survived"
+    );
 }
 
 #[test]

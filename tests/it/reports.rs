@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::util::{Outcome, at, copy_dir, fake_server, repo, run, run_in};
+use crate::util::{Outcome, at, copy_dir, fake_server, read_json, repo, run, run_in};
 
 const LIMIT: Duration = Duration::from_secs(120);
 
@@ -29,11 +29,6 @@ fn demo(args: &[&str], cwd: Option<&Path>) -> Outcome {
     let mut all = vec!["verify", "--scenario", demo.as_str()];
     all.extend_from_slice(args);
     run_in(cwd, &all, &[], LIMIT)
-}
-
-fn read_json(p: &Path) -> Value {
-    let text = std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
 }
 
 fn sarif_validator() -> jsonschema::Validator {

@@ -621,28 +621,14 @@ steps = [{ action = "spawn", argv = ["sleep", "4344"] }, { action = "hang" }]
     }
     let pid = rustix::process::Pid::from_raw(child.id() as i32).expect("pid");
     rustix::process::kill_process(pid, rustix::process::Signal::TERM).expect("SIGTERM");
-    let start = Instant::now();
-    let status = loop {
-        if let Some(s) = child.try_wait().expect("wait") {
-            break s;
-        }
-        assert!(
-            start.elapsed() < Duration::from_secs(20),
-            "hintcheck did not stop after SIGTERM"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    assert_eq!(status.code(), Some(3));
-    let r: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(&report).expect("partial report")).expect("json");
-    assert!(
-        r["partial"]
-            .as_str()
-            .unwrap_or_default()
-            .contains("interrupted"),
-        "{}",
-        r["partial"]
+    let status = crate::util::wait_within(
+        &mut child,
+        Duration::from_secs(20),
+        "hintcheck after SIGTERM",
     );
+    assert_eq!(status.code(), Some(3));
+    let r = crate::util::read_json(&report);
+    crate::util::assert_partial(&r, "interrupted");
     let quick = r["tools"]
         .as_array()
         .expect("tools")
@@ -650,12 +636,8 @@ steps = [{ action = "spawn", argv = ["sleep", "4344"] }, { action = "hang" }]
         .find(|t| t["name"] == "quick")
         .expect("quick");
     assert_eq!(quick["calls"][0]["outcome"], "ok");
-    let deadline = Instant::now() + Duration::from_secs(3);
-    while !processes_matching("sleep 4344").is_empty() && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(50));
-    }
     assert!(
-        processes_matching("sleep 4344").is_empty(),
+        crate::util::gone_within("sleep 4344", Duration::from_secs(3)),
         "the server's child survived"
     );
     assert!(

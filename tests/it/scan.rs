@@ -279,17 +279,11 @@ fn an_interrupted_scan_keeps_partial_reports_and_leaves_nothing_running() {
     std::thread::sleep(Duration::from_secs(4));
     let pid = rustix::process::Pid::from_raw(child.id() as i32).expect("pid");
     rustix::process::kill_process(pid, rustix::process::Signal::TERM).expect("SIGTERM");
-    let started = std::time::Instant::now();
-    let status = loop {
-        if let Some(s) = child.try_wait().expect("wait") {
-            break s;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(60),
-            "the scan did not stop after SIGTERM"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    let status = crate::util::wait_within(
+        &mut child,
+        Duration::from_secs(60),
+        "the scan after SIGTERM",
+    );
     assert_eq!(status.code(), Some(3), "an interrupted scan exits 3");
     let got = lines(&std::fs::read_to_string(&out).expect("jsonl"));
     assert_eq!(got.len(), 2, "both servers have their line");

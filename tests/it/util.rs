@@ -92,18 +92,7 @@ pub(crate) fn run_in(
         let _ = err.read_to_string(&mut s);
         s
     });
-    let start = Instant::now();
-    let status = loop {
-        if let Some(s) = child.try_wait().expect("wait") {
-            break s;
-        }
-        if start.elapsed() > limit {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("hintcheck {args:?} did not finish within {limit:?}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let status = wait_within(&mut child, limit, &format!("hintcheck {args:?}"));
     Outcome {
         code: status.code().unwrap_or(-1),
         stdout: out_reader.join().unwrap_or_default(),
@@ -245,4 +234,52 @@ pub(crate) fn assert_four_verdicts(r: &serde_json::Value) {
             t["name"]
         );
     }
+}
+
+/// Waits for `child` at most `limit` (killing it and failing the test after that, naming
+/// `what`).
+pub(crate) fn wait_within(
+    child: &mut std::process::Child,
+    limit: Duration,
+    what: &str,
+) -> std::process::ExitStatus {
+    let start = Instant::now();
+    loop {
+        if let Some(s) = child.try_wait().expect("wait") {
+            return s;
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{what} did not finish within {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Whether every process whose command line holds `needle` is gone within `limit`.
+pub(crate) fn gone_within(needle: &str, limit: Duration) -> bool {
+    let deadline = Instant::now() + limit;
+    while !processes_matching(needle).is_empty() {
+        if Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    true
+}
+
+/// A JSON file, parsed (the test fails naming the file otherwise).
+pub(crate) fn read_json(p: &Path) -> serde_json::Value {
+    let text = std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
+/// Asserts that a JSON report is partial for a reason that mentions `why`.
+pub(crate) fn assert_partial(report: &serde_json::Value, why: &str) {
+    assert!(
+        report["partial"].as_str().unwrap_or_default().contains(why),
+        "partial: {}",
+        report["partial"]
+    );
 }
