@@ -380,6 +380,11 @@ pub fn private_directories() -> Vec<PathBuf> {
 
 /// Files that say a directory is the root of an installed package or a project: what a
 /// program found inside it needs around it.
+/// The directories version managers keep their runtimes, shims and settings in, under a home.
+const VERSION_MANAGERS: [&str; 8] = [
+    ".pyenv", ".nvm", ".rbenv", ".nodenv", ".goenv", ".asdf", ".volta", ".fnm",
+];
+
 const PACKAGE_MARKERS: [&str; 7] = [
     "pyvenv.cfg",
     "package.json",
@@ -415,6 +420,16 @@ fn exposure_for(p: &Path, place: &Path) -> Vec<PathBuf> {
             }];
         }
         acc.push(c);
+    }
+    // Inside a version manager's root (pyenv, nvm, …): the whole root. Its shims run its
+    // own scripts, which read the versions and settings kept beside them.
+    for a in dir.ancestors().take_while(|a| allowed(a)) {
+        if a.file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| VERSION_MANAGERS.contains(&n))
+        {
+            return vec![a.to_path_buf()];
+        }
     }
     // The nearest package root.
     for a in dir.ancestors().take_while(|a| allowed(a)) {
@@ -579,8 +594,9 @@ mod tests {
         let real = |p: &Path| std::fs::canonicalize(p).expect("canonical");
         let shown = exposed_paths(&hidden, [script.to_str().expect("utf-8")], &entry, &[]);
         assert!(shown.contains(&real(&venv)), "{shown:?}");
-        assert!(shown.contains(&real(&prefix.join("bin"))), "{shown:?}");
-        assert!(shown.contains(&real(&prefix.join("lib"))), "{shown:?}");
+        // The interpreter lies in a version manager's root: the root is shown whole (its
+        // shims and scripts read what lies beside them), the rest of the home is not.
+        assert!(shown.contains(&real(&user.join(".pyenv"))), "{shown:?}");
         assert!(shown.contains(&real(&user.join("proj"))), "{shown:?}");
         for s in &shown {
             assert!(
@@ -589,6 +605,13 @@ mod tests {
             );
             assert_ne!(s, &real(&user), "the whole home directory");
         }
+        // A shim named on the command line brings its manager's root too.
+        let shims = user.join(".pyenv/shims");
+        std::fs::create_dir_all(&shims).expect("mkdir");
+        std::fs::write(shims.join("python3"), "#!/usr/bin/env bash\n").expect("shim");
+        let shown = exposed_paths(&hidden, [], &shims.join("python3"), &[]);
+        assert!(shown.contains(&real(&user.join(".pyenv"))), "{shown:?}");
+        assert!(!shown.contains(&real(&user)), "{shown:?}");
         // A script lying directly in the home directory is shown alone.
         let loose = user.join("server.py");
         std::fs::write(&loose, "").expect("loose");
