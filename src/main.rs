@@ -15,11 +15,11 @@ use hintcheck::config::{RunConfig, parse_duration};
 use hintcheck::error::Error;
 use hintcheck::output::{self, Mode};
 use hintcheck::progress::{Display, Lines};
+use hintcheck::report::exit_code;
+use hintcheck::sandbox::process::become_subreaper;
 
 /// How often a log gets a progress line on long runs.
 const PROGRESS_LINE_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
-use hintcheck::report::exit_code;
-use hintcheck::sandbox::process::become_subreaper;
 
 fn main() -> ExitCode {
     // The sandbox's init runs before anything else exists: no runtime, no threads.
