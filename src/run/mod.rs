@@ -113,11 +113,7 @@ pub fn never_started(config: &RunConfig, cause: String, stopped: bool) -> Verifi
 
 /// What the run asked of the sandbox, in the report's words.
 fn requested_sandbox(config: &RunConfig) -> &'static str {
-    match config.sandbox {
-        Some(SandboxLevel::Required) => "required",
-        Some(SandboxLevel::BestEffort) => "best-effort",
-        None => "off",
-    }
+    config.sandbox.map_or("off", SandboxLevel::name)
 }
 
 /// Runs one verification. `stop` ends the run early (the report is then partial).
@@ -182,7 +178,7 @@ async fn verify_unchecked(
     if let Err(f) = &first {
         if let (Some(step), Some(SandboxLevel::BestEffort)) = (&f.sandbox, sandbox_level) {
             // Best effort and no namespaces at all: run without the sandbox, and say so loudly.
-            sandbox_status.requested = "best-effort".into();
+            sandbox_status.requested = SandboxLevel::BestEffort.name().into();
             sandbox_status.not_enforced.insert(
                 0,
                 format!(

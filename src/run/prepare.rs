@@ -16,7 +16,7 @@ pub(super) fn not_started(
     reason: &str,
 ) -> Box<Verification> {
     let mut r = base.report(config.command.clone(), Some(cause));
-    r.sandbox = SandboxStatus::not_started(&r.sandbox.requested);
+    r.sandbox = SandboxStatus::not_started(requested_sandbox(config));
     r.exit_reason = reason.to_string();
     Box::new(Verification {
         report: r,

@@ -227,11 +227,7 @@ impl SandboxStatus {
         let full = e.degraded.is_empty() && e.landlock == "full";
         SandboxStatus {
             level: if full { "full" } else { "partial" }.into(),
-            requested: match requested {
-                SandboxLevel::Required => "required",
-                SandboxLevel::BestEffort => "best-effort",
-            }
-            .into(),
+            requested: requested.name().into(),
             summary: if full {
                 "the server ran in namespaces under Landlock and seccomp; it could not change the host or reach the network".into()
             } else {

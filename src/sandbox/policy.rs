@@ -16,6 +16,16 @@ pub enum SandboxLevel {
     BestEffort,
 }
 
+impl SandboxLevel {
+    /// Its name in reports and on the command line (`required`, `best-effort`).
+    pub fn name(self) -> &'static str {
+        match self {
+            SandboxLevel::Required => "required",
+            SandboxLevel::BestEffort => "best-effort",
+        }
+    }
+}
+
 /// The environment variable that carries the config to the sandbox init.
 pub const CONFIG_ENV: &str = "HINTCHECK_SANDBOX_CONFIG";
 

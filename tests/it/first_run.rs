@@ -242,6 +242,7 @@ fn the_pre_flight_check_names_the_directory_the_server_cannot_enter() {
     }
     let r = out.json();
     assert_eq!(r["sandbox"]["level"], "not-started");
+    assert_eq!(r["sandbox"]["requested"], "required", "{}", r["sandbox"]);
 }
 
 #[test]
