@@ -312,6 +312,11 @@ fn run_installer(what: String, cmd: &mut Command, limits: &SetupLimits) -> Resul
         })
     })
     .collect();
+    // The installer and whatever it started, at once.
+    let group = rustix::process::Pid::from_child(&child);
+    let kill_group = || {
+        let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
+    };
     let mut next_progress = started + PROGRESS_EVERY;
     let status = loop {
         match child.try_wait() {
@@ -327,10 +332,7 @@ fn run_installer(what: String, cmd: &mut Command, limits: &SetupLimits) -> Resul
             None
         };
         if let Some(why) = stop {
-            let _ = rustix::process::kill_process_group(
-                rustix::process::Pid::from_child(&child),
-                rustix::process::Signal::KILL,
-            );
+            kill_group();
             let _ = child.wait();
             return Err(SetupError::Stopped {
                 what,
@@ -358,10 +360,7 @@ fn run_installer(what: String, cmd: &mut Command, limits: &SetupLimits) -> Resul
         std::thread::sleep(Duration::from_millis(100));
     };
     // The group may hold helpers that keep the pipes open: end them before reading the rest.
-    let _ = rustix::process::kill_process_group(
-        rustix::process::Pid::from_child(&child),
-        rustix::process::Signal::KILL,
-    );
+    kill_group();
     for r in readers {
         let _ = r.join();
     }

@@ -96,10 +96,8 @@ pub struct RunConfig {
     pub discover_timeout: Duration,
     /// Whole-run timeout (the `[setup]` installs included).
     pub run_timeout: Duration,
-    /// How long the `[setup]` installs (and the rest of reading the configuration) took: the
-    /// run has what is left of `run_timeout`.
-    pub setup_took: Duration,
-    /// When the command began (reading the configuration).
+    /// When the command began (reading the configuration): `run_timeout` counts from here, so
+    /// the `[setup]` installs spend the run's time.
     pub begun: Instant,
     /// `[setup]` installs still to do ([`RunConfig::install_setup`]).
     pub pending_setup: Option<PendingSetup>,
@@ -794,7 +792,6 @@ impl RunConfig {
                 Duration::from_secs(3),
             )?,
             run_timeout: duration("--timeout", &a.timeout, &run.timeout, DEFAULT_RUN_TIMEOUT)?,
-            setup_took: begun.elapsed(),
             begun,
             pending_setup,
             settle: duration(
@@ -941,7 +938,7 @@ fn parse_run_as(text: &str) -> Result<(u32, u32), ConfigError> {
 
 impl RunConfig {
     /// Does the pending `[setup]` installs and puts where they went (`{npm}`, `{venv}`) into
-    /// the command and the environment; what they took counts against `--timeout`.
+    /// the command and the environment; what they take counts against `--timeout`.
     pub fn install_setup(&mut self) -> Result<(), SetupError> {
         if let Some(p) = self.pending_setup.take() {
             let installed: Installed = crate::setup::ensure(&p.section, &p.cache, &p.limits)?;
@@ -952,7 +949,6 @@ impl RunConfig {
                 *v = installed.substitute(v);
             }
         }
-        self.setup_took = self.begun.elapsed();
         Ok(())
     }
 

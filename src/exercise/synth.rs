@@ -474,14 +474,11 @@ impl Synth<'_> {
     /// and rounded up to a whole one for an integer. Timeouts are left alone: they bound a wait
     /// that ends when the work does, and a short one would fail the call.
     fn short_wait(&mut self, s: &Map<String, Value>, at: &str) -> Option<Value> {
-        let kind = s.get("type").and_then(Value::as_str)?;
-        if kind != "integer" && kind != "number" {
-            return None;
-        }
         let name = at.rsplit('/').next().unwrap_or("");
         if !is_wait(name, s) {
             return None;
         }
+        let integer = s.get("type").and_then(Value::as_str) == Some("integer");
         let words = super::semantics::words(name);
         let description = s
             .get("description")
@@ -515,12 +512,12 @@ impl Synth<'_> {
             .unwrap_or(1.0);
         let (lo, lo_excl, hi, hi_excl) = self.bounds(s);
         let mut v = SHORT_WAIT_SECONDS / unit;
-        if kind == "integer" {
+        if integer {
             v = v.ceil().max(1.0);
         }
         if let Some(l) = lo {
             if v < l || (lo_excl && v <= l) {
-                v = if kind == "integer" {
+                v = if integer {
                     if lo_excl { l.floor() + 1.0 } else { l.ceil() }
                 } else if lo_excl {
                     l + SHORT_WAIT_SECONDS / unit
@@ -532,7 +529,7 @@ impl Synth<'_> {
         if hi.is_some_and(|h| v > h || (hi_excl && v >= h)) {
             return None;
         }
-        let value = if kind == "integer" {
+        let value = if integer {
             Value::from(v as i64)
         } else {
             serde_json::Number::from_f64(v).map(Value::Number)?

@@ -243,6 +243,23 @@ impl CallOutcome {
         )
     }
 
+    /// What the outcome says, for a call that did not succeed: the tool's or the server's
+    /// words, or what happened (no answer, a dead server); `None` for a success.
+    pub fn said(&self) -> Option<String> {
+        match self {
+            CallOutcome::ToolError { text, .. } => Some(text.clone()),
+            CallOutcome::ErrorLike { text, why, .. } => Some(format!("{text} ({why})")),
+            CallOutcome::RpcError { code, message } => Some(format!("{code} {message}")),
+            CallOutcome::Malformed { why } => Some(why.clone()),
+            CallOutcome::Timeout { after_ms } => Some(format!("no answer within {after_ms} ms")),
+            CallOutcome::Waiting { after_ms } => Some(format!(
+                "no answer within {after_ms} ms while the server answered a ping: the tool waits"
+            )),
+            CallOutcome::ServerDied => Some("the server died".into()),
+            CallOutcome::Ok { .. } => None,
+        }
+    }
+
     /// Short label.
     pub fn label(&self) -> &'static str {
         match self {
@@ -678,20 +695,20 @@ async fn handshake(
                 });
             }
             Err(DiscoverOutcome::Fatal(e)) => return Err(e),
-            Err(DiscoverOutcome::NotModern(why)) => {
-                if options.era == EraChoice::Modern {
-                    if why == NO_DISCOVER_ANSWER {
-                        return Err(HandshakeError::NoAnswer {
-                            asked: "server/discover".into(),
-                            within: options.handshake_timeout,
-                        });
-                    }
-                    return Err(HandshakeError::Unusable {
-                        method: "server/discover",
-                        why,
-                    });
-                }
+            Err(DiscoverOutcome::Unanswered) if options.era == EraChoice::Modern => {
+                return Err(HandshakeError::NoAnswer {
+                    asked: "server/discover".into(),
+                    within: options.handshake_timeout,
+                });
             }
+            Err(DiscoverOutcome::NotModern(why)) if options.era == EraChoice::Modern => {
+                return Err(HandshakeError::Unusable {
+                    method: "server/discover",
+                    why,
+                });
+            }
+            // A handshake-era server: initialize follows.
+            Err(DiscoverOutcome::Unanswered | DiscoverOutcome::NotModern(_)) => {}
         }
     }
     asked.push("initialize");
@@ -706,11 +723,10 @@ async fn handshake(
     }
 }
 
-/// Why a discover probe is taken for a handshake-era server: it was not answered in time.
-const NO_DISCOVER_ANSWER: &str = "no answer to server/discover";
-
 enum DiscoverOutcome {
     WantsVersion(Vec<String>),
+    /// No answer within the probe's time.
+    Unanswered,
     NotModern(String),
     Fatal(HandshakeError),
 }
@@ -728,7 +744,7 @@ async fn discover(
     {
         Ok(r) => r,
         Err(SessionError::Timeout { .. }) => {
-            return Err(DiscoverOutcome::NotModern(NO_DISCOVER_ANSWER.into()));
+            return Err(DiscoverOutcome::Unanswered);
         }
         Err(e) => return Err(DiscoverOutcome::Fatal(e.into())),
     };

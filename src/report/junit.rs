@@ -72,12 +72,6 @@ struct Case {
     err: String,
 }
 
-fn finding_for<'a>(r: &'a Report, tool: &str, v: &HintVerdict) -> Option<&'a Finding> {
-    r.findings
-        .iter()
-        .find(|f| f.tool.as_deref() == Some(tool) && f.hint == Some(v.hint))
-}
-
 /// Why every call of a tool ended without an answer (crash, hang, garbage), if so.
 fn harness_failure(t: &ToolReport) -> Option<String> {
     // A tool that waits (the server still answered a ping) is not a harness failure.
@@ -88,17 +82,7 @@ fn harness_failure(t: &ToolReport) -> Option<String> {
     let what: Vec<String> = t
         .calls
         .iter()
-        .map(|c| match &c.outcome {
-            CallOutcome::Timeout { after_ms } => format!("no answer within {after_ms} ms"),
-            CallOutcome::Waiting { after_ms } => {
-                format!(
-                    "no answer within {after_ms} ms; the server answered a ping: the tool waits"
-                )
-            }
-            CallOutcome::ServerDied => "the server died".into(),
-            CallOutcome::Malformed { why } => format!("malformed answer: {why}"),
-            other => other.label().into(),
-        })
+        .map(|c| c.outcome.said().unwrap_or_else(|| c.outcome.label().into()))
         .collect();
     Some(what.join("; "))
 }
@@ -113,7 +97,7 @@ fn hint_case(r: &Report, t: &ToolReport, v: &HintVerdict, server: &str) -> Case 
     for e in &v.evidence {
         let _ = writeln!(out, "{}: {}", e.source, e.labelled());
     }
-    let finding = finding_for(r, &t.name, v);
+    let finding = r.hint_finding(&t.name, v.hint);
     let status = match (v.verdict, finding) {
         (Verdict::Contradicted, Some(f)) => {
             if let Some(why) = &f.accepted {

@@ -164,9 +164,7 @@ pub fn render(r: &Report) -> String {
         let _ = writeln!(o, "|---|---|---|---|---|");
         for (t, v) in &contradicted {
             let accepted = r
-                .findings
-                .iter()
-                .find(|f| f.tool.as_deref() == Some(&t.name) && f.hint == Some(v.hint))
+                .hint_finding(&t.name, v.hint)
                 .and_then(|f| f.accepted.as_ref());
             let first = v
                 .evidence

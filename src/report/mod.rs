@@ -159,18 +159,7 @@ impl Unreached {
             return None;
         }
         let last = calls.last()?;
-        let said = match &last.outcome {
-            CallOutcome::ToolError { text, .. } => Some(text.clone()),
-            CallOutcome::ErrorLike { text, why, .. } => Some(format!("{text} ({why})")),
-            CallOutcome::RpcError { code, message } => Some(format!("{code} {message}")),
-            CallOutcome::Malformed { why } => Some(why.clone()),
-            CallOutcome::Timeout { after_ms } => Some(format!("no answer within {after_ms} ms")),
-            CallOutcome::Waiting { after_ms } => Some(format!(
-                "no answer within {after_ms} ms while the server answered a ping: the tool waits"
-            )),
-            CallOutcome::ServerDied => Some("the server died".into()),
-            CallOutcome::Ok { .. } => None,
-        };
+        let said = last.outcome.said();
         // What was missing: something this machine cannot give, if any attempt's error says
         // so (a later attempt's "not found" is often only a worse guess), else the last
         // error's reading.
@@ -294,6 +283,13 @@ impl CoverageSummary {
 }
 
 impl Report {
+    /// The finding about `hint` of tool `tool`, if there is one.
+    pub fn hint_finding(&self, tool: &str, hint: crate::mcp::tool::HintName) -> Option<&Finding> {
+        self.findings
+            .iter()
+            .find(|f| f.tool.as_deref() == Some(tool) && f.hint == Some(hint))
+    }
+
     /// Each tool's definition hash, by name.
     pub fn definition_hashes(&self) -> BTreeMap<&str, &str> {
         self.tools

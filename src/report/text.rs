@@ -70,24 +70,13 @@ fn first_evidence(f: &Finding) -> String {
     format!("{}: {}{more}", esc(&e.source), esc(&shorten(&e.text, 110)))
 }
 
-/// Whether a hint finding of `t` counts against it in the mark and the summary.
-fn hint_finding<'a>(
-    r: &'a Report,
-    t: &ToolReport,
-    hint: crate::mcp::tool::HintName,
-) -> Option<&'a Finding> {
-    r.findings
-        .iter()
-        .find(|f| f.tool.as_deref() == Some(&t.name) && f.hint == Some(hint))
-}
-
 /// The mark of a tool: ✗ a contradiction that counts, ! something to say (a weak or accepted
 /// contradiction, a finding), ? no successful call, - skipped, ✓ nothing to say.
 fn mark(r: &Report, t: &ToolReport) -> &'static str {
     let firm = t.verdicts.iter().any(|v| {
         v.verdict == Verdict::Contradicted
             && !v.uncertain
-            && hint_finding(r, t, v.hint)
+            && r.hint_finding(&t.name, v.hint)
                 .is_none_or(|f| f.accepted.is_none() && f.severity == Severity::Error)
     });
     if firm {
@@ -166,7 +155,7 @@ fn write_summary(o: &mut String, r: &Report, paint: Paint, verbose: bool) -> std
             .iter()
             .filter(|v| v.verdict == Verdict::Contradicted)
         {
-            let f = hint_finding(r, t, v.hint);
+            let f = r.hint_finding(&t.name, v.hint);
             let evidence = match f {
                 Some(f) => first_evidence(f),
                 None => esc(&shorten(&v.reason, 120)),
@@ -333,7 +322,7 @@ fn write_tool(
             not_applicable.push(v.hint.key());
             continue;
         }
-        let finding = hint_finding(r, t, v.hint);
+        let finding = r.hint_finding(&t.name, v.hint);
         let accepted = finding.and_then(|f| f.accepted.as_ref());
         let weak = finding.is_some_and(|f| f.severity != Severity::Error);
         let tag = match v.verdict {

@@ -95,11 +95,7 @@ pub struct Verification {
 pub fn never_started(config: &RunConfig, cause: String, stopped: bool) -> Verification {
     let base = ReportBase {
         started: config.begun,
-        started_unix_ms: SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map(|d| d.as_millis() as u64)
-            .unwrap_or(0)
-            .saturating_sub(config.begun.elapsed().as_millis() as u64),
+        started_unix_ms: unix_ms_now().saturating_sub(config.begun.elapsed().as_millis() as u64),
         settings: settings_of(config),
         sandbox: SandboxStatus::not_started(requested_sandbox(config)),
     };
@@ -109,6 +105,14 @@ pub fn never_started(config: &RunConfig, cause: String, stopped: bool) -> Verifi
         v.report.partial = Some(cause);
     }
     v
+}
+
+/// Milliseconds since the Unix epoch, now.
+fn unix_ms_now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
 }
 
 /// What the run asked of the sandbox, in the report's words.
@@ -138,11 +142,9 @@ async fn verify_unchecked(
     subreaper: bool,
 ) -> Verification {
     let started = Instant::now();
-    let started_unix_ms = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0);
-    let deadline = started + config.run_timeout.saturating_sub(config.setup_took);
+    let started_unix_ms = unix_ms_now();
+    // The command as a whole: what reading the configuration and the installs took counts.
+    let deadline = config.begun + config.run_timeout;
     config
         .progress
         .emit(ProgressEvent::Stage("starting the server"));

@@ -50,7 +50,7 @@ pub(super) async fn run_isolated(
     cfg.replay = false;
     cfg.transcript = None;
     cfg.run_timeout = remaining.max(Duration::from_millis(1));
-    cfg.setup_took = Duration::ZERO;
+    cfg.begun = Instant::now();
     let v = Box::pin(verify(&cfg, stop.clone(), subreaper)).await;
     let r = v.report;
     if let Some(e) = &r.server.start_error {
@@ -343,7 +343,7 @@ pub(super) async fn replay_keys(
 ) -> Option<Replayed> {
     let mut cfg = config.clone();
     cfg.run_timeout = time;
-    cfg.setup_took = Duration::ZERO;
+    cfg.begun = Instant::now();
     cfg.progress = ProgressHook::default();
     cfg.check_expectations = false;
     cfg.only_tools = Some(tools.to_vec());

@@ -390,14 +390,10 @@ ownership (writes stay confined and capabilities dropped)"
                     return Err(StartFailure::plain(message));
                 }
                 Err(LaunchError::Sandbox(f)) => {
+                    let message = format!("sandbox step {} failed: {}", f.step, f.message);
                     return Err(StartFailure {
-                        message: format!("sandbox step {} failed: {}", f.step, f.message),
-                        session: None,
-                        exit: None,
                         sandbox: Some(f),
-                        enforcement: None,
-                        interrupted: None,
-                        started: false,
+                        ..StartFailure::plain(message)
                     });
                 }
                 Err(e) => return Err(StartFailure::plain(error_chain(&e))),

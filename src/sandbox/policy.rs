@@ -388,13 +388,13 @@ pub fn private_directories() -> Vec<PathBuf> {
     out
 }
 
-/// Files that say a directory is the root of an installed package or a project: what a
-/// program found inside it needs around it.
 /// The directories version managers keep their runtimes, shims and settings in, under a home.
 const VERSION_MANAGERS: [&str; 8] = [
     ".pyenv", ".nvm", ".rbenv", ".nodenv", ".goenv", ".asdf", ".volta", ".fnm",
 ];
 
+/// Files that say a directory is the root of an installed package or a project: what a
+/// program found inside it needs around it.
 const PACKAGE_MARKERS: [&str; 7] = [
     "pyvenv.cfg",
     "package.json",
@@ -469,13 +469,9 @@ fn exposure_for(p: &Path, place: &Path) -> Vec<PathBuf> {
 
 /// The interpreter a script names on its `#!` line, if any.
 fn shebang(program: &Path) -> Option<PathBuf> {
-    let mut head = [0u8; 256];
-    let n = std::io::Read::read(&mut std::fs::File::open(program).ok()?, &mut head).ok()?;
-    let line = head[..n].strip_prefix(b"#!")?;
-    let line = line.split(|&b| b == b'\n').next()?;
-    let text = String::from_utf8_lossy(line);
-    let first = text.split_whitespace().next()?;
-    first.starts_with('/').then(|| PathBuf::from(first))
+    super::preflight::shebang_words(program)
+        .first()
+        .map(PathBuf::from)
 }
 
 /// The paths inside `hidden` places that the server needs, shown read-only: for every absolute

@@ -63,9 +63,8 @@ fn is_interpreter(path: &Path) -> bool {
     INTERPRETERS.contains(&name) || INTERPRETERS.contains(&family)
 }
 
-/// The `#!` line of `program`: the interpreter and, for `/usr/bin/env NAME`, NAME resolved
-/// through `path_var`.
-pub fn shebang_interpreters(program: &Path, path_var: Option<&str>) -> Vec<PathBuf> {
+/// The words of the `#!` line of `program`, the first an absolute path (none otherwise).
+pub fn shebang_words(program: &Path) -> Vec<String> {
     let mut head = [0u8; 256];
     let Ok(mut file) = std::fs::File::open(program) else {
         return Vec::new();
@@ -77,14 +76,29 @@ pub fn shebang_interpreters(program: &Path, path_var: Option<&str>) -> Vec<PathB
         return Vec::new();
     };
     let line = line.split(|&b| b == b'\n').next().unwrap_or_default();
-    let text = String::from_utf8_lossy(line);
-    let mut words = text.split_whitespace();
-    let Some(first) = words.next().filter(|w| w.starts_with('/')) else {
+    let words: Vec<String> = String::from_utf8_lossy(line)
+        .split_whitespace()
+        .map(str::to_string)
+        .collect();
+    if words.first().is_some_and(|w| w.starts_with('/')) {
+        words
+    } else {
+        Vec::new()
+    }
+}
+
+/// The `#!` line of `program`: the interpreter and, for `/usr/bin/env NAME`, NAME resolved
+/// through `path_var`.
+pub fn shebang_interpreters(program: &Path, path_var: Option<&str>) -> Vec<PathBuf> {
+    let words = shebang_words(program);
+    let Some(first) = words.first() else {
         return Vec::new();
     };
     let mut out = vec![PathBuf::from(first)];
     if Path::new(first).file_name().is_some_and(|n| n == "env") {
-        let named = words.find(|w| !w.starts_with('-') && !w.contains('='));
+        let named = words[1..]
+            .iter()
+            .find(|w| !w.starts_with('-') && !w.contains('='));
         if let Some(found) = named.and_then(|n| super::process::resolve_program(n, path_var).ok()) {
             out.push(found);
         }
@@ -178,11 +192,11 @@ fn blocker(path: &Path, account: Account, want: u32, view: View<'_>) -> Option<S
         }
     }
     for p in &checked {
-        let mut dir = PathBuf::new();
-        let parent = p.parent().unwrap_or(Path::new("/"));
-        for part in parent.components() {
-            dir.push(part);
-            match view.seen(&dir) {
+        // Every directory on the way, then the path itself, as the sandbox shows them.
+        let mut step = PathBuf::new();
+        for part in p.components() {
+            step.push(part);
+            match view.seen(&step) {
                 Seen::Traversable => continue,
                 Seen::Hidden(place) => {
                     return Some(format!(
@@ -192,30 +206,21 @@ fn blocker(path: &Path, account: Account, want: u32, view: View<'_>) -> Option<S
                 }
                 Seen::Real => {}
             }
-            if !allowed(&dir, account, EXEC).unwrap_or(true) {
-                return Some(format!(
+            let last = step == *p;
+            if allowed(&step, account, if last { want } else { EXEC }).unwrap_or(true) {
+                continue;
+            }
+            return Some(if !last {
+                format!(
                     "the directory {} ({}) cannot be entered",
-                    dir.display(),
-                    describe(&dir)
-                ));
-            }
-        }
-        if let Seen::Hidden(place) = view.seen(p) {
-            return Some(format!(
-                "it lies in {}, which the sandbox hides, and is not shown there",
-                place.display()
-            ));
-        }
-        match allowed(p, account, want) {
-            Ok(true) | Err(_) => {}
-            Ok(false) => {
-                let what = if want & READ != 0 {
-                    "cannot be read"
-                } else {
-                    "cannot be run"
-                };
-                return Some(format!("{} ({}) {what}", p.display(), describe(p)));
-            }
+                    step.display(),
+                    describe(&step)
+                )
+            } else if want & READ != 0 {
+                format!("{} ({}) cannot be read", p.display(), describe(p))
+            } else {
+                format!("{} ({}) cannot be run", p.display(), describe(p))
+            });
         }
     }
     None
