@@ -155,6 +155,11 @@ pub struct VerifyArgs {
     /// another (one server start per tool).
     #[arg(long)]
     pub isolate: bool,
+    /// Servers that replays and --isolate runs keep going at the same time (in the sandbox,
+    /// where each has a pid namespace of its own; 1 runs them one after another)
+    /// [default: 2].
+    #[arg(long, value_name = "N")]
+    pub jobs: Option<usize>,
     /// Argument sets tried per tool while its calls end in an error (isError or invalid
     /// params) [default: 4].
     #[arg(long, value_name = "N")]

@@ -103,6 +103,8 @@ pub struct RunSection {
     pub attempts: Option<usize>,
     /// One fresh server and workspace per tool.
     pub isolate: Option<bool>,
+    /// Servers kept going at the same time for replays and isolated runs.
+    pub jobs: Option<usize>,
     /// Synthesis seed.
     pub seed: Option<u64>,
     /// `none` or `workspace`.
@@ -272,6 +274,7 @@ impl RunSection {
             repeat: self.repeat.or(lower.repeat),
             attempts: self.attempts.or(lower.attempts),
             isolate: self.isolate.or(lower.isolate),
+            jobs: self.jobs.or(lower.jobs),
             seed: self.seed.or(lower.seed),
             roots: self.roots.or(lower.roots),
             era: self.era.or(lower.era),

@@ -73,6 +73,10 @@ pub enum RootsOffer {
     Workspace,
 }
 
+/// Servers kept going at the same time for replays and isolated runs, by default: the
+/// second core works while the first waits on a server.
+pub const DEFAULT_JOBS: usize = 2;
+
 /// Everything a run needs, validated.
 #[derive(Debug, Clone)]
 pub struct RunConfig {
@@ -150,6 +154,8 @@ pub struct RunConfig {
     pub replay: bool,
     /// One fresh server and workspace per tool.
     pub isolate: bool,
+    /// Servers kept going at the same time for replays and isolated runs (in the sandbox).
+    pub jobs: usize,
     /// The binary that runs the sandbox init; `None` means this executable (the hintcheck
     /// binary). Library users whose executable is something else set it.
     pub sandbox_exe: Option<PathBuf>,
@@ -843,6 +849,16 @@ impl RunConfig {
             },
             replay: true,
             isolate: a.isolate || run.isolate.unwrap_or(false),
+            jobs: match a.jobs.or(run.jobs) {
+                Some(0) => {
+                    return Err(ConfigError::BadValue {
+                        flag: "--jobs".into(),
+                        message: "must be at least 1 (1 runs replays one after another)".into(),
+                    });
+                }
+                Some(n) => n,
+                None => DEFAULT_JOBS,
+            },
             run_as: match a.run_as.as_ref().or(sandbox_section.run_as.as_ref()) {
                 None => None,
                 Some(text) => Some(parse_run_as(text)?),

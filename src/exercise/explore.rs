@@ -60,6 +60,15 @@ pub trait Host {
     async fn discard(&mut self, last_tool: Option<&str>);
     /// Calls `tool` on a fresh server of its own (`--isolate`).
     async fn isolated(&mut self, tool: &str) -> Result<Vec<CallRecord>, String>;
+    /// Calls each of `tools` on a fresh server of its own (`--isolate`), several at the same
+    /// time where the host can; the results in `tools`' order.
+    async fn isolated_all(&mut self, tools: &[String]) -> Vec<Result<Vec<CallRecord>, String>> {
+        let mut out = Vec::new();
+        for tool in tools {
+            out.push(self.isolated(tool).await);
+        }
+        out
+    }
 }
 
 /// What exploring left: a run per tool (in inventory order) and the plan's first arguments.
@@ -93,6 +102,8 @@ pub struct Explorer<'a> {
     called: Vec<bool>,
     /// Tools whose turn was taken.
     taken: Vec<bool>,
+    /// `--isolate`: tools whose first turn came, to be called together (`None` once they were).
+    isolated_turns: Option<Vec<usize>>,
     /// Prerequisite calls made per tool.
     prerequisites: Vec<usize>,
     /// Per tool, the arguments and result of its last successful call (what a creating tool
@@ -150,6 +161,7 @@ impl<'a> Explorer<'a> {
             runs: vec![ToolRun::default(); n],
             called: vec![false; n],
             taken: vec![false; n],
+            isolated_turns: Some(Vec::new()),
             prerequisites: vec![0; n],
             made: vec![None; n],
             next_first: vec![None; n],
@@ -188,6 +200,21 @@ impl<'a> Explorer<'a> {
                 continue;
             }
             Box::pin(self.turn(i, host, 0)).await;
+        }
+        // --isolate: every tool on a server of its own, side by side where the host can.
+        if let Some(turns) = self.isolated_turns.take().filter(|t| !t.is_empty()) {
+            if self.partial.is_none() {
+                let names: Vec<String> =
+                    turns.iter().map(|&i| self.tools[i].name.clone()).collect();
+                let results = host.isolated_all(&names).await;
+                for (i, result) in turns.into_iter().zip(results) {
+                    match result {
+                        Ok(calls) => self.runs[i].calls = calls,
+                        Err(why) => self.runs[i].skipped = Some(why),
+                    }
+                }
+                self.partial = host.must_stop();
+            }
         }
         // Tools still without a successful call get another turn when the pool has grown
         // or a server-wide lesson was learned since their last one.
@@ -327,6 +354,10 @@ impl<'a> Explorer<'a> {
         }
         if self.config.isolate {
             self.called[i] = true;
+            if let Some(turns) = self.isolated_turns.as_mut() {
+                turns.push(i);
+                return;
+            }
             match host.isolated(&tool.name).await {
                 Ok(calls) => self.runs[i].calls = calls,
                 Err(why) => self.runs[i].skipped = Some(why),

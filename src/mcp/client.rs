@@ -360,9 +360,20 @@ impl McpClient {
             if !matches!(self.identity.era, Era::Modern(_)) {
                 return Ok(reply);
             }
-            match result.get("resultType").and_then(Value::as_str) {
+            // Only the members that steer the exchange are read here (a listing stays text).
+            #[derive(serde::Deserialize, Default)]
+            struct Steering {
+                #[serde(rename = "resultType")]
+                result_type: Option<Value>,
+                #[serde(rename = "inputRequests")]
+                input_requests: Option<Value>,
+                #[serde(rename = "requestState")]
+                request_state: Option<Value>,
+            }
+            let steering: Steering = serde_json::from_str(result.text()).unwrap_or_default();
+            match steering.result_type.as_ref().and_then(Value::as_str) {
                 Some("input_required") => {
-                    if result.get("inputRequests").is_some() {
+                    if steering.input_requests.is_some() {
                         self.notes.push(ProtocolNote {
                             context: method.into(),
                             message: "input_required with inputRequests, although hintcheck declared no client capabilities".into(),
@@ -380,8 +391,7 @@ impl McpClient {
                         });
                         return Ok(reply);
                     }
-                    params["requestState"] =
-                        result.get("requestState").cloned().unwrap_or(Value::Null);
+                    params["requestState"] = steering.request_state.unwrap_or(Value::Null);
                 }
                 None | Some("complete") => return Ok(reply),
                 Some(other) => {
@@ -443,11 +453,26 @@ impl McpClient {
                     break;
                 }
             };
-            let Some(tools) = result.get("tools").and_then(Value::as_array) else {
+            // The page is read one tool at a time from its text: only the tools kept are
+            // ever parsed, and never all of them at once beside each other's maps.
+            #[derive(serde::Deserialize)]
+            struct Page<'a> {
+                #[serde(borrow)]
+                tools: Option<Vec<&'a serde_json::value::RawValue>>,
+                #[serde(rename = "nextCursor")]
+                next_cursor: Option<Value>,
+            }
+            let Ok(Page {
+                tools: Some(tools),
+                next_cursor,
+            }) = serde_json::from_str::<Page>(result.text())
+            else {
                 inv.incomplete = Some("tools/list result has no tools array".into());
                 break;
             };
             for raw in tools {
+                let raw: Value = serde_json::from_str(raw.get()).unwrap_or(Value::Null);
+                let raw = &raw;
                 if inv.tools.len() + inv.unusable.len() >= self.options.max_tools {
                     inv.incomplete = Some(format!(
                         "more than {} tools; the rest were not read",
@@ -475,7 +500,7 @@ impl McpClient {
             if inv.incomplete.is_some() {
                 break;
             }
-            match result.get("nextCursor") {
+            match next_cursor.as_ref() {
                 None | Some(Value::Null) => break,
                 Some(Value::String(c)) if c.is_empty() => break,
                 Some(Value::String(c)) => {
@@ -549,7 +574,7 @@ impl McpClient {
                 return (CallOutcome::ServerDied, None);
             }
         };
-        match reply.outcome {
+        match reply.outcome.map(|r| r.value()) {
             Err(RpcError {
                 code,
                 message,
@@ -748,7 +773,7 @@ async fn discover(
         }
         Err(e) => return Err(DiscoverOutcome::Fatal(e.into())),
     };
-    match reply.outcome {
+    match reply.outcome.map(|r| r.value()) {
         Err(e) if e.code == -32022 => {
             let supported = e
                 .data
@@ -812,7 +837,7 @@ async fn initialize(
         "clientInfo": client_info(),
     });
     let reply = session.request("initialize", Some(params), timeout).await?;
-    let result = match reply.outcome {
+    let result = match reply.outcome.map(|r| r.value()) {
         Ok(r) => r,
         Err(e) => {
             return Err(HandshakeError::Refused {

@@ -5,7 +5,7 @@
 //! already-open directory), never blocks on FIFOs, and is bounded in entries and depth.
 //! It sees only effects that persist until the checkpoint, not attempts.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::io::Read;
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
@@ -14,6 +14,7 @@ use std::sync::Arc;
 use rustix::fs::{AtFlags, Dir, FileType, Mode, OFlags};
 use sha2::{Digest, Sha256};
 
+use super::inotify::{ChangeFeed, Changes};
 use super::{
     FileEffect, FileEffectKind, Mechanism, ObjectKind, Observation, ObserveError, Observer,
     ObserverStatus,
@@ -122,6 +123,9 @@ struct Entry {
     prefix_sha: Option<(u64, [u8; 32])>,
     /// The content is a database file changed in place (SQLite or git index magic).
     database: bool,
+    /// Hard links to it (a file written through another of its names elsewhere changes
+    /// without an event in this directory).
+    links: u64,
 }
 
 impl Entry {
@@ -160,6 +164,26 @@ pub struct FsSnapshotObserver {
     forced: HashSet<(u64, u64)>,
     /// When the mappings were last read.
     mapped_at: Option<std::time::Instant>,
+    /// Change notifications over the same directories: between full walks, only the paths
+    /// they name are read again.
+    feed: Option<ChangeFeed>,
+    /// Whether the notifications can stand for a full walk for the current server: it runs
+    /// where writes are confined to watched directories (Landlock) and its shared file
+    /// mappings are reported (seccomp).
+    notified_writes: bool,
+    /// The seccomp recorder's queue of the current server (its count of shared file mappings).
+    attempts: Option<crate::sandbox::notify::AttemptQueue>,
+    /// The next checkpoint walks everything.
+    walk_whole: bool,
+    /// The last full walk stopped at a limit.
+    truncated: bool,
+    /// Bytes of content kept in `last`.
+    kept_total: u64,
+    /// Files of `last` with more than one name: read again at every checkpoint.
+    multi_linked: BTreeSet<String>,
+    /// Checkpoints that walked everything, and those that read only what changed.
+    whole_walks: u64,
+    partial_reads: u64,
 }
 
 /// A directory covered by an overlay: `lower` is the host directory (never written), `upper`
@@ -190,9 +214,24 @@ impl FsSnapshotObserver {
             mapped: HashSet::new(),
             forced: HashSet::new(),
             mapped_at: None,
+            feed: None,
+            notified_writes: false,
+            attempts: None,
+            walk_whole: true,
+            truncated: false,
+            kept_total: 0,
+            multi_linked: BTreeSet::new(),
+            whole_walks: 0,
+            partial_reads: 0,
         };
         me.last = me.take();
+        me.remember_whole_walk();
         me
+    }
+
+    /// Follows change notifications over the same directories (see [`ChangeFeed`]).
+    pub fn follow(&mut self, feed: ChangeFeed) {
+        self.feed = Some(feed);
     }
 
     /// Also watch directories of a running sandbox, seen through `/proc/<pid>/root`. The
@@ -364,6 +403,7 @@ impl FsSnapshotObserver {
             }
         }
         if walk.truncated {
+            self.truncated = true;
             walk.notes.push(format!(
                 "snapshot stopped at {} entries or depth {}; effects beyond were not seen",
                 self.limits.max_entries, self.limits.max_depth
@@ -372,12 +412,225 @@ impl FsSnapshotObserver {
         self.notes.extend(walk.notes);
         walk.out
     }
+
+    /// Derived state of `last` after a full walk: its kept content and multi-linked files.
+    fn remember_whole_walk(&mut self) {
+        self.kept_total = self
+            .last
+            .values()
+            .filter_map(|e| e.content.as_ref().map(|c| c.len() as u64))
+            .sum();
+        self.multi_linked = self
+            .last
+            .iter()
+            .filter(|(_, e)| e.kind == ObjectKind::File && e.links > 1)
+            .map(|(p, _)| p.clone())
+            .collect();
+    }
+
+    /// Whether this checkpoint may read only what the notifications name.
+    fn may_follow_changes(&mut self, changes: &Changes) -> bool {
+        if self.walk_whole || self.truncated || !changes.complete || !self.notified_writes {
+            return false;
+        }
+        // A shared writable mapping changes a file without any event: once the server made
+        // one (seccomp reports every shared file mapping), every checkpoint walks.
+        self.attempts
+            .as_ref()
+            .is_some_and(|q| q.lock().unwrap_or_else(|p| p.into_inner()).shared_file_maps == 0)
+    }
+
+    /// The snapshot's changes at the paths `changed` names (and their subtrees where a
+    /// directory appeared or was replaced), plus the overlays' views: (the entries of `last`
+    /// those paths had, the entries they have now). `None` when a full walk is needed (an
+    /// unexpected error, a limit reached).
+    fn read_changed(&mut self, changed: BTreeSet<String>) -> Option<(Snapshot, Snapshot)> {
+        let mut pending = changed;
+        pending.extend(self.multi_linked.iter().cloned());
+        let mut done: HashSet<String> = HashSet::new();
+        let roots: Vec<SnapshotRoot> = self
+            .roots
+            .iter()
+            .chain(&self.sandbox_roots)
+            .cloned()
+            .collect();
+        let mut old = Snapshot::new();
+        let mut walk = Walk::new(&self.limits, &self.last, None);
+        walk.kept_content = self.kept_total;
+        walk.base_entries = self.last.len();
+        let mut root_fds: HashMap<usize, Option<OwnedFd>> = HashMap::new();
+        let mut rewalked: Vec<String> = Vec::new();
+        while let Some(path) = pending.pop_first() {
+            if !done.insert(path.clone()) {
+                continue;
+            }
+            let path = &path;
+            if rewalked.iter().any(|d| {
+                path.starts_with(d.as_str()) && path.as_bytes().get(d.len()) == Some(&b'/')
+            }) {
+                continue;
+            }
+            let Some((i, rel)) = roots.iter().enumerate().find_map(|(i, r)| {
+                path.strip_prefix(r.label.as_str())
+                    .and_then(|rest| rest.strip_prefix('/'))
+                    .filter(|rest| !rest.is_empty())
+                    .map(|rest| (i, rest))
+            }) else {
+                continue;
+            };
+            let root = &roots[i];
+            let (parent_rel, name) = rel.rsplit_once('/').unwrap_or(("", rel));
+            let top = rel.split('/').next().unwrap_or(rel);
+            if root.exclude.iter().any(|x| x == top) {
+                continue;
+            }
+            let depth = rel.split('/').count();
+            if depth >= self.limits.max_depth {
+                return None;
+            }
+            let root_fd = root_fds
+                .entry(i)
+                .or_insert_with(|| open_dir(&root.path).ok());
+            let Some(root_fd) = root_fd.as_ref() else {
+                // A sandbox directory gone with its sandbox keeps its last state; another
+                // root that cannot be opened needs the full walk's note.
+                if self.sandbox_roots.iter().any(|r| r.label == root.label) {
+                    continue;
+                }
+                return None;
+            };
+            let parent = if parent_rel.is_empty() {
+                Some(root_fd.try_clone().ok()?)
+            } else {
+                match open_beneath(root_fd, parent_rel) {
+                    Ok(fd) => Some(fd),
+                    // Gone, or no longer reachable without a symlink: the walk would not
+                    // see it either.
+                    Err(
+                        rustix::io::Errno::NOENT
+                        | rustix::io::Errno::NOTDIR
+                        | rustix::io::Errno::LOOP,
+                    ) => None,
+                    Err(_) => return None,
+                }
+            };
+            let was = self.last.get(path.as_str());
+            let now = parent.as_ref().and_then(|fd| {
+                walk.entry(fd, name.as_bytes(), path)
+                    .map(|(entry, _)| (fd, entry))
+            });
+            let subtree = |last: &Snapshot, old: &mut Snapshot| {
+                let prefix = format!("{path}/");
+                for (p, e) in last
+                    .range::<str, _>((
+                        std::ops::Bound::Excluded(prefix.as_str()),
+                        std::ops::Bound::Unbounded,
+                    ))
+                    .take_while(|(p, _)| p.starts_with(prefix.as_str()))
+                {
+                    old.insert(p.clone(), e.clone());
+                }
+            };
+            if let Some(e) = was {
+                old.insert(path.clone(), e.clone());
+            }
+            match now {
+                None => {
+                    if was.is_some_and(|e| e.kind == ObjectKind::Dir) {
+                        subtree(&self.last, &mut old);
+                    }
+                }
+                Some((fd, entry)) => {
+                    let same_dir = entry.kind == ObjectKind::Dir
+                        && was.is_some_and(|w| {
+                            w.kind == ObjectKind::Dir && (w.dev, w.ino) == (entry.dev, entry.ino)
+                        });
+                    let walk_in = entry.kind == ObjectKind::Dir && !same_dir;
+                    if was.is_some_and(|w| w.kind == ObjectKind::Dir) && !same_dir {
+                        subtree(&self.last, &mut old);
+                    }
+                    // A file that gained a name: its other names change with it, without
+                    // events where they are.
+                    if entry.kind == ObjectKind::File
+                        && entry.links > 1
+                        && !self.multi_linked.contains(path)
+                    {
+                        let inode = (entry.dev, entry.ino);
+                        pending.extend(
+                            self.last
+                                .iter()
+                                .filter(|(p, e)| (e.dev, e.ino) == inode && !done.contains(*p))
+                                .map(|(p, _)| p.clone()),
+                        );
+                    }
+                    walk.out.insert(path.clone(), entry);
+                    if walk_in {
+                        let sub = rustix::fs::openat(
+                            fd.as_fd(),
+                            name,
+                            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+                            Mode::empty(),
+                        );
+                        match sub {
+                            Ok(sub) => walk.dir(sub, path, depth),
+                            Err(
+                                rustix::io::Errno::NOENT
+                                | rustix::io::Errno::NOTDIR
+                                | rustix::io::Errno::LOOP,
+                            ) => {}
+                            Err(_) => return None,
+                        }
+                        rewalked.push(path.clone());
+                    }
+                }
+            }
+            if walk.truncated {
+                return None;
+            }
+        }
+        let removed_content: u64 = old
+            .values()
+            .filter_map(|e| e.content.as_ref().map(|c| c.len() as u64))
+            .sum();
+        let kept_now = walk.kept_content.saturating_sub(self.kept_total);
+        let mut new = std::mem::take(&mut walk.out);
+        self.notes.append(&mut walk.notes);
+        drop(walk);
+        self.kept_total = (self.kept_total + kept_now).saturating_sub(removed_content);
+        // The overlays: their upper layers are walked whole (they hold only what changed).
+        if !self.overlays.is_empty() {
+            let (view, touched, before) = self.overlay_views();
+            for (p, e) in before {
+                self.last.entry(p).or_insert(e);
+            }
+            self.overlay_touched.extend(touched);
+            for ov in &self.overlays {
+                let prefix = format!("{}/", ov.label);
+                for (p, e) in self
+                    .last
+                    .range::<str, _>((
+                        std::ops::Bound::Excluded(prefix.as_str()),
+                        std::ops::Bound::Unbounded,
+                    ))
+                    .take_while(|(p, _)| p.starts_with(prefix.as_str()))
+                {
+                    old.insert(p.clone(), e.clone());
+                }
+            }
+            new.extend(view);
+        }
+        Some((old, new))
+    }
 }
 
 impl Observer for FsSnapshotObserver {
     fn server_started(&mut self, start: &super::ServerStart) {
         self.server_pid = start.server_pid;
         self.mapped_at = None;
+        self.attempts = start.attempts.clone();
+        self.notified_writes = start.writes_confined && start.attempts.is_some();
+        // The new sandbox's directories were read before their watches existed.
+        self.walk_whole = true;
         let sandbox_root = start.sandbox_root.as_deref();
         let old: Vec<String> = self
             .sandbox_roots
@@ -398,24 +651,51 @@ impl Observer for FsSnapshotObserver {
     }
 
     fn checkpoint(&mut self) -> Result<Vec<Observation>, ObserveError> {
-        let mut now = self.take();
-        let (view, touched, before) = self.overlay_views();
-        // Paths the upper layers touch for the first time were their lower selves until now.
-        for (p, e) in before {
-            self.last.entry(p).or_insert(e);
-        }
-        self.overlay_touched.extend(touched);
-        now.extend(view);
-        let mut effects = diff(&self.last, &now);
+        let changes = self
+            .feed
+            .as_ref()
+            .map(|f| f.lock().unwrap_or_else(|p| p.into_inner()).take_changes());
+        let partial = match changes {
+            Some(changes) if self.may_follow_changes(&changes) => self.read_changed(changes.paths),
+            _ => None,
+        };
+        let (old, now, whole) = match partial {
+            Some((old, new)) => {
+                self.partial_reads += 1;
+                (old, new, false)
+            }
+            None => {
+                self.whole_walks += 1;
+                self.walk_whole = false;
+                self.truncated = false;
+                let mut now = self.take();
+                let (view, touched, before) = self.overlay_views();
+                // Paths the upper layers touch for the first time were their lower selves
+                // until now.
+                for (p, e) in before {
+                    self.last.entry(p).or_insert(e);
+                }
+                self.overlay_touched.extend(touched);
+                now.extend(view);
+                (Snapshot::new(), now, true)
+            }
+        };
+        // After a full walk `now` is everything; otherwise it is what changed, `old` what
+        // those paths were, and every other path is as in `last`.
+        let before: &Snapshot = if whole { &self.last } else { &old };
+        let mut effects = diff(before, &now);
         let content = |snapshot: &Snapshot, p: &str| {
             snapshot
                 .get(p)
                 .and_then(|e| e.content.as_deref().map(<[u8]>::to_vec))
         };
+        let content_now = |p: &str| match now.get(p) {
+            Some(e) => e.content.as_deref().map(<[u8]>::to_vec),
+            None if whole || old.contains_key(p) => None,
+            None => content(&self.last, p),
+        };
         // Stores read in their own terms: rows and members added, changed, removed.
-        super::store::reclassify(&mut effects, &|p| content(&self.last, p), &|p| {
-            content(&now, p)
-        });
+        super::store::reclassify(&mut effects, &|p| content(&self.last, p), &content_now);
         // Effects inside a git repository, judged by git's model (a commit moves a ref
         // forward; it does not destroy it).
         if effects.iter().any(|e| e.path.contains("/.git/")) {
@@ -430,11 +710,29 @@ impl Observer for FsSnapshotObserver {
             super::git::reclassify(
                 &mut effects,
                 &|p| content(&self.last, p),
-                &|p| content(&now, p),
+                &content_now,
                 &real_path,
             );
         }
-        self.last = now;
+        if whole {
+            self.last = now;
+            self.remember_whole_walk();
+        } else {
+            for p in old.keys() {
+                if !now.contains_key(p) {
+                    self.last.remove(p);
+                    self.multi_linked.remove(p);
+                }
+            }
+            for (p, e) in now {
+                if e.kind == ObjectKind::File && e.links > 1 {
+                    self.multi_linked.insert(p.clone());
+                } else {
+                    self.multi_linked.remove(&p);
+                }
+                self.last.insert(p, e);
+            }
+        }
         if effects.len() > self.limits.max_effects {
             self.notes.push(format!(
                 "{} file effects in one window; only the first {} are listed",
@@ -450,13 +748,21 @@ impl Observer for FsSnapshotObserver {
         ObserverStatus {
             name: "fs-snapshot".into(),
             covers: format!(
-                "files under {} (before/after snapshots per window){}",
+                "files under {} (before/after snapshots per window){}{}",
                 self.roots
                     .iter()
                     .map(|r| r.label.clone())
                     .chain(self.sandbox_dirs.iter().map(SandboxDir::label))
                     .collect::<Vec<_>>()
                     .join(", "),
+                if self.partial_reads == 0 {
+                    String::new()
+                } else {
+                    format!(
+                        "; {} checkpoint(s) walked everything (each server start, the end, and wherever notifications could not stand for a walk), {} read again only the paths change notifications named",
+                        self.whole_walks, self.partial_reads
+                    )
+                },
                 if self.overlays.is_empty() {
                     String::new()
                 } else {
@@ -481,6 +787,10 @@ impl Observer for FsSnapshotObserver {
     fn take_notes(&mut self) -> Vec<String> {
         std::mem::take(&mut self.notes)
     }
+
+    fn walk_whole_next(&mut self) {
+        self.walk_whole = true;
+    }
 }
 
 struct Walk<'a> {
@@ -489,6 +799,8 @@ struct Walk<'a> {
     /// Files (device, inode) hashed again even when their metadata is unchanged.
     force_hash: &'a HashSet<(u64, u64)>,
     out: Snapshot,
+    /// Entries of the snapshot outside `out` (they count against the entry limit).
+    base_entries: usize,
     kept_content: u64,
     truncated: bool,
     notes: Vec<String>,
@@ -529,6 +841,7 @@ impl<'a> Walk<'a> {
             previous,
             force_hash: &NONE,
             out: Snapshot::new(),
+            base_entries: 0,
             kept_content: 0,
             truncated: false,
             notes: Vec::new(),
@@ -569,7 +882,7 @@ impl<'a> Walk<'a> {
             names.retain(|n| !self.exclude.iter().any(|x| x.as_bytes() == n.as_slice()));
         }
         for name in names {
-            if self.out.len() >= self.limits.max_entries {
+            if self.base_entries + self.out.len() >= self.limits.max_entries {
                 self.truncated = true;
                 return;
             }
@@ -644,6 +957,7 @@ impl<'a> Walk<'a> {
             link: None,
             prefix_sha: None,
             database: false,
+            links: st.st_nlink as u64,
         };
         match kind {
             ObjectKind::File => self.file(fd, name, display, &mut entry),
@@ -792,6 +1106,19 @@ fn shared_writable_file(line: &str) -> Option<(u64, u64)> {
         u32::from_str_radix(minor, 16).ok()?,
     );
     Some((dev, inode))
+}
+
+/// Opens directory `rel` below `root` without following any symlink on the way (nor leaving
+/// `root`).
+fn open_beneath(root: &OwnedFd, rel: &str) -> rustix::io::Result<OwnedFd> {
+    use rustix::fs::ResolveFlags;
+    rustix::fs::openat2(
+        root,
+        rel,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+        ResolveFlags::NO_SYMLINKS | ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS,
+    )
 }
 
 /// Opens a directory for walking. The last component is never followed: a server that
@@ -1267,5 +1594,157 @@ mod tests {
                 .iter()
                 .any(|n| n.contains("stopped at 5 entries"))
         );
+    }
+
+    /// An observer that follows change notifications as it does for a sandboxed server
+    /// (writes confined, shared mappings reported to `maps`), after its first full walk.
+    fn following(
+        dir: &std::path::Path,
+    ) -> (
+        FsSnapshotObserver,
+        super::super::inotify::InotifyObserver,
+        crate::sandbox::notify::AttemptQueue,
+    ) {
+        let roots = vec![SnapshotRoot::new("$W", dir.to_path_buf())];
+        let notes = super::super::inotify::InotifyObserver::new(&roots);
+        let mut o = FsSnapshotObserver::new(roots, SnapshotLimits::default());
+        o.follow(notes.feed());
+        let maps = crate::sandbox::notify::AttemptQueue::default();
+        o.server_started(&super::super::ServerStart {
+            sandbox_root: None,
+            attempts: Some(maps.clone()),
+            network: None,
+            server_pid: None,
+            writes_confined: true,
+        });
+        assert!(kinds(&mut o).is_empty());
+        (o, notes, maps)
+    }
+
+    #[test]
+    fn reading_what_notifications_name_sees_what_a_full_walk_sees() {
+        use std::os::unix::fs::{PermissionsExt, symlink};
+        let t = tempfile::tempdir().expect("tempdir");
+        let d = t.path();
+        fs::create_dir_all(d.join("tree/deep/er")).expect("mkdir");
+        fs::write(d.join("tree/deep/er/leaf.txt"), "leaf").expect("w");
+        fs::create_dir(d.join("moving")).expect("mkdir");
+        fs::write(d.join("moving/inside.txt"), "inside").expect("w");
+        fs::write(d.join("log.txt"), "one\n").expect("w");
+        fs::write(d.join("config.json"), "{\"a\":1}").expect("w");
+        fs::write(d.join("linked.txt"), "first").expect("w");
+        fs::create_dir(d.join("sub")).expect("mkdir");
+        let mut whole = observer(d);
+        let (mut partial, _notes, _maps) = following(d);
+        type Step = Box<dyn Fn(&std::path::Path)>;
+        let steps: Vec<(&str, Step)> = vec![
+            ("nothing", Box::new(|_| {})),
+            (
+                "append, overwrite, create",
+                Box::new(|d| {
+                    fs::write(d.join("log.txt"), "one\ntwo\n").expect("w");
+                    fs::write(d.join("config.json"), "{\"a\":2}").expect("w");
+                    fs::write(d.join("sub/new.txt"), "new").expect("w");
+                }),
+            ),
+            (
+                "a directory made and filled within one window",
+                Box::new(|d| {
+                    fs::create_dir_all(d.join("fresh/a/b")).expect("mkdir");
+                    fs::write(d.join("fresh/a/b/c.txt"), "c").expect("w");
+                }),
+            ),
+            (
+                "written inside the directory made earlier",
+                Box::new(|d| fs::write(d.join("fresh/a/b/c.txt"), "cc").expect("w")),
+            ),
+            (
+                "a directory renamed, then written in",
+                Box::new(|d| {
+                    fs::rename(d.join("moving"), d.join("moved")).expect("mv");
+                    fs::write(d.join("moved/inside.txt"), "changed").expect("w");
+                }),
+            ),
+            (
+                "written in the renamed directory later",
+                Box::new(|d| fs::write(d.join("moved/inside.txt"), "again").expect("w")),
+            ),
+            (
+                "a tree removed",
+                Box::new(|d| fs::remove_dir_all(d.join("tree")).expect("rm")),
+            ),
+            (
+                "a hard link made, then the file written through it",
+                Box::new(|d| {
+                    fs::hard_link(d.join("linked.txt"), d.join("sub/alias.txt")).expect("ln");
+                }),
+            ),
+            (
+                "written through the other name",
+                Box::new(|d| fs::write(d.join("sub/alias.txt"), "second!").expect("w")),
+            ),
+            (
+                "mode changed, directory replaced by a symlink",
+                Box::new(|d| {
+                    fs::set_permissions(d.join("log.txt"), fs::Permissions::from_mode(0o600))
+                        .expect("chmod");
+                    fs::remove_dir_all(d.join("fresh")).expect("rm");
+                    symlink("/etc", d.join("fresh")).expect("ln -s");
+                }),
+            ),
+            (
+                "a file renamed over another",
+                Box::new(|d| fs::rename(d.join("sub/new.txt"), d.join("config.json")).expect("mv")),
+            ),
+        ];
+        for (what, step) in steps {
+            step(d);
+            assert_eq!(kinds(&mut partial), kinds(&mut whole), "{what}");
+        }
+        assert_eq!(partial.whole_walks, 1, "after the server start");
+        assert_eq!(partial.partial_reads, 11);
+        // The last state is the same as a full walk's.
+        let walked = partial.take();
+        assert_eq!(
+            partial.last.keys().collect::<Vec<_>>(),
+            walked.keys().collect::<Vec<_>>()
+        );
+    }
+
+    #[test]
+    fn a_shared_mapping_or_lost_events_mean_full_walks() {
+        let t = tempfile::tempdir().expect("tempdir");
+        let d = t.path();
+        fs::write(d.join("mapped.bin"), [0u8; 16]).expect("w");
+        let (mut o, notes, maps) = following(d);
+        fs::write(d.join("a.txt"), "a").expect("w");
+        assert_eq!(kinds(&mut o).len(), 1);
+        assert_eq!((o.whole_walks, o.partial_reads), (1, 1));
+        // Once the server mapped a file shared, a write through it fires nothing: walk.
+        maps.lock().expect("lock").shared_file_maps = 1;
+        fs::write(d.join("b.txt"), "b").expect("w");
+        assert_eq!(kinds(&mut o).len(), 1);
+        assert_eq!((o.whole_walks, o.partial_reads), (2, 1));
+        maps.lock().expect("lock").shared_file_maps = 0;
+        // Lost events (an overflowed queue) and the run's last checkpoint walk too.
+        notes.feed().lock().expect("lock").overflowed = true;
+        assert!(kinds(&mut o).is_empty());
+        assert_eq!((o.whole_walks, o.partial_reads), (3, 1));
+        o.walk_whole_next();
+        assert!(kinds(&mut o).is_empty());
+        assert_eq!((o.whole_walks, o.partial_reads), (4, 1));
+        // A server outside Landlock may write anywhere the watches do not reach.
+        o.server_started(&super::super::ServerStart {
+            sandbox_root: None,
+            attempts: Some(maps.clone()),
+            network: None,
+            server_pid: None,
+            writes_confined: false,
+        });
+        fs::write(d.join("c.txt"), "c").expect("w");
+        assert_eq!(kinds(&mut o).len(), 1);
+        fs::write(d.join("d.txt"), "d").expect("w");
+        assert_eq!(kinds(&mut o).len(), 1);
+        assert_eq!((o.whole_walks, o.partial_reads), (6, 1));
     }
 }

@@ -6,10 +6,11 @@
 //! without a mount namespace it is the only record of such writes (the weaker mode, named in
 //! the report), and inside the sandbox it watches the same host directories.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::mem::MaybeUninit;
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 use rustix::fs::inotify::{self, CreateFlags, ReadFlags, WatchFlags};
 
@@ -31,41 +32,59 @@ struct Seen {
     is_dir: bool,
 }
 
-/// The inotify observer.
-pub struct InotifyObserver {
+/// The inotify watches over the observed directories, shared by the change-notification
+/// observer (which reports what changed and changed back) and the snapshot observer (which
+/// re-reads only the paths named here between its full walks).
+pub type ChangeFeed = Arc<Mutex<Watcher>>;
+
+/// What the snapshot observer learns from the watches since it last asked.
+#[derive(Debug, Default)]
+pub struct Changes {
+    /// Every path (as displayed) whose entry may have changed: created, written, removed,
+    /// moved, or its attributes changed.
+    pub paths: BTreeSet<String>,
+    /// Whether `paths` is all that changed: false after a queue overflow, or while some
+    /// directory is not watched (the watch cap, a watch that failed).
+    pub complete: bool,
+}
+
+/// The inotify instance and its watches.
+pub struct Watcher {
     fd: Option<OwnedFd>,
     /// Watch descriptor → (display path, real path) of the directory.
     dirs: HashMap<i32, (String, PathBuf)>,
-    labels: Vec<String>,
     /// Directories of the sandbox, watched through `/proc/PID/root` from each server start.
     sandbox_dirs: Vec<SandboxDir>,
     /// The watches on the current sandbox's directories.
     sandbox_watches: Vec<i32>,
+    /// For the change-notification observer.
     seen: BTreeMap<String, Seen>,
+    /// For the snapshot observer.
+    changed: BTreeSet<String>,
+    /// Events were lost since the snapshot observer last asked.
+    pub(super) overflowed: bool,
+    /// Directories that could not be watched (cap, errors): their changes are not reported.
+    unwatched: usize,
     notes: Vec<String>,
     capped: bool,
 }
 
-impl InotifyObserver {
-    /// Watches every directory under `roots` (and those created later).
-    pub fn new(roots: &[SnapshotRoot]) -> Self {
+impl Watcher {
+    fn new() -> Self {
         let mut me = Self {
             fd: None,
             dirs: HashMap::new(),
-            labels: roots.iter().map(|r| r.label.clone()).collect(),
             sandbox_dirs: Vec::new(),
             sandbox_watches: Vec::new(),
             seen: BTreeMap::new(),
+            changed: BTreeSet::new(),
+            overflowed: false,
+            unwatched: 0,
             notes: Vec::new(),
             capped: false,
         };
         match inotify::init(CreateFlags::CLOEXEC | CreateFlags::NONBLOCK) {
-            Ok(fd) => {
-                me.fd = Some(fd);
-                for r in roots {
-                    me.watch_tree(&r.label, &r.path, &[]);
-                }
-            }
+            Ok(fd) => me.fd = Some(fd),
             Err(e) => me.notes.push(format!(
                 "inotify is not available ({e}): transient writes unseen"
             )),
@@ -73,23 +92,19 @@ impl InotifyObserver {
         me
     }
 
-    /// Also watch directories of every sandbox the server runs in (its private `/tmp`, …).
-    pub fn watch_sandbox_dirs(&mut self, dirs: Vec<SandboxDir>) {
-        self.labels.extend(dirs.iter().map(SandboxDir::label));
-        self.sandbox_dirs = dirs;
-    }
-
-    /// Also watch overlays through their upper layers, where every change to them lands.
-    pub fn watch_overlay_uppers(&mut self, overlays: &[OverlayRoot]) {
-        for o in overlays {
-            self.labels.push(o.label.clone());
-            self.watch_tree(&o.label, &o.upper, &[]);
-        }
-    }
-
-    /// Whether the observer is watching.
-    pub fn is_active(&self) -> bool {
-        self.fd.is_some()
+    /// Every path that may have changed since the last call (events read first).
+    pub fn take_changes(&mut self) -> Changes {
+        self.drain();
+        let paths = std::mem::take(&mut self.changed);
+        // A name that is not UTF-8 is shown escaped by the walk: its events cannot name it.
+        let complete = self.fd.is_some()
+            && !self.overflowed
+            && self.unwatched == 0
+            && !paths
+                .iter()
+                .any(|p| p.contains(char::REPLACEMENT_CHARACTER));
+        self.overflowed = false;
+        Changes { paths, complete }
     }
 
     /// Watches `path` and every directory below it (but not the top-level names in `skip`);
@@ -109,6 +124,7 @@ impl InotifyObserver {
     ) {
         let Some(fd) = &self.fd else { return };
         if self.dirs.len() >= MAX_WATCHES {
+            self.unwatched += 1;
             if !self.capped {
                 self.capped = true;
                 self.notes.push(format!(
@@ -132,7 +148,10 @@ impl InotifyObserver {
                     .insert(wd, (display.to_string(), path.to_path_buf()));
                 added.push(wd);
             }
+            // Gone before it could be watched: nothing in it can change.
+            Err(rustix::io::Errno::NOENT) => return,
             Err(e) => {
+                self.unwatched += 1;
                 self.notes
                     .push(format!("cannot watch {display} for changes: {e}"));
                 return;
@@ -158,7 +177,9 @@ impl InotifyObserver {
         }
     }
 
-    /// Reads every pending event into `seen`.
+    /// Reads every pending event into `seen` and `changed`; directories created or moved in
+    /// are watched from now on (whatever happened in them before is the snapshot's to see:
+    /// their path is in `changed`).
     fn drain(&mut self) {
         let Some(fd) = self.fd.take() else { return };
         let mut buf = [MaybeUninit::<u8>::uninit(); 16 * 1024];
@@ -168,15 +189,21 @@ impl InotifyObserver {
             while let Ok(event) = reader.next() {
                 let flags = event.events();
                 if flags.contains(ReadFlags::QUEUE_OVERFLOW) {
+                    self.overflowed = true;
                     self.notes.push(
                         "the change-notification queue overflowed: some transient writes were not seen"
                             .into(),
                     );
                     continue;
                 }
-                let (Some((dir_display, dir_path)), Some(name)) =
-                    (self.dirs.get(&event.wd()), event.file_name())
-                else {
+                let Some((dir_display, dir_path)) = self.dirs.get(&event.wd()) else {
+                    continue;
+                };
+                let Some(name) = event.file_name() else {
+                    // The watched directory itself (its attributes).
+                    if flags.contains(ReadFlags::ATTRIB) {
+                        self.changed.insert(dir_display.clone());
+                    }
                     continue;
                 };
                 let name = name.to_string_lossy();
@@ -186,11 +213,12 @@ impl InotifyObserver {
                 if flags.intersects(ReadFlags::CREATE | ReadFlags::MOVED_TO) {
                     s.created = true;
                     if flags.contains(ReadFlags::ISDIR) {
-                        new_dirs.push((display, dir_path.join(name.as_ref())));
+                        new_dirs.push((display.clone(), dir_path.join(name.as_ref())));
                     }
                 } else if flags.intersects(ReadFlags::DELETE | ReadFlags::MOVED_FROM) {
                     s.removed = true;
                 }
+                self.changed.insert(display);
             }
         }
         self.fd = Some(fd);
@@ -205,10 +233,9 @@ impl InotifyObserver {
             }
         }
     }
-}
 
-impl Observer for InotifyObserver {
-    fn server_started(&mut self, start: &super::ServerStart) {
+    /// Drops the previous sandbox's watches and watches the new one's directories.
+    fn rewatch_sandbox(&mut self, root: Option<&Path>) {
         // The previous sandbox's directories are gone with it (or about to be).
         self.drain();
         if let Some(fd) = &self.fd {
@@ -217,7 +244,7 @@ impl Observer for InotifyObserver {
                 self.dirs.remove(&wd);
             }
         }
-        let Some(root) = &start.sandbox_root else {
+        let Some(root) = root else {
             return;
         };
         for r in self
@@ -230,10 +257,69 @@ impl Observer for InotifyObserver {
             self.sandbox_watches.extend(added);
         }
     }
+}
+
+/// The change-notification observer.
+pub struct InotifyObserver {
+    feed: ChangeFeed,
+    labels: Vec<String>,
+}
+
+impl InotifyObserver {
+    /// Watches every directory under `roots` (and those created later).
+    pub fn new(roots: &[SnapshotRoot]) -> Self {
+        let mut watcher = Watcher::new();
+        for r in roots {
+            watcher.watch_tree(&r.label, &r.path, &[]);
+        }
+        Self {
+            feed: Arc::new(Mutex::new(watcher)),
+            labels: roots.iter().map(|r| r.label.clone()).collect(),
+        }
+    }
+
+    fn watcher(&self) -> std::sync::MutexGuard<'_, Watcher> {
+        self.feed.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The watches, for the snapshot observer.
+    pub fn feed(&self) -> ChangeFeed {
+        self.feed.clone()
+    }
+
+    /// Also watch directories of every sandbox the server runs in (its private `/tmp`, …).
+    pub fn watch_sandbox_dirs(&mut self, dirs: Vec<SandboxDir>) {
+        self.labels.extend(dirs.iter().map(SandboxDir::label));
+        self.watcher().sandbox_dirs = dirs;
+    }
+
+    /// Also watch overlays through their upper layers, where every change to them lands.
+    pub fn watch_overlay_uppers(&mut self, overlays: &[OverlayRoot]) {
+        let mut w = self.feed.lock().unwrap_or_else(|p| p.into_inner());
+        for o in overlays {
+            self.labels.push(o.label.clone());
+            w.watch_tree(&o.label, &o.upper, &[]);
+        }
+    }
+
+    /// Whether the observer is watching.
+    pub fn is_active(&self) -> bool {
+        self.watcher().fd.is_some()
+    }
+}
+
+impl Observer for InotifyObserver {
+    fn server_started(&mut self, start: &super::ServerStart) {
+        self.watcher()
+            .rewatch_sandbox(start.sandbox_root.as_deref());
+    }
 
     fn checkpoint(&mut self) -> Result<Vec<Observation>, ObserveError> {
-        self.drain();
-        let seen = std::mem::take(&mut self.seen);
+        let seen = {
+            let mut w = self.watcher();
+            w.drain();
+            std::mem::take(&mut w.seen)
+        };
         // Every path that changed: the recorder keeps only those the snapshots did not
         // explain (see `keep_unexplained`).
         Ok(seen
@@ -270,7 +356,7 @@ impl Observer for InotifyObserver {
     }
 
     fn take_notes(&mut self) -> Vec<String> {
-        std::mem::take(&mut self.notes)
+        std::mem::take(&mut self.watcher().notes)
     }
 }
 
@@ -307,7 +393,7 @@ mod tests {
 
     fn observer(dir: &Path) -> InotifyObserver {
         let o = InotifyObserver::new(&[SnapshotRoot::new("$W", dir.to_path_buf())]);
-        assert!(o.is_active(), "{:?}", o.notes);
+        assert!(o.is_active(), "{:?}", o.watcher().notes);
         o
     }
 

@@ -628,6 +628,8 @@ pub struct ServerStart {
     /// The pid (in hintcheck's pid namespace) whose descendants are the server's processes:
     /// the sandbox's init, or the server itself without a sandbox.
     pub server_pid: Option<u32>,
+    /// Whether Landlock confines its writes to the observed directories.
+    pub writes_confined: bool,
 }
 
 /// A source of observations.
@@ -645,6 +647,8 @@ pub trait Observer: Send {
     fn status(&self) -> ObserverStatus;
     /// Notes collected while observing (limits hit, unreadable entries).
     fn take_notes(&mut self) -> Vec<String>;
+    /// The next checkpoint must not rest on change notifications (the run's last one).
+    fn walk_whole_next(&mut self) {}
 }
 
 /// What a system call says about who did something: the thread that opened, created, removed
@@ -745,6 +749,14 @@ impl Recorder {
         net::drop_repeated_packets(&mut out);
         inotify::keep_unexplained(&mut out);
         out
+    }
+
+    /// A checkpoint that reads everything again, whatever notifications said (the last).
+    pub fn checkpoint_whole(&mut self) -> Vec<Observation> {
+        for o in &mut self.observers {
+            o.walk_whole_next();
+        }
+        self.checkpoint()
     }
 
     /// Tells every observer that a server (re)started or stopped.

@@ -46,6 +46,9 @@ pub struct ReportV1<'a> {
     /// Present with `--check` (additive).
     #[serde(skip_serializing_if = "Option::is_none")]
     expectations: Option<&'a super::ExpectationOutcome>,
+    /// The other files the run wrote, by format (additive; with `--json FILE`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    outputs: Option<&'a serde_json::Map<String, Value>>,
 }
 
 #[derive(Debug, Serialize)]
@@ -549,6 +552,7 @@ pub fn to_v1(r: &Report) -> ReportV1<'_> {
         },
         notes: &r.notes,
         expectations: r.expectations.as_ref(),
+        outputs: None,
         baseline: r.baseline.as_ref().map(|b| BaselineV1 {
             path: &b.path,
             accepted: b.accepted,
@@ -577,13 +581,12 @@ pub fn render_with_outputs(
     r: &Report,
     outputs: &serde_json::Map<String, serde_json::Value>,
 ) -> String {
-    let mut value = serde_json::to_value(to_v1(r))
-        .unwrap_or_else(|e| serde_json::json!({ "error": e.to_string() }));
-    if !outputs.is_empty() {
-        value["outputs"] = serde_json::Value::Object(outputs.clone());
-    }
+    // Written straight from the report (no tree of the whole document first: a report of
+    // 10,000 tools would hold it twice).
+    let mut v1 = to_v1(r);
+    v1.outputs = (!outputs.is_empty()).then_some(outputs);
     let mut s =
-        serde_json::to_string_pretty(&value).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"));
+        serde_json::to_string_pretty(&v1).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"));
     s.push('\n');
     s
 }

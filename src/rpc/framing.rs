@@ -3,6 +3,7 @@
 //! here trusts the peer: lines are capped, non-UTF-8 and non-JSON input is kept as data, and
 //! classification never fails.
 
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 use tokio::io::{AsyncRead, AsyncReadExt};
 
@@ -212,8 +213,41 @@ pub enum Message {
         /// The id it answers.
         id: RpcId,
         /// The result or the error.
-        outcome: Result<Value, RpcError>,
+        outcome: Result<RawResult, RpcError>,
     },
+}
+
+/// A response's result as the JSON text it arrived as (checked to be JSON), parsed when it is
+/// read: a listing of 100,000 tools is then read one tool at a time instead of becoming one
+/// tree of maps that holds hundreds of megabytes.
+#[derive(Debug, Clone)]
+pub struct RawResult(Box<RawValue>);
+
+impl RawResult {
+    /// The result parsed whole.
+    pub fn value(&self) -> Value {
+        serde_json::from_str(self.0.get()).unwrap_or(Value::Null)
+    }
+
+    /// The JSON text.
+    pub fn text(&self) -> &str {
+        self.0.get()
+    }
+
+    /// A result made from a value (tests, and answers built by the harness).
+    pub fn from_value(v: &Value) -> RawResult {
+        RawResult(RawValue::from_string(v.to_string()).unwrap_or_else(|_| null_raw()))
+    }
+}
+
+fn null_raw() -> Box<RawValue> {
+    RawValue::from_string("null".into()).expect("null is JSON")
+}
+
+impl PartialEq for RawResult {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.get() == other.0.get()
+    }
 }
 
 /// What a line turned out to be. Everything but `Message` is garbage that is recorded, never
@@ -263,18 +297,69 @@ pub fn classify(line: &[u8]) -> Classified {
     if text.trim().is_empty() {
         return Classified::Blank;
     }
-    let value: Value = match serde_json::from_str(text) {
-        Ok(v) => v,
-        Err(e) => return Classified::NotJson(e.to_string()),
+    // An object is read member by member, each kept as its text (checked to be JSON): the
+    // result stays text until it is read. Anything else is not a message.
+    let members: Vec<(String, Box<RawValue>)> = match text.trim_start().as_bytes().first() {
+        Some(b'{') => match serde_json::from_str::<RawMembers>(text) {
+            Ok(m) => m.0,
+            Err(e) => return Classified::NotJson(e.to_string()),
+        },
+        Some(b'[') => {
+            return match serde_json::from_str::<&RawValue>(text) {
+                Ok(_) => Classified::NotJsonRpc("a JSON array (batches are not allowed)".into()),
+                Err(e) => Classified::NotJson(e.to_string()),
+            };
+        }
+        _ => {
+            return match serde_json::from_str::<Value>(text) {
+                Ok(other) => {
+                    Classified::NotJsonRpc(format!("a bare JSON {}", json_type_name(&other)))
+                }
+                Err(e) => Classified::NotJson(e.to_string()),
+            };
+        }
     };
-    match value {
-        Value::Object(map) => classify_object(map),
-        Value::Array(_) => Classified::NotJsonRpc("a JSON array (batches are not allowed)".into()),
-        other => Classified::NotJsonRpc(format!("a bare JSON {}", json_type_name(&other))),
+    // Later duplicates win, as they do for a parsed object.
+    let mut result = None;
+    let mut map = Map::new();
+    for (key, raw) in members {
+        if key == "result" {
+            result = Some(raw);
+        } else {
+            map.remove(&key);
+            map.insert(key, serde_json::from_str(raw.get()).unwrap_or(Value::Null));
+        }
+    }
+    classify_object(map, result)
+}
+
+/// The members of a JSON object, each as its text, in order.
+struct RawMembers(Vec<(String, Box<RawValue>)>);
+
+impl<'de> serde::Deserialize<'de> for RawMembers {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = RawMembers;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut access: A,
+            ) -> Result<RawMembers, A::Error> {
+                let mut out = Vec::new();
+                while let Some(entry) = access.next_entry::<String, Box<RawValue>>()? {
+                    out.push(entry);
+                }
+                Ok(RawMembers(out))
+            }
+        }
+        d.deserialize_map(Visit)
     }
 }
 
-fn classify_object(mut map: Map<String, Value>) -> Classified {
+fn classify_object(mut map: Map<String, Value>, result: Option<Box<RawValue>>) -> Classified {
     match map.get("jsonrpc") {
         Some(Value::String(v)) if v == "2.0" => {}
         Some(other) => {
@@ -287,7 +372,7 @@ fn classify_object(mut map: Map<String, Value>) -> Classified {
         let Value::String(method) = method else {
             return Classified::NotJsonRpc("\"method\" is not a string".into());
         };
-        if map.contains_key("result") || map.contains_key("error") {
+        if result.is_some() || map.contains_key("error") {
             return Classified::NotJsonRpc("has both \"method\" and a result or error".into());
         }
         let params = map.remove("params");
@@ -314,7 +399,6 @@ fn classify_object(mut map: Map<String, Value>) -> Classified {
     let Some(id) = RpcId::from_value(&raw_id) else {
         return Classified::NotJsonRpc(format!("response id {raw_id} is not a string or integer"));
     };
-    let result = map.remove("result");
     let error = map.remove("error");
     match (result, error) {
         (Some(_), Some(_)) => {
@@ -325,7 +409,7 @@ fn classify_object(mut map: Map<String, Value>) -> Classified {
         }
         (Some(result), None) => Classified::Message(Message::Response {
             id,
-            outcome: Ok(result),
+            outcome: Ok(RawResult(result)),
         }),
         (None, Some(error)) => match parse_error(error) {
             Ok(err) => Classified::Message(Message::Response {
@@ -530,6 +614,32 @@ mod tests {
                     data: None
                 })
             })
+        );
+    }
+
+    #[test]
+    fn a_result_stays_the_text_it_arrived_as_until_it_is_read() {
+        let line = br#"{"jsonrpc":"2.0","result":{"tools":[{"name":"a"}, {"name":"b"}]},"id":7}"#;
+        let Classified::Message(Message::Response { id, outcome }) = classify(line) else {
+            panic!("a response");
+        };
+        assert_eq!(id, RpcId::Number(7));
+        let result = outcome.expect("a result");
+        assert_eq!(result.text(), r#"{"tools":[{"name":"a"}, {"name":"b"}]}"#);
+        assert_eq!(result.value()["tools"][1]["name"], "b");
+        // Members named twice: the later one counts, as in a parsed object.
+        let twice = br#"{"jsonrpc":"2.0","id":1,"result":1,"result":{"x":2}}"#;
+        let Classified::Message(Message::Response { outcome, .. }) = classify(twice) else {
+            panic!("a response");
+        };
+        assert_eq!(
+            outcome.expect("result").value(),
+            serde_json::json!({"x": 2})
+        );
+        // Trailing garbage after the object is not JSON.
+        assert_eq!(
+            classify(br#"{"jsonrpc":"2.0","id":1,"result":{}} x"#).kind(),
+            "not-json"
         );
     }
 }

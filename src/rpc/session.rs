@@ -14,7 +14,9 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
-use super::framing::{Classified, Frame, LineReader, Message, RpcError, RpcId, classify};
+use super::framing::{
+    Classified, Frame, LineReader, Message, RawResult, RpcError, RpcId, classify,
+};
 use super::transcript::{CappedCapture, Direction, Entry, Transcript, TranscriptStats};
 
 /// Errors of one request. A misbehaving server produces these; they become findings.
@@ -97,8 +99,8 @@ fn unpredictable_first_id() -> i64 {
 /// A response to one of our requests.
 #[derive(Debug, Clone)]
 pub struct Reply {
-    /// The result or the error object.
-    pub outcome: Result<Value, RpcError>,
+    /// The result (as its text, see [`RawResult`]) or the error object.
+    pub outcome: Result<RawResult, RpcError>,
     /// The transcript entry of the response.
     pub seq: u64,
     /// When it arrived.
@@ -711,7 +713,7 @@ mod tests {
             .await
             .expect("write");
         let got = fast.await.expect("join").expect("answered");
-        assert_eq!(got.outcome.expect("result"), json!({"ok": true}));
+        assert_eq!(got.outcome.expect("result").value(), json!({"ok": true}));
         let classes: Vec<String> = s
             .record()
             .anomalies

@@ -32,6 +32,8 @@ pub(super) struct ServerHost<'r, 'c> {
     /// Threads of the sandbox's own processes above the server's (init, wrapper).
     pub(super) skip: usize,
     pub(super) subreaper: bool,
+    /// Isolated runs kept going at the same time.
+    pub(super) side_by_side: usize,
     /// Tools that say they wait for something (`wait_for_event`, "long-polls until …").
     pub(super) long_pollers: std::collections::BTreeSet<String>,
     pub(super) notes: Vec<String>,
@@ -307,5 +309,28 @@ impl Host for ServerHost<'_, '_> {
         .await?;
         self.phases.extend(nested_phases);
         Ok(calls)
+    }
+
+    async fn isolated_all(&mut self, tools: &[String]) -> Vec<Result<Vec<CallRecord>, String>> {
+        use futures_util::StreamExt;
+        let remaining = self.ctx.deadline.saturating_duration_since(Instant::now());
+        let (config, stop, subreaper) = (self.ctx.config, &self.ctx.stop, self.subreaper);
+        let results: Vec<_> = futures_util::stream::iter(
+            tools
+                .iter()
+                .map(|tool| run_isolated(config, stop, subreaper, tool, remaining)),
+        )
+        .buffered(self.side_by_side.max(1))
+        .collect()
+        .await;
+        results
+            .into_iter()
+            .map(|r| {
+                r.map(|(calls, nested_phases)| {
+                    self.phases.extend(nested_phases);
+                    calls
+                })
+            })
+            .collect()
     }
 }

@@ -192,10 +192,17 @@ async fn verify_unchecked(
             first = start_server(&ctx, None, &mut recorder).await;
         }
     }
+    // Nested runs (replays, isolated runs) go side by side only where every server has a pid
+    // namespace of its own: without one, a server's orphans are hintcheck's children like
+    // the other runs' servers, and one run's sweep could not tell them apart.
+    let mut side_by_side = 1;
     let mut live = match first {
         Ok((l, enforcement)) => {
             if let (Some(e), Some(level)) = (enforcement, sandbox_level) {
                 sandbox_status = SandboxStatus::from_enforcement(&e, level);
+                if e.namespaces.iter().any(|n| n == "pid") {
+                    side_by_side = config.jobs;
+                }
             }
             Some(l)
         }
@@ -219,13 +226,18 @@ async fn verify_unchecked(
     let identity = live.as_ref().map(|l| l.client.identity().clone());
 
     // Inventory.
+    let mut listing_stopped = None;
     let inventory = match live.as_mut() {
         Some(l) => tokio::select! {
             inventory = l.client.list_tools() => inventory,
-            why = ctx.interruption() => crate::mcp::client::Inventory {
-                incomplete: Some(format!("{why} while the tools were being listed")),
-                ..Default::default()
-            },
+            why = ctx.interruption() => {
+                let incomplete = Some(format!("{why} while the tools were being listed"));
+                listing_stopped = Some(why);
+                crate::mcp::client::Inventory {
+                    incomplete,
+                    ..Default::default()
+                }
+            }
         },
         None => Default::default(),
     };
@@ -265,6 +277,7 @@ async fn verify_unchecked(
         limit_during: None,
         skip,
         subreaper,
+        side_by_side,
         long_pollers: inventory
             .tools
             .iter()
@@ -301,7 +314,8 @@ async fn verify_unchecked(
         notes: explorer_notes,
         pooled_values,
     } = explored;
-    let mut partial = partial;
+    // A stop while the tools were listed leaves the run as partial as one during the calls.
+    let mut partial = partial.or(listing_stopped);
     notes.extend(explorer_notes);
 
     // Shutdown.
@@ -309,7 +323,7 @@ async fn verify_unchecked(
         stop_server(l, &ctx, &mut collected, &mut recorder).await;
     }
     phases.extend(phase_observations(
-        recorder.checkpoint(),
+        recorder.checkpoint_whole(),
         Phase::Shutdown,
         None,
     ));
@@ -318,7 +332,8 @@ async fn verify_unchecked(
     // Confirm uncertain attributions by replaying tools alone on fresh servers, and tell the
     // server's first-call initialisation apart from the first tool's writes.
     let names: Vec<String> = inventory.tools.iter().map(|t| t.name.clone()).collect();
-    let mut replays = Replays::within(config, &stop, subreaper, deadline);
+    let mut replays =
+        Replays::within(config, &stop, subreaper, deadline).side_by_side(side_by_side);
     if config.replay && partial.is_none() {
         config
             .progress

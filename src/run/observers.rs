@@ -22,6 +22,7 @@ pub(super) fn build(
     let mut inotify_observer = InotifyObserver::new(&scratch_roots);
     let notified = inotify_observer.is_active();
     let mut fs_observer = FsSnapshotObserver::new(scratch_roots, SnapshotLimits::default());
+    fs_observer.follow(inotify_observer.feed());
     let mut read_only_tmp: Vec<PathBuf> = Vec::new();
     if config.sandbox.is_some() {
         // In the sandbox's /tmp, the scratch root is watched through the scratch roots, the

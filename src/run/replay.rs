@@ -135,6 +135,8 @@ pub(super) struct Replays<'a> {
     done: BTreeMap<ReplayKey, (usize, Option<Replayed>)>,
     /// The main run's deadline: replays fit before it.
     deadline: Instant,
+    /// Replays that may run at the same time (see [`Replays::prefetch`]).
+    jobs: usize,
     /// What each replay was for and showed.
     pub(super) records: Vec<ReplayRecord>,
 }
@@ -169,8 +171,80 @@ impl<'a> Replays<'a> {
             subreaper,
             done: BTreeMap::new(),
             deadline,
+            jobs: 1,
             records: Vec::new(),
         }
+    }
+
+    /// Lets up to `jobs` replays run at the same time.
+    pub(super) fn side_by_side(mut self, jobs: usize) -> Self {
+        self.jobs = jobs.max(1);
+        self
+    }
+
+    /// Makes now, up to `jobs` at a time, the replays of each of `tools` alone on a fresh
+    /// server that are not made yet (within the budget, numbered in `tools`' order), so that
+    /// asking for them later finds them made.
+    pub(super) async fn prefetch_alone(&mut self, tools: &[(String, String)]) {
+        use futures_util::StreamExt;
+        let mut todo: Vec<(ReplayKey, String)> = Vec::new();
+        for (tool, purpose) in tools {
+            let key = (vec![tool.clone()], Some(tool.clone()));
+            if self.done.contains_key(&key) || todo.iter().any(|(k, _)| *k == key) {
+                continue;
+            }
+            if self.done.len() + todo.len() >= MAX_REPLAYS {
+                break;
+            }
+            todo.push((key, purpose.clone()));
+        }
+        let remaining = self.deadline.saturating_duration_since(Instant::now());
+        // Made here whatever the number of jobs: the replays' numbers and the budget they
+        // spend do not depend on --jobs.
+        if todo.is_empty() || remaining < Duration::from_secs(1) {
+            return;
+        }
+        let time = remaining.min(MAX_REPLAY_TIME);
+        let (config, stop, subreaper) = (self.config, &self.stop, self.subreaper);
+        let made: Vec<(Option<Replayed>, Duration)> =
+            futures_util::stream::iter(todo.iter().map(|((tools, focus), _)| async move {
+                let started = Instant::now();
+                let replayed =
+                    replay_keys(config, stop, subreaper, (tools, focus.as_deref()), time).await;
+                (replayed, started.elapsed())
+            }))
+            .buffered(self.jobs)
+            .collect()
+            .await;
+        for ((key, purpose), (replayed, took)) in todo.into_iter().zip(made) {
+            self.record(key, purpose, replayed, took);
+        }
+    }
+
+    /// Keeps what a replay showed, numbered, with its record for the report.
+    fn record(
+        &mut self,
+        key: ReplayKey,
+        purpose: String,
+        replayed: Option<Replayed>,
+        took: Duration,
+    ) {
+        let id = self.records.len() + 1;
+        self.records.push(ReplayRecord {
+            id,
+            tools: key.0.clone(),
+            purpose,
+            outcome: match &replayed {
+                Some(r) => format!(
+                    "ran: {} kind(s) of effect seen, {} of them where the tool in question could not have done them",
+                    r.seen.len(),
+                    r.unprompted.len()
+                ),
+                None => "could not run: its server did not start".into(),
+            },
+            duration_ms: took.as_millis() as u64,
+        });
+        self.done.insert(key, (id, replayed));
     }
 
     /// What a fresh server showed when `tools` were called (in the explorer's order) with
@@ -206,22 +280,7 @@ impl<'a> Replays<'a> {
                 remaining.min(MAX_REPLAY_TIME),
             )
             .await;
-            let id = self.records.len() + 1;
-            self.records.push(ReplayRecord {
-                id,
-                tools: tools.to_vec(),
-                purpose,
-                outcome: match &replayed {
-                    Some(r) => format!(
-                        "ran: {} kind(s) of effect seen, {} of them where the tool in question could not have done them",
-                        r.seen.len(),
-                        r.unprompted.len()
-                    ),
-                    None => "could not run: its server did not start".into(),
-                },
-                duration_ms: started.elapsed().as_millis() as u64,
-            });
-            self.done.insert(key.clone(), (id, replayed));
+            self.record(key.clone(), purpose, replayed, started.elapsed());
         }
         match self.done.get(&key) {
             Some((id, Some(r))) => Ok((*id, r)),
@@ -284,6 +343,29 @@ impl<'a> Replays<'a> {
             })
             .collect())
     }
+}
+
+/// The calls (tool, call) whose windows other calls' threads shared.
+fn uncertain_calls(runs: &[ToolRun]) -> Vec<(usize, usize)> {
+    runs.iter()
+        .enumerate()
+        .flat_map(|(i, r)| {
+            r.calls
+                .iter()
+                .enumerate()
+                .filter(|(_, c)| !c.concurrent_with.is_empty())
+                .map(move |(j, _)| (i, j))
+        })
+        .collect()
+}
+
+/// Why `tool` is replayed alone for its uncertain `call`.
+fn alone_purpose(tool: &str, call: &CallRecord) -> String {
+    format!(
+        "{tool} {} shared its window with {}",
+        call.label(),
+        call.concurrent_with.join(", ")
+    )
 }
 
 /// Most tools a differential replay runs before the tool in question.
@@ -424,25 +506,25 @@ pub(super) async fn replay_ambiguous(
     let matters = Observation::is_evidential;
     // 1. Calls with uncertain windows keep what their own tool reproduces.
     let mut orphans: Vec<(Vec<String>, Observation)> = Vec::new();
-    let uncertain: Vec<(usize, usize, Vec<String>)> = runs
-        .iter()
-        .enumerate()
-        .flat_map(|(i, r)| {
-            r.calls
-                .iter()
-                .enumerate()
-                .filter(|(_, c)| !c.concurrent_with.is_empty())
-                .map(move |(j, _)| (i, j))
-        })
+    let uncertain: Vec<(usize, usize, Vec<String>)> = uncertain_calls(runs)
+        .into_iter()
         .map(|(i, j)| (i, j, state_prefix(names, runs, i, j)))
         .collect();
+    // Every tool with an uncertain call is replayed alone: those replays side by side first.
+    let alone: Vec<(String, String)> = uncertain
+        .iter()
+        .map(|(i, j, _)| {
+            (
+                names[*i].clone(),
+                alone_purpose(&names[*i], &runs[*i].calls[*j]),
+            )
+        })
+        .collect();
+    replays.prefetch_alone(&alone).await;
     for (i, j, prefix) in uncertain {
         let tool = names[i].as_str();
         let label = runs[i].calls[j].label();
-        let purpose = format!(
-            "{tool} {label} shared its window with {}",
-            runs[i].calls[j].concurrent_with.join(", ")
-        );
+        let purpose = alone_purpose(tool, &runs[i].calls[j]);
         let observations = std::mem::take(&mut runs[i].calls[j].observations);
         let (alone_cited, verdicts) = match replays.of(tool, purpose).await {
             Ok((cited, r)) => (

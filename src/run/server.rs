@@ -427,6 +427,7 @@ ownership (writes stay confined and capabilities dropped)"
         attempts,
         network,
         server_pid: process.pid(),
+        writes_confined: enforcement.as_ref().is_some_and(|e| e.landlock != "none"),
     });
     let config = ctx.config;
     let roots = (config.roots == RootsOffer::Workspace)

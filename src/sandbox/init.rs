@@ -1019,7 +1019,7 @@ impl Init {
 sockets of any family but IPv4, IPv6 (TCP, UDP, ICMP, UDP-Lite, MPTCP) and routing netlink (AF_VSOCK, AF_PACKET, SCTP, other netlink protocols), socket pairs but AF_UNIX, \
 nested namespaces (unshare and clone with CLONE_NEW*, setns) refused{}",
                 if listener.is_some() {
-                    " and reported; write, connect, sendto, sendmmsg and exec attempts reported to hintcheck"
+                    " and reported; write, connect, sendto, sendmmsg and exec attempts and shared file mappings reported to hintcheck"
                 } else {
                     " (not reported: no listener)"
                 }

@@ -80,6 +80,9 @@ pub struct Pending {
     pub attempts: Vec<Attempt>,
     /// Records dropped because the queue was full.
     pub dropped: u64,
+    /// Shared mappings of files made so far (never drained): writes through them change
+    /// files without any notification.
+    pub shared_file_maps: u64,
 }
 
 /// Shared between the recorder thread and the observer.
@@ -137,6 +140,13 @@ fn run(listener: OwnedFd, queue: AttemptQueue) {
         };
         // SAFETY: NOTIF_ID_VALID with a pointer to the id.
         let valid = unsafe { libc::ioctl(fd, libc::SECCOMP_IOCTL_NOTIF_ID_VALID, &req.id) } == 0;
+        // Counted before the call runs: a write through the mapping comes after.
+        if req.data.nr as i64 == libc::SYS_mmap {
+            queue
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .shared_file_maps += 1;
+        }
         let resp = match &refused {
             Some(r) => libc::seccomp_notif_resp {
                 id: req.id,

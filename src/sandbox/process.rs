@@ -90,6 +90,8 @@ pub struct ServerProcess {
     child: Child,
     pid: Option<Pid>,
     run_id: String,
+    /// Kept out of other runs' sweeps while it lives.
+    _registered: Registered,
 }
 
 /// A server started in the sandbox, with what the sandbox handed over.
@@ -188,12 +190,19 @@ impl ServerProcess {
             program: program.display().to_string(),
             source,
         })?;
-        Self::adopt(child, &spec.run_id, &program.display().to_string())
+        let registered = Registered::new(&child);
+        Self::adopt(
+            child,
+            registered,
+            &spec.run_id,
+            &program.display().to_string(),
+        )
     }
 
     /// Wraps a spawned child and takes its three pipes.
     fn adopt(
         mut child: Child,
+        registered: Registered,
         run_id: &str,
         program: &str,
     ) -> Result<(ServerProcess, ServerPipes), LaunchError> {
@@ -211,6 +220,7 @@ impl ServerProcess {
                 child,
                 pid,
                 run_id: run_id.into(),
+                _registered: registered,
             },
             ServerPipes {
                 stdin,
@@ -281,6 +291,8 @@ impl ServerProcess {
             program: "hintcheck (sandbox init)".into(),
             source,
         })?;
+        // From now on other runs' sweeps leave it alone (it is ours, not an orphan).
+        let registered = Registered::new(&child);
         drop(init_end);
         let authority = config.authority.clone();
         let reader = tokio::task::spawn_blocking(move || {
@@ -368,7 +380,8 @@ impl ServerProcess {
                 return Err(LaunchError::Sandbox(f));
             }
         };
-        let (process, pipes) = Self::adopt(child, &spec.run_id, "hintcheck (sandbox init)")?;
+        let (process, pipes) =
+            Self::adopt(child, registered, &spec.run_id, "hintcheck (sandbox init)")?;
         Ok(Sandboxed {
             process,
             pipes,
@@ -459,6 +472,34 @@ impl Drop for ServerProcess {
     }
 }
 
+/// A server (or sandbox init) in [`live_servers`] from its spawn until it is dropped.
+struct Registered(Option<i32>);
+
+impl Registered {
+    fn new(child: &Child) -> Registered {
+        let pid = child.id().map(|p| p as i32);
+        live_servers().extend(pid);
+        Registered(pid)
+    }
+}
+
+impl Drop for Registered {
+    fn drop(&mut self) {
+        if let Some(pid) = self.0 {
+            live_servers().remove(&pid);
+        }
+    }
+}
+
+/// The servers (or sandbox inits) of every run of this process that are not yet dropped:
+/// runs side by side (replays, isolated runs) share hintcheck as parent, and one run's sweep
+/// for orphans must not take another run's server for one.
+fn live_servers() -> std::sync::MutexGuard<'static, std::collections::BTreeSet<i32>> {
+    static LIVE: std::sync::Mutex<std::collections::BTreeSet<i32>> =
+        std::sync::Mutex::new(std::collections::BTreeSet::new());
+    LIVE.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 /// One entry of `/proc/<pid>/stat`: (ppid, pgrp, session).
 fn proc_stat(pid: i32) -> Option<(i32, i32, i32)> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
@@ -498,6 +539,11 @@ fn sweep(run_id: &str, server: Option<Pid>) -> Vec<String> {
     let me = std::process::id() as i32;
     let server = server.map(|p| p.as_raw_nonzero().get());
     let subreaper = rustix::process::child_subreaper().ok().flatten().is_some();
+    let others: std::collections::BTreeSet<i32> = live_servers()
+        .iter()
+        .copied()
+        .filter(|p| Some(*p) != server)
+        .collect();
     let mut killed = Vec::new();
     for _ in 0..50 {
         let Ok(dir) = std::fs::read_dir("/proc") else {
@@ -512,7 +558,7 @@ fn sweep(run_id: &str, server: Option<Pid>) -> Vec<String> {
             else {
                 continue;
             };
-            if pid == me {
+            if pid == me || others.contains(&pid) {
                 continue;
             }
             let Some((ppid, pgrp, session)) = proc_stat(pid) else {
@@ -545,12 +591,12 @@ fn sweep(run_id: &str, server: Option<Pid>) -> Vec<String> {
     }
     // Reap orphans that died and were handed to us.
     if subreaper {
-        reap_orphans(me, server);
+        reap_orphans(me, server, &others);
     }
     killed
 }
 
-fn reap_orphans(me: i32, server: Option<i32>) {
+fn reap_orphans(me: i32, server: Option<i32>, others: &std::collections::BTreeSet<i32>) {
     let Ok(dir) = std::fs::read_dir("/proc") else {
         return;
     };
@@ -562,7 +608,7 @@ fn reap_orphans(me: i32, server: Option<i32>) {
         else {
             continue;
         };
-        if Some(pid) == server {
+        if Some(pid) == server || others.contains(&pid) {
             continue;
         }
         if proc_stat(pid).is_some_and(|(ppid, _, _)| ppid == me) {

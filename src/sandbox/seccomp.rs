@@ -60,6 +60,9 @@ const EPERM: u32 = 1;
 const EAFNOSUPPORT: u32 = 97;
 const EPROTONOSUPPORT: u32 = 93;
 const AF_UNIX: u32 = 1;
+/// `MAP_SHARED` (also set in `MAP_SHARED_VALIDATE`).
+const MAP_SHARED: u32 = 0x01;
+const MAP_ANONYMOUS: u32 = 0x20;
 const AF_INET: u32 = 2;
 const AF_INET6: u32 = 10;
 const AF_NETLINK: u32 = 16;
@@ -205,6 +208,8 @@ enum When {
     FlagsIn(u32, u32),
     /// When the argument is not zero (a pointer).
     NonZero(u32),
+    /// When the argument has a bit of the first mask and none of the second.
+    FlagsInNotIn(u32, u32, u32),
 }
 
 /// The watched system calls of this architecture: (number, condition, name).
@@ -235,6 +240,13 @@ fn rules() -> Vec<(u32, When, &'static str)> {
         (libc::SYS_sendmmsg, When::Always, "sendmmsg"),
         (libc::SYS_execve, When::Always, "execve"),
         (libc::SYS_execveat, When::Always, "execveat"),
+        // A shared mapping of a file: writes through it change the file without any
+        // notification, so the snapshot observer reads everything while one may exist.
+        (
+            libc::SYS_mmap,
+            When::FlagsInNotIn(3, MAP_SHARED, MAP_ANONYMOUS),
+            "mmap",
+        ),
     ];
     #[cfg(target_arch = "x86_64")]
     v.extend([
@@ -378,6 +390,14 @@ pub fn filter(notify: bool) -> Vec<Insn> {
                     p.push(jump(BPF_JEQ_K, nr, 0, 4));
                     p.push(stmt(BPF_LD_W_ABS, arg_low(arg)));
                     p.push(jump(BPF_JSET_K, mask, 0, 1));
+                    p.push(ret(SECCOMP_RET_USER_NOTIF));
+                    p.push(ret(SECCOMP_RET_ALLOW));
+                }
+                When::FlagsInNotIn(arg, any, none) => {
+                    p.push(jump(BPF_JEQ_K, nr, 0, 5));
+                    p.push(stmt(BPF_LD_W_ABS, arg_low(arg)));
+                    p.push(jump(BPF_JSET_K, any, 0, 2));
+                    p.push(jump(BPF_JSET_K, none, 1, 0));
                     p.push(ret(SECCOMP_RET_USER_NOTIF));
                     p.push(ret(SECCOMP_RET_ALLOW));
                 }
@@ -571,6 +591,20 @@ mod tests {
                 "append open"
             );
             assert_eq!(run(&p, a, n(libc::SYS_unlinkat), [0; 6]), watched);
+            let mmap = n(libc::SYS_mmap);
+            for (flags, expected, what) in [
+                (0x01, watched, "shared file mapping"),
+                (0x03, watched, "MAP_SHARED_VALIDATE"),
+                (0x02, SECCOMP_RET_ALLOW, "private file mapping"),
+                (0x21, SECCOMP_RET_ALLOW, "shared anonymous mapping"),
+                (0x22, SECCOMP_RET_ALLOW, "private anonymous mapping"),
+            ] {
+                assert_eq!(
+                    run(&p, a, mmap, [0, 4096, 3, flags, 3, 0]),
+                    expected,
+                    "{what}"
+                );
+            }
             assert_eq!(run(&p, a, n(libc::SYS_connect), [0; 6]), watched);
             assert_eq!(run(&p, a, n(libc::SYS_execve), [0; 6]), watched);
             let sendto = n(libc::SYS_sendto);

@@ -82,6 +82,10 @@ fn usage_errors_name_the_problem_and_exit_2() {
             &["verify", "--settle", "3s", "--settle-max", "1s", "--", "x"],
             "longer than --settle-max",
         ),
+        (
+            &["verify", "--jobs", "0", "--", "x"],
+            "--jobs: must be at least 1",
+        ),
         (&["verify", "--no-such-flag"], "--no-such-flag"),
         (
             &["verify", "--workspace", "/nonexistent/seed", "--", "x"],

@@ -261,11 +261,19 @@ fn modern_era_is_detected_and_legacy_fallback_works() {
 }
 
 fn run_lingering(replay: bool) -> hintcheck::report::Report {
+    run_fixture_with("lingering", |c| c.replay = replay)
+}
+
+/// Runs a fixture scenario in process, with `adjust` applied to its configuration.
+fn run_fixture_with(
+    fixture: &str,
+    adjust: impl FnOnce(&mut RunConfig),
+) -> hintcheck::report::Report {
     let mut config =
-        RunConfig::from_verify_args(&args_for(repo().join("tests/fixtures/lingering")))
+        RunConfig::from_verify_args(&args_for(repo().join("tests/fixtures").join(fixture)))
             .expect("config");
     config.sandbox_exe = Some(crate::util::hintcheck_bin());
-    config.replay = replay;
+    adjust(&mut config);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -274,6 +282,47 @@ fn run_lingering(replay: bool) -> hintcheck::report::Report {
         let (_tx, rx) = tokio::sync::watch::channel(false);
         hintcheck::run::verify(&config, rx, false).await.report
     })
+}
+
+#[test]
+fn replays_side_by_side_decide_as_they_do_one_after_another() {
+    let decided = |jobs: usize| {
+        let r = run_fixture_with("lingering-twice", |c| c.jobs = jobs);
+        // Side by side only in the sandbox, where each server has its own pid namespace.
+        assert_eq!(r.sandbox.level, "full", "{:?}", r.sandbox);
+        let verdicts: Vec<(String, String, bool)> = r
+            .tools
+            .iter()
+            .map(|t| {
+                let v = &t.verdicts[0];
+                (t.name.clone(), v.verdict.as_str().to_string(), v.uncertain)
+            })
+            .collect();
+        let replays: Vec<(usize, Vec<String>, String)> = r
+            .replays
+            .iter()
+            .map(|x| (x.id, x.tools.clone(), x.purpose.clone()))
+            .collect();
+        (verdicts, replays)
+    };
+    let (one, one_replays) = decided(1);
+    let (two, two_replays) = decided(2);
+    assert_eq!(one, two);
+    assert_eq!(one_replays, two_replays);
+    // Both honest tools cleared, both helpers' starters accused, nothing left uncertain.
+    assert_eq!(
+        two,
+        [
+            ("starts_slow_writer", "contradicted"),
+            ("honest_but_slow", "consistent"),
+            ("starts_other_writer", "contradicted"),
+            ("honest_and_slower", "consistent"),
+        ]
+        .map(|(t, v)| (t.to_string(), v.to_string(), false))
+    );
+    // The two replays alone (made together) come first, in the tools' order.
+    assert_eq!(two_replays[0].1, ["honest_but_slow"]);
+    assert_eq!(two_replays[1].1, ["honest_and_slower"]);
 }
 
 #[test]
