@@ -11,8 +11,9 @@
 //!   hintcheck process (its VmHWM); and the peak RSS with a listing of 100,000 tools.
 //!
 //! Targets (medians, 2 cores): the sandbox adds < 15 ms to a start; hintcheck adds < 0.3 ms
-//! per call to the fake server and < 1 ms to the real ones (issue 19); settle < 30 ms; 500 tools < 30 s; peak RSS < 100 MB (< 200 MB with 100,000 tools). A missed target is printed with
-//! the amount. Run with `cargo bench --bench overhead` (the real servers are installed by
+//! per call to the fake server and < 1 ms to the real ones (issue 19); settle < 30 ms; 500
+//! tools < 30 s; peak RSS < 100 MB (< 200 MB with 100,000 tools). A missed target is printed
+//! with the amount. Run with `cargo bench --bench overhead` (the real servers are installed by
 //! their scenarios' `[setup]` into target/hintcheck-cache; without npm they are skipped).
 
 #![allow(clippy::print_stdout)] // a benchmark reports on stdout

@@ -520,16 +520,7 @@ impl FsSnapshotObserver {
                     .map(|(entry, _)| (fd, entry))
             });
             let subtree = |last: &Snapshot, old: &mut Snapshot| {
-                let prefix = format!("{path}/");
-                for (p, e) in last
-                    .range::<str, _>((
-                        std::ops::Bound::Excluded(prefix.as_str()),
-                        std::ops::Bound::Unbounded,
-                    ))
-                    .take_while(|(p, _)| p.starts_with(prefix.as_str()))
-                {
-                    old.insert(p.clone(), e.clone());
-                }
+                old.extend(entries_below(last, path).map(|(p, e)| (p.clone(), e.clone())));
             };
             if let Some(e) = was {
                 old.insert(path.clone(), e.clone());
@@ -605,17 +596,9 @@ impl FsSnapshotObserver {
             }
             self.overlay_touched.extend(touched);
             for ov in &self.overlays {
-                let prefix = format!("{}/", ov.label);
-                for (p, e) in self
-                    .last
-                    .range::<str, _>((
-                        std::ops::Bound::Excluded(prefix.as_str()),
-                        std::ops::Bound::Unbounded,
-                    ))
-                    .take_while(|(p, _)| p.starts_with(prefix.as_str()))
-                {
-                    old.insert(p.clone(), e.clone());
-                }
+                old.extend(
+                    entries_below(&self.last, &ov.label).map(|(p, e)| (p.clone(), e.clone())),
+                );
             }
             new.extend(view);
         }
@@ -1106,6 +1089,20 @@ fn shared_writable_file(line: &str) -> Option<(u64, u64)> {
         u32::from_str_radix(minor, 16).ok()?,
     );
     Some((dev, inode))
+}
+
+/// The entries of `snapshot` below directory `dir` (not `dir` itself), in order.
+fn entries_below<'s>(
+    snapshot: &'s Snapshot,
+    dir: &str,
+) -> impl Iterator<Item = (&'s String, &'s Entry)> {
+    let prefix = format!("{dir}/");
+    snapshot
+        .range::<str, _>((
+            std::ops::Bound::Included(prefix.as_str()),
+            std::ops::Bound::Unbounded,
+        ))
+        .take_while(move |(p, _)| p.starts_with(prefix.as_str()))
 }
 
 /// Opens directory `rel` below `root` without following any symlink on the way (nor leaving
