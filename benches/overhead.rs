@@ -7,6 +7,7 @@
 //!   (same arguments on the same seeded workspace, same order, same pauses: an idle server
 //!   answers more slowly than a busy one) against those calls through hintcheck (the
 //!   response time plus the observers' checkpoint; settle excluded), and the settle period;
+//!   for the fake server also the same calls over Streamable HTTP beside stdio;
 //! - scale: a fake server with 500 tools, two calls each: wall time, and the peak RSS of the
 //!   hintcheck process (its VmHWM); and the peak RSS with a listing of 100,000 tools.
 //!
@@ -326,6 +327,29 @@ fn fake_figures(hintcheck: &Path, fake: &Path, dir: &Path) {
             settle_us,
             call_target_ms: 0.3,
         },
+    );
+    // The same calls over Streamable HTTP (the fake server's HTTP mode, in the sandbox's own
+    // network namespace; every POST on a connection the sandbox's init makes).
+    let (http, _, _) = verify(
+        hintcheck,
+        &[
+            "--scenario",
+            fifty_s.as_str(),
+            "--era",
+            "legacy",
+            "--transport",
+            "http",
+        ],
+    );
+    assert_eq!(http["settings"]["transport"], "http");
+    let (http_response_us, http_observe_us, _) = call_costs(&http, &[]);
+    println!(
+        "  over HTTP: through hintcheck {:.3} ms + observers {:.3} ms per call, against {:.3} + {:.3} ms over stdio ({:+.3} ms)",
+        http_response_us / 1000.0,
+        http_observe_us / 1000.0,
+        response_us / 1000.0,
+        observe_us / 1000.0,
+        (http_response_us + http_observe_us - response_us - observe_us) / 1000.0
     );
 }
 

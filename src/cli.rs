@@ -117,6 +117,16 @@ pub enum SandboxArg {
     BestEffort,
 }
 
+/// `--transport`
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum TransportArg {
+    /// JSON-RPC lines on the server's stdin and stdout.
+    Stdio,
+    /// Streamable HTTP: the server listens on `{port}` (in the sandbox's own network
+    /// namespace) and hintcheck POSTs to it.
+    Http,
+}
+
 /// `--era`
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum EraArg {
@@ -207,6 +217,16 @@ pub struct VerifyArgs {
     /// Protocol era.
     #[arg(long, value_enum)]
     pub era: Option<EraArg>,
+    /// How the server speaks MCP [default: stdio]. With `http`, `{port}` in the command or an
+    /// `--env` value is the port it must listen on.
+    #[arg(long, value_enum)]
+    pub transport: Option<TransportArg>,
+    /// The MCP endpoint's path, with `--transport http` [default: /mcp].
+    #[arg(long, value_name = "PATH")]
+    pub http_path: Option<String>,
+    /// A header sent with every HTTP request (K=V; repeatable), with `--transport http`.
+    #[arg(long = "header", value_name = "K=V")]
+    pub headers: Vec<String>,
     /// Longest accepted stdout line in bytes [default: 16777216].
     #[arg(long, value_name = "BYTES")]
     pub max_line_bytes: Option<usize>,

@@ -111,6 +111,13 @@ pub struct RunSection {
     pub roots: Option<String>,
     /// `auto`, `modern` or `legacy`.
     pub era: Option<String>,
+    /// `stdio` or `http`.
+    pub transport: Option<String>,
+    /// The MCP endpoint's path with the HTTP transport.
+    pub http_path: Option<String>,
+    /// Headers sent with every HTTP request.
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
     /// Quiet period after a response, e.g. `"50ms"`.
     pub settle: Option<String>,
     /// The longest settle, e.g. `"2s"`.
@@ -278,6 +285,13 @@ impl RunSection {
             seed: self.seed.or(lower.seed),
             roots: self.roots.or(lower.roots),
             era: self.era.or(lower.era),
+            transport: self.transport.or(lower.transport),
+            http_path: self.http_path.or(lower.http_path),
+            headers: {
+                let mut h = lower.headers;
+                h.extend(self.headers);
+                h
+            },
             settle: self.settle.or(lower.settle),
             settle_max: self.settle_max.or(lower.settle_max),
             late_wait: self.late_wait.or(lower.late_wait),

@@ -7,6 +7,8 @@
 //! Internal modes: `--child-write PATH CONTENT DELAY_MS` (a spawned writer) and
 //! `--linger SECONDS` (a process left running).
 
+mod http;
+
 use std::collections::HashMap;
 use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
@@ -187,8 +189,14 @@ fn main() {
             std::thread::sleep(Duration::from_secs(secs));
         }
         Some("--fork-bomb") => fork_bomb(),
-        Some("--scenario") if args.len() == 3 => serve(Path::new(&args[2])),
-        _ => die("usage: hintcheck-fake-server --scenario FILE"),
+        Some("--scenario") if args.len() == 3 => serve(Path::new(&args[2]), None),
+        Some("--scenario") if args.len() == 5 && args[3] == "--http" => {
+            let port = args[4]
+                .parse()
+                .unwrap_or_else(|_| die("--http takes a port number"));
+            serve(Path::new(&args[2]), Some(port))
+        }
+        _ => die("usage: hintcheck-fake-server --scenario FILE [--http PORT]"),
     }
 }
 
@@ -333,8 +341,8 @@ fn definition(t: &ToolSpec) -> Value {
 
 struct Server {
     file: ScenarioFile,
-    out: std::io::Stdout,
-    lines: std::io::Lines<std::io::StdinLock<'static>>,
+    out: Box<dyn Write>,
+    lines: Box<dyn Iterator<Item = std::io::Result<String>>>,
     calls: HashMap<String, u32>,
     modern: bool,
     next_request: i64,
@@ -344,15 +352,13 @@ struct Server {
 
 impl Server {
     fn send(&mut self, v: &Value) {
-        let mut lock = self.out.lock();
-        let _ = writeln!(lock, "{v}");
-        let _ = lock.flush();
+        let _ = writeln!(self.out, "{v}");
+        let _ = self.out.flush();
     }
 
     fn raw(&mut self, line: &str) {
-        let mut lock = self.out.lock();
-        let _ = writeln!(lock, "{line}");
-        let _ = lock.flush();
+        let _ = writeln!(self.out, "{line}");
+        let _ = self.out.flush();
     }
 
     fn result(&mut self, id: &Value, mut result: Value) {
@@ -393,13 +399,22 @@ impl Server {
     }
 }
 
-fn serve(path: &Path) {
+fn serve(path: &Path, http_port: Option<u16>) {
     let file = load(path);
-    let stdin: &'static std::io::Stdin = Box::leak(Box::new(std::io::stdin()));
+    let (out, lines): (
+        Box<dyn Write>,
+        Box<dyn Iterator<Item = std::io::Result<String>>>,
+    ) = match http_port {
+        Some(port) => http::listen(port),
+        None => {
+            let stdin: &'static std::io::Stdin = Box::leak(Box::new(std::io::stdin()));
+            (Box::new(std::io::stdout()), Box::new(stdin.lock().lines()))
+        }
+    };
     let mut s = Server {
         file,
-        out: std::io::stdout(),
-        lines: stdin.lock().lines(),
+        out,
+        lines,
         calls: HashMap::new(),
         modern: false,
         next_request: 0,
@@ -764,7 +779,7 @@ fn call(s: &mut Server, id: &Value, params: &Value) {
                 // Streamed in chunks: a 1 GiB line must not need 1 GiB here.
                 let mut left = step.bytes.unwrap_or(1 << 20);
                 let chunk = vec![b'x'; 1 << 20];
-                let mut lock = s.out.lock();
+                let lock = &mut s.out;
                 let mut io = Ok(());
                 while left > 0 && io.is_ok() {
                     let n = left.min(chunk.len());
@@ -788,7 +803,7 @@ fn call(s: &mut Server, id: &Value, params: &Value) {
                 let mut io = Ok(());
                 while left > 0 && io.is_ok() {
                     io = if step.action == "flood_stdout" {
-                        s.out.lock().write_all(block.as_bytes())
+                        s.out.write_all(block.as_bytes())
                     } else {
                         std::io::stderr().lock().write_all(block.as_bytes())
                     };
@@ -798,7 +813,7 @@ fn call(s: &mut Server, id: &Value, params: &Value) {
             }
             "close_stdout" => {
                 // Close stdout and keep running, answering nothing.
-                let _ = s.out.lock().flush();
+                let _ = s.out.flush();
                 close_stdout();
                 loop {
                     std::thread::sleep(Duration::from_secs(3600));

@@ -73,6 +73,30 @@ pub enum RootsOffer {
     Workspace,
 }
 
+/// How the server speaks MCP.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Transport {
+    /// JSON-RPC lines on its stdin and stdout.
+    Stdio,
+    /// Streamable HTTP on the port `{port}` names.
+    Http {
+        /// The MCP endpoint's path.
+        path: String,
+        /// Headers sent with every request.
+        headers: Vec<(String, String)>,
+    },
+}
+
+impl Transport {
+    /// Its name in reports (`stdio`, `http`).
+    pub fn name(&self) -> &'static str {
+        match self {
+            Transport::Stdio => "stdio",
+            Transport::Http { .. } => "http",
+        }
+    }
+}
+
 /// Servers kept going at the same time for replays and isolated runs, by default: the
 /// second core works while the first waits on a server.
 pub const DEFAULT_JOBS: usize = 2;
@@ -119,6 +143,8 @@ pub struct RunConfig {
     pub roots: RootsOffer,
     /// Era choice.
     pub era: EraChoice,
+    /// How the server speaks MCP.
+    pub transport: Transport,
     /// Line cap.
     pub max_line_bytes: usize,
     /// Argument overrides by tool.
@@ -460,11 +486,20 @@ impl RunConfig {
         if let Some(s) = &scenario {
             command = match &s.server.command {
                 Some(c) => c.clone(),
-                None => vec![
-                    "{fake_server}".into(),
-                    "--scenario".into(),
-                    "{scenario}".into(),
-                ],
+                None => {
+                    let mut c = vec![
+                        "{fake_server}".into(),
+                        "--scenario".into(),
+                        "{scenario}".into(),
+                    ];
+                    // The fake server speaks HTTP when its scenario asks for that transport.
+                    if a.transport == Some(crate::cli::TransportArg::Http)
+                        || s.run.transport.as_deref() == Some("http")
+                    {
+                        c.extend(["--http".into(), "{port}".into()]);
+                    }
+                    c
+                }
             };
             let fake = if command.iter().any(|c| c.contains("{fake_server}")) {
                 Some(find_fake_server()?.display().to_string())
@@ -570,6 +605,73 @@ impl RunConfig {
                 }
             },
         };
+        let transport = match a
+            .transport
+            .map(|t| match t {
+                crate::cli::TransportArg::Stdio => "stdio",
+                crate::cli::TransportArg::Http => "http",
+            })
+            .or(run.transport.as_deref())
+        {
+            None | Some("stdio") => Transport::Stdio,
+            Some("http") => {
+                let path = a
+                    .http_path
+                    .clone()
+                    .or_else(|| run.http_path.clone())
+                    .unwrap_or_else(|| "/mcp".into());
+                if !path.starts_with('/')
+                    || path.chars().any(|c| c.is_whitespace() || c.is_control())
+                {
+                    return Err(ConfigError::BadValue {
+                        flag: "--http-path".into(),
+                        message: format!("{path:?} is not an absolute path without spaces"),
+                    });
+                }
+                let mut headers: Vec<(String, String)> = run
+                    .headers
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect();
+                for h in &a.headers {
+                    let Some((k, v)) = h.split_once('=') else {
+                        return Err(ConfigError::BadValue {
+                            flag: "--header".into(),
+                            message: format!("{h:?} is not K=V"),
+                        });
+                    };
+                    headers.push((k.trim().to_string(), v.trim().to_string()));
+                }
+                for (k, v) in &headers {
+                    if hyper::header::HeaderName::from_bytes(k.as_bytes()).is_err()
+                        || hyper::header::HeaderValue::from_str(v).is_err()
+                    {
+                        return Err(ConfigError::BadValue {
+                            flag: "--header".into(),
+                            message: format!("{k}={v} is not a valid HTTP header"),
+                        });
+                    }
+                }
+                Transport::Http { path, headers }
+            }
+            Some(other) => {
+                return Err(ConfigError::BadValue {
+                    flag: "[run] transport".into(),
+                    message: format!("{other:?} is not stdio or http"),
+                });
+            }
+        };
+        if transport == Transport::Stdio && (a.http_path.is_some() || !a.headers.is_empty()) {
+            return Err(ConfigError::BadValue {
+                flag: if a.http_path.is_some() {
+                    "--http-path"
+                } else {
+                    "--header"
+                }
+                .into(),
+                message: "only with --transport http".into(),
+            });
+        }
         let era = match a.era {
             Some(EraArg::Auto) => EraChoice::Auto,
             Some(EraArg::Modern) => EraChoice::Modern,
@@ -772,6 +874,17 @@ impl RunConfig {
                 });
             }
         }
+        if transport != Transport::Stdio
+            && !command
+                .iter()
+                .chain(env.iter().map(|(_, v)| v))
+                .any(|w| w.contains("{port}"))
+        {
+            return Err(ConfigError::BadValue {
+                flag: "--transport http".into(),
+                message: "`{port}` must appear in the command or an --env value: it becomes the port the server is to listen on (in the sandbox's own network namespace)".into(),
+            });
+        }
         let config = RunConfig {
             command,
             env,
@@ -821,6 +934,7 @@ impl RunConfig {
             seed: a.seed.or(run.seed).unwrap_or(0),
             roots,
             era,
+            transport,
             max_line_bytes,
             overrides,
             max_restarts: 3,

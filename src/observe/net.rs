@@ -545,6 +545,9 @@ pub fn tls_sni(b: &[u8]) -> Option<String> {
 pub struct NetObserver {
     handle: Option<NetHandle>,
     ports: Vec<u16>,
+    /// The port of a server that speaks HTTP: hintcheck's own connections to it (made on the
+    /// sandbox's loopback) are not the server's network activity.
+    harness_port: Option<u16>,
 }
 
 impl NetObserver {
@@ -553,7 +556,15 @@ impl NetObserver {
         Self {
             handle: None,
             ports,
+            harness_port: None,
         }
+    }
+
+    /// Leaves out connections to `port` on loopback: hintcheck's own, to a server that speaks
+    /// HTTP there.
+    pub fn ignoring_harness_port(mut self, port: Option<u16>) -> Self {
+        self.harness_port = port;
+        self
     }
 }
 
@@ -570,7 +581,17 @@ impl Observer for NetObserver {
             return Ok(Vec::new());
         };
         let events = std::mem::take(&mut *h.events.lock().unwrap_or_else(|p| p.into_inner()));
-        Ok(events.into_iter().map(Observation::Network).collect())
+        let harness = |e: &NetEvent| {
+            e.loopback
+                && e.kind == NetKind::Connect
+                && e.port.is_some()
+                && e.port == self.harness_port
+        };
+        Ok(events
+            .into_iter()
+            .filter(|e| !harness(e))
+            .map(Observation::Network)
+            .collect())
     }
 
     fn status(&self) -> ObserverStatus {

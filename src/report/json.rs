@@ -155,6 +155,8 @@ struct SettingsV1<'a> {
     call_timeout_ms: u64,
     era: &'a str,
     roots: &'a str,
+    /// `stdio` or `http` (additive).
+    transport: &'a str,
     fail_on: &'static str,
     /// Categories whose findings do not fail the run (additive).
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -492,6 +494,7 @@ pub fn to_v1(r: &Report) -> ReportV1<'_> {
             call_timeout_ms: r.settings.call_timeout_ms,
             era: &r.settings.era,
             roots: &r.settings.roots,
+            transport: &r.settings.transport,
             fail_on: r.settings.fail.on.as_str(),
             fail_except: r.settings.fail.except.iter().map(|c| c.as_str()).collect(),
         },

@@ -212,6 +212,8 @@ pub struct Settings {
     pub era: String,
     /// Roots offered.
     pub roots: String,
+    /// How the server spoke MCP (`stdio`, `http`).
+    pub transport: String,
     /// What fails the run: the lowest severity and the categories excepted.
     pub fail: crate::finding::FailRule,
 }

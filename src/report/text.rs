@@ -125,10 +125,13 @@ fn write_summary(o: &mut String, r: &Report, paint: Paint, verbose: bool) -> std
     let name = server_name(r);
     match &r.server.identity {
         Some(id) => {
-            let era = match &id.era {
+            let mut era = match &id.era {
                 crate::mcp::client::Era::Modern(v) => format!("modern era, {v}"),
                 crate::mcp::client::Era::Legacy(v) => format!("handshake era, {}", esc(v)),
             };
+            if r.settings.transport != "stdio" {
+                era.push_str(&format!(", over {}", r.settings.transport.to_uppercase()));
+            }
             writeln!(o, "hintcheck {} — {name} ({era})", r.hintcheck_version)?;
         }
         None => writeln!(o, "hintcheck {} — {name}", r.hintcheck_version)?,

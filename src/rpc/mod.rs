@@ -3,5 +3,6 @@
 //! correlates requests with responses under timeouts.
 
 pub mod framing;
+pub mod http;
 pub mod session;
 pub mod transcript;

@@ -75,10 +75,25 @@ fn absolutize(arg: &str) -> String {
     }
 }
 
-fn substitute(arg: &str, scratch: &Scratch) -> String {
-    arg.replace("{workspace}", &scratch.workspace.display().to_string())
+fn substitute(arg: &str, scratch: &Scratch, port: Option<u16>) -> String {
+    let arg = arg
+        .replace("{workspace}", &scratch.workspace.display().to_string())
         .replace("{home}", &scratch.home.display().to_string())
-        .replace("{tmp}", &scratch.tmp.display().to_string())
+        .replace("{tmp}", &scratch.tmp.display().to_string());
+    match port {
+        Some(p) => arg.replace("{port}", &p.to_string()),
+        None => arg,
+    }
+}
+
+/// A port for a server that speaks HTTP: one free on the host's loopback now (in the
+/// sandbox's fresh network namespace every port is free but the observer's few, which a
+/// port the host hands out is not).
+fn free_port() -> Option<u16> {
+    std::net::TcpListener::bind(("127.0.0.1", 0))
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .ok()
 }
 
 /// The result of a run: the report, and the transcript when one was asked for.
@@ -504,6 +519,7 @@ fn settings_of(config: &RunConfig) -> Settings {
             RootsOffer::Workspace => "workspace",
         }
         .into(),
+        transport: config.transport.name().into(),
         fail: config.fail.clone(),
     }
 }

@@ -94,9 +94,10 @@ pub(super) fn build(
         observers.push(Box::new(AttemptObserver::new(
             writable, read_only, resolver,
         )));
-        observers.push(Box::new(crate::observe::net::NetObserver::new(
-            config.observe_ports.clone(),
-        )));
+        observers.push(Box::new(
+            crate::observe::net::NetObserver::new(config.observe_ports.clone())
+                .ignoring_harness_port(ctx.http_port),
+        ));
     }
     let recorder = Recorder::new(observers);
     let coverage = Coverage {

@@ -61,10 +61,14 @@ pub(super) fn prepare<'a>(
             "harness error: could not seed the workspace",
         ));
     }
+    let http_port = match config.transport {
+        crate::config::Transport::Stdio => None,
+        crate::config::Transport::Http { .. } => free_port(),
+    };
     let command: Vec<String> = config
         .command
         .iter()
-        .map(|a| absolutize(&substitute(a, &scratch)))
+        .map(|a| absolutize(&substitute(a, &scratch, http_port)))
         .collect();
     static RUNS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let run_id = format!(
@@ -151,7 +155,7 @@ pub(super) fn prepare<'a>(
         config
             .env
             .iter()
-            .map(|(k, v)| (k.clone(), substitute(v, &scratch))),
+            .map(|(k, v)| (k.clone(), substitute(v, &scratch, http_port))),
     );
     let ctx = Ctx {
         tls,
@@ -177,6 +181,7 @@ pub(super) fn prepare<'a>(
         workspace: scratch.workspace.display().to_string(),
         stop,
         deadline,
+        http_port,
     };
     Ok((scratch, seed_notes, command, ctx))
 }

@@ -17,6 +17,14 @@ pub(super) struct Live {
     pub(super) cgroup: Option<RunCgroup>,
     /// The resource watchdog of this server; dropping it stops it.
     pub(super) _watchdog: Option<Watchdog>,
+    /// The HTTP bridge, when the server speaks HTTP.
+    pub(super) http: Option<HttpLink>,
+}
+
+/// What a run keeps of the HTTP bridge of a server.
+pub(super) struct HttpLink {
+    notes: crate::rpc::http::TransportNotes,
+    done: tokio::task::JoinHandle<()>,
 }
 
 /// What is collected from every server instance of a run.
@@ -84,6 +92,8 @@ pub(super) struct Ctx<'a> {
     pub(super) spec: LaunchSpec,
     pub(super) started: Instant,
     pub(super) workspace: String,
+    /// The port `{port}` named, when the server speaks HTTP.
+    pub(super) http_port: Option<u16>,
     /// The run's certificate authority and the bundle that trusts it, when the sandbox's
     /// network observer answers HTTPS.
     pub(super) tls: Option<(std::sync::Arc<crate::observe::tls::Authority>, PathBuf)>,
@@ -289,6 +299,7 @@ pub(super) async fn start_server(
     let mut cgroup = None;
     let mut attempts = None;
     let mut network = None;
+    let mut connector = None;
     let (mut process, pipes, enforcement) = match sandbox {
         None => {
             let (p, pipes) = ServerProcess::spawn(&ctx.spec)
@@ -341,6 +352,7 @@ pub(super) async fn start_server(
                 notify: true,
                 network_observer: true,
                 observe_ports: ctx.config.observe_ports.clone(),
+                connector: ctx.config.transport != crate::config::Transport::Stdio,
                 program,
                 args: ctx.spec.args.clone(),
                 env,
@@ -370,6 +382,7 @@ pub(super) async fn start_server(
             {
                 Ok(started) => {
                     attempts = started.attempts;
+                    connector = started.connector;
                     network = started.network;
                     (started.process, started.pipes, Some(started.enforcement))
                 }
@@ -432,11 +445,45 @@ ownership (writes stay confined and capabilities dropped)"
     let config = ctx.config;
     let roots = (config.roots == RootsOffer::Workspace)
         .then(|| vec![json!({"uri": format!("file://{}", ctx.workspace), "name": "workspace"})]);
+    // Over HTTP the session's lines go through the bridge; the server's stdio is its log.
+    type Write = Box<dyn tokio::io::AsyncWrite + Send + Unpin>;
+    type Read = Box<dyn tokio::io::AsyncRead + Send + Unpin>;
+    let (to_server, from_server, log, http): (Write, Read, Read, Option<HttpLink>) =
+        match (&config.transport, ctx.http_port) {
+            (crate::config::Transport::Http { path, headers }, Some(port)) => {
+                let bridge = crate::rpc::http::start(
+                    crate::rpc::http::HttpTarget {
+                        port,
+                        path: path.clone(),
+                        headers: headers.clone(),
+                        max_message_bytes: config.max_line_bytes,
+                        listen_timeout: config.handshake_timeout,
+                    },
+                    http_connect(connector),
+                    Some(Box::new(pipes.stdin)),
+                );
+                (
+                    bridge.to_server,
+                    bridge.from_server,
+                    crate::rpc::http::merged_log(pipes.stdout, pipes.stderr),
+                    Some(HttpLink {
+                        notes: bridge.notes,
+                        done: bridge.done,
+                    }),
+                )
+            }
+            _ => (
+                Box::new(pipes.stdin),
+                Box::new(pipes.stdout),
+                Box::new(pipes.stderr),
+                None,
+            ),
+        };
     let session = Session::start(
         ctx.started,
-        pipes.stdin,
-        pipes.stdout,
-        Some(Box::new(pipes.stderr)),
+        to_server,
+        from_server,
+        Some(log),
         SessionOptions {
             max_line_bytes: config.max_line_bytes,
             roots,
@@ -483,6 +530,7 @@ ownership (writes stay confined and capabilities dropped)"
                 client,
                 cgroup,
                 _watchdog: watchdog,
+                http,
             },
             enforcement,
         )),
@@ -532,15 +580,27 @@ pub(super) async fn stop_server(
         client,
         cgroup,
         _watchdog,
+        mut http,
     } = live;
-    let (mut session, notes) = client.into_session();
+    let (mut session, mut notes) = client.into_session();
     let grace = if ctx.must_stop().is_some() {
         process.kill_now();
         Duration::ZERO
     } else {
         session.close_stdin().await;
-        EXIT_GRACE
+        match http.as_mut() {
+            // An HTTP server does not end with its stdin: once the bridge ended the HTTP
+            // session, it is asked to stop.
+            Some(link) => {
+                let _ = tokio::time::timeout(EXIT_GRACE, &mut link.done).await;
+                Duration::ZERO
+            }
+            None => EXIT_GRACE,
+        }
     };
+    if let Some(link) = http {
+        notes.extend(http_notes(&link.notes));
+    }
     let exit = process.shutdown(grace).await;
     session.drain(Duration::from_millis(500)).await;
     collected.absorb(&session, notes, keep_transcript);
@@ -548,6 +608,42 @@ pub(super) async fn stop_server(
     drop(cgroup);
     // The sandbox's private directories are gone with it.
     recorder.server_started(&ServerStart::default());
+}
+
+/// The transport's notes as protocol notes.
+fn http_notes(notes: &crate::rpc::http::TransportNotes) -> Vec<ProtocolNote> {
+    notes
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .iter()
+        .map(|n| ProtocolNote {
+            context: "http".into(),
+            message: n.clone(),
+        })
+        .collect()
+}
+
+/// How the HTTP bridge reaches the server's port: through the sandbox's connector (inside its
+/// network namespace), or on the host's loopback without a sandbox.
+fn http_connect(
+    connector: Option<crate::sandbox::connector::Connector>,
+) -> crate::rpc::http::Connect {
+    let connector = connector.map(std::sync::Arc::new);
+    std::sync::Arc::new(move |port: u16| {
+        let connector = connector.clone();
+        Box::pin(async move {
+            let stream = match connector {
+                Some(c) => tokio::task::spawn_blocking(move || c.connect(port))
+                    .await
+                    .map_err(std::io::Error::other)??,
+                None => {
+                    return tokio::net::TcpStream::connect(("127.0.0.1", port)).await;
+                }
+            };
+            stream.set_nonblocking(true)?;
+            tokio::net::TcpStream::from_std(stream)
+        })
+    })
 }
 
 /// Why a watchdog ended the run's server, if one did.

@@ -33,6 +33,8 @@ pub enum ControlRecord {
         /// Why the packet socket could not be made, if it could not.
         packet_error: Option<String>,
     },
+    /// The harness's end of the connector follows (see [`super::connector`]).
+    Connector,
 }
 
 /// A failed step.

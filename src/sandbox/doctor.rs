@@ -125,6 +125,7 @@ pub fn probe_setup(
         notify: false,
         network_observer: false,
         observe_ports: Vec::new(),
+        connector: false,
         run_as,
         run_user: identity.added_user.clone(),
         home_inside: identity.home.clone(),

@@ -39,6 +39,8 @@ struct Init {
     ctl: Option<OwnedFd>,
     config: SandboxConfig,
     enforcement: Enforcement,
+    /// The init's end of the connector, served by the outer init once PID 1 is forked.
+    connector: Option<OwnedFd>,
 }
 
 type Step = Result<(), (Option<i32>, String)>;
@@ -139,6 +141,7 @@ pub fn main() -> i32 {
             inherited_descriptors_closed: inherited,
             ..Enforcement::default()
         },
+        connector: None,
     };
     init.outer().unwrap_or(121)
 }
@@ -304,6 +307,10 @@ impl Init {
             let r = self.network_observer();
             self.step("network-observer", false, r)?;
         }
+        if self.config.connector {
+            let r = self.hand_over_connector();
+            self.step("connector", true, r)?;
+        }
         let (death_r, death_w) = match rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC) {
             Ok(p) => p,
             Err(e) => {
@@ -338,6 +345,7 @@ impl Init {
         }
         if pid1 == 0 {
             drop(death_w);
+            self.connector = None;
             let code = self.pid1(death_r);
             // SAFETY: leave without running destructors shared with the parent.
             unsafe { libc::_exit(code) };
@@ -347,7 +355,11 @@ impl Init {
         // Held until this process exits: PID 1 sees the pipe close when we are gone.
         let _death_w = death_w;
         quiet_stdio();
-        let status = wait_for(pid1);
+        // Connections into this network namespace for the harness, until PID 1 ends.
+        let status = match self.connector.take() {
+            Some(connector) => wait_answering(pid1, &connector),
+            None => wait_for(pid1),
+        };
         if ORPHANED.load(std::sync::atomic::Ordering::SeqCst) {
             remove_scratch(scratch_parent.as_ref(), &self.config.scratch_root);
         }
@@ -393,6 +405,20 @@ impl Init {
                 ),
             }
         ));
+        Ok(())
+    }
+
+    /// Makes the connector's pair and hands the harness its end (this process lives in the
+    /// sandbox's network namespace from now on).
+    fn hand_over_connector(&mut self) -> Step {
+        let (harness, init) =
+            super::control::pair().map_err(|e| io_err("the connector's socket pair", e))?;
+        let Some(ctl) = &self.ctl else {
+            return Err((None, "no control socket".into()));
+        };
+        control::send(ctl.as_fd(), &ControlRecord::Connector, &[harness.as_fd()])
+            .map_err(|e| io_err("handing over the connector", e))?;
+        self.connector = Some(init);
         Ok(())
     }
 
@@ -1331,6 +1357,40 @@ fn wait_for(pid: libc::pid_t) -> i32 {
         }
         if r < 0 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
             return 128;
+        }
+    }
+}
+
+/// [`wait_for`], answering the connector's requests meanwhile (a process that unshared its
+/// pid namespace cannot start a thread for them).
+fn wait_answering(pid: libc::pid_t, connector: &OwnedFd) -> i32 {
+    use rustix::event::{PollFd, PollFlags};
+    let Some(pidfd) = rustix::process::Pid::from_raw(pid)
+        .and_then(|p| rustix::process::pidfd_open(p, rustix::process::PidfdFlags::empty()).ok())
+    else {
+        return wait_for(pid);
+    };
+    let mut open = true;
+    loop {
+        if ORPHANED.load(std::sync::atomic::Ordering::SeqCst) {
+            return wait_for(pid);
+        }
+        let mut fds = vec![PollFd::new(&pidfd, PollFlags::IN)];
+        if open {
+            fds.push(PollFd::new(connector, PollFlags::IN));
+        }
+        match rustix::event::poll(&mut fds, None) {
+            Ok(_) => {}
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(_) => return wait_for(pid),
+        }
+        let exited = !fds[0].revents().is_empty();
+        let request = fds.get(1).is_some_and(|f| !f.revents().is_empty());
+        if exited {
+            return wait_for(pid);
+        }
+        if request {
+            open = super::connector::answer_one(connector);
         }
     }
 }

@@ -4,6 +4,7 @@
 //! is not isolated from the host; the namespace sandbox plugs in here.
 
 pub mod cgroup;
+pub mod connector;
 pub mod control;
 pub mod doctor;
 pub mod documents;

@@ -97,6 +97,10 @@ pub struct SandboxConfig {
     /// The TCP ports whose first bytes the network observer reads.
     #[serde(default)]
     pub observe_ports: Vec<u16>,
+    /// Whether the harness gets connections into the sandbox's network namespace (a server
+    /// that speaks HTTP; see [`super::connector`]).
+    #[serde(default)]
+    pub connector: bool,
     /// Whether to report write, connect and exec attempts through a seccomp listener (the
     /// harness must then answer every notification).
     #[serde(default)]

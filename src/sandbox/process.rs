@@ -106,6 +106,8 @@ pub struct Sandboxed {
     pub attempts: Option<super::notify::AttemptQueue>,
     /// The network observer, when it was set up.
     pub network: Option<crate::observe::net::NetHandle>,
+    /// Connections into the sandbox's network namespace, when asked for.
+    pub connector: Option<super::connector::Connector>,
 }
 
 /// The server's three pipes.
@@ -298,6 +300,7 @@ impl ServerProcess {
         let reader = tokio::task::spawn_blocking(move || {
             let mut enforced = None;
             let mut network = None;
+            let mut connector = None;
             loop {
                 match control::recv(host_end.as_fd()) {
                     Ok(Some((
@@ -327,10 +330,13 @@ impl ServerProcess {
                             ));
                         }
                     }
+                    Ok(Some((ControlRecord::Connector, mut fds))) => {
+                        connector = fds.pop().map(super::connector::Connector::new);
+                    }
                     Ok(Some((ControlRecord::Enforced(e), mut fds))) => {
                         // Answer notifications at once: the server's own execve is one.
                         let queue = fds.pop().map(super::notify::start);
-                        enforced = Some((e, queue, network.take()));
+                        enforced = Some((e, queue, network.take(), connector.take()));
                     }
                     Ok(Some((ControlRecord::Failed(f), _))) => return Err(f),
                     Ok(None) => return Ok(enforced),
@@ -359,7 +365,7 @@ impl ServerProcess {
                 ),
             }),
         };
-        let (enforcement, attempts, network) = match outcome {
+        let (enforcement, attempts, network, connector) = match outcome {
             Ok(Some(e)) => e,
             Ok(None) => {
                 let status = tokio::time::timeout(Duration::from_secs(2), child.wait())
@@ -388,6 +394,7 @@ impl ServerProcess {
             enforcement,
             attempts,
             network,
+            connector,
         })
     }
 

@@ -86,6 +86,40 @@ fn usage_errors_name_the_problem_and_exit_2() {
             &["verify", "--jobs", "0", "--", "x"],
             "--jobs: must be at least 1",
         ),
+        (
+            &["verify", "--transport", "http", "--", "x"],
+            "`{port}` must appear in the command",
+        ),
+        (
+            &["verify", "--http-path", "/mcp", "--", "x"],
+            "--http-path: only with --transport http",
+        ),
+        (
+            &[
+                "verify",
+                "--transport",
+                "http",
+                "--http-path",
+                "mcp",
+                "--",
+                "x",
+                "{port}",
+            ],
+            "--http-path",
+        ),
+        (
+            &[
+                "verify",
+                "--transport",
+                "http",
+                "--header",
+                "Bad Name=1",
+                "--",
+                "x",
+                "{port}",
+            ],
+            "--header",
+        ),
         (&["verify", "--no-such-flag"], "--no-such-flag"),
         (
             &["verify", "--workspace", "/nonexistent/seed", "--", "x"],
@@ -376,4 +410,53 @@ steps = [{ action = "write", path = "{arg:name}", content = "x" }]
             .iter()
             .any(|s| s == "seed.txt")
     );
+}
+
+#[test]
+fn a_server_over_http_is_judged_as_over_stdio_in_and_out_of_the_sandbox() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let scenario = dir.path().join("scenario.toml");
+    std::fs::write(
+        &scenario,
+        r#"
+[run]
+transport = "http"
+repeat = 1
+
+[[tools]]
+name = "read_note"
+annotations = { readOnlyHint = true, openWorldHint = false }
+
+[[tools]]
+name = "get_status"
+annotations = { readOnlyHint = true }
+steps = [{ action = "write", path = "status.log", content = "checked\n" }]
+"#,
+    )
+    .expect("write");
+    let s = scenario.to_str().expect("utf8");
+    for extra in [&[][..], &["--no-sandbox"][..]] {
+        let mut args = vec!["verify", "--scenario", s, "--format", "json"];
+        args.extend(extra);
+        let out = run(&args, &[], LIMIT);
+        assert_eq!(out.code, 1, "{extra:?}: {}", out.stderr);
+        let r = out.json();
+        assert_eq!(r["settings"]["transport"], "http");
+        let verdict =
+            |tool: usize, hint: usize| r["tools"][tool]["verdicts"][hint]["verdict"].clone();
+        assert_eq!(r["tools"][0]["name"], "read_note");
+        assert_eq!(verdict(0, 0), "consistent", "{extra:?}");
+        assert_eq!(r["tools"][1]["name"], "get_status");
+        assert_eq!(verdict(1, 0), "contradicted", "{extra:?}");
+        // The port was chosen by hintcheck and named on the command line.
+        let command = r["server"]["command"].as_array().expect("command");
+        let port = command.last().and_then(|p| p.as_str()).expect("port");
+        assert!(port.parse::<u16>().is_ok(), "{command:?}");
+        if extra.is_empty() {
+            // hintcheck's own connections to the server's port are not the server's traffic.
+            let text = r.to_string();
+            assert!(!text.contains(&format!(":{port}\"")), "{text}");
+            assert_eq!(verdict(0, 3), "consistent");
+        }
+    }
 }

@@ -1876,3 +1876,99 @@ as_root_and_unprivileged!(
     fetchers_meet_a_web_site_over_http_and_https_unprivileged,
     fetcher_run
 );
+
+/// Every TCP port in LISTEN state on the host (IPv4 and IPv6).
+fn host_listening_ports() -> std::collections::BTreeSet<u16> {
+    ["/proc/net/tcp", "/proc/net/tcp6"]
+        .iter()
+        .filter_map(|f| std::fs::read_to_string(f).ok())
+        .flat_map(|t| {
+            t.lines()
+                .skip(1)
+                .filter_map(|l| {
+                    let fields: Vec<&str> = l.split_whitespace().collect();
+                    // State 0A is LISTEN.
+                    (fields.get(3) == Some(&"0A")).then(|| fields.get(1).copied())?
+                })
+                .filter_map(|local| u16::from_str_radix(local.rsplit(':').next()?, 16).ok())
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+/// A server that speaks HTTP listens inside the sandbox's network namespace: hintcheck
+/// reaches it there (as root and unprivileged), nothing listens on the host, and its own
+/// connections are not the server's traffic.
+fn http_run(who: As) {
+    let Some(prefix) = prefix(who, false) else {
+        return;
+    };
+    let tag = format!("{who:?}").to_lowercase();
+    let dir = open_dir(&format!("http-{tag}"));
+    let scenario = dir.join("scenario.toml");
+    world_writable_file(
+        &scenario,
+        r#"
+[run]
+transport = "http"
+repeat = 1
+
+[[tools]]
+name = "slow_read"
+annotations = { readOnlyHint = true, openWorldHint = false }
+steps = [{ action = "sleep", ms = 1500 }]
+
+[[tools]]
+name = "get_status"
+annotations = { readOnlyHint = true }
+steps = [{ action = "write", path = "status.log", content = "checked\n" }]
+"#,
+    );
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(std::collections::BTreeSet::new()));
+    let running = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let watcher = {
+        let (seen, running) = (seen.clone(), running.clone());
+        std::thread::spawn(move || {
+            while running.load(std::sync::atomic::Ordering::SeqCst) {
+                seen.lock().expect("lock").extend(host_listening_ports());
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        })
+    };
+    let out = run_as(
+        &prefix,
+        &[
+            "verify".into(),
+            "--scenario".into(),
+            scenario.display().to_string(),
+            "--format".into(),
+            "json".into(),
+        ],
+        Duration::from_secs(120),
+    );
+    running.store(false, std::sync::atomic::Ordering::SeqCst);
+    watcher.join().expect("watcher");
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    let r: serde_json::Value = serde_json::from_str(&out.stdout).expect("json");
+    assert_eq!(r["sandbox"]["level"], "full", "{}", r["sandbox"]);
+    assert_eq!(r["tools"][0]["verdicts"][0]["verdict"], "consistent");
+    assert_eq!(r["tools"][0]["verdicts"][3]["verdict"], "consistent");
+    assert_eq!(r["tools"][1]["verdicts"][0]["verdict"], "contradicted");
+    let port: u16 = r["server"]["command"]
+        .as_array()
+        .and_then(|c| c.last())
+        .and_then(|p| p.as_str())
+        .and_then(|p| p.parse().ok())
+        .expect("the port on the command line");
+    assert!(
+        !seen.lock().expect("lock").contains(&port),
+        "port {port} was listening on the host"
+    );
+    assert!(!r.to_string().contains(&format!(":{port}\"")), "{r}");
+}
+
+as_root_and_unprivileged!(
+    a_server_over_http_listens_only_inside_the_sandbox_as_root,
+    a_server_over_http_listens_only_inside_the_sandbox_unprivileged,
+    http_run
+);

@@ -1,0 +1,237 @@
+//! The fake server's Streamable HTTP mode: a small HTTP/1.1 front (written by hand, so that
+//! hostile scenarios can break HTTP on purpose) over the same line-oriented loop as stdio.
+//! Each POSTed message becomes a line of the loop's input; every line the loop writes goes
+//! to the POST waiting for the response it belongs to, as server-sent events (the server's
+//! own requests and notifications ride on the stream of the request in flight). The answer to
+//! `initialize` carries `Mcp-Session-Id`; later requests without it get 400; `DELETE` ends the
+//! session and the process.
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::mpsc::{Receiver, Sender, channel};
+use std::sync::{Arc, Mutex};
+
+use serde_json::Value;
+
+const SESSION_ID: &str = "fake-session-1";
+
+/// What the loop's output is routed by.
+#[derive(Default)]
+struct Routes {
+    /// Response id (as JSON text) → the stream of the POST that asked.
+    waiting: HashMap<String, Sender<String>>,
+    /// The stream of the most recent request in flight (for the server's own messages).
+    current: Option<Sender<String>>,
+    /// The session id was handed out.
+    session: bool,
+}
+
+/// Listens on `port` of 127.0.0.1 and ::1; returns the loop's output and input.
+pub(crate) fn listen(
+    port: u16,
+) -> (
+    Box<dyn Write>,
+    Box<dyn Iterator<Item = std::io::Result<String>>>,
+) {
+    let (to_loop, from_http) = channel::<String>();
+    let routes = Arc::new(Mutex::new(Routes::default()));
+    for addr in [format!("127.0.0.1:{port}"), format!("[::1]:{port}")] {
+        let Ok(listener) = TcpListener::bind(&addr) else {
+            continue;
+        };
+        let (to_loop, routes) = (to_loop.clone(), routes.clone());
+        std::thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                let (to_loop, routes) = (to_loop.clone(), routes.clone());
+                std::thread::spawn(move || serve_connection(stream, &to_loop, &routes));
+            }
+        });
+    }
+    drop(to_loop);
+    (
+        Box::new(Output {
+            routes,
+            pending: Vec::new(),
+        }),
+        Box::new(Input(from_http)),
+    )
+}
+
+struct Input(Receiver<String>);
+
+impl Iterator for Input {
+    type Item = std::io::Result<String>;
+    fn next(&mut self) -> Option<Self::Item> {
+        self.0.recv().ok().map(Ok)
+    }
+}
+
+/// The loop's output: each complete line goes where it belongs.
+struct Output {
+    routes: Arc<Mutex<Routes>>,
+    pending: Vec<u8>,
+}
+
+impl Write for Output {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.pending.extend_from_slice(buf);
+        while let Some(i) = self.pending.iter().position(|&b| b == b'\n') {
+            let line: Vec<u8> = self.pending.drain(..=i).collect();
+            let line = String::from_utf8_lossy(&line).trim_end().to_string();
+            let id = serde_json::from_str::<Value>(&line)
+                .ok()
+                .filter(|m| m.get("method").is_none())
+                .and_then(|m| m.get("id").map(Value::to_string));
+            let mut routes = self.routes.lock().unwrap_or_else(|p| p.into_inner());
+            let to = match id.and_then(|id| routes.waiting.remove(&id)) {
+                Some(s) => Some(s),
+                None => routes.current.clone(),
+            };
+            if let Some(to) = to {
+                let _ = to.send(line);
+            }
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// One request's head and body.
+struct Request {
+    method: String,
+    headers: HashMap<String, String>,
+    body: Vec<u8>,
+}
+
+fn read_request(reader: &mut BufReader<TcpStream>) -> Option<Request> {
+    let mut line = String::new();
+    if reader.read_line(&mut line).ok()? == 0 {
+        return None;
+    }
+    let method = line.split_whitespace().next()?.to_string();
+    let mut headers = HashMap::new();
+    loop {
+        let mut h = String::new();
+        if reader.read_line(&mut h).ok()? == 0 {
+            return None;
+        }
+        let h = h.trim_end();
+        if h.is_empty() {
+            break;
+        }
+        if let Some((k, v)) = h.split_once(':') {
+            headers.insert(k.trim().to_ascii_lowercase(), v.trim().to_string());
+        }
+    }
+    let length: usize = headers
+        .get("content-length")
+        .and_then(|l| l.parse().ok())
+        .unwrap_or(0);
+    let mut body = vec![0u8; length.min(64 * 1024 * 1024)];
+    reader.read_exact(&mut body).ok()?;
+    Some(Request {
+        method,
+        headers,
+        body,
+    })
+}
+
+fn respond(stream: &mut TcpStream, status: &str, headers: &[(&str, &str)], body: &[u8]) {
+    let mut head = format!("HTTP/1.1 {status}\r\nContent-Length: {}\r\n", body.len());
+    for (k, v) in headers {
+        head.push_str(&format!("{k}: {v}\r\n"));
+    }
+    head.push_str("\r\n");
+    let _ = stream.write_all(head.as_bytes());
+    let _ = stream.write_all(body);
+    let _ = stream.flush();
+}
+
+fn serve_connection(stream: TcpStream, to_loop: &Sender<String>, routes: &Mutex<Routes>) {
+    let Ok(mut writer) = stream.try_clone() else {
+        return;
+    };
+    let mut reader = BufReader::new(stream);
+    while let Some(request) = read_request(&mut reader) {
+        let routes_now = || routes.lock().unwrap_or_else(|p| p.into_inner());
+        let accepts = request.headers.get("accept").cloned().unwrap_or_default();
+        if request.method == "DELETE" {
+            respond(&mut writer, "200 OK", &[], b"");
+            std::process::exit(0);
+        }
+        if request.method != "POST" {
+            respond(&mut writer, "405 Method Not Allowed", &[], b"");
+            continue;
+        }
+        if !(accepts.contains("application/json") && accepts.contains("text/event-stream")) {
+            respond(&mut writer, "406 Not Acceptable", &[], b"");
+            continue;
+        }
+        let Ok(message) = serde_json::from_slice::<Value>(&request.body) else {
+            respond(&mut writer, "400 Bad Request", &[], b"not JSON");
+            continue;
+        };
+        let method = message.get("method").and_then(Value::as_str).unwrap_or("");
+        let session_given = request.headers.get("mcp-session-id").map(String::as_str);
+        if routes_now().session && method != "initialize" && session_given != Some(SESSION_ID) {
+            respond(
+                &mut writer,
+                "400 Bad Request",
+                &[],
+                b"missing or wrong Mcp-Session-Id",
+            );
+            continue;
+        }
+        let id = message.get("id").filter(|_| !method.is_empty());
+        let Some(id) = id.map(Value::to_string) else {
+            // A notification or the client's answer: accepted, nothing to say.
+            let _ = to_loop.send(String::from_utf8_lossy(&request.body).into_owned());
+            respond(&mut writer, "202 Accepted", &[], b"");
+            continue;
+        };
+        let (tx, rx) = channel::<String>();
+        {
+            let mut r = routes_now();
+            r.waiting.insert(id.clone(), tx.clone());
+            r.current = Some(tx);
+        }
+        let _ = to_loop.send(String::from_utf8_lossy(&request.body).into_owned());
+        // Every message for this stream, up to and including the response.
+        let head = {
+            let mut r = routes_now();
+            let first = method == "initialize" && !r.session;
+            r.session |= first;
+            first
+        };
+        let mut head_text = String::from(
+            "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\nTransfer-Encoding: chunked\r\n",
+        );
+        if head {
+            head_text.push_str(&format!("Mcp-Session-Id: {SESSION_ID}\r\n"));
+        }
+        head_text.push_str("\r\n");
+        if writer.write_all(head_text.as_bytes()).is_err() {
+            return;
+        }
+        for line in rx.iter() {
+            let is_response = serde_json::from_str::<Value>(&line).is_ok_and(|m| {
+                m.get("method").is_none() && m.get("id").map(Value::to_string).as_ref() == Some(&id)
+            });
+            let event = format!("event: message\ndata: {line}\n\n");
+            let chunk = format!("{:x}\r\n{event}\r\n", event.len());
+            if writer.write_all(chunk.as_bytes()).is_err() {
+                return;
+            }
+            let _ = writer.flush();
+            if is_response {
+                break;
+            }
+        }
+        let _ = writer.write_all(b"0\r\n\r\n");
+        let _ = writer.flush();
+    }
+}

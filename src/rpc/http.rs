@@ -1,0 +1,654 @@
+//! The Streamable HTTP transport, bridged to the line-oriented session: the session writes
+//! JSON-RPC lines and reads lines as it does from a stdio server, and this bridge turns each
+//! line it writes into a POST to the server's endpoint (on a connection made inside the
+//! sandbox's network namespace, see [`crate::sandbox::connector`]) and each message the
+//! server answers with (a JSON body, or every event of an SSE stream: responses, the server's
+//! own requests and notifications) into a line the session reads. The session keeps all
+//! judgement (classification, transcript, anomalies); what only HTTP can get wrong (a status,
+//! a content type, a broken stream) is told to the session as an error response for the
+//! request it concerned, marked as the transport's, and counted in [`TransportNotes`].
+//! Bodies and SSE lines are capped like stdio lines.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use http_body_util::{BodyExt, Full};
+use hyper::body::Bytes;
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
+
+/// How the bridge reaches the server's port: a TCP connection to it (made where the server
+/// listens), or the error (`ConnectionRefused` while it does not listen yet).
+pub type Connect = Arc<
+    dyn Fn(u16) -> Pin<Box<dyn Future<Output = std::io::Result<tokio::net::TcpStream>> + Send>>
+        + Send
+        + Sync,
+>;
+
+/// Where and how to reach the server.
+#[derive(Debug, Clone)]
+pub struct HttpTarget {
+    /// The port it listens on.
+    pub port: u16,
+    /// The MCP endpoint's path (`/mcp`).
+    pub path: String,
+    /// Headers sent with every request.
+    pub headers: Vec<(String, String)>,
+    /// Most bytes of one body or one SSE event.
+    pub max_message_bytes: usize,
+    /// How long the server may take to listen on its port, from the bridge's start.
+    pub listen_timeout: Duration,
+}
+
+/// What the transport saw that the JSON-RPC lines cannot show (statuses, content types,
+/// broken streams), for the report.
+pub type TransportNotes = Arc<Mutex<Vec<String>>>;
+
+/// Most transport notes kept.
+const MAX_NOTES: usize = 50;
+
+/// The session's ends of the bridge: (what it writes requests to, what it reads messages from).
+pub struct Bridge {
+    /// Where the session writes.
+    pub to_server: Box<dyn AsyncWrite + Send + Unpin>,
+    /// Where the session reads.
+    pub from_server: Box<dyn AsyncRead + Send + Unpin>,
+    /// What the transport saw.
+    pub notes: TransportNotes,
+    /// Ends when the bridge has ended the HTTP session after the session closed its end.
+    pub done: tokio::task::JoinHandle<()>,
+}
+
+/// Starts the bridge; `keep` (the server's stdin, say) is held until the session closes its
+/// end, when the bridge ends the HTTP session (`DELETE`) and lets it go.
+pub fn start(target: HttpTarget, connect: Connect, keep: Option<Box<dyn Send>>) -> Bridge {
+    let (session_end, bridge_end) = tokio::io::duplex(256 * 1024);
+    let (session_read, session_write) = tokio::io::split(session_end);
+    let (bridge_read, bridge_write) = tokio::io::split(bridge_end);
+    let notes: TransportNotes = Arc::new(Mutex::new(Vec::new()));
+    let state = Arc::new(State {
+        target,
+        connect,
+        out: tokio::sync::Mutex::new(Box::new(bridge_write)),
+        session: Mutex::new(HttpSession::default()),
+        notes: notes.clone(),
+    });
+    let done = tokio::spawn(run(state, bridge_read, keep));
+    Bridge {
+        to_server: Box::new(session_write),
+        from_server: Box::new(session_read),
+        notes,
+        done,
+    }
+}
+
+/// What the bridge keeps between requests.
+#[derive(Default)]
+struct HttpSession {
+    /// `Mcp-Session-Id` the server gave with its answer to `initialize`.
+    id: Option<String>,
+    /// The negotiated version, sent as `MCP-Protocol-Version` after the handshake.
+    protocol_version: Option<String>,
+    /// Requests in flight: id (as JSON text) → method.
+    methods: HashMap<String, String>,
+    /// Whether a connection ever succeeded (before that, refusals mean "not listening yet").
+    listening: bool,
+}
+
+struct State {
+    target: HttpTarget,
+    connect: Connect,
+    out: tokio::sync::Mutex<Box<dyn AsyncWrite + Send + Unpin>>,
+    session: Mutex<HttpSession>,
+    notes: TransportNotes,
+}
+
+impl State {
+    fn session(&self) -> std::sync::MutexGuard<'_, HttpSession> {
+        self.session.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn note(&self, what: String) {
+        let mut notes = self.notes.lock().unwrap_or_else(|p| p.into_inner());
+        if notes.len() < MAX_NOTES {
+            notes.push(what);
+        }
+    }
+
+    /// Hands one message to the session, as one line.
+    async fn deliver(&self, text: &[u8]) {
+        // A message is one line for the session: JSON is written compactly; anything else
+        // keeps its bytes on one line, for the session to call garbage.
+        let mut line = match serde_json::from_slice::<Value>(text) {
+            Ok(v) => v.to_string().into_bytes(),
+            Err(_) => text
+                .iter()
+                .map(|&b| if b == b'\n' || b == b'\r' { b' ' } else { b })
+                .collect(),
+        };
+        line.push(b'\n');
+        let mut out = self.out.lock().await;
+        let _ = out.write_all(&line).await;
+        let _ = out.flush().await;
+    }
+
+    /// Tells the session that request `id` failed in the transport (no JSON-RPC answer can
+    /// come), so that it does not wait for its timeout; noted for the report.
+    async fn fail(&self, id: &Value, why: String) {
+        self.note(why.clone());
+        self.answer_for(id, why).await;
+    }
+
+    /// Answers request `id` with an error that says it is the transport's.
+    async fn answer_for(&self, id: &Value, why: String) {
+        let answer = json!({
+            "jsonrpc": "2.0",
+            "id": id,
+            "error": {"code": -32000, "message": format!("hintcheck (HTTP transport): {why}")},
+        });
+        self.deliver(answer.to_string().as_bytes()).await;
+    }
+
+    /// A connection to the server's port; while it has never listened, refusals are retried
+    /// until the listen timeout.
+    async fn connection(&self) -> std::io::Result<tokio::net::TcpStream> {
+        let deadline = tokio::time::Instant::now() + self.target.listen_timeout;
+        loop {
+            match (self.connect)(self.target.port).await {
+                Ok(s) => {
+                    self.session().listening = true;
+                    return Ok(s);
+                }
+                Err(e)
+                    if e.kind() == std::io::ErrorKind::ConnectionRefused
+                        && !self.session().listening
+                        && tokio::time::Instant::now() < deadline =>
+                {
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+}
+
+async fn run(
+    state: Arc<State>,
+    from_session: impl AsyncRead + Send + Unpin + 'static,
+    keep: Option<Box<dyn Send>>,
+) {
+    let mut lines = BufReader::new(from_session).lines();
+    let mut posts = tokio::task::JoinSet::new();
+    while let Ok(Some(line)) = lines.next_line().await {
+        let message: Value = serde_json::from_str(&line).unwrap_or(Value::Null);
+        let request_id = match (message.get("method"), message.get("id")) {
+            (Some(Value::String(method)), Some(id)) => {
+                state
+                    .session()
+                    .methods
+                    .insert(id.to_string(), method.clone());
+                Some(id.clone())
+            }
+            _ => None,
+        };
+        // A notification or an answer is delivered before what follows it (the server reads
+        // `notifications/initialized` before the first request); requests go side by side (a
+        // call that waits must not hold up a ping).
+        if request_id.is_none() {
+            // The stream for what the server sends outside any request (list changes, its
+            // own requests), where the server offers one: open before the server hears
+            // `initialized`, after which it may announce things at once.
+            if message.get("method").and_then(Value::as_str) == Some("notifications/initialized") {
+                let (open, opened) = tokio::sync::oneshot::channel();
+                let s = state.clone();
+                posts.spawn(async move { listen(&s, open).await });
+                let _ = tokio::time::timeout(Duration::from_secs(1), opened).await;
+            }
+            post(&state, line, None).await;
+            continue;
+        }
+        let s = state.clone();
+        posts.spawn(async move { post(&s, line, request_id).await });
+        // Finished posts are collected as we go (their answers are already delivered).
+        while posts.try_join_next().is_some() {}
+    }
+    // The session closed its end: the posts in flight are abandoned, the HTTP session ended.
+    posts.abort_all();
+    if state.session().id.is_some() {
+        let _ = tokio::time::timeout(Duration::from_secs(2), delete(&state)).await;
+    }
+    drop(keep);
+}
+
+/// The request for one line of the session, with the headers of the HTTP session so far.
+fn request(
+    state: &State,
+    method: hyper::Method,
+    body: Full<Bytes>,
+) -> Option<hyper::Request<Full<Bytes>>> {
+    let target = &state.target;
+    let mut b = hyper::Request::builder()
+        .method(method)
+        .uri(target.path.as_str())
+        .header(hyper::header::HOST, format!("127.0.0.1:{}", target.port))
+        .header(hyper::header::ACCEPT, "application/json, text/event-stream")
+        .header(hyper::header::CONTENT_TYPE, "application/json");
+    {
+        let session = state.session();
+        if let Some(id) = &session.id {
+            b = b.header("Mcp-Session-Id", id.as_str());
+        }
+        if let Some(v) = &session.protocol_version {
+            b = b.header("MCP-Protocol-Version", v.as_str());
+        }
+    }
+    for (k, v) in &target.headers {
+        b = b.header(k.as_str(), v.as_str());
+    }
+    b.body(body).ok()
+}
+
+/// Sends `request` on a fresh connection; the response with the connection's driver running.
+async fn send(
+    state: &State,
+    request: hyper::Request<Full<Bytes>>,
+) -> Result<hyper::Response<hyper::body::Incoming>, String> {
+    let stream = state
+        .connection()
+        .await
+        .map_err(|e| format!("cannot connect to port {}: {e}", state.target.port))?;
+    let io = hyper_util::rt::TokioIo::new(stream);
+    let (mut sender, connection) = hyper::client::conn::http1::Builder::new()
+        .max_buf_size(state.target.max_message_bytes.max(64 * 1024))
+        .handshake(io)
+        .await
+        .map_err(|e| format!("HTTP handshake failed: {e}"))?;
+    tokio::spawn(async move {
+        let _ = connection.await;
+    });
+    sender
+        .send_request(request)
+        .await
+        .map_err(|e| format!("the server did not answer the POST: {e}"))
+}
+
+/// POSTs one line and delivers what comes back.
+async fn post(state: &State, line: String, request_id: Option<Value>) {
+    let Some(request) = request(state, hyper::Method::POST, Full::new(Bytes::from(line))) else {
+        return;
+    };
+    let fail = |why: String| async {
+        match &request_id {
+            Some(id) => state.fail(id, why).await,
+            None => state.note(why),
+        }
+    };
+    let response = match send(state, request).await {
+        Ok(r) => r,
+        Err(why) => return fail(why).await,
+    };
+    let status = response.status();
+    // A session id is given with the answer to `initialize` (a refusal may carry one that
+    // names no session: the Python SDK's answer to a request before `initialize` does).
+    let initializing = request_id.as_ref().is_some_and(|id| {
+        state
+            .session()
+            .methods
+            .get(&id.to_string())
+            .map(String::as_str)
+            == Some("initialize")
+    });
+    if let Some(id) = response
+        .headers()
+        .get("mcp-session-id")
+        .and_then(|v| v.to_str().ok())
+        .filter(|_| initializing && status.is_success())
+    {
+        state.session().id = Some(id.to_string());
+    }
+    let content_type = response
+        .headers()
+        .get(hyper::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_ascii_lowercase();
+    if status == hyper::StatusCode::ACCEPTED || status == hyper::StatusCode::NO_CONTENT {
+        if request_id.is_some() {
+            fail(format!(
+                "the server answered a request with {status} and no message"
+            ))
+            .await;
+        }
+        return;
+    }
+    let mut body = response.into_body();
+    if content_type.starts_with("text/event-stream") {
+        let mut events = SseParser::new(state.target.max_message_bytes);
+        let mut answered = false;
+        loop {
+            match body.frame().await {
+                Some(Ok(frame)) => {
+                    let Ok(data) = frame.into_data() else {
+                        continue;
+                    };
+                    for event in events.feed(&data) {
+                        // An event without data (a stream's priming event, kept for
+                        // resumption) carries no message.
+                        if event.iter().all(u8::is_ascii_whitespace) {
+                            continue;
+                        }
+                        answered |= is_answer_to(&event, request_id.as_ref());
+                        remember_version(state, &event);
+                        state.deliver(&event).await;
+                    }
+                    for why in events.take_problems() {
+                        state.note(why);
+                    }
+                }
+                Some(Err(e)) => {
+                    state.note(format!("the event stream broke: {e}"));
+                    break;
+                }
+                None => break,
+            }
+            if answered {
+                // The answer came: the stream has nothing more for this request.
+                break;
+            }
+        }
+        if !answered && request_id.is_some() {
+            fail(format!(
+                "the event stream ended without the answer (HTTP {status})"
+            ))
+            .await;
+        }
+        return;
+    }
+    // One JSON body (or whatever the server sent instead), capped.
+    let mut text: Vec<u8> = Vec::new();
+    let mut capped = false;
+    while let Some(frame) = body.frame().await {
+        match frame {
+            Ok(frame) => {
+                if let Ok(data) = frame.into_data() {
+                    if text.len() + data.len() > state.target.max_message_bytes {
+                        capped = true;
+                        break;
+                    }
+                    text.extend_from_slice(&data);
+                }
+            }
+            Err(e) => {
+                state.note(format!("the response body broke: {e}"));
+                break;
+            }
+        }
+    }
+    if capped {
+        return fail(format!(
+            "a response body longer than {} bytes",
+            state.target.max_message_bytes
+        ))
+        .await;
+    }
+    let is_json = content_type.starts_with("application/json");
+    if !is_json {
+        state.note(format!(
+            "HTTP {status} with content type {:?}",
+            if content_type.is_empty() {
+                "(none)"
+            } else {
+                content_type.as_str()
+            }
+        ));
+    }
+    if text.is_empty() {
+        if request_id.is_some() {
+            fail(format!("HTTP {status} with an empty body")).await;
+        }
+        return;
+    }
+    let answers = is_answer_to(&text, request_id.as_ref());
+    if !status.is_success() && !answers {
+        // A refusal at the HTTP level (the spec's 400 for a request before `initialize`, a
+        // 404 for an unknown session, a 500): the request is answered with it, and the body
+        // (an error with id null, typically) is not a message of the exchange. A server error
+        // is noted; a refusal is the server's answer, judged like any error answer.
+        let said = serde_json::from_slice::<Value>(&text)
+            .ok()
+            .and_then(|v| v["error"]["message"].as_str().map(str::to_string))
+            .unwrap_or_else(|| String::from_utf8_lossy(&text).chars().take(200).collect());
+        let why = format!("HTTP {status}: {said}");
+        match &request_id {
+            Some(id) if status.is_server_error() => state.fail(id, why).await,
+            Some(id) => state.answer_for(id, why).await,
+            None => state.note(why),
+        }
+        return;
+    }
+    remember_version(state, &text);
+    state.deliver(&text).await;
+    // A success whose body does not answer the request the POST carried: the request is
+    // answered for it so that nobody waits for a response that cannot come.
+    if request_id.is_some() && !answers {
+        fail(format!(
+            "HTTP {status} with a body that does not answer the request"
+        ))
+        .await;
+    }
+}
+
+/// The GET stream: every event the server sends on it goes to the session, until the server
+/// ends it (a server without one answers 405, which the spec allows).
+async fn listen(state: &State, opened: tokio::sync::oneshot::Sender<()>) {
+    let Some(mut request) = request(state, hyper::Method::GET, Full::new(Bytes::new())) else {
+        return;
+    };
+    let headers = request.headers_mut();
+    headers.remove(hyper::header::CONTENT_TYPE);
+    headers.insert(
+        hyper::header::ACCEPT,
+        hyper::header::HeaderValue::from_static("text/event-stream"),
+    );
+    let Ok(response) = send(state, request).await else {
+        return;
+    };
+    let is_stream = response
+        .headers()
+        .get(hyper::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|t| t.to_ascii_lowercase().starts_with("text/event-stream"));
+    if !response.status().is_success() || !is_stream {
+        return;
+    }
+    let _ = opened.send(());
+    let mut body = response.into_body();
+    let mut events = SseParser::new(state.target.max_message_bytes);
+    while let Some(Ok(frame)) = body.frame().await {
+        let Ok(data) = frame.into_data() else {
+            continue;
+        };
+        for event in events.feed(&data) {
+            if !event.iter().all(u8::is_ascii_whitespace) {
+                state.deliver(&event).await;
+            }
+        }
+        for why in events.take_problems() {
+            state.note(why);
+        }
+    }
+}
+
+/// Whether `event` (a JSON-RPC message) is the response to `id`.
+fn is_answer_to(event: &[u8], id: Option<&Value>) -> bool {
+    let Some(id) = id else { return false };
+    serde_json::from_slice::<Value>(event).is_ok_and(|m| {
+        m.get("id") == Some(id) && (m.get("result").is_some() || m.get("error").is_some())
+    })
+}
+
+/// Keeps the protocol version an `initialize` result names, for the later requests' header.
+fn remember_version(state: &State, message: &[u8]) {
+    let Ok(m) = serde_json::from_slice::<Value>(message) else {
+        return;
+    };
+    let Some(id) = m.get("id") else { return };
+    let mut session = state.session();
+    let Some(method) = session.methods.remove(&id.to_string()) else {
+        return;
+    };
+    if method == "initialize" {
+        if let Some(v) = m["result"]["protocolVersion"].as_str() {
+            session.protocol_version = Some(v.to_string());
+        }
+    }
+}
+
+/// Ends the HTTP session (its id is among the request's headers).
+async fn delete(state: &State) {
+    let Some(mut request) = request(state, hyper::Method::DELETE, Full::new(Bytes::new())) else {
+        return;
+    };
+    request.headers_mut().remove(hyper::header::CONTENT_TYPE);
+    let _ = send(state, request).await;
+}
+
+/// The server's stdout and stderr as one log (with HTTP its stdout carries no messages).
+pub fn merged_log(
+    a: impl AsyncRead + Send + Unpin + 'static,
+    b: impl AsyncRead + Send + Unpin + 'static,
+) -> Box<dyn AsyncRead + Send + Unpin> {
+    let (reader, writer) = tokio::io::duplex(64 * 1024);
+    let writer = Arc::new(tokio::sync::Mutex::new(writer));
+    for source in [
+        Box::new(a) as Box<dyn AsyncRead + Send + Unpin>,
+        Box::new(b),
+    ] {
+        let writer = writer.clone();
+        tokio::spawn(async move {
+            let mut lines = BufReader::new(source).lines();
+            while let Ok(Some(line)) = lines.next_line().await {
+                let mut w = writer.lock().await;
+                if w.write_all(format!("{line}\n").as_bytes()).await.is_err() {
+                    break;
+                }
+            }
+        });
+    }
+    Box::new(reader)
+}
+
+/// Server-sent events, parsed incrementally: the `data` lines of each event joined, other
+/// fields ignored; a line longer than the cap is dropped with a note.
+pub struct SseParser {
+    max: usize,
+    line: Vec<u8>,
+    discarding: bool,
+    data: Vec<u8>,
+    has_data: bool,
+    problems: Vec<String>,
+}
+
+impl SseParser {
+    /// A parser that keeps events of at most `max` bytes.
+    pub fn new(max: usize) -> SseParser {
+        SseParser {
+            max,
+            line: Vec::new(),
+            discarding: false,
+            data: Vec::new(),
+            has_data: false,
+            problems: Vec::new(),
+        }
+    }
+
+    /// Feeds bytes; returns the events they completed (each event's data).
+    pub fn feed(&mut self, bytes: &[u8]) -> Vec<Vec<u8>> {
+        let mut events = Vec::new();
+        for &b in bytes {
+            if b == b'\n' {
+                let line = std::mem::take(&mut self.line);
+                if std::mem::take(&mut self.discarding) {
+                    continue;
+                }
+                let line = line.strip_suffix(b"\r").unwrap_or(&line);
+                self.line_done(line, &mut events);
+                continue;
+            }
+            if self.discarding {
+                continue;
+            }
+            if self.line.len() >= self.max {
+                self.problems.push(format!(
+                    "an event-stream line longer than {} bytes was dropped",
+                    self.max
+                ));
+                self.line.clear();
+                self.discarding = true;
+                continue;
+            }
+            self.line.push(b);
+        }
+        events
+    }
+
+    fn line_done(&mut self, line: &[u8], events: &mut Vec<Vec<u8>>) {
+        if line.is_empty() {
+            if std::mem::take(&mut self.has_data) {
+                events.push(std::mem::take(&mut self.data));
+            }
+            return;
+        }
+        if line.starts_with(b":") {
+            return;
+        }
+        let (field, value) = match line.iter().position(|&c| c == b':') {
+            Some(i) => {
+                let v = &line[i + 1..];
+                (&line[..i], v.strip_prefix(b" ").unwrap_or(v))
+            }
+            None => (line, &b""[..]),
+        };
+        if field == b"data" {
+            if self.has_data {
+                self.data.push(b'\n');
+            }
+            if self.data.len() + value.len() > self.max {
+                self.problems.push(format!(
+                    "an event longer than {} bytes was dropped",
+                    self.max
+                ));
+                self.data.clear();
+                self.has_data = false;
+                return;
+            }
+            self.data.extend_from_slice(value);
+            self.has_data = true;
+        }
+    }
+
+    /// What was wrong in the stream so far.
+    pub fn take_problems(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.problems)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_are_cut_at_blank_lines_and_capped() {
+        let mut p = SseParser::new(64);
+        let mut got = p.feed(b"event: message\r\ndata: {\"a\":");
+        assert!(got.is_empty());
+        got.extend(p.feed(b"1}\r\n\r\n: a comment\n\ndata: x\ndata: y\n\n"));
+        assert_eq!(got, [b"{\"a\":1}".to_vec(), b"x\ny".to_vec()]);
+        let long = format!("data: {}\n\ndata: ok\n\n", "z".repeat(100));
+        assert_eq!(p.feed(long.as_bytes()), [b"ok".to_vec()]);
+        assert_eq!(p.take_problems().len(), 1);
+    }
+}
