@@ -363,13 +363,17 @@ impl FsSnapshotObserver {
         force
     }
 
-    fn take(&mut self) -> Snapshot {
-        let roots: Vec<SnapshotRoot> = self
-            .roots
+    /// The scratch roots and the current sandbox's.
+    fn all_roots(&self) -> Vec<SnapshotRoot> {
+        self.roots
             .iter()
             .chain(&self.sandbox_roots)
             .cloned()
-            .collect();
+            .collect()
+    }
+
+    fn take(&mut self) -> Snapshot {
+        let roots = self.all_roots();
         let sandbox_labels: Vec<String> =
             self.sandbox_roots.iter().map(|r| r.label.clone()).collect();
         let mut snap = self.take_roots(&roots);
@@ -448,12 +452,7 @@ impl FsSnapshotObserver {
         let mut pending = changed;
         pending.extend(self.multi_linked.iter().cloned());
         let mut done: HashSet<String> = HashSet::new();
-        let roots: Vec<SnapshotRoot> = self
-            .roots
-            .iter()
-            .chain(&self.sandbox_roots)
-            .cloned()
-            .collect();
+        let roots = self.all_roots();
         let mut old = Snapshot::new();
         let mut walk = Walk::new(&self.limits, &self.last, None);
         walk.kept_content = self.kept_total;

@@ -326,39 +326,7 @@ async fn post(state: &State, line: String, request_id: Option<Value>) {
     }
     let mut body = response.into_body();
     if content_type.starts_with("text/event-stream") {
-        let mut events = SseParser::new(state.target.max_message_bytes);
-        let mut answered = false;
-        loop {
-            match body.frame().await {
-                Some(Ok(frame)) => {
-                    let Ok(data) = frame.into_data() else {
-                        continue;
-                    };
-                    for event in events.feed(&data) {
-                        // An event without data (a stream's priming event, kept for
-                        // resumption) carries no message.
-                        if event.iter().all(u8::is_ascii_whitespace) {
-                            continue;
-                        }
-                        answered |= is_answer_to(&event, request_id.as_ref());
-                        remember_version(state, &event);
-                        state.deliver(&event).await;
-                    }
-                    for why in events.take_problems() {
-                        state.note(why);
-                    }
-                }
-                Some(Err(e)) => {
-                    state.note(format!("the event stream broke: {e}"));
-                    break;
-                }
-                None => break,
-            }
-            if answered {
-                // The answer came: the stream has nothing more for this request.
-                break;
-            }
-        }
+        let answered = relay_events(state, &mut body, request_id.as_ref()).await;
         if !answered && request_id.is_some() {
             fail(format!(
                 "the event stream ended without the answer (HTTP {status})"
@@ -465,21 +433,46 @@ async fn listen(state: &State, opened: tokio::sync::oneshot::Sender<()>) {
         return;
     }
     let _ = opened.send(());
-    let mut body = response.into_body();
+    relay_events(state, &mut response.into_body(), None).await;
+}
+
+/// Hands every event of an event stream to the session, until the stream ends or breaks, or
+/// until the answer to `until` (a request's id) came (the stream has nothing more for that
+/// request); whether it came.
+async fn relay_events(
+    state: &State,
+    body: &mut hyper::body::Incoming,
+    until: Option<&Value>,
+) -> bool {
     let mut events = SseParser::new(state.target.max_message_bytes);
-    while let Some(Ok(frame)) = body.frame().await {
-        let Ok(data) = frame.into_data() else {
-            continue;
+    let mut answered = false;
+    while !answered {
+        let data = match body.frame().await {
+            Some(Ok(frame)) => match frame.into_data() {
+                Ok(data) => data,
+                Err(_) => continue,
+            },
+            Some(Err(e)) => {
+                state.note(format!("the event stream broke: {e}"));
+                break;
+            }
+            None => break,
         };
         for event in events.feed(&data) {
-            if !event.iter().all(u8::is_ascii_whitespace) {
-                state.deliver(&event).await;
+            // An event without data (a stream's priming event, kept for resumption)
+            // carries no message.
+            if event.iter().all(u8::is_ascii_whitespace) {
+                continue;
             }
+            answered |= is_answer_to(&event, until);
+            remember_version(state, &event);
+            state.deliver(&event).await;
         }
         for why in events.take_problems() {
             state.note(why);
         }
     }
+    answered
 }
 
 /// Whether `event` (a JSON-RPC message) is the response to `id`.
@@ -582,10 +575,7 @@ impl SseParser {
                 continue;
             }
             if self.line.len() >= self.max {
-                self.problems.push(format!(
-                    "an event-stream line longer than {} bytes was dropped",
-                    self.max
-                ));
+                self.dropped("an event-stream line");
                 self.line.clear();
                 self.discarding = true;
                 continue;
@@ -617,10 +607,7 @@ impl SseParser {
                 self.data.push(b'\n');
             }
             if self.data.len() + value.len() > self.max {
-                self.problems.push(format!(
-                    "an event longer than {} bytes was dropped",
-                    self.max
-                ));
+                self.dropped("an event");
                 self.data.clear();
                 self.has_data = false;
                 return;
@@ -628,6 +615,11 @@ impl SseParser {
             self.data.extend_from_slice(value);
             self.has_data = true;
         }
+    }
+
+    fn dropped(&mut self, what: &str) {
+        self.problems
+            .push(format!("{what} longer than {} bytes was dropped", self.max));
     }
 
     /// What was wrong in the stream so far.

@@ -414,26 +414,7 @@ steps = [{ action = "write", path = "{arg:name}", content = "x" }]
 
 #[test]
 fn a_server_over_http_is_judged_as_over_stdio_in_and_out_of_the_sandbox() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let scenario = dir.path().join("scenario.toml");
-    std::fs::write(
-        &scenario,
-        r#"
-[run]
-transport = "http"
-repeat = 1
-
-[[tools]]
-name = "read_note"
-annotations = { readOnlyHint = true, openWorldHint = false }
-
-[[tools]]
-name = "get_status"
-annotations = { readOnlyHint = true }
-steps = [{ action = "write", path = "status.log", content = "checked\n" }]
-"#,
-    )
-    .expect("write");
+    let scenario = crate::util::repo().join("tests/fixtures/over-http");
     let s = scenario.to_str().expect("utf8");
     for extra in [&[][..], &["--no-sandbox"][..]] {
         let mut args = vec!["verify", "--scenario", s, "--format", "json"];
@@ -444,7 +425,7 @@ steps = [{ action = "write", path = "status.log", content = "checked\n" }]
         assert_eq!(r["settings"]["transport"], "http");
         let verdict =
             |tool: usize, hint: usize| r["tools"][tool]["verdicts"][hint]["verdict"].clone();
-        assert_eq!(r["tools"][0]["name"], "read_note");
+        assert_eq!(r["tools"][0]["name"], "slow_read");
         assert_eq!(verdict(0, 0), "consistent", "{extra:?}");
         assert_eq!(r["tools"][1]["name"], "get_status");
         assert_eq!(verdict(1, 0), "contradicted", "{extra:?}");

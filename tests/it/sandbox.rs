@@ -66,6 +66,7 @@ fn stage() -> &'static Stage {
             "sqlite",
             "python-pool-ticker",
             "static",
+            "over-http",
         ] {
             let src = repo().join("tests/fixtures").join(fixture);
             let dst = dir.join("fixtures").join(fixture);
@@ -1903,27 +1904,6 @@ fn http_run(who: As) {
     let Some(prefix) = prefix(who, false) else {
         return;
     };
-    let tag = format!("{who:?}").to_lowercase();
-    let dir = open_dir(&format!("http-{tag}"));
-    let scenario = dir.join("scenario.toml");
-    world_writable_file(
-        &scenario,
-        r#"
-[run]
-transport = "http"
-repeat = 1
-
-[[tools]]
-name = "slow_read"
-annotations = { readOnlyHint = true, openWorldHint = false }
-steps = [{ action = "sleep", ms = 1500 }]
-
-[[tools]]
-name = "get_status"
-annotations = { readOnlyHint = true }
-steps = [{ action = "write", path = "status.log", content = "checked\n" }]
-"#,
-    );
     let seen = std::sync::Arc::new(std::sync::Mutex::new(std::collections::BTreeSet::new()));
     let running = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
     let watcher = {
@@ -1937,13 +1917,7 @@ steps = [{ action = "write", path = "status.log", content = "checked\n" }]
     };
     let out = run_as(
         &prefix,
-        &[
-            "verify".into(),
-            "--scenario".into(),
-            scenario.display().to_string(),
-            "--format".into(),
-            "json".into(),
-        ],
+        &verify_json_args("over-http", &[]),
         Duration::from_secs(120),
     );
     running.store(false, std::sync::atomic::Ordering::SeqCst);
