@@ -176,6 +176,20 @@ fn serve_connection(stream: TcpStream, to_loop: &Sender<String>, routes: &Mutex<
             continue;
         };
         let method = message.get("method").and_then(Value::as_str).unwrap_or("");
+        // The 2026-07-28 revision's routing header must say what the body says.
+        if let Some(named) = request.headers.get("mcp-method") {
+            if !method.is_empty() && named != method {
+                let body = serde_json::json!({"jsonrpc": "2.0", "id": message.get("id"),
+                    "error": {"code": -32020, "message": format!("Header mismatch: Mcp-Method header value '{named}' does not match body value '{method}'")}});
+                respond(
+                    &mut writer,
+                    "400 Bad Request",
+                    &[("Content-Type", "application/json")],
+                    body.to_string().as_bytes(),
+                );
+                continue;
+            }
+        }
         let session_given = request.headers.get("mcp-session-id").map(String::as_str);
         if routes_now().session && method != "initialize" && session_given != Some(SESSION_ID) {
             respond(

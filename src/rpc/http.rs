@@ -238,17 +238,48 @@ fn request(
         .header(hyper::header::CONTENT_TYPE, "application/json");
     {
         let session = state.session();
-        if let Some(id) = &session.id {
-            b = b.header("Mcp-Session-Id", id.as_str());
+        // Values the server chose are sent only when they can be header values (a request
+        // that cannot be built would never be sent, and its caller would wait in vain).
+        let valid = |v: &str| hyper::header::HeaderValue::from_str(v).is_ok();
+        if let Some(id) = session.id.as_deref().filter(|v| valid(v)) {
+            b = b.header("Mcp-Session-Id", id);
         }
-        if let Some(v) = &session.protocol_version {
-            b = b.header("MCP-Protocol-Version", v.as_str());
+        if let Some(v) = session.protocol_version.as_deref().filter(|v| valid(v)) {
+            b = b.header("MCP-Protocol-Version", v);
         }
     }
     for (k, v) in &target.headers {
         b = b.header(k.as_str(), v.as_str());
     }
     b.body(body).ok()
+}
+
+/// The headers a message names itself by (the 2026-07-28 revision requires them, earlier
+/// servers ignore them): `Mcp-Method`, `Mcp-Name` (the tool or prompt called, the resource
+/// read), and `MCP-Protocol-Version` from the version the message carries in `_meta` (before
+/// the handshake settled one; after it, the negotiated version is sent with every request).
+/// A value that cannot be a header value (a control character in a tool's name) is left out.
+fn routing_headers(message: &Value) -> Vec<(&'static str, String)> {
+    let mut out = Vec::new();
+    let Some(method) = message.get("method").and_then(Value::as_str) else {
+        return out;
+    };
+    out.push(("mcp-method", method.to_string()));
+    let params = &message["params"];
+    let name = match method {
+        "tools/call" | "prompts/get" => params["name"].as_str(),
+        "resources/read" | "resources/subscribe" | "resources/unsubscribe" => {
+            params["uri"].as_str()
+        }
+        _ => None,
+    };
+    if let Some(name) = name {
+        out.push(("mcp-name", name.to_string()));
+    }
+    if let Some(v) = params["_meta"]["io.modelcontextprotocol/protocolVersion"].as_str() {
+        out.push(("mcp-protocol-version", v.to_string()));
+    }
+    out
 }
 
 /// Sends `request` on a fresh connection; the response with the connection's driver running.
@@ -277,9 +308,16 @@ async fn send(
 
 /// POSTs one line and delivers what comes back.
 async fn post(state: &State, line: String, request_id: Option<Value>) {
-    let Some(request) = request(state, hyper::Method::POST, Full::new(Bytes::from(line))) else {
+    let message: Value = serde_json::from_str(&line).unwrap_or(Value::Null);
+    let Some(mut request) = request(state, hyper::Method::POST, Full::new(Bytes::from(line)))
+    else {
         return;
     };
+    for (name, value) in routing_headers(&message) {
+        if let Ok(value) = hyper::header::HeaderValue::from_str(&value) {
+            request.headers_mut().insert(name, value);
+        }
+    }
     let fail = |why: String| async {
         match &request_id {
             Some(id) => state.fail(id, why).await,
@@ -631,6 +669,27 @@ impl SseParser {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn messages_name_their_method_tool_and_version_in_headers() {
+        let call = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
+            "name": "read_note", "arguments": {},
+            "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}}});
+        assert_eq!(
+            routing_headers(&call),
+            [
+                ("mcp-method", "tools/call".to_string()),
+                ("mcp-name", "read_note".to_string()),
+                ("mcp-protocol-version", "2026-07-28".to_string()),
+            ]
+        );
+        let read = json!({"jsonrpc": "2.0", "id": 4, "method": "resources/read", "params": {"uri": "file:///a"}});
+        assert_eq!(
+            routing_headers(&read)[1],
+            ("mcp-name", "file:///a".to_string())
+        );
+        assert!(routing_headers(&json!({"jsonrpc": "2.0", "id": 5, "result": {}})).is_empty());
+    }
 
     #[test]
     fn events_are_cut_at_blank_lines_and_capped() {

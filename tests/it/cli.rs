@@ -414,6 +414,22 @@ steps = [{ action = "write", path = "{arg:name}", content = "x" }]
 
 #[test]
 fn a_server_over_http_is_judged_as_over_stdio_in_and_out_of_the_sandbox() {
+    // The stateless revision over HTTP: every POST names its method and version in headers
+    // (the fake server refuses a header that disagrees with the body).
+    let modern = crate::util::repo().join("scenarios/modern-era");
+    let out = run(
+        &[
+            "verify",
+            "--scenario",
+            modern.to_str().expect("utf8"),
+            "--transport",
+            "http",
+            "--check",
+        ],
+        &[],
+        LIMIT,
+    );
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
     let scenario = crate::util::repo().join("tests/fixtures/over-http");
     let s = scenario.to_str().expect("utf8");
     for extra in [&[][..], &["--no-sandbox"][..]] {
