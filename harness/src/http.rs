@@ -27,24 +27,27 @@ struct Routes {
     session: bool,
 }
 
-/// Listens on `port` of 127.0.0.1 and ::1; returns the loop's output and input.
+/// Listens on `port` of 127.0.0.1 and ::1; returns the loop's output and input. Calls of
+/// the tools in `faults` get the named fault instead of an answer (see [`fault`]).
 pub(crate) fn listen(
     port: u16,
+    faults: HashMap<String, String>,
 ) -> (
     Box<dyn Write>,
     Box<dyn Iterator<Item = std::io::Result<String>>>,
 ) {
+    let faults = Arc::new(faults);
     let (to_loop, from_http) = channel::<String>();
     let routes = Arc::new(Mutex::new(Routes::default()));
     for addr in [format!("127.0.0.1:{port}"), format!("[::1]:{port}")] {
         let Ok(listener) = TcpListener::bind(&addr) else {
             continue;
         };
-        let (to_loop, routes) = (to_loop.clone(), routes.clone());
+        let (to_loop, routes, faults) = (to_loop.clone(), routes.clone(), faults.clone());
         std::thread::spawn(move || {
             for stream in listener.incoming().flatten() {
-                let (to_loop, routes) = (to_loop.clone(), routes.clone());
-                std::thread::spawn(move || serve_connection(stream, &to_loop, &routes));
+                let (to_loop, routes, faults) = (to_loop.clone(), routes.clone(), faults.clone());
+                std::thread::spawn(move || serve_connection(stream, &to_loop, &routes, &faults));
             }
         });
     }
@@ -151,7 +154,66 @@ fn respond(stream: &mut TcpStream, status: &str, headers: &[(&str, &str)], body:
     let _ = stream.flush();
 }
 
-fn serve_connection(stream: TcpStream, to_loop: &Sender<String>, routes: &Mutex<Routes>) {
+/// Breaks HTTP on purpose for one call (`id` as JSON text): a server error without a message,
+/// an HTML page, an event stream cut mid-event, a connection closed without a word, an event
+/// stream that dribbles a byte every 50 ms, an event longer than any cap before the answer.
+fn fault(writer: &mut TcpStream, kind: &str, id: &str) {
+    let answer = format!(
+        "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{{\"content\":[{{\"type\":\"text\",\"text\":\"answered after a fault\"}}]}}}}"
+    );
+    let sse_head =
+        "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n";
+    let _ = match kind {
+        "status_500" => {
+            respond(
+                writer,
+                "500 Internal Server Error",
+                &[("Content-Type", "text/plain")],
+                b"boom",
+            );
+            Ok(())
+        }
+        "wrong_content_type" => {
+            respond(
+                writer,
+                "200 OK",
+                &[("Content-Type", "text/html")],
+                b"<html><body>not MCP</body></html>",
+            );
+            Ok(())
+        }
+        "broken_stream" => writer
+            .write_all(sse_head.as_bytes())
+            .and_then(|()| writer.write_all(b"event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":")),
+        "dribble" => writer.write_all(sse_head.as_bytes()).and_then(|()| {
+            for b in format!("data: {answer}\n\n").bytes() {
+                writer.write_all(&[b])?;
+                writer.flush()?;
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+            Ok(())
+        }),
+        "huge_event" => writer.write_all(sse_head.as_bytes()).and_then(|()| {
+            writer.write_all(b"data: ")?;
+            let chunk = vec![b'x'; 1 << 20];
+            for _ in 0..24 {
+                writer.write_all(&chunk)?;
+            }
+            writer.write_all(format!("\n\ndata: {answer}\n\n").as_bytes())
+        }),
+        // `close` and anything unknown: the connection ends without a word.
+        _ => Ok(()),
+    };
+    let _ = writer.flush();
+    let _ = writer.shutdown(std::net::Shutdown::Both);
+}
+
+fn serve_connection(
+    stream: TcpStream,
+    to_loop: &Sender<String>,
+    routes: &Mutex<Routes>,
+    faults: &HashMap<String, String>,
+) {
     let Ok(mut writer) = stream.try_clone() else {
         return;
     };
@@ -207,6 +269,15 @@ fn serve_connection(stream: TcpStream, to_loop: &Sender<String>, routes: &Mutex<
             respond(&mut writer, "202 Accepted", &[], b"");
             continue;
         };
+        if method == "tools/call" {
+            if let Some(kind) = message["params"]["name"]
+                .as_str()
+                .and_then(|t| faults.get(t))
+            {
+                fault(&mut writer, kind, &id);
+                return;
+            }
+        }
         let (tx, rx) = channel::<String>();
         {
             let mut r = routes_now();

@@ -68,6 +68,11 @@ struct Fake {
     /// Responses (ids 1..=N) printed at startup, before any request was made.
     #[serde(default)]
     responses_before_requests: u32,
+    /// HTTP mode: what the HTTP front does instead of answering a call of the tool (by
+    /// name): `status_500`, `wrong_content_type`, `broken_stream`, `close`, `dribble`,
+    /// `huge_event`.
+    #[serde(default)]
+    http_faults: HashMap<String, String>,
 }
 
 impl Default for Fake {
@@ -405,7 +410,7 @@ fn serve(path: &Path, http_port: Option<u16>) {
         Box<dyn Write>,
         Box<dyn Iterator<Item = std::io::Result<String>>>,
     ) = match http_port {
-        Some(port) => http::listen(port),
+        Some(port) => http::listen(port, file.fake.http_faults.clone()),
         None => {
             let stdin: &'static std::io::Stdin = Box::leak(Box::new(std::io::stdin()));
             (Box::new(std::io::stdout()), Box::new(stdin.lock().lines()))

@@ -401,7 +401,7 @@ async fn post(state: &State, line: String, request_id: Option<Value>) {
         .await;
     }
     let is_json = content_type.starts_with("application/json");
-    if !is_json {
+    if !is_json && status.is_success() {
         state.note(format!(
             "HTTP {status} with content type {:?}",
             if content_type.is_empty() {
