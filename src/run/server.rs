@@ -636,8 +636,15 @@ fn http_connect(
                 Some(c) => tokio::task::spawn_blocking(move || c.connect(port))
                     .await
                     .map_err(std::io::Error::other)??,
+                // Without a sandbox, on the host's loopback: 127.0.0.1, else ::1 (a server that
+                // binds `localhost` may take either).
                 None => {
-                    return tokio::net::TcpStream::connect(("127.0.0.1", port)).await;
+                    return match tokio::net::TcpStream::connect(("127.0.0.1", port)).await {
+                        Ok(s) => Ok(s),
+                        Err(e) => tokio::net::TcpStream::connect(("::1", port))
+                            .await
+                            .map_err(|_| e),
+                    };
                 }
             };
             stream.set_nonblocking(true)?;
