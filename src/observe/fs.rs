@@ -1592,6 +1592,20 @@ mod tests {
         );
     }
 
+    /// A server start whose shared mappings `maps` counts, confined by Landlock or not.
+    fn started(
+        maps: &crate::sandbox::notify::AttemptQueue,
+        writes_confined: bool,
+    ) -> super::super::ServerStart {
+        super::super::ServerStart {
+            sandbox_root: None,
+            attempts: Some(maps.clone()),
+            network: None,
+            server_pid: None,
+            writes_confined,
+        }
+    }
+
     /// An observer that follows change notifications as it does for a sandboxed server
     /// (writes confined, shared mappings reported to `maps`), after its first full walk.
     fn following(
@@ -1606,13 +1620,7 @@ mod tests {
         let mut o = FsSnapshotObserver::new(roots, SnapshotLimits::default());
         o.follow(notes.feed());
         let maps = crate::sandbox::notify::AttemptQueue::default();
-        o.server_started(&super::super::ServerStart {
-            sandbox_root: None,
-            attempts: Some(maps.clone()),
-            network: None,
-            server_pid: None,
-            writes_confined: true,
-        });
+        o.server_started(&started(&maps, true));
         assert!(kinds(&mut o).is_empty());
         (o, notes, maps)
     }
@@ -1730,13 +1738,7 @@ mod tests {
         assert!(kinds(&mut o).is_empty());
         assert_eq!((o.whole_walks, o.partial_reads), (4, 1));
         // A server outside Landlock may write anywhere the watches do not reach.
-        o.server_started(&super::super::ServerStart {
-            sandbox_root: None,
-            attempts: Some(maps.clone()),
-            network: None,
-            server_pid: None,
-            writes_confined: false,
-        });
+        o.server_started(&started(&maps, false));
         fs::write(d.join("c.txt"), "c").expect("w");
         assert_eq!(kinds(&mut o).len(), 1);
         fs::write(d.join("d.txt"), "d").expect("w");
