@@ -180,6 +180,14 @@ impl<'a> Explorer<'a> {
         }
     }
 
+    /// What an isolated run of tool `i` gave: its calls, or why it was not called.
+    fn keep_isolated(&mut self, i: usize, result: Result<Vec<CallRecord>, String>) {
+        match result {
+            Ok(calls) => self.runs[i].calls = calls,
+            Err(why) => self.runs[i].skipped = Some(why),
+        }
+    }
+
     /// Calls every planned tool through `host`; returns what was done and learned.
     pub async fn run<H: Host>(mut self, host: &mut H) -> Explored {
         self.config
@@ -208,10 +216,7 @@ impl<'a> Explorer<'a> {
                     turns.iter().map(|&i| self.tools[i].name.clone()).collect();
                 let results = host.isolated_all(&names).await;
                 for (i, result) in turns.into_iter().zip(results) {
-                    match result {
-                        Ok(calls) => self.runs[i].calls = calls,
-                        Err(why) => self.runs[i].skipped = Some(why),
-                    }
+                    self.keep_isolated(i, result);
                 }
                 self.partial = host.must_stop();
             }
@@ -358,10 +363,8 @@ impl<'a> Explorer<'a> {
                 turns.push(i);
                 return;
             }
-            match host.isolated(&tool.name).await {
-                Ok(calls) => self.runs[i].calls = calls,
-                Err(why) => self.runs[i].skipped = Some(why),
-            }
+            let result = host.isolated(&tool.name).await;
+            self.keep_isolated(i, result);
             self.partial = self.partial.take().or_else(|| host.must_stop());
             return;
         }

@@ -298,17 +298,10 @@ impl Host for ServerHost<'_, '_> {
     }
 
     async fn isolated(&mut self, tool: &str) -> Result<Vec<CallRecord>, String> {
-        let remaining = self.ctx.deadline.saturating_duration_since(Instant::now());
-        let (calls, nested_phases) = run_isolated(
-            self.ctx.config,
-            &self.ctx.stop,
-            self.subreaper,
-            tool,
-            remaining,
-        )
-        .await?;
-        self.phases.extend(nested_phases);
-        Ok(calls)
+        self.isolated_all(&[tool.to_string()])
+            .await
+            .pop()
+            .unwrap_or_else(|| Err("not called in its isolated run".into()))
     }
 
     async fn isolated_all(&mut self, tools: &[String]) -> Vec<Result<Vec<CallRecord>, String>> {
