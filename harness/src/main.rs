@@ -160,6 +160,7 @@ const ACTIONS: &[&str] = &[
     "spawn_write",
     "spawn_daemon",
     "connect",
+    "connect_self",
     "sleep",
     "garbage",
     "oversized",
@@ -689,6 +690,24 @@ fn call(s: &mut Server, id: &Value, params: &Value) {
                     Ok(None) => Err(std::io::Error::other(format!("{addr}: no address"))),
                     Err(e) => Err(e),
                 }
+            }
+            // Listens on `address` and connects to that listener: a server talking to itself
+            // on an address it bound (inside the sandbox any address can be bound).
+            "connect_self" => {
+                let addr = expand(
+                    step.address.as_deref().unwrap_or("127.0.0.1:0"),
+                    &args,
+                    n,
+                );
+                std::net::TcpListener::bind(addr.as_str()).and_then(|listener| {
+                    let at = listener.local_addr()?;
+                    let accepting = std::thread::spawn(move || listener.accept().map(|_| ()));
+                    let mut c = std::net::TcpStream::connect_timeout(&at, Duration::from_secs(2))?;
+                    c.write_all(content.as_bytes())?;
+                    accepting
+                        .join()
+                        .unwrap_or_else(|_| Err(std::io::Error::other("accept panicked")))
+                })
             }
             "lookup" => {
                 use std::net::ToSocketAddrs;

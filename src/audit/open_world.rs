@@ -12,7 +12,10 @@ pub const META: AuditMeta = AuditMeta {
     docs: "`openWorldHint: false` promises that the tool's domain of interaction is closed: it talks \
 to no external entities. hintcheck contradicts it when, during the tool's calls, the server asks a \
 DNS question, opens a TCP connection or sends a UDP datagram to a non-loopback address. Traffic \
-between the server and its own loopback listeners is not evidence. Attempts count even though the \
+between the server and its own listeners is not evidence: loopback, and an address the server \
+bound itself before it connected there (inside the sandbox any address can be bound, so a server \
+could bind an outside address to mask a connection to it; the bind is seen, and the call's \
+observations name such traffic \"an address the server bound itself\"). Attempts count even though the \
 sandbox never lets them leave the machine: intent is behaviour. The verdict is `unexercised` when \
 no network observer was active (for example with --no-sandbox), because nobody watched.\n\n\
 Fix: declare `openWorldHint: true`, or remove the network access from the tool.",
@@ -72,7 +75,15 @@ pub fn judge(tool: &ToolDecl, run: &ToolRun, coverage: &Coverage) -> HintJudgeme
                 );
             }
             if run.succeeded() {
-                HintJudgement::new(Verdict::Consistent, "no network activity was observed")
+                let internal = run.observations().any(|(_, o)| o.as_network().is_some());
+                HintJudgement::new(
+                    Verdict::Consistent,
+                    if internal {
+                        "only traffic inside the server was observed (loopback, or addresses it bound itself)"
+                    } else {
+                        "no network activity was observed"
+                    },
+                )
             } else {
                 HintJudgement::new(
                     Verdict::Unexercised,

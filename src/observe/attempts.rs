@@ -46,6 +46,9 @@ pub struct AttemptObserver {
     notes: Vec<String>,
     /// The threads the last checkpoint's system calls name.
     pins: Vec<ThreadPin>,
+    /// Addresses (not loopback, not a wildcard) the running server bound itself: traffic to
+    /// one of them is the server talking to itself, as on loopback.
+    own_addresses: std::collections::HashSet<(IpAddr, u16)>,
 }
 
 impl AttemptObserver {
@@ -61,6 +64,29 @@ impl AttemptObserver {
             resolver,
             notes: Vec::new(),
             pins: Vec::new(),
+            own_addresses: Default::default(),
+        }
+    }
+
+    /// Remembers an address the server binds. Wildcards and port 0 name no address to
+    /// connect to; the run's fake addresses for names stay names (a connection to one is
+    /// aimed at what the name means outside). Inside the sandbox any address can be bound
+    /// (every address is local there): a bound address counts only for traffic after its
+    /// bind, and the bind itself is in the transcript of system calls, not hidden.
+    fn bound(&mut self, address: &str, port: Option<u16>) {
+        let (Ok(ip), Some(port)) = (address.parse::<IpAddr>(), port) else {
+            return;
+        };
+        let ip = ip.to_canonical();
+        let named = self.network.as_ref().is_some_and(|n| {
+            n.names
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .name_of(ip)
+                .is_some()
+        });
+        if port != 0 && !ip.is_unspecified() && !ip.is_loopback() && !named {
+            self.own_addresses.insert((ip, port));
         }
     }
 
@@ -130,7 +156,11 @@ impl AttemptObserver {
             return None;
         }
         let ip: Option<IpAddr> = address.parse().ok();
-        let loopback = ip.is_some_and(|ip| ip.is_loopback() || ip.to_canonical().is_loopback());
+        let own = ip.zip(port).is_some_and(|(ip, port)| {
+            self.own_addresses.contains(&(ip.to_canonical(), port))
+        });
+        let loopback =
+            own || ip.is_some_and(|ip| ip.is_loopback() || ip.to_canonical().is_loopback());
         if port == Some(0) {
             // getaddrinfo connects UDP sockets to port 0 to sort addresses: nothing is sent.
             return None;
@@ -166,7 +196,7 @@ impl AttemptObserver {
             name,
             loopback,
             mechanism: Mechanism::Attempt,
-            payload: None,
+            payload: own.then(|| "an address the server bound itself".to_string()),
         }))
     }
 }
@@ -177,6 +207,7 @@ impl Observer for AttemptObserver {
         // replaces it.
         self.queue = start.attempts.clone();
         self.network = start.network.clone();
+        self.own_addresses.clear();
     }
 
     fn checkpoint(&mut self) -> Result<Vec<Observation>, ObserveError> {
@@ -229,7 +260,12 @@ impl Observer for AttemptObserver {
                     address,
                     port,
                     udp,
-                } => self.socket_attempt(a.syscall, &family, address, port, udp),
+                } => {
+                    if a.syscall == "bind" {
+                        self.bound(&address, port);
+                    }
+                    self.socket_attempt(a.syscall, &family, address, port, udp)
+                }
                 AttemptKind::Refused { what } => Some(Observation::Refused(RefusedCall {
                     syscall: a.syscall.to_string(),
                     what,
@@ -386,5 +422,28 @@ mod tests {
             o.socket_attempt("bind", "inet", "0.0.0.0".into(), Some(80), false)
                 .is_none()
         );
+    }
+
+    #[test]
+    fn traffic_to_an_address_the_server_bound_is_its_own() {
+        let mut o = obs();
+        let external = |o: &AttemptObserver, ip: &str, port| {
+            match o.socket_attempt("connect", "inet", ip.into(), Some(port), false) {
+                Some(Observation::Network(n)) => !n.loopback,
+                other => panic!("{other:?}"),
+            }
+        };
+        assert!(external(&o, "192.0.2.7", 9000), "before any bind");
+        o.bound("192.0.2.7", Some(9000));
+        o.bound("0.0.0.0", Some(9001));
+        o.bound("2001:db8::7", Some(0));
+        assert!(!external(&o, "192.0.2.7", 9000));
+        assert!(!external(&o, "::ffff:192.0.2.7", 9000), "v4-mapped");
+        assert!(external(&o, "192.0.2.7", 9002), "another port");
+        assert!(external(&o, "192.0.2.8", 9001), "a wildcard bind names no address");
+        assert!(external(&o, "2001:db8::7", 443), "port 0 names no port");
+        // A new server starts with nothing bound.
+        o.server_started(&ServerStart::default());
+        assert!(external(&o, "192.0.2.7", 9000));
     }
 }

@@ -500,6 +500,22 @@ fn external(who: As) {
             "{payload} not in {evidence:?}"
         );
     }
+    // A connection to a listener the server made itself on 192.0.2.7 stays inside the server.
+    let own = &tools[2];
+    assert_eq!(own["name"], "connect_own_listener");
+    assert_eq!(own["calls"][0]["outcome"], "ok", "{own}");
+    let seen = own["calls"][0]["observations"].to_string();
+    assert!(
+        seen.contains("an address the server bound itself"),
+        "{seen}"
+    );
+    let ow = own["verdicts"]
+        .as_array()
+        .expect("verdicts")
+        .iter()
+        .find(|v| v["hint"] == "openWorldHint")
+        .expect("openWorldHint");
+    assert_eq!(ow["verdict"], "consistent", "{ow}");
 }
 
 as_root_and_unprivileged!(
