@@ -195,6 +195,9 @@ pub struct Expect {
     /// The least share (0 to 1) of the tools that can work here (listed, not skipped, not
     /// needing what this machine cannot give) that must get a successful call.
     pub reach: Option<f64>,
+    /// The transport the server was spoken to over (`stdio`, `http`, `http+sse` for the older
+    /// HTTP+SSE transport that `http` falls back to).
+    pub transport: Option<String>,
 }
 
 fn yes() -> bool {
@@ -324,6 +327,14 @@ pub fn check(expect: &Expect, report: &Report) -> Vec<String> {
     if let Some(code) = expect.exit {
         if report.exit_code != code {
             failures.push(format!("exit code {} (expected {code})", report.exit_code));
+        }
+    }
+    if let Some(want) = &expect.transport {
+        if &report.settings.transport != want {
+            failures.push(format!(
+                "transport {} (expected {want})",
+                report.settings.transport
+            ));
         }
     }
     let verdict_of = |pair: &str| -> Result<Option<&str>, String> {

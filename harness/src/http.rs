@@ -4,7 +4,9 @@
 //! to the POST waiting for the response it belongs to, as server-sent events (the server's
 //! own requests and notifications ride on the stream of the request in flight). The answer to
 //! `initialize` carries `Mcp-Session-Id`; later requests without it get 400; `DELETE` ends the
-//! session and the process.
+//! session and the process. With `sse_only` it speaks the older HTTP+SSE transport
+//! (2024-11-05) instead: `GET /sse` opens the one event stream, whose first event names the
+//! endpoint that POSTs go to (answered `202 Accepted`); every message comes on the stream.
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -27,11 +29,15 @@ struct Routes {
     session: bool,
 }
 
+/// Where the older transport's stream says messages go.
+const LEGACY_ENDPOINT: &str = "/messages?session_id=fake-session-1";
+
 /// Listens on `port` of 127.0.0.1 and ::1; returns the loop's output and input. Calls of
 /// the tools in `faults` get the named fault instead of an answer (see [`fault`]).
 pub(crate) fn listen(
     port: u16,
     faults: HashMap<String, String>,
+    sse_only: bool,
 ) -> (
     Box<dyn Write>,
     Box<dyn Iterator<Item = std::io::Result<String>>>,
@@ -47,7 +53,13 @@ pub(crate) fn listen(
         std::thread::spawn(move || {
             for stream in listener.incoming().flatten() {
                 let (to_loop, routes, faults) = (to_loop.clone(), routes.clone(), faults.clone());
-                std::thread::spawn(move || serve_connection(stream, &to_loop, &routes, &faults));
+                std::thread::spawn(move || {
+                    if sse_only {
+                        serve_legacy(stream, &to_loop, &routes, &faults)
+                    } else {
+                        serve_connection(stream, &to_loop, &routes, &faults)
+                    }
+                });
             }
         });
     }
@@ -106,6 +118,7 @@ impl Write for Output {
 /// One request's head and body.
 struct Request {
     method: String,
+    path: String,
     headers: HashMap<String, String>,
     body: Vec<u8>,
 }
@@ -115,7 +128,9 @@ fn read_request(reader: &mut BufReader<TcpStream>) -> Option<Request> {
     if reader.read_line(&mut line).ok()? == 0 {
         return None;
     }
-    let method = line.split_whitespace().next()?.to_string();
+    let mut words = line.split_whitespace();
+    let method = words.next()?.to_string();
+    let path = words.next().unwrap_or("/").to_string();
     let mut headers = HashMap::new();
     loop {
         let mut h = String::new();
@@ -138,6 +153,7 @@ fn read_request(reader: &mut BufReader<TcpStream>) -> Option<Request> {
     reader.read_exact(&mut body).ok()?;
     Some(Request {
         method,
+        path,
         headers,
         body,
     })
@@ -318,5 +334,81 @@ fn serve_connection(
         }
         let _ = writer.write_all(b"0\r\n\r\n");
         let _ = writer.flush();
+    }
+}
+
+/// One chunk of a chunked body.
+fn chunk(text: &str) -> String {
+    format!("{:x}\r\n{text}\r\n", text.len())
+}
+
+/// The older HTTP+SSE transport: `GET /sse` is the stream, POSTs to its endpoint are only
+/// accepted. The fault `end_stream` ends the stream when its tool is called (a server that
+/// drops its client), before any answer.
+fn serve_legacy(
+    stream: TcpStream,
+    to_loop: &Sender<String>,
+    routes: &Mutex<Routes>,
+    faults: &HashMap<String, String>,
+) {
+    let Ok(mut writer) = stream.try_clone() else {
+        return;
+    };
+    let mut reader = BufReader::new(stream);
+    while let Some(request) = read_request(&mut reader) {
+        let routes_now = || routes.lock().unwrap_or_else(|p| p.into_inner());
+        if request.method == "GET" && request.path == "/sse" {
+            let (tx, rx) = channel::<String>();
+            {
+                let mut r = routes_now();
+                r.current = Some(tx);
+                r.session = true;
+            }
+            let head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\nTransfer-Encoding: chunked\r\n\r\n";
+            let endpoint = format!("event: endpoint\ndata: {LEGACY_ENDPOINT}\n\n");
+            if writer
+                .write_all(format!("{head}{}", chunk(&endpoint)).as_bytes())
+                .is_err()
+            {
+                return;
+            }
+            let _ = writer.flush();
+            for line in rx.iter() {
+                let event = format!("event: message\ndata: {line}\n\n");
+                if writer.write_all(chunk(&event).as_bytes()).is_err() {
+                    return;
+                }
+                let _ = writer.flush();
+            }
+            let _ = writer.write_all(b"0\r\n\r\n");
+            let _ = writer.flush();
+            return;
+        }
+        if request.method != "POST" || request.path != LEGACY_ENDPOINT {
+            respond(&mut writer, "404 Not Found", &[], b"Cannot POST here");
+            continue;
+        }
+        let Ok(message) = serde_json::from_slice::<Value>(&request.body) else {
+            respond(&mut writer, "400 Bad Request", &[], b"not JSON");
+            continue;
+        };
+        if message["method"] == "tools/call" {
+            if let Some(kind) = message["params"]["name"]
+                .as_str()
+                .and_then(|t| faults.get(t))
+            {
+                if kind == "end_stream" {
+                    // The stream's only sender goes: the stream ends.
+                    routes_now().current = None;
+                    respond(&mut writer, "202 Accepted", &[], b"Accepted");
+                    continue;
+                }
+                let id = message.get("id").map(Value::to_string).unwrap_or_default();
+                fault(&mut writer, kind, &id);
+                return;
+            }
+        }
+        let _ = to_loop.send(String::from_utf8_lossy(&request.body).into_owned());
+        respond(&mut writer, "202 Accepted", &[], b"Accepted");
     }
 }

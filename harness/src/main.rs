@@ -73,6 +73,11 @@ struct Fake {
     /// `huge_event`.
     #[serde(default)]
     http_faults: HashMap<String, String>,
+    /// HTTP mode: speak only the older HTTP+SSE transport (2024-11-05): `GET /sse` is the
+    /// event stream, its `endpoint` event names where POSTs go (fault `end_stream` ends the
+    /// stream when its tool is called).
+    #[serde(default)]
+    http_sse_only: bool,
 }
 
 impl Default for Fake {
@@ -411,7 +416,7 @@ fn serve(path: &Path, http_port: Option<u16>) {
         Box<dyn Write>,
         Box<dyn Iterator<Item = std::io::Result<String>>>,
     ) = match http_port {
-        Some(port) => http::listen(port, file.fake.http_faults.clone()),
+        Some(port) => http::listen(port, file.fake.http_faults.clone(), file.fake.http_sse_only),
         None => {
             let stdin: &'static std::io::Stdin = Box::leak(Box::new(std::io::stdin()));
             (Box::new(std::io::stdout()), Box::new(stdin.lock().lines()))
@@ -694,11 +699,7 @@ fn call(s: &mut Server, id: &Value, params: &Value) {
             // Listens on `address` and connects to that listener: a server talking to itself
             // on an address it bound (inside the sandbox any address can be bound).
             "connect_self" => {
-                let addr = expand(
-                    step.address.as_deref().unwrap_or("127.0.0.1:0"),
-                    &args,
-                    n,
-                );
+                let addr = expand(step.address.as_deref().unwrap_or("127.0.0.1:0"), &args, n);
                 std::net::TcpListener::bind(addr.as_str()).and_then(|listener| {
                     let at = listener.local_addr()?;
                     let accepting = std::thread::spawn(move || listener.accept().map(|_| ()));

@@ -88,6 +88,10 @@ pub enum Transport {
 }
 
 impl Transport {
+    /// The name reports give HTTP when the server spoke only the older HTTP+SSE transport
+    /// (2024-11-05), which `--transport http` falls back to.
+    pub const LEGACY_HTTP: &'static str = "http+sse";
+
     /// Its name in reports (`stdio`, `http`).
     pub fn name(&self) -> &'static str {
         match self {

@@ -156,9 +156,9 @@ impl AttemptObserver {
             return None;
         }
         let ip: Option<IpAddr> = address.parse().ok();
-        let own = ip.zip(port).is_some_and(|(ip, port)| {
-            self.own_addresses.contains(&(ip.to_canonical(), port))
-        });
+        let own = ip
+            .zip(port)
+            .is_some_and(|(ip, port)| self.own_addresses.contains(&(ip.to_canonical(), port)));
         let loopback =
             own || ip.is_some_and(|ip| ip.is_loopback() || ip.to_canonical().is_loopback());
         if port == Some(0) {
@@ -427,11 +427,15 @@ mod tests {
     #[test]
     fn traffic_to_an_address_the_server_bound_is_its_own() {
         let mut o = obs();
-        let external = |o: &AttemptObserver, ip: &str, port| {
-            match o.socket_attempt("connect", "inet", ip.into(), Some(port), false) {
-                Some(Observation::Network(n)) => !n.loopback,
-                other => panic!("{other:?}"),
-            }
+        let external = |o: &AttemptObserver, ip: &str, port| match o.socket_attempt(
+            "connect",
+            "inet",
+            ip.into(),
+            Some(port),
+            false,
+        ) {
+            Some(Observation::Network(n)) => !n.loopback,
+            other => panic!("{other:?}"),
         };
         assert!(external(&o, "192.0.2.7", 9000), "before any bind");
         o.bound("192.0.2.7", Some(9000));
@@ -440,7 +444,10 @@ mod tests {
         assert!(!external(&o, "192.0.2.7", 9000));
         assert!(!external(&o, "::ffff:192.0.2.7", 9000), "v4-mapped");
         assert!(external(&o, "192.0.2.7", 9002), "another port");
-        assert!(external(&o, "192.0.2.8", 9001), "a wildcard bind names no address");
+        assert!(
+            external(&o, "192.0.2.8", 9001),
+            "a wildcard bind names no address"
+        );
         assert!(external(&o, "2001:db8::7", 443), "port 0 names no port");
         // A new server starts with nothing bound.
         o.server_started(&ServerStart::default());

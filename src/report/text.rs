@@ -131,6 +131,9 @@ fn write_summary(o: &mut String, r: &Report, paint: Paint, verbose: bool) -> std
             };
             if r.settings.transport != "stdio" {
                 era.push_str(&format!(", over {}", r.settings.transport.to_uppercase()));
+                if r.settings.transport == crate::config::Transport::LEGACY_HTTP {
+                    era.push_str(" (the 2024-11-05 transport: the only one the server offered)");
+                }
             }
             writeln!(o, "hintcheck {} — {name} ({era})", r.hintcheck_version)?;
         }

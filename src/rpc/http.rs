@@ -12,6 +12,7 @@
 use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -60,6 +61,8 @@ pub struct Bridge {
     pub notes: TransportNotes,
     /// Ends when the bridge has ended the HTTP session after the session closed its end.
     pub done: tokio::task::JoinHandle<()>,
+    /// Set once the server turned out to speak only the older HTTP+SSE transport.
+    pub legacy: Arc<AtomicBool>,
 }
 
 /// Starts the bridge; `keep` (the server's stdin, say) is held until the session closes its
@@ -69,12 +72,15 @@ pub fn start(target: HttpTarget, connect: Connect, keep: Option<Box<dyn Send>>) 
     let (session_read, session_write) = tokio::io::split(session_end);
     let (bridge_read, bridge_write) = tokio::io::split(bridge_end);
     let notes: TransportNotes = Arc::new(Mutex::new(Vec::new()));
+    let legacy = Arc::new(AtomicBool::new(false));
     let state = Arc::new(State {
         target,
         connect,
         out: tokio::sync::Mutex::new(Box::new(bridge_write)),
         session: Mutex::new(HttpSession::default()),
         notes: notes.clone(),
+        legacy: legacy.clone(),
+        legacy_stream: Mutex::new(None),
     });
     let done = tokio::spawn(run(state, bridge_read, keep));
     Bridge {
@@ -82,8 +88,15 @@ pub fn start(target: HttpTarget, connect: Connect, keep: Option<Box<dyn Send>>) 
         from_server: Box::new(session_read),
         notes,
         done,
+        legacy,
     }
 }
+
+/// How long the older transport's event stream may take to name its endpoint.
+const ENDPOINT_WAIT: Duration = Duration::from_secs(5);
+
+/// Longest endpoint the older transport's stream may name.
+const MAX_ENDPOINT: usize = 2048;
 
 /// What the bridge keeps between requests.
 #[derive(Default)]
@@ -96,6 +109,13 @@ struct HttpSession {
     methods: HashMap<String, String>,
     /// Whether a connection ever succeeded (before that, refusals mean "not listening yet").
     listening: bool,
+    /// The older HTTP+SSE transport (2024-11-05), once the server turned out to offer only
+    /// that: where messages are POSTed (the endpoint its event stream named).
+    legacy_endpoint: Option<String>,
+    /// Whether that event stream is still open (the answers come only on it).
+    legacy_open: bool,
+    /// Whether the older transport was tried (once).
+    legacy_tried: bool,
 }
 
 struct State {
@@ -104,6 +124,10 @@ struct State {
     out: tokio::sync::Mutex<Box<dyn AsyncWrite + Send + Unpin>>,
     session: Mutex<HttpSession>,
     notes: TransportNotes,
+    /// Shared with [`Bridge::legacy`].
+    legacy: Arc<AtomicBool>,
+    /// The task relaying the older transport's event stream.
+    legacy_stream: Mutex<Option<tokio::task::AbortHandle>>,
 }
 
 impl State {
@@ -144,6 +168,7 @@ impl State {
 
     /// Answers request `id` with an error that says it is the transport's.
     async fn answer_for(&self, id: &Value, why: String) {
+        self.session().methods.remove(&id.to_string());
         let answer = json!({
             "jsonrpc": "2.0",
             "id": id,
@@ -201,7 +226,10 @@ async fn run(
             // The stream for what the server sends outside any request (list changes, its
             // own requests), where the server offers one: open before the server hears
             // `initialized`, after which it may announce things at once.
-            if message.get("method").and_then(Value::as_str) == Some("notifications/initialized") {
+            // (The older transport's stream, open since the handshake, is that stream.)
+            if message.get("method").and_then(Value::as_str) == Some("notifications/initialized")
+                && state.session().legacy_endpoint.is_none()
+            {
                 let (open, opened) = tokio::sync::oneshot::channel();
                 let s = state.clone();
                 posts.spawn(async move { listen(&s, open).await });
@@ -215,8 +243,17 @@ async fn run(
         // Finished posts are collected as we go (their answers are already delivered).
         while posts.try_join_next().is_some() {}
     }
-    // The session closed its end: the posts in flight are abandoned, the HTTP session ended.
+    // The session closed its end: the posts in flight are abandoned, the HTTP session ended
+    // (the older transport's by closing its stream).
     posts.abort_all();
+    if let Some(stream) = state
+        .legacy_stream
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .take()
+    {
+        stream.abort();
+    }
     if state.session().id.is_some() {
         let _ = tokio::time::timeout(Duration::from_secs(2), delete(&state)).await;
     }
@@ -230,9 +267,14 @@ fn request(
     body: Full<Bytes>,
 ) -> Option<hyper::Request<Full<Bytes>>> {
     let target = &state.target;
+    let uri = state
+        .session()
+        .legacy_endpoint
+        .clone()
+        .unwrap_or_else(|| target.path.clone());
     let mut b = hyper::Request::builder()
         .method(method)
-        .uri(target.path.as_str())
+        .uri(uri)
         .header(hyper::header::HOST, format!("127.0.0.1:{}", target.port))
         .header(hyper::header::ACCEPT, "application/json, text/event-stream")
         .header(hyper::header::CONTENT_TYPE, "application/json");
@@ -244,7 +286,12 @@ fn request(
         if let Some(id) = session.id.as_deref().filter(|v| valid(v)) {
             b = b.header("Mcp-Session-Id", id);
         }
-        if let Some(v) = session.protocol_version.as_deref().filter(|v| valid(v)) {
+        // (The older transport has no such header.)
+        if let Some(v) = session
+            .protocol_version
+            .as_deref()
+            .filter(|v| valid(v) && session.legacy_endpoint.is_none())
+        {
             b = b.header("MCP-Protocol-Version", v);
         }
     }
@@ -307,10 +354,25 @@ async fn send(
 }
 
 /// POSTs one line and delivers what comes back.
-async fn post(state: &State, line: String, request_id: Option<Value>) {
+async fn post(state: &Arc<State>, line: String, request_id: Option<Value>) {
     let message: Value = serde_json::from_str(&line).unwrap_or(Value::Null);
-    let Some(mut request) = request(state, hyper::Method::POST, Full::new(Bytes::from(line)))
-    else {
+    let (legacy, legacy_open) = {
+        let session = state.session();
+        (session.legacy_endpoint.is_some(), session.legacy_open)
+    };
+    if legacy && !legacy_open {
+        if let Some(id) = &request_id {
+            state
+                .answer_for(id, "the server's event stream has ended".into())
+                .await;
+        }
+        return;
+    }
+    let Some(mut request) = request(
+        state,
+        hyper::Method::POST,
+        Full::new(Bytes::from(line.clone())),
+    ) else {
         return;
     };
     for (name, value) in routing_headers(&message) {
@@ -339,6 +401,19 @@ async fn post(state: &State, line: String, request_id: Option<Value>) {
             .map(String::as_str)
             == Some("initialize")
     });
+    // A server that refuses the handshake's POST may speak the older transport (the spec's
+    // backwards compatibility: 400, 404 or 405, then a GET for its event stream).
+    if initializing
+        && !legacy
+        && matches!(status.as_u16(), 400 | 404 | 405)
+        && open_legacy(state).await
+    {
+        return Box::pin(post(state, line, request_id)).await;
+    }
+    // With the older transport a POST is only accepted: its answer comes on the stream.
+    if legacy && status.is_success() {
+        return;
+    }
     if let Some(id) = response
         .headers()
         .get("mcp-session-id")
@@ -462,12 +537,7 @@ async fn listen(state: &State, opened: tokio::sync::oneshot::Sender<()>) {
     let Ok(response) = send(state, request).await else {
         return;
     };
-    let is_stream = response
-        .headers()
-        .get(hyper::header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|t| t.to_ascii_lowercase().starts_with("text/event-stream"));
-    if !response.status().is_success() || !is_stream {
+    if !response.status().is_success() || !is_event_stream(&response) {
         return;
     }
     let _ = opened.send(());
@@ -482,7 +552,22 @@ async fn relay_events(
     body: &mut hyper::body::Incoming,
     until: Option<&Value>,
 ) -> bool {
-    let mut events = SseParser::new(state.target.max_message_bytes);
+    relay_parsed(
+        state,
+        body,
+        until,
+        SseParser::new(state.target.max_message_bytes),
+    )
+    .await
+}
+
+/// [`relay_events`] with a parser that has already read the stream's first bytes.
+async fn relay_parsed(
+    state: &State,
+    body: &mut hyper::body::Incoming,
+    until: Option<&Value>,
+    mut events: SseParser,
+) -> bool {
     let mut answered = false;
     while !answered {
         let data = match body.frame().await {
@@ -497,20 +582,153 @@ async fn relay_events(
             None => break,
         };
         for event in events.feed(&data) {
-            // An event without data (a stream's priming event, kept for resumption)
-            // carries no message.
-            if event.iter().all(u8::is_ascii_whitespace) {
-                continue;
-            }
-            answered |= is_answer_to(&event, until);
-            remember_version(state, &event);
-            state.deliver(&event).await;
+            answered |= deliver_event(state, &event, until).await;
         }
         for why in events.take_problems() {
             state.note(why);
         }
     }
     answered
+}
+
+/// Hands one event's message to the session; whether it answered `until`. An event without
+/// data (a stream's priming event, kept for resumption) carries no message, nor does the older
+/// transport's `endpoint` event.
+async fn deliver_event(state: &State, event: &SseEvent, until: Option<&Value>) -> bool {
+    if event.data.iter().all(u8::is_ascii_whitespace) || event.name.as_deref() == Some("endpoint") {
+        return false;
+    }
+    remember_version(state, &event.data);
+    state.deliver(&event.data).await;
+    is_answer_to(&event.data, until)
+}
+
+/// Tries the older HTTP+SSE transport (2024-11-05) once, as the spec's backwards
+/// compatibility says: a GET on the endpoint (then on `/sse`, where such servers listen by
+/// convention) whose event stream begins with an `endpoint` event naming where messages are
+/// POSTed. Whether the server speaks it; its stream is then relayed to the session until it
+/// ends, which ends the session's reading as a closed stdout would.
+async fn open_legacy(state: &Arc<State>) -> bool {
+    if std::mem::replace(&mut state.session().legacy_tried, true) {
+        return false;
+    }
+    let mut paths = vec![state.target.path.clone()];
+    if state.target.path != "/sse" {
+        paths.push("/sse".into());
+    }
+    for path in paths {
+        let Some(mut request) = request(state, hyper::Method::GET, Full::new(Bytes::new())) else {
+            continue;
+        };
+        let Ok(uri) = path.parse::<hyper::Uri>() else {
+            continue;
+        };
+        *request.uri_mut() = uri;
+        let headers = request.headers_mut();
+        headers.remove(hyper::header::CONTENT_TYPE);
+        headers.insert(
+            hyper::header::ACCEPT,
+            hyper::header::HeaderValue::from_static("text/event-stream"),
+        );
+        let Ok(response) = send(state, request).await else {
+            continue;
+        };
+        if !response.status().is_success() || !is_event_stream(&response) {
+            continue;
+        }
+        let mut body = response.into_body();
+        let mut events = SseParser::new(state.target.max_message_bytes.min(MAX_ENDPOINT));
+        let first = tokio::time::timeout(ENDPOINT_WAIT, async {
+            loop {
+                match body.frame().await {
+                    Some(Ok(frame)) => {
+                        if let Ok(data) = frame.into_data() {
+                            let got = events.feed(&data);
+                            if !got.is_empty() {
+                                return Some(got);
+                            }
+                        }
+                    }
+                    _ => return None,
+                }
+            }
+        })
+        .await
+        .ok()
+        .flatten();
+        let Some(mut got) = first else { continue };
+        let endpoint = got.remove(0);
+        if endpoint.name.as_deref() != Some("endpoint") {
+            continue;
+        }
+        let Some(target) = endpoint_target(&path, &endpoint.data) else {
+            state.note(format!(
+                "the event stream at {path} named an endpoint that is not a path on the server: {:?}",
+                String::from_utf8_lossy(&endpoint.data).chars().take(200).collect::<String>()
+            ));
+            return false;
+        };
+        {
+            let mut session = state.session();
+            session.legacy_endpoint = Some(target);
+            session.legacy_open = true;
+        }
+        state.legacy.store(true, Ordering::SeqCst);
+        // Later events may be longer than an endpoint.
+        events.max = state.target.max_message_bytes;
+        let s = state.clone();
+        let relay = tokio::spawn(async move {
+            for event in got {
+                deliver_event(&s, &event, None).await;
+            }
+            relay_parsed(&s, &mut body, None, events).await;
+            // The stream was the connection: the session sees the server hang up, as when a
+            // stdio server closes its stdout (requests waiting end, a later call restarts it).
+            s.session().legacy_open = false;
+            s.note("the server ended its event stream (HTTP+SSE transport)".into());
+            let _ = s.out.lock().await.shutdown().await;
+        });
+        *state
+            .legacy_stream
+            .lock()
+            .unwrap_or_else(|p| p.into_inner()) = Some(relay.abort_handle());
+        return true;
+    }
+    false
+}
+
+/// Where the older transport's `endpoint` event says messages go, as a request target on the
+/// server's port: an absolute path, the path of a URL (hintcheck reaches only the server's
+/// port inside the sandbox), or a path relative to the stream's. `None` for anything else.
+fn endpoint_target(stream_path: &str, data: &[u8]) -> Option<String> {
+    let text = std::str::from_utf8(data).ok()?.trim();
+    if text.is_empty() || text.len() > MAX_ENDPOINT {
+        return None;
+    }
+    let url = text
+        .strip_prefix("http://")
+        .or_else(|| text.strip_prefix("https://"));
+    let target = match url {
+        Some(rest) => rest
+            .find('/')
+            .map_or("/".to_string(), |i| rest[i..].to_string()),
+        None if text.starts_with('/') => text.to_string(),
+        None => {
+            let dir = &stream_path[..stream_path.rfind('/').map_or(0, |i| i + 1)];
+            format!("/{}{text}", dir.trim_start_matches('/'))
+        }
+    };
+    let uri = target.parse::<hyper::Uri>().ok()?;
+    (uri.authority().is_none() && uri.path().starts_with('/')).then_some(target)
+}
+
+/// Whether a response carries an event stream.
+fn is_event_stream<B>(response: &hyper::Response<B>) -> bool {
+    response
+        .headers()
+        .get(hyper::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|t| t.to_ascii_lowercase().starts_with("text/event-stream"))
 }
 
 /// Whether `event` (a JSON-RPC message) is the response to `id`.
@@ -572,14 +790,24 @@ pub fn merged_log(
     Box::new(reader)
 }
 
-/// Server-sent events, parsed incrementally: the `data` lines of each event joined, other
-/// fields ignored; a line longer than the cap is dropped with a note.
+/// One server-sent event: its type (`event:`, when named) and its `data` lines joined.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SseEvent {
+    /// The event's type, when the stream named one (`message`, `endpoint`).
+    pub name: Option<String>,
+    /// Its data.
+    pub data: Vec<u8>,
+}
+
+/// Server-sent events, parsed incrementally: the `data` lines of each event joined, its type
+/// kept, other fields ignored; a line longer than the cap is dropped with a note.
 pub struct SseParser {
     max: usize,
     line: Vec<u8>,
     discarding: bool,
     data: Vec<u8>,
     has_data: bool,
+    name: Option<String>,
     problems: Vec<String>,
 }
 
@@ -592,12 +820,13 @@ impl SseParser {
             discarding: false,
             data: Vec::new(),
             has_data: false,
+            name: None,
             problems: Vec::new(),
         }
     }
 
-    /// Feeds bytes; returns the events they completed (each event's data).
-    pub fn feed(&mut self, bytes: &[u8]) -> Vec<Vec<u8>> {
+    /// Feeds bytes; returns the events they completed.
+    pub fn feed(&mut self, bytes: &[u8]) -> Vec<SseEvent> {
         let mut events = Vec::new();
         for &b in bytes {
             if b == b'\n' {
@@ -623,10 +852,14 @@ impl SseParser {
         events
     }
 
-    fn line_done(&mut self, line: &[u8], events: &mut Vec<Vec<u8>>) {
+    fn line_done(&mut self, line: &[u8], events: &mut Vec<SseEvent>) {
         if line.is_empty() {
+            let name = self.name.take();
             if std::mem::take(&mut self.has_data) {
-                events.push(std::mem::take(&mut self.data));
+                events.push(SseEvent {
+                    name,
+                    data: std::mem::take(&mut self.data),
+                });
             }
             return;
         }
@@ -640,6 +873,9 @@ impl SseParser {
             }
             None => (line, &b""[..]),
         };
+        if field == b"event" {
+            self.name = Some(String::from_utf8_lossy(&value[..value.len().min(100)]).into_owned());
+        }
         if field == b"data" {
             if self.has_data {
                 self.data.push(b'\n');
@@ -692,14 +928,44 @@ mod tests {
     }
 
     #[test]
+    fn the_older_transports_endpoint_is_a_path_on_the_server() {
+        let at = |data: &str| endpoint_target("/sse", data.as_bytes());
+        assert_eq!(
+            at("/message?sessionId=a1").as_deref(),
+            Some("/message?sessionId=a1")
+        );
+        assert_eq!(
+            at("messages/?session_id=b2").as_deref(),
+            Some("/messages/?session_id=b2")
+        );
+        assert_eq!(
+            endpoint_target("/v1/sse", b"post").as_deref(),
+            Some("/v1/post")
+        );
+        assert_eq!(
+            at("http://localhost:3001/message?sessionId=c").as_deref(),
+            Some("/message?sessionId=c")
+        );
+        assert_eq!(at("http://localhost:3001").as_deref(), Some("/"));
+        for bad in ["", "/a b", "/a\u{7f}", &format!("/{}", "x".repeat(3000))] {
+            assert_eq!(at(bad), None, "{bad:?}");
+        }
+    }
+
+    #[test]
     fn events_are_cut_at_blank_lines_and_capped() {
         let mut p = SseParser::new(64);
         let mut got = p.feed(b"event: message\r\ndata: {\"a\":");
         assert!(got.is_empty());
         got.extend(p.feed(b"1}\r\n\r\n: a comment\n\ndata: x\ndata: y\n\n"));
-        assert_eq!(got, [b"{\"a\":1}".to_vec(), b"x\ny".to_vec()]);
+        let data: Vec<_> = got.iter().map(|e| e.data.clone()).collect();
+        assert_eq!(data, [b"{\"a\":1}".to_vec(), b"x\ny".to_vec()]);
+        assert_eq!(got[0].name.as_deref(), Some("message"));
+        assert_eq!(got[1].name, None, "a type names one event only");
         let long = format!("data: {}\n\ndata: ok\n\n", "z".repeat(100));
-        assert_eq!(p.feed(long.as_bytes()), [b"ok".to_vec()]);
+        let got = p.feed(long.as_bytes());
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0].data, b"ok");
         assert_eq!(p.take_problems().len(), 1);
     }
 }

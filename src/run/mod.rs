@@ -749,6 +749,9 @@ fn protocol_findings(c: &Collected) -> Vec<Finding> {
 
 /// Moves what was collected from the server instances into the report; returns the transcript.
 fn finish_collected(r: &mut Report, c: Collected) -> Vec<Entry> {
+    if let Some(spoken) = c.transport {
+        r.settings.transport = spoken.into();
+    }
     r.server.exits = c.exits;
     r.server.stderr = c.stderr;
     r.server.stderr_bytes = c.stderr_bytes;

@@ -25,6 +25,8 @@ pub(super) struct Live {
 pub(super) struct HttpLink {
     notes: crate::rpc::http::TransportNotes,
     done: tokio::task::JoinHandle<()>,
+    /// Set when the server spoke only the older HTTP+SSE transport.
+    legacy: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// What is collected from every server instance of a run.
@@ -39,6 +41,9 @@ pub(super) struct Collected {
     pub(super) stderr: String,
     pub(super) stderr_bytes: u64,
     pub(super) transcripts: Vec<Vec<Entry>>,
+    /// The transport as the servers spoke it, where it differs from the configured one's
+    /// name (`http+sse`: the older HTTP+SSE transport).
+    pub(super) transport: Option<&'static str>,
 }
 
 impl Collected {
@@ -469,6 +474,7 @@ ownership (writes stay confined and capabilities dropped)"
                     Some(HttpLink {
                         notes: bridge.notes,
                         done: bridge.done,
+                        legacy: bridge.legacy,
                     }),
                 )
             }
@@ -600,6 +606,9 @@ pub(super) async fn stop_server(
     };
     if let Some(link) = http {
         notes.extend(http_notes(&link.notes));
+        if link.legacy.load(std::sync::atomic::Ordering::SeqCst) {
+            collected.transport = Some(crate::config::Transport::LEGACY_HTTP);
+        }
     }
     let exit = process.shutdown(grace).await;
     session.drain(Duration::from_millis(500)).await;

@@ -457,3 +457,40 @@ fn a_server_over_http_is_judged_as_over_stdio_in_and_out_of_the_sandbox() {
         }
     }
 }
+
+#[test]
+fn a_server_with_only_the_older_http_sse_transport_is_spoken_to_in_it() {
+    // Its endpoint refuses the handshake's POST; its GET /sse stream names where messages go.
+    let scenario = crate::util::repo().join("tests/fixtures/over-http-sse");
+    let s = scenario.to_str().expect("utf8");
+    for extra in [&[][..], &["--no-sandbox"][..]] {
+        let mut args = vec!["verify", "--scenario", s, "--format", "json"];
+        args.extend(extra);
+        let out = run(&args, &[], LIMIT);
+        assert_eq!(out.code, 1, "{extra:?}: {}", out.stderr);
+        let r = out.json();
+        assert_eq!(r["settings"]["transport"], "http+sse", "{extra:?}");
+        let tool = |name: &str| {
+            r["tools"]
+                .as_array()
+                .expect("tools")
+                .iter()
+                .find(|t| t["name"] == name)
+                .cloned()
+                .unwrap_or_else(|| panic!("{name}"))
+        };
+        let read_only = |name: &str| tool(name)["verdicts"][0]["verdict"].clone();
+        assert_eq!(read_only("read_status"), "consistent", "{extra:?}");
+        assert_eq!(read_only("get_status"), "contradicted", "{extra:?}");
+        // The server ends its stream at this call: the session sees it hang up, and the next
+        // tool gets a fresh server.
+        assert_eq!(tool("hang_up")["calls"][0]["outcome"], "server died");
+        assert_eq!(read_only("read_after"), "consistent", "{extra:?}");
+        let findings = r["findings"].to_string();
+        assert!(
+            findings.contains("the server ended its event stream"),
+            "{findings}"
+        );
+        assert!(!findings.contains("second response"), "{findings}");
+    }
+}
