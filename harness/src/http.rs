@@ -11,6 +11,7 @@
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicU16, Ordering};
 use std::sync::mpsc::{Receiver, Sender, channel};
 use std::sync::{Arc, Mutex};
 
@@ -27,7 +28,13 @@ struct Routes {
     current: Option<Sender<String>>,
     /// The session id was handed out.
     session: bool,
+    /// The GET stream, when the client opened one (the fault `flood_stream` floods it).
+    stream: Option<Sender<String>>,
 }
+
+/// The port listened on, and whether the listeners were closed (fault `close_listener`).
+static PORT: AtomicU16 = AtomicU16::new(0);
+static LISTENERS_CLOSED: AtomicBool = AtomicBool::new(false);
 
 /// Where the older transport's stream says messages go.
 const LEGACY_ENDPOINT: &str = "/messages?session_id=fake-session-1";
@@ -45,6 +52,7 @@ pub(crate) fn listen(
     let faults = Arc::new(faults);
     let (to_loop, from_http) = channel::<String>();
     let routes = Arc::new(Mutex::new(Routes::default()));
+    PORT.store(port, Ordering::SeqCst);
     for addr in [format!("127.0.0.1:{port}"), format!("[::1]:{port}")] {
         let Ok(listener) = TcpListener::bind(&addr) else {
             continue;
@@ -52,6 +60,10 @@ pub(crate) fn listen(
         let (to_loop, routes, faults) = (to_loop.clone(), routes.clone(), faults.clone());
         std::thread::spawn(move || {
             for stream in listener.incoming().flatten() {
+                if LISTENERS_CLOSED.load(Ordering::SeqCst) {
+                    // The listener goes with this thread: later connections are refused.
+                    break;
+                }
                 let (to_loop, routes, faults) = (to_loop.clone(), routes.clone(), faults.clone());
                 std::thread::spawn(move || {
                     if sse_only {
@@ -217,6 +229,28 @@ fn fault(writer: &mut TcpStream, kind: &str, id: &str) {
             }
             writer.write_all(format!("\n\ndata: {answer}\n\n").as_bytes())
         }),
+        // A chunk size that is not hexadecimal, inside an event stream.
+        "bad_chunk" => writer.write_all(
+            b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\ndata: {}\n\n\r\n",
+        ),
+        // Headers without end: 64 MiB of them, as long as the client reads.
+        "huge_headers" => writer.write_all(b"HTTP/1.1 200 OK\r\n").and_then(|()| {
+            let filler = format!("X-Filler: {}\r\n", "a".repeat(32 * 1024));
+            for _ in 0..2048 {
+                writer.write_all(filler.as_bytes())?;
+            }
+            Ok(())
+        }),
+        // The server stops listening (its accept loops are woken to end): later connections
+        // are refused.
+        "close_listener" => {
+            LISTENERS_CLOSED.store(true, Ordering::SeqCst);
+            let port = PORT.load(Ordering::SeqCst);
+            for host in ["127.0.0.1", "::1"] {
+                let _ = TcpStream::connect((host, port));
+            }
+            Ok(())
+        }
         // `close` and anything unknown: the connection ends without a word.
         _ => Ok(()),
     };
@@ -240,6 +274,23 @@ fn serve_connection(
         if request.method == "DELETE" {
             respond(&mut writer, "200 OK", &[], b"");
             std::process::exit(0);
+        }
+        if request.method == "GET" && accepts.contains("text/event-stream") {
+            // The stream for what the server sends outside any request.
+            let (tx, rx) = channel::<String>();
+            routes_now().stream = Some(tx);
+            let head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\nTransfer-Encoding: chunked\r\n\r\n";
+            if writer.write_all(head.as_bytes()).is_err() {
+                return;
+            }
+            let _ = writer.flush();
+            for line in rx.iter() {
+                let event = format!("event: message\ndata: {line}\n\n");
+                if writer.write_all(chunk(&event).as_bytes()).is_err() {
+                    return;
+                }
+            }
+            return;
         }
         if request.method != "POST" {
             respond(&mut writer, "405 Method Not Allowed", &[], b"");
@@ -286,12 +337,27 @@ fn serve_connection(
             continue;
         };
         if method == "tools/call" {
-            if let Some(kind) = message["params"]["name"]
+            match message["params"]["name"]
                 .as_str()
                 .and_then(|t| faults.get(t))
+                .map(String::as_str)
             {
-                fault(&mut writer, kind, &id);
-                return;
+                // 200,000 notifications on the GET stream, then the call is answered.
+                Some("flood_stream") => {
+                    if let Some(stream) = routes_now().stream.clone() {
+                        let note = r#"{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"flood"}}"#;
+                        for _ in 0..200_000 {
+                            if stream.send(note.to_string()).is_err() {
+                                break;
+                            }
+                        }
+                    }
+                }
+                Some(kind) => {
+                    fault(&mut writer, kind, &id);
+                    return;
+                }
+                None => {}
             }
         }
         let (tx, rx) = channel::<String>();

@@ -116,6 +116,8 @@ struct HttpSession {
     legacy_open: bool,
     /// Whether the older transport was tried (once).
     legacy_tried: bool,
+    /// Whether the server hung up (see [`State::hang_up`]).
+    hung_up: bool,
 }
 
 struct State {
@@ -177,8 +179,19 @@ impl State {
         self.deliver(answer.to_string().as_bytes()).await;
     }
 
+    /// The server is gone for its client (it stopped listening, or ended the older
+    /// transport's stream): the session sees it hang up, as when a stdio server closes its
+    /// stdout (requests waiting end, and a later call starts a fresh server). Said once.
+    async fn hang_up(&self, why: String) {
+        if std::mem::replace(&mut self.session().hung_up, true) {
+            return;
+        }
+        self.note(why);
+        let _ = self.out.lock().await.shutdown().await;
+    }
+
     /// A connection to the server's port; while it has never listened, refusals are retried
-    /// until the listen timeout.
+    /// until the listen timeout; a refusal after it listened is the server hanging up.
     async fn connection(&self) -> std::io::Result<tokio::net::TcpStream> {
         let deadline = tokio::time::Instant::now() + self.target.listen_timeout;
         loop {
@@ -194,7 +207,17 @@ impl State {
                 {
                     tokio::time::sleep(Duration::from_millis(20)).await;
                 }
-                Err(e) => return Err(e),
+                Err(e) => {
+                    if e.kind() == std::io::ErrorKind::ConnectionRefused && self.session().listening
+                    {
+                        self.hang_up(format!(
+                            "the server stopped listening on port {}",
+                            self.target.port
+                        ))
+                        .await;
+                    }
+                    return Err(e);
+                }
             }
         }
     }
@@ -347,10 +370,15 @@ async fn send(
     tokio::spawn(async move {
         let _ = connection.await;
     });
-    sender
-        .send_request(request)
-        .await
-        .map_err(|e| format!("the server did not answer the POST: {e}"))
+    match sender.send_request(request).await {
+        Ok(response) => Ok(response),
+        Err(e) => {
+            // A connection that broke may be the server going away: whether it still listens
+            // (a refusal now is it hanging up, and the session hears that first).
+            let _ = state.connection().await;
+            Err(format!("the server did not answer the POST: {e}"))
+        }
+    }
 }
 
 /// POSTs one line and delivers what comes back.
@@ -682,11 +710,10 @@ async fn open_legacy(state: &Arc<State>) -> bool {
                 deliver_event(&s, &event, None).await;
             }
             relay_parsed(&s, &mut body, None, events).await;
-            // The stream was the connection: the session sees the server hang up, as when a
-            // stdio server closes its stdout (requests waiting end, a later call restarts it).
+            // The stream was the connection.
             s.session().legacy_open = false;
-            s.note("the server ended its event stream (HTTP+SSE transport)".into());
-            let _ = s.out.lock().await.shutdown().await;
+            s.hang_up("the server ended its event stream (HTTP+SSE transport)".into())
+                .await;
         });
         *state
             .legacy_stream

@@ -81,6 +81,15 @@ impl Host for ServerHost<'_, '_> {
     }
 
     async fn ready(&mut self) -> Result<(), String> {
+        // A server that hung up between calls (closed its stdout, stopped listening) is
+        // stopped, and the next call gets a fresh one.
+        if self
+            .live
+            .as_ref()
+            .is_some_and(|l| l.client.session().is_closed())
+        {
+            self.discard(None).await;
+        }
         if self.live.is_some() {
             return Ok(());
         }
