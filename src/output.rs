@@ -173,9 +173,20 @@ pub fn emit(v: &Verification, config: &RunConfig, mode: Mode) -> Result<(), Erro
         let _ = std::io::stdout().lock().write_all(text.as_bytes());
     }
     if let Some(path) = &config.transcript {
+        /// A transcript line with the transport it went over.
+        #[derive(serde::Serialize)]
+        struct Line<'a> {
+            #[serde(flatten)]
+            entry: &'a crate::rpc::transcript::Entry,
+            transport: &'a str,
+        }
         let mut lines = String::new();
-        for e in &v.transcript {
-            lines.push_str(&serde_json::to_string(e).unwrap_or_default());
+        for entry in &v.transcript {
+            let line = Line {
+                entry,
+                transport: &r.settings.transport,
+            };
+            lines.push_str(&serde_json::to_string(&line).unwrap_or_default());
             lines.push('\n');
         }
         if let Err(e) = write_file("the transcript", path, &lines) {

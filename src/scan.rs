@@ -73,6 +73,9 @@ pub struct ScanLine {
     pub exit_reason: String,
     /// Wall time of its run.
     pub duration_ms: u64,
+    /// The transport it was spoken to over (`stdio`, `http`, `http+sse`), when it answered.
+    #[serde(default)]
+    pub transport: Option<String>,
     /// The report's summary (verdict counts, findings by severity).
     pub summary: Option<Value>,
     /// With `--check`: the expectation outcome.
@@ -216,6 +219,7 @@ async fn run_one(plan: &ScanPlan, target: &Path, mut stop: watch::Receiver<bool>
         exit_code: exit_code::HARNESS,
         exit_reason: String::new(),
         duration_ms: 0,
+        transport: None,
         summary: None,
         expectations: None,
         error: None,
@@ -283,6 +287,7 @@ async fn run_one(plan: &ScanPlan, target: &Path, mut stop: watch::Receiver<bool>
                 .unwrap_or_default()
                 .to_string();
             line.server = report["server"].get("server_info").cloned();
+            line.transport = report["settings"]["transport"].as_str().map(str::to_string);
             line.summary = report.get("summary").cloned();
             line.expectations = report.get("expectations").cloned();
             line.report = Some(report);
@@ -463,6 +468,11 @@ fn contradicted_cell(l: &ScanLine) -> String {
         .unwrap_or_else(|| "-".into())
 }
 
+/// The transport a line's server was spoken to over, or `-` without a report.
+fn transport_cell(l: &ScanLine) -> String {
+    l.transport.clone().unwrap_or_else(|| "-".into())
+}
+
 fn row_status(l: &ScanLine) -> String {
     match (&l.expectations, &l.error) {
         (_, Some(_)) => "error".into(),
@@ -492,15 +502,16 @@ pub fn render_text(lines: &[ScanLine]) -> String {
         .unwrap_or(6)
         .clamp(6, 40);
     o.push_str(&format!(
-        "{:<width$}  {:>4}  {:>12}  {:>8}  {}\n",
-        "server", "exit", "contradicted", "seconds", "status"
+        "{:<width$}  {:>4}  {:<9}  {:>12}  {:>8}  {}\n",
+        "server", "exit", "transport", "contradicted", "seconds", "status"
     ));
     for l in lines {
         let contradicted = contradicted_cell(l);
         o.push_str(&format!(
-            "{:<width$}  {:>4}  {:>12}  {:>8.1}  {}\n",
+            "{:<width$}  {:>4}  {:<9}  {:>12}  {:>8.1}  {}\n",
             esc(&l.id),
             l.exit_code,
+            esc(&transport_cell(l)),
             contradicted,
             l.duration_ms as f64 / 1000.0,
             row_status(l)
@@ -534,14 +545,15 @@ pub fn render_markdown(lines: &[ScanLine]) -> String {
     use crate::report::markdown::md;
     let t = totals(lines);
     let mut o = String::from(
-        "## hintcheck scan\n\n| server | exit | contradicted | seconds | status |\n|---|---|---|---|---|\n",
+        "## hintcheck scan\n\n| server | exit | transport | contradicted | seconds | status |\n|---|---|---|---|---|---|\n",
     );
     for l in lines {
         let contradicted = contradicted_cell(l);
         o.push_str(&format!(
-            "| {} | {} | {} | {:.1} | {} |\n",
+            "| {} | {} | {} | {} | {:.1} | {} |\n",
             md(&l.id),
             l.exit_code,
+            md(&transport_cell(l)),
             contradicted,
             l.duration_ms as f64 / 1000.0,
             md(&row_status(l))
@@ -566,6 +578,7 @@ pub fn render_json(lines: &[ScanLine]) -> String {
                 "exit_code": l.exit_code,
                 "exit_reason": l.exit_reason,
                 "duration_ms": l.duration_ms,
+                "transport": l.transport,
                 "summary": l.summary,
                 "expectations": l.expectations,
                 "error": l.error,
@@ -609,6 +622,7 @@ mod tests {
             exit_code: code,
             exit_reason: String::new(),
             duration_ms: 1,
+            transport: report.then(|| "stdio".into()),
             summary: None,
             expectations: None,
             error: None,

@@ -11,9 +11,9 @@ use serde::Serialize;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Direction {
-    /// From hintcheck to the server (stdin).
+    /// From hintcheck to the server (its stdin, or a POST over HTTP).
     Sent,
-    /// From the server to hintcheck (stdout).
+    /// From the server to hintcheck (its stdout, or an HTTP response or event).
     Received,
 }
 

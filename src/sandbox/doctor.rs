@@ -143,21 +143,38 @@ pub fn probe_setup(
     Ok((scratch, spec, config))
 }
 
-/// Sets up a throw-away sandbox around `true` and reports what it enforced or where it failed.
-async fn probe_sandbox(level: SandboxLevel) -> Result<Enforcement, StepFailure> {
+/// What the probe found about reaching a server that speaks HTTP inside the sandbox: `Ok`
+/// when a connection to a port where nothing listens was refused inside its network
+/// namespace (the connector works), else what went wrong.
+type HttpProbe = Result<(), String>;
+
+/// Sets up a throw-away sandbox around `true` and reports what it enforced (and whether a
+/// server that speaks HTTP could be reached in it) or where it failed.
+async fn probe_sandbox(level: SandboxLevel) -> Result<(Enforcement, HttpProbe), StepFailure> {
     let (_scratch, spec, mut config) = probe_setup(level)?;
     // As a run sets it up: the recorder and the network observer are part of what it enforces.
     config.notify = true;
     config.network_observer = true;
     config.observe_ports = vec![80, 443, 8080, 8443];
+    config.connector = true;
     match ServerProcess::spawn_sandboxed(&spec, &config, None).await {
         Ok(mut started) => {
             drop(started.pipes);
+            // Port 9 (discard): nothing listens there in a fresh namespace.
+            let http = match started.connector.take() {
+                Some(c) => match tokio::task::spawn_blocking(move || c.connect(9)).await {
+                    Ok(Err(e)) if e.kind() == std::io::ErrorKind::ConnectionRefused => Ok(()),
+                    Ok(Ok(_)) => Ok(()),
+                    Ok(Err(e)) => Err(format!("a connection inside the sandbox failed: {e}")),
+                    Err(e) => Err(e.to_string()),
+                },
+                None => Err("the sandbox handed over no connector".into()),
+            };
             let _ = started
                 .process
                 .shutdown(std::time::Duration::from_secs(2))
                 .await;
-            Ok(started.enforcement)
+            Ok((started.enforcement, http))
         }
         Err(LaunchError::Sandbox(f)) => Err(f),
         Err(e) => Err(StepFailure {
@@ -215,6 +232,10 @@ pub async fn diagnose() -> DoctorReport {
     let best = match &required {
         Ok(e) => Ok(e.clone()),
         Err(_) => probe_sandbox(SandboxLevel::BestEffort).await,
+    };
+    let (best, http) = match best {
+        Ok((e, http)) => (Ok(e), Some(http)),
+        Err(f) => (Err(f), None),
     };
     match &required {
         Ok(_) => checks.push(check(
@@ -292,6 +313,26 @@ pub async fn diagnose() -> DoctorReport {
             "none".into()
         }
     };
+    checks.push(match http {
+        Some(Ok(())) => check(
+            "transport http",
+            "ok",
+            "servers that speak HTTP are reached inside the sandbox's network namespace (nothing listens on the host)",
+            None,
+        ),
+        Some(Err(why)) => check(
+            "transport http",
+            "missing",
+            format!("`--transport http` cannot reach a server in the sandbox: {why}"),
+            None,
+        ),
+        None => check(
+            "transport http",
+            "missing",
+            "no sandbox: `--transport http` works only with --no-sandbox (on the host's loopback)",
+            None,
+        ),
+    });
     let notif = read_trimmed("/proc/sys/kernel/seccomp/actions_avail")
         .is_some_and(|a| a.split_whitespace().any(|x| x == "user_notif"));
     checks.push(check(

@@ -463,10 +463,28 @@ fn a_server_with_only_the_older_http_sse_transport_is_spoken_to_in_it() {
     // Its endpoint refuses the handshake's POST; its GET /sse stream names where messages go.
     let scenario = crate::util::repo().join("tests/fixtures/over-http-sse");
     let s = scenario.to_str().expect("utf8");
+    let dir = tempfile::tempdir().expect("tmp");
+    let transcript = dir.path().join("transcript.jsonl");
+    let t = transcript.to_str().expect("utf8");
     for extra in [&[][..], &["--no-sandbox"][..]] {
-        let mut args = vec!["verify", "--scenario", s, "--format", "json"];
+        let mut args = vec![
+            "verify",
+            "--scenario",
+            s,
+            "--format",
+            "json",
+            "--transcript",
+            t,
+        ];
         args.extend(extra);
         let out = run(&args, &[], LIMIT);
+        // Every line of the transcript names the transport it went over.
+        let lines = std::fs::read_to_string(&transcript).expect("transcript");
+        assert!(lines.lines().count() > 4, "{lines}");
+        for line in lines.lines() {
+            let entry: serde_json::Value = serde_json::from_str(line).expect("json");
+            assert_eq!(entry["transport"], "http+sse", "{line}");
+        }
         assert_eq!(out.code, 1, "{extra:?}: {}", out.stderr);
         let r = out.json();
         assert_eq!(r["settings"]["transport"], "http+sse", "{extra:?}");

@@ -1955,6 +1955,21 @@ fn http_run(who: As) {
         "port {port} was listening on the host"
     );
     assert!(!r.to_string().contains(&format!(":{port}\"")), "{r}");
+    // The doctor says the same user can reach HTTP servers in the sandbox.
+    let doctor = run_as(
+        &prefix,
+        &["doctor".into(), "--format".into(), "json".into()],
+        Duration::from_secs(60),
+    );
+    let d: serde_json::Value = serde_json::from_str(&doctor.stdout).expect("doctor json");
+    let http = d["checks"]
+        .as_array()
+        .expect("checks")
+        .iter()
+        .find(|c| c["name"] == "transport http")
+        .cloned()
+        .expect("a transport check");
+    assert_eq!(http["status"], "ok", "{http}");
 }
 
 as_root_and_unprivileged!(

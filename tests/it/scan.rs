@@ -59,6 +59,7 @@ fn shards_split_the_list_and_merge_puts_them_back_together() {
         for l in &got {
             assert_eq!(l["scan_version"], 1);
             assert!(l["report"]["schema_version"].is_number(), "{l}");
+            assert_eq!(l["transport"], "stdio", "{l}");
             assert!(
                 seen.insert(l["id"].as_str().expect("id").to_string()),
                 "overlap"
@@ -86,6 +87,12 @@ fn shards_split_the_list_and_merge_puts_them_back_together() {
     let text = run(&text_args, &[], LIMIT);
     assert!(text.stdout.contains("nothing-verified"), "{}", text.stdout);
     assert!(text.stdout.contains("4 server(s)"), "{}", text.stdout);
+    let modern = text
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("modern-era "))
+        .expect("a row");
+    assert!(modern.contains(" stdio "), "{modern}");
 }
 
 #[test]
