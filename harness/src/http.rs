@@ -45,11 +45,13 @@ pub(crate) fn listen(
     port: u16,
     faults: HashMap<String, String>,
     sse_only: bool,
+    param_headers: HashMap<String, Vec<(String, String)>>,
 ) -> (
     Box<dyn Write>,
     Box<dyn Iterator<Item = std::io::Result<String>>>,
 ) {
     let faults = Arc::new(faults);
+    let param_headers = Arc::new(param_headers);
     let (to_loop, from_http) = channel::<String>();
     let routes = Arc::new(Mutex::new(Routes::default()));
     PORT.store(port, Ordering::SeqCst);
@@ -58,6 +60,7 @@ pub(crate) fn listen(
             continue;
         };
         let (to_loop, routes, faults) = (to_loop.clone(), routes.clone(), faults.clone());
+        let param_headers = param_headers.clone();
         std::thread::spawn(move || {
             for stream in listener.incoming().flatten() {
                 if LISTENERS_CLOSED.load(Ordering::SeqCst) {
@@ -65,11 +68,12 @@ pub(crate) fn listen(
                     break;
                 }
                 let (to_loop, routes, faults) = (to_loop.clone(), routes.clone(), faults.clone());
+                let param_headers = param_headers.clone();
                 std::thread::spawn(move || {
                     if sse_only {
                         serve_legacy(stream, &to_loop, &routes, &faults)
                     } else {
-                        serve_connection(stream, &to_loop, &routes, &faults)
+                        serve_connection(stream, &to_loop, &routes, &faults, &param_headers)
                     }
                 });
             }
@@ -258,11 +262,88 @@ fn fault(writer: &mut TcpStream, kind: &str, id: &str) {
     let _ = writer.shutdown(std::net::Shutdown::Both);
 }
 
+/// The `x-mcp-header` declarations of the tools' input schemas: tool → (property, header).
+pub(crate) fn declared_headers(
+    tools: impl Iterator<Item = Value>,
+) -> HashMap<String, Vec<(String, String)>> {
+    tools
+        .filter_map(|t| {
+            let name = t["name"].as_str()?.to_string();
+            let declared: Vec<(String, String)> = t["inputSchema"]["properties"]
+                .as_object()?
+                .iter()
+                .filter_map(|(p, s)| Some((p.clone(), s["x-mcp-header"].as_str()?.to_string())))
+                .collect();
+            Some((name, declared))
+        })
+        .filter(|(_, d)| !d.is_empty())
+        .collect()
+}
+
+/// What is wrong with a call's `Mcp-Param-*` headers, as the 2026-07-28 revision has a server
+/// check them: every declared argument present in the body must be in its header (a
+/// `=?base64?…?=` value decoded), with the same value.
+fn param_header_mismatch(
+    message: &Value,
+    headers: &HashMap<String, String>,
+    declared: &HashMap<String, Vec<(String, String)>>,
+) -> Option<String> {
+    let tool = message["params"]["name"].as_str()?;
+    for (property, header) in declared.get(tool)? {
+        let argument = &message["params"]["arguments"][property];
+        let want = match argument {
+            Value::String(s) => s.clone(),
+            Value::Number(_) | Value::Bool(_) => argument.to_string(),
+            _ => continue,
+        };
+        let key = format!("mcp-param-{}", header.to_ascii_lowercase());
+        let Some(got) = headers.get(&key) else {
+            return Some(format!("Missing header Mcp-Param-{header}"));
+        };
+        let got = match got
+            .strip_prefix("=?base64?")
+            .and_then(|g| g.strip_suffix("?="))
+        {
+            Some(encoded) => match base64_decode(encoded) {
+                Some(text) => text,
+                None => return Some(format!("Mcp-Param-{header} is not valid base64")),
+            },
+            None => got.clone(),
+        };
+        if got != want {
+            return Some(format!(
+                "Header mismatch: Mcp-Param-{header} header value '{got}' does not match body value '{want}'"
+            ));
+        }
+    }
+    None
+}
+
+/// Standard base64 (with padding) to UTF-8 text.
+fn base64_decode(text: &str) -> Option<String> {
+    const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut bits: u32 = 0;
+    let mut count = 0;
+    let mut out = Vec::new();
+    for c in text.trim_end_matches('=').bytes() {
+        let v = ALPHABET.iter().position(|&a| a == c)? as u32;
+        bits = bits << 6 | v;
+        count += 6;
+        if count >= 8 {
+            count -= 8;
+            out.push((bits >> count) as u8);
+            bits &= (1 << count) - 1;
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
 fn serve_connection(
     stream: TcpStream,
     to_loop: &Sender<String>,
     routes: &Mutex<Routes>,
     faults: &HashMap<String, String>,
+    param_headers: &HashMap<String, Vec<(String, String)>>,
 ) {
     let Ok(mut writer) = stream.try_clone() else {
         return;
@@ -310,6 +391,19 @@ fn serve_connection(
             if !method.is_empty() && named != method {
                 let body = serde_json::json!({"jsonrpc": "2.0", "id": message.get("id"),
                     "error": {"code": -32020, "message": format!("Header mismatch: Mcp-Method header value '{named}' does not match body value '{method}'")}});
+                respond(
+                    &mut writer,
+                    "400 Bad Request",
+                    &[("Content-Type", "application/json")],
+                    body.to_string().as_bytes(),
+                );
+                continue;
+            }
+        }
+        if method == "tools/call" {
+            if let Some(why) = param_header_mismatch(&message, &request.headers, param_headers) {
+                let body = serde_json::json!({"jsonrpc": "2.0", "id": message.get("id"),
+                    "error": {"code": -32020, "message": why}});
                 respond(
                     &mut writer,
                     "400 Bad Request",

@@ -416,7 +416,12 @@ fn serve(path: &Path, http_port: Option<u16>) {
         Box<dyn Write>,
         Box<dyn Iterator<Item = std::io::Result<String>>>,
     ) = match http_port {
-        Some(port) => http::listen(port, file.fake.http_faults.clone(), file.fake.http_sse_only),
+        Some(port) => http::listen(
+            port,
+            file.fake.http_faults.clone(),
+            file.fake.http_sse_only,
+            http::declared_headers(file.tools.iter().map(definition)),
+        ),
         None => {
             let stdin: &'static std::io::Stdin = Box::leak(Box::new(std::io::stdin()));
             (Box::new(std::io::stdout()), Box::new(stdin.lock().lines()))

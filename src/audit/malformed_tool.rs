@@ -11,7 +11,10 @@ pub const META: AuditMeta = AuditMeta {
     docs: "Every tool needs a unique string `name` (the spec recommends 1–128 characters of \
 [A-Za-z0-9_.-]) and an `inputSchema` that is a JSON Schema object with `type: \"object\"`. A tool \
 without a usable name cannot be called and is listed here; a tool with a missing or malformed \
-schema is still called, with no arguments. Other tools of the server are verified as usual: one \
+schema is still called, with no arguments. An `x-mcp-header` on a property (the 2026-07-28 \
+revision: the argument rides in an `Mcp-Param-*` HTTP header too) must be an HTTP token, unique \
+among the tool's properties regardless of case, on a property of a primitive type; hintcheck \
+names each one that is not, and mirrors only the valid ones. Other tools of the server are verified as usual: one \
 broken definition never hides the rest.\n\n\
 Fix: send a valid definition for every tool.",
 };

@@ -148,6 +148,98 @@ pub struct DefinitionProblem {
     pub message: String,
 }
 
+/// An argument a tool asks to be mirrored into an HTTP header (`x-mcp-header` on a property of
+/// its input schema, the 2026-07-28 revision): `Mcp-Param-{header}` carries the argument
+/// `property` of every call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParamHeader {
+    /// The argument's name.
+    pub property: String,
+    /// The header's name after `Mcp-Param-`.
+    pub header: String,
+}
+
+/// The `x-mcp-header` declarations of an input schema's properties that a client can follow,
+/// and what is wrong with the others: a name that is not an HTTP token (RFC 9110), a name
+/// that another property took (names compare case-insensitively), a property that is not of
+/// a primitive type (string, integer, number, boolean).
+pub fn param_headers(input_schema: &Value) -> (Vec<ParamHeader>, Vec<String>) {
+    let mut headers: Vec<ParamHeader> = Vec::new();
+    let mut problems = Vec::new();
+    let Some(properties) = input_schema.get("properties").and_then(Value::as_object) else {
+        return (headers, problems);
+    };
+    let is_tchar = |c: char| c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c);
+    for (property, schema) in properties {
+        let Some(declared) = schema.get("x-mcp-header") else {
+            continue;
+        };
+        let Some(name) = declared
+            .as_str()
+            .filter(|n| !n.is_empty() && n.chars().all(is_tchar))
+        else {
+            problems.push(format!(
+                "property {property:?} has x-mcp-header {}, not an HTTP header name (a token of RFC 9110)",
+                shorten(&declared.to_string(), 60)
+            ));
+            continue;
+        };
+        let primitive = |t: &Value| {
+            matches!(
+                t.as_str(),
+                Some("string" | "integer" | "number" | "boolean")
+            )
+        };
+        let typed = match schema.get("type") {
+            Some(Value::Array(types)) => types.iter().all(|t| primitive(t) || t == "null"),
+            Some(t) => primitive(t),
+            None => false,
+        };
+        if !typed {
+            problems.push(format!(
+                "property {property:?} has x-mcp-header {name:?} but is not of a primitive type (string, integer, number, boolean)"
+            ));
+            continue;
+        }
+        if headers.iter().any(|h| h.header.eq_ignore_ascii_case(name)) {
+            problems.push(format!(
+                "x-mcp-header {name:?} is declared by more than one property (names are case-insensitive)"
+            ));
+            continue;
+        }
+        headers.push(ParamHeader {
+            property: property.clone(),
+            header: name.to_string(),
+        });
+    }
+    (headers, problems)
+}
+
+/// An argument's value as an `Mcp-Param-*` header value: a string, number or boolean as its
+/// text; one that cannot travel as a plain header value (not printable ASCII, whitespace at
+/// either end, or looking like the sentinel itself) as `=?base64?…?=` of its UTF-8. `None` for
+/// null, objects and arrays (which are not mirrored).
+pub fn param_header_value(value: &Value) -> Option<String> {
+    use base64::Engine as _;
+    let text = match value {
+        Value::String(s) => s.clone(),
+        Value::Number(n) => n.to_string(),
+        Value::Bool(b) => b.to_string(),
+        _ => return None,
+    };
+    let plain = text.bytes().all(|b| (0x20..0x7f).contains(&b))
+        && text.trim() == text
+        && !text.starts_with("=?base64?");
+    Some(if plain {
+        text
+    } else {
+        format!(
+            "=?base64?{}?=",
+            base64::engine::general_purpose::STANDARD.encode(text.as_bytes())
+        )
+    })
+}
+
 /// A tool as listed by the server, read leniently.
 #[derive(Debug, Clone)]
 pub struct ToolDecl {
@@ -252,6 +344,9 @@ pub fn parse_tool(raw: &Value, index: usize) -> Result<ToolDecl, UnusableTool> {
             Value::Object(Map::new())
         }
     };
+    for why in param_headers(&input_schema).1 {
+        problem("malformed-tool", why);
+    }
     let string_field = |key: &str| obj.get(key).and_then(Value::as_str).map(str::to_string);
     let description = string_field("description");
     let mut title = string_field("title");
@@ -364,6 +459,43 @@ pub fn shorten(s: &str, max: usize) -> String {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn arguments_declared_as_headers_are_mirrored_and_bad_declarations_named() {
+        let schema = serde_json::json!({"type": "object", "properties": {
+            "region": {"type": "string", "x-mcp-header": "Region"},
+            "shard": {"type": "integer", "x-mcp-header": "Shard"},
+            "REGION2": {"type": "string", "x-mcp-header": "region"},
+            "spaced": {"type": "string", "x-mcp-header": "Has Space"},
+            "filter": {"type": "object", "x-mcp-header": "Filter"},
+            "plain": {"type": "string"},
+        }});
+        let (headers, problems) = param_headers(&schema);
+        let names: Vec<_> = headers.iter().map(|h| h.header.as_str()).collect();
+        assert_eq!(names, ["Region", "Shard"]);
+        assert_eq!(problems.len(), 3, "{problems:?}");
+        let t = parse_tool(&serde_json::json!({"name": "t", "inputSchema": schema}), 0)
+            .expect("usable");
+        assert_eq!(t.problems.len(), 3);
+        let v = |j: Value| param_header_value(&j);
+        assert_eq!(
+            v(serde_json::json!("us-west1")).as_deref(),
+            Some("us-west1")
+        );
+        assert_eq!(v(serde_json::json!(42)).as_deref(), Some("42"));
+        assert_eq!(v(serde_json::json!(true)).as_deref(), Some("true"));
+        assert_eq!(
+            v(serde_json::json!("Zürich")).as_deref(),
+            Some("=?base64?WsO8cmljaA==?=")
+        );
+        assert_eq!(
+            v(serde_json::json!(" padded")).as_deref(),
+            Some("=?base64?IHBhZGRlZA==?=")
+        );
+        assert!(v(serde_json::json!("=?base64?x?=")).is_some_and(|s| s != "=?base64?x?="));
+        assert_eq!(v(Value::Null), None);
+        assert_eq!(v(serde_json::json!({"a": 1})), None);
+    }
 
     #[test]
     fn hints_are_tri_state_and_wrong_types_are_problems_for_that_tool_only() {

@@ -7,7 +7,10 @@
 //! judgement (classification, transcript, anomalies); what only HTTP can get wrong (a status,
 //! a content type, a broken stream) is told to the session as an error response for the
 //! request it concerned, marked as the transport's, and counted in [`TransportNotes`].
-//! Bodies and SSE lines are capped like stdio lines.
+//! Bodies and SSE lines are capped like stdio lines. Each POST names its method, tool and
+//! version in headers, and a call's `x-mcp-header` arguments in `Mcp-Param-*` headers (learnt
+//! from the tool list as it passes). A server that offers only the older HTTP+SSE transport
+//! (2024-11-05) is found by the spec's fallback and spoken to in that.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -118,7 +121,13 @@ struct HttpSession {
     legacy_tried: bool,
     /// Whether the server hung up (see [`State::hang_up`]).
     hung_up: bool,
+    /// Tools (by name) whose listed input schema asks for arguments mirrored into
+    /// `Mcp-Param-*` headers.
+    param_headers: HashMap<String, Vec<crate::mcp::tool::ParamHeader>>,
 }
+
+/// Most tools whose `Mcp-Param-*` declarations are kept.
+const MAX_PARAM_TOOLS: usize = 10_000;
 
 struct State {
     target: HttpTarget,
@@ -352,6 +361,32 @@ fn routing_headers(message: &Value) -> Vec<(&'static str, String)> {
     out
 }
 
+/// The `Mcp-Param-*` headers of a tool call: each argument the tool's listed schema declares
+/// with `x-mcp-header`, when the call carries it (null and absent arguments are left out).
+fn param_headers(state: &State, message: &Value) -> Vec<(String, String)> {
+    if message.get("method").and_then(Value::as_str) != Some("tools/call") {
+        return Vec::new();
+    }
+    let params = &message["params"];
+    let Some(tool) = params["name"].as_str() else {
+        return Vec::new();
+    };
+    let session = state.session();
+    let Some(declared) = session.param_headers.get(tool) else {
+        return Vec::new();
+    };
+    declared
+        .iter()
+        .filter_map(|d| {
+            let value = crate::mcp::tool::param_header_value(&params["arguments"][&d.property])?;
+            Some((
+                format!("mcp-param-{}", d.header.to_ascii_lowercase()),
+                value,
+            ))
+        })
+        .collect()
+}
+
 /// Sends `request` on a fresh connection; the response with the connection's driver running.
 async fn send(
     state: &State,
@@ -405,6 +440,14 @@ async fn post(state: &Arc<State>, line: String, request_id: Option<Value>) {
     };
     for (name, value) in routing_headers(&message) {
         if let Ok(value) = hyper::header::HeaderValue::from_str(&value) {
+            request.headers_mut().insert(name, value);
+        }
+    }
+    for (name, value) in param_headers(state, &message) {
+        if let (Ok(name), Ok(value)) = (
+            hyper::header::HeaderName::from_bytes(name.as_bytes()),
+            hyper::header::HeaderValue::from_str(&value),
+        ) {
             request.headers_mut().insert(name, value);
         }
     }
@@ -538,7 +581,7 @@ async fn post(state: &Arc<State>, line: String, request_id: Option<Value>) {
         }
         return;
     }
-    remember_version(state, &text);
+    remember_answer(state, &text);
     state.deliver(&text).await;
     // A success whose body does not answer the request the POST carried: the request is
     // answered for it so that nobody waits for a response that cannot come.
@@ -626,7 +669,7 @@ async fn deliver_event(state: &State, event: &SseEvent, until: Option<&Value>) -
     if event.data.iter().all(u8::is_ascii_whitespace) || event.name.as_deref() == Some("endpoint") {
         return false;
     }
-    remember_version(state, &event.data);
+    remember_answer(state, &event.data);
     state.deliver(&event.data).await;
     is_answer_to(&event.data, until)
 }
@@ -766,8 +809,9 @@ fn is_answer_to(event: &[u8], id: Option<&Value>) -> bool {
     })
 }
 
-/// Keeps the protocol version an `initialize` result names, for the later requests' header.
-fn remember_version(state: &State, message: &[u8]) {
+/// Keeps what later requests' headers need from an answer: the protocol version an
+/// `initialize` result names, and the `x-mcp-header` declarations of listed tools.
+fn remember_answer(state: &State, message: &[u8]) {
     let Ok(m) = serde_json::from_slice::<Value>(message) else {
         return;
     };
@@ -779,6 +823,17 @@ fn remember_version(state: &State, message: &[u8]) {
     if method == "initialize" {
         if let Some(v) = m["result"]["protocolVersion"].as_str() {
             session.protocol_version = Some(v.to_string());
+        }
+    }
+    if method == "tools/list" {
+        for tool in m["result"]["tools"].as_array().into_iter().flatten() {
+            let Some(name) = tool["name"].as_str() else {
+                continue;
+            };
+            let declared = crate::mcp::tool::param_headers(&tool["inputSchema"]).0;
+            if !declared.is_empty() && session.param_headers.len() < MAX_PARAM_TOOLS {
+                session.param_headers.insert(name.to_string(), declared);
+            }
         }
     }
 }

@@ -445,6 +445,11 @@ fn a_server_over_http_is_judged_as_over_stdio_in_and_out_of_the_sandbox() {
         assert_eq!(verdict(0, 0), "consistent", "{extra:?}");
         assert_eq!(r["tools"][1]["name"], "get_status");
         assert_eq!(verdict(1, 0), "contradicted", "{extra:?}");
+        // Its arguments went in Mcp-Param-* headers as well (the server checks them).
+        assert_eq!(r["tools"][2]["name"], "routed_read");
+        for call in r["tools"][2]["calls"].as_array().expect("calls") {
+            assert_eq!(call["outcome"], "ok", "{extra:?}: {call}");
+        }
         // The port was chosen by hintcheck and named on the command line.
         let command = r["server"]["command"].as_array().expect("command");
         let port = command.last().and_then(|p| p.as_str()).expect("port");
