@@ -36,6 +36,10 @@ struct Routes {
 static PORT: AtomicU16 = AtomicU16::new(0);
 static LISTENERS_CLOSED: AtomicBool = AtomicBool::new(false);
 
+/// Answers of streams cut on purpose (fault `resumable_cut`), by the last event id they sent:
+/// a GET with that `Last-Event-ID` gets the answer.
+static RESUMABLE: Mutex<Vec<(String, String)>> = Mutex::new(Vec::new());
+
 /// Where the older transport's stream says messages go.
 const LEGACY_ENDPOINT: &str = "/messages?session_id=fake-session-1";
 
@@ -255,6 +259,18 @@ fn fault(writer: &mut TcpStream, kind: &str, id: &str) {
             }
             Ok(())
         }
+        // As the 2025-11-25 revision lets a server do: a priming event with an id (and a
+        // retry), then the stream is closed; the answer waits for a GET with Last-Event-ID.
+        "resumable_cut" => {
+            let event_id = format!("ev-{id}");
+            RESUMABLE
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push((event_id.clone(), answer.clone()));
+            writer.write_all(
+                format!("{sse_head}id: {event_id}\nretry: 20\ndata:\n\n").as_bytes(),
+            )
+        }
         // `close` and anything unknown: the connection ends without a word.
         _ => Ok(()),
     };
@@ -355,6 +371,27 @@ fn serve_connection(
         if request.method == "DELETE" {
             respond(&mut writer, "200 OK", &[], b"");
             std::process::exit(0);
+        }
+        if let Some(last) = request.headers.get("last-event-id") {
+            let answer = RESUMABLE
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .iter()
+                .find(|(id, _)| id == last)
+                .map(|(_, a)| a.clone());
+            match answer {
+                Some(answer) => {
+                    let body = format!("id: {last}-2\ndata: {answer}\n\n");
+                    respond(
+                        &mut writer,
+                        "200 OK",
+                        &[("Content-Type", "text/event-stream")],
+                        body.as_bytes(),
+                    );
+                }
+                None => respond(&mut writer, "404 Not Found", &[], b"no such stream"),
+            }
+            continue;
         }
         if request.method == "GET" && accepts.contains("text/event-stream") {
             // The stream for what the server sends outside any request.

@@ -9,8 +9,9 @@
 //! request it concerned, marked as the transport's, and counted in [`TransportNotes`].
 //! Bodies and SSE lines are capped like stdio lines. Each POST names its method, tool and
 //! version in headers, and a call's `x-mcp-header` arguments in `Mcp-Param-*` headers (learnt
-//! from the tool list as it passes). A server that offers only the older HTTP+SSE transport
-//! (2024-11-05) is found by the spec's fallback and spoken to in that.
+//! from the tool list as it passes). A stream that ends before its answer but named its
+//! events is resumed with `Last-Event-ID`. A server that offers only the older HTTP+SSE
+//! transport (2024-11-05) is found by the spec's fallback and spoken to in that.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -510,7 +511,23 @@ async fn post(state: &Arc<State>, line: String, request_id: Option<Value>) {
     }
     let mut body = response.into_body();
     if content_type.starts_with("text/event-stream") {
-        let answered = relay_events(state, &mut body, request_id.as_ref()).await;
+        let mut events = SseParser::new(state.target.max_message_bytes);
+        let mut answered = relay_parsed(state, &mut body, request_id.as_ref(), &mut events).await;
+        // A stream that ended before the answer but named its events is resumed (the
+        // 2025-11-25 revision lets a server close it on purpose and expect that).
+        let mut resumed = 0;
+        while !answered && request_id.is_some() && resumed < MAX_RESUMES {
+            let Some(last) = events.last_id.clone() else {
+                break;
+            };
+            resumed += 1;
+            tokio::time::sleep(events.retry.min(MAX_RETRY_WAIT)).await;
+            let Some(mut body) = resume(state, &last).await else {
+                break;
+            };
+            events = events.resumed();
+            answered = relay_parsed(state, &mut body, request_id.as_ref(), &mut events).await;
+        }
         if !answered && request_id.is_some() {
             fail(format!(
                 "the event stream ended without the answer (HTTP {status})"
@@ -615,6 +632,37 @@ async fn listen(state: &State, opened: tokio::sync::oneshot::Sender<()>) {
     relay_events(state, &mut response.into_body(), None).await;
 }
 
+/// Most times one request's stream is resumed.
+const MAX_RESUMES: usize = 3;
+
+/// Longest wait a server's `retry:` may ask for before a stream is resumed.
+const MAX_RETRY_WAIT: Duration = Duration::from_secs(1);
+
+/// The continuation of a stream after its event `last` (a GET with `Last-Event-ID`), when the
+/// server gives one.
+async fn resume(state: &State, last: &str) -> Option<hyper::body::Incoming> {
+    let mut request = request(state, hyper::Method::GET, Full::new(Bytes::new()))?;
+    let headers = request.headers_mut();
+    headers.remove(hyper::header::CONTENT_TYPE);
+    headers.insert(
+        hyper::header::ACCEPT,
+        hyper::header::HeaderValue::from_static("text/event-stream"),
+    );
+    headers.insert(
+        "last-event-id",
+        hyper::header::HeaderValue::from_str(last).ok()?,
+    );
+    let response = send(state, request).await.ok()?;
+    if !response.status().is_success() || !is_event_stream(&response) {
+        state.note(format!(
+            "a stream could not be resumed after event {last:?} (HTTP {})",
+            response.status()
+        ));
+        return None;
+    }
+    Some(response.into_body())
+}
+
 /// Hands every event of an event stream to the session, until the stream ends or breaks, or
 /// until the answer to `until` (a request's id) came (the stream has nothing more for that
 /// request); whether it came.
@@ -627,7 +675,7 @@ async fn relay_events(
         state,
         body,
         until,
-        SseParser::new(state.target.max_message_bytes),
+        &mut SseParser::new(state.target.max_message_bytes),
     )
     .await
 }
@@ -637,7 +685,7 @@ async fn relay_parsed(
     state: &State,
     body: &mut hyper::body::Incoming,
     until: Option<&Value>,
-    mut events: SseParser,
+    events: &mut SseParser,
 ) -> bool {
     let mut answered = false;
     while !answered {
@@ -752,7 +800,7 @@ async fn open_legacy(state: &Arc<State>) -> bool {
             for event in got {
                 deliver_event(&s, &event, None).await;
             }
-            relay_parsed(&s, &mut body, None, events).await;
+            relay_parsed(&s, &mut body, None, &mut events).await;
             // The stream was the connection.
             s.session().legacy_open = false;
             s.hang_up("the server ended its event stream (HTTP+SSE transport)".into())
@@ -891,6 +939,10 @@ pub struct SseParser {
     has_data: bool,
     name: Option<String>,
     problems: Vec<String>,
+    /// The id of the last event that named one (for resuming the stream).
+    pub last_id: Option<String>,
+    /// How long the server asks a client to wait before it resumes (`retry:`).
+    pub retry: Duration,
 }
 
 impl SseParser {
@@ -904,6 +956,18 @@ impl SseParser {
             has_data: false,
             name: None,
             problems: Vec::new(),
+            last_id: None,
+            retry: Duration::ZERO,
+        }
+    }
+
+    /// A parser for the continuation of this stream: nothing half-read, the last event id
+    /// and the retry kept.
+    pub fn resumed(&self) -> SseParser {
+        SseParser {
+            last_id: self.last_id.clone(),
+            retry: self.retry,
+            ..SseParser::new(self.max)
         }
     }
 
@@ -955,6 +1019,19 @@ impl SseParser {
             }
             None => (line, &b""[..]),
         };
+        // An id names the stream's position (an id with a NUL is ignored, as the standard
+        // says); it is kept whether or not the event carries data.
+        if field == b"id" && !value.contains(&0) && value.len() <= 256 {
+            self.last_id = Some(String::from_utf8_lossy(value).into_owned());
+        }
+        if field == b"retry" {
+            if let Some(ms) = std::str::from_utf8(value)
+                .ok()
+                .and_then(|v| v.parse::<u64>().ok())
+            {
+                self.retry = Duration::from_millis(ms);
+            }
+        }
         if field == b"event" {
             self.name = Some(String::from_utf8_lossy(&value[..value.len().min(100)]).into_owned());
         }
@@ -1048,6 +1125,13 @@ mod tests {
         let got = p.feed(long.as_bytes());
         assert_eq!(got.len(), 1);
         assert_eq!(got[0].data, b"ok");
+        // Ids and retry are kept for resuming, also from an event without data.
+        assert_eq!(p.last_id, None);
+        p.feed(b"id: ev-7\nretry: 250\ndata:\n\n: keep-alive\n\n");
+        assert_eq!(p.last_id.as_deref(), Some("ev-7"));
+        assert_eq!(p.retry, Duration::from_millis(250));
+        let next = p.resumed();
+        assert_eq!(next.last_id.as_deref(), Some("ev-7"));
         assert_eq!(p.take_problems().len(), 1);
     }
 }
