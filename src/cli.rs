@@ -350,7 +350,10 @@ pub struct VerifyArgs {
 /// `hintcheck scan`
 #[derive(Debug, Args)]
 pub struct ScanArgs {
-    /// Scenario files, directories holding scenario.toml, or directories of such directories.
+    /// Scenario files, directories holding scenario.toml, directories of such directories, or
+    /// registry documents (.json: a server.json, or a registry list page `{"servers": [...]}`):
+    /// npm and PyPI packages are installed pinned and verified; what cannot run here (remote
+    /// only, OCI, MCPB, required secrets) is listed as skipped with the reason.
     #[arg(required = true, value_name = "PATH")]
     pub paths: Vec<PathBuf>,
     /// Servers verified at the same time [default: the number of CPUs].

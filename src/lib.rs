@@ -42,6 +42,7 @@ pub mod mcp;
 pub mod observe;
 pub mod output;
 pub mod progress;
+pub mod registry;
 pub mod report;
 pub mod rpc;
 pub mod run;

@@ -191,7 +191,13 @@ fn usage_error(e: impl std::fmt::Display) -> i32 {
 fn scan(a: &ScanArgs) -> i32 {
     use hintcheck::scan;
     hintcheck::interrupt::install();
-    let all = match scan::expand(&a.paths) {
+    // Scenarios written for registry entries live in the cache, beside the installs.
+    let registry_dir = a
+        .cache_dir
+        .clone()
+        .unwrap_or_else(hintcheck::setup::cache_root)
+        .join("registry");
+    let all = match scan::expand(&a.paths, &registry_dir) {
         Ok(t) => t,
         Err(e) => return usage_error(e),
     };
@@ -203,7 +209,10 @@ fn scan(a: &ScanArgs) -> i32 {
     if a.list {
         let mut out = std::io::stdout().lock();
         for t in &targets {
-            let _ = writeln!(out, "{}", t.display());
+            let _ = match &t.plan {
+                Ok(_) => writeln!(out, "{}", t.label),
+                Err(why) => writeln!(out, "{} (skipped: {why})", t.label),
+            };
         }
         return 0;
     }

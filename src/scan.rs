@@ -4,7 +4,8 @@
 //! child `hintcheck verify` process (one server's crash or memory cannot touch another),
 //! `--jobs` at a time. Each result is one JSON line, written as it completes; `hintcheck
 //! merge` reads such files back and sums them up. `--check` judges each scenario by its
-//! `[expect]` instead of its findings.
+//! `[expect]` instead of its findings. Registry documents (`server.json`, list pages) among
+//! the paths become a scenario per server, or a skip that says why ([`crate::registry`]).
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -44,6 +45,9 @@ pub enum ScanError {
         #[source]
         source: std::io::Error,
     },
+    /// A registry document cannot be used.
+    #[error(transparent)]
+    Registry(#[from] crate::registry::RegistryError),
     /// A line of a results file is not a scan result.
     #[error("{}:{line}: not a hintcheck scan result: {message}", path.display())]
     BadLine {
@@ -73,6 +77,9 @@ pub struct ScanLine {
     pub exit_reason: String,
     /// Wall time of its run.
     pub duration_ms: u64,
+    /// Why it was not run (a registry entry hintcheck cannot run here).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skipped: Option<String>,
     /// The transport it was spoken to over (`stdio`, `http`, `http+sse`), when it answered.
     #[serde(default)]
     pub transport: Option<String>,
@@ -89,8 +96,8 @@ pub struct ScanLine {
 /// What to scan, and how.
 #[derive(Debug, Clone)]
 pub struct ScanPlan {
-    /// The scenario files of this shard, in order.
-    pub targets: Vec<PathBuf>,
+    /// The targets of this shard, in order.
+    pub targets: Vec<ScanTarget>,
     /// All scenario files before sharding.
     pub total: usize,
     /// Children at a time.
@@ -116,20 +123,62 @@ pub struct ScanOutcome {
     pub interrupted: bool,
 }
 
-/// Expands paths into scenario files: a file as is, a directory holding `scenario.toml`, or a
-/// directory of such directories. The result is sorted and free of duplicates, so that every
-/// shard of the same list sees the same order.
-pub fn expand(paths: &[PathBuf]) -> Result<Vec<PathBuf>, ScanError> {
+/// One server to scan: a scenario to verify, or a registry entry skipped with its reason.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScanTarget {
+    /// Where it came from: the scenario file, or the registry document and the entry's place.
+    pub label: String,
+    /// The scenario's id, or the registry entry's `name@version`.
+    pub id: String,
+    /// The scenario file to verify, or why it is skipped.
+    pub plan: Result<PathBuf, String>,
+}
+
+/// Expands paths into scan targets: a scenario file as is, a directory holding
+/// `scenario.toml`, a directory of such directories, or a registry document (`.json`: a
+/// `server.json` or a list page), whose servers get scenarios written under `registry_dir`.
+/// The result is sorted and free of duplicates, so that every shard of the same list sees the
+/// same order.
+pub fn expand(paths: &[PathBuf], registry_dir: &Path) -> Result<Vec<ScanTarget>, ScanError> {
+    let mut scenarios = Vec::new();
     let mut out = Vec::new();
     for p in paths {
+        if crate::registry::is_registry_document(p) {
+            out.extend(
+                crate::registry::targets(p, registry_dir)?
+                    .into_iter()
+                    .map(|t| ScanTarget {
+                        label: t.origin,
+                        id: t.id,
+                        plan: t.plan,
+                    }),
+            );
+        } else if let Some(found) = scenario_files(p)? {
+            scenarios.extend(found);
+        }
+    }
+    out.extend(scenarios.into_iter().map(|path| ScanTarget {
+        label: path.display().to_string(),
+        id: scenario_id(&path),
+        plan: Ok(path),
+    }));
+    out.sort_by(|a, b| a.label.cmp(&b.label));
+    out.dedup_by(|a, b| a.label == b.label);
+    Ok(out)
+}
+
+/// The scenario files a path holds (see [`expand`]).
+fn scenario_files(p: &Path) -> Result<Option<Vec<PathBuf>>, ScanError> {
+    let mut out = Vec::new();
+    {
         if p.is_file() {
-            out.push(p.clone());
+            out.push(p.to_path_buf());
         } else if p.join("scenario.toml").is_file() {
             out.push(p.join("scenario.toml"));
         } else if p.is_dir() {
             let mut found: Vec<PathBuf> = std::fs::read_dir(p)
                 .map_err(|source| ScanError::Read {
-                    path: p.clone(),
+                    path: p.to_path_buf(),
                     source,
                 })?
                 .flatten()
@@ -137,16 +186,18 @@ pub fn expand(paths: &[PathBuf]) -> Result<Vec<PathBuf>, ScanError> {
                 .filter(|f| f.is_file())
                 .collect();
             if found.is_empty() {
-                return Err(ScanError::NoScenario { path: p.clone() });
+                return Err(ScanError::NoScenario {
+                    path: p.to_path_buf(),
+                });
             }
             out.append(&mut found);
         } else {
-            return Err(ScanError::NoScenario { path: p.clone() });
+            return Err(ScanError::NoScenario {
+                path: p.to_path_buf(),
+            });
         }
     }
-    out.sort();
-    out.dedup();
-    Ok(out)
+    Ok(Some(out))
 }
 
 /// Parses `K/N` (1-based K).
@@ -189,8 +240,40 @@ fn tail(bytes: &[u8], max: usize) -> String {
     crate::mcp::tool::shorten(&joined, max)
 }
 
-/// Runs one target in a child `hintcheck verify`.
-async fn run_one(plan: &ScanPlan, target: &Path, mut stop: watch::Receiver<bool>) -> ScanLine {
+/// Runs one target in a child `hintcheck verify` (a skipped one only gets its line).
+async fn run_one(plan: &ScanPlan, target: &ScanTarget, stop: watch::Receiver<bool>) -> ScanLine {
+    let mut line = ScanLine {
+        scan_version: SCAN_VERSION,
+        target: target.label.clone(),
+        id: target.id.clone(),
+        server: None,
+        exit_code: exit_code::OK,
+        exit_reason: String::new(),
+        duration_ms: 0,
+        skipped: None,
+        transport: None,
+        summary: None,
+        expectations: None,
+        error: None,
+        report: None,
+    };
+    match &target.plan {
+        Ok(scenario) => verify_one(plan, scenario, line, stop).await,
+        Err(why) => {
+            line.exit_reason = format!("skipped: {why}");
+            line.skipped = Some(why.clone());
+            line
+        }
+    }
+}
+
+/// Verifies one scenario in a child `hintcheck verify`, filling in `line`.
+async fn verify_one(
+    plan: &ScanPlan,
+    target: &Path,
+    mut line: ScanLine,
+    mut stop: watch::Receiver<bool>,
+) -> ScanLine {
     let started = Instant::now();
     let mut cmd = tokio::process::Command::new(&plan.exe);
     cmd.arg("verify")
@@ -211,20 +294,7 @@ async fn run_one(plan: &ScanPlan, target: &Path, mut stop: watch::Receiver<bool>
     if plan.check {
         cmd.arg("--check");
     }
-    let mut line = ScanLine {
-        scan_version: SCAN_VERSION,
-        target: target.display().to_string(),
-        id: scenario_id(target),
-        server: None,
-        exit_code: exit_code::HARNESS,
-        exit_reason: String::new(),
-        duration_ms: 0,
-        transport: None,
-        summary: None,
-        expectations: None,
-        error: None,
-        report: None,
-    };
+    line.exit_code = exit_code::HARNESS;
     let mut child = match cmd.spawn() {
         Ok(c) => c,
         Err(e) => {
@@ -370,8 +440,10 @@ pub struct Totals {
     pub expectations_met: usize,
     /// Servers whose expectations were checked and not met.
     pub expectations_unmet: usize,
-    /// Servers without a report.
+    /// Servers without a report (skipped ones aside).
     pub errors: usize,
+    /// Registry entries not run, with their reason in their line.
+    pub skipped: usize,
     /// The sum of the servers' run times.
     pub sum_of_runs_ms: u64,
 }
@@ -394,7 +466,9 @@ pub fn totals(lines: &[ScanLine]) -> Totals {
                 t.expectations_unmet += 1;
             }
         }
-        if l.report.is_none() {
+        if l.skipped.is_some() {
+            t.skipped += 1;
+        } else if l.report.is_none() {
             t.errors += 1;
         }
         t.sum_of_runs_ms += l.duration_ms;
@@ -407,7 +481,9 @@ pub fn totals(lines: &[ScanLine]) -> Totals {
 /// nothing was verified.
 pub fn exit_code_of(lines: &[ScanLine]) -> i32 {
     let codes: Vec<i32> = lines.iter().map(|l| l.exit_code).collect();
-    if lines.iter().any(|l| l.report.is_none())
+    if lines
+        .iter()
+        .any(|l| l.report.is_none() && l.skipped.is_none())
         || codes.iter().any(|c| {
             matches!(
                 *c,
@@ -474,6 +550,9 @@ fn transport_cell(l: &ScanLine) -> String {
 }
 
 fn row_status(l: &ScanLine) -> String {
+    if let Some(why) = &l.skipped {
+        return format!("skipped: {why}");
+    }
     match (&l.expectations, &l.error) {
         (_, Some(_)) => "error".into(),
         (Some(e), None) => match e["unmet"].as_array() {
@@ -529,10 +608,11 @@ pub fn render_text(lines: &[ScanLine]) -> String {
         }
     }
     o.push_str(&format!(
-        "\n{} server(s): {} contradicted hint(s); {} error(s); expectations {} met, {} unmet; {:.1} s of runs\n",
+        "\n{} server(s): {} contradicted hint(s); {} error(s); {} skipped; expectations {} met, {} unmet; {:.1} s of runs\n",
         t.servers,
         t.contradicted,
         t.errors,
+        t.skipped,
         t.expectations_met,
         t.expectations_unmet,
         t.sum_of_runs_ms as f64 / 1000.0
@@ -560,8 +640,8 @@ pub fn render_markdown(lines: &[ScanLine]) -> String {
         ));
     }
     o.push_str(&format!(
-        "\n{} server(s) · {} contradicted hint(s) · {} error(s) · expectations {} met, {} unmet\n",
-        t.servers, t.contradicted, t.errors, t.expectations_met, t.expectations_unmet
+        "\n{} server(s) · {} contradicted hint(s) · {} error(s) · {} skipped · expectations {} met, {} unmet\n",
+        t.servers, t.contradicted, t.errors, t.skipped, t.expectations_met, t.expectations_unmet
     ));
     o
 }
@@ -578,6 +658,7 @@ pub fn render_json(lines: &[ScanLine]) -> String {
                 "exit_code": l.exit_code,
                 "exit_reason": l.exit_reason,
                 "duration_ms": l.duration_ms,
+                "skipped": l.skipped,
                 "transport": l.transport,
                 "summary": l.summary,
                 "expectations": l.expectations,
@@ -622,6 +703,7 @@ mod tests {
             exit_code: code,
             exit_reason: String::new(),
             duration_ms: 1,
+            skipped: None,
             transport: report.then(|| "stdio".into()),
             summary: None,
             expectations: None,

@@ -135,17 +135,119 @@ pub struct Installed {
 }
 
 impl Installed {
-    /// Replaces `{npm}` and `{venv}` in a command argument.
+    /// Replaces `{npm}` and `{venv}` in a command argument, and the entry points of installed
+    /// packages: `{npm_bin:PACKAGE}` (the script its package.json's `bin` names: the one named
+    /// like the package, else the only or first one; else its `main`) and
+    /// `{venv_bin:PACKAGE}` (the console script its entry points name: the one named like the
+    /// package, else the first; else `bin/PACKAGE`).
     pub fn substitute(&self, arg: &str) -> String {
         let mut out = arg.to_string();
         if let Some(p) = &self.npm {
+            out = replace_entry_points(&out, "npm_bin", |pkg| npm_entry_point(p, pkg));
             out = out.replace("{npm}", &p.display().to_string());
         }
         if let Some(p) = &self.venv {
+            out = replace_entry_points(&out, "venv_bin", |pkg| venv_entry_point(p, pkg));
             out = out.replace("{venv}", &p.display().to_string());
         }
         out
     }
+}
+
+/// Replaces each `{kind:PACKAGE}` in `arg` with what `find` gives for the package (left as it
+/// is when it finds nothing).
+fn replace_entry_points(arg: &str, kind: &str, find: impl Fn(&str) -> Option<PathBuf>) -> String {
+    let open = format!("{{{kind}:");
+    let mut out = String::new();
+    let mut rest = arg;
+    while let Some(at) = rest.find(&open) {
+        let after = &rest[at + open.len()..];
+        let Some(end) = after.find('}') else { break };
+        out.push_str(&rest[..at]);
+        match find(&after[..end]) {
+            Some(path) => out.push_str(&path.display().to_string()),
+            None => out.push_str(&rest[at..at + open.len() + end + 1]),
+        }
+        rest = &after[end + 1..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// The script an installed npm package runs as (see [`Installed::substitute`]).
+fn npm_entry_point(prefix: &Path, package: &str) -> Option<PathBuf> {
+    if package.contains("..") {
+        return None;
+    }
+    let dir = prefix.join("node_modules").join(package);
+    let manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("package.json")).ok()?).ok()?;
+    let unscoped = package.rsplit('/').next().unwrap_or(package);
+    let relative = match &manifest["bin"] {
+        serde_json::Value::String(s) => Some(s.clone()),
+        serde_json::Value::Object(bins) => bins
+            .get(unscoped)
+            .or_else(|| bins.values().next())
+            .and_then(|v| v.as_str())
+            .map(str::to_string),
+        _ => manifest["main"].as_str().map(str::to_string),
+    }?;
+    let path = dir.join(relative);
+    (path.starts_with(&dir)
+        && !path
+            .components()
+            .any(|c| c == std::path::Component::ParentDir))
+    .then_some(path)
+}
+
+/// The console script an installed PyPI package runs as (see [`Installed::substitute`]).
+fn venv_entry_point(venv: &Path, package: &str) -> Option<PathBuf> {
+    let normal = |n: &str| {
+        n.to_ascii_lowercase()
+            .split(|c: char| "-_.".contains(c))
+            .filter(|p| !p.is_empty())
+            .collect::<Vec<_>>()
+            .join("-")
+    };
+    let wanted = normal(package);
+    let lib = std::fs::read_dir(venv.join("lib")).ok()?;
+    for python in lib.flatten() {
+        let Ok(site) = std::fs::read_dir(python.path().join("site-packages")) else {
+            continue;
+        };
+        for info in site.flatten() {
+            let name = info.file_name().to_string_lossy().into_owned();
+            let Some(stem) = name.strip_suffix(".dist-info") else {
+                continue;
+            };
+            let dist = stem.rsplit_once('-').map_or(stem, |(n, _)| n);
+            if normal(dist) != wanted {
+                continue;
+            }
+            let points =
+                std::fs::read_to_string(info.path().join("entry_points.txt")).unwrap_or_default();
+            let mut in_scripts = false;
+            let mut scripts = Vec::new();
+            for line in points.lines().map(str::trim) {
+                if line.starts_with('[') {
+                    in_scripts = line == "[console_scripts]";
+                } else if in_scripts {
+                    if let Some((script, _)) = line.split_once('=') {
+                        scripts.push(script.trim().to_string());
+                    }
+                }
+            }
+            let script = scripts
+                .iter()
+                .find(|s| normal(s) == wanted)
+                .or_else(|| scripts.first())?;
+            if script.contains('/') || script.starts_with('.') {
+                return None;
+            }
+            return Some(venv.join("bin").join(script));
+        }
+    }
+    Some(venv.join("bin").join(package)).filter(|_| !package.contains('/'))
 }
 
 /// hintcheck's cache directory: `HINTCHECK_CACHE`, else `/var/cache/hintcheck` as root (a
@@ -644,6 +746,41 @@ mod tests {
         assert!(network_launcher_advice(&cmd(&["uv", "run", "--with", "x", "srv"])).is_some());
         assert!(network_launcher_advice(&cmd(&["uv", "--version"])).is_none());
         assert!(network_launcher_advice(&cmd(&["node", "dist/index.js"])).is_none());
+    }
+
+    #[test]
+    fn entry_points_of_installed_packages_are_found() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let npm = dir.path().join("npm");
+        let pkg = npm.join("node_modules/@x/notes");
+        std::fs::create_dir_all(&pkg).expect("mkdir");
+        std::fs::write(
+            pkg.join("package.json"),
+            r#"{"name": "@x/notes", "bin": {"other": "o.js", "notes": "dist/cli.js"}}"#,
+        )
+        .expect("write");
+        let venv = dir.path().join("venv");
+        let info = venv.join("lib/python3.12/site-packages/b_server-2.0.0.dist-info");
+        std::fs::create_dir_all(&info).expect("mkdir");
+        std::fs::write(
+            info.join("entry_points.txt"),
+            "[console_scripts]\nb-tool = b:main\nb-server = b.server:main\n",
+        )
+        .expect("write");
+        let i = Installed {
+            npm: Some(npm.clone()),
+            venv: Some(venv.clone()),
+        };
+        assert_eq!(
+            i.substitute("{npm_bin:@x/notes}"),
+            pkg.join("dist/cli.js").display().to_string()
+        );
+        assert_eq!(
+            i.substitute("{venv_bin:B.Server}"),
+            venv.join("bin/b-server").display().to_string()
+        );
+        assert_eq!(i.substitute("{npm_bin:@x/missing}"), "{npm_bin:@x/missing}");
+        assert_eq!(i.substitute("{npm_bin:../../etc}"), "{npm_bin:../../etc}");
     }
 
     #[test]

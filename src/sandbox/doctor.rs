@@ -151,7 +151,18 @@ type HttpProbe = Result<(), String>;
 /// Sets up a throw-away sandbox around `true` and reports what it enforced (and whether a
 /// server that speaks HTTP could be reached in it) or where it failed.
 async fn probe_sandbox(level: SandboxLevel) -> Result<(Enforcement, HttpProbe), StepFailure> {
-    let (_scratch, spec, mut config) = probe_setup(level)?;
+    let (_scratch, mut spec, mut config) = probe_setup(level)?;
+    // A server that stays up while a connection is tried in its namespace (`true` would be
+    // gone, and its sandbox with it, before the connector answered).
+    let path = std::env::var("PATH").unwrap_or_else(|_| "/usr/bin:/bin".into());
+    if let Ok(sleep) = resolve_program("sleep", Some(&path)) {
+        if sleep.parent() == config.program.parent() {
+            spec.program = sleep.display().to_string();
+            spec.args = vec!["10".into()];
+            config.program = sleep;
+            config.args = spec.args.clone();
+        }
+    }
     // As a run sets it up: the recorder and the network observer are part of what it enforces.
     config.notify = true;
     config.network_observer = true;
@@ -172,7 +183,7 @@ async fn probe_sandbox(level: SandboxLevel) -> Result<(Enforcement, HttpProbe), 
             };
             let _ = started
                 .process
-                .shutdown(std::time::Duration::from_secs(2))
+                .shutdown(std::time::Duration::from_millis(50))
                 .await;
             Ok((started.enforcement, http))
         }

@@ -201,6 +201,96 @@ fn launchers_that_download_are_refused_with_what_to_do_instead() {
     assert!(o.stderr.contains("not pinned"), "{}", o.stderr);
 }
 
+/// A registry list page mixing npm, PyPI (stdio and Streamable HTTP), remote-only, OCI, MCPB
+/// and a server that needs a secret: the runnable ones are installed pinned and verified, the
+/// others are skipped with their reasons, and the page's servers merge into one summary.
+#[test]
+fn a_registry_page_is_scanned_with_the_right_skips() {
+    if !installers_present() {
+        return;
+    }
+    let page = repo().join("tests/fixtures/registry/page.json");
+    let page = page.to_str().expect("utf-8");
+    let listed = scan(&["--list", page]);
+    assert_eq!(listed.code, 0, "{}", listed.stderr);
+    assert_eq!(listed.stdout.lines().count(), 7, "{}", listed.stdout);
+    let dir = tempfile::tempdir().expect("tmp");
+    let out = dir.path().join("page.jsonl");
+    let o = scan(&[
+        "--jobs",
+        "2",
+        "--output",
+        out.to_str().expect("utf-8"),
+        page,
+    ]);
+    let got = lines(&std::fs::read_to_string(&out).expect("jsonl"));
+    assert_eq!(got.len(), 7, "{}", o.stderr);
+    let line = |name: &str| {
+        got.iter()
+            .find(|l| l["id"].as_str().is_some_and(|i| i.starts_with(name)))
+            .unwrap_or_else(|| panic!("{name}: {got:?}"))
+            .clone()
+    };
+    for (name, why) in [
+        ("test.example/hosted@", "remote only"),
+        ("test.example/container@", "OCI image"),
+        ("test.example/bundle@", "MCPB bundle"),
+        ("test.example/weather@", "secret WEATHER_API_KEY"),
+    ] {
+        let l = line(name);
+        let skipped = l["skipped"].as_str().unwrap_or_default();
+        assert!(skipped.contains(why), "{name}: {l}");
+        assert_eq!(l["exit_code"], 0, "{l}");
+        assert!(l["report"].is_null());
+    }
+    for (name, transport) in [
+        ("io.github.modelcontextprotocol/server-memory@", "stdio"),
+        ("io.github.modelcontextprotocol/server-time@", "stdio"),
+        ("io.github.modelcontextprotocol/server-everything@", "http"),
+    ] {
+        let l = line(name);
+        assert!(l["skipped"].is_null(), "{l}");
+        assert!(
+            matches!(l["exit_code"].as_i64(), Some(0 | 1)),
+            "{name}: {}",
+            l["exit_reason"]
+        );
+        assert_eq!(l["transport"], transport, "{name}");
+        assert!(
+            l["report"]["coverage"]["tools_succeeded"]
+                .as_u64()
+                .unwrap_or(0)
+                > 0,
+            "{name}: no tool reached"
+        );
+    }
+    // The page's launch details reached the servers: the memory file in the workspace, the
+    // time zone named on the command line.
+    let memory = line("io.github.modelcontextprotocol/server-memory@");
+    assert!(
+        memory["report"]["server"]["command"]
+            .to_string()
+            .contains("index.js"),
+        "{}",
+        memory["report"]["server"]["command"]
+    );
+    let time = line("io.github.modelcontextprotocol/server-time@");
+    assert!(
+        time["report"]["server"]["command"]
+            .to_string()
+            .contains("--local-timezone"),
+        "{}",
+        time["report"]["server"]["command"]
+    );
+    let merged = run(&["merge", out.to_str().expect("utf-8")], &[], LIMIT);
+    assert!(merged.stdout.contains("4 skipped"), "{}", merged.stdout);
+    assert!(
+        merged.stdout.contains("skipped: remote only"),
+        "{}",
+        merged.stdout
+    );
+}
+
 /// The whole scenario suite, as CI users would run it: `scan --check --jobs 2 scenarios/`,
 /// real servers from npm and PyPI included (installed by their `[setup]`).
 #[test]
@@ -217,7 +307,8 @@ fn the_real_server_suite_meets_its_expectations() {
     let suite = repo().join("scenarios").display().to_string();
     let o = scan(&["--check", "--jobs", "2", &suite]);
     let got = lines(&o.stdout);
-    let all = hintcheck::scan::expand(&[repo().join("scenarios")]).expect("expand");
+    let none = tempfile::tempdir().expect("tmp");
+    let all = hintcheck::scan::expand(&[repo().join("scenarios")], none.path()).expect("expand");
     assert_eq!(got.len(), all.len(), "{}", o.stderr);
     let failures: Vec<String> = got
         .iter()

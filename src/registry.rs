@@ -1,0 +1,553 @@
+//! Registry entries as scan targets: a `server.json` document (the official MCP registry's
+//! format) or a registry list page (`{"servers": [{"server": {…}}], "metadata": …}`) becomes
+//! one target per server. A server with an npm or PyPI package becomes a scenario written
+//! for it (a pinned `[setup]` install, the launch command built from the package's arguments,
+//! its environment, and the HTTP transport where the package speaks HTTP); anything hintcheck
+//! cannot run here (remote-only servers, OCI images, MCPB bundles, other registries, required
+//! secrets, arguments with no value to give) is a skip that says why. Nothing in a document
+//! is trusted: names become file names only through a hash, values reach the server only as
+//! arguments and environment (never through a shell).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::mcp::tool::{sha256_hex, shorten};
+
+/// Errors reading registry documents.
+#[derive(Debug, thiserror::Error)]
+pub enum RegistryError {
+    /// The file cannot be read.
+    #[error("cannot read {}: {source}", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The file is not JSON, or not a server.json document or a list page.
+    #[error("{}: {message}", path.display())]
+    Invalid {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        message: String,
+    },
+    /// A generated scenario cannot be written.
+    #[error("cannot write the scenario for {id} under {}: {source}", dir.display())]
+    Write {
+        /// The server.
+        id: String,
+        /// Where.
+        dir: PathBuf,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// Most servers one document may list.
+const MAX_SERVERS: usize = 100_000;
+
+/// One server of a registry document: the scenario written for it, or why it is skipped.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RegistryTarget {
+    /// `name@version`.
+    pub id: String,
+    /// Where it came from: the document and the entry's position.
+    pub origin: String,
+    /// The scenario written for it, or the reason it is not run.
+    pub plan: Result<PathBuf, String>,
+}
+
+/// Whether a path names a registry document (a `.json` file) rather than a scenario.
+pub fn is_registry_document(path: &Path) -> bool {
+    path.is_file() && path.extension().is_some_and(|e| e == "json")
+}
+
+/// Reads a document and writes a scenario for each runnable server under `out_dir`.
+pub fn targets(path: &Path, out_dir: &Path) -> Result<Vec<RegistryTarget>, RegistryError> {
+    let text = std::fs::read_to_string(path).map_err(|source| RegistryError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let invalid = |message: String| RegistryError::Invalid {
+        path: path.to_path_buf(),
+        message,
+    };
+    let doc: Value = serde_json::from_str(&text).map_err(|e| invalid(format!("not JSON: {e}")))?;
+    let entries: Vec<&Value> = match doc.get("servers") {
+        Some(Value::Array(list)) => list
+            .iter()
+            .map(|e| e.get("server").unwrap_or(e))
+            .take(MAX_SERVERS)
+            .collect(),
+        Some(_) => return Err(invalid("`servers` is not a list".into())),
+        None if doc.get("name").is_some() => vec![&doc],
+        None => {
+            return Err(invalid(
+                "neither a server.json document (with `name`) nor a registry list page (with `servers`)".into(),
+            ));
+        }
+    };
+    let mut out = Vec::new();
+    for (i, server) in entries.into_iter().enumerate() {
+        let name = server["name"].as_str().unwrap_or("(no name)");
+        let version = server["version"].as_str().unwrap_or("(no version)");
+        let id = shorten(&format!("{name}@{version}"), 200);
+        let origin = format!("{}#{i}", path.display());
+        let plan = match scenario_for(server) {
+            Ok(toml) => {
+                let dir = out_dir.join(&sha256_hex(toml.as_bytes())[..16]);
+                let write = std::fs::create_dir_all(&dir)
+                    .and_then(|()| std::fs::write(dir.join("scenario.toml"), &toml));
+                write.map_err(|source| RegistryError::Write {
+                    id: id.clone(),
+                    dir: dir.clone(),
+                    source,
+                })?;
+                Ok(dir.join("scenario.toml"))
+            }
+            Err(why) => Err(why),
+        };
+        out.push(RegistryTarget { id, origin, plan });
+    }
+    Ok(out)
+}
+
+/// The package hintcheck runs for a server: the first npm or PyPI package, else why none.
+fn runnable_package(server: &Value) -> Result<&Value, String> {
+    let packages = server["packages"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or(&[]);
+    if let Some(p) = packages
+        .iter()
+        .find(|p| matches!(p["registryType"].as_str(), Some("npm" | "pypi")))
+    {
+        return Ok(p);
+    }
+    let kinds: Vec<String> = packages
+        .iter()
+        .map(|p| shorten(p["registryType"].as_str().unwrap_or("(none)"), 40))
+        .collect();
+    let remotes = server["remotes"].as_array().map_or(0, Vec::len);
+    Err(match (kinds.is_empty(), remotes) {
+        (true, 0) => "no package and no remote: nothing to run".into(),
+        (true, _) => {
+            "remote only: hintcheck runs servers it can start in its sandbox, not hosted ones"
+                .into()
+        }
+        (false, _) if kinds.iter().all(|k| k == "oci") => {
+            "an OCI image only: hintcheck does not run containers".into()
+        }
+        (false, _) if kinds.iter().all(|k| k == "mcpb") => {
+            "an MCPB bundle only: hintcheck does not unpack bundles".into()
+        }
+        (false, _) => format!(
+            "no npm or PyPI package (only {}): hintcheck installs from npm and PyPI",
+            kinds.join(", ")
+        ),
+    })
+}
+
+/// The scenario (TOML) for a server, or why it cannot be run.
+pub fn scenario_for(server: &Value) -> Result<String, String> {
+    let package = runnable_package(server)?;
+    let registry = package["registryType"].as_str().unwrap_or_default();
+    let identifier = package["identifier"]
+        .as_str()
+        .filter(|i| valid_package_name(i))
+        .ok_or_else(|| {
+            format!(
+                "package identifier {} is not a package name",
+                shorten(&package["identifier"].to_string(), 80)
+            )
+        })?;
+    let version = package["version"]
+        .as_str()
+        .filter(|v| valid_version(v))
+        .ok_or_else(|| {
+            format!(
+                "package version {} is not one pinned version",
+                shorten(&package["version"].to_string(), 80)
+            )
+        })?;
+    // How the server speaks: stdio, or HTTP on a port hintcheck chooses.
+    let transport = &package["transport"];
+    let kind = transport["type"].as_str().unwrap_or("stdio");
+    let mut http: Option<(String, Option<String>)> = None;
+    match kind {
+        "stdio" => {}
+        "streamable-http" | "sse" => {
+            let url = transport["url"].as_str().unwrap_or_default();
+            http = Some(http_endpoint(url)?);
+        }
+        other => {
+            return Err(format!(
+                "transport {} is not one hintcheck speaks",
+                shorten(other, 40)
+            ));
+        }
+    }
+    let port_variable = http.as_ref().and_then(|(_, v)| v.clone());
+    let mut inputs = Inputs {
+        port_variable: port_variable.as_deref(),
+        port_used: false,
+    };
+    let mut args: Vec<String> = Vec::new();
+    for arg in package["packageArguments"].as_array().into_iter().flatten() {
+        args.extend(inputs.argument(arg)?);
+    }
+    let mut env: BTreeMap<String, String> = BTreeMap::new();
+    for var in package["environmentVariables"]
+        .as_array()
+        .into_iter()
+        .flatten()
+    {
+        let name = var["name"]
+            .as_str()
+            .filter(|n| valid_env_name(n))
+            .ok_or_else(|| {
+                format!(
+                    "environment variable name {} is not usable",
+                    shorten(&var["name"].to_string(), 60)
+                )
+            })?;
+        if let Some(value) = inputs.value(var, name)? {
+            env.insert(name.to_string(), value);
+        }
+    }
+    if http.is_some() && !inputs.port_used {
+        return Err(match port_variable {
+            Some(v) => format!(
+                "the transport's URL names its port by {{{v}}}, which no argument or environment variable of the package sets"
+            ),
+            None => "the transport's URL has a fixed port: hintcheck needs the server's port to be one it chooses (a {variable} in the URL)".into(),
+        });
+    }
+    let (setup_key, pin, command) = match registry {
+        "npm" => (
+            "npm",
+            format!("{identifier}@{version}"),
+            vec!["node".to_string(), format!("{{npm_bin:{identifier}}}")],
+        ),
+        _ => (
+            "pip",
+            format!("{identifier}=={version}"),
+            vec![format!("{{venv_bin:{identifier}}}")],
+        ),
+    };
+    let mut doc = toml::Table::new();
+    let mut meta = toml::Table::new();
+    meta.insert(
+        "id".into(),
+        format!(
+            "{}@{}",
+            shorten(server["name"].as_str().unwrap_or("(no name)"), 200),
+            shorten(server["version"].as_str().unwrap_or("(no version)"), 60)
+        )
+        .into(),
+    );
+    if let Some(d) = server["description"].as_str() {
+        meta.insert("description".into(), shorten(d, 300).into());
+    }
+    doc.insert("meta".into(), meta.into());
+    let mut setup = toml::Table::new();
+    setup.insert(setup_key.into(), toml::Value::Array(vec![pin.into()]));
+    doc.insert("setup".into(), setup.into());
+    let mut server_table = toml::Table::new();
+    server_table.insert(
+        "command".into(),
+        toml::Value::Array(command.into_iter().chain(args).map(Into::into).collect()),
+    );
+    if !env.is_empty() {
+        server_table.insert(
+            "env".into(),
+            toml::Value::Table(env.into_iter().map(|(k, v)| (k, v.into())).collect()),
+        );
+    }
+    doc.insert("server".into(), server_table.into());
+    if let Some((path, _)) = http {
+        let mut run = toml::Table::new();
+        run.insert("transport".into(), "http".into());
+        run.insert("http_path".into(), path.into());
+        doc.insert("run".into(), run.into());
+    }
+    toml::to_string(&doc).map_err(|e| format!("cannot write its scenario: {e}"))
+}
+
+/// The path of an HTTP transport's URL and the variable that names its port, if one does.
+/// Only URLs on this machine can be served from the sandbox.
+fn http_endpoint(url: &str) -> Result<(String, Option<String>), String> {
+    let rest = url
+        .strip_prefix("http://")
+        .or_else(|| url.strip_prefix("https://"))
+        .ok_or_else(|| format!("transport URL {} is not http(s)", shorten(url, 80)))?;
+    let (authority, path) = match rest.find('/') {
+        Some(i) => (&rest[..i], &rest[i..]),
+        None => (rest, "/"),
+    };
+    let (host, port) = authority.rsplit_once(':').unwrap_or((authority, ""));
+    let local = matches!(host, "localhost" | "127.0.0.1" | "[::1]" | "0.0.0.0")
+        || host.starts_with('{') && host.ends_with('}');
+    if !local {
+        return Err(format!(
+            "transport URL {} is not on this machine",
+            shorten(url, 80)
+        ));
+    }
+    let variable = port
+        .strip_prefix('{')
+        .and_then(|p| p.strip_suffix('}'))
+        .map(str::to_string);
+    let path = path.split('?').next().unwrap_or("/").to_string();
+    if path.contains('{') {
+        return Err(format!(
+            "transport URL {} has a variable in its path",
+            shorten(url, 80)
+        ));
+    }
+    Ok((path, variable))
+}
+
+/// Values for a package's inputs.
+struct Inputs<'a> {
+    /// The variable of the transport URL that names the port (its input gets `{port}`).
+    port_variable: Option<&'a str>,
+    /// Whether an input took `{port}`.
+    port_used: bool,
+}
+
+impl Inputs<'_> {
+    /// The command-line words of one argument (none when it is optional and has no value).
+    fn argument(&mut self, arg: &Value) -> Result<Vec<String>, String> {
+        let kind = arg["type"].as_str().unwrap_or_default();
+        let label = arg["name"]
+            .as_str()
+            .or_else(|| arg["valueHint"].as_str())
+            .unwrap_or("an argument");
+        match kind {
+            "positional" => Ok(self.value(arg, label)?.into_iter().collect()),
+            "named" => {
+                let name = arg["name"]
+                    .as_str()
+                    .filter(|n| !n.is_empty() && n.len() <= 200)
+                    .ok_or("a named argument without a name")?;
+                match self.value(arg, name)? {
+                    Some(v) => Ok(vec![name.to_string(), v]),
+                    None if arg["isRequired"] == true => Ok(vec![name.to_string()]),
+                    None => Ok(Vec::new()),
+                }
+            }
+            other => Err(format!(
+                "argument of type {} is not positional or named",
+                shorten(other, 40)
+            )),
+        }
+    }
+
+    /// The value an input gets: the port for the URL's port variable, its fixed value (with
+    /// its variables filled in), a workspace path for a file path, its default, its first
+    /// choice; `None` when it is optional and has none; an error for what only a person
+    /// could supply (a secret, a required value without a default).
+    fn value(&mut self, input: &Value, label: &str) -> Result<Option<String>, String> {
+        let names = [input["name"].as_str(), input["valueHint"].as_str()];
+        if let Some(var) = self.port_variable {
+            if names.iter().flatten().any(|n| n.eq_ignore_ascii_case(var))
+                || input["value"]
+                    .as_str()
+                    .is_some_and(|v| v.contains(&format!("{{{var}}}")))
+            {
+                self.port_used = true;
+                return Ok(Some(match input["value"].as_str() {
+                    Some(v) => v.replace(&format!("{{{var}}}"), "{port}"),
+                    None => "{port}".into(),
+                }));
+            }
+        }
+        let required = input["isRequired"] == true;
+        let secret = input["isSecret"] == true;
+        if let Some(v) = input["value"].as_str() {
+            let mut v = v.to_string();
+            for (name, var) in input["variables"].as_object().into_iter().flatten() {
+                let token = format!("{{{name}}}");
+                if !v.contains(&token) {
+                    continue;
+                }
+                match self.value(var, name)? {
+                    Some(x) => v = v.replace(&token, &x),
+                    None => return Err(format!("{label}: no value for its variable {name}")),
+                }
+            }
+            return Ok(Some(v));
+        }
+        if secret {
+            return if required {
+                Err(format!(
+                    "needs the secret {} (not supplied to a scan)",
+                    shorten(label, 60)
+                ))
+            } else {
+                Ok(None)
+            };
+        }
+        if input["format"] == "filepath" {
+            return Ok(Some("{workspace}".into()));
+        }
+        if let Some(d) = input["default"].as_str() {
+            return Ok(Some(d.to_string()));
+        }
+        if let Some(first) = input["choices"]
+            .as_array()
+            .and_then(|c| c.first())
+            .and_then(Value::as_str)
+        {
+            return Ok(Some(first.to_string()));
+        }
+        if required {
+            return Err(format!(
+                "needs a value for {} (no default, no choices)",
+                shorten(label, 60)
+            ));
+        }
+        Ok(None)
+    }
+}
+
+/// An npm or PyPI package name (what reaches the installer's command line): no spaces, no
+/// leading dash, no version specifiers or URLs.
+fn valid_package_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 214
+        && !name.starts_with(['-', '.'])
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "@/._-".contains(c))
+        && name.matches('/').count() <= 1
+}
+
+/// One pinned version: no ranges, no `latest`.
+fn valid_version(v: &str) -> bool {
+    !v.is_empty()
+        && v.len() <= 64
+        && v.starts_with(|c: char| c.is_ascii_digit())
+        && v.chars()
+            .all(|c| c.is_ascii_alphanumeric() || ".+-_".contains(c))
+}
+
+/// An environment variable name a server can be given.
+fn valid_env_name(n: &str) -> bool {
+    !n.is_empty()
+        && n.len() <= 128
+        && !n.starts_with(|c: char| c.is_ascii_digit())
+        && n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn plan(server: Value) -> Result<toml::Table, String> {
+        scenario_for(&server).map(|t| t.parse::<toml::Table>().expect("toml"))
+    }
+
+    #[test]
+    fn an_npm_package_becomes_a_pinned_install_and_its_command() {
+        let s = plan(json!({"name": "io.github.x/notes", "version": "1.2.0", "description": "Notes",
+            "packages": [{"registryType": "npm", "identifier": "@x/notes", "version": "1.2.0",
+                "transport": {"type": "stdio"},
+                "packageArguments": [
+                    {"type": "positional", "valueHint": "dir", "format": "filepath", "isRequired": true},
+                    {"type": "named", "name": "--mode", "choices": ["fast", "slow"]},
+                    {"type": "named", "name": "--opt"}],
+                "environmentVariables": [
+                    {"name": "NOTES_FILE", "value": "{dir}/notes.json", "variables": {"dir": {"format": "filepath"}}},
+                    {"name": "TOKEN", "isSecret": true}]}]}))
+        .expect("runnable");
+        assert_eq!(s["setup"]["npm"][0].as_str(), Some("@x/notes@1.2.0"));
+        let command: Vec<&str> = s["server"]["command"]
+            .as_array()
+            .expect("command")
+            .iter()
+            .filter_map(|v| v.as_str())
+            .collect();
+        assert_eq!(
+            command,
+            [
+                "node",
+                "{npm_bin:@x/notes}",
+                "{workspace}",
+                "--mode",
+                "fast"
+            ]
+        );
+        assert_eq!(
+            s["server"]["env"]["NOTES_FILE"].as_str(),
+            Some("{workspace}/notes.json")
+        );
+        assert!(
+            s["server"]["env"].get("TOKEN").is_none(),
+            "an optional secret is left out"
+        );
+        assert_eq!(s["meta"]["id"].as_str(), Some("io.github.x/notes@1.2.0"));
+    }
+
+    #[test]
+    fn an_http_package_listens_on_the_port_hintcheck_chooses() {
+        let s = plan(
+            json!({"name": "a/b", "version": "2.0.0", "packages": [{"registryType": "pypi",
+            "identifier": "b-server", "version": "2.0.0",
+            "transport": {"type": "streamable-http", "url": "http://localhost:{PORT}/api/mcp"},
+            "environmentVariables": [{"name": "PORT", "default": "8000"}]}]}),
+        )
+        .expect("runnable");
+        assert_eq!(s["setup"]["pip"][0].as_str(), Some("b-server==2.0.0"));
+        assert_eq!(s["server"]["env"]["PORT"].as_str(), Some("{port}"));
+        assert_eq!(s["run"]["transport"].as_str(), Some("http"));
+        assert_eq!(s["run"]["http_path"].as_str(), Some("/api/mcp"));
+        assert_eq!(
+            s["server"]["command"][0].as_str(),
+            Some("{venv_bin:b-server}")
+        );
+        let fixed = plan(
+            json!({"name": "a/c", "version": "1.0.0", "packages": [{"registryType": "npm",
+            "identifier": "c", "version": "1.0.0",
+            "transport": {"type": "streamable-http", "url": "http://localhost:8080/mcp"}}]}),
+        );
+        assert!(fixed.expect_err("skip").contains("fixed port"));
+    }
+
+    #[test]
+    fn what_cannot_run_here_is_a_skip_that_says_why() {
+        let skip = |server: Value| plan(server).expect_err("a skip");
+        assert!(
+            skip(json!({"name": "a/r", "version": "1", "remotes": [
+            {"type": "streamable-http", "url": "https://api.example.test/mcp"}]}))
+            .contains("remote only")
+        );
+        assert!(skip(json!({"name": "a/o", "version": "1", "packages": [
+            {"registryType": "oci", "identifier": "docker.io/a/o", "version": "1.0.0", "transport": {"type": "stdio"}}]}))
+        .contains("OCI"));
+        assert!(skip(json!({"name": "a/m", "version": "1", "packages": [
+            {"registryType": "mcpb", "identifier": "https://example.test/m.mcpb", "version": "1.0.0", "transport": {"type": "stdio"}}]}))
+        .contains("MCPB"));
+        assert!(skip(json!({"name": "a/s", "version": "1", "packages": [
+            {"registryType": "npm", "identifier": "s", "version": "1.0.0", "transport": {"type": "stdio"},
+             "environmentVariables": [{"name": "API_KEY", "isSecret": true, "isRequired": true}]}]}))
+        .contains("secret API_KEY"));
+        assert!(skip(json!({"name": "a/n", "version": "1", "packages": [
+            {"registryType": "npm", "identifier": "n", "version": "^1.0.0", "transport": {"type": "stdio"}}]}))
+        .contains("pinned"));
+        assert!(skip(json!({"name": "a/i", "version": "1", "packages": [
+            {"registryType": "npm", "identifier": "--registry=http://evil.test x", "version": "1.0.0"}]}))
+        .contains("not a package name"));
+        assert!(skip(json!({"name": "a/q", "version": "1", "packages": [
+            {"registryType": "npm", "identifier": "q", "version": "1.0.0", "transport": {"type": "stdio"},
+             "packageArguments": [{"type": "positional", "valueHint": "db_url", "isRequired": true}]}]}))
+        .contains("needs a value for db_url"));
+    }
+}
