@@ -397,17 +397,7 @@ fn serve_connection(
             // The stream for what the server sends outside any request.
             let (tx, rx) = channel::<String>();
             routes_now().stream = Some(tx);
-            let head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\nTransfer-Encoding: chunked\r\n\r\n";
-            if writer.write_all(head.as_bytes()).is_err() {
-                return;
-            }
-            let _ = writer.flush();
-            for line in rx.iter() {
-                let event = format!("event: message\ndata: {line}\n\n");
-                if writer.write_all(chunk(&event).as_bytes()).is_err() {
-                    return;
-                }
-            }
+            stream_lines(&mut writer, "", &rx);
             return;
         }
         if request.method != "POST" {
@@ -534,6 +524,33 @@ fn serve_connection(
     }
 }
 
+/// An event stream (chunked) that starts with `first` (an event, or nothing) and carries each
+/// line of `rx` as a message event, until every sender is gone or the client.
+fn stream_lines(writer: &mut TcpStream, first: &str, rx: &Receiver<String>) {
+    let head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\nTransfer-Encoding: chunked\r\n\r\n";
+    let first = if first.is_empty() {
+        String::new()
+    } else {
+        chunk(first)
+    };
+    if writer
+        .write_all(format!("{head}{first}").as_bytes())
+        .is_err()
+    {
+        return;
+    }
+    let _ = writer.flush();
+    for line in rx.iter() {
+        let event = format!("event: message\ndata: {line}\n\n");
+        if writer.write_all(chunk(&event).as_bytes()).is_err() {
+            return;
+        }
+        let _ = writer.flush();
+    }
+    let _ = writer.write_all(b"0\r\n\r\n");
+    let _ = writer.flush();
+}
+
 /// One chunk of a chunked body.
 fn chunk(text: &str) -> String {
     format!("{:x}\r\n{text}\r\n", text.len())
@@ -561,24 +578,8 @@ fn serve_legacy(
                 r.current = Some(tx);
                 r.session = true;
             }
-            let head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\nTransfer-Encoding: chunked\r\n\r\n";
             let endpoint = format!("event: endpoint\ndata: {LEGACY_ENDPOINT}\n\n");
-            if writer
-                .write_all(format!("{head}{}", chunk(&endpoint)).as_bytes())
-                .is_err()
-            {
-                return;
-            }
-            let _ = writer.flush();
-            for line in rx.iter() {
-                let event = format!("event: message\ndata: {line}\n\n");
-                if writer.write_all(chunk(&event).as_bytes()).is_err() {
-                    return;
-                }
-                let _ = writer.flush();
-            }
-            let _ = writer.write_all(b"0\r\n\r\n");
-            let _ = writer.flush();
+            stream_lines(&mut writer, &endpoint, &rx);
             return;
         }
         if request.method != "POST" || request.path != LEGACY_ENDPOINT {

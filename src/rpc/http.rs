@@ -610,18 +610,28 @@ async fn post(state: &Arc<State>, line: String, request_id: Option<Value>) {
     }
 }
 
-/// The GET stream: every event the server sends on it goes to the session, until the server
-/// ends it (a server without one answers 405, which the spec allows).
-async fn listen(state: &State, opened: tokio::sync::oneshot::Sender<()>) {
-    let Some(mut request) = request(state, hyper::Method::GET, Full::new(Bytes::new())) else {
-        return;
-    };
+/// A GET that asks for an event stream (at `path`, else the endpoint), with the headers of
+/// the HTTP session so far.
+fn stream_request(state: &State, path: Option<&str>) -> Option<hyper::Request<Full<Bytes>>> {
+    let mut request = request(state, hyper::Method::GET, Full::new(Bytes::new()))?;
+    if let Some(path) = path {
+        *request.uri_mut() = path.parse::<hyper::Uri>().ok()?;
+    }
     let headers = request.headers_mut();
     headers.remove(hyper::header::CONTENT_TYPE);
     headers.insert(
         hyper::header::ACCEPT,
         hyper::header::HeaderValue::from_static("text/event-stream"),
     );
+    Some(request)
+}
+
+/// The GET stream: every event the server sends on it goes to the session, until the server
+/// ends it (a server without one answers 405, which the spec allows).
+async fn listen(state: &State, opened: tokio::sync::oneshot::Sender<()>) {
+    let Some(request) = stream_request(state, None) else {
+        return;
+    };
     let Ok(response) = send(state, request).await else {
         return;
     };
@@ -641,14 +651,8 @@ const MAX_RETRY_WAIT: Duration = Duration::from_secs(1);
 /// The continuation of a stream after its event `last` (a GET with `Last-Event-ID`), when the
 /// server gives one.
 async fn resume(state: &State, last: &str) -> Option<hyper::body::Incoming> {
-    let mut request = request(state, hyper::Method::GET, Full::new(Bytes::new()))?;
-    let headers = request.headers_mut();
-    headers.remove(hyper::header::CONTENT_TYPE);
-    headers.insert(
-        hyper::header::ACCEPT,
-        hyper::header::HeaderValue::from_static("text/event-stream"),
-    );
-    headers.insert(
+    let mut request = stream_request(state, None)?;
+    request.headers_mut().insert(
         "last-event-id",
         hyper::header::HeaderValue::from_str(last).ok()?,
     );
@@ -736,19 +740,9 @@ async fn open_legacy(state: &Arc<State>) -> bool {
         paths.push("/sse".into());
     }
     for path in paths {
-        let Some(mut request) = request(state, hyper::Method::GET, Full::new(Bytes::new())) else {
+        let Some(request) = stream_request(state, Some(&path)) else {
             continue;
         };
-        let Ok(uri) = path.parse::<hyper::Uri>() else {
-            continue;
-        };
-        *request.uri_mut() = uri;
-        let headers = request.headers_mut();
-        headers.remove(hyper::header::CONTENT_TYPE);
-        headers.insert(
-            hyper::header::ACCEPT,
-            hyper::header::HeaderValue::from_static("text/event-stream"),
-        );
         let Ok(response) = send(state, request).await else {
             continue;
         };
