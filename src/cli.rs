@@ -17,7 +17,7 @@ pub struct Cli {
 /// Subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Start a stdio MCP server, call every tool, and judge its annotations.
+    /// Start an MCP server (stdio or HTTP), call every tool, and judge its annotations.
     ///
     /// Examples: hintcheck verify --scenario scenarios/demo;
     /// hintcheck verify -- node node_modules/@modelcontextprotocol/server-filesystem/dist/index.js {workspace}
@@ -72,6 +72,8 @@ pub enum Format {
     Junit,
     /// A Markdown summary (for $GITHUB_STEP_SUMMARY).
     Markdown,
+    /// One self-contained HTML page to browse (no external assets).
+    Html,
 }
 
 /// `--fail-on`
@@ -414,6 +416,9 @@ pub enum MergeFormat {
     Json,
     /// A Markdown table (for $GITHUB_STEP_SUMMARY).
     Markdown,
+    /// One self-contained HTML page: the figures, a chart, a row per server, and per server
+    /// its tools with verdicts and evidence.
+    Html,
 }
 
 /// `hintcheck explain`

@@ -118,7 +118,7 @@ fn verify(a: &VerifyArgs, mode: Mode) -> Result<i32, Error> {
         use hintcheck::cli::Format;
         if matches!(
             a.format,
-            Some(Format::Sarif | Format::Junit | Format::Markdown)
+            Some(Format::Sarif | Format::Junit | Format::Markdown | Format::Html)
         ) {
             return Ok(usage_error(
                 "suggest prints --format text (a table) or --format json (annotations to paste)",
@@ -345,6 +345,7 @@ fn merge(a: &MergeArgs) -> i32 {
         MergeFormat::Text => scan::render_text(&lines),
         MergeFormat::Json => scan::render_json(&lines),
         MergeFormat::Markdown => scan::render_markdown(&lines),
+        MergeFormat::Html => scan::render_html(&lines),
     };
     match &a.output {
         Some(p) => {

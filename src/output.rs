@@ -155,6 +155,7 @@ pub fn emit(v: &Verification, config: &RunConfig, mode: Mode) -> Result<(), Erro
         }
         (Mode::Verify, Format::Junit) => report::junit::render(r),
         (Mode::Verify, Format::Markdown) => report::markdown::render(r),
+        (Mode::Verify, Format::Html) => report::html::render_report(r),
     };
     match &config.output {
         Some(path) => {

@@ -646,6 +646,27 @@ pub fn render_markdown(lines: &[ScanLine]) -> String {
     o
 }
 
+/// The combined summary as one self-contained HTML page.
+pub fn render_html(lines: &[ScanLine]) -> String {
+    let entries: Vec<crate::report::html::Entry<'_>> = lines
+        .iter()
+        .map(|l| crate::report::html::Entry {
+            id: &l.id,
+            target: &l.target,
+            exit_code: l.exit_code,
+            exit_reason: &l.exit_reason,
+            skipped: l.skipped.as_deref(),
+            error: l.error.as_deref(),
+            expectations: l.expectations.as_ref(),
+            report: l.report.as_ref(),
+        })
+        .collect();
+    crate::report::html::render(
+        &format!("hintcheck scan of {} server(s)", lines.len()),
+        &entries,
+    )
+}
+
 /// The combined summary as JSON.
 pub fn render_json(lines: &[ScanLine]) -> String {
     let rows: Vec<Value> = lines

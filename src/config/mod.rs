@@ -823,10 +823,13 @@ impl RunConfig {
                 Some("sarif") => Format::Sarif,
                 Some("junit") => Format::Junit,
                 Some("markdown") => Format::Markdown,
+                Some("html") => Format::Html,
                 Some(other) => {
                     return Err(ConfigError::BadValue {
                         flag: "[report] format".into(),
-                        message: format!("{other:?} is not text, json, sarif, junit or markdown"),
+                        message: format!(
+                            "{other:?} is not text, json, sarif, junit, markdown or html"
+                        ),
                     });
                 }
             },
@@ -1089,11 +1092,15 @@ impl RunConfig {
     /// Machine-readable stdout stays machine-readable: GitHub annotations would follow a JSON,
     /// SARIF or JUnit report there.
     fn check_stdout(&self) -> Result<(), ConfigError> {
-        let machine = matches!(self.format, Format::Json | Format::Sarif | Format::Junit);
+        let machine = matches!(
+            self.format,
+            Format::Json | Format::Sarif | Format::Junit | Format::Html
+        );
         if self.outputs.annotations && machine && self.output.is_none() {
             let name = match self.format {
                 Format::Json => "json",
                 Format::Sarif => "sarif",
+                Format::Html => "html",
                 _ => "junit",
             };
             return Err(ConfigError::BadValue {

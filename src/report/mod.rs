@@ -1,10 +1,11 @@
 //! The render stage's input: [`Report`], a finished account of one run (server, sandbox,
 //! coverage, per-tool calls and verdicts, findings), and the renderers ([`text`], [`json`],
-//! [`sarif`] with its [`anchor`]s, [`junit`], [`markdown`] and [`suggest`]).
+//! [`sarif`] with its [`anchor`]s, [`junit`], [`markdown`], [`html`] and [`suggest`]).
 //! Renderers only format; every decision was made before a `Report` exists.
 
 pub mod anchor;
 pub mod annotations;
+pub mod html;
 pub mod json;
 pub mod junit;
 pub mod markdown;

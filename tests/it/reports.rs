@@ -9,7 +9,10 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::util::{Outcome, at, copy_dir, fake_server, read_json, repo, run, run_in};
+use crate::util::{
+    Outcome, assert_self_contained, at, chromium, copy_dir, fake_server, read_json,
+    render_in_browser, repo, run, run_in,
+};
 
 const LIMIT: Duration = Duration::from_secs(120);
 
@@ -390,6 +393,48 @@ fn junit_for_the_demo_parses_back_with_a_case_per_tool_and_hint() {
         c.attribute("classname")
             .is_some_and(|n| n.starts_with("demo-notes."))
     }));
+}
+
+#[test]
+fn the_html_page_of_the_demo_shows_every_lie_with_its_evidence_in_a_browser() {
+    let kept = repo().join("target/hintcheck-html");
+    std::fs::create_dir_all(&kept).expect("target/hintcheck-html");
+    let page = kept.join("demo.html");
+    let out = demo(
+        &["--format", "html", "--output", &page.display().to_string()],
+        None,
+    );
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    let text = std::fs::read_to_string(&page).expect("html written");
+    assert_self_contained(&text);
+    let Some(browser) = chromium() else {
+        return;
+    };
+    let shown = render_in_browser(&browser, &page, &kept.join("demo.png"));
+    let dom = &shown.dom;
+    // Each lie: its tool's row and the reasons under it name the hint as contradicted, with
+    // the evidence.
+    for lie in DEMO_LIES {
+        let (tool, hint) = lie.split_once(": ").expect("tool: hint");
+        let at = dom
+            .find(&format!("<strong>{tool}</strong>"))
+            .unwrap_or_else(|| panic!("{tool} has no row"));
+        let rest = &dom[at..];
+        let row = &rest[..rest[1..].find("<tr id=").map_or(rest.len(), |e| e + 1)];
+        assert!(
+            row.contains(&format!(
+                "<code>{hint}</code> <span class=\"v v-contradicted\">contradicted</span>"
+            )),
+            "{lie}: {row}"
+        );
+        assert!(row.contains("seen by snapshot"), "{lie}: evidence: {row}");
+    }
+    assert!(dom.contains("demo-notes 1.0.0"));
+    assert!(
+        dom.contains("not enforced:"),
+        "the sandbox's gaps are shown"
+    );
+    assert!(shown.png_bytes > 20_000);
 }
 
 /// Replaces what differs between runs and machines (durations, the sandbox as root or not).

@@ -6,7 +6,10 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::util::{Outcome, cache, copy_dir, installers_present, repo, run};
+use crate::util::{
+    Outcome, assert_self_contained, cache, chromium, copy_dir, installers_present,
+    render_in_browser, repo, run,
+};
 
 const LIMIT: Duration = Duration::from_secs(600);
 
@@ -214,17 +217,27 @@ fn a_registry_page_is_scanned_with_the_right_skips() {
     let listed = scan(&["--list", page]);
     assert_eq!(listed.code, 0, "{}", listed.stderr);
     assert_eq!(listed.stdout.lines().count(), 7, "{}", listed.stdout);
+    // Two shards, as two machines of a fleet would scan the page.
     let dir = tempfile::tempdir().expect("tmp");
-    let out = dir.path().join("page.jsonl");
-    let o = scan(&[
-        "--jobs",
-        "2",
-        "--output",
-        out.to_str().expect("utf-8"),
-        page,
-    ]);
-    let got = lines(&std::fs::read_to_string(&out).expect("jsonl"));
-    assert_eq!(got.len(), 7, "{}", o.stderr);
+    let mut shards = Vec::new();
+    let mut got = Vec::new();
+    for k in 1..=2 {
+        let out = dir.path().join(format!("shard-{k}.jsonl"));
+        let o = scan(&[
+            "--jobs",
+            "2",
+            "--shard",
+            &format!("{k}/2"),
+            "--output",
+            out.to_str().expect("utf-8"),
+            page,
+        ]);
+        let part = lines(&std::fs::read_to_string(&out).expect("jsonl"));
+        assert!(!part.is_empty(), "shard {k}: {}", o.stderr);
+        got.extend(part);
+        shards.push(out.to_str().expect("utf-8").to_string());
+    }
+    assert_eq!(got.len(), 7, "{got:?}");
     let line = |name: &str| {
         got.iter()
             .find(|l| l["id"].as_str().is_some_and(|i| i.starts_with(name)))
@@ -282,12 +295,61 @@ fn a_registry_page_is_scanned_with_the_right_skips() {
         "{}",
         time["report"]["server"]["command"]
     );
-    let merged = run(&["merge", out.to_str().expect("utf-8")], &[], LIMIT);
-    assert!(merged.stdout.contains("4 skipped"), "{}", merged.stdout);
+    let merged = run(&["merge", &shards[0], &shards[1]], &[], LIMIT);
+    assert!(
+        merged.stdout.contains("7 server(s)") && merged.stdout.contains("4 skipped"),
+        "{}",
+        merged.stdout
+    );
     assert!(
         merged.stdout.contains("skipped: remote only"),
         "{}",
         merged.stdout
+    );
+    // The two shards as one page people can browse, checked in a real browser; the page and
+    // its screenshot are kept under target/hintcheck-html.
+    let kept = repo().join("target/hintcheck-html");
+    std::fs::create_dir_all(&kept).expect("target/hintcheck-html");
+    let html = kept.join("registry-scan.html");
+    let o = run(
+        &[
+            "merge",
+            "--format",
+            "html",
+            "--output",
+            html.to_str().expect("utf-8"),
+            &shards[0],
+            &shards[1],
+        ],
+        &[],
+        LIMIT,
+    );
+    assert!(matches!(o.code, 0 | 1), "{}", o.stderr);
+    let page_text = std::fs::read_to_string(&html).expect("html");
+    assert_self_contained(&page_text);
+    let Some(browser) = chromium() else {
+        return;
+    };
+    let shown = render_in_browser(&browser, &html, &kept.join("registry-scan.png"));
+    let dom = &shown.dom;
+    assert_eq!(dom.matches("<tr class=\"row-").count(), 7, "{dom}");
+    assert_eq!(dom.matches("<details class=\"server\"").count(), 3, "{dom}");
+    for part in [
+        "id=\"hint-chart\"",
+        "id=\"share-with-claim\"",
+        "id=\"share-contradicted\"",
+        "id=\"reach\"",
+        "remote only",
+        "OCI image",
+        "server-everything",
+    ] {
+        assert!(dom.contains(part), "{part} not in the rendered page");
+    }
+    assert_eq!(shown.size, (1280, 1800));
+    assert!(
+        shown.png_bytes > 20_000,
+        "a screenshot of {} bytes shows next to nothing",
+        shown.png_bytes
     );
 }
 

@@ -283,3 +283,104 @@ pub(crate) fn assert_partial(report: &serde_json::Value, why: &str) {
         report["partial"]
     );
 }
+
+/// Debian's Chromium (or another Chromium-family browser on PATH, or the one
+/// `HINTCHECK_CHROMIUM` names); skips (with the reason) when there is none.
+pub(crate) fn chromium() -> Option<PathBuf> {
+    let candidates: Vec<PathBuf> = std::env::var_os("HINTCHECK_CHROMIUM")
+        .map(PathBuf::from)
+        .into_iter()
+        .chain(
+            ["chromium", "chromium-browser", "google-chrome"]
+                .iter()
+                .filter_map(|name| {
+                    std::env::var_os("PATH").and_then(|path| {
+                        std::env::split_paths(&path)
+                            .map(|dir| dir.join(name))
+                            .find(|p| p.is_file())
+                    })
+                }),
+        )
+        .collect();
+    let found = candidates.into_iter().find(|p| {
+        Command::new(p)
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success())
+    });
+    if found.is_none() {
+        skip(
+            "no Chromium (Debian's package chromium; .ci/run installs it): the HTML report cannot be checked in a browser",
+        );
+    }
+    found
+}
+
+/// What a headless browser made of a local page: its DOM after parsing, and a screenshot.
+pub(crate) struct Rendered {
+    /// The serialized DOM (`--dump-dom`).
+    pub dom: String,
+    /// The screenshot's width and height, read from its PNG header.
+    pub size: (u32, u32),
+    /// The screenshot's length in bytes.
+    pub png_bytes: usize,
+}
+
+/// Opens `page` in headless `browser` with no network (the flags that keep Chromium from
+/// calling home), dumps its DOM and writes a full-width screenshot to `png`.
+pub(crate) fn render_in_browser(browser: &Path, page: &Path, png: &Path) -> Rendered {
+    let profile = tempfile::tempdir().expect("profile");
+    let url = format!("file://{}", page.display());
+    let browse = |extra: &[&str]| {
+        let mut cmd = Command::new(browser);
+        cmd.args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--hide-scrollbars",
+            "--window-size=1280,1800",
+        ])
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .args(extra)
+        .arg(&url);
+        let out = cmd.output().expect("browser");
+        assert!(
+            out.status.success(),
+            "{}: {}",
+            browser.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        out
+    };
+    let dom = String::from_utf8_lossy(&browse(&["--dump-dom"]).stdout).into_owned();
+    browse(&[&format!("--screenshot={}", png.display())]);
+    let bytes = std::fs::read(png).expect("screenshot");
+    assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n", "a PNG");
+    let be = |at: usize| u32::from_be_bytes(bytes[at..at + 4].try_into().expect("4 bytes"));
+    Rendered {
+        dom,
+        size: (be(16), be(20)),
+        png_bytes: bytes.len(),
+    }
+}
+
+/// A page that loads nothing from anywhere: no scripts, no external references, and a policy
+/// that forbids them should a server's text ever get through.
+pub(crate) fn assert_self_contained(page: &str) {
+    assert!(page.starts_with("<!DOCTYPE html>"));
+    assert!(page.contains("Content-Security-Policy"));
+    assert!(!page.contains("<script"), "no scripts");
+    assert!(!page.contains(" src="), "no external assets");
+    for (at, _) in page.match_indices("href=\"") {
+        assert!(
+            page[at + 6..].starts_with('#'),
+            "a link out of the page: {}",
+            &page[at..(at + 80).min(page.len())]
+        );
+    }
+}
