@@ -362,9 +362,19 @@ pub struct ScanArgs {
     #[arg(long, short, value_name = "N")]
     pub jobs: Option<usize>,
     /// Only the K-th of N shards of the sorted list (every N-th from the K-th; 1-based), for
-    /// CI matrices and Kubernetes indexed jobs.
-    #[arg(long, value_name = "K/N")]
+    /// CI matrices and Kubernetes indexed jobs. `auto` reads K (and N) from the environment:
+    /// JOB_COMPLETION_INDEX (Kubernetes Indexed Job; N from `auto/N` or
+    /// HINTCHECK_SHARD_COUNT), HINTCHECK_SHARD_INDEX and HINTCHECK_SHARD_COUNT (0-based; a
+    /// GitHub matrix sets them from strategy.job-index and job-total), CLOUD_RUN_TASK_INDEX,
+    /// CI_NODE_INDEX (GitLab), BUILDKITE_PARALLEL_JOB, CIRCLE_NODE_INDEX,
+    /// AWS_BATCH_JOB_ARRAY_INDEX.
+    #[arg(long, value_name = "K/N|auto|auto/N")]
     pub shard: Option<String>,
+    /// Resume the scan whose results are in --output FILE: servers it already verified with
+    /// this hintcheck version, the same scenario (pinned package and version) and the same
+    /// options keep their lines; the rest run and are appended.
+    #[arg(long, requires = "output")]
+    pub resume: bool,
     /// Judge each server by its scenario's [expect]: exit 1 on any unexpected or missing
     /// finding.
     #[arg(long)]

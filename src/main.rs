@@ -201,10 +201,24 @@ fn scan(a: &ScanArgs) -> i32 {
         Ok(t) => t,
         Err(e) => return usage_error(e),
     };
-    let targets = match a.shard.as_deref().map(scan::parse_shard).transpose() {
-        Ok(Some(s)) => scan::shard(&all, s),
-        Ok(None) => all.clone(),
+    let shard = match a
+        .shard
+        .as_deref()
+        .map(|s| scan::resolve_shard(s, |name| std::env::var(name).ok()))
+        .transpose()
+    {
+        Ok(s) => s,
         Err(e) => return usage_error(e),
+    };
+    if let Some(((k, n), source)) = &shard
+        && source != "--shard"
+    {
+        eprintln!("hintcheck: shard {k}/{n} (from {source})");
+    }
+    let shard = shard.map(|(s, _)| s);
+    let targets = match shard {
+        Some(s) => scan::shard(&all, s),
+        None => all.clone(),
     };
     if a.list {
         let mut out = std::io::stdout().lock();
@@ -263,7 +277,33 @@ fn scan(a: &ScanArgs) -> i32 {
             .map(|n| n.get())
             .unwrap_or(1)
     });
+    // --resume: what the results file already holds at this version is kept, not run again.
+    let mut kept = Vec::new();
+    let mut targets = targets;
+    if a.resume
+        && let Some(path) = &a.output
+    {
+        let (previous, cut) = match scan::load_for_resume(path) {
+            Ok(p) => p,
+            Err(e) => return usage_error(e),
+        };
+        if cut {
+            eprintln!(
+                "hintcheck: {}: removed a last line cut off by the earlier scan's end",
+                path.display()
+            );
+        }
+        let selected = targets.len();
+        (kept, targets) = scan::resume(previous, targets, &verify_args, a.check);
+        eprintln!(
+            "hintcheck: resuming {}: {} of {selected} server(s) already verified (same hintcheck version, scenario and options), {} to run",
+            path.display(),
+            kept.len(),
+            targets.len()
+        );
+    }
     let plan = scan::ScanPlan {
+        shard,
         total: all.len(),
         targets,
         jobs,
@@ -273,7 +313,14 @@ fn scan(a: &ScanArgs) -> i32 {
         child_limit: timeout + std::time::Duration::from_secs(60),
     };
     let mut out: Box<dyn Write> = match &a.output {
-        Some(p) => match std::fs::File::create(p) {
+        Some(p) => match if a.resume {
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(p)
+        } else {
+            std::fs::File::create(p)
+        } {
             Ok(f) => Box::new(std::io::BufWriter::new(f)),
             Err(e) => {
                 eprintln!("hintcheck: error: cannot write {}: {e}", p.display());
@@ -292,29 +339,38 @@ fn scan(a: &ScanArgs) -> i32 {
             return exit_code::HARNESS;
         }
     };
-    let selected = plan.targets.len();
+    let selected = plan.targets.len() + kept.len();
     let total = plan.total;
-    let outcome = runtime.block_on(async {
+    let mut outcome = runtime.block_on(async {
         let stop_rx = hintcheck::interrupt::watch();
         scan::scan(plan, &mut out, stop_rx).await
     });
     let _ = out.flush();
+    let resumed = kept.len();
+    kept.append(&mut outcome.lines);
+    outcome.lines = kept;
     let totals = scan::totals(&outcome.lines);
     let mut code = scan::exit_code_of(&outcome.lines);
     if outcome.interrupted {
         code = exit_code::HARNESS;
     }
-    let speedup = totals.sum_of_runs_ms as f64 / outcome.wall.as_millis().max(1) as f64;
+    let ran_ms: u64 = outcome.lines[resumed..].iter().map(|l| l.duration_ms).sum();
+    let speedup = ran_ms as f64 / outcome.wall.as_millis().max(1) as f64;
     eprintln!(
-        "hintcheck: scanned {} of {total} server(s){} in {:.1} s (the runs took {:.1} s in all: {speedup:.2}x with --jobs {jobs}); {} contradicted hint(s), {} error(s){} (exit {code})",
+        "hintcheck: scanned {} of {total} server(s){}{} in {:.1} s (the runs took {:.1} s in all: {speedup:.2}x with --jobs {jobs}); {} contradicted hint(s), {} error(s){} (exit {code})",
         outcome.lines.len(),
         if selected < total {
             " (this shard)"
         } else {
             ""
         },
+        if resumed > 0 {
+            format!(", {resumed} of them kept from the earlier scan,")
+        } else {
+            String::new()
+        },
         outcome.wall.as_secs_f64(),
-        totals.sum_of_runs_ms as f64 / 1000.0,
+        ran_ms as f64 / 1000.0,
         totals.contradicted,
         totals.errors,
         if a.check {

@@ -34,8 +34,19 @@ pub enum ScanError {
         path: PathBuf,
     },
     /// `--shard` is not K/N.
-    #[error("--shard {0:?}: expected K/N with 1 <= K <= N (e.g. 2/4)")]
+    #[error("--shard {0:?}: expected K/N with 1 <= K <= N (e.g. 2/4), auto or auto/N")]
     BadShard(String),
+    /// `--shard auto` found no usable shard in the environment.
+    #[error("--shard {spec}: {message}")]
+    ShardEnvironment {
+        /// What was given.
+        spec: String,
+        /// What is missing or wrong.
+        message: String,
+    },
+    /// `--resume` cannot use its results file.
+    #[error("--resume: {0}")]
+    Resume(String),
     /// A results file could not be read.
     #[error("cannot read {}", path.display())]
     Read {
@@ -91,6 +102,13 @@ pub struct ScanLine {
     pub error: Option<String>,
     /// The whole JSON report.
     pub report: Option<Value>,
+    /// The shard of the scan that wrote it (`K/N`), when sharded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<String>,
+    /// What makes a rerun the same run ([`run_key`]): `--resume` skips a server whose line
+    /// has the key it would get now.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_key: Option<String>,
 }
 
 /// What to scan, and how.
@@ -110,6 +128,8 @@ pub struct ScanPlan {
     pub exe: PathBuf,
     /// The longest one child may take before it is killed.
     pub child_limit: Duration,
+    /// The shard this scan is (`K`, `N`), stamped on its lines.
+    pub shard: Option<(usize, usize)>,
 }
 
 /// The outcome of a scan.
@@ -200,6 +220,138 @@ fn scenario_files(p: &Path) -> Result<Option<Vec<PathBuf>>, ScanError> {
     Ok(Some(out))
 }
 
+/// Where fleets put a worker's index (and the number of workers): the variable of the index,
+/// that of the count when the engine sets one, whether the index is 0-based, and the engine.
+const SHARD_ENVIRONMENTS: [(&str, Option<&str>, usize, &str); 7] = [
+    (
+        "HINTCHECK_SHARD_INDEX",
+        Some("HINTCHECK_SHARD_COUNT"),
+        0,
+        "hintcheck's own (a GitHub Actions matrix sets them from strategy.job-index and strategy.job-total)",
+    ),
+    ("JOB_COMPLETION_INDEX", None, 0, "a Kubernetes Indexed Job"),
+    (
+        "CLOUD_RUN_TASK_INDEX",
+        Some("CLOUD_RUN_TASK_COUNT"),
+        0,
+        "a Cloud Run job",
+    ),
+    (
+        "CI_NODE_INDEX",
+        Some("CI_NODE_TOTAL"),
+        1,
+        "GitLab CI parallel",
+    ),
+    (
+        "BUILDKITE_PARALLEL_JOB",
+        Some("BUILDKITE_PARALLEL_JOB_COUNT"),
+        0,
+        "Buildkite parallelism",
+    ),
+    (
+        "CIRCLE_NODE_INDEX",
+        Some("CIRCLE_NODE_TOTAL"),
+        0,
+        "CircleCI parallelism",
+    ),
+    (
+        "AWS_BATCH_JOB_ARRAY_INDEX",
+        None,
+        0,
+        "an AWS Batch array job",
+    ),
+];
+
+/// The shard `--shard` asks for, and where it came from: `K/N` as given, or `auto` / `auto/N`
+/// from the environment a fleet sets ([`SHARD_ENVIRONMENTS`], the first present wins; the
+/// count from the engine, `auto/N`, or `HINTCHECK_SHARD_COUNT`). `env` reads a variable.
+pub fn resolve_shard(
+    spec: &str,
+    env: impl Fn(&str) -> Option<String>,
+) -> Result<((usize, usize), String), ScanError> {
+    let spec = spec.trim();
+    let given_count = match spec.strip_prefix("auto") {
+        None => return Ok((parse_shard(spec)?, "--shard".into())),
+        Some("") => None,
+        Some(rest) => {
+            let n = rest
+                .strip_prefix('/')
+                .and_then(|n| n.trim().parse::<usize>().ok())
+                .filter(|n| *n > 0)
+                .ok_or_else(|| ScanError::BadShard(spec.to_string()))?;
+            Some(n)
+        }
+    };
+    let fail = |message: String| ScanError::ShardEnvironment {
+        spec: spec.to_string(),
+        message,
+    };
+    let set = |name: &str| {
+        env(name)
+            .map(|v| v.trim().to_string())
+            .filter(|v| !v.is_empty())
+    };
+    let Some((index_var, count_var, base, engine, index)) = SHARD_ENVIRONMENTS
+        .iter()
+        .find_map(|&(var, count, base, engine)| set(var).map(|v| (var, count, base, engine, v)))
+    else {
+        let names: Vec<&str> = SHARD_ENVIRONMENTS.iter().map(|e| e.0).collect();
+        return Err(fail(format!(
+            "no shard index in the environment (looked for {}); give --shard K/N instead",
+            names.join(", ")
+        )));
+    };
+    let index: usize = index.parse().map_err(|_| {
+        fail(format!(
+            "{index_var}={index:?} ({engine}) is not a whole number"
+        ))
+    })?;
+    let engine_count = match count_var.and_then(|c| set(c).map(|v| (c, v))) {
+        Some((var, v)) => Some((
+            var,
+            v.parse::<usize>()
+                .ok()
+                .filter(|n| *n > 0)
+                .ok_or_else(|| fail(format!("{var}={v:?} is not a number of shards")))?,
+        )),
+        None => None,
+    };
+    let fallback_count = match set("HINTCHECK_SHARD_COUNT") {
+        Some(v) if count_var.is_none() => Some((
+            "HINTCHECK_SHARD_COUNT",
+            v.parse::<usize>().ok().filter(|n| *n > 0).ok_or_else(|| {
+                fail(format!(
+                    "HINTCHECK_SHARD_COUNT={v:?} is not a number of shards"
+                ))
+            })?,
+        )),
+        _ => None,
+    };
+    let from_env = engine_count.or(fallback_count);
+    let (n, count_source) = match (given_count, from_env) {
+        (Some(n), Some((var, m))) if n != m => {
+            return Err(fail(format!("auto/{n} says {n} shards but {var}={m}")));
+        }
+        (Some(n), _) => (n, format!("auto/{n}")),
+        (None, Some((var, m))) => (m, var.to_string()),
+        (None, None) => {
+            return Err(fail(format!(
+                "{index_var} ({engine}) gives the index but nothing gives the number of shards: write --shard auto/N (for a Kubernetes Indexed Job, N = its completions) or set HINTCHECK_SHARD_COUNT"
+            )));
+        }
+    };
+    let k = (index + 1)
+        .checked_sub(base)
+        .filter(|k| (1..=n).contains(k));
+    let Some(k) = k else {
+        return Err(fail(format!(
+            "{index_var}={index} ({engine}) is outside {n} shard(s) ({})",
+            if base == 0 { "0-based" } else { "1-based" }
+        )));
+    };
+    Ok(((k, n), format!("{index_var}={index} and {count_source}")))
+}
+
 /// Parses `K/N` (1-based K).
 pub fn parse_shard(s: &str) -> Result<(usize, usize), ScanError> {
     let bad = || ScanError::BadShard(s.to_string());
@@ -256,9 +408,14 @@ async fn run_one(plan: &ScanPlan, target: &ScanTarget, stop: watch::Receiver<boo
         expectations: None,
         error: None,
         report: None,
+        shard: plan.shard.map(|(k, n)| format!("{k}/{n}")),
+        run_key: None,
     };
     match &target.plan {
-        Ok(scenario) => verify_one(plan, scenario, line, stop).await,
+        Ok(scenario) => {
+            line.run_key = run_key(scenario, &plan.verify_args, plan.check);
+            verify_one(plan, scenario, line, stop).await
+        }
         Err(why) => {
             line.exit_reason = format!("skipped: {why}");
             line.skipped = Some(why.clone());
@@ -535,6 +692,160 @@ pub fn read_lines(paths: &[PathBuf]) -> Result<Vec<ScanLine>, ScanError> {
     Ok(by_target.into_values().collect())
 }
 
+/// What makes two runs of a server the same run: this hintcheck's version, the scenario file
+/// (for a registry entry, the pinned package and version with its launch details; for a
+/// scenario, its `[setup]` pins and everything else it says), and the options every verify
+/// gets. `None` when the scenario cannot be read (it is then never taken as done).
+pub fn run_key(scenario: &Path, verify_args: &[String], check: bool) -> Option<String> {
+    let text = std::fs::read(scenario).ok()?;
+    let mut key = format!(
+        "hintcheck {}\0scan_version {SCAN_VERSION}\0check {check}\0{}\0",
+        env!("CARGO_PKG_VERSION"),
+        verify_args.join("\0")
+    )
+    .into_bytes();
+    key.extend_from_slice(&text);
+    Some(crate::mcp::tool::sha256_hex(&key)[..32].to_string())
+}
+
+/// Whether `line` is a finished verification: a whole report (not one an interrupt cut
+/// short) and an exit code a verification can end with. A harness error or a missing report
+/// is run again.
+fn finished(line: &ScanLine) -> bool {
+    line.report.as_ref().is_some_and(|r| r["partial"].is_null())
+        && matches!(
+            line.exit_code,
+            exit_code::OK | exit_code::CONTRADICTIONS | exit_code::NOTHING_VERIFIED
+        )
+}
+
+/// Reads the results file of an earlier scan for `--resume`: every line it holds (a later line
+/// for the same target wins). A last line cut off by a crash (no newline, not JSON) is removed
+/// from the file so that new lines follow whole ones; any other line that is not a scan result
+/// means the file is not one, and nothing is touched. A missing file is an empty scan.
+pub fn load_for_resume(path: &Path) -> Result<(Vec<ScanLine>, bool), ScanError> {
+    let text = match std::fs::read(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((Vec::new(), false)),
+        Err(source) => {
+            return Err(ScanError::Read {
+                path: path.to_path_buf(),
+                source,
+            });
+        }
+    };
+    let mut lines = Vec::new();
+    let mut whole_len = 0usize;
+    let mut cut = false;
+    let mut start = 0usize;
+    let mut number = 0usize;
+    while start < text.len() {
+        number += 1;
+        let end = text[start..]
+            .iter()
+            .position(|b| *b == b'\n')
+            .map(|i| start + i + 1);
+        let raw = &text[start..end.unwrap_or(text.len())];
+        let parsed = serde_json::from_slice::<ScanLine>(raw)
+            .ok()
+            .filter(|l| l.scan_version == SCAN_VERSION);
+        match (parsed, end) {
+            (Some(l), Some(e)) => {
+                lines.push(l);
+                whole_len = e;
+            }
+            (None, Some(e)) if raw.iter().all(u8::is_ascii_whitespace) => whole_len = e,
+            (_, None) => {
+                cut = true;
+                break;
+            }
+            (None, Some(_)) => {
+                return Err(ScanError::Resume(format!(
+                    "{}:{number} is not a line of a hintcheck scan (scan_version {SCAN_VERSION}); the file is left as it is",
+                    path.display()
+                )));
+            }
+        }
+        start = end.unwrap_or(text.len());
+    }
+    if cut {
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .open(path)
+            .and_then(|f| f.set_len(whole_len as u64));
+        file.map_err(|source| ScanError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+    }
+    Ok((lines, cut))
+}
+
+/// Splits `targets` for `--resume`: the lines of `previous` that already hold a finished
+/// verification of a target under the key it would get now (kept as they are), and the
+/// targets still to run. Skipped registry entries are always listed again (it costs nothing).
+pub fn resume(
+    previous: Vec<ScanLine>,
+    targets: Vec<ScanTarget>,
+    verify_args: &[String],
+    check: bool,
+) -> (Vec<ScanLine>, Vec<ScanTarget>) {
+    let mut latest: BTreeMap<String, ScanLine> = BTreeMap::new();
+    for l in previous {
+        latest.insert(l.target.clone(), l);
+    }
+    let mut kept = Vec::new();
+    let mut todo = Vec::new();
+    for t in targets {
+        let done = match (&t.plan, latest.get(&t.label)) {
+            (Ok(scenario), Some(l)) => {
+                finished(l)
+                    && l.run_key.is_some()
+                    && l.run_key == run_key(scenario, verify_args, check)
+            }
+            _ => false,
+        };
+        match latest.remove(&t.label) {
+            Some(l) if done => kept.push(l),
+            _ => todo.push(t),
+        }
+    }
+    (kept, todo)
+}
+
+/// Shards missing from merged lines: for each shard count, the shards with no line (an empty
+/// shard, or one that did not finish or was not given to merge), and a note when lines come
+/// from splits of different sizes.
+pub fn shard_gaps(lines: &[ScanLine]) -> Vec<String> {
+    let mut seen: BTreeMap<usize, std::collections::BTreeSet<usize>> = BTreeMap::new();
+    for l in lines {
+        if let Some((k, n)) = l.shard.as_deref().and_then(|s| parse_shard(s).ok()) {
+            seen.entry(n).or_default().insert(k);
+        }
+    }
+    let mut notes = Vec::new();
+    if seen.len() > 1 {
+        let sizes: Vec<String> = seen.keys().map(|n| format!("of {n}")).collect();
+        notes.push(format!(
+            "lines come from splits of different sizes ({}): some servers may be counted twice or not at all",
+            sizes.join(", ")
+        ));
+    }
+    for (n, ks) in &seen {
+        let missing: Vec<String> = (1..=*n)
+            .filter(|k| !ks.contains(k))
+            .map(|k| format!("{k}/{n}"))
+            .collect();
+        if !missing.is_empty() {
+            notes.push(format!(
+                "no line from shard(s) {} (an empty shard, or one that did not finish or was not given to merge)",
+                missing.join(", ")
+            ));
+        }
+    }
+    notes
+}
+
 /// The contradicted-hint count of a line, or `-` without a report.
 fn contradicted_cell(l: &ScanLine) -> String {
     l.summary
@@ -617,6 +928,9 @@ pub fn render_text(lines: &[ScanLine]) -> String {
         t.expectations_unmet,
         t.sum_of_runs_ms as f64 / 1000.0
     ));
+    for note in shard_gaps(lines) {
+        o.push_str(&format!("note: {note}\n"));
+    }
     o
 }
 
@@ -643,6 +957,9 @@ pub fn render_markdown(lines: &[ScanLine]) -> String {
         "\n{} server(s) · {} contradicted hint(s) · {} error(s) · {} skipped · expectations {} met, {} unmet\n",
         t.servers, t.contradicted, t.errors, t.skipped, t.expectations_met, t.expectations_unmet
     ));
+    for note in shard_gaps(lines) {
+        o.push_str(&format!("\n> **Note:** {note}\n"));
+    }
     o
 }
 
@@ -664,6 +981,7 @@ pub fn render_html(lines: &[ScanLine]) -> String {
     crate::report::html::render(
         &format!("hintcheck scan of {} server(s)", lines.len()),
         &entries,
+        &shard_gaps(lines),
     )
 }
 
@@ -682,6 +1000,7 @@ pub fn render_json(lines: &[ScanLine]) -> String {
                 "skipped": l.skipped,
                 "transport": l.transport,
                 "summary": l.summary,
+                "shard": l.shard,
                 "expectations": l.expectations,
                 "error": l.error,
             })
@@ -691,6 +1010,7 @@ pub fn render_json(lines: &[ScanLine]) -> String {
         "scan_version": SCAN_VERSION,
         "exit_code": exit_code_of(lines),
         "totals": totals(lines),
+        "shard_notes": shard_gaps(lines),
         "servers": rows,
     }))
     .unwrap_or_default();
@@ -701,6 +1021,81 @@ pub fn render_json(lines: &[ScanLine]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_shard_comes_from_the_environment_fleets_set() {
+        let with = |vars: &'static [(&'static str, &'static str)]| {
+            move |name: &str| {
+                vars.iter()
+                    .find(|(k, _)| *k == name)
+                    .map(|(_, v)| v.to_string())
+            }
+        };
+        let shard = |spec: &str, vars: &'static [(&'static str, &'static str)]| {
+            resolve_shard(spec, with(vars)).map(|(s, _)| s)
+        };
+        assert_eq!(shard("2/4", &[]).expect("given"), (2, 4));
+        // Kubernetes: 0-based index, the count from the spec or HINTCHECK_SHARD_COUNT.
+        assert_eq!(
+            shard("auto/8", &[("JOB_COMPLETION_INDEX", "0")]).expect("k8s"),
+            (1, 8)
+        );
+        assert_eq!(
+            shard(
+                "auto",
+                &[
+                    ("JOB_COMPLETION_INDEX", "7"),
+                    ("HINTCHECK_SHARD_COUNT", "8")
+                ]
+            )
+            .expect("k8s"),
+            (8, 8)
+        );
+        let no_count = shard("auto", &[("JOB_COMPLETION_INDEX", "3")]).expect_err("refused");
+        assert!(no_count.to_string().contains("auto/N"), "{no_count}");
+        assert!(shard("auto/8", &[("JOB_COMPLETION_INDEX", "8")]).is_err());
+        // A GitHub matrix passes strategy.job-index and job-total.
+        assert_eq!(
+            shard(
+                "auto",
+                &[
+                    ("HINTCHECK_SHARD_INDEX", "2"),
+                    ("HINTCHECK_SHARD_COUNT", "3")
+                ]
+            )
+            .expect("matrix"),
+            (3, 3)
+        );
+        // GitLab counts from 1.
+        assert_eq!(
+            shard("auto", &[("CI_NODE_INDEX", "1"), ("CI_NODE_TOTAL", "2")]).expect("gitlab"),
+            (1, 2)
+        );
+        assert!(shard("auto", &[("CI_NODE_INDEX", "0"), ("CI_NODE_TOTAL", "2")]).is_err());
+        // Disagreement and garbage are named.
+        let clash = shard(
+            "auto/4",
+            &[("CLOUD_RUN_TASK_INDEX", "1"), ("CLOUD_RUN_TASK_COUNT", "5")],
+        )
+        .expect_err("refused");
+        assert!(
+            clash.to_string().contains("CLOUD_RUN_TASK_COUNT=5"),
+            "{clash}"
+        );
+        let garbage = shard("auto/4", &[("JOB_COMPLETION_INDEX", "x")]).expect_err("refused");
+        assert!(
+            garbage.to_string().contains("JOB_COMPLETION_INDEX"),
+            "{garbage}"
+        );
+        let none = shard("auto", &[]).expect_err("refused");
+        assert!(none.to_string().contains("JOB_COMPLETION_INDEX"), "{none}");
+        for bad in ["auto/", "auto/0", "autox", "auto/x"] {
+            assert!(
+                shard(bad, &[("JOB_COMPLETION_INDEX", "0")]).is_err(),
+                "{bad}"
+            );
+        }
+    }
 
     #[test]
     fn shards_split_the_sorted_list_without_overlap() {
@@ -730,6 +1125,8 @@ mod tests {
             expectations: None,
             error: None,
             report: report.then(|| serde_json::json!({})),
+            shard: None,
+            run_key: None,
         }
     }
 

@@ -216,7 +216,8 @@ fn shown_cut(s: &str, max: usize) -> String {
 }
 
 /// The page for a scan (`merge --format html`) or one run (`verify --format html`).
-pub fn render(title: &str, entries: &[Entry<'_>]) -> String {
+/// `notes` are said under the figures (shards missing from a merge).
+pub fn render(title: &str, entries: &[Entry<'_>], notes: &[String]) -> String {
     let figures = Figures::of(entries);
     let generated_by = entries
         .iter()
@@ -244,6 +245,9 @@ pub fn render(title: &str, entries: &[Entry<'_>]) -> String {
                     }
                 }
                 (summary(&figures))
+                @for note in notes {
+                    p.note { strong { "Note: " } (note) }
+                }
                 (server_table(entries))
                 section #servers-in-detail {
                     h2 { "Servers in detail" }
@@ -294,6 +298,7 @@ pub fn render_report(r: &super::Report) -> String {
     render(
         &format!("hintcheck verify: {}", shown_cut(&id, 80)),
         &[entry],
+        &[],
     )
 }
 
@@ -709,6 +714,7 @@ ul.evidence { margin: 2px 0 8px; padding-left: 20px; font-size: 13px; overflow-w
 .sev { font-size: 12px; font-weight: 600; text-transform: uppercase; }
 .sev-error { color: var(--red); } .sev-warning { color: var(--amber); } .sev-note { color: var(--muted); }
 .row-skipped td { color: var(--muted); }
+.note { border-left: 4px solid var(--amber); padding: 6px 10px; background: #fff8e6; }
 footer { margin-top: 32px; border-top: 1px solid var(--line); }
 @media print { body { max-width: none; } }
 "#;
@@ -793,7 +799,11 @@ mod tests {
         );
         assert_eq!(f.hints[1].declared, 1);
         assert_eq!(f.hints[3].declared, 0);
-        let page = render("hintcheck scan", &entries);
+        let page = render(
+            "hintcheck scan",
+            &entries,
+            &["no line from shard(s) 2/2".into()],
+        );
         assert!(page.contains("&lt;b&gt;srv&lt;/b&gt;"), "names are escaped");
         assert!(!page.contains("<b>srv"));
         assert!(page.contains(">skipped</span>") && page.contains("remote only"));
@@ -802,6 +812,7 @@ mod tests {
             "share contradicted of tools with a claim"
         );
         assert!(page.contains(">67%<"), "reach: 2 of 3");
+        assert!(page.contains("no line from shard(s) 2/2"));
     }
 
     #[test]
@@ -822,7 +833,7 @@ mod tests {
             expectations: None,
             report: Some(&r),
         };
-        let page = render("t", &[entry]);
+        let page = render("t", &[entry], &[]);
         assert!(!page.contains("<script>"));
         assert!(!page.contains("<img"));
         assert!(!page.contains('\u{202e}') && !page.contains('\u{1b}'));

@@ -36,6 +36,7 @@ const FAST: [&str; 4] = [
 #[test]
 fn shards_split_the_list_and_merge_puts_them_back_together() {
     let dir = tempfile::tempdir().expect("tmp");
+    let cache = cache();
     let paths: Vec<String> = FAST
         .iter()
         .map(|p| repo().join(p).display().to_string())
@@ -44,23 +45,44 @@ fn shards_split_the_list_and_merge_puts_them_back_together() {
     let mut seen = BTreeSet::new();
     for k in 1..=2 {
         let out = dir.path().join(format!("shard-{k}.jsonl"));
-        let shard = format!("{k}/2");
+        // The first shard named on the command line, the second read from the environment
+        // a GitHub matrix job is given (0-based, as strategy.job-index is).
+        let shard = if k == 1 { "1/2" } else { "auto" };
         let mut args = vec![
+            "scan",
+            "--cache-dir",
+            &cache,
             "--jobs",
             "2",
             "--shard",
-            shard.as_str(),
+            shard,
             "--output",
             out.to_str().expect("utf-8"),
         ];
         args.extend(paths.iter().map(String::as_str));
-        let o = scan(&args);
+        let o = run(
+            &args,
+            &[
+                ("HINTCHECK_SHARD_INDEX", "1"),
+                ("HINTCHECK_SHARD_COUNT", "2"),
+            ],
+            LIMIT,
+        );
+        if k == 2 {
+            assert!(
+                o.stderr
+                    .contains("shard 2/2 (from HINTCHECK_SHARD_INDEX=1 and HINTCHECK_SHARD_COUNT)"),
+                "{}",
+                o.stderr
+            );
+        }
         // demo contradicts itself on purpose (1); nothing-verified verifies nothing (4).
         assert!(matches!(o.code, 1 | 4), "{}", o.stderr);
         let got = lines(&std::fs::read_to_string(&out).expect("jsonl"));
         assert_eq!(got.len(), 2, "two of four per shard");
         for l in &got {
             assert_eq!(l["scan_version"], 1);
+            assert_eq!(l["shard"], format!("{k}/2"));
             assert!(l["report"]["schema_version"].is_number(), "{l}");
             assert_eq!(l["transport"], "stdio", "{l}");
             assert!(
@@ -96,6 +118,100 @@ fn shards_split_the_list_and_merge_puts_them_back_together() {
         .find(|l| l.starts_with("modern-era "))
         .expect("a row");
     assert!(modern.contains(" stdio "), "{modern}");
+    // One shard alone: merge says which is missing.
+    let half = run(&["merge", file_args[0]], &[], LIMIT);
+    assert!(
+        half.stdout.contains("no line from shard(s) 2/2"),
+        "{}",
+        half.stdout
+    );
+    assert!(
+        !text.stdout.contains("no line from shard"),
+        "{}",
+        text.stdout
+    );
+}
+
+#[test]
+fn a_rerun_resumes_keeping_servers_done_at_the_same_version() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let out = dir.path().join("scan.jsonl");
+    let out_arg = out.to_str().expect("utf-8").to_string();
+    let paths: Vec<String> = FAST
+        .iter()
+        .map(|p| repo().join(p).display().to_string())
+        .collect();
+    let scan_resuming = |extra: &[&str]| {
+        let mut args = vec!["--jobs", "2", "--resume", "--output", out_arg.as_str()];
+        args.extend_from_slice(extra);
+        args.extend(paths.iter().map(String::as_str));
+        scan(&args)
+    };
+    // A first run (the file does not exist yet).
+    let first = scan_resuming(&[]);
+    assert!(matches!(first.code, 1 | 4), "{}", first.stderr);
+    let whole = std::fs::read_to_string(&out).expect("jsonl");
+    let done = lines(&whole);
+    assert_eq!(done.len(), 4, "{}", first.stderr);
+    assert!(done.iter().all(|l| l["run_key"].is_string()), "{whole}");
+    // The earlier run died writing its last line, and one server's line is from another
+    // version of hintcheck (or of the package): only that one runs again.
+    let mut edited: Vec<String> = whole.lines().map(str::to_string).collect();
+    let mut stale: Value = serde_json::from_str(&edited[1]).expect("line");
+    stale["run_key"] = "from another version".into();
+    let stale_target = stale["target"].as_str().expect("target").to_string();
+    edited[1] = stale.to_string();
+    let mut text = edited.join("\n");
+    text.push_str("\n{\"scan_version\":1,\"target\":\"cut off");
+    std::fs::write(&out, &text).expect("write");
+    let second = scan_resuming(&[]);
+    assert_eq!(second.code, first.code, "{}", second.stderr);
+    assert!(
+        second.stderr.contains("removed a last line cut off"),
+        "{}",
+        second.stderr
+    );
+    assert!(
+        second.stderr.contains("3 of 4 server(s) already verified"),
+        "{}",
+        second.stderr
+    );
+    let after = lines(&std::fs::read_to_string(&out).expect("jsonl"));
+    assert_eq!(after.len(), 5, "the four lines and the rerun one appended");
+    assert_eq!(after[4]["target"], stale_target.as_str());
+    assert_ne!(after[4]["run_key"], "from another version");
+    // Merge takes the newest line per server.
+    let merged = run(&["merge", "--format", "json", &out_arg], &[], LIMIT);
+    assert_eq!(merged.json()["totals"]["servers"], 4, "{}", merged.stdout);
+    // Nothing left to do; other options make another run.
+    let third = scan_resuming(&[]);
+    assert!(
+        third.stderr.contains("4 of 4 server(s) already verified"),
+        "{}",
+        third.stderr
+    );
+    assert_eq!(
+        third.code, first.code,
+        "the kept lines decide the exit code"
+    );
+    let other = scan_resuming(&["--fail-on", "warning"]);
+    assert!(
+        other.stderr.contains("0 of 4 server(s) already verified"),
+        "{}",
+        other.stderr
+    );
+    // A file that is not a scan's results is left alone.
+    std::fs::write(&out, "not a scan\n").expect("write");
+    let refused = scan_resuming(&[]);
+    assert_eq!(refused.code, 2, "{}", refused.stderr);
+    assert!(
+        refused
+            .stderr
+            .contains(":1 is not a line of a hintcheck scan"),
+        "{}",
+        refused.stderr
+    );
+    assert_eq!(std::fs::read_to_string(&out).expect("kept"), "not a scan\n");
 }
 
 #[test]
