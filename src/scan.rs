@@ -105,6 +105,10 @@ pub struct ScanLine {
     /// The shard of the scan that wrote it (`K/N`), when sharded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shard: Option<String>,
+    /// How many servers the whole list held before sharding: merge tells from it which
+    /// shards must have lines, and how many.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub list_size: Option<usize>,
     /// What makes a rerun the same run ([`run_key`]): `--resume` skips a server whose line
     /// has the key it would get now.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -409,6 +413,7 @@ async fn run_one(plan: &ScanPlan, target: &ScanTarget, stop: watch::Receiver<boo
         error: None,
         report: None,
         shard: plan.shard.map(|(k, n)| format!("{k}/{n}")),
+        list_size: Some(plan.total),
         run_key: None,
     };
     match &target.plan {
@@ -813,33 +818,94 @@ pub fn resume(
     (kept, todo)
 }
 
-/// Shards missing from merged lines: for each shard count, the shards with no line (an empty
-/// shard, or one that did not finish or was not given to merge), and a note when lines come
-/// from splits of different sizes.
+/// One way the list was split, as merged lines show it.
+#[derive(Default)]
+struct Split<'a> {
+    /// The list's size, when the lines say.
+    list_size: Option<usize>,
+    /// The distinct targets seen per shard (1-based).
+    targets: BTreeMap<usize, std::collections::BTreeSet<&'a str>>,
+}
+
+/// What merged lines lack: for each split of the list (`N` shards, or the whole list), the
+/// shards with no line and those with fewer lines than their share of the list (a shard that
+/// did not finish, or a file not given to merge), and a note when lines come from splits of
+/// different sizes. Lines written before scans said their list's size are only checked for
+/// shards with no line at all.
 pub fn shard_gaps(lines: &[ScanLine]) -> Vec<String> {
-    let mut seen: BTreeMap<usize, std::collections::BTreeSet<usize>> = BTreeMap::new();
+    // Per split size: the list's size, and the distinct targets seen per shard.
+    let mut splits: BTreeMap<usize, Split<'_>> = BTreeMap::new();
     for l in lines {
-        if let Some((k, n)) = l.shard.as_deref().and_then(|s| parse_shard(s).ok()) {
-            seen.entry(n).or_default().insert(k);
+        let (k, n) = match l.shard.as_deref() {
+            Some(s) => match parse_shard(s) {
+                Ok(kn) => kn,
+                Err(_) => continue,
+            },
+            None => (1, 1),
+        };
+        let split = splits.entry(n).or_default();
+        if let Some(size) = l.list_size {
+            split.list_size = Some(split.list_size.map_or(size, |s| s.max(size)));
         }
+        split
+            .targets
+            .entry(k)
+            .or_default()
+            .insert(l.target.as_str());
     }
     let mut notes = Vec::new();
-    if seen.len() > 1 {
-        let sizes: Vec<String> = seen.keys().map(|n| format!("of {n}")).collect();
+    if splits.len() > 1 {
+        let sizes: Vec<String> = splits
+            .keys()
+            .map(|n| {
+                if *n == 1 {
+                    "unsharded".to_string()
+                } else {
+                    format!("of {n}")
+                }
+            })
+            .collect();
         notes.push(format!(
             "lines come from splits of different sizes ({}): some servers may be counted twice or not at all",
             sizes.join(", ")
         ));
     }
-    for (n, ks) in &seen {
-        let missing: Vec<String> = (1..=*n)
-            .filter(|k| !ks.contains(k))
-            .map(|k| format!("{k}/{n}"))
-            .collect();
+    for (
+        n,
+        Split {
+            list_size: size,
+            targets: seen,
+        },
+    ) in &splits
+    {
+        let share = |k: usize| size.map(|total| if k <= total { (total - k) / n + 1 } else { 0 });
+        let mut missing = Vec::new();
+        let mut short = Vec::new();
+        for k in 1..=*n {
+            let got = seen.get(&k).map_or(0, |t| t.len());
+            match share(k) {
+                Some(0) => {}
+                Some(want) if got == 0 => missing.push(format!("{k}/{n} ({want} server(s))")),
+                Some(want) if got < want => short.push(format!("{k}/{n} has {got} of {want}")),
+                None if got == 0 => missing.push(format!("{k}/{n}")),
+                _ => {}
+            }
+        }
+        let what = if *n == 1 {
+            "the scan".to_string()
+        } else {
+            "shard(s)".to_string()
+        };
         if !missing.is_empty() {
             notes.push(format!(
-                "no line from shard(s) {} (an empty shard, or one that did not finish or was not given to merge)",
+                "no line from {what} {} (one that did not finish or was not given to merge)",
                 missing.join(", ")
+            ));
+        }
+        if !short.is_empty() {
+            notes.push(format!(
+                "fewer lines than servers: {} (interrupted, or still running)",
+                short.join("; ")
             ));
         }
     }
@@ -1126,8 +1192,41 @@ mod tests {
             error: None,
             report: report.then(|| serde_json::json!({})),
             shard: None,
+            list_size: None,
             run_key: None,
         }
+    }
+
+    #[test]
+    fn merge_names_missing_and_short_shards_but_not_empty_ones() {
+        let at = |target: &str, shard: &str| ScanLine {
+            target: target.into(),
+            shard: Some(shard.into()),
+            list_size: Some(5),
+            ..line(0, true)
+        };
+        // Five servers in four shards: shard 1 has two (1 and 5), the others one each.
+        let whole = [
+            at("a", "1/4"),
+            at("e", "1/4"),
+            at("b", "2/4"),
+            at("c", "3/4"),
+            at("d", "4/4"),
+        ];
+        assert!(shard_gaps(&whole).is_empty(), "{:?}", shard_gaps(&whole));
+        let notes = shard_gaps(&whole[..3]);
+        assert_eq!(notes.len(), 1, "{notes:?}");
+        assert!(notes[0].contains("3/4 (1 server(s)), 4/4 (1 server(s))"), "{notes:?}");
+        let notes = shard_gaps(&whole[1..]);
+        assert!(notes[0].contains("1/4 has 1 of 2"), "{notes:?}");
+        // Eight shards of five: shards 6 to 8 are empty, and nothing says they are missing.
+        let eight: Vec<ScanLine> = (1..=5)
+            .map(|k| at(&format!("t{k}"), &format!("{k}/8")))
+            .collect();
+        assert!(shard_gaps(&eight).is_empty(), "{:?}", shard_gaps(&eight));
+        let mut mixed = eight.clone();
+        mixed.push(at("a", "1/4"));
+        assert!(shard_gaps(&mixed)[0].contains("different sizes"));
     }
 
     #[test]

@@ -6,6 +6,8 @@ mod action;
 mod cli;
 /// A first run that explains itself: interrupts, causes, pre-flight, stdout, [setup].
 mod first_run;
+/// The ready fleet files (Kubernetes Indexed Job, GitHub matrix workflow), run here.
+mod fleet;
 /// The fuzz targets under a bounded mutation driver (stable toolchain).
 mod fuzz;
 /// Hostile servers at scale: flat memory over many calls.
