@@ -126,16 +126,17 @@ fn verify(a: &VerifyArgs, mode: Mode) -> Result<i32, Error> {
         }
     }
     let mut config = RunConfig::deferring_setup(a)?;
+    // The setup as written, for one more try with `mcp<2` should the server die under the
+    // 2.x SDK its dependencies resolved to.
+    let sdk_retry = config.pending_setup.as_ref().and_then(|p| {
+        hintcheck::setup::runtime::with_mcp_below_2(&p.section).map(|section| {
+            let mut pending = p.clone();
+            pending.section = section;
+            (pending, config.command.clone(), config.env.clone())
+        })
+    });
     if let Err(e) = config.install_setup() {
-        // Nothing ran: still a report, in the format asked, with the cause.
-        let stopped = matches!(e, hintcheck::setup::SetupError::Stopped { .. });
-        let v = hintcheck::run::never_started(&config, e.to_string(), stopped);
-        output::emit(&v, &config, mode)?;
-        eprintln!(
-            "hintcheck: {} (exit {})",
-            v.report.exit_reason, v.report.exit_code
-        );
-        return Ok(v.report.exit_code);
+        return never_started(&config, e, mode);
     }
     let display = config
         .terminal
@@ -157,10 +158,43 @@ fn verify(a: &VerifyArgs, mode: Mode) -> Result<i32, Error> {
         .enable_all()
         .build()
         .map_err(Error::Runtime)?;
-    let verification = runtime.block_on(async {
-        let stop_rx = hintcheck::interrupt::watch();
-        hintcheck::run::verify(&config, stop_rx, subreaper).await
-    });
+    let run = |config: &RunConfig| {
+        runtime.block_on(async {
+            let stop_rx = hintcheck::interrupt::watch();
+            hintcheck::run::verify(config, stop_rx, subreaper).await
+        })
+    };
+    let mut verification = run(&config);
+    let mut notes = setup_notes(&config);
+    if let Some((pending, command, env)) = sdk_retry
+        && let Some(death) = died_under_sdk_2(&config, &verification.report)
+    {
+        eprintln!(
+            "hintcheck: the server died at start under the mcp 2.x SDK ({death}); installing it again with mcp<2"
+        );
+        config.pending_setup = Some(pending);
+        config.command = command;
+        config.env = env;
+        match config.install_setup() {
+            Ok(()) => {
+                verification = run(&config);
+                notes = setup_notes(&config);
+                let sdk = config
+                    .installed
+                    .as_ref()
+                    .and_then(|i| i.venv.as_deref())
+                    .and_then(hintcheck::setup::runtime::mcp_version)
+                    .map_or_else(|| "mcp<2".to_string(), |v| format!("mcp {v}"));
+                notes.push(format!(
+                    "the server died at start under the mcp 2.x SDK its dependencies resolved to ({death}); it was installed again with mcp<2, and this report is of the run on {sdk}"
+                ));
+            }
+            Err(e) => notes.push(format!(
+                "the server died at start under the mcp 2.x SDK ({death}); installing it again with mcp<2 failed: {e}"
+            )),
+        }
+    }
+    verification.report.notes.splice(0..0, notes);
     if let Some(d) = &display {
         d.finish();
     }
@@ -179,6 +213,49 @@ fn verify(a: &VerifyArgs, mode: Mode) -> Result<i32, Error> {
     }
     eprintln!("hintcheck: {} (exit {code})", report.exit_reason);
     Ok(code)
+}
+
+/// A report for a run whose `[setup]` failed: nothing ran, but the report says why, in the
+/// format asked.
+fn never_started(
+    config: &RunConfig,
+    e: hintcheck::setup::SetupError,
+    mode: Mode,
+) -> Result<i32, Error> {
+    let stopped = matches!(e, hintcheck::setup::SetupError::Stopped { .. });
+    let mut v = hintcheck::run::never_started(config, e.to_string(), stopped);
+    v.report.notes.splice(0..0, setup_notes(config));
+    output::emit(&v, config, mode)?;
+    eprintln!(
+        "hintcheck: {} (exit {})",
+        v.report.exit_reason, v.report.exit_code
+    );
+    Ok(v.report.exit_code)
+}
+
+/// What the `[setup]` provided beyond the packages (a Node from the registry), for the report.
+fn setup_notes(config: &RunConfig) -> Vec<String> {
+    config
+        .installed
+        .as_ref()
+        .map(|i| i.notes.clone())
+        .unwrap_or_default()
+}
+
+/// Whether the server died before it answered, under an `mcp` 2.x SDK, the way a server
+/// written for 1.x does: the exception's line.
+fn died_under_sdk_2(config: &RunConfig, report: &hintcheck::report::Report) -> Option<String> {
+    let venv = config.installed.as_ref()?.venv.as_deref()?;
+    if report.server.start_error.is_none()
+        || report.partial.is_some()
+        || hintcheck::setup::runtime::mcp_version(venv)?
+            .split('.')
+            .next()?
+            != "2"
+    {
+        return None;
+    }
+    hintcheck::setup::runtime::died_like_a_1x_server(&report.server.stderr)
 }
 
 fn usage_error(e: impl std::fmt::Display) -> i32 {

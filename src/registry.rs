@@ -232,7 +232,10 @@ pub fn scenario_for(server: &Value) -> Result<String, String> {
         "npm" => (
             "npm",
             format!("{identifier}@{version}"),
-            vec!["node".to_string(), format!("{{npm_bin:{identifier}}}")],
+            vec![
+                format!("{{node_for:{identifier}}}"),
+                format!("{{npm_bin:{identifier}}}"),
+            ],
         ),
         _ => (
             "pip",
@@ -478,7 +481,7 @@ mod tests {
         assert_eq!(
             command,
             [
-                "node",
+                "{node_for:@x/notes}",
                 "{npm_bin:@x/notes}",
                 "{workspace}",
                 "--mode",

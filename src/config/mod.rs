@@ -133,6 +133,8 @@ pub struct RunConfig {
     pub begun: Instant,
     /// `[setup]` installs still to do ([`RunConfig::install_setup`]).
     pub pending_setup: Option<PendingSetup>,
+    /// What the `[setup]` installed, once it has (its notes go into the report).
+    pub installed: Option<Installed>,
     /// How long the server's processes must be idle after a response before the call's
     /// window closes.
     pub settle: Duration,
@@ -920,6 +922,7 @@ impl RunConfig {
             run_timeout: duration("--timeout", &a.timeout, &run.timeout, DEFAULT_RUN_TIMEOUT)?,
             begun,
             pending_setup,
+            installed: None,
             settle: duration(
                 "--settle",
                 &a.settle,
@@ -1078,13 +1081,21 @@ impl RunConfig {
     /// the command and the environment; what they take counts against `--timeout`.
     pub fn install_setup(&mut self) -> Result<(), SetupError> {
         if let Some(p) = self.pending_setup.take() {
-            let installed: Installed = crate::setup::ensure(&p.section, &p.cache, &p.limits)?;
+            let mut installed: Installed = crate::setup::ensure(&p.section, &p.cache, &p.limits)?;
+            let args: Vec<String> = self
+                .command
+                .iter()
+                .chain(self.env.iter().map(|(_, v)| v))
+                .cloned()
+                .collect();
+            installed.provide_runtimes(&args, &p.cache, &p.limits)?;
             for c in &mut self.command {
                 *c = installed.substitute(c);
             }
             for (_, v) in &mut self.env {
                 *v = installed.substitute(v);
             }
+            self.installed = Some(installed);
         }
         Ok(())
     }

@@ -43,6 +43,13 @@ pub struct Entry<'a> {
     pub report: Option<&'a Value>,
 }
 
+impl<'a> Entry<'a> {
+    /// The report of a server that ran (a skipped one may carry a report of its setup).
+    fn ran(&self) -> Option<&'a Value> {
+        self.report.filter(|_| self.skipped.is_none())
+    }
+}
+
 /// What one hint looks like across all tools on the page.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct HintTally {
@@ -96,12 +103,12 @@ impl Figures {
             ..Figures::default()
         };
         for e in entries {
+            if e.skipped.is_some() {
+                f.servers_skipped += 1;
+                continue;
+            }
             let Some(report) = e.report else {
-                if e.skipped.is_some() {
-                    f.servers_skipped += 1;
-                } else {
-                    f.servers_failed += 1;
-                }
+                f.servers_failed += 1;
                 continue;
             };
             f.servers_run += 1;
@@ -252,7 +259,7 @@ pub fn render(title: &str, entries: &[Entry<'_>], notes: &[String]) -> String {
                 section #servers-in-detail {
                     h2 { "Servers in detail" }
                     @for (i, e) in entries.iter().enumerate() {
-                        @if let Some(report) = e.report {
+                        @if let Some(report) = e.ran() {
                             (server_detail(i, e, report, entries.len() == 1))
                         }
                     }
@@ -470,7 +477,7 @@ fn server_table(entries: &[Entry<'_>]) -> Markup {
                         @let (text, class, detail) = status(e);
                         tr class=(format!("row-{class}")) {
                             td {
-                                @if e.report.is_some() {
+                                @if e.ran().is_some() {
                                     a href=(format!("#server-{i}")) { (shown_cut(e.id, 120)) }
                                 } @else {
                                     (shown_cut(e.id, 120))
@@ -478,7 +485,7 @@ fn server_table(entries: &[Entry<'_>]) -> Markup {
                                 br;
                                 span.muted.small { (shown_cut(e.target, 160)) }
                             }
-                            @if let Some(r) = e.report {
+                            @if let Some(r) = e.ran() {
                                 @let (reached, possible) = reach(r);
                                 td { (server_name(r)) }
                                 td { (shown(r["settings"]["transport"].as_str().unwrap_or("stdio"))) }

@@ -469,6 +469,85 @@ fn a_registry_page_is_scanned_with_the_right_skips() {
     );
 }
 
+/// Registry entries that need more than their install: a Node newer than the machine's (from
+/// the npm registry's Node binary packages) and a Python server written for the 1.x `mcp` SDK
+/// that dies under 2.x (installed again with `mcp<2`); each report says what was done.
+#[test]
+fn runtimes_a_package_needs_are_provided_and_the_report_says_so() {
+    if !installers_present() {
+        return;
+    }
+    let page = repo().join("tests/fixtures/registry/runtimes.json");
+    let o = scan(&["--jobs", "2", page.to_str().expect("utf-8")]);
+    let got = lines(&o.stdout);
+    assert_eq!(got.len(), 2, "{}", o.stderr);
+    let line = |name: &str| {
+        got.iter()
+            .find(|l| l["id"].as_str().is_some_and(|i| i.contains(name)))
+            .unwrap_or_else(|| panic!("{name}: {}", o.stderr))
+            .clone()
+    };
+    let notes = |l: &Value| l["report"]["notes"].to_string();
+    // firecrawl-mcp declares engines.node >=22.0.0.
+    let firecrawl = line("firecrawl");
+    assert!(
+        matches!(firecrawl["exit_code"].as_i64(), Some(0 | 1)),
+        "{}: {}",
+        firecrawl["exit_reason"],
+        firecrawl["error"]
+    );
+    assert!(
+        firecrawl["report"]["coverage"]["tools_succeeded"]
+            .as_u64()
+            .unwrap_or(0)
+            > 0,
+        "{}",
+        firecrawl["exit_reason"]
+    );
+    let program = firecrawl["report"]["server"]["command"][0]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let machine_major: Option<u64> = std::process::Command::new("node")
+        .arg("--version")
+        .output()
+        .ok()
+        .and_then(|o| {
+            String::from_utf8_lossy(&o.stdout)
+                .trim()
+                .trim_start_matches('v')
+                .split('.')
+                .next()
+                .and_then(|m| m.parse().ok())
+        });
+    if machine_major.is_some_and(|m| m >= 22) {
+        assert_eq!(program, "node", "the machine's Node will do");
+    } else {
+        assert!(
+            program.ends_with("/bin/node") && program.contains("node-linux-"),
+            "{program}"
+        );
+        assert!(
+            notes(&firecrawl).contains("firecrawl-mcp needs Node >=22.0.0"),
+            "{}",
+            notes(&firecrawl)
+        );
+    }
+    // mcp-server-sqlite 2025.4.25 dies under the 2.x SDK its dependencies resolve to.
+    let sqlite = line("server-sqlite");
+    assert_eq!(sqlite["exit_code"], 0, "{}", sqlite["exit_reason"]);
+    assert!(
+        notes(&sqlite).contains("installed again with mcp<2")
+            && notes(&sqlite).contains("on mcp 1."),
+        "{}",
+        notes(&sqlite)
+    );
+    assert_eq!(
+        sqlite["report"]["coverage"]["tools_succeeded"],
+        sqlite["report"]["coverage"]["tools_listed"]
+    );
+}
+
 /// The whole scenario suite, as CI users would run it: `scan --check --jobs 2 scenarios/`,
 /// real servers from npm and PyPI included (installed by their `[setup]`).
 #[test]

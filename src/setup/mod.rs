@@ -18,6 +18,12 @@ use serde::Deserialize;
 
 use crate::mcp::tool::sha256_hex;
 
+pub mod runtime;
+
+/// How a setup error that is about this machine (a runtime that cannot be had here) begins:
+/// a scan lists such a server as skipped, with the rest of the message as the reason.
+pub const UNAVAILABLE: &str = "[setup] cannot be provided here: ";
+
 /// Errors installing a scenario's server.
 #[derive(Debug, thiserror::Error)]
 pub enum SetupError {
@@ -61,6 +67,15 @@ pub enum SetupError {
     /// `[setup] timeout` is not a duration.
     #[error("[setup] timeout: {0}")]
     BadTimeout(String),
+    /// A runtime the server needs cannot be had here (the message begins with
+    /// [`UNAVAILABLE`]).
+    #[error("[setup] cannot be provided here: {what}: {why}")]
+    Unavailable {
+        /// What is needed.
+        what: String,
+        /// Why it cannot be had.
+        why: String,
+    },
     /// A package is not pinned.
     #[error("[setup] {package:?} is not pinned to one version (write {example})")]
     Unpinned {
@@ -85,6 +100,10 @@ pub struct SetupSection {
     /// bounds them too.
     #[serde(default)]
     pub timeout: Option<String>,
+    /// Requirements hintcheck adds to the PyPI install (`mcp<2` when a server died under the
+    /// 2.x SDK); not pins, and not written in scenarios.
+    #[serde(skip)]
+    pub constraints: Vec<String>,
 }
 
 /// How long installs may take when `[setup] timeout` does not say.
@@ -132,6 +151,10 @@ pub struct Installed {
     pub npm: Option<PathBuf>,
     /// The virtual environment.
     pub venv: Option<PathBuf>,
+    /// The Node each npm package named by `{node_for:PACKAGE}` runs on.
+    pub node: std::collections::BTreeMap<String, PathBuf>,
+    /// What the setup provided beyond the packages, in words (for the report's notes).
+    pub notes: Vec<String>,
 }
 
 impl Installed {
@@ -142,6 +165,14 @@ impl Installed {
     /// package, else the first; else `bin/PACKAGE`).
     pub fn substitute(&self, arg: &str) -> String {
         let mut out = arg.to_string();
+        out = replace_entry_points(&out, "node_for", |pkg| {
+            Some(
+                self.node
+                    .get(pkg)
+                    .cloned()
+                    .unwrap_or_else(|| PathBuf::from("node")),
+            )
+        });
         if let Some(p) = &self.npm {
             out = replace_entry_points(&out, "npm_bin", |pkg| npm_entry_point(p, pkg));
             out = out.replace("{npm}", &p.display().to_string());
@@ -151,6 +182,42 @@ impl Installed {
             out = out.replace("{venv}", &p.display().to_string());
         }
         out
+    }
+}
+
+impl Installed {
+    /// Provides the Node of every `{node_for:PACKAGE}` among `args`: the machine's when the
+    /// package's `engines.node` allows it, else one from the npm registry (see
+    /// [`runtime::node_for`]).
+    pub fn provide_runtimes(
+        &mut self,
+        args: &[String],
+        cache: &Path,
+        limits: &SetupLimits,
+    ) -> Result<(), SetupError> {
+        for arg in args {
+            let mut rest = arg.as_str();
+            while let Some(at) = rest.find("{node_for:") {
+                let after = &rest[at + "{node_for:".len()..];
+                let Some(end) = after.find('}') else { break };
+                let package = &after[..end];
+                rest = &after[end + 1..];
+                if self.node.contains_key(package) {
+                    continue;
+                }
+                let Some(prefix) = &self.npm else {
+                    return Err(SetupError::Unavailable {
+                        what: format!("Node for {package}"),
+                        why: "{node_for:…} names a package, but [setup] installs no npm package"
+                            .into(),
+                    });
+                };
+                let (node, note) = runtime::node_for(prefix, package, cache, limits)?;
+                self.node.insert(package.to_string(), node);
+                self.notes.extend(note);
+            }
+        }
+        Ok(())
     }
 }
 
@@ -373,9 +440,20 @@ impl OutputTail {
 /// Runs one installer in a process group of its own that dies with hintcheck, printing a
 /// progress line every few seconds; an interrupt or the deadline kills the whole group.
 fn run_installer(what: String, cmd: &mut Command, limits: &SetupLimits) -> Result<(), SetupError> {
+    run_installer_with(what, cmd, limits, None)
+}
+
+/// [`run_installer`], with its standard output going to `stdout` when given (a query whose
+/// answer is wanted; its errors still end up in the error's tail).
+fn run_installer_with(
+    what: String,
+    cmd: &mut Command,
+    limits: &SetupLimits,
+    stdout: Option<std::fs::File>,
+) -> Result<(), SetupError> {
     crate::sandbox::process::die_with_hintcheck(cmd);
     cmd.stdin(Stdio::null())
-        .stdout(Stdio::piped())
+        .stdout(stdout.map_or_else(Stdio::piped, Stdio::from))
         .stderr(Stdio::piped());
     let started = Instant::now();
     if limits.progress {
@@ -583,7 +661,13 @@ pub fn ensure(
         })?);
     }
     if !setup.pip.is_empty() {
-        installed.venv = Some(install_once(cache, "venv", &setup.pip, |dir| {
+        let requirements: Vec<String> = setup
+            .pip
+            .iter()
+            .chain(&setup.constraints)
+            .cloned()
+            .collect();
+        installed.venv = Some(install_once(cache, "venv", &requirements, |dir| {
             let python = python()?;
             if !dir.join("bin/python").is_file() {
                 run_installer(
@@ -593,7 +677,7 @@ pub fn ensure(
                 )?;
             }
             run_installer(
-                format!("pip install {}", setup.pip.join(" ")),
+                format!("pip install {}", requirements.join(" ")),
                 Command::new(dir.join("bin/python"))
                     .args([
                         "-m",
@@ -605,7 +689,7 @@ pub fn ensure(
                         "--only-binary",
                         ":all:",
                     ])
-                    .args(&setup.pip),
+                    .args(&requirements),
                 limits,
             )
         })?);
@@ -767,9 +851,10 @@ mod tests {
             "[console_scripts]\nb-tool = b:main\nb-server = b.server:main\n",
         )
         .expect("write");
-        let i = Installed {
+        let mut i = Installed {
             npm: Some(npm.clone()),
             venv: Some(venv.clone()),
+            ..Installed::default()
         };
         assert_eq!(
             i.substitute("{npm_bin:@x/notes}"),
@@ -781,13 +866,18 @@ mod tests {
         );
         assert_eq!(i.substitute("{npm_bin:@x/missing}"), "{npm_bin:@x/missing}");
         assert_eq!(i.substitute("{npm_bin:../../etc}"), "{npm_bin:../../etc}");
+        // A package without engines runs on the machine's Node; one given another keeps it.
+        assert_eq!(i.substitute("{node_for:@x/notes}"), "node");
+        i.node
+            .insert("@x/notes".into(), "/c/node/22/bin/node".into());
+        assert_eq!(i.substitute("{node_for:@x/notes}"), "/c/node/22/bin/node");
     }
 
     #[test]
     fn placeholders_are_replaced_only_when_installed() {
         let i = Installed {
             npm: Some("/c/npm/ab".into()),
-            venv: None,
+            ..Installed::default()
         };
         assert_eq!(
             i.substitute("{npm}/node_modules/x/index.js"),
