@@ -642,22 +642,7 @@ pub fn ensure(
                     hint: "install Node.js with npm".into(),
                 });
             }
-            mkdir_shared(dir)?;
-            run_installer(
-                format!("npm install {}", setup.npm.join(" ")),
-                Command::new("npm")
-                    .args(["install", "--prefix"])
-                    .arg(dir)
-                    .args([
-                        "--no-audit",
-                        "--no-fund",
-                        "--no-save",
-                        "--ignore-scripts",
-                        "--loglevel=error",
-                    ])
-                    .args(&setup.npm),
-                limits,
-            )
+            npm_install(dir, &setup.npm, limits)
         })?);
     }
     if !setup.pip.is_empty() {
@@ -695,6 +680,26 @@ pub fn ensure(
         })?);
     }
     Ok(installed)
+}
+
+/// `npm install`s `packages` into the prefix `dir`, without their install scripts.
+fn npm_install(dir: &Path, packages: &[String], limits: &SetupLimits) -> Result<(), SetupError> {
+    mkdir_shared(dir)?;
+    run_installer(
+        format!("npm install {}", packages.join(" ")),
+        Command::new("npm")
+            .args(["install", "--prefix"])
+            .arg(dir)
+            .args([
+                "--no-audit",
+                "--no-fund",
+                "--no-save",
+                "--ignore-scripts",
+                "--loglevel=error",
+            ])
+            .args(packages),
+        limits,
+    )
 }
 
 /// Launchers that fetch the server from a registry at run time, and what to use instead.

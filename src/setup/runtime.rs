@@ -13,7 +13,7 @@ use std::process::Command;
 use nodejs_semver::{Range, Version};
 
 use super::{
-    SetupError, SetupLimits, SetupSection, install_once, mkdir_shared, run_installer,
+    SetupError, SetupLimits, SetupSection, install_once, mkdir_shared, npm_install,
     run_installer_with,
 };
 
@@ -97,22 +97,7 @@ pub fn node_for(
         .ok_or_else(|| unavailable(format!("no published {binaries} version is in {wanted}")))?;
     let spec = format!("{binaries}@{chosen}");
     let dir = install_once(cache, "node", std::slice::from_ref(&spec), |dir| {
-        mkdir_shared(dir)?;
-        run_installer(
-            format!("npm install {spec}"),
-            Command::new("npm")
-                .args(["install", "--prefix"])
-                .arg(dir)
-                .args([
-                    "--no-audit",
-                    "--no-fund",
-                    "--no-save",
-                    "--ignore-scripts",
-                    "--loglevel=error",
-                    &spec,
-                ]),
-            limits,
-        )
+        npm_install(dir, std::slice::from_ref(&spec), limits)
     })?;
     let node = dir
         .join("node_modules")
