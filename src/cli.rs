@@ -229,6 +229,11 @@ pub struct VerifyArgs {
     /// A header sent with every HTTP request (K=V; repeatable), with `--transport http`.
     #[arg(long = "header", value_name = "K=V")]
     pub headers: Vec<String>,
+    /// The port a server that always listens on one port uses, with `--transport http`
+    /// (instead of `{port}`; in the sandbox's own network namespace, so nothing on the host
+    /// is in the way; the network observer then leaves that port to it).
+    #[arg(long, value_name = "PORT")]
+    pub http_port: Option<u16>,
     /// Longest accepted stdout line in bytes [default: 16777216].
     #[arg(long, value_name = "BYTES")]
     pub max_line_bytes: Option<usize>,

@@ -178,7 +178,7 @@ pub fn scenario_for(server: &Value) -> Result<String, String> {
     // How the server speaks: stdio, or HTTP on a port hintcheck chooses.
     let transport = &package["transport"];
     let kind = transport["type"].as_str().unwrap_or("stdio");
-    let mut http: Option<(String, Option<String>)> = None;
+    let mut http: Option<(String, UrlPort)> = None;
     match kind {
         "stdio" => {}
         "streamable-http" | "sse" => {
@@ -192,7 +192,25 @@ pub fn scenario_for(server: &Value) -> Result<String, String> {
             ));
         }
     }
-    let port_variable = http.as_ref().and_then(|(_, v)| v.clone());
+    let port_variable = match &http {
+        Some((_, UrlPort::Variable(v))) => Some(v.clone()),
+        _ => None,
+    };
+    let fixed_port = match &http {
+        Some((_, UrlPort::Fixed(p))) if *p < 1024 => {
+            return Err(format!(
+                "the transport's URL has the fixed port {p}, below 1024, where a server without privileges cannot listen"
+            ));
+        }
+        Some((_, UrlPort::Fixed(p))) => Some(*p),
+        Some((_, UrlPort::Default)) => {
+            return Err(
+                "the transport's URL names no port (80 or 443), where a server without privileges cannot listen"
+                    .into(),
+            );
+        }
+        _ => None,
+    };
     let mut inputs = Inputs {
         port_variable: port_variable.as_deref(),
         port_used: false,
@@ -220,13 +238,12 @@ pub fn scenario_for(server: &Value) -> Result<String, String> {
             env.insert(name.to_string(), value);
         }
     }
-    if http.is_some() && !inputs.port_used {
-        return Err(match port_variable {
-            Some(v) => format!(
-                "the transport's URL names its port by {{{v}}}, which no argument or environment variable of the package sets"
-            ),
-            None => "the transport's URL has a fixed port: hintcheck needs the server's port to be one it chooses (a {variable} in the URL)".into(),
-        });
+    if let Some(v) = &port_variable
+        && !inputs.port_used
+    {
+        return Err(format!(
+            "the transport's URL names its port by {{{v}}}, which no argument or environment variable of the package sets"
+        ));
     }
     let (setup_key, pin, command) = match registry {
         "npm" => (
@@ -277,14 +294,28 @@ pub fn scenario_for(server: &Value) -> Result<String, String> {
         let mut run = toml::Table::new();
         run.insert("transport".into(), "http".into());
         run.insert("http_path".into(), path.into());
+        if let Some(p) = fixed_port {
+            run.insert("http_port".into(), i64::from(p).into());
+        }
         doc.insert("run".into(), run.into());
     }
     toml::to_string(&doc).map_err(|e| format!("cannot write its scenario: {e}"))
 }
 
-/// The path of an HTTP transport's URL and the variable that names its port, if one does.
-/// Only URLs on this machine can be served from the sandbox.
-fn http_endpoint(url: &str) -> Result<(String, Option<String>), String> {
+/// How an HTTP transport's URL gives the port.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum UrlPort {
+    /// A `{variable}` the package's inputs set (hintcheck chooses the port).
+    Variable(String),
+    /// A number: the server always listens there.
+    Fixed(u16),
+    /// None: the scheme's (80 or 443).
+    Default,
+}
+
+/// The path of an HTTP transport's URL and how it gives the port. Only URLs on this machine
+/// can be served from the sandbox.
+fn http_endpoint(url: &str) -> Result<(String, UrlPort), String> {
     let rest = url
         .strip_prefix("http://")
         .or_else(|| url.strip_prefix("https://"))
@@ -302,10 +333,16 @@ fn http_endpoint(url: &str) -> Result<(String, Option<String>), String> {
             shorten(url, 80)
         ));
     }
-    let variable = port
-        .strip_prefix('{')
-        .and_then(|p| p.strip_suffix('}'))
-        .map(str::to_string);
+    let port = if port.is_empty() {
+        UrlPort::Default
+    } else if let Some(v) = port.strip_prefix('{').and_then(|p| p.strip_suffix('}')) {
+        UrlPort::Variable(v.to_string())
+    } else {
+        UrlPort::Fixed(
+            port.parse()
+                .map_err(|_| format!("transport URL {} has no usable port", shorten(url, 80)))?,
+        )
+    };
     let path = path.split('?').next().unwrap_or("/").to_string();
     if path.contains('{') {
         return Err(format!(
@@ -313,7 +350,7 @@ fn http_endpoint(url: &str) -> Result<(String, Option<String>), String> {
             shorten(url, 80)
         ));
     }
-    Ok((path, variable))
+    Ok((path, port))
 }
 
 /// Values for a package's inputs.
@@ -516,12 +553,28 @@ mod tests {
             s["server"]["command"][0].as_str(),
             Some("{venv_bin:b-server}")
         );
-        let fixed = plan(
-            json!({"name": "a/c", "version": "1.0.0", "packages": [{"registryType": "npm",
-            "identifier": "c", "version": "1.0.0",
-            "transport": {"type": "streamable-http", "url": "http://localhost:8080/mcp"}}]}),
+        // A fixed port is the server's own in the sandbox's network namespace.
+        let fixed = |url: &str| {
+            plan(
+                json!({"name": "a/c", "version": "1.0.0", "packages": [{"registryType": "npm",
+                "identifier": "c", "version": "1.0.0",
+                "transport": {"type": "streamable-http", "url": url}}]}),
+            )
+        };
+        let s = fixed("http://localhost:8080/mcp").expect("runnable");
+        assert_eq!(s["run"]["http_port"].as_integer(), Some(8080));
+        assert_eq!(s["run"]["http_path"].as_str(), Some("/mcp"));
+        assert!(
+            fixed("http://127.0.0.1:443/mcp")
+                .expect_err("a skip")
+                .contains("below 1024")
         );
-        assert!(fixed.expect_err("skip").contains("fixed port"));
+        assert!(
+            fixed("http://localhost/mcp")
+                .expect_err("a skip")
+                .contains("names no port")
+        );
+        assert!(fixed("http://localhost:99999/mcp").is_err());
     }
 
     #[test]

@@ -115,6 +115,8 @@ pub struct RunSection {
     pub transport: Option<String>,
     /// The MCP endpoint's path with the HTTP transport.
     pub http_path: Option<String>,
+    /// The port a server that always listens on one port uses (instead of `{port}`).
+    pub http_port: Option<u16>,
     /// Headers sent with every HTTP request.
     #[serde(default)]
     pub headers: BTreeMap<String, String>,
@@ -290,6 +292,7 @@ impl RunSection {
             era: self.era.or(lower.era),
             transport: self.transport.or(lower.transport),
             http_path: self.http_path.or(lower.http_path),
+            http_port: self.http_port.or(lower.http_port),
             headers: {
                 let mut h = lower.headers;
                 h.extend(self.headers);

@@ -78,12 +78,15 @@ pub enum RootsOffer {
 pub enum Transport {
     /// JSON-RPC lines on its stdin and stdout.
     Stdio,
-    /// Streamable HTTP on the port `{port}` names.
+    /// Streamable HTTP on the port `{port}` names (one hintcheck chooses), or on the fixed
+    /// port the server always listens on.
     Http {
         /// The MCP endpoint's path.
         path: String,
         /// Headers sent with every request.
         headers: Vec<(String, String)>,
+        /// The port the server listens on whatever it is told (`--http-port`).
+        port: Option<u16>,
     },
 }
 
@@ -658,7 +661,22 @@ impl RunConfig {
                         });
                     }
                 }
-                Transport::Http { path, headers }
+                let port = a.http_port.or(run.http_port);
+                if let Some(p) = port
+                    && p < 1024
+                {
+                    return Err(ConfigError::BadValue {
+                        flag: "--http-port".into(),
+                        message: format!(
+                            "{p} is below 1024: the server runs without privileges and cannot listen there"
+                        ),
+                    });
+                }
+                Transport::Http {
+                    path,
+                    headers,
+                    port,
+                }
             }
             Some(other) => {
                 return Err(ConfigError::BadValue {
@@ -667,10 +685,14 @@ impl RunConfig {
                 });
             }
         };
-        if transport == Transport::Stdio && (a.http_path.is_some() || !a.headers.is_empty()) {
+        if transport == Transport::Stdio
+            && (a.http_path.is_some() || !a.headers.is_empty() || a.http_port.is_some())
+        {
             return Err(ConfigError::BadValue {
                 flag: if a.http_path.is_some() {
                     "--http-path"
+                } else if a.http_port.is_some() {
+                    "--http-port"
                 } else {
                     "--header"
                 }
@@ -883,7 +905,7 @@ impl RunConfig {
                 });
             }
         }
-        if transport != Transport::Stdio
+        if matches!(transport, Transport::Http { port: None, .. })
             && !command
                 .iter()
                 .chain(env.iter().map(|(_, v)| v))
@@ -891,9 +913,13 @@ impl RunConfig {
         {
             return Err(ConfigError::BadValue {
                 flag: "--transport http".into(),
-                message: "`{port}` must appear in the command or an --env value: it becomes the port the server is to listen on (in the sandbox's own network namespace)".into(),
+                message: "`{port}` must appear in the command or an --env value: it becomes the port the server is to listen on (in the sandbox's own network namespace); a server that always listens on one port says so with --http-port".into(),
             });
         }
+        let own_port = match &transport {
+            Transport::Http { port, .. } => *port,
+            Transport::Stdio => None,
+        };
         let config = RunConfig {
             command,
             env,
@@ -958,9 +984,28 @@ impl RunConfig {
             sandbox_exe: None,
             only_tools: None,
             observe_ports: {
-                let mut ports = vec![80u16, 443, 8080, 8443];
-                ports.extend(a.observe_port.iter().copied());
-                ports.extend(run.observe_ports.iter().copied());
+                // A server's own fixed port is its, not the observer's (whose defaults step
+                // aside; a port asked for by name cannot).
+                let own = own_port;
+                let mut ports: Vec<u16> = [80u16, 443, 8080, 8443]
+                    .into_iter()
+                    .filter(|p| Some(*p) != own)
+                    .collect();
+                let asked: Vec<u16> = a
+                    .observe_port
+                    .iter()
+                    .chain(run.observe_ports.iter())
+                    .copied()
+                    .collect();
+                if let Some(p) = own.filter(|p| asked.contains(p)) {
+                    return Err(ConfigError::BadValue {
+                        flag: "--observe-port".into(),
+                        message: format!(
+                            "{p} is the port the server listens on (--http-port): the observer cannot read it too"
+                        ),
+                    });
+                }
+                ports.extend(asked);
                 ports.sort_unstable();
                 ports.dedup();
                 if ports.len() > 32 {

@@ -63,6 +63,7 @@ pub(super) fn prepare<'a>(
     }
     let http_port = match config.transport {
         crate::config::Transport::Stdio => None,
+        crate::config::Transport::Http { port: Some(p), .. } => Some(p),
         crate::config::Transport::Http { .. } => free_port(),
     };
     let command: Vec<String> = config

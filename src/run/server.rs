@@ -455,7 +455,7 @@ ownership (writes stay confined and capabilities dropped)"
     type Read = Box<dyn tokio::io::AsyncRead + Send + Unpin>;
     let (to_server, from_server, log, http): (Write, Read, Read, Option<HttpLink>) =
         match (&config.transport, ctx.http_port) {
-            (crate::config::Transport::Http { path, headers }, Some(port)) => {
+            (crate::config::Transport::Http { path, headers, .. }, Some(port)) => {
                 let bridge = crate::rpc::http::start(
                     crate::rpc::http::HttpTarget {
                         port,

@@ -464,6 +464,72 @@ fn a_server_over_http_is_judged_as_over_stdio_in_and_out_of_the_sandbox() {
 }
 
 #[test]
+fn a_server_on_a_fixed_port_gets_it_and_the_observer_steps_aside() {
+    let fake = crate::util::fake_server();
+    let fake = fake.to_str().expect("utf8");
+    let scenario = crate::util::repo().join("tests/fixtures/over-http/scenario.toml");
+    let s = scenario.to_str().expect("utf8");
+    // 8080 is one of the ports whose first bytes the network observer reads by default.
+    let out = run(
+        &[
+            "verify",
+            "--format",
+            "json",
+            "--transport",
+            "http",
+            "--http-port",
+            "8080",
+            "--",
+            fake,
+            "--scenario",
+            s,
+            "--http",
+            "8080",
+        ],
+        &[],
+        LIMIT,
+    );
+    assert_eq!(out.code, 1, "the liar is caught: {}", out.stderr);
+    let r = out.json();
+    assert_eq!(r["settings"]["transport"], "http");
+    assert_eq!(r["coverage"]["tools_succeeded"], 3, "{}", r["coverage"]);
+    let net = r["coverage"]["observers"]
+        .as_array()
+        .expect("observers")
+        .iter()
+        .find(|o| o["name"] == "lo-local network")
+        .expect("the network observer")["covers"]
+        .to_string();
+    assert!(net.contains("ports 80, 443, 8443"), "{net}");
+    // What cannot be: a privileged port, the observer's port asked for by name, no transport.
+    for (args, says) in [
+        (
+            &["--transport", "http", "--http-port", "443"][..],
+            "below 1024",
+        ),
+        (
+            &[
+                "--transport",
+                "http",
+                "--http-port",
+                "8080",
+                "--observe-port",
+                "8080",
+            ][..],
+            "the port the server listens on",
+        ),
+        (&["--http-port", "3000"][..], "only with --transport http"),
+    ] {
+        let mut all = vec!["verify"];
+        all.extend_from_slice(args);
+        all.extend(["--", fake]);
+        let out = run(&all, &[], LIMIT);
+        assert_eq!(out.code, 2, "{args:?}");
+        assert!(out.stderr.contains(says), "{args:?}: {}", out.stderr);
+    }
+}
+
+#[test]
 fn a_server_with_only_the_older_http_sse_transport_is_spoken_to_in_it() {
     // Its endpoint refuses the handshake's POST; its GET /sse stream names where messages go.
     let scenario = crate::util::repo().join("tests/fixtures/over-http-sse");

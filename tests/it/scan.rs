@@ -470,17 +470,18 @@ fn a_registry_page_is_scanned_with_the_right_skips() {
 }
 
 /// Registry entries that need more than their install: a Node newer than the machine's (from
-/// the npm registry's Node binary packages) and a Python server written for the 1.x `mcp` SDK
-/// that dies under 2.x (installed again with `mcp<2`); each report says what was done.
+/// the npm registry's Node binary packages), a Python server written for the 1.x `mcp` SDK
+/// that dies under 2.x (installed again with `mcp<2`), an HTTP server on the fixed port its
+/// URL names; each report says what was done.
 #[test]
-fn runtimes_a_package_needs_are_provided_and_the_report_says_so() {
+fn what_a_package_needs_beyond_its_install_is_provided_and_said() {
     if !installers_present() {
         return;
     }
     let page = repo().join("tests/fixtures/registry/runtimes.json");
     let o = scan(&["--jobs", "2", page.to_str().expect("utf-8")]);
     let got = lines(&o.stdout);
-    assert_eq!(got.len(), 2, "{}", o.stderr);
+    assert_eq!(got.len(), 3, "{}", o.stderr);
     let line = |name: &str| {
         got.iter()
             .find(|l| l["id"].as_str().is_some_and(|i| i.contains(name)))
@@ -545,6 +546,18 @@ fn runtimes_a_package_needs_are_provided_and_the_report_says_so() {
     assert_eq!(
         sqlite["report"]["coverage"]["tools_succeeded"],
         sqlite["report"]["coverage"]["tools_listed"]
+    );
+    // server-everything on 3001, the fixed port of its URL, in the sandbox's own namespace.
+    let fixed = line("fixed-port");
+    assert_eq!(fixed["exit_code"], 0, "{}", fixed["exit_reason"]);
+    assert_eq!(fixed["transport"], "http");
+    assert!(
+        fixed["report"]["coverage"]["tools_succeeded"]
+            .as_u64()
+            .unwrap_or(0)
+            >= 10,
+        "{}",
+        fixed["report"]["coverage"]
     );
 }
 
