@@ -554,6 +554,15 @@ fn server_detail(i: usize, e: &Entry<'_>, report: &Value, open: bool) -> Markup 
                         br; span.muted { "not enforced: " (shown(gap)) }
                     }
                 }
+                @let notes: Vec<&str> = report["notes"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
+                @if !notes.is_empty() {
+                    dt { "notes" } dd {
+                        ul.notes {
+                            @for n in notes.iter().take(20) { li { (shown_cut(n, 400)) } }
+                            @if notes.len() > 20 { li.muted { "and " (notes.len() - 20) " more" } }
+                        }
+                    }
+                }
                 dt { "observed" } dd {
                     "files " (if coverage["files_observed"] == true { "yes" } else { "no" })
                     ", network " (if coverage["network_observed"] == true { "yes" } else { "no" })
@@ -721,6 +730,7 @@ ul.evidence { margin: 2px 0 8px; padding-left: 20px; font-size: 13px; overflow-w
 .sev { font-size: 12px; font-weight: 600; text-transform: uppercase; }
 .sev-error { color: var(--red); } .sev-warning { color: var(--amber); } .sev-note { color: var(--muted); }
 .row-skipped td { color: var(--muted); }
+ul.notes { margin: 0; padding-left: 18px; }
 .note { border-left: 4px solid var(--amber); padding: 6px 10px; background: #fff8e6; }
 footer { margin-top: 32px; border-top: 1px solid var(--line); }
 @media print { body { max-width: none; } }
@@ -741,6 +751,7 @@ mod tests {
             "coverage": {"unreached": []},
             "tools": tools,
             "findings": [],
+            "notes": ["it ran on Node 26 from the npm registry"],
         })
     }
 
@@ -820,6 +831,10 @@ mod tests {
         );
         assert!(page.contains(">67%<"), "reach: 2 of 3");
         assert!(page.contains("no line from shard(s) 2/2"));
+        assert!(
+            page.contains("it ran on Node 26 from the npm registry"),
+            "notes are shown"
+        );
     }
 
     #[test]
