@@ -344,8 +344,9 @@ pub fn resolve_shard(
             )));
         }
     };
-    let k = (index + 1)
-        .checked_sub(base)
+    let k = index
+        .checked_add(1)
+        .and_then(|i| i.checked_sub(base))
         .filter(|k| (1..=n).contains(k));
     let Some(k) = k else {
         return Err(fail(format!(
@@ -832,6 +833,18 @@ pub fn resume(
     (kept, todo)
 }
 
+/// The most shards [`shard_gaps`] looks through for one split.
+const MAX_SHARDS_CHECKED: usize = 10_000;
+
+/// The first 20 of `items` joined by `sep`, and how many more there are.
+fn first_of(items: &[String], sep: &str) -> String {
+    let shown = items.iter().take(20).cloned().collect::<Vec<_>>().join(sep);
+    match items.len().saturating_sub(20) {
+        0 => shown,
+        more => format!("{shown} and {more} more"),
+    }
+}
+
 /// One way the list was split, as merged lines show it.
 #[derive(Default)]
 struct Split<'a> {
@@ -895,7 +908,16 @@ pub fn shard_gaps(lines: &[ScanLine]) -> Vec<String> {
         let share = |k: usize| size.map(|total| if k <= total { (total - k) / n + 1 } else { 0 });
         let mut missing = Vec::new();
         let mut short = Vec::new();
-        for k in 1..=*n {
+        // Shards past the list's size are empty; a line may still claim any N, so the check
+        // stops at a bound (the lines come from files, which can say anything).
+        let needed = size.map_or(*n, |total| total.min(*n));
+        let upto = needed.min(MAX_SHARDS_CHECKED);
+        if upto < needed {
+            notes.push(format!(
+                "lines name {n} shards: only the first {MAX_SHARDS_CHECKED} are checked for lines"
+            ));
+        }
+        for k in 1..=upto {
             let got = seen.get(&k).map_or(0, |t| t.len());
             match share(k) {
                 Some(0) => {}
@@ -913,13 +935,13 @@ pub fn shard_gaps(lines: &[ScanLine]) -> Vec<String> {
         if !missing.is_empty() {
             notes.push(format!(
                 "no line from {what} {} (one that did not finish or was not given to merge)",
-                missing.join(", ")
+                first_of(&missing, ", ")
             ));
         }
         if !short.is_empty() {
             notes.push(format!(
                 "fewer lines than servers: {} (interrupted, or still running)",
-                short.join("; ")
+                first_of(&short, "; ")
             ));
         }
     }
@@ -1169,6 +1191,14 @@ mod tests {
         );
         let none = shard("auto", &[]).expect_err("refused");
         assert!(none.to_string().contains("JOB_COMPLETION_INDEX"), "{none}");
+        assert!(
+            shard(
+                "auto/4",
+                &[("JOB_COMPLETION_INDEX", "18446744073709551615")]
+            )
+            .is_err(),
+            "the largest index is outside, not an overflow"
+        );
         for bad in ["auto/", "auto/0", "autox", "auto/x"] {
             assert!(
                 shard(bad, &[("JOB_COMPLETION_INDEX", "0")]).is_err(),
@@ -1241,6 +1271,15 @@ mod tests {
             .map(|k| at(&format!("t{k}"), &format!("{k}/8")))
             .collect();
         assert!(shard_gaps(&eight).is_empty(), "{:?}", shard_gaps(&eight));
+        // A line that claims an absurd split is checked within bounds, quickly.
+        let absurd = [ScanLine {
+            shard: Some(format!("1/{}", usize::MAX)),
+            list_size: None,
+            ..at("x", "1/4")
+        }];
+        let notes = shard_gaps(&absurd);
+        assert!(notes[0].contains("only the first 10000"), "{notes:?}");
+        assert!(notes[1].contains("and 9979 more"), "{notes:?}");
         let mut mixed = eight.clone();
         mixed.push(at("a", "1/4"));
         assert!(shard_gaps(&mixed)[0].contains("different sizes"));
