@@ -143,11 +143,16 @@ fn published_versions(
             code: 0,
             output: format!("not a JSON list of versions: {e}"),
         })?;
+        // Written whole and renamed into place: a parallel run reads the old list or the new
+        // one, never half of one.
         let text = serde_json::to_string(&parsed).unwrap_or_default();
-        std::fs::write(&list, text).map_err(|source| SetupError::Cache {
+        let cache_error = |source: std::io::Error| SetupError::Cache {
             path: list.clone(),
             source,
-        })?;
+        };
+        let mut tmp = tempfile::NamedTempFile::new_in(&dir).map_err(cache_error)?;
+        std::io::Write::write_all(&mut tmp, text.as_bytes()).map_err(cache_error)?;
+        tmp.persist(&list).map_err(|e| cache_error(e.error))?;
     }
     let text = std::fs::read_to_string(&list).map_err(|source| SetupError::Cache {
         path: list.clone(),
