@@ -296,6 +296,19 @@ pub(crate) fn declared_headers(
         .collect()
 }
 
+/// Answers a request whose routing headers disagree with its body: 400 with the JSON-RPC
+/// error -32020 the 2026-07-28 revision names for it.
+fn refuse_header_mismatch(writer: &mut TcpStream, message: &Value, why: &str) {
+    let body = serde_json::json!({"jsonrpc": "2.0", "id": message.get("id"),
+        "error": {"code": -32020, "message": why}});
+    respond(
+        writer,
+        "400 Bad Request",
+        &[("Content-Type", "application/json")],
+        body.to_string().as_bytes(),
+    );
+}
+
 /// What is wrong with a call's `Mcp-Param-*` headers, as the 2026-07-28 revision has a server
 /// check them: every declared argument present in the body must be in its header (a
 /// `=?base64?…?=` value decoded), with the same value.
@@ -416,27 +429,19 @@ fn serve_connection(
         // The 2026-07-28 revision's routing header must say what the body says.
         if let Some(named) = request.headers.get("mcp-method") {
             if !method.is_empty() && named != method {
-                let body = serde_json::json!({"jsonrpc": "2.0", "id": message.get("id"),
-                    "error": {"code": -32020, "message": format!("Header mismatch: Mcp-Method header value '{named}' does not match body value '{method}'")}});
-                respond(
+                refuse_header_mismatch(
                     &mut writer,
-                    "400 Bad Request",
-                    &[("Content-Type", "application/json")],
-                    body.to_string().as_bytes(),
+                    &message,
+                    &format!(
+                        "Header mismatch: Mcp-Method header value '{named}' does not match body value '{method}'"
+                    ),
                 );
                 continue;
             }
         }
         if method == "tools/call" {
             if let Some(why) = param_header_mismatch(&message, &request.headers, param_headers) {
-                let body = serde_json::json!({"jsonrpc": "2.0", "id": message.get("id"),
-                    "error": {"code": -32020, "message": why}});
-                respond(
-                    &mut writer,
-                    "400 Bad Request",
-                    &[("Content-Type", "application/json")],
-                    body.to_string().as_bytes(),
-                );
+                refuse_header_mismatch(&mut writer, &message, &why);
                 continue;
             }
         }
