@@ -600,7 +600,7 @@ fn install_once(
     cache: &Path,
     kind: &str,
     packages: &[String],
-    install: impl FnOnce(&Path) -> Result<(), SetupError>,
+    install: impl Fn(&Path) -> Result<(), SetupError>,
 ) -> Result<PathBuf, SetupError> {
     let key = sha256_hex(packages.join("\n").as_bytes());
     let parent = cache.join(kind);
@@ -609,7 +609,14 @@ fn install_once(
     let _lock = lock(&dir)?;
     let marker = dir.join(".hintcheck-installed");
     if !marker.is_file() {
-        if let Err(e) = install(&dir) {
+        let mut outcome = install(&dir);
+        if let Err(SetupError::Failed { what, .. }) = &outcome {
+            // A registry or its network can fail for a moment: one more try, from scratch.
+            eprintln!("hintcheck: [setup] {what} failed; trying once more");
+            let _ = std::fs::remove_dir_all(&dir);
+            outcome = install(&dir);
+        }
+        if let Err(e) = outcome {
             // Half an install is worse than none: the next run starts afresh.
             let _ = std::fs::remove_dir_all(&dir);
             return Err(e);
@@ -876,6 +883,45 @@ mod tests {
         i.node
             .insert("@x/notes".into(), "/c/node/22/bin/node".into());
         assert_eq!(i.substitute("{node_for:@x/notes}"), "/c/node/22/bin/node");
+    }
+
+    #[test]
+    fn a_failed_install_is_tried_once_more_and_a_stopped_one_is_not() {
+        let cache = tempfile::tempdir().expect("tmp");
+        let failed = || SetupError::Failed {
+            what: "pip install x==1".into(),
+            code: 1,
+            output: "connection reset".into(),
+        };
+        let calls = std::cell::Cell::new(0);
+        let dir = install_once(cache.path(), "venv", &["x==1".into()], |d| {
+            calls.set(calls.get() + 1);
+            std::fs::create_dir_all(d).expect("an installer makes its directory");
+            if calls.get() == 1 {
+                Err(failed())
+            } else {
+                Ok(())
+            }
+        })
+        .expect("the second try works");
+        assert_eq!(calls.get(), 2);
+        assert!(dir.join(".hintcheck-installed").is_file());
+        calls.set(0);
+        let e = install_once(cache.path(), "venv", &["y==1".into()], |_| {
+            calls.set(calls.get() + 1);
+            Err(failed())
+        });
+        assert!(matches!(e, Err(SetupError::Failed { .. })) && calls.get() == 2);
+        calls.set(0);
+        let e = install_once(cache.path(), "venv", &["z==1".into()], |_| {
+            calls.set(calls.get() + 1);
+            Err(SetupError::Stopped {
+                what: "pip".into(),
+                why: "interrupted by a signal".into(),
+                elapsed: Duration::from_secs(1),
+            })
+        });
+        assert!(matches!(e, Err(SetupError::Stopped { .. })) && calls.get() == 1);
     }
 
     #[test]

@@ -585,8 +585,13 @@ fn the_real_server_suite_meets_its_expectations() {
         .filter(|l| l["exit_code"] != 0)
         .map(|l| {
             format!(
-                "{}: {} {}",
-                l["id"], l["exit_reason"], l["expectations"]["unmet"]
+                "{}: {} {} (the run: {}; start: {}; error: {})",
+                l["id"],
+                l["exit_reason"],
+                l["expectations"]["unmet"],
+                l["report"]["exit_reason"],
+                l["report"]["server"]["start_error"],
+                l["error"]
             )
         })
         .collect();
