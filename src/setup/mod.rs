@@ -221,6 +221,58 @@ impl Installed {
     }
 }
 
+/// An installed npm package's directory and its package.json (never outside the prefix).
+fn npm_manifest(prefix: &Path, package: &str) -> Option<(PathBuf, serde_json::Value)> {
+    if package.contains("..") {
+        return None;
+    }
+    let dir = prefix.join("node_modules").join(package);
+    let manifest =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("package.json")).ok()?).ok()?;
+    Some((dir, manifest))
+}
+
+/// A requirement's distribution name (`mcp` of `mcp[cli]==1.30.0`).
+fn requirement_name(requirement: &str) -> &str {
+    requirement
+        .split(|c: char| "<>=!~ ;[".contains(c))
+        .next()
+        .unwrap_or(requirement)
+        .trim()
+}
+
+/// Where a distribution installed in a virtual environment keeps its metadata
+/// (`<name>-<version>.dist-info`, names compared as pip normalises them), and its version.
+fn installed_distribution(venv: &Path, package: &str) -> Option<(PathBuf, String)> {
+    let wanted = normal_name(package);
+    let lib = std::fs::read_dir(venv.join("lib")).ok()?;
+    for python in lib.flatten() {
+        let Ok(site) = std::fs::read_dir(python.path().join("site-packages")) else {
+            continue;
+        };
+        for info in site.flatten() {
+            let name = info.file_name().to_string_lossy().into_owned();
+            let Some(stem) = name.strip_suffix(".dist-info") else {
+                continue;
+            };
+            let (dist, version) = stem.rsplit_once('-').unwrap_or((stem, ""));
+            if normal_name(dist) == wanted {
+                return Some((info.path(), version.to_string()));
+            }
+        }
+    }
+    None
+}
+
+/// A Python distribution or script name as pip compares them (case, `-`, `_`, `.`).
+fn normal_name(n: &str) -> String {
+    n.to_ascii_lowercase()
+        .split(|c: char| "-_.".contains(c))
+        .filter(|p| !p.is_empty())
+        .collect::<Vec<_>>()
+        .join("-")
+}
+
 /// Replaces each `{kind:PACKAGE}` in `arg` with what `find` gives for the package (left as it
 /// is when it finds nothing).
 fn replace_entry_points(arg: &str, kind: &str, find: impl Fn(&str) -> Option<PathBuf>) -> String {
@@ -243,12 +295,7 @@ fn replace_entry_points(arg: &str, kind: &str, find: impl Fn(&str) -> Option<Pat
 
 /// The script an installed npm package runs as (see [`Installed::substitute`]).
 fn npm_entry_point(prefix: &Path, package: &str) -> Option<PathBuf> {
-    if package.contains("..") {
-        return None;
-    }
-    let dir = prefix.join("node_modules").join(package);
-    let manifest: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("package.json")).ok()?).ok()?;
+    let (dir, manifest) = npm_manifest(prefix, package)?;
     let unscoped = package.rsplit('/').next().unwrap_or(package);
     let relative = match &manifest["bin"] {
         serde_json::Value::String(s) => Some(s.clone()),
@@ -269,50 +316,28 @@ fn npm_entry_point(prefix: &Path, package: &str) -> Option<PathBuf> {
 
 /// The console script an installed PyPI package runs as (see [`Installed::substitute`]).
 fn venv_entry_point(venv: &Path, package: &str) -> Option<PathBuf> {
-    let normal = |n: &str| {
-        n.to_ascii_lowercase()
-            .split(|c: char| "-_.".contains(c))
-            .filter(|p| !p.is_empty())
-            .collect::<Vec<_>>()
-            .join("-")
-    };
-    let wanted = normal(package);
-    let lib = std::fs::read_dir(venv.join("lib")).ok()?;
-    for python in lib.flatten() {
-        let Ok(site) = std::fs::read_dir(python.path().join("site-packages")) else {
-            continue;
-        };
-        for info in site.flatten() {
-            let name = info.file_name().to_string_lossy().into_owned();
-            let Some(stem) = name.strip_suffix(".dist-info") else {
-                continue;
-            };
-            let dist = stem.rsplit_once('-').map_or(stem, |(n, _)| n);
-            if normal(dist) != wanted {
-                continue;
-            }
-            let points =
-                std::fs::read_to_string(info.path().join("entry_points.txt")).unwrap_or_default();
-            let mut in_scripts = false;
-            let mut scripts = Vec::new();
-            for line in points.lines().map(str::trim) {
-                if line.starts_with('[') {
-                    in_scripts = line == "[console_scripts]";
-                } else if in_scripts {
-                    if let Some((script, _)) = line.split_once('=') {
-                        scripts.push(script.trim().to_string());
-                    }
+    let wanted = normal_name(package);
+    if let Some((info, _)) = installed_distribution(venv, package) {
+        let points = std::fs::read_to_string(info.join("entry_points.txt")).unwrap_or_default();
+        let mut in_scripts = false;
+        let mut scripts = Vec::new();
+        for line in points.lines().map(str::trim) {
+            if line.starts_with('[') {
+                in_scripts = line == "[console_scripts]";
+            } else if in_scripts {
+                if let Some((script, _)) = line.split_once('=') {
+                    scripts.push(script.trim().to_string());
                 }
             }
-            let script = scripts
-                .iter()
-                .find(|s| normal(s) == wanted)
-                .or_else(|| scripts.first())?;
-            if script.contains('/') || script.starts_with('.') {
-                return None;
-            }
-            return Some(venv.join("bin").join(script));
         }
+        let script = scripts
+            .iter()
+            .find(|s| normal_name(s) == wanted)
+            .or_else(|| scripts.first())?;
+        if script.contains('/') || script.starts_with('.') {
+            return None;
+        }
+        return Some(venv.join("bin").join(script));
     }
     Some(venv.join("bin").join(package)).filter(|_| !package.contains('/'))
 }
@@ -354,10 +379,7 @@ pub fn check_pins(setup: &SetupSection) -> Result<(), SetupError> {
     }
     for p in &setup.pip {
         if !p.contains("==") {
-            let name = p
-                .split(|c: char| "<>=!~ ;[".contains(c))
-                .next()
-                .unwrap_or(p);
+            let name = requirement_name(p);
             return Err(SetupError::Unpinned {
                 package: p.clone(),
                 example: format!("\"{name}==1.2.3\""),

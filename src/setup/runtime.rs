@@ -13,8 +13,8 @@ use std::process::Command;
 use nodejs_semver::{Range, Version};
 
 use super::{
-    SetupError, SetupLimits, SetupSection, install_once, mkdir_shared, npm_install,
-    run_installer_with,
+    SetupError, SetupLimits, SetupSection, install_once, installed_distribution, mkdir_shared,
+    npm_install, npm_manifest, requirement_name, run_installer_with,
 };
 
 /// The npm package of Node binaries for this machine's architecture.
@@ -35,16 +35,8 @@ fn system_node_version() -> Option<Version> {
 
 /// The `engines.node` range an installed package declares, as written.
 fn engines_node(npm_prefix: &Path, package: &str) -> Option<String> {
-    if package.contains("..") {
-        return None;
-    }
-    let manifest = npm_prefix
-        .join("node_modules")
-        .join(package)
-        .join("package.json");
-    let text = std::fs::read_to_string(manifest).ok()?;
-    let v: serde_json::Value = serde_json::from_str(&text).ok()?;
-    v["engines"]["node"].as_str().map(str::to_string)
+    let (_, manifest) = npm_manifest(npm_prefix, package)?;
+    manifest["engines"]["node"].as_str().map(str::to_string)
 }
 
 /// The newest of `versions` in `range`, pre-releases aside.
@@ -184,35 +176,16 @@ fn run_installer_output(
 
 /// The version of the `mcp` SDK installed in a virtual environment.
 pub fn mcp_version(venv: &Path) -> Option<String> {
-    let lib = std::fs::read_dir(venv.join("lib")).ok()?;
-    for python in lib.flatten() {
-        let Ok(packages) = std::fs::read_dir(python.path().join("site-packages")) else {
-            continue;
-        };
-        for entry in packages.flatten() {
-            let name = entry.file_name();
-            let name = name.to_string_lossy();
-            if let Some(version) = name
-                .strip_prefix("mcp-")
-                .and_then(|rest| rest.strip_suffix(".dist-info"))
-            {
-                return Some(version.to_string());
-            }
-        }
-    }
-    None
+    installed_distribution(venv, "mcp").map(|(_, version)| version)
 }
 
 /// The same setup with `mcp<2` added, when its PyPI packages do not pin `mcp` themselves (a
 /// scenario that pins it asked for that version).
 pub fn with_mcp_below_2(section: &SetupSection) -> Option<SetupSection> {
-    let pins_mcp = section.pip.iter().any(|p| {
-        let name = p
-            .split(|c: char| "<>=!~ ;[".contains(c))
-            .next()
-            .unwrap_or(p);
-        name.trim().eq_ignore_ascii_case("mcp")
-    });
+    let pins_mcp = section
+        .pip
+        .iter()
+        .any(|p| requirement_name(p).eq_ignore_ascii_case("mcp"));
     if section.pip.is_empty() || pins_mcp {
         return None;
     }
