@@ -349,6 +349,11 @@ pub struct VerifyArgs {
     /// root, else ~/.cache/hintcheck].
     #[arg(long, value_name = "DIR")]
     pub cache_dir: Option<PathBuf>,
+    /// Let `[setup]` build packages from source (pip) and start the programs a package needs
+    /// (npm's git dependencies), inside the installers' sandbox: a source build runs the
+    /// package's own code. Without it such an install is refused.
+    #[arg(long)]
+    pub allow_source_builds: bool,
     /// The server command; `{workspace}`, `{home}` and `{tmp}` are replaced by the scratch paths.
     #[arg(last = true, value_name = "CMD")]
     pub command: Vec<String>,
@@ -405,6 +410,10 @@ pub struct ScanArgs {
     /// Where `[setup]` installs servers (shared by all jobs).
     #[arg(long, value_name = "DIR")]
     pub cache_dir: Option<PathBuf>,
+    /// Passed to every verify: let `[setup]` build packages from source inside the
+    /// installers' sandbox.
+    #[arg(long)]
+    pub allow_source_builds: bool,
 }
 
 /// `hintcheck merge`

@@ -50,3 +50,4 @@ pub mod sandbox;
 pub mod scan;
 pub mod scenario;
 pub mod setup;
+pub mod text;

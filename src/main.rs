@@ -21,6 +21,14 @@ use hintcheck::sandbox::process::become_subreaper;
 /// How often a log gets a progress line on long runs.
 const PROGRESS_LINE_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
 
+/// A line on stderr with every character a server or a registry document could have supplied
+/// made harmless for a terminal (newlines kept: the messages are ours, their parts are not).
+macro_rules! say {
+    ($($arg:tt)*) => {
+        eprintln!("{}", hintcheck::text::escape::keeping_lines(&format!($($arg)*)))
+    };
+}
+
 fn main() -> ExitCode {
     // The sandbox's init runs before anything else exists: no runtime, no threads.
     if hintcheck::sandbox::init::is_sandbox_init() {
@@ -40,14 +48,14 @@ fn main() -> ExitCode {
         Command::Doctor(a) => match doctor(&a) {
             Ok(code) => code,
             Err(e) => {
-                eprintln!("hintcheck: error: {}", hintcheck::run::error_chain(&e));
+                say!("hintcheck: error: {}", hintcheck::run::error_chain(&e));
                 e.exit_code()
             }
         },
         Command::Verify(a) => match verify(&a, Mode::Verify) {
             Ok(code) => code,
             Err(e) => {
-                eprintln!("hintcheck: error: {}", hintcheck::run::error_chain(&e));
+                say!("hintcheck: error: {}", hintcheck::run::error_chain(&e));
                 e.exit_code()
             }
         },
@@ -56,7 +64,7 @@ fn main() -> ExitCode {
         Command::Suggest(a) => match verify(&a, Mode::Suggest) {
             Ok(code) => code,
             Err(e) => {
-                eprintln!("hintcheck: error: {}", hintcheck::run::error_chain(&e));
+                say!("hintcheck: error: {}", hintcheck::run::error_chain(&e));
                 e.exit_code()
             }
         },
@@ -80,7 +88,7 @@ fn explain(a: &ExplainArgs) -> i32 {
             }
             None => {
                 let ids: Vec<&str> = hintcheck::audit::ALL.iter().map(|m| m.id).collect();
-                eprintln!(
+                say!(
                     "hintcheck: error: no audit or hint named {id:?}; the audits are: {} (or name a hint: readOnlyHint, destructiveHint, idempotentHint, openWorldHint)",
                     ids.join(", ")
                 );
@@ -169,7 +177,7 @@ fn verify(a: &VerifyArgs, mode: Mode) -> Result<i32, Error> {
     if let Some((pending, command, env)) = sdk_retry
         && let Some(death) = died_under_sdk_2(&config, &verification.report)
     {
-        eprintln!(
+        say!(
             "hintcheck: the server died at start under the mcp 2.x SDK ({death}); installing it again with mcp<2"
         );
         config.pending_setup = Some(pending);
@@ -209,9 +217,9 @@ fn verify(a: &VerifyArgs, mode: Mode) -> Result<i32, Error> {
         (_, code) => code,
     };
     for line in hintcheck::report::start_failure_detail(report) {
-        eprintln!("hintcheck: {line}");
+        say!("hintcheck: {line}");
     }
-    eprintln!("hintcheck: {} (exit {code})", report.exit_reason);
+    say!("hintcheck: {} (exit {code})", report.exit_reason);
     Ok(code)
 }
 
@@ -226,9 +234,10 @@ fn never_started(
     let mut v = hintcheck::run::never_started(config, e.to_string(), stopped);
     v.report.notes.splice(0..0, setup_notes(config));
     output::emit(&v, config, mode)?;
-    eprintln!(
+    say!(
         "hintcheck: {} (exit {})",
-        v.report.exit_reason, v.report.exit_code
+        v.report.exit_reason,
+        v.report.exit_code
     );
     Ok(v.report.exit_code)
 }
@@ -259,7 +268,7 @@ fn died_under_sdk_2(config: &RunConfig, report: &hintcheck::report::Report) -> O
 }
 
 fn usage_error(e: impl std::fmt::Display) -> i32 {
-    eprintln!("hintcheck: error: {e}");
+    say!("hintcheck: error: {e}");
     exit_code::USAGE
 }
 
@@ -290,7 +299,7 @@ fn scan(a: &ScanArgs) -> i32 {
     if let Some(((k, n), source)) = &shard
         && source != "--shard"
     {
-        eprintln!("hintcheck: shard {k}/{n} (from {source})");
+        say!("hintcheck: shard {k}/{n} (from {source})");
     }
     let shard = shard.map(|(s, _)| s);
     let targets = match shard {
@@ -301,8 +310,13 @@ fn scan(a: &ScanArgs) -> i32 {
         let mut out = std::io::stdout().lock();
         for t in &targets {
             let _ = match &t.plan {
-                Ok(_) => writeln!(out, "{}", t.label),
-                Err(why) => writeln!(out, "{} (skipped: {why})", t.label),
+                Ok(_) => writeln!(out, "{}", hintcheck::text::escape::terminal(&t.label)),
+                Err(why) => writeln!(
+                    out,
+                    "{} (skipped: {})",
+                    hintcheck::text::escape::terminal(&t.label),
+                    hintcheck::text::escape::terminal(why)
+                ),
             };
         }
         return 0;
@@ -349,6 +363,9 @@ fn scan(a: &ScanArgs) -> i32 {
     if let Some(d) = &a.cache_dir {
         verify_args.extend(["--cache-dir".to_string(), d.display().to_string()]);
     }
+    if a.allow_source_builds {
+        verify_args.push("--allow-source-builds".to_string());
+    }
     let jobs = a.jobs.unwrap_or_else(|| {
         std::thread::available_parallelism()
             .map(|n| n.get())
@@ -365,14 +382,14 @@ fn scan(a: &ScanArgs) -> i32 {
             Err(e) => return usage_error(e),
         };
         if cut {
-            eprintln!(
+            say!(
                 "hintcheck: {}: removed a last line cut off by the earlier scan's end",
                 path.display()
             );
         }
         let selected = targets.len();
         (kept, targets) = scan::resume(previous, targets, &verify_args, a.check);
-        eprintln!(
+        say!(
             "hintcheck: resuming {}: {} of {selected} server(s) already verified (same hintcheck version, scenario and options), {} to run",
             path.display(),
             kept.len(),
@@ -400,7 +417,7 @@ fn scan(a: &ScanArgs) -> i32 {
         } {
             Ok(f) => Box::new(std::io::BufWriter::new(f)),
             Err(e) => {
-                eprintln!("hintcheck: error: cannot write {}: {e}", p.display());
+                say!("hintcheck: error: cannot write {}: {e}", p.display());
                 return exit_code::HARNESS;
             }
         },
@@ -412,7 +429,7 @@ fn scan(a: &ScanArgs) -> i32 {
     {
         Ok(r) => r,
         Err(e) => {
-            eprintln!("hintcheck: error: cannot start the async runtime: {e}");
+            say!("hintcheck: error: cannot start the async runtime: {e}");
             return exit_code::HARNESS;
         }
     };
@@ -433,7 +450,7 @@ fn scan(a: &ScanArgs) -> i32 {
     }
     let ran_ms: u64 = outcome.lines[resumed..].iter().map(|l| l.duration_ms).sum();
     let speedup = ran_ms as f64 / outcome.wall.as_millis().max(1) as f64;
-    eprintln!(
+    say!(
         "hintcheck: scanned {} of {total} server(s){}{} in {:.1} s (the runs took {:.1} s in all: {speedup:.2}x with --jobs {jobs}); {} contradicted hint(s), {} error(s){} (exit {code})",
         outcome.lines.len(),
         if selected < total {
@@ -460,7 +477,7 @@ fn scan(a: &ScanArgs) -> i32 {
         },
     );
     if outcome.interrupted {
-        eprintln!(
+        say!(
             "hintcheck: the scan was interrupted; the lines written are complete reports or partial ones"
         );
     }
@@ -484,7 +501,7 @@ fn merge(a: &MergeArgs) -> i32 {
         Some(p) => {
             if let Err(e) = std::fs::write(p, &text) {
                 let _ = std::io::stdout().lock().write_all(text.as_bytes());
-                eprintln!("hintcheck: error: cannot write {}: {e}", p.display());
+                say!("hintcheck: error: cannot write {}: {e}", p.display());
                 return exit_code::HARNESS;
             }
         }

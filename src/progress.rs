@@ -85,7 +85,7 @@ impl Display {
             ProgressEvent::Planned(n) => bar.set_length(n as u64),
             ProgressEvent::Tool { position, name } => {
                 bar.set_position(position as u64);
-                let shown = crate::mcp::tool::shorten(&crate::report::escape_untrusted(name), 40);
+                let shown = crate::mcp::tool::shorten(&crate::text::escape::terminal(name), 40);
                 bar.set_message(format!("calling {shown}"));
             }
         })
@@ -111,7 +111,7 @@ impl RunState {
             (Some((position, name)), Some(total)) => format!(
                 "calling tool {} of {total} ({})",
                 position + 1,
-                crate::mcp::tool::shorten(&crate::report::escape_untrusted(name), 60)
+                crate::mcp::tool::shorten(&crate::text::escape::terminal(name), 60)
             ),
             _ if !self.stage.is_empty() => self.stage.clone(),
             _ => "starting".into(),

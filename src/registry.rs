@@ -157,9 +157,16 @@ fn runnable_package(server: &Value) -> Result<&Value, String> {
 pub fn scenario_for(server: &Value) -> Result<String, String> {
     let package = runnable_package(server)?;
     let registry = package["registryType"].as_str().unwrap_or_default();
+    let npm = registry == "npm";
     let identifier = package["identifier"]
         .as_str()
-        .filter(|i| valid_package_name(i))
+        .filter(|i| {
+            if npm {
+                crate::setup::requirement::is_npm_name(i)
+            } else {
+                crate::setup::requirement::is_pypi_name(i)
+            }
+        })
         .ok_or_else(|| {
             format!(
                 "package identifier {} is not a package name",
@@ -168,7 +175,13 @@ pub fn scenario_for(server: &Value) -> Result<String, String> {
         })?;
     let version = package["version"]
         .as_str()
-        .filter(|v| valid_version(v))
+        .filter(|v| {
+            if npm {
+                crate::setup::requirement::is_npm_version(v)
+            } else {
+                crate::setup::requirement::is_pypi_version(v)
+            }
+        })
         .ok_or_else(|| {
             format!(
                 "package version {} is not one pinned version",
@@ -219,6 +232,12 @@ pub fn scenario_for(server: &Value) -> Result<String, String> {
     for arg in package["packageArguments"].as_array().into_iter().flatten() {
         args.extend(inputs.argument(arg)?);
     }
+    if let Some(path) = args.iter().find_map(|a| host_path(a)) {
+        return Err(format!(
+            "an argument names {}, a path on the scanning machine: a registry document may not show the server the scanner's files",
+            shorten(path, 80)
+        ));
+    }
     let mut env: BTreeMap<String, String> = BTreeMap::new();
     for var in package["environmentVariables"]
         .as_array()
@@ -235,6 +254,12 @@ pub fn scenario_for(server: &Value) -> Result<String, String> {
                 )
             })?;
         if let Some(value) = inputs.value(var, name)? {
+            if let Some(path) = host_path(&value) {
+                return Err(format!(
+                    "environment variable {name} names {}, a path on the scanning machine: a registry document may not show the server the scanner's files",
+                    shorten(path, 80)
+                ));
+            }
             env.insert(name.to_string(), value);
         }
     }
@@ -457,25 +482,12 @@ impl Inputs<'_> {
     }
 }
 
-/// An npm or PyPI package name (what reaches the installer's command line): no spaces, no
-/// leading dash, no version specifiers or URLs.
-fn valid_package_name(name: &str) -> bool {
-    !name.is_empty()
-        && name.len() <= 214
-        && !name.starts_with(['-', '.'])
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "@/._-".contains(c))
-        && name.matches('/').count() <= 1
-}
-
-/// One pinned version: no ranges, no `latest`.
-fn valid_version(v: &str) -> bool {
-    !v.is_empty()
-        && v.len() <= 64
-        && v.starts_with(|c: char| c.is_ascii_digit())
-        && v.chars()
-            .all(|c| c.is_ascii_alphanumeric() || ".+-_".contains(c))
+/// The part of a value that names a path of the machine running the scan (absolute, or in a
+/// home through `~`), also after `=`, `:` or `,` (`--root=/home/x`, `a:/etc`).
+fn host_path(value: &str) -> Option<&str> {
+    value
+        .split(['=', ':', ',', ' '])
+        .find(|part| part.starts_with('/') && !part.starts_with("//") || part.starts_with('~'))
 }
 
 /// An environment variable name a server can be given.
@@ -605,5 +617,64 @@ mod tests {
             {"registryType": "npm", "identifier": "q", "version": "1.0.0", "transport": {"type": "stdio"},
              "packageArguments": [{"type": "positional", "valueHint": "db_url", "isRequired": true}]}]}))
         .contains("needs a value for db_url"));
+    }
+
+    #[test]
+    fn identifiers_and_versions_that_would_install_something_else_are_skips() {
+        let skip = |registry: &str, identifier: &str, version: &str| {
+            plan(json!({"name": "a/x", "version": "1", "packages": [
+                {"registryType": registry, "identifier": identifier, "version": version,
+                 "transport": {"type": "stdio"}}]}))
+            .expect_err("a skip")
+        };
+        // A relative path pip would build from the scan's working directory.
+        assert!(skip("pypi", "pkgs/src", "1").contains("not a package name"));
+        assert!(skip("pypi", "./x", "1.0").contains("not a package name"));
+        assert!(skip("pypi", "x", "1.0 ; os_name=='posix'").contains("not one pinned version"));
+        // A version npm reads as a local tarball, a URL, a tag or a range.
+        for v in ["1.0.0.tgz", "file:../x", "latest", "^1.0.0", "1.0"] {
+            assert!(
+                skip("npm", "x", v).contains("not one pinned version"),
+                "{v}"
+            );
+        }
+        assert!(skip("npm", "X/../../y", "1.0.0").contains("not a package name"));
+    }
+
+    #[test]
+    fn arguments_and_variables_that_name_the_scanners_files_are_skips() {
+        let with = |args: Value, env: Value| {
+            plan(json!({"name": "a/p", "version": "1", "packages": [
+                {"registryType": "npm", "identifier": "p", "version": "1.0.0",
+                 "transport": {"type": "stdio"}, "packageArguments": args,
+                 "environmentVariables": env}]}))
+        };
+        for value in [
+            "/home/alice/.ssh",
+            "--root=/root",
+            "~/.aws",
+            "a,/etc/shadow",
+        ] {
+            let e =
+                with(json!([{"type": "positional", "value": value}]), json!([])).expect_err(value);
+            assert!(e.contains("a path on the scanning machine"), "{e}");
+        }
+        let e = with(json!([]), json!([{"name": "DATA", "value": "/var/lib/x"}])).expect_err("env");
+        assert!(e.contains("DATA names /var/lib/x"), "{e}");
+        // URLs and the workspace are fine.
+        assert!(
+            with(
+                json!([{"type": "named", "name": "--url", "value": "https://example.test/x"}]),
+                json!([])
+            )
+            .is_ok()
+        );
+        assert!(
+            with(
+                json!([{"type": "positional", "format": "filepath", "isRequired": true}]),
+                json!([])
+            )
+            .is_ok()
+        );
     }
 }

@@ -592,9 +592,9 @@ pub async fn scan(plan: ScanPlan, out: &mut dyn Write, stop: watch::Receiver<boo
         eprintln!(
             "[{}/{count}] {}: exit {} ({}) {:.1} s",
             outcome.lines.len() + 1,
-            crate::report::escape_untrusted(&line.id),
+            crate::text::escape::terminal(&line.id),
             line.exit_code,
-            crate::report::escape_untrusted(&line.exit_reason),
+            crate::text::escape::terminal(&line.exit_reason),
             line.duration_ms as f64 / 1000.0
         );
         outcome.lines.push(line);
@@ -984,7 +984,7 @@ fn row_status(l: &ScanLine) -> String {
 
 /// The combined summary as text.
 pub fn render_text(lines: &[ScanLine]) -> String {
-    use crate::report::escape_untrusted as esc;
+    use crate::text::escape::terminal as esc;
     let t = totals(lines);
     let mut o = String::new();
     let width = lines

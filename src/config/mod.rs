@@ -783,6 +783,15 @@ impl RunConfig {
                 return Err(ConfigError::NetworkLauncher(advice));
             }
         }
+        // The installers are confined as the server is (see `setup::confine`).
+        let mut pending_setup = pending_setup;
+        if let Some(p) = &mut pending_setup {
+            p.limits.confinement = crate::setup::Confinement {
+                level: sandbox,
+                exe: None,
+                allow_source_builds: a.allow_source_builds || p.section.allow_source_builds,
+            };
+        }
         let fail_on = match a.fail_on {
             Some(FailOnArg::Never) => FailOn::Never,
             Some(FailOnArg::Note) => FailOn::Note,

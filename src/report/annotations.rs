@@ -64,16 +64,14 @@ pub fn render(r: &Report, anchor_files: &[PathBuf], source_root: &Path) -> Strin
     out
 }
 
-/// Escapes a command's message (GitHub's `escapeData`).
+/// Escapes a command's message (see [`crate::text::escape::github_data`]).
 fn data(s: &str) -> String {
-    s.replace('%', "%25")
-        .replace('\r', "%0D")
-        .replace('\n', "%0A")
+    crate::text::escape::github_data(s)
 }
 
-/// Escapes a command's property value (GitHub's `escapeProperty`).
+/// Escapes a command's property value (see [`crate::text::escape::github_property`]).
 fn property(s: &str) -> String {
-    data(s).replace(':', "%3A").replace(',', "%2C")
+    crate::text::escape::github_property(s)
 }
 
 #[cfg(test)]
@@ -82,7 +80,7 @@ mod tests {
 
     #[test]
     fn messages_and_properties_are_escaped_as_github_reads_them() {
-        assert_eq!(data("50% done\r\nnext"), "50%25 done%0D%0Anext");
+        assert_eq!(data("50% done\r\nnext"), "50%25 done\\u{d}%0Anext");
         assert_eq!(
             property("hintcheck read-only: a,b: c"),
             "hintcheck read-only%3A a%2Cb%3A c"

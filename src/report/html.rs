@@ -9,8 +9,6 @@
 use maud::{DOCTYPE, Markup, PreEscaped, html};
 use serde_json::Value;
 
-use crate::report::escape_untrusted;
-
 /// The four hints, in the order the page shows them.
 const HINTS: [&str; 4] = [
     "readOnlyHint",
@@ -210,7 +208,7 @@ fn percent(part: u64, whole: u64) -> String {
 
 /// A server's string, made safe to show (HTML escaping is maud's).
 fn shown(s: &str) -> String {
-    escape_untrusted(s)
+    crate::text::escape::terminal(s)
 }
 
 /// A long server string cut to `max` characters.

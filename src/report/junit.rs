@@ -13,24 +13,9 @@ use crate::baseline::server_key;
 use crate::finding::{Finding, HintVerdict, Verdict};
 use crate::mcp::client::CallOutcome;
 
-/// Escapes text for XML attributes and content, dropping characters XML 1.0 forbids.
+/// Escapes text for XML attributes and content (see [`crate::text::escape::xml`]).
 pub fn escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&apos;"),
-            '\t' | '\n' | '\r' => out.push(c),
-            c if (c as u32) < 0x20 || c == '\u{fffe}' || c == '\u{ffff}' => {
-                let _ = write!(out, "\\u{{{:x}}}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    out
+    crate::text::escape::xml(s)
 }
 
 /// `2026-11-30T03:54:46Z` from milliseconds since the epoch.

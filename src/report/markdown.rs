@@ -7,7 +7,7 @@
 
 use std::fmt::Write;
 
-use super::{Report, ToolReport, escape_untrusted};
+use super::{Report, ToolReport};
 use crate::baseline::server_key;
 use crate::finding::{HintVerdict, Verdict};
 use crate::mcp::client::Era;
@@ -20,20 +20,7 @@ const MATRIX_ROWS: usize = 300;
 
 /// Escapes untrusted text for a table cell or a list item.
 pub fn md(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in escape_untrusted(s).chars() {
-        match c {
-            '|' | '`' | '*' | '_' | '[' | ']' | '\\' | '#' | '~' | '!' => {
-                out.push('\\');
-                out.push(c);
-            }
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '&' => out.push_str("&amp;"),
-            c => out.push(c),
-        }
-    }
-    out
+    crate::text::escape::markdown(s)
 }
 
 fn shorten(s: &str, max: usize) -> String {

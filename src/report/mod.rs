@@ -311,26 +311,6 @@ impl ToolReport {
     }
 }
 
-/// Replaces control characters (and bidirectional overrides) in untrusted text with visible
-/// escapes, so that a server cannot move the cursor, clear the screen or reorder text.
-pub fn escape_untrusted(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '\n' => out.push_str("\\n"),
-            '\t' => out.push_str("\\t"),
-            '\r' => out.push_str("\\r"),
-            c if c.is_control() => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
-            '\u{200b}'..='\u{200f}'
-            | '\u{202a}'..='\u{202e}'
-            | '\u{2066}'..='\u{2069}'
-            | '\u{feff}' => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out
-}
-
 /// Exit codes, documented in one place (also in the README).
 pub mod exit_code {
     /// The run completed and no finding reached `--fail-on` (default: no declared hint was
@@ -373,16 +353,4 @@ pub fn start_failure_detail(r: &Report) -> Vec<String> {
             .map(|l| format!("  {}", crate::mcp::tool::shorten(l, 240))),
     );
     out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn escapes_terminal_controls_and_bidi() {
-        assert_eq!(escape_untrusted("a\x1b[2Jb"), "a\\u{1b}[2Jb");
-        assert_eq!(escape_untrusted("x\u{202e}y\nz"), "x\\u{202e}y\\nz");
-        assert_eq!(escape_untrusted("naïve ✓"), "naïve ✓");
-    }
 }

@@ -281,6 +281,10 @@ pub fn render(r: &Report, anchors: &Anchors) -> String {
             },
         }],
     });
+    // Every string a server could have supplied, wherever it landed: no raw control or
+    // bidirectional character reaches a SARIF viewer.
+    let mut log = log;
+    crate::text::escape::json_strings(&mut log);
     let mut text = serde_json::to_string_pretty(&log).unwrap_or_default();
     text.push('\n');
     text

@@ -7,9 +7,10 @@
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
-use super::{Report, escape_untrusted};
+use super::Report;
 use crate::baseline::server_key;
 use crate::mcp::tool::{HintName, shorten};
+use crate::text::escape::terminal as escape_untrusted;
 
 /// The version of this format.
 pub const SUGGEST_VERSION: u32 = 1;

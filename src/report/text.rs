@@ -4,13 +4,14 @@
 //! details follow (✗ contradicted, ! something to say, ? never reached, - skipped, ✓ only for
 //! tools with nothing to say, in one line unless `--verbose`), then the run's findings,
 //! replays, notes and the result again. Columns are aligned; every string that came from the
-//! server goes through [`escape_untrusted`] first.
+//! server goes through [`crate::text::escape::terminal`] first.
 
 use std::fmt::Write;
 
-use super::{Report, ToolReport, escape_untrusted as esc};
+use super::{Report, ToolReport};
 use crate::finding::{Finding, Severity, SuggestionBasis, Verdict};
 use crate::mcp::tool::shorten;
+use crate::text::escape::terminal as esc;
 
 /// Renders the report as text.
 pub fn render(r: &Report) -> String {

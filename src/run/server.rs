@@ -153,6 +153,8 @@ pub(super) struct Placement {
     pub(super) visible_tmp: Vec<PathBuf>,
     pub(super) hidden: Vec<PathBuf>,
     pub(super) exposed: Vec<PathBuf>,
+    /// Where the server may read and execute (see `SandboxConfig::readable`).
+    pub(super) readable: Vec<PathBuf>,
     pub(super) identity: crate::sandbox::policy::SandboxIdentity,
 }
 
@@ -186,6 +188,15 @@ impl Placement {
             &program,
             &config.expose,
         );
+        let mut explicit = config.expose.clone();
+        explicit.push(scratch_root.to_path_buf());
+        let readable = crate::sandbox::policy::readable_paths(
+            &hidden,
+            words.iter().copied(),
+            &program,
+            &exposed,
+            &explicit,
+        );
         let passwd = std::fs::read_to_string("/etc/passwd").unwrap_or_default();
         let mut identity = crate::sandbox::policy::sandbox_identity(run_as, &passwd, &hidden);
         // A HOME that is a hidden place itself (/root) replaces it whole: only where nothing
@@ -204,6 +215,7 @@ impl Placement {
             visible_tmp,
             hidden,
             exposed,
+            readable,
             identity,
         }
     }
@@ -376,6 +388,9 @@ pub(super) async fn start_server(
                 authority: ctx.tls.as_ref().map(|(a, _)| a.clone()),
                 simulate_failure: crate::sandbox::policy::simulated_failure(),
                 hostname: crate::sandbox::sandbox_hostname().to_string(),
+                host_network: false,
+                readable: Some(ctx.placement.readable.clone()),
+                single_exec: false,
                 limits,
             };
             match ServerProcess::spawn_sandboxed(

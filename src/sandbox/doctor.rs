@@ -101,6 +101,14 @@ pub fn probe_setup(
     };
     let hidden = super::policy::private_directories();
     let exposed = super::policy::exposed_paths(&hidden, [], &program, &[]);
+    let scratch_root = scratch.root().map(|p| p.to_path_buf()).unwrap_or_default();
+    let readable = super::policy::readable_paths(
+        &hidden,
+        [],
+        &program,
+        &exposed,
+        std::slice::from_ref(&scratch_root),
+    );
     let identity = super::policy::sandbox_identity(
         run_as,
         &std::fs::read_to_string("/etc/passwd").unwrap_or_default(),
@@ -112,7 +120,7 @@ pub fn probe_setup(
         args: Vec::new(),
         env: spec.env.clone(),
         cwd: scratch.workspace.clone(),
-        scratch_root: scratch.root().map(|p| p.to_path_buf()).unwrap_or_default(),
+        scratch_root,
         writable: vec![
             scratch.workspace.clone(),
             scratch.home.clone(),
@@ -139,6 +147,9 @@ pub fn probe_setup(
         hostname: super::sandbox_hostname().to_string(),
         cgroup: None,
         cgroup_enforces: Vec::new(),
+        host_network: false,
+        readable: Some(readable),
+        single_exec: false,
     };
     Ok((scratch, spec, config))
 }

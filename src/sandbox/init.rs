@@ -240,11 +240,11 @@ impl Init {
         // SAFETY: getuid/getgid cannot fail.
         let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
         let userns = uid != 0;
-        let mut flags = libc::CLONE_NEWNS
-            | libc::CLONE_NEWNET
-            | libc::CLONE_NEWPID
-            | libc::CLONE_NEWIPC
-            | libc::CLONE_NEWUTS;
+        let mut flags =
+            libc::CLONE_NEWNS | libc::CLONE_NEWPID | libc::CLONE_NEWIPC | libc::CLONE_NEWUTS;
+        if !self.config.host_network {
+            flags |= libc::CLONE_NEWNET;
+        }
         if userns {
             flags |= libc::CLONE_NEWUSER;
         }
@@ -262,6 +262,7 @@ impl Init {
         self.enforcement.user_namespace = userns;
         self.enforcement.namespaces = ["net", "mnt", "pid", "ipc", "uts"]
             .iter()
+            .filter(|n| !(self.config.host_network && **n == "net"))
             .map(|s| s.to_string())
             .collect();
         if userns {
@@ -296,12 +297,14 @@ impl Init {
             None,
         );
         self.step("mount-private", true, r)?;
-        let r = super::netns::loopback_up();
-        self.step(
-            "loopback",
-            false,
-            r.map_err(|e| io_err("bringing lo up", e)),
-        )?;
+        if !self.config.host_network {
+            let r = super::netns::loopback_up();
+            self.step(
+                "loopback",
+                false,
+                r.map_err(|e| io_err("bringing lo up", e)),
+            )?;
+        }
 
         if self.config.network_observer {
             let r = self.network_observer();
@@ -679,17 +682,19 @@ impl Init {
 
     /// The binds that keep the scratch root visible inside `place` (when it lies there): the
     /// root itself read-only (the server may not replace its own directories, nor write the
-    /// sandbox's files next to them), its writable directories read-write on top.
+    /// sandbox's files next to them), its writable directories read-write on top; and the
+    /// writable directories outside the scratch root that lie there (an installer's target).
     fn scratch_binds(&self, place: &Path) -> Vec<Bind> {
-        if !self.config.scratch_root.starts_with(place) {
-            return Vec::new();
+        let root = &self.config.scratch_root;
+        let mut binds = Vec::new();
+        if root.starts_with(place) {
+            binds.push(Bind::same(root, true));
         }
-        let mut binds = vec![Bind::same(&self.config.scratch_root, true)];
         binds.extend(
             self.config
                 .writable
                 .iter()
-                .filter(|w| w.starts_with(&self.config.scratch_root))
+                .filter(|w| w.starts_with(place))
                 .map(|w| Bind::same(w, false)),
         );
         binds
@@ -881,15 +886,20 @@ impl Init {
 
     /// The server child: never returns.
     fn server_child(&mut self) -> ! {
-        let code = match self.confine() {
-            Ok(()) => self.exec(),
+        // Made before the seccomp filter, which may allow only an execve of this very path
+        // buffer (`single_exec`).
+        let program = cstr(&self.config.program);
+        let code = match self.confine(program.as_ptr() as u64) {
+            Ok(()) => self.exec(program),
             Err(()) => 127,
         };
         // SAFETY: leave without running destructors shared with the parent.
         unsafe { libc::_exit(code) }
     }
 
-    fn confine(&mut self) -> Result<(), ()> {
+    /// Limits, Landlock, the uid switch, capabilities, no_new_privs and seccomp; `program`
+    /// is the address of the path the final `execve` passes.
+    fn confine(&mut self, program: u64) -> Result<(), ()> {
         // SAFETY: setsid has no arguments; failure only means we already lead a session.
         unsafe { libc::setsid() };
         let limits = self.config.limits.clone();
@@ -940,6 +950,16 @@ impl Init {
         match super::landlock::restrict(&self.config) {
             Ok((status, abi)) => {
                 let none = status == "none";
+                self.enforcement.readable_beyond_system = self.config.readable.as_ref().map(|r| {
+                    let system: Vec<&Path> = super::policy::SYSTEM_READABLE
+                        .iter()
+                        .map(Path::new)
+                        .collect();
+                    r.iter()
+                        .filter(|p| !system.contains(&p.as_path()) && p.exists())
+                        .map(|p| p.display().to_string())
+                        .collect()
+                });
                 self.enforcement.landlock = status;
                 self.enforcement.landlock_abi = abi;
                 if none {
@@ -1025,7 +1045,8 @@ impl Init {
             },
         )?;
         self.enforcement.no_new_privs = true;
-        let listener = match install_seccomp(self.config.notify) {
+        let single_exec = self.config.single_exec.then_some(program);
+        let listener = match install_seccomp(self.config.notify, single_exec) {
             Ok(l) => l,
             Err(e) => {
                 self.step("seccomp", false, Err(e))?;
@@ -1043,11 +1064,16 @@ impl Init {
             format!(
                 "foreign-architecture and x32 system calls, io_uring and clone3 refused (ENOSYS); socket(AF_UNIX) refused (EACCES); \
 sockets of any family but IPv4, IPv6 (TCP, UDP, ICMP, UDP-Lite, MPTCP) and routing netlink (AF_VSOCK, AF_PACKET, SCTP, other netlink protocols), socket pairs but AF_UNIX, \
-nested namespaces (unshare and clone with CLONE_NEW*, setns) refused{}",
+nested namespaces (unshare and clone with CLONE_NEW*, setns) refused{}{}",
                 if listener.is_some() {
                     " and reported; write, connect, sendto, sendmmsg and exec attempts and shared file mappings reported to hintcheck"
                 } else {
                     " (not reported: no listener)"
+                },
+                if single_exec.is_some() {
+                    "; every execve but the program's own, and every execveat, refused (EPERM)"
+                } else {
+                    ""
                 }
             )
         };
@@ -1084,7 +1110,7 @@ nested namespaces (unshare and clone with CLONE_NEW*, setns) refused{}",
         Ok(())
     }
 
-    fn exec(&mut self) -> i32 {
+    fn exec(&mut self, program: CString) -> i32 {
         if let Err(e) = std::env::set_current_dir(&self.config.cwd) {
             self.fail(
                 "chdir",
@@ -1092,7 +1118,6 @@ nested namespaces (unshare and clone with CLONE_NEW*, setns) refused{}",
             );
             return 127;
         }
-        let program = cstr(&self.config.program);
         let mut argv: Vec<CString> = vec![program.clone()];
         argv.extend(self.config.args.iter().map(cstr));
         let envp: Vec<CString> = self
@@ -1424,8 +1449,11 @@ fn exit_code(status: libc::c_int) -> i32 {
 }
 
 /// Installs the filter; with `notify`, returns the user-notification listener.
-fn install_seccomp(notify: bool) -> Result<Option<OwnedFd>, (Option<i32>, String)> {
-    let prog: Vec<libc::sock_filter> = super::seccomp::filter(notify)
+fn install_seccomp(
+    notify: bool,
+    single_exec: Option<u64>,
+) -> Result<Option<OwnedFd>, (Option<i32>, String)> {
+    let prog: Vec<libc::sock_filter> = super::seccomp::filter(notify, single_exec)
         .into_iter()
         .map(|i| libc::sock_filter {
             code: i.code,

@@ -1,8 +1,10 @@
-//! Landlock for the server, best effort through the `landlock` crate: read and execute
-//! everywhere, full access only to the scratch directories, the sandbox's own tmpfs mounts and
-//! harmless devices; signals and abstract unix sockets scoped to the sandbox where the ABI has
-//! scopes. No network rules: the network namespace isolates, and a denied connect would never
-//! reach the observer (pitfall 2). The status is reported, never branched on.
+//! Landlock for the server, best effort through the `landlock` crate: read and execute only
+//! beneath the paths the config names readable (the system directories, the server's runtime
+//! and package, `--expose`; everywhere when it names none), full access only to the scratch
+//! directories, the sandbox's own tmpfs mounts and harmless devices; signals and abstract unix
+//! sockets scoped to the sandbox where the ABI has scopes. No network rules: the network
+//! namespace isolates, and a denied connect would never reach the observer (pitfall 2). The
+//! status is reported, never branched on.
 
 use std::path::Path;
 
@@ -43,6 +45,10 @@ pub fn restrict(config: &SandboxConfig) -> Result<(String, Option<u32>), String>
         Path::new("/dev/random"),
         Path::new("/dev/urandom"),
     ]);
+    let readable: Vec<std::path::PathBuf> = match &config.readable {
+        Some(paths) => existing(paths.iter().map(|p| p.as_path()).collect()),
+        None => vec![Path::new("/").to_path_buf()],
+    };
     let status = Ruleset::default()
         .set_compatibility(CompatLevel::BestEffort)
         .handle_access(AccessFs::from_all(TARGET_ABI))
@@ -51,7 +57,10 @@ pub fn restrict(config: &SandboxConfig) -> Result<(String, Option<u32>), String>
         .map_err(|e| e.to_string())?
         .create()
         .map_err(|e| e.to_string())?
-        .add_rules(path_beneath_rules(["/"], AccessFs::from_read(TARGET_ABI)))
+        .add_rules(path_beneath_rules(
+            readable,
+            AccessFs::from_read(TARGET_ABI),
+        ))
         .map_err(|e| e.to_string())?
         .add_rules(path_beneath_rules(
             existing(writable),

@@ -4,6 +4,7 @@
 //! is not isolated from the host; the namespace sandbox plugs in here.
 
 pub mod cgroup;
+pub mod confined;
 pub mod connector;
 pub mod control;
 pub mod doctor;
@@ -101,6 +102,9 @@ or `sudo sysctl -w user.max_user_namespaces=15000`; inside Docker, the default s
     }
 }
 
+/// The directories every server may read, in words (see [`policy::SYSTEM_READABLE`]).
+const SYSTEM_DIRECTORIES_IN_WORDS: &str = "/usr, /bin, /sbin, /lib*, /etc, /nix/store, the sandbox's own /proc, /run and tmpfs mounts, a few devices and the CPU and memory entries of /sys";
+
 /// The watchdog's line in every report's enforcement.
 const WATCHDOG: &str = "a watchdog on the process tree's memory (memfd files included) and on the scratch directories' size ends the run past --memory-limit and --disk-limit";
 
@@ -181,7 +185,20 @@ impl SandboxStatus {
         });
         enforced.extend(e.mounts.iter().cloned());
         if let Some(abi) = e.landlock_abi {
-            enforced.push(format!("Landlock ABI {abi}: {} (read/execute everywhere, writes only to the scratch directories and the sandbox's tmpfs)", e.landlock));
+            let reads = match &e.readable_beyond_system {
+                Some(beyond) if beyond.is_empty() => {
+                    "read/execute only in the system directories".to_string()
+                }
+                Some(beyond) => format!(
+                    "read/execute only in the system directories and {}",
+                    beyond.join(", ")
+                ),
+                None => "read/execute everywhere".to_string(),
+            };
+            enforced.push(format!(
+                "Landlock ABI {abi}: {} ({reads}; writes only to the scratch directories and the sandbox's tmpfs)",
+                e.landlock
+            ));
         }
         enforced.push(format!("seccomp: {}", e.seccomp));
         enforced.push(format!(
@@ -220,11 +237,16 @@ impl SandboxStatus {
             not_enforced
                 .push("DNS questions and payloads are not observed (no network observer)".into());
         }
-        not_enforced.push(if e.mounts.iter().any(|m| m.contains(" hidden (")) {
-            "reading host files outside the hidden places is allowed (Landlock grants read access to /; system files, installed programs and the server's own package stay readable)".into()
-        } else {
-            "reading host files is allowed (Landlock grants read access to /)".into()
-        });
+        match (&e.readable_beyond_system, e.landlock_abi) {
+            (Some(_), Some(_)) => not_enforced.push(format!(
+                "reading the system directories is allowed ({}): a host that keeps secrets there (in /etc, say) shows them to the server",
+                SYSTEM_DIRECTORIES_IN_WORDS
+            )),
+            _ if e.mounts.iter().any(|m| m.contains(" hidden (")) => not_enforced.push(
+                "reading host files outside the hidden places is allowed (Landlock grants read access to /; system files, installed programs and the server's own package stay readable)".into(),
+            ),
+            _ => not_enforced.push("reading host files is allowed (Landlock grants read access to /)".into()),
+        }
         let full = e.degraded.is_empty() && e.landlock == "full";
         SandboxStatus {
             level: if full { "full" } else { "partial" }.into(),

@@ -114,6 +114,21 @@ pub struct SandboxConfig {
     /// The host name inside the sandbox (see [`super::sandbox_hostname`]).
     #[serde(default)]
     pub hostname: String,
+    /// Keep the host's network namespace (installers, which need the package registries):
+    /// no network namespace of its own, no observer, the host's resolver configuration.
+    #[serde(default)]
+    pub host_network: bool,
+    /// Where reading and executing is allowed, beneath each of these paths only (the
+    /// writable directories and the sandbox's own tmpfs mounts are always readable): the
+    /// system directories, the server's runtime and package, what `--expose` names. `None`
+    /// allows reading everywhere.
+    #[serde(default)]
+    pub readable: Option<Vec<PathBuf>>,
+    /// Refuse every `execve` after the one that starts the program (`EPERM`), and every
+    /// `execveat`: an installer that would build a package from source starts the build in
+    /// another process, which never runs.
+    #[serde(default)]
+    pub single_exec: bool,
     /// A step to fail on purpose with EPERM, for testing the failure paths (user namespaces
     /// restricted by AppArmor cannot be reproduced on every test machine). Set from
     /// [`SIMULATE_FAILURE_ENV`].
@@ -227,6 +242,10 @@ pub struct Enforcement {
     /// Descriptors inherited from whatever started hintcheck, closed before anything ran.
     #[serde(default)]
     pub inherited_descriptors_closed: usize,
+    /// Where Landlock let the server read, beyond the system directories
+    /// ([`SYSTEM_READABLE`]); `None` when reading was allowed everywhere.
+    #[serde(default)]
+    pub readable_beyond_system: Option<Vec<String>>,
 }
 
 /// The top-level entries of /tmp that `words` (a command line, environment values) name,
@@ -478,16 +497,89 @@ fn shebang(program: &Path) -> Option<PathBuf> {
         .map(PathBuf::from)
 }
 
-/// The paths inside `hidden` places that the server needs, shown read-only: for every absolute
-/// path among `words` (the program, its arguments, the values of its environment) that
-/// exists, and the interpreter of a script, the package around it (see [`exposure_for`]), both
-/// as named and with symlinks resolved; and the `explicit` directories (`--expose`) as given.
-pub fn exposed_paths<'a>(
+/// What every runtime reads and no user keeps private files in: the distribution's
+/// directories, the sandbox's own `/proc`, `/run` and tmpfs mounts, the devices a runtime
+/// opens and the parts of `/sys` runtimes size themselves by. Not `/var`, `/srv`, `/opt`,
+/// `/mnt`, `/media` or the homes: a server reads there only what it runs on or what the user
+/// exposes.
+pub const SYSTEM_READABLE: [&str; 25] = [
+    "/usr",
+    "/bin",
+    "/sbin",
+    "/lib",
+    "/lib32",
+    "/lib64",
+    "/libx32",
+    "/etc",
+    "/proc",
+    "/run",
+    "/tmp",
+    "/var/tmp",
+    "/nix/store",
+    "/sys/devices/system/cpu",
+    "/sys/fs/cgroup",
+    "/sys/kernel/mm/transparent_hugepage",
+    "/dev/null",
+    "/dev/zero",
+    "/dev/full",
+    "/dev/random",
+    "/dev/urandom",
+    "/dev/tty",
+    "/dev/pts",
+    "/dev/ptmx",
+    "/dev/shm",
+];
+
+/// Where a server may read and execute (Landlock, [`SandboxConfig::readable`]): the
+/// [`SYSTEM_READABLE`] directories, and for every path the server runs on that lies elsewhere
+/// (its program, interpreters, the absolute paths among `words`) the package around it (see
+/// [`exposure_for`]; never a top-level directory or a home as a whole), the `shown` paths of
+/// hidden places, and the `explicit` ones (`--expose`, the scratch root) as given.
+pub fn readable_paths<'a>(
     hidden: &[PathBuf],
     words: impl IntoIterator<Item = &'a str>,
     program: &Path,
+    shown: &[PathBuf],
     explicit: &[PathBuf],
 ) -> Vec<PathBuf> {
+    let system: Vec<&Path> = SYSTEM_READABLE.iter().map(Path::new).collect();
+    let mut out: Vec<PathBuf> = system
+        .iter()
+        .filter(|p| p.exists())
+        .map(|p| p.to_path_buf())
+        .collect();
+    for p in named_paths(words, program) {
+        if system.iter().any(|s| p.starts_with(s)) {
+            continue;
+        }
+        let place = hidden
+            .iter()
+            .find(|h| p.starts_with(h))
+            .cloned()
+            .or_else(|| p.components().take(2).collect::<PathBuf>().into());
+        let Some(place) = place.filter(|pl| pl.as_path() != Path::new("/")) else {
+            continue;
+        };
+        let homes = place.file_name().is_some_and(|n| n == "home");
+        for e in exposure_for(&p, &place) {
+            let whole_place = e == place || homes && e.parent() == Some(place.as_path());
+            if !whole_place && !out.contains(&e) {
+                out.push(e);
+            }
+        }
+    }
+    for e in shown.iter().chain(explicit) {
+        if !out.contains(e) {
+            out.push(e.clone());
+        }
+    }
+    out
+}
+
+/// The paths a server runs on: the program, the interpreter its `#!` line names (and the one
+/// `PATH` finds for `env`), every absolute path among `words` that exists, and of each the
+/// interpreter of a script, both as named and with symlinks resolved.
+fn named_paths<'a>(words: impl IntoIterator<Item = &'a str>, program: &Path) -> Vec<PathBuf> {
     let mut named: Vec<PathBuf> = vec![program.to_path_buf()];
     // `#!/usr/bin/env node` needs the node that PATH finds as well as env.
     let path_var = std::env::var("PATH").ok();
@@ -513,13 +605,29 @@ pub fn exposed_paths<'a>(
         resolved.push(p);
         resolved.extend(real);
     }
+    resolved
+}
+
+/// The paths inside `hidden` places that the server needs, shown read-only: for every path
+/// the server runs on ([`named_paths`]), the package around it (see [`exposure_for`]); and
+/// the `explicit` directories (`--expose`) as given.
+pub fn exposed_paths<'a>(
+    hidden: &[PathBuf],
+    words: impl IntoIterator<Item = &'a str>,
+    program: &Path,
+    explicit: &[PathBuf],
+) -> Vec<PathBuf> {
     let mut out: Vec<PathBuf> = Vec::new();
-    for p in resolved {
+    for p in named_paths(words, program) {
         let Some(place) = hidden.iter().find(|h| p.starts_with(h)) else {
             continue;
         };
+        // A word that names a hidden place or a home itself shows nothing of it: only
+        // `--expose` shows a whole home.
+        let homes = place.file_name().is_some_and(|n| n == "home");
         for e in exposure_for(&p, place) {
-            if !out.contains(&e) {
+            let whole = e == *place || homes && e.parent() == Some(place.as_path());
+            if !whole && !out.contains(&e) {
                 out.push(e);
             }
         }

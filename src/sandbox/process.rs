@@ -27,7 +27,7 @@ const SANDBOX_START_TIMEOUT: Duration = Duration::from_secs(15);
 
 /// Opens an executable as an `O_PATH` descriptor numbered above the standard ones and the
 /// control socket's slot (fd 3), which the child's `dup2` would otherwise overwrite.
-fn open_exe(path: &Path) -> std::io::Result<OwnedFd> {
+pub(crate) fn open_exe(path: &Path) -> std::io::Result<OwnedFd> {
     let fd = rustix::fs::open(
         path,
         rustix::fs::OFlags::PATH | rustix::fs::OFlags::CLOEXEC,

@@ -375,7 +375,7 @@ fn remove_at(parent: std::os::fd::BorrowedFd<'_>, name: &std::ffi::OsStr, depth:
     let _ = rustix::fs::unlinkat(parent, name, AtFlags::REMOVEDIR);
 }
 
-fn chown_tree(path: &Path, uid: u32, gid: u32, depth: usize) -> std::io::Result<()> {
+pub(crate) fn chown_tree(path: &Path, uid: u32, gid: u32, depth: usize) -> std::io::Result<()> {
     std::os::unix::fs::lchown(path, Some(uid), Some(gid))?;
     if depth < 256 && fs::symlink_metadata(path)?.is_dir() {
         for e in fs::read_dir(path)? {

@@ -286,8 +286,10 @@ pub fn name_of(nr: i32) -> &'static str {
         .unwrap_or("?")
 }
 
-/// The filter program; `notify` adds the user-notification rules.
-pub fn filter(notify: bool) -> Vec<Insn> {
+/// The filter program; `notify` adds the user-notification rules. With `single_exec`, the
+/// address of the program path the sandbox's own `execve` passes: that `execve` is allowed,
+/// every other one (and every `execveat`) fails with `EPERM`.
+pub fn filter(notify: bool, single_exec: Option<u64>) -> Vec<Insn> {
     let stmt = |code, k| Insn {
         code,
         jt: 0,
@@ -379,6 +381,24 @@ pub fn filter(notify: bool) -> Vec<Insn> {
         ]);
     }
     p.extend([jump(BPF_JEQ_K, libc::SYS_setns as u32, 0, 1), refuse(EPERM)]);
+    if let Some(path) = single_exec {
+        let first = if notify {
+            ret(SECCOMP_RET_USER_NOTIF)
+        } else {
+            allow
+        };
+        p.extend([
+            jump(BPF_JEQ_K, libc::SYS_execveat as u32, 0, 1),
+            ret(SECCOMP_RET_ERRNO | EPERM),
+            jump(BPF_JEQ_K, libc::SYS_execve as u32, 0, 6),
+            stmt(BPF_LD_W_ABS, arg_low(0)),
+            jump(BPF_JEQ_K, path as u32, 0, 2),
+            stmt(BPF_LD_W_ABS, arg_low(0) + 4),
+            jump(BPF_JEQ_K, (path >> 32) as u32, 1, 0),
+            ret(SECCOMP_RET_ERRNO | EPERM),
+            first,
+        ]);
+    }
     if notify {
         for (nr, when, _) in rules() {
             match when {
@@ -494,7 +514,7 @@ mod tests {
         cases.push((libc::SYS_clone, [0x003d_0f00, 0, 0, 0, 0, 0]));
         cases.push((libc::SYS_setns, [3, 0, 0, 0, 0, 0]));
         for notify in [false, true] {
-            let p = filter(notify);
+            let p = filter(notify, None);
             for (nr, args) in &cases {
                 let got = run(&p, a, n(*nr), *args);
                 let want = match refusal(*nr, args) {
@@ -545,7 +565,7 @@ mod tests {
     #[test]
     fn decisions() {
         for notify in [false, true] {
-            let p = filter(notify);
+            let p = filter(notify, None);
             assert!(p.len() < 4096);
             let a = AUDIT_ARCH;
             let enosys = SECCOMP_RET_ERRNO | ENOSYS;
@@ -623,6 +643,34 @@ mod tests {
                 watched,
                 "high-word pointer"
             );
+        }
+    }
+
+    #[test]
+    fn a_single_exec_filter_allows_only_the_sandboxs_own_execve() {
+        let path: u64 = 0x7ffd_1234_5678;
+        for notify in [false, true] {
+            let p = filter(notify, Some(path));
+            let a = AUDIT_ARCH;
+            let eperm = SECCOMP_RET_ERRNO | EPERM;
+            let first = if notify {
+                SECCOMP_RET_USER_NOTIF
+            } else {
+                SECCOMP_RET_ALLOW
+            };
+            let execve = libc::SYS_execve as u32;
+            assert_eq!(run(&p, a, execve, [path, 0, 0, 0, 0, 0]), first);
+            // Same low word, another high word; another address; execveat (fexecve).
+            assert_eq!(
+                run(&p, a, execve, [path & 0xffff_ffff, 0, 0, 0, 0, 0]),
+                eperm
+            );
+            assert_eq!(run(&p, a, execve, [path + 8, 0, 0, 0, 0, 0]), eperm);
+            assert_eq!(
+                run(&p, a, libc::SYS_execveat as u32, [3, path, 0, 0, 0, 0]),
+                eperm
+            );
+            assert_eq!(run(&p, a, libc::SYS_read as u32, [0; 6]), SECCOMP_RET_ALLOW);
         }
     }
 }

@@ -10,7 +10,7 @@
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -18,7 +18,11 @@ use serde::Deserialize;
 
 use crate::mcp::tool::sha256_hex;
 
+pub mod confine;
+pub mod requirement;
 pub mod runtime;
+
+pub use confine::Confinement;
 
 /// How a setup error that is about this machine (a runtime that cannot be had here) begins:
 /// a scan lists such a server as skipped, with the rest of the message as the reason.
@@ -76,13 +80,38 @@ pub enum SetupError {
         /// Why it cannot be had.
         why: String,
     },
-    /// A package is not pinned.
-    #[error("[setup] {package:?} is not pinned to one version (write {example})")]
-    Unpinned {
-        /// The package.
-        package: String,
-        /// How to pin it.
-        example: String,
+    /// An item is not a package name and one version of its ecosystem (a path, a URL, an
+    /// option, a range).
+    #[error("[setup] {0}")]
+    Invalid(#[from] requirement::InvalidRequirement),
+    /// The installers' sandbox could not be set up (and the sandbox is required).
+    #[error("[setup] {what} cannot run in the installers' sandbox: {why}")]
+    Confinement {
+        /// The command.
+        what: String,
+        /// Why, with the fix when there is a known one.
+        why: String,
+    },
+    /// An install lock could not be taken.
+    #[error("[setup] cannot take the install lock {} after {:.1} s: {why}", path.display(), waited.as_secs_f64())]
+    Locked {
+        /// The lock file.
+        path: PathBuf,
+        /// How long it was waited for.
+        waited: Duration,
+        /// Why the wait ended.
+        why: String,
+    },
+    /// An installer would have run package code (a source build, a program a package asked
+    /// for), which the installers' sandbox refused.
+    #[error(
+        "[setup] {what} would run package code on this machine ({line}), which was refused: a package must install from a wheel (PyPI) or without its scripts (npm). Set allow_source_builds = true in [setup] or pass --allow-source-builds to let it build inside the installers' sandbox"
+    )]
+    PackageCode {
+        /// The command.
+        what: String,
+        /// The installer's line that shows it.
+        line: String,
     },
 }
 
@@ -100,6 +129,11 @@ pub struct SetupSection {
     /// bounds them too.
     #[serde(default)]
     pub timeout: Option<String>,
+    /// Let pip build packages from source (and npm fetch dependencies that need another
+    /// program, such as git): inside the installers' sandbox, never on the host as such.
+    /// Off by default: a source build runs the package's own code.
+    #[serde(default)]
+    pub allow_source_builds: bool,
     /// Requirements hintcheck adds to the PyPI install (`mcp<2` when a server died under the
     /// 2.x SDK); not pins, and not written in scenarios.
     #[serde(skip)]
@@ -121,10 +155,14 @@ pub struct SetupLimits {
     pub deadline_name: String,
     /// Whether progress lines are printed on stderr.
     pub progress: bool,
+    /// How the installers are confined.
+    pub confinement: Confinement,
+    /// What the installers' runs had to say for the report (an unconfined run, and why).
+    pub notes: Arc<Mutex<Vec<String>>>,
 }
 
 impl SetupLimits {
-    /// Installs that may take `limit` from now (`[setup] timeout`).
+    /// Installs that may take `limit` from now (`[setup] timeout`), confined as required.
     pub fn within(limit: Duration, progress: bool) -> SetupLimits {
         SetupLimits {
             deadline: Instant::now() + limit,
@@ -133,7 +171,21 @@ impl SetupLimits {
                 crate::config::format_duration(limit)
             ),
             progress,
+            confinement: Confinement::required(),
+            notes: Arc::default(),
         }
+    }
+
+    fn note(&self, note: String) {
+        let mut notes = self.notes.lock().unwrap_or_else(|p| p.into_inner());
+        if !notes.contains(&note) {
+            notes.push(note);
+        }
+    }
+
+    /// The notes gathered so far, taken.
+    pub fn take_notes(&self) -> Vec<String> {
+        std::mem::take(&mut *self.notes.lock().unwrap_or_else(|p| p.into_inner()))
     }
 }
 
@@ -215,6 +267,11 @@ impl Installed {
                 let (node, note) = runtime::node_for(prefix, package, cache, limits)?;
                 self.node.insert(package.to_string(), node);
                 self.notes.extend(note);
+            }
+        }
+        for note in limits.take_notes() {
+            if !self.notes.contains(&note) {
+                self.notes.push(note);
             }
         }
         Ok(())
@@ -360,31 +417,14 @@ pub fn cache_root() -> PathBuf {
         .unwrap_or_else(|| std::env::temp_dir().join("hintcheck-cache"))
 }
 
-/// Every package pinned to one version (before anything is installed).
+/// Every item a package name and one version of its ecosystem (before anything is
+/// installed; see [`requirement`]).
 pub fn check_pins(setup: &SetupSection) -> Result<(), SetupError> {
     for p in &setup.npm {
-        // `@scope/name@1.2.3` or `name@1.2.3`: a version after the last `@` (not the first).
-        let pinned = p.rfind('@').filter(|&i| i > 0).is_some_and(|i| {
-            p[i + 1..]
-                .chars()
-                .next()
-                .is_some_and(|c| c.is_ascii_digit())
-        });
-        if !pinned {
-            return Err(SetupError::Unpinned {
-                package: p.clone(),
-                example: format!("\"{p}@1.2.3\""),
-            });
-        }
+        requirement::npm(p)?;
     }
     for p in &setup.pip {
-        if !p.contains("==") {
-            let name = requirement_name(p);
-            return Err(SetupError::Unpinned {
-                package: p.clone(),
-                example: format!("\"{name}==1.2.3\""),
-            });
-        }
+        requirement::pypi(p)?;
     }
     Ok(())
 }
@@ -402,31 +442,108 @@ fn mkdir_shared(path: &Path) -> Result<(), SetupError> {
 /// Holds an exclusive lock on `<dir>.lock` while one installer works on `dir`.
 struct Lock(#[allow(dead_code)] std::fs::File);
 
-fn lock(dir: &Path) -> Result<Lock, SetupError> {
+/// How long a lock held by something other than a live hintcheck is waited for.
+const LOCK_WAIT: Duration = Duration::from_secs(20);
+
+/// Takes the exclusive lock on `<dir>.lock`, waiting while another hintcheck installs the same
+/// packages (until the setup's deadline), and at most [`LOCK_WAIT`] for any other holder: a
+/// lock nobody releases ends in an error naming it, never a hang. The holder's pid is written
+/// into the lock file. Servers never see these files (the sandbox shows a server only its own
+/// install directory), so their holder is a process of the host.
+fn lock(dir: &Path, limits: &SetupLimits) -> Result<Lock, SetupError> {
     let path = dir.with_extension("lock");
     let file = std::fs::OpenOptions::new()
         .create(true)
         .truncate(false)
+        .read(true)
         .write(true)
         .open(&path)
         .map_err(|source| SetupError::Cache {
             path: path.clone(),
             source,
         })?;
-    rustix::fs::flock(&file, rustix::fs::FlockOperation::LockExclusive).map_err(|e| {
-        SetupError::Cache {
-            path,
-            source: e.into(),
+    let started = Instant::now();
+    let mut said = false;
+    loop {
+        match rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockExclusive) {
+            Ok(()) => {
+                let _ = file.set_len(0);
+                let _ = std::io::Write::write_all(
+                    &mut &file,
+                    format!("{}\n", std::process::id()).as_bytes(),
+                );
+                return Ok(Lock(file));
+            }
+            Err(rustix::io::Errno::WOULDBLOCK | rustix::io::Errno::INTR) => {}
+            Err(e) => {
+                return Err(SetupError::Cache {
+                    path,
+                    source: e.into(),
+                });
+            }
         }
-    })?;
-    Ok(Lock(file))
+        let holder = std::fs::read_to_string(&path)
+            .ok()
+            .and_then(|t| t.trim().parse::<u32>().ok());
+        let installing = holder.is_some_and(is_hintcheck);
+        let waited = started.elapsed();
+        let stop = if crate::interrupt::requested() {
+            Some("interrupted by a signal".to_string())
+        } else if Instant::now() >= limits.deadline {
+            Some(format!("{} was reached", limits.deadline_name))
+        } else if !installing && waited >= LOCK_WAIT {
+            Some(format!(
+                "its holder ({}) is not a hintcheck installing these packages",
+                holder.map_or("unknown".to_string(), |p| format!("pid {p}"))
+            ))
+        } else {
+            None
+        };
+        if let Some(why) = stop {
+            return Err(SetupError::Locked { path, waited, why });
+        }
+        if limits.progress && !said && waited >= Duration::from_secs(2) {
+            said = true;
+            eprintln!(
+                "hintcheck: [setup] waiting for the lock {}{}",
+                path.display(),
+                holder.map_or(String::new(), |p| format!(" (held by pid {p})"))
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }
+
+/// Whether process `pid` is alive and runs a hintcheck binary.
+fn is_hintcheck(pid: u32) -> bool {
+    std::fs::read_link(format!("/proc/{pid}/exe"))
+        .ok()
+        .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .is_some_and(|n| n.starts_with("hintcheck"))
+}
+
+/// What pip and npm print when they are about to run package code or another program: a
+/// source build (a build environment, metadata from a build backend, `setup.py`, a wheel
+/// built), or a program a package needs (git for a git dependency, a script's shell).
+const PACKAGE_CODE_MARKERS: [&str; 9] = [
+    "Installing build dependencies",
+    "Getting requirements to build",
+    "Preparing metadata (",
+    "Building wheel for",
+    "Building editable for",
+    "setup.py",
+    "spawn git",
+    "spawn sh",
+    "spawn node-gyp",
+];
 
 /// The last lines an installer wrote (stdout and stderr together).
 #[derive(Default)]
 struct OutputTail {
     lines: std::collections::VecDeque<String>,
     partial: String,
+    /// The first line that showed the installer about to run package code.
+    package_code: Option<String>,
 }
 
 impl OutputTail {
@@ -437,6 +554,10 @@ impl OutputTail {
         while let Some(i) = self.partial.find(['\n', '\r']) {
             let line: String = self.partial.drain(..=i).collect();
             let line = line.trim_end().to_string();
+            if self.package_code.is_none() && PACKAGE_CODE_MARKERS.iter().any(|m| line.contains(m))
+            {
+                self.package_code = Some(line.trim().to_string());
+            }
             if !line.trim().is_empty() {
                 if self.lines.len() == Self::KEEP {
                     self.lines.pop_front();
@@ -459,33 +580,49 @@ impl OutputTail {
     }
 }
 
-/// Runs one installer in a process group of its own that dies with hintcheck, printing a
-/// progress line every few seconds; an interrupt or the deadline kills the whole group.
-fn run_installer(what: String, cmd: &mut Command, limits: &SetupLimits) -> Result<(), SetupError> {
-    run_installer_with(what, cmd, limits, None)
+/// Runs one installer (confined as `limits` says, see [`confine`]) in a process group of its
+/// own that dies with hintcheck, printing a progress line every few seconds; an interrupt or
+/// the deadline kills the whole group.
+fn run_installer(installer: &confine::Installer, limits: &SetupLimits) -> Result<(), SetupError> {
+    run_installer_with(installer, limits, None)
 }
 
 /// [`run_installer`], with its standard output going to `stdout` when given (a query whose
 /// answer is wanted; its errors still end up in the error's tail).
 fn run_installer_with(
-    what: String,
-    cmd: &mut Command,
+    installer: &confine::Installer,
     limits: &SetupLimits,
     stdout: Option<std::fs::File>,
 ) -> Result<(), SetupError> {
-    crate::sandbox::process::die_with_hintcheck(cmd);
-    cmd.stdin(Stdio::null())
-        .stdout(stdout.map_or_else(Stdio::piped, Stdio::from))
-        .stderr(Stdio::piped());
+    let what = installer.what.clone();
     let started = Instant::now();
     if limits.progress {
-        eprintln!("hintcheck: [setup] {what}");
+        eprintln!(
+            "hintcheck: [setup] {}",
+            crate::text::escape::terminal(&what)
+        );
     }
-    let mut child = cmd.spawn().map_err(|e| SetupError::Failed {
-        what: what.clone(),
-        code: -1,
-        output: e.to_string(),
-    })?;
+    let mut run = confine::start(installer, &limits.confinement, stdout.as_ref())?;
+    drop(stdout);
+    if let Some(why) = &run.unconfined {
+        limits.note(format!(
+            "the installers ran outside a sandbox, as the invoking user: {why}"
+        ));
+    }
+    let result = wait_for_installer(&mut run.child, &what, installer.may_exec, limits, started);
+    let cleaned = run.finish();
+    result.and(cleaned)
+}
+
+/// Waits for an installer, reading its output, within the limits.
+fn wait_for_installer(
+    child: &mut std::process::Child,
+    what: &str,
+    may_exec: bool,
+    limits: &SetupLimits,
+    started: Instant,
+) -> Result<(), SetupError> {
+    let what = what.to_string();
     let tail = Arc::new(Mutex::new(OutputTail::default()));
     let readers: Vec<_> = [
         child
@@ -515,7 +652,7 @@ fn run_installer_with(
     })
     .collect();
     // The installer and whatever it started, at once.
-    let group = rustix::process::Pid::from_child(&child);
+    let group = rustix::process::Pid::from_child(child);
     let kill_group = || {
         let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
     };
@@ -548,7 +685,12 @@ fn run_installer_with(
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
                 .last()
-                .map(|l| format!("; last output: {}", crate::mcp::tool::shorten(l, 120)))
+                .map(|l| {
+                    format!(
+                        "; last output: {}",
+                        crate::text::escape::terminal(&crate::mcp::tool::shorten(l, 120))
+                    )
+                })
                 .unwrap_or_default();
             eprintln!(
                 "hintcheck: [setup] {} still running after {} s{last}",
@@ -571,6 +713,15 @@ fn run_installer_with(
         code: -1,
         output: e,
     })?;
+    let tail = tail.lock().unwrap_or_else(|p| p.into_inner());
+    if !status.success() && !may_exec {
+        if let Some(line) = &tail.package_code {
+            return Err(SetupError::PackageCode {
+                what,
+                line: crate::mcp::tool::shorten(line, 200),
+            });
+        }
+    }
     if status.success() {
         if limits.progress {
             eprintln!(
@@ -583,7 +734,7 @@ fn run_installer_with(
     Err(SetupError::Failed {
         what,
         code: status.code().unwrap_or(-1),
-        output: tail.lock().unwrap_or_else(|p| p.into_inner()).tail(8),
+        output: tail.tail(8),
     })
 }
 
@@ -622,19 +773,27 @@ fn install_once(
     cache: &Path,
     kind: &str,
     packages: &[String],
+    limits: &SetupLimits,
     install: impl Fn(&Path) -> Result<(), SetupError>,
 ) -> Result<PathBuf, SetupError> {
     let key = sha256_hex(packages.join("\n").as_bytes());
     let parent = cache.join(kind);
     mkdir_shared(&parent)?;
     let dir = parent.join(&key[..16]);
-    let _lock = lock(&dir)?;
     let marker = dir.join(".hintcheck-installed");
+    // Installed already: the marker is written last, after the whole install.
+    if marker.is_file() {
+        return Ok(dir);
+    }
+    let _lock = lock(&dir, limits)?;
     if !marker.is_file() {
         let mut outcome = install(&dir);
         if let Err(SetupError::Failed { what, .. }) = &outcome {
             // A registry or its network can fail for a moment: one more try, from scratch.
-            eprintln!("hintcheck: [setup] {what} failed; trying once more");
+            eprintln!(
+                "hintcheck: [setup] {} failed; trying once more",
+                crate::text::escape::terminal(what)
+            );
             let _ = std::fs::remove_dir_all(&dir);
             outcome = install(&dir);
         }
@@ -662,72 +821,173 @@ pub fn ensure(
     if setup.is_empty() {
         return Ok(installed);
     }
+    let mut limits = limits.clone();
+    limits.confinement.allow_source_builds |= setup.allow_source_builds;
+    let limits = &limits;
     mkdir_shared(cache)?;
     if !setup.npm.is_empty() {
-        installed.npm = Some(install_once(cache, "npm", &setup.npm, |dir| {
-            if Command::new("npm").arg("--version").output().is_err() {
-                return Err(SetupError::Missing {
-                    tool: "npm",
-                    hint: "install Node.js with npm".into(),
-                });
-            }
-            npm_install(dir, &setup.npm, limits)
+        let packages: Vec<String> = setup
+            .npm
+            .iter()
+            .map(|p| requirement::npm(p).map(|pin| pin.to_string()))
+            .collect::<Result<_, _>>()?;
+        installed.npm = Some(install_once(cache, "npm", &setup.npm, limits, |dir| {
+            npm_install(dir, &packages, limits)
         })?);
     }
     if !setup.pip.is_empty() {
-        let requirements: Vec<String> = setup
+        let mut requirements: Vec<String> = setup
+            .pip
+            .iter()
+            .map(|p| requirement::pypi(p).map(|pin| pin.to_string()))
+            .collect::<Result<_, _>>()?;
+        // hintcheck's own additions (`mcp<2`), never a scenario's.
+        requirements.extend(setup.constraints.iter().cloned());
+        let key: Vec<String> = setup
             .pip
             .iter()
             .chain(&setup.constraints)
             .cloned()
             .collect();
-        installed.venv = Some(install_once(cache, "venv", &requirements, |dir| {
+        installed.venv = Some(install_once(cache, "venv", &key, limits, |dir| {
             let python = python()?;
+            mkdir_shared(dir)?;
             if !dir.join("bin/python").is_file() {
                 run_installer(
-                    format!("{} -m venv {}", python.display(), dir.display()),
-                    Command::new(&python).args(["-m", "venv"]).arg(dir),
+                    &confine::Installer {
+                        what: format!("{} -m venv {}", python.display(), dir.display()),
+                        program: python.clone(),
+                        args: vec!["-m".into(), "venv".into(), dir.display().to_string()],
+                        writable: vec![dir.to_path_buf()],
+                        // ensurepip installs pip with a pip of its own: the Python's own
+                        // bundled wheels, no package of the scenario.
+                        may_exec: true,
+                    },
                     limits,
                 )?;
             }
+            let source_builds = limits.confinement.allow_source_builds;
+            let mut args: Vec<String> = [
+                "-m",
+                "pip",
+                "install",
+                "--progress-bar",
+                "off",
+                "--disable-pip-version-check",
+                "--no-input",
+            ]
+            .iter()
+            .map(|a| a.to_string())
+            .collect();
+            if !source_builds {
+                args.extend(["--only-binary".into(), ":all:".into()]);
+            }
+            // Nothing after `--` is read as an option.
+            args.push("--".into());
+            args.extend(requirements.iter().cloned());
             run_installer(
-                format!("pip install {}", requirements.join(" ")),
-                Command::new(dir.join("bin/python"))
-                    .args([
-                        "-m",
-                        "pip",
-                        "install",
-                        "--progress-bar",
-                        "off",
-                        "--disable-pip-version-check",
-                        "--only-binary",
-                        ":all:",
-                    ])
-                    .args(&requirements),
+                &confine::Installer {
+                    what: format!("pip install {}", requirements.join(" ")),
+                    program: dir.join("bin/python"),
+                    args,
+                    writable: vec![dir.to_path_buf()],
+                    may_exec: source_builds,
+                },
                 limits,
             )
         })?);
     }
+    installed.notes.extend(limits.take_notes());
     Ok(installed)
 }
 
-/// `npm install`s `packages` into the prefix `dir`, without their install scripts.
+/// How npm runs without a shell or `env` in between: the Node on PATH and npm's own script
+/// (`npm` is a link to `npm-cli.js`, whose `#!` line names node), so that the installer's
+/// sandbox can refuse every program npm would start after it.
+fn npm_command() -> Result<(PathBuf, PathBuf), SetupError> {
+    let missing = || SetupError::Missing {
+        tool: "npm",
+        hint: "install Node.js with npm".into(),
+    };
+    let path = std::env::var("PATH").ok();
+    let npm = crate::sandbox::process::resolve_program("npm", path.as_deref())
+        .ok()
+        .and_then(|p| std::fs::canonicalize(p).ok())
+        .ok_or_else(missing)?;
+    let node = crate::sandbox::process::resolve_program("node", path.as_deref())
+        .ok()
+        .and_then(|p| std::fs::canonicalize(p).ok())
+        .ok_or_else(missing)?;
+    let words = crate::sandbox::preflight::shebang_words(&npm);
+    let names_node = words
+        .iter()
+        .any(|w| Path::new(w).file_name().is_some_and(|n| n == "node"));
+    if !names_node {
+        return Err(SetupError::Missing {
+            tool: "npm",
+            hint: format!(
+                "{} is not npm's own script (its first line names no node): install npm from Node.js or the npm registry",
+                npm.display()
+            ),
+        });
+    }
+    Ok((node, npm))
+}
+
+/// Runs npm with `args` (after npm's own script) in the installers' sandbox, writing only to
+/// `writable`, its standard output to `stdout` when given.
+fn run_npm(
+    what: String,
+    args: Vec<String>,
+    writable: Vec<PathBuf>,
+    limits: &SetupLimits,
+    stdout: Option<std::fs::File>,
+) -> Result<(), SetupError> {
+    let (node, npm) = npm_command()?;
+    let mut all = vec![npm.display().to_string()];
+    all.extend(args);
+    run_installer_with(
+        &confine::Installer {
+            what,
+            program: node,
+            args: all,
+            writable,
+            may_exec: limits.confinement.allow_source_builds,
+        },
+        limits,
+        stdout,
+    )
+}
+
+/// `npm install`s `packages` (validated pins) into the prefix `dir`, without their install
+/// scripts.
 fn npm_install(dir: &Path, packages: &[String], limits: &SetupLimits) -> Result<(), SetupError> {
     mkdir_shared(dir)?;
-    run_installer(
+    let mut args: Vec<String> = vec![
+        "install".into(),
+        "--prefix".into(),
+        dir.display().to_string(),
+    ];
+    args.extend(
+        [
+            "--no-audit",
+            "--no-fund",
+            "--no-save",
+            "--ignore-scripts",
+            "--loglevel=error",
+            // Nothing after `--` is read as an option.
+            "--",
+        ]
+        .iter()
+        .map(|a| a.to_string()),
+    );
+    args.extend(packages.iter().cloned());
+    run_npm(
         format!("npm install {}", packages.join(" ")),
-        Command::new("npm")
-            .args(["install", "--prefix"])
-            .arg(dir)
-            .args([
-                "--no-audit",
-                "--no-fund",
-                "--no-save",
-                "--ignore-scripts",
-                "--loglevel=error",
-            ])
-            .args(packages),
+        args,
+        vec![dir.to_path_buf()],
         limits,
+        None,
     )
 }
 
@@ -916,7 +1176,8 @@ mod tests {
             output: "connection reset".into(),
         };
         let calls = std::cell::Cell::new(0);
-        let dir = install_once(cache.path(), "venv", &["x==1".into()], |d| {
+        let limits = SetupLimits::within(Duration::from_secs(60), false);
+        let dir = install_once(cache.path(), "venv", &["x==1".into()], &limits, |d| {
             calls.set(calls.get() + 1);
             std::fs::create_dir_all(d).expect("an installer makes its directory");
             if calls.get() == 1 {
@@ -929,13 +1190,13 @@ mod tests {
         assert_eq!(calls.get(), 2);
         assert!(dir.join(".hintcheck-installed").is_file());
         calls.set(0);
-        let e = install_once(cache.path(), "venv", &["y==1".into()], |_| {
+        let e = install_once(cache.path(), "venv", &["y==1".into()], &limits, |_| {
             calls.set(calls.get() + 1);
             Err(failed())
         });
         assert!(matches!(e, Err(SetupError::Failed { .. })) && calls.get() == 2);
         calls.set(0);
-        let e = install_once(cache.path(), "venv", &["z==1".into()], |_| {
+        let e = install_once(cache.path(), "venv", &["z==1".into()], &limits, |_| {
             calls.set(calls.get() + 1);
             Err(SetupError::Stopped {
                 what: "pip".into(),

@@ -14,7 +14,7 @@ use nodejs_semver::{Range, Version};
 
 use super::{
     SetupError, SetupLimits, SetupSection, install_once, installed_distribution, mkdir_shared,
-    npm_install, npm_manifest, requirement_name, run_installer_with,
+    npm_install, npm_manifest, requirement_name, run_npm,
 };
 
 /// The npm package of Node binaries for this machine's architecture.
@@ -88,7 +88,7 @@ pub fn node_for(
     let chosen = newest_in(&range, &versions)
         .ok_or_else(|| unavailable(format!("no published {binaries} version is in {wanted}")))?;
     let spec = format!("{binaries}@{chosen}");
-    let dir = install_once(cache, "node", std::slice::from_ref(&spec), |dir| {
+    let dir = install_once(cache, "node", std::slice::from_ref(&spec), limits, |dir| {
         npm_install(dir, std::slice::from_ref(&spec), limits)
     })?;
     let node = dir
@@ -125,9 +125,15 @@ fn published_versions(
         .and_then(|t| t.elapsed().ok())
         .is_some_and(|age| age < std::time::Duration::from_secs(24 * 3600));
     if !fresh {
-        let out = run_installer_output(
+        let out = npm_output(
             format!("npm view {package} versions"),
-            Command::new("npm").args(["view", package, "versions", "--json"]),
+            vec![
+                "view".into(),
+                "--json".into(),
+                "--".into(),
+                package.into(),
+                "versions".into(),
+            ],
             limits,
         )?;
         let parsed: Vec<String> = serde_json::from_str(&out).map_err(|e| SetupError::Failed {
@@ -153,12 +159,9 @@ fn published_versions(
     Ok(serde_json::from_str(&text).unwrap_or_default())
 }
 
-/// Runs a registry query within the setup's limits and returns what it printed.
-fn run_installer_output(
-    what: String,
-    cmd: &mut Command,
-    limits: &SetupLimits,
-) -> Result<String, SetupError> {
+/// Runs an npm query within the setup's limits (in the installers' sandbox) and returns what
+/// it printed.
+fn npm_output(what: String, args: Vec<String>, limits: &SetupLimits) -> Result<String, SetupError> {
     let out = tempfile::NamedTempFile::new().map_err(|source| SetupError::Cache {
         path: std::env::temp_dir(),
         source,
@@ -167,7 +170,7 @@ fn run_installer_output(
         path: out.path().to_path_buf(),
         source,
     })?;
-    run_installer_with(what, cmd, limits, Some(file))?;
+    run_npm(what, args, Vec::new(), limits, Some(file))?;
     std::fs::read_to_string(out.path()).map_err(|source| SetupError::Cache {
         path: out.path().to_path_buf(),
         source,

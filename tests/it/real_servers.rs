@@ -21,11 +21,11 @@ fn installed(scenario: &str) -> Option<Installed> {
         return None;
     }
     let s = Scenario::load(&repo().join("scenarios").join(scenario)).expect("scenario");
-    match hintcheck::setup::ensure(
-        &s.setup,
-        std::path::Path::new(&cache()),
-        &hintcheck::setup::SetupLimits::within(hintcheck::setup::DEFAULT_SETUP_TIMEOUT, false),
-    ) {
+    let mut limits =
+        hintcheck::setup::SetupLimits::within(hintcheck::setup::DEFAULT_SETUP_TIMEOUT, false);
+    // The installers' sandbox re-executes hintcheck, which this test binary is not.
+    limits.confinement.exe = Some(crate::util::hintcheck_bin());
+    match hintcheck::setup::ensure(&s.setup, std::path::Path::new(&cache()), &limits) {
         Ok(i) => Some(i),
         Err(e) => panic!("[setup] of {scenario}: {e}"),
     }

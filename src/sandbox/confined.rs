@@ -1,0 +1,145 @@
+//! A program run to completion inside the sandbox, synchronously, with its output on the
+//! descriptors the caller chooses: the installers of `[setup]`, whose package code must not
+//! run on the host. The same init as a server's (hintcheck re-executed as `/sbin/init`, the
+//! config in its environment, the control socket on fd 3) sets up the namespaces, mounts,
+//! Landlock and seccomp; the caller waits for the returned child like any other and kills
+//! its process group to stop it (the init's PID 1 takes everything inside with it).
+
+#![allow(unsafe_code)]
+
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use super::LaunchError;
+use super::control::{self, ControlRecord, StepFailure};
+use super::policy::{CONFIG_ENV, Enforcement, SandboxConfig};
+
+/// How long the sandbox may take to start the program.
+const START_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// A program started in the sandbox.
+#[derive(Debug)]
+pub struct Confined {
+    /// The sandbox's init, outside (the leader of its own process group): its exit code is
+    /// the program's (128 + the signal when a signal ended it).
+    pub child: Child,
+    /// What the sandbox enforced.
+    pub enforcement: Enforcement,
+}
+
+/// Starts `config.program` in the sandbox `config` describes, with stdin closed and its
+/// output on `stdout` and `stderr`; returns once the program was executed. `exe` names the
+/// hintcheck binary when the running executable is not hintcheck (a test binary).
+pub fn spawn(
+    config: &SandboxConfig,
+    exe: Option<&Path>,
+    stdout: Stdio,
+    stderr: Stdio,
+) -> Result<Confined, LaunchError> {
+    let opened;
+    let exe: &OwnedFd = match exe {
+        None => super::process::self_exe()?,
+        Some(path) => {
+            opened = super::process::open_exe(path).map_err(|e| LaunchError::NotFound {
+                program: path.display().to_string(),
+                detail: format!("the sandbox executable cannot be opened: {e}"),
+            })?;
+            &opened
+        }
+    };
+    let step_err = |step: &str, e: std::io::Error| {
+        LaunchError::Sandbox(StepFailure {
+            step: step.into(),
+            errno: e.raw_os_error(),
+            message: e.to_string(),
+        })
+    };
+    let (host_end, init_end) = control::pair().map_err(|e| step_err("socketpair", e))?;
+    let json =
+        serde_json::to_string(config).map_err(|e| step_err("config", std::io::Error::other(e)))?;
+    let mut cmd = Command::new(format!("/proc/self/fd/{}", exe.as_raw_fd()));
+    cmd.arg0(super::init::INIT_ARGV0)
+        .env_clear()
+        .env(CONFIG_ENV, json)
+        .stdin(Stdio::null())
+        .stdout(stdout)
+        .stderr(stderr)
+        .process_group(0);
+    let init_fd = init_end.as_raw_fd();
+    // SAFETY: between fork and exec only async-signal-safe calls: dup2, or fcntl when the
+    // socket already is fd 3 (dup2 onto itself would keep close-on-exec set).
+    unsafe {
+        cmd.pre_exec(move || {
+            let r = if init_fd == super::init::CONTROL_FD {
+                libc::fcntl(init_fd, libc::F_SETFD, 0)
+            } else {
+                libc::dup2(init_fd, super::init::CONTROL_FD)
+            };
+            if r < 0 {
+                Err(std::io::Error::last_os_error())
+            } else {
+                Ok(())
+            }
+        });
+    }
+    let mut child = cmd.spawn().map_err(|source| LaunchError::Spawn {
+        program: "hintcheck (sandbox init)".into(),
+        source,
+    })?;
+    drop(init_end);
+    // Read until the program's execve closes the channel (or a step fails), in a thread so
+    // that a stuck init cannot hold the caller past the timeout.
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut enforced = None;
+        let outcome = loop {
+            match control::recv(host_end.as_fd()) {
+                Ok(Some((ControlRecord::Enforced(e), _))) => enforced = Some(e),
+                Ok(Some((ControlRecord::Failed(f), _))) => break Err(f),
+                Ok(Some(_)) => {}
+                Ok(None) => break Ok(enforced),
+                Err(e) => {
+                    break Err(StepFailure {
+                        step: "control".into(),
+                        errno: e.raw_os_error(),
+                        message: format!("reading the control channel: {e}"),
+                    });
+                }
+            }
+        };
+        let _ = tx.send(outcome);
+    });
+    let stop = |child: &mut Child| {
+        let _ = rustix::process::kill_process_group(
+            rustix::process::Pid::from_child(child),
+            rustix::process::Signal::KILL,
+        );
+        let _ = child.wait();
+    };
+    match rx.recv_timeout(START_TIMEOUT) {
+        Ok(Ok(Some(enforcement))) => Ok(Confined { child, enforcement }),
+        Ok(Ok(None)) => {
+            stop(&mut child);
+            Err(LaunchError::Sandbox(StepFailure {
+                step: "init".into(),
+                errno: None,
+                message: "the sandbox init ended before starting the program".into(),
+            }))
+        }
+        Ok(Err(f)) => {
+            stop(&mut child);
+            Err(LaunchError::Sandbox(f))
+        }
+        Err(_) => {
+            stop(&mut child);
+            Err(LaunchError::Sandbox(StepFailure {
+                step: "start".into(),
+                errno: None,
+                message: format!("the sandbox did not start the program within {START_TIMEOUT:?}"),
+            }))
+        }
+    }
+}
