@@ -180,6 +180,8 @@ const ACTIONS: &[&str] = &[
     "flood_stdout",
     "flood_stderr",
     "close_stdout",
+    "read",
+    "flock",
 ];
 
 fn die(msg: &str) -> ! {
@@ -878,6 +880,18 @@ fn call(s: &mut Server, id: &Value, params: &Value) {
                 s.error(id, step.code.unwrap_or(-32602), &message);
                 return;
             }
+            // Reads a file and adds its first line to the result: what the server could see.
+            "read" => std::fs::read_to_string(p(&step.path)).map(|content| {
+                let first = content.lines().next().unwrap_or_default().to_string();
+                text.push_str(&format!("; read {}: {first}", p(&step.path).display()));
+            }),
+            // Takes an exclusive lock on a file and keeps it for the server's life.
+            "flock" => std::fs::File::open(p(&step.path)).and_then(|f| {
+                rustix::fs::flock(&f, rustix::fs::FlockOperation::NonBlockingLockExclusive)?;
+                text.push_str(&format!("; locked {}", p(&step.path).display()));
+                std::mem::forget(f);
+                Ok(())
+            }),
             "notify" => {
                 let method = step
                     .method

@@ -26,6 +26,9 @@ pub struct ReportV1<'a> {
     exit_code: i32,
     exit_reason: &'a str,
     partial: Option<&'a str>,
+    /// Harness limits the run ran into, each with what raises it (additive).
+    #[serde(skip_serializing_if = "<[super::LimitHit]>::is_empty")]
+    limits_hit: &'a [super::LimitHit],
     summary: SummaryV1,
     server: ServerV1<'a>,
     sandbox: SandboxV1<'a>,
@@ -426,6 +429,7 @@ pub fn to_v1(r: &Report) -> ReportV1<'_> {
         exit_code: r.exit_code,
         exit_reason: &r.exit_reason,
         partial: r.partial.as_deref(),
+        limits_hit: &r.limits_hit,
         summary,
         server: ServerV1 {
             command: &r.server.command,

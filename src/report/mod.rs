@@ -69,6 +69,29 @@ pub struct Report {
     pub baseline: Option<BaselineOutcome>,
     /// The scenario's expectations, when `--check` asked for them.
     pub expectations: Option<ExpectationOutcome>,
+    /// Harness limits the run ran into (a line cap, a timeout), each with what raises it.
+    pub limits_hit: Vec<LimitHit>,
+}
+
+/// A harness limit the run ran into.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize, PartialEq, Eq)]
+pub struct LimitHit {
+    /// The limit and its value, in words (`the line cap (4096 bytes)`).
+    pub limit: String,
+    /// What ran into it.
+    pub seen: String,
+    /// The flag (and setting) that raises it; `None` for a fixed limit.
+    pub raise_with: Option<String>,
+}
+
+impl LimitHit {
+    /// `the line cap (4096 bytes), raise it with --max-line-bytes or [run] max_line_bytes`.
+    pub fn short(&self) -> String {
+        match &self.raise_with {
+            Some(flag) => format!("{}, raise it with {flag}", self.limit),
+            None => format!("{}, which is fixed", self.limit),
+        }
+    }
 }
 
 /// The check of a report against its scenario's `[expect]`.

@@ -514,6 +514,9 @@ fn write_report(o: &mut String, r: &Report, paint: Paint, verbose: bool) -> std:
     for n in &r.notes {
         writeln!(o, "note:     {}", esc(n))?;
     }
+    for l in &r.limits_hit {
+        writeln!(o, "limit:    {}: {}", esc(&l.short()), esc(&l.seen))?;
+    }
     writeln!(
         o,
         "limits:   verdicts cover only the arguments tried and what the observers saw; `consistent` is not proof of absence"

@@ -53,6 +53,7 @@ pub fn error_chain(e: &dyn std::error::Error) -> String {
 
 mod host;
 mod judge;
+mod limits;
 mod observers;
 mod prepare;
 mod replay;
@@ -415,6 +416,7 @@ async fn verify_unchecked(
     if let Some(b) = &config.baseline {
         report.baseline = Some(b.apply(&mut report));
     }
+    report.limits_hit = limits::hit(&report, config);
     (report.exit_code, report.exit_reason) = decide_exit(&report, config);
     if let Err(e) = scratch.remove() {
         report.notes.push(e);
@@ -486,6 +488,8 @@ fn start_failed(
         }
         None => r.exit_reason = format!("harness error: the server could not be greeted: {cause}"),
     }
+    r.limits_hit = limits::hit(&r, config);
+    r.exit_reason.push_str(&limits::in_words(&r.limits_hit));
     r.notes.extend(recorder.take_notes());
     if let Err(e) = scratch.remove() {
         r.notes.push(e);
@@ -565,6 +569,7 @@ impl ReportBase {
             partial: None,
             baseline: None,
             expectations: None,
+            limits_hit: Vec::new(),
         }
     }
 }
@@ -638,19 +643,20 @@ fn decide_exit(report: &Report, config: &RunConfig) -> (i32, String) {
             ),
         );
     }
+    let limits = limits::in_words(&report.limits_hit);
     if let Some(why) = partial {
         return (
             exit_code::HARNESS,
-            format!("the run did not complete ({why}); the report is partial"),
+            format!("the run did not complete ({why}); the report is partial{limits}"),
         );
     }
     if report.coverage.tools_succeeded == 0 {
         return (
             exit_code::NOTHING_VERIFIED,
             if report.tools.is_empty() {
-                "nothing verified: the server listed no usable tool".to_string()
+                format!("nothing verified: the server listed no usable tool{limits}")
             } else {
-                "nothing verified: no tool call succeeded".to_string()
+                format!("nothing verified: no tool call succeeded{limits}")
             },
         );
     }

@@ -157,6 +157,9 @@ pub struct SetupLimits {
     pub progress: bool,
     /// How the installers are confined.
     pub confinement: Confinement,
+    /// How long an install lock held by something other than a live hintcheck is waited for
+    /// ([`LOCK_WAIT`]).
+    pub lock_wait: Duration,
     /// What the installers' runs had to say for the report (an unconfined run, and why).
     pub notes: Arc<Mutex<Vec<String>>>,
 }
@@ -172,6 +175,7 @@ impl SetupLimits {
             ),
             progress,
             confinement: Confinement::required(),
+            lock_wait: LOCK_WAIT,
             notes: Arc::default(),
         }
     }
@@ -443,7 +447,7 @@ fn mkdir_shared(path: &Path) -> Result<(), SetupError> {
 struct Lock(#[allow(dead_code)] std::fs::File);
 
 /// How long a lock held by something other than a live hintcheck is waited for.
-const LOCK_WAIT: Duration = Duration::from_secs(20);
+pub const LOCK_WAIT: Duration = Duration::from_secs(20);
 
 /// Takes the exclusive lock on `<dir>.lock`, waiting while another hintcheck installs the same
 /// packages (until the setup's deadline), and at most [`LOCK_WAIT`] for any other holder: a
@@ -491,7 +495,7 @@ fn lock(dir: &Path, limits: &SetupLimits) -> Result<Lock, SetupError> {
             Some("interrupted by a signal".to_string())
         } else if Instant::now() >= limits.deadline {
             Some(format!("{} was reached", limits.deadline_name))
-        } else if !installing && waited >= LOCK_WAIT {
+        } else if !installing && waited >= limits.lock_wait {
             Some(format!(
                 "its holder ({}) is not a hintcheck installing these packages",
                 holder.map_or("unknown".to_string(), |p| format!("pid {p}"))
@@ -514,27 +518,27 @@ fn lock(dir: &Path, limits: &SetupLimits) -> Result<Lock, SetupError> {
     }
 }
 
-/// Whether process `pid` is alive and runs a hintcheck binary.
+/// Whether process `pid` is alive and runs hintcheck (a binary named so, or this one).
 fn is_hintcheck(pid: u32) -> bool {
-    std::fs::read_link(format!("/proc/{pid}/exe"))
-        .ok()
-        .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
-        .is_some_and(|n| n.starts_with("hintcheck"))
+    let Ok(exe) = std::fs::read_link(format!("/proc/{pid}/exe")) else {
+        return false;
+    };
+    exe.file_name().is_some_and(|n| n == "hintcheck")
+        || std::fs::read_link("/proc/self/exe").is_ok_and(|own| own == exe)
 }
 
 /// What pip and npm print when they are about to run package code or another program: a
 /// source build (a build environment, metadata from a build backend, `setup.py`, a wheel
-/// built), or a program a package needs (git for a git dependency, a script's shell).
-const PACKAGE_CODE_MARKERS: [&str; 9] = [
+/// built), or a program a package needs that the sandbox refused (git for a git dependency).
+const PACKAGE_CODE_MARKERS: [&str; 7] = [
     "Installing build dependencies",
     "Getting requirements to build",
     "Preparing metadata (",
     "Building wheel for",
     "Building editable for",
     "setup.py",
-    "spawn git",
-    "spawn sh",
-    "spawn node-gyp",
+    // npm starting a program (git for a git dependency), refused with EPERM.
+    "spawn EPERM",
 ];
 
 /// The last lines an installer wrote (stdout and stderr together).
@@ -1205,6 +1209,45 @@ mod tests {
             })
         });
         assert!(matches!(e, Err(SetupError::Stopped { .. })) && calls.get() == 1);
+    }
+
+    #[test]
+    fn a_lock_nobody_releases_ends_in_an_error_naming_it_and_an_install_needs_none() {
+        let cache = tempfile::tempdir().expect("tmp");
+        let mut limits = SetupLimits::within(Duration::from_secs(60), false);
+        limits.lock_wait = Duration::from_millis(300);
+        let dir = cache.path().join("venv/0123456789abcdef");
+        std::fs::create_dir_all(dir.parent().expect("parent")).expect("mkdir");
+        // Held through another open file description, by a process that is not hintcheck
+        // (this test binary).
+        let holder = lock(&dir, &limits).expect("first lock");
+        std::fs::write(dir.with_extension("lock"), "1\n").expect("name another holder");
+        let started = Instant::now();
+        let e = lock(&dir, &limits)
+            .err()
+            .expect("the second lock waits, then fails");
+        assert!(started.elapsed() >= limits.lock_wait);
+        let text = e.to_string();
+        assert!(
+            text.contains(&dir.with_extension("lock").display().to_string()),
+            "{text}"
+        );
+        assert!(text.contains("not a hintcheck"), "{text}");
+        // What is installed already is used without the lock.
+        let calls = std::cell::Cell::new(0);
+        std::fs::create_dir_all(&dir).expect("mkdir");
+        let key = sha256_hex(b"x==1");
+        let installed = cache.path().join("venv").join(&key[..16]);
+        std::fs::create_dir_all(&installed).expect("mkdir");
+        std::fs::write(installed.join(".hintcheck-installed"), "x==1").expect("marker");
+        let _held = lock(&installed, &limits).expect("lock of the installed one");
+        let got = install_once(cache.path(), "venv", &["x==1".into()], &limits, |_| {
+            calls.set(calls.get() + 1);
+            Ok(())
+        })
+        .expect("installed");
+        assert_eq!((got, calls.get()), (installed, 0));
+        drop(holder);
     }
 
     #[test]

@@ -55,3 +55,93 @@ fn memory_does_not_grow_with_the_number_of_calls_beyond_the_report() {
         "peak RSS {small_peak} KiB for 120 calls, {large_peak} KiB for 720 (report {small_report} -> {large_report} bytes)"
     );
 }
+
+/// A run cut short by a harness limit says which limit, with the flag that raises it, in the
+/// exit reason, the report's `limits_hit` and the text report (issue 29, item 7).
+#[test]
+fn a_limit_that_cut_the_run_short_is_named_with_its_flag() {
+    use crate::util::{repo, run};
+    for (fixture, limit, flag) in [
+        ("line", "the line cap (4096 bytes)", "--max-line-bytes"),
+        (
+            "listing",
+            "the handshake timeout (200ms)",
+            "--handshake-timeout",
+        ),
+    ] {
+        let scenario = repo().join("tests/fixtures/limits").join(fixture);
+        let scenario = scenario.display().to_string();
+        let o = run(
+            &[
+                "verify",
+                "--scenario",
+                &scenario,
+                "--format",
+                "json",
+                "--no-progress",
+            ],
+            &[],
+            Duration::from_secs(120),
+        );
+        // The listing: the server may still be building it when `initialize` waits (exit
+        // 3), or when `tools/list` does (exit 4).
+        assert!(
+            o.code == 4 || fixture == "listing" && o.code == 3,
+            "{fixture}: {}",
+            o.stderr
+        );
+        let r = o.json();
+        let reason = r["exit_reason"].as_str().unwrap_or_default();
+        let hit = reason
+            .split("; harness limit hit: ")
+            .nth(1)
+            .unwrap_or_default();
+        assert!(
+            hit.contains(&format!("{limit}, raise it with {flag}")),
+            "{fixture}: {reason}"
+        );
+        if o.code == 4 {
+            assert!(reason.starts_with("nothing verified: the server listed no usable tool"));
+        }
+        let hits = r["limits_hit"].as_array().expect("limits_hit");
+        assert!(
+            hits.iter().any(|h| h["limit"] == limit
+                && h["raise_with"]
+                    .as_str()
+                    .is_some_and(|f| f.starts_with(flag))),
+            "{fixture}: {hits:?}"
+        );
+        let text = run(
+            &["verify", "--scenario", &scenario, "--no-progress"],
+            &[],
+            Duration::from_secs(120),
+        );
+        assert!(
+            text.stdout
+                .contains(&format!("limit:    {limit}, raise it with {flag}")),
+            "{fixture}: {}",
+            text.stdout
+        );
+    }
+    // Over HTTP: a head larger than the message cap.
+    let scenario = repo().join("scenarios/hostile-http").display().to_string();
+    let o = run(
+        &[
+            "verify",
+            "--scenario",
+            &scenario,
+            "--format",
+            "json",
+            "--no-progress",
+        ],
+        &[],
+        Duration::from_secs(120),
+    );
+    let hits = o.json()["limits_hit"].clone();
+    assert!(
+        hits.as_array().is_some_and(|h| h.iter().any(|h| h["limit"]
+            .as_str()
+            .is_some_and(|l| l.starts_with("the HTTP message cap")))),
+        "{hits}"
+    );
+}

@@ -12,6 +12,8 @@ mod fleet;
 mod fuzz;
 /// Hostile servers at scale: flat memory over many calls.
 mod hostile;
+/// Attacks on installs: package code never runs on the host; what runs, runs confined.
+mod install;
 /// Real MCP servers from npm, when installed.
 mod real_servers;
 /// SARIF, JUnit, Markdown, suggest, baselines, the config file, progress and colour.

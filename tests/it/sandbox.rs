@@ -17,13 +17,13 @@ use crate::util::{Outcome, fake_server, hintcheck_bin, processes_matching, repo,
 /// world-readable directory under /tmp, so that an unprivileged uid can use them whatever the
 /// permissions of the checkout are. Passed to the server as `HINTCHECK_IT`, which makes the
 /// sandbox show it read-only inside (it names a /tmp entry).
-struct Stage {
-    dir: PathBuf,
-    hintcheck: PathBuf,
-    fake: PathBuf,
+pub(crate) struct Stage {
+    pub(crate) dir: PathBuf,
+    pub(crate) hintcheck: PathBuf,
+    pub(crate) fake: PathBuf,
 }
 
-fn stage() -> &'static Stage {
+pub(crate) fn stage() -> &'static Stage {
     static STAGE: std::sync::OnceLock<Stage> = std::sync::OnceLock::new();
     STAGE.get_or_init(|| {
         // Stages of earlier test processes that are gone (a test binary has no teardown hook).
@@ -114,7 +114,7 @@ fn verify_json_args(name: &str, extra: &[&str]) -> Vec<String> {
     args
 }
 
-fn is_root() -> bool {
+pub(crate) fn is_root() -> bool {
     rustix::process::getuid().is_root()
 }
 
@@ -129,7 +129,7 @@ fn have(tool: &str) -> bool {
 
 /// How hintcheck is started: as root, or as an unprivileged user.
 #[derive(Debug, Clone, Copy, PartialEq)]
-enum As {
+pub(crate) enum As {
     Root,
     Unprivileged,
 }
@@ -151,7 +151,7 @@ macro_rules! as_root_and_unprivileged {
 
 /// The command prefix for running hintcheck as `who`, optionally inside a fresh network
 /// namespace that the test itself creates; `None` (with the reason printed) when impossible.
-fn prefix(who: As, own_netns: bool) -> Option<Vec<String>> {
+pub(crate) fn prefix(who: As, own_netns: bool) -> Option<Vec<String>> {
     let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
     match (who, is_root()) {
         (As::Root, false) => {
@@ -196,7 +196,7 @@ fn run_as(prefix: &[String], args: &[String], limit: Duration) -> Outcome {
 }
 
 /// [`run_as`] with more environment for hintcheck.
-fn run_as_with_env(
+pub(crate) fn run_as_with_env(
     prefix: &[String],
     args: &[String],
     env: &[(&str, String)],
