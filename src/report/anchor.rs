@@ -68,10 +68,11 @@ pub fn inventory(report: &Report) -> Inventory {
             "\"generator\": {},",
             json!(format!("hintcheck {}", report.hintcheck_version))
         ),
-        format!(
-            "\"server\": {},",
-            json!({"serverInfo": server, "command": report.server.command})
-        ),
+        format!("\"server\": {},", {
+            let mut server = json!({"serverInfo": server, "command": report.server.command});
+            crate::text::escape::json_strings(&mut server);
+            server
+        }),
         format!(
             "\"tools_sha256\": {},",
             json!(report.server.tools_sha256.as_deref())
@@ -83,11 +84,14 @@ pub fn inventory(report: &Report) -> Inventory {
     let mut tool_lines = BTreeMap::new();
     let count = report.tools.len();
     for (i, t) in report.tools.iter().enumerate() {
-        let entry = json!({
+        let mut entry = json!({
             "name": t.name,
             "definition_sha256": t.definition_sha256,
             "definition": t.definition,
         });
+        // A viewer of the inventory (GitHub shows it beside the SARIF results) gets no raw
+        // control or bidirectional character.
+        crate::text::escape::json_strings(&mut entry);
         let mut line = serde_json::to_string(&entry).unwrap_or_default();
         if i + 1 < count {
             line.push(',');

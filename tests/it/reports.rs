@@ -963,3 +963,108 @@ fn categories_can_be_excepted_from_failing_and_accepted_by_a_baseline() {
         bad.stderr
     );
 }
+
+/// Where a character from the server lands raw, if anywhere: controls (but newlines and tabs),
+/// bidirectional and invisible format characters, separators, tag characters.
+fn raw_hazard(text: &str) -> Option<String> {
+    let at = text
+        .char_indices()
+        .find(|(_, c)| *c != '\n' && *c != '\t' && hintcheck::text::escape::is_hazardous(*c))?;
+    let start = text[..at.0]
+        .char_indices()
+        .rev()
+        .nth(60)
+        .map_or(0, |(i, _)| i);
+    Some(format!("U+{:04X} in {:?}", at.1 as u32, &text[start..at.0]))
+}
+
+/// A server whose tool names, title, description, file names, looked-up name and Host header
+/// carry OSC 52 (set the clipboard), cursor moves, C1 controls, bidirectional overrides and
+/// invisible characters: no medium passes one through raw (issue 29, item 2). The JSON report
+/// keeps them, escaped as JSON, for machines.
+#[test]
+fn server_supplied_text_reaches_no_medium_raw() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let d = dir.path();
+    let scenario = at("tests/fixtures/hostile-names");
+    let path = |name: &str| d.join(name).display().to_string();
+    let o = run_in(
+        Some(d),
+        &[
+            "verify",
+            "--scenario",
+            &scenario,
+            "--annotations",
+            "--sarif",
+            &path("r.sarif"),
+            "--junit",
+            &path("r.xml"),
+            "--summary",
+            &path("s.md"),
+            "--verbose",
+        ],
+        &[("NO_COLOR", "1")],
+        LIMIT,
+    );
+    assert_eq!(o.code, 1, "{}", o.stderr);
+    assert!(o.stdout.contains("::error"), "annotations: {}", o.stdout);
+    let mut media = vec![
+        ("text report and annotations".to_string(), o.stdout.clone()),
+        ("stderr".into(), o.stderr.clone()),
+    ];
+    for f in ["r.sarif", "r.xml", "s.md", "hintcheck-tools.json"] {
+        let text = std::fs::read_to_string(d.join(f)).unwrap_or_else(|e| panic!("{f}: {e}"));
+        media.push((f.to_string(), text));
+    }
+    for format in ["markdown", "html", "junit", "sarif"] {
+        let o = run_in(
+            Some(d),
+            &["verify", "--scenario", &scenario, "--format", format],
+            &[],
+            LIMIT,
+        );
+        media.push((format!("--format {format}"), o.stdout));
+        media.push((format!("--format {format} stderr"), o.stderr));
+    }
+    let lines = run_in(
+        Some(d),
+        &["scan", &scenario, "--output", &path("scan.jsonl")],
+        &[],
+        LIMIT,
+    );
+    media.push(("scan stderr".into(), lines.stderr));
+    for format in ["text", "markdown", "html"] {
+        let o = run_in(
+            Some(d),
+            &["merge", &path("scan.jsonl"), "--format", format],
+            &[],
+            LIMIT,
+        );
+        media.push((format!("merge --format {format}"), o.stdout));
+    }
+    for (medium, text) in &media {
+        assert!(!text.is_empty(), "{medium} is empty");
+        if let Some(hit) = raw_hazard(text) {
+            panic!("{medium} passes a server's character through raw: {hit}");
+        }
+    }
+    // The escapes are visible, so a reader sees what the server tried.
+    assert!(o.stdout.contains("notes\\u{1b}]52;c;"), "{}", o.stdout);
+    assert!(o.stdout.contains("Host: bad\\u{1b}]52"), "{}", o.stdout);
+    // The JSON report keeps the names as sent (JSON escapes the controls).
+    let json = run_in(
+        Some(d),
+        &["verify", "--scenario", &scenario, "--format", "json"],
+        &[],
+        LIMIT,
+    )
+    .json();
+    assert!(
+        json["tools"]
+            .as_array()
+            .expect("tools")
+            .iter()
+            .any(|t| t["name"] == "notes\u{1b}]52;c;ZWNobyBwd25lZA==\u{7}"),
+        "{json}"
+    );
+}
