@@ -112,6 +112,7 @@ impl Secret {
 impl Drop for Secret {
     fn drop(&mut self) {
         let _ = std::fs::remove_file(&self.path);
+        let _ = std::fs::remove_dir_all(self.dir.join("cache"));
         let _ = std::fs::remove_dir(&self.dir);
     }
 }
@@ -422,4 +423,120 @@ fn registry_identifiers_that_are_paths_are_skipped() {
     }
     assert!(!marker.exists(), "a local source tree was built");
     assert!(!cache.join("venv").exists() && !cache.join("npm").exists());
+}
+
+/// A server reads only the system directories and what it runs on (issue 29, items 4 and 6):
+/// installed in a cache outside /home (its own install directory readable), it cannot read a
+/// secret of the invoking user beside that cache, nor open, let alone lock, the cache's
+/// install lock next to its own directory (which would hang later runs).
+fn servers_read_only_what_they_run_on(who: As) {
+    let Some(prefix) = prefix(who, false) else {
+        return;
+    };
+    let secret = Secret::plant(who);
+    // An install of the fake server as `[setup]` would leave it: the package directory, its
+    // marker, and the lock file beside it.
+    let cache = secret.dir.join("cache");
+    let package = cache.join("venv/0123456789abcdef");
+    std::fs::create_dir_all(package.join("bin")).expect("mkdir");
+    std::fs::write(package.join("pyvenv.cfg"), "home = /usr/bin\n").expect("pyvenv.cfg");
+    let server = package.join("bin/server");
+    std::fs::copy(&stage().fake, &server).expect("copy the fake server");
+    let lock = cache.join("venv/0123456789abcdef.lock");
+    std::fs::write(&lock, "1\n").expect("lock file");
+    for (p, mode) in [
+        (cache.as_path(), 0o755),
+        (&cache.join("venv"), 0o755),
+        (&package, 0o755),
+        (&package.join("bin"), 0o755),
+        (&server, 0o755),
+        (&lock, 0o644),
+    ] {
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).expect("chmod");
+    }
+    let dir = work_dir(&format!("reads-{who:?}"));
+    let scenario = dir.join("scenario.toml");
+    std::fs::write(
+        &scenario,
+        format!(
+            r#"[run]
+era = "legacy"
+
+[server]
+command = [{server:?}, "--scenario", {scenario:?}]
+
+[[tools]]
+name = "peek"
+annotations = {{ readOnlyHint = true }}
+steps = [{{ action = "read", path = {secret:?} }}]
+
+[[tools]]
+name = "hold"
+annotations = {{ readOnlyHint = true }}
+steps = [{{ action = "flock", path = {lock:?} }}]
+
+[[tools]]
+name = "own"
+annotations = {{ readOnlyHint = true }}
+steps = [{{ action = "read", path = {cfg:?} }}]
+"#,
+            server = server.display().to_string(),
+            scenario = scenario.display().to_string(),
+            secret = secret.path.display().to_string(),
+            lock = lock.display().to_string(),
+            cfg = package.join("pyvenv.cfg").display().to_string(),
+        ),
+    )
+    .expect("scenario");
+    std::fs::set_permissions(&scenario, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+    let o = run_as_with_env(
+        &prefix,
+        &[
+            "verify".into(),
+            "--scenario".into(),
+            scenario.display().to_string(),
+            "--format".into(),
+            "json".into(),
+        ],
+        &[],
+        Duration::from_secs(120),
+    );
+    let report = o.json();
+    let text_of = |tool: &str| -> String {
+        let t = crate::util::report_tool(&report, tool);
+        t["calls"].to_string()
+    };
+    let peek = text_of("peek");
+    assert!(
+        !peek.contains(&secret.text),
+        "the server read the secret: {peek}"
+    );
+    assert!(peek.contains("read: "), "{peek}");
+    let hold = text_of("hold");
+    assert!(
+        !hold.contains("locked"),
+        "the server took the install lock: {hold}"
+    );
+    assert!(hold.contains("flock: "), "{hold}");
+    // Its own package stays readable: the server runs.
+    assert!(
+        text_of("own").contains("home = /usr/bin"),
+        "{}",
+        text_of("own")
+    );
+    let enforced = report["sandbox"]["enforced"].to_string();
+    assert!(
+        enforced.contains("read/execute only in the system directories and"),
+        "{enforced}"
+    );
+}
+
+#[test]
+fn servers_read_only_what_they_run_on_as_root() {
+    servers_read_only_what_they_run_on(As::Root);
+}
+
+#[test]
+fn servers_read_only_what_they_run_on_unprivileged() {
+    servers_read_only_what_they_run_on(As::Unprivileged);
 }
