@@ -87,13 +87,13 @@ struct Secret {
 
 impl Secret {
     fn plant(who: As) -> Secret {
+        static PLANTED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = PLANTED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let name = format!("hintcheck-it-secret-{}-{n}", std::process::id());
         let dir = if is_root() {
-            PathBuf::from(format!(
-                "/var/lib/hintcheck-it-secret-{}",
-                std::process::id()
-            ))
+            PathBuf::from("/var/lib").join(name)
         } else {
-            repo().join(format!("target/it-secret-{}", std::process::id()))
+            repo().join("target").join(name)
         };
         std::fs::create_dir_all(&dir).expect("mkdir secret dir");
         std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).expect("chmod");
