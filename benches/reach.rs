@@ -20,6 +20,9 @@ fn verify(exe: &Path, scenario: &Path, cache: &str) -> Option<serde_json::Value>
             "json",
             "--cache-dir",
             cache,
+            // One seed for every measurement: the same words and arguments each time.
+            "--seed",
+            "0",
             "--scenario",
         ])
         .arg(scenario)

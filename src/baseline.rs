@@ -210,12 +210,19 @@ pub fn server_key(report: &Report) -> String {
 }
 
 /// The fingerprint of a finding of a server: 32 hex digits, stable across runs as long as
-/// the server's name, the audit, the tool and the hint stay the same.
-pub fn fingerprint(server: &str, f: &Finding) -> String {
+/// the server's name, the audit, the tool and the hint stay the same. `words` are the run's
+/// own words (file names, text it made up), which vary with its seed and are left out.
+pub fn fingerprint(server: &str, f: &Finding, words: &[String]) -> String {
     let detail: String = match f.hint {
         Some(h) => h.key().to_string(),
-        // Counts vary between runs; what the finding is about does not.
-        None => f.message.chars().filter(|c| !c.is_ascii_digit()).collect(),
+        // Counts and the run's words vary between runs; what the finding is about does not.
+        None => {
+            let mut message = f.message.clone();
+            for w in words {
+                message = message.replace(w.as_str(), "*");
+            }
+            message.chars().filter(|c| !c.is_ascii_digit()).collect()
+        }
     };
     let key = [
         "hintcheck-finding/v1",
@@ -231,8 +238,9 @@ pub fn fingerprint(server: &str, f: &Finding) -> String {
 /// Sets the fingerprint of every finding of the report.
 pub fn fingerprint_findings(report: &mut Report) {
     let server = server_key(report);
+    let words = crate::exercise::vocab::Vocabulary::of(report.settings.seed).words();
     for f in &mut report.findings {
-        f.fingerprint = fingerprint(&server, f);
+        f.fingerprint = fingerprint(&server, f, &words);
     }
 }
 
@@ -309,6 +317,7 @@ mod tests {
 
     #[test]
     fn fingerprints_ignore_counts_and_wording_but_not_identity() {
+        let fingerprint = |s: &str, f: &Finding| fingerprint(s, f, &[]);
         let a = finding("t", Some(HintName::ReadOnly), "2 writes");
         let b = finding("t", Some(HintName::ReadOnly), "7 writes, differently");
         assert_eq!(fingerprint("s", &a), fingerprint("s", &b));
@@ -319,6 +328,23 @@ mod tests {
         let e = finding("t", None, "12 lines of garbage");
         assert_eq!(fingerprint("s", &d), fingerprint("s", &e));
         assert_eq!(fingerprint("s", &a).len(), 32);
+    }
+
+    #[test]
+    fn fingerprints_do_not_depend_on_the_runs_words() {
+        use crate::exercise::vocab::Vocabulary;
+        let (one, two) = (Vocabulary::of(1), Vocabulary::of(2));
+        let said = |v: &Vocabulary| {
+            finding(
+                "t",
+                None,
+                &format!("wrote $WORKSPACE/{}.txt between calls", v.new_stem()),
+            )
+        };
+        assert_eq!(
+            fingerprint("s", &said(&one), &one.words()),
+            fingerprint("s", &said(&two), &two.words())
+        );
     }
 
     #[test]

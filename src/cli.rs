@@ -210,7 +210,9 @@ pub struct VerifyArgs {
     /// Copy DIR into the scratch workspace before the server starts.
     #[arg(long, value_name = "DIR")]
     pub workspace: Option<PathBuf>,
-    /// Seed of argument synthesis [default: 0].
+    /// Seed of the run's words and argument synthesis (what the seeded files say, the names of
+    /// new files, text to write): the same seed reproduces a run [default: a new one for
+    /// each run, printed in the report's settings].
     #[arg(long, value_name = "N")]
     pub seed: Option<u64>,
     /// Whether to offer the scratch workspace as a root.
@@ -219,6 +221,11 @@ pub struct VerifyArgs {
     /// Protocol era.
     #[arg(long, value_enum)]
     pub era: Option<EraArg>,
+    /// What hintcheck calls itself in the handshake (`clientInfo`), as NAME/VERSION
+    /// [default: Visual Studio Code/1.105.1, an ordinary host's, so that a server cannot tell
+    /// it is being checked].
+    #[arg(long, value_name = "NAME/VERSION")]
+    pub client_info: Option<String>,
     /// How the server speaks MCP [default: stdio]. With `http`, `{port}` in the command or an
     /// `--env` value is the port it must listen on.
     #[arg(long, value_enum)]

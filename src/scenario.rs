@@ -111,6 +111,8 @@ pub struct RunSection {
     pub roots: Option<String>,
     /// `auto`, `modern` or `legacy`.
     pub era: Option<String>,
+    /// `clientInfo` as `NAME/VERSION`.
+    pub client_info: Option<String>,
     /// `stdio` or `http`.
     pub transport: Option<String>,
     /// The MCP endpoint's path with the HTTP transport.
@@ -290,6 +292,7 @@ impl RunSection {
             seed: self.seed.or(lower.seed),
             roots: self.roots.or(lower.roots),
             era: self.era.or(lower.era),
+            client_info: self.client_info.or(lower.client_info),
             transport: self.transport.or(lower.transport),
             http_path: self.http_path.or(lower.http_path),
             http_port: self.http_port.or(lower.http_port),

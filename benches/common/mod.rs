@@ -22,12 +22,14 @@ pub(crate) fn fake_server(hintcheck: &Path) -> PathBuf {
     fake
 }
 
-/// Runs `hintcheck verify --format json ARGS`, stopping it after `limit`; returns the
-/// report, the wall time and the peak RSS of the hintcheck process in MiB (its VmHWM).
+/// Runs `hintcheck verify --format json --seed 0 ARGS` (a fixed seed: the same words and
+/// arguments in every measurement), stopping it after `limit`; returns the report, the wall
+/// time and the peak RSS of the hintcheck process in MiB (its VmHWM).
 pub(crate) fn verify(hintcheck: &Path, args: &[&str], limit: Duration) -> (Value, Duration, f64) {
     let t = Instant::now();
     let child = Command::new(hintcheck)
         .args(["verify", "--format", "json", "--no-summary", "--no-config"])
+        .args(["--seed", "0"])
         .args(args)
         .env_remove("GITHUB_STEP_SUMMARY")
         .stdout(Stdio::piped())

@@ -152,6 +152,8 @@ pub struct RunConfig {
     pub roots: RootsOffer,
     /// Era choice.
     pub era: EraChoice,
+    /// What the client calls itself in the handshake (`clientInfo` name and version).
+    pub client_info: (String, String),
     /// How the server speaks MCP.
     pub transport: Transport,
     /// Line cap.
@@ -716,6 +718,33 @@ impl RunConfig {
                 }
             },
         };
+        let client_info = match a.client_info.as_deref().or(run.client_info.as_deref()) {
+            None => (
+                crate::mcp::client::DEFAULT_CLIENT_NAME.to_string(),
+                crate::mcp::client::DEFAULT_CLIENT_VERSION.to_string(),
+            ),
+            Some(text) => match text.rsplit_once('/') {
+                Some((name, version))
+                    if !name.trim().is_empty()
+                        && !version.trim().is_empty()
+                        && !text.chars().any(char::is_control) =>
+                {
+                    (name.trim().to_string(), version.trim().to_string())
+                }
+                _ => {
+                    return Err(ConfigError::BadValue {
+                        flag: if a.client_info.is_some() {
+                            "--client-info".into()
+                        } else {
+                            "[run] client_info".into()
+                        },
+                        message: format!(
+                            "{text:?} is not NAME/VERSION (e.g. \"Claude Desktop/0.14.1\")"
+                        ),
+                    });
+                }
+            },
+        };
         let max_line_bytes = a
             .max_line_bytes
             .or(run.max_line_bytes)
@@ -976,9 +1005,13 @@ impl RunConfig {
                 &run.late_wait,
                 Duration::from_secs(5),
             )?,
-            seed: a.seed.or(run.seed).unwrap_or(0),
+            seed: a
+                .seed
+                .or(run.seed)
+                .unwrap_or_else(crate::exercise::vocab::fresh_seed),
             roots,
             era,
+            client_info,
             transport,
             max_line_bytes,
             overrides,

@@ -1118,6 +1118,7 @@ static PREREQUISITE_CUE: LazyLock<Regex> = LazyLock::new(|| {
 fn facts_of(dir: &std::path::Path, config: &RunConfig) -> WorkspaceFacts {
     let mut facts = WorkspaceFacts::scan(dir);
     facts.allowed_commands = super::semantics::allowed_commands_from(&config.env, &config.command);
+    facts.vocab = super::vocab::Vocabulary::of(config.seed);
     facts
 }
 

@@ -360,7 +360,7 @@ fn replace_received(text: &str, arguments: &Value) -> Option<Value> {
                     let min = bound("minimum")? as usize;
                     let mut padded = s.clone();
                     while padded.chars().count() < min {
-                        padded.push_str(" (hintcheck detail)");
+                        padded.push_str(" with more detail");
                     }
                     Some(Value::String(padded))
                 }
@@ -756,7 +756,7 @@ fn plain_value(schema: &Value, depth: usize) -> Option<Value> {
         return Some(v.clone());
     }
     Some(match schema.get("type").and_then(Value::as_str)? {
-        "string" => Value::String("hintcheck".into()),
+        "string" => Value::String("notes".into()),
         "integer" | "number" => Value::from(
             schema
                 .get("minimum")
@@ -1102,9 +1102,9 @@ mod tests {
             "row_fields": {"type": "array", "items": {"type": "string"}},
             "target": {"type": "object", "properties": {"sheet": {"type": "string"}, "name": {"type": "string"}}}}});
         // Deep in an array, values not sent yet first.
-        let sent = json!({"sheet": "S", "row_fields": ["hintcheck-kilo"]});
+        let sent = json!({"sheet": "S", "row_fields": ["blue-harbor"]});
         let c = corrections(
-            "Field 'hintcheck-kilo' not found. Available fields: 'name', 'amount'.",
+            "Field 'blue-harbor' not found. Available fields: 'name', 'amount'.",
             &schema,
             &sent,
             &[],
@@ -1215,10 +1215,10 @@ mod tests {
     fn invented_optional_values_are_left_out_when_something_is_missing() {
         let schema = json!({"type": "object", "required": ["sheet"], "properties": {
             "sheet": {"type": "string"}, "replace": {"type": "string"}, "at": {"type": "string"}}});
-        let sent = json!({"sheet": "hintcheck-kilo", "replace": "hintcheck-tango", "at": "B2"});
+        let sent = json!({"sheet": "blue-harbor", "replace": "quiet-river", "at": "B2"});
         let c = corrections("Sheet 'S' has no charts.", &schema, &sent, &[]);
         assert!(
-            c.contains(&json!({"sheet": "hintcheck-kilo", "at": "B2"})),
+            c.contains(&json!({"sheet": "blue-harbor", "at": "B2"})),
             "{c:?}"
         );
     }
@@ -1245,8 +1245,8 @@ mod tests {
             &json!({"rule": {"type": "list"}}),
             &[],
         );
-        assert_eq!(c[0]["rule"]["options"], json!(["hintcheck", "hintcheck"]));
-        assert_eq!(c[1]["rule"]["source"], "hintcheck");
+        assert_eq!(c[0]["rule"]["options"], json!(["notes", "notes"]));
+        assert_eq!(c[1]["rule"]["source"], "notes");
     }
 
     #[test]

@@ -14,3 +14,4 @@ pub mod pool;
 pub mod rng;
 pub mod semantics;
 pub mod synth;
+pub mod vocab;

@@ -27,6 +27,8 @@ pub struct WorkspaceFacts {
     /// Commands the server was told to allow (`ALLOWED_COMMANDS=ls,cat` in its environment,
     /// `--allowed-commands ls,cat` on its command line).
     pub allowed_commands: Vec<String>,
+    /// The run's words (file names, text, addresses), from its seed.
+    pub vocab: super::vocab::Vocabulary,
 }
 
 impl WorkspaceFacts {
@@ -335,7 +337,7 @@ impl Semantics {
             .or_else(|| self.facts.files.first());
         match pick {
             Some(f) => self.abs(f),
-            None => self.abs("hintcheck-missing.txt"),
+            None => self.abs(&self.facts.vocab.missing_file()),
         }
     }
 
@@ -467,7 +469,7 @@ impl Semantics {
         // Version-control words: the seeded workspace is a git repository on branch `main`.
         if self.on_revisions && has(&["branch"]) && matches!(last, "branch" | "name") {
             return text(if self.intent == Intent::Create {
-                "hintcheck-branch"
+                self.facts.vocab.branch
             } else {
                 "main"
             });
@@ -532,7 +534,7 @@ impl Semantics {
         if has(&["new", "replacement", "replace"]) && has(&["text", "string", "str"])
             || name == "newText"
         {
-            return text("hintcheck edited");
+            return text(&self.facts.vocab.edited());
         }
         if has(&["uuid", "guid"]) {
             return text("00000000-0000-4000-8000-000000000001");
@@ -541,7 +543,7 @@ impl Semantics {
             return text("1");
         }
         if has(&["email", "mail"]) {
-            return text("hintcheck@example.test");
+            return text(&self.facts.vocab.email());
         }
         if has(&["timezone", "tz"]) || (has(&["zone"]) && has(&["time"])) {
             return text(example_in(hint).unwrap_or("Etc/UTC"));
@@ -559,16 +561,23 @@ impl Semantics {
             // A statement that does what the tool is for, on the seeded database's `items`
             // table (`id`, `name`) when there is one: a read, an insert, an update, or a new
             // table (idempotent by `IF NOT EXISTS`).
-            const NEW_TABLE: &str =
-                "CREATE TABLE IF NOT EXISTS hintcheck_notes (id INTEGER PRIMARY KEY, note TEXT)";
+            let v = &self.facts.vocab;
+            let new_table = format!(
+                "CREATE TABLE IF NOT EXISTS {} (id INTEGER PRIMARY KEY, note TEXT)",
+                v.table()
+            );
             let seeded = self.facts.sqlite.is_some();
-            return text(match self.intent {
-                Intent::Create if self.on_tables => NEW_TABLE,
-                Intent::Create if seeded => "INSERT INTO items (name) VALUES ('hintcheck')",
-                Intent::Create => NEW_TABLE,
-                Intent::Modify if seeded => "UPDATE items SET name = 'hintcheck' WHERE id = 1",
-                _ if seeded => "SELECT * FROM items",
-                _ => "SELECT 1",
+            return text(&match self.intent {
+                Intent::Create if self.on_tables => new_table,
+                Intent::Create if seeded => {
+                    format!("INSERT INTO items (name) VALUES ('{}')", v.term())
+                }
+                Intent::Create => new_table,
+                Intent::Modify if seeded => {
+                    format!("UPDATE items SET name = '{}' WHERE id = 1", v.term())
+                }
+                _ if seeded => "SELECT * FROM items".into(),
+                _ => "SELECT 1".into(),
             });
         }
         if self.facts.sqlite.is_some() && matches!(name, "table" | "table_name" | "tableName") {
@@ -582,7 +591,7 @@ impl Semantics {
                 &self.allowed_commands
             };
             if allowed.is_empty() || allowed.iter().any(|c| c == "echo") {
-                return text("echo hintcheck");
+                return text(&format!("echo {}", self.facts.vocab.term()));
             }
             let pick = ["ls", "pwd", "date", "whoami", "true", "uname", "cat", "git"]
                 .iter()
@@ -596,10 +605,10 @@ impl Semantics {
             });
         }
         if has(&["code", "snippet", "expression", "expr"]) {
-            return text(if hint.to_ascii_lowercase().contains("python") {
-                "print('hintcheck')"
+            return text(&if hint.to_ascii_lowercase().contains("python") {
+                format!("print('{}')", self.facts.vocab.term())
             } else {
-                "1 + 1"
+                "1 + 1".to_string()
             });
         }
         if has(&["language", "lang", "locale"]) {
@@ -623,16 +632,16 @@ impl Semantics {
             return text("*.txt");
         }
         if has(&["query", "keyword", "keywords", "term", "q"]) {
-            return text("hintcheck");
+            return text(self.facts.vocab.term());
         }
         if has(&["name", "title", "label"]) {
-            return text("hintcheck-sample");
+            return text(self.facts.vocab.name());
         }
         if has(&["message", "comment", "note", "description", "summary"]) {
-            return text("hintcheck test message");
+            return text(&self.facts.vocab.message());
         }
         if has(&["content", "contents", "text", "body", "data"]) {
-            return text("hintcheck test content\n");
+            return text(&self.facts.vocab.content());
         }
         None
     }
@@ -661,7 +670,7 @@ impl Semantics {
         let file = self.existing_file_of(self.file_kind);
         file.as_str()
             .and_then(|p| sample_text(Path::new(p)))
-            .unwrap_or_else(|| "hintcheck".to_string())
+            .unwrap_or_else(|| self.facts.vocab.term().to_string())
     }
 
     fn path_for(&self, ws: &[String], kind: Option<&str>) -> Value {
@@ -678,14 +687,15 @@ impl Semantics {
         let dirish = has(&["dir", "directory", "folder"])
             || (self.on_directories && kind.is_none() && !has(&["file", "filename", "filepath"]));
         let fresh = self.fresh_words(ws);
+        let v = &self.facts.vocab;
         match (dirish, fresh, self.intent) {
-            (true, _, Intent::Create) => self.abs("hintcheck-new-dir"),
+            (true, _, Intent::Create) => self.abs(&v.new_dir()),
             (true, _, _) => self.existing_dir(),
-            (false, true, _) => fresh_file("hintcheck-moved"),
-            (false, false, Intent::Create) => fresh_file("hintcheck-new"),
+            (false, true, _) => fresh_file(&v.moved_stem()),
+            (false, false, Intent::Create) => fresh_file(v.new_stem()),
             // Unsure what the tool does: an existing file first, a fresh name on a later
             // attempt.
-            (false, false, Intent::Unknown) if self.over_defaults => fresh_file("hintcheck-new"),
+            (false, false, Intent::Unknown) if self.over_defaults => fresh_file(v.new_stem()),
             (false, false, _) => self.existing_file_of(kind),
         }
     }
@@ -927,7 +937,7 @@ pub fn file_kind(text: &str) -> Option<&'static str> {
 /// The URL given to parameters that take one: a page under a reserved test name, plain HTTP,
 /// which the network observer answers with a small HTML page (so that a fetcher reaches the
 /// code that handles pages); URLs by schema format end in `.txt`, which it answers with text.
-pub const TEST_URL: &str = "http://example.test/hintcheck.html";
+pub const TEST_URL: &str = "http://example.test/guide.html";
 
 /// Words that make a parameter a path when they end its name.
 const PATH_WORDS: &[&str] = &[
@@ -1089,6 +1099,7 @@ mod tests {
             dirs: vec!["docs".into()],
             sqlite: Some("data/app.db".into()),
             allowed_commands: Vec::new(),
+            vocab: crate::exercise::vocab::Vocabulary::default(),
         };
         let tool =
             parse_tool(&json!({"name": name, "inputSchema": {"type": "object"}}), 0).expect("tool");
@@ -1097,56 +1108,69 @@ mod tests {
 
     #[test]
     fn paths_follow_what_the_tool_does() {
+        let v = crate::exercise::vocab::Vocabulary::default();
         let s = json!({"type": "string"});
         let s = s.as_object().expect("obj");
         let cases = [
             ("read_text_file", "path", json!("/w/notes.txt")),
-            ("write_file", "path", json!("/w/hintcheck-new.txt")),
-            ("create_directory", "path", json!("/w/hintcheck-new-dir")),
+            (
+                "write_file",
+                "path",
+                json!(format!("/w/{}.txt", v.new_stem())),
+            ),
+            (
+                "create_directory",
+                "path",
+                json!(format!("/w/{}", v.new_dir())),
+            ),
             ("list_directory", "path", json!("/w")),
             ("directory_tree", "path", json!("/w")),
             ("search_files", "path", json!("/w")),
             ("get_file_info", "path", json!("/w/notes.txt")),
             ("list_directory", "directory", json!("/w")),
-            ("move_file", "destination", json!("/w/hintcheck-moved.txt")),
+            (
+                "move_file",
+                "destination",
+                json!(format!("/w/{}.txt", v.moved_stem())),
+            ),
             ("move_file", "source", json!("/w/notes.txt")),
             ("fetch", "url", json!(TEST_URL)),
             ("git_add", "repo_path", json!("/w")),
             ("git_diff", "target", json!("HEAD")),
             ("git_show", "revision", json!("HEAD")),
-            (
-                "git_create_branch",
-                "branch_name",
-                json!("hintcheck-branch"),
-            ),
+            ("git_create_branch", "branch_name", json!(v.branch)),
             ("git_checkout", "branch_name", json!("main")),
-            ("send", "to_email", json!("hintcheck@example.test")),
-            ("run", "command", json!("echo hintcheck")),
+            ("send", "to_email", json!(v.email())),
+            ("run", "command", json!(format!("echo {}", v.term()))),
             ("get_item", "item_id", json!("1")),
             (
                 "get_item",
                 "uuid",
                 json!("00000000-0000-4000-8000-000000000001"),
             ),
-            ("edit_file", "oldText", json!("hintcheck")),
+            ("edit_file", "oldText", json!(v.term())),
             ("search_files", "pattern", json!("*.txt")),
             ("read_query", "sql", json!("SELECT * FROM items")),
             (
                 "write_query",
                 "sql",
-                json!("INSERT INTO items (name) VALUES ('hintcheck')"),
+                json!(format!("INSERT INTO items (name) VALUES ('{}')", v.term())),
             ),
             (
                 "create_table",
                 "sql",
-                json!(
-                    "CREATE TABLE IF NOT EXISTS hintcheck_notes (id INTEGER PRIMARY KEY, note TEXT)"
-                ),
+                json!(format!(
+                    "CREATE TABLE IF NOT EXISTS {} (id INTEGER PRIMARY KEY, note TEXT)",
+                    v.table()
+                )),
             ),
             (
                 "update_rows",
                 "sql",
-                json!("UPDATE items SET name = 'hintcheck' WHERE id = 1"),
+                json!(format!(
+                    "UPDATE items SET name = '{}' WHERE id = 1",
+                    v.term()
+                )),
             ),
             ("describe_table", "table_name", json!("items")),
             ("open", "db_path", json!("/w/data/app.db")),
@@ -1169,7 +1193,7 @@ mod tests {
         );
         assert_eq!(
             sem("frobnicate").over_defaults().value_for("path", s),
-            Some(json!("/w/hintcheck-new.txt"))
+            Some(json!(format!("/w/{}.txt", v.new_stem())))
         );
         let described = |d: &str| json!({"type": "string", "description": d});
         let tz = described("IANA timezone name (e.g., 'America/New_York', 'Europe/London').");

@@ -43,16 +43,10 @@ pub struct Synthesis {
     pub notes: Vec<String>,
 }
 
-/// The words of invented strings (`hintcheck-kilo`): what a string without meaning gets.
-const PLACEHOLDER_WORDS: [&str; 8] = [
-    "alpha", "bravo", "delta", "echo", "kilo", "lima", "oscar", "tango",
-];
-
-/// Whether `s` is a string synthesis invented without meaning (`hintcheck-kilo`), which can
+/// Whether `s` is a string synthesis invented without meaning (`blue-harbor`), which can
 /// name nothing that exists.
 pub fn is_invented(s: &str) -> bool {
-    s.strip_prefix("hintcheck-")
-        .is_some_and(|w| PLACEHOLDER_WORDS.contains(&w))
+    super::vocab::is_made_up(s)
 }
 
 /// Limits of one synthesis.
@@ -297,7 +291,7 @@ impl Synth<'_> {
             return Value::Null;
         }
         match schema {
-            Value::Bool(true) => return json!("hintcheck"),
+            Value::Bool(true) => return json!(super::vocab::made_up(self.rng.below(64))),
             Value::Bool(false) => {
                 self.note(at, "schema `false` allows no value");
                 return Value::Null;
@@ -685,12 +679,7 @@ impl Synth<'_> {
             }
         }
         let from_rule = value.is_some();
-        let mut v = value.unwrap_or_else(|| {
-            format!(
-                "hintcheck-{}",
-                PLACEHOLDER_WORDS[self.rng.below(PLACEHOLDER_WORDS.len() as u64) as usize]
-            )
-        });
+        let mut v = value.unwrap_or_else(|| super::vocab::made_up(self.rng.below(64)));
         let len = v.chars().count() as u64;
         if len < min {
             if from_rule {
@@ -1386,6 +1375,7 @@ mod corpus_tests {
             dirs: vec![],
             sqlite: None,
             allowed_commands: Vec::new(),
+            vocab: crate::exercise::vocab::Vocabulary::default(),
         };
         let mut n = 0;
         for e in std::fs::read_dir(&dir).expect("toolsnaps") {

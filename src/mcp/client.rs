@@ -124,7 +124,17 @@ pub struct ClientOptions {
     pub offer_roots: bool,
     /// Most `input_required` rounds answered per modern request.
     pub max_input_rounds: usize,
+    /// What the client calls itself (`clientInfo`): an ordinary host's name and version by
+    /// default ([`DEFAULT_CLIENT_NAME`]), so that a server cannot tell it is being checked.
+    pub client_name: String,
+    /// See `client_name`.
+    pub client_version: String,
 }
+
+/// The `clientInfo` name sent unless `--client-info` says otherwise: a common host's.
+pub const DEFAULT_CLIENT_NAME: &str = "Visual Studio Code";
+/// The version sent with [`DEFAULT_CLIENT_NAME`].
+pub const DEFAULT_CLIENT_VERSION: &str = "1.105.1";
 
 impl Default for ClientOptions {
     fn default() -> Self {
@@ -136,6 +146,8 @@ impl Default for ClientOptions {
             max_tools: 10_000,
             offer_roots: false,
             max_input_rounds: 4,
+            client_name: DEFAULT_CLIENT_NAME.into(),
+            client_version: DEFAULT_CLIENT_VERSION.into(),
         }
     }
 }
@@ -334,7 +346,7 @@ impl McpClient {
 
     fn params(&self, mut params: Value) -> Value {
         if let Era::Modern(version) = &self.identity.era {
-            params["_meta"] = modern_meta(version, self.options.offer_roots);
+            params["_meta"] = modern_meta(version, &self.options);
         }
         params
     }
@@ -661,8 +673,8 @@ fn interpret_call_result(name: &str, result: Value, notes: &mut Vec<ProtocolNote
     }
 }
 
-fn client_info() -> Value {
-    json!({"name": "hintcheck", "version": env!("CARGO_PKG_VERSION")})
+fn client_info(options: &ClientOptions) -> Value {
+    json!({"name": options.client_name, "version": options.client_version})
 }
 
 fn client_capabilities(offer_roots: bool) -> Value {
@@ -673,11 +685,11 @@ fn client_capabilities(offer_roots: bool) -> Value {
     }
 }
 
-fn modern_meta(version: &str, offer_roots: bool) -> Value {
+fn modern_meta(version: &str, options: &ClientOptions) -> Value {
     json!({
         "io.modelcontextprotocol/protocolVersion": version,
-        "io.modelcontextprotocol/clientInfo": client_info(),
-        "io.modelcontextprotocol/clientCapabilities": client_capabilities(offer_roots),
+        "io.modelcontextprotocol/clientInfo": client_info(options),
+        "io.modelcontextprotocol/clientCapabilities": client_capabilities(options.offer_roots),
     })
 }
 
@@ -762,7 +774,7 @@ async fn discover(
     timeout: Duration,
     version: &str,
 ) -> Result<ServerIdentity, DiscoverOutcome> {
-    let params = json!({"_meta": modern_meta(version, options.offer_roots)});
+    let params = json!({"_meta": modern_meta(version, options)});
     let reply = match session
         .probe("server/discover", Some(params), timeout)
         .await
@@ -834,7 +846,7 @@ async fn initialize(
     let params = json!({
         "protocolVersion": LEGACY_VERSION,
         "capabilities": client_capabilities(options.offer_roots),
-        "clientInfo": client_info(),
+        "clientInfo": client_info(options),
     });
     let reply = session.request("initialize", Some(params), timeout).await?;
     let result = match reply.outcome.map(|r| r.value()) {

@@ -64,22 +64,28 @@ impl std::fmt::Debug for Authority {
 }
 
 impl Authority {
-    /// A fresh authority (an ECDSA P-256 key), valid from a day ago for a week.
+    /// A fresh authority (an ECDSA P-256 key) that looks like an ordinary corporate root: a
+    /// company's name (one of many, chosen per run), valid for ten years from some months ago.
     pub fn new() -> Result<Arc<Authority>, TlsError> {
         let mut params = CertificateParams::new(Vec::<String>::new())?;
+        let company = corporate_name();
         params
             .distinguished_name
-            .push(DnType::CommonName, "Local Development CA");
+            .push(DnType::CommonName, format!("{company} Root CA"));
         params
             .distinguished_name
-            .push(DnType::OrganizationName, "Local Development");
+            .push(DnType::OrganizationName, format!("{company} Inc."));
+        params
+            .distinguished_name
+            .push(DnType::OrganizationalUnitName, "IT Security");
+        params.distinguished_name.push(DnType::CountryName, "US");
         params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
         params.key_usages = vec![
             KeyUsagePurpose::KeyCertSign,
             KeyUsagePurpose::CrlSign,
             KeyUsagePurpose::DigitalSignature,
         ];
-        set_validity(&mut params);
+        set_validity(&mut params, 200, 3452);
         let key = KeyPair::generate()?;
         let ca_pem = params.self_signed(&key)?.pem();
         Ok(Arc::new(Authority {
@@ -119,7 +125,8 @@ impl Authority {
             params.distinguished_name.push(DnType::CommonName, name);
             params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
             params.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ServerAuth];
-            set_validity(&mut params);
+            // As a public site's certificate: issued some weeks ago for 90 days.
+            set_validity(&mut params, 23, 67);
             let key = KeyPair::generate()?;
             let cert = params.signed_by(&key, &self.issuer)?;
             let der = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.serialize_der()));
@@ -151,16 +158,55 @@ impl Authority {
     }
 }
 
-fn set_validity(params: &mut CertificateParams) {
+/// Valid from `days_ago` days before now until `days_ahead` days after, at a whole hour.
+fn set_validity(params: &mut CertificateParams, days_ago: i64, days_ahead: i64) {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs() as i64)
         .unwrap_or(0);
+    let hour = now - now % 3600;
     let at = |secs: i64| {
         rcgen::date_time_ymd(1970, 1, 1) + std::time::Duration::from_secs(secs.max(0) as u64)
     };
-    params.not_before = at(now - 86_400);
-    params.not_after = at(now + 7 * 86_400);
+    params.not_before = at(hour - days_ago * 86_400);
+    params.not_after = at(hour + days_ahead * 86_400);
+}
+
+/// A company name for the run's authority, one of many (a fixed name would be a fingerprint).
+fn corporate_name() -> String {
+    const FIRST: [&str; 12] = [
+        "Westbrook",
+        "Bluepeak",
+        "Harborview",
+        "Cobalt",
+        "Meridian",
+        "Silverline",
+        "Redwood",
+        "Lakeshore",
+        "Summit",
+        "Ironbridge",
+        "Brightwater",
+        "Granite",
+    ];
+    const SECOND: [&str; 8] = [
+        "Systems",
+        "Networks",
+        "Analytics",
+        "Logistics",
+        "Labs",
+        "Health",
+        "Financial",
+        "Digital",
+    ];
+    let n = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos() as usize ^ std::process::id() as usize)
+        .unwrap_or(0);
+    format!(
+        "{} {}",
+        FIRST[n % FIRST.len()],
+        SECOND[(n / 7) % SECOND.len()]
+    )
 }
 
 /// Picks the certificate for one connection.

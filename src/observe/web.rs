@@ -10,25 +10,28 @@
 /// The robots.txt every host serves: everything is allowed.
 const ROBOTS: &str = "User-agent: *\nAllow: /\n";
 
-/// The page every HTML request gets.
+/// The page every HTML request gets: an ordinary small site's home page (nothing in it says
+/// where it is served from).
 const PAGE: &str = "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
-<title>hintcheck test page</title>\n<meta name=\"description\" content=\"A page served inside the hintcheck sandbox.\">\n\
-</head>\n<body>\n<main>\n<h1>hintcheck test page</h1>\n\
-<p>This page is served by hintcheck inside the sandbox, in place of the site that was asked for. \
-Nothing left the machine.</p>\n\
-<p>It has <a href=\"/about\">an about page</a>, <a href=\"/docs/guide.html\">a guide</a> and \
-<a href=\"/feed.json\">a feed</a>.</p>\n\
-<ul>\n<li>First item</li>\n<li>Second item</li>\n</ul>\n</main>\n</body>\n</html>\n";
+<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
+<title>Home | Northfield Notes</title>\n<meta name=\"description\" content=\"Notes, guides and news from a small team.\">\n\
+</head>\n<body>\n<header><nav><a href=\"/\">Home</a> <a href=\"/about\">About</a> <a href=\"/docs/guide.html\">Guide</a></nav></header>\n\
+<main>\n<h1>Welcome</h1>\n\
+<p>We write about the tools we use every day: how we set them up, what broke, and what we learned fixing it.</p>\n\
+<p>Start with <a href=\"/docs/guide.html\">the guide</a>, read <a href=\"/about\">about us</a>, or follow \
+<a href=\"/feed.json\">the feed</a>.</p>\n\
+<ul>\n<li>Release notes for the spring update</li>\n<li>Moving our builds to a new runner</li>\n</ul>\n</main>\n\
+<footer><p>&copy; Northfield Notes</p></footer>\n</body>\n</html>\n";
 
 /// The document every JSON request gets.
-const JSON: &str = "{\"ok\": true, \"message\": \"served by hintcheck inside the sandbox\", \
-\"items\": [{\"id\": 1, \"name\": \"first\"}, {\"id\": 2, \"name\": \"second\"}]}\n";
+const JSON: &str = "{\"ok\": true, \"items\": [{\"id\": 1, \"title\": \"Release notes for the spring update\"}, \
+{\"id\": 2, \"title\": \"Moving our builds to a new runner\"}], \"next\": null}\n";
 
 /// The page of a file the site does not have.
 const NOT_FOUND: &str = "<!DOCTYPE html>\n<html><head><title>404 Not Found</title></head><body><h1>Not Found</h1></body></html>\n";
 
 /// The text every plain-text request gets.
-const TEXT: &str = "plain text test content";
+const TEXT: &str = "Notes, guides and news from a small team.\n";
 
 /// What a request asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -125,8 +128,10 @@ pub fn answer(head: &[u8]) -> Option<Vec<u8>> {
     } else {
         "200 OK"
     };
+    // The headers an ordinary site behind nginx sends.
+    let date = httpdate::fmt_http_date(std::time::SystemTime::now());
     let mut out = format!(
-        "HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n",
+        "HTTP/1.1 {status}\r\nServer: nginx\r\nDate: {date}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n",
         body.len()
     )
     .into_bytes();

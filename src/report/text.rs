@@ -291,6 +291,12 @@ fn write_summary(o: &mut String, r: &Report, paint: Paint, verbose: bool) -> std
             listed.join(", ")
         )?;
     }
+    // The seed chooses the run's words and arguments: the same seed repeats them.
+    writeln!(
+        o,
+        "seed:     {} (--seed {} repeats this run's words and arguments)",
+        r.settings.seed, r.settings.seed
+    )?;
     Ok(())
 }
 

@@ -46,7 +46,10 @@ pub(super) fn prepare<'a>(
     };
     let seeding = match &config.workspace_seed {
         Some(seed) => scratch.seed_from(seed),
-        None => scratch.seed_default(),
+        None => {
+            let words = crate::exercise::vocab::Vocabulary::of(config.seed);
+            scratch.seed_default(&words.seed_files(), &words.draft())
+        }
     }
     .and_then(|()| match &config.sqlite_seed {
         Some(rel) => scratch.seed_sqlite(rel),

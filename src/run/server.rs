@@ -155,6 +155,9 @@ pub(super) struct Placement {
     pub(super) exposed: Vec<PathBuf>,
     /// Where the server may read and execute (see `SandboxConfig::readable`).
     pub(super) readable: Vec<PathBuf>,
+    /// The server's PATH: the system's and its runtime's directories (not the host user's
+    /// PATH, which tells where and by whom it runs); `None` when `--env PATH=…` sets one.
+    pub(super) path: Option<String>,
     pub(super) identity: crate::sandbox::policy::SandboxIdentity,
 }
 
@@ -197,6 +200,8 @@ impl Placement {
             &exposed,
             &explicit,
         );
+        let path = (!config.env.iter().any(|(k, _)| k == "PATH"))
+            .then(|| crate::sandbox::policy::clean_path(&program, path_var.as_deref()));
         let passwd = std::fs::read_to_string("/etc/passwd").unwrap_or_default();
         let mut identity = crate::sandbox::policy::sandbox_identity(run_as, &passwd, &hidden);
         // A HOME that is a hidden place itself (/root) replaces it whole: only where nothing
@@ -216,6 +221,7 @@ impl Placement {
             hidden,
             exposed,
             readable,
+            path,
             identity,
         }
     }
@@ -240,6 +246,10 @@ impl Placement {
                 (k.clone(), moved)
             })
             .collect();
+        if let Some(path) = &self.path {
+            out.retain(|(k, _)| k != "PATH");
+            out.insert(0, ("PATH".into(), path.clone()));
+        }
         if let Some(user) = &self.identity.user {
             out.retain(|(k, _)| k != "USER" && k != "LOGNAME");
             out.push(("USER".into(), user.clone()));
@@ -516,6 +526,8 @@ ownership (writes stay confined and capabilities dropped)"
         discover_timeout: config.discover_timeout,
         handshake_timeout: config.handshake_timeout,
         offer_roots: config.roots == RootsOffer::Workspace,
+        client_name: config.client_info.0.clone(),
+        client_version: config.client_info.1.clone(),
         ..Default::default()
     };
     // The greeting ends early at an interrupt or the run's timeout: the server is ended,

@@ -607,13 +607,16 @@ impl Init {
         let r = self.bind_resolv_conf(&resolv_target);
         self.mounted("resolv-conf", r, "own /etc/resolv.conf")?;
         self.bind_ca_bundle();
-        if let (Some(name), Some((uid, _))) = (self.config.run_user.clone(), self.config.run_as) {
+        if Path::new("/etc/passwd").is_file() {
             let r = self.bind_accounts();
-            self.mounted(
-                "accounts",
-                r,
-                &format!("/etc/passwd and /etc/group with an account for uid {uid} ({name})"),
-            )?;
+            let label = match (&self.config.run_user, self.config.run_as) {
+                (Some(name), Some((uid, _))) => format!(
+                    "/etc/passwd and /etc/group of a plain system, with an account for uid {uid} ({name})"
+                ),
+                _ => "/etc/passwd and /etc/group of a plain system (the host's accounts out of sight)"
+                    .to_string(),
+            };
+            self.mounted("accounts", r, &label)?;
         }
         Ok(())
     }
@@ -782,12 +785,11 @@ impl Init {
             .map_err(|e| io_err("writing resolv.conf", e))
     }
 
-    /// The host's /etc/passwd and /etc/group with an account for the run's own uid, when it
-    /// needs one (`run_user`), written to the scratch root's state directory.
+    /// A plain system's /etc/passwd and /etc/group ([`BASE_PASSWD`], [`BASE_GROUP`]: the host's
+    /// accounts would say whose machine it is, a CI runner's or a company's), with the account
+    /// the server runs as: the run's own (`run_user`), or the host's line of a `--run-as` uid;
+    /// written to the scratch root's state directory.
     fn write_accounts(&mut self) -> Step {
-        let (Some(name), Some((uid, gid))) = (&self.config.run_user, self.config.run_as) else {
-            return Ok(());
-        };
         let state = self.config.scratch_root.join(super::scratch::STATE_DIR);
         let home = self
             .config
@@ -796,19 +798,33 @@ impl Init {
             .unwrap_or(&self.config.home)
             .display()
             .to_string();
-        for (file, line) in [
-            (
-                "passwd",
-                format!("{name}:x:{uid}:{gid}:{name}:{home}:/bin/sh\n"),
-            ),
-            ("group", format!("{name}:x:{gid}:\n")),
-        ] {
-            let mut text =
-                std::fs::read_to_string(Path::new("/etc").join(file)).unwrap_or_default();
-            if !text.is_empty() && !text.ends_with('\n') {
-                text.push('\n');
+        let mut passwd = BASE_PASSWD.to_string();
+        let mut group = BASE_GROUP.to_string();
+        match (&self.config.run_user, self.config.run_as) {
+            (Some(name), Some((uid, gid))) => {
+                passwd.push_str(&format!("{name}:x:{uid}:{gid}:{name}:{home}:/bin/bash\n"));
+                group.push_str(&format!("{name}:x:{gid}:\n"));
             }
-            text.push_str(&line);
+            (None, Some((uid, gid))) => {
+                let host_line = |file: &str, id: u32| {
+                    std::fs::read_to_string(file)
+                        .unwrap_or_default()
+                        .lines()
+                        .find(|l| l.split(':').nth(2) == Some(id.to_string().as_str()))
+                        .map(|l| format!("{l}\n"))
+                };
+                for (text, line) in [
+                    (&mut passwd, host_line("/etc/passwd", uid)),
+                    (&mut group, host_line("/etc/group", gid)),
+                ] {
+                    if let Some(line) = line.filter(|l| !text.contains(l.as_str())) {
+                        text.push_str(&line);
+                    }
+                }
+            }
+            _ => {}
+        }
+        for (file, text) in [("passwd", passwd), ("group", group)] {
             std::fs::write(state.join(file), text)
                 .map_err(|e| io_err(&format!("writing {file}"), e))?;
         }
@@ -1145,6 +1161,62 @@ nested namespaces (unshare and clone with CLONE_NEW*, setns) refused{}{}",
         127
     }
 }
+
+/// The accounts of a freshly installed Debian system.
+const BASE_PASSWD: &str = "root:x:0:0:root:/root:/bin/bash
+daemon:x:1:1:daemon:/usr/sbin:/usr/sbin/nologin
+bin:x:2:2:bin:/bin:/usr/sbin/nologin
+sys:x:3:3:sys:/dev:/usr/sbin/nologin
+sync:x:4:65534:sync:/bin:/bin/sync
+games:x:5:60:games:/usr/games:/usr/sbin/nologin
+man:x:6:12:man:/var/cache/man:/usr/sbin/nologin
+lp:x:7:7:lp:/var/spool/lpd:/usr/sbin/nologin
+mail:x:8:8:mail:/var/mail:/usr/sbin/nologin
+news:x:9:9:news:/var/spool/news:/usr/sbin/nologin
+uucp:x:10:10:uucp:/var/spool/uucp:/usr/sbin/nologin
+proxy:x:13:13:proxy:/bin:/usr/sbin/nologin
+www-data:x:33:33:www-data:/var/www:/usr/sbin/nologin
+backup:x:34:34:backup:/var/backups:/usr/sbin/nologin
+list:x:38:38:Mailing List Manager:/var/list:/usr/sbin/nologin
+irc:x:39:39:ircd:/run/ircd:/usr/sbin/nologin
+_apt:x:42:65534::/nonexistent:/usr/sbin/nologin
+nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin
+";
+
+/// The groups of a freshly installed Debian system.
+const BASE_GROUP: &str = "root:x:0:
+daemon:x:1:
+bin:x:2:
+sys:x:3:
+adm:x:4:
+tty:x:5:
+disk:x:6:
+lp:x:7:
+mail:x:8:
+news:x:9:
+uucp:x:10:
+man:x:12:
+proxy:x:13:
+kmem:x:15:
+dialout:x:20:
+cdrom:x:24:
+sudo:x:27:
+audio:x:29:
+www-data:x:33:
+backup:x:34:
+operator:x:37:
+list:x:38:
+irc:x:39:
+src:x:40:
+shadow:x:42:
+utmp:x:43:
+video:x:44:
+plugdev:x:46:
+staff:x:50:
+games:x:60:
+users:x:100:
+nogroup:x:65534:
+";
 
 /// A host path shown at a path inside the sandbox.
 struct Bind {

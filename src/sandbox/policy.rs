@@ -576,6 +576,45 @@ pub fn readable_paths<'a>(
     out
 }
 
+/// The PATH of a standard Linux system.
+const SYSTEM_PATH: [&str; 6] = [
+    "/usr/local/sbin",
+    "/usr/local/bin",
+    "/usr/sbin",
+    "/usr/bin",
+    "/sbin",
+    "/bin",
+];
+
+/// A server's PATH in the sandbox: the directories of its program and of the interpreters its
+/// `#!` line names (found with the host's `path_var`, as named and resolved: a virtual
+/// environment's `bin`, a Node version manager's), then the system's. The host user's own
+/// PATH (a CI runner's tool cache, a home's `.local/bin`) is not passed: it tells where and by
+/// whom the server runs.
+pub fn clean_path(program: &Path, path_var: Option<&str>) -> String {
+    let mut dirs: Vec<String> = Vec::new();
+    let mut add = |d: Option<&Path>| {
+        if let Some(d) = d.map(|d| d.display().to_string()) {
+            if !d.is_empty() && !dirs.contains(&d) {
+                dirs.push(d);
+            }
+        }
+    };
+    let mut runtime = vec![program.to_path_buf()];
+    runtime.extend(super::preflight::shebang_interpreters(program, path_var));
+    for p in &runtime {
+        add(p.parent());
+        add(std::fs::canonicalize(p)
+            .ok()
+            .as_deref()
+            .and_then(Path::parent));
+    }
+    for d in SYSTEM_PATH {
+        add(Some(Path::new(d)));
+    }
+    dirs.join(":")
+}
+
 /// The paths a server runs on: the program, the interpreter its `#!` line names (and the one
 /// `PATH` finds for `env`), every absolute path among `words` that exists, and of each the
 /// interpreter of a script, both as named and with symlinks resolved.

@@ -105,22 +105,20 @@ impl Scratch {
         Ok(())
     }
 
-    /// Seeds the workspace with a few small files of known content, for runs without a
-    /// user seed: tools that read, edit or list then have something to work on, and edits
-    /// find the word `hintcheck` that synthesized arguments look for. The workspace is also
-    /// made a git repository (branch `main`, one commit) when `git` is installed. Files are
-    /// dated an hour back, so that a read-only `git status` has no racy index to refresh.
-    pub fn seed_default(&mut self) -> Result<(), LaunchError> {
-        const FILES: &[(&str, &str)] = &[
-            ("notes.txt", "hintcheck sample notes\nsecond line\n"),
-            ("docs/readme.md", "# hintcheck sample\n\nA seeded file.\n"),
-            (
-                "data/sample.json",
-                "{\"name\": \"hintcheck\", \"items\": [1, 2, 3]}\n",
-            ),
-        ];
+    /// Seeds the workspace with a few small files, for runs without a user seed: `files`
+    /// (path, content: a developer's notes, a readme, a JSON document, made from the run's
+    /// words so that edits find what synthesized arguments look for) and `draft`, left out of
+    /// the commit. Tools that read, edit or list then have something to work on. The
+    /// workspace is also made a git repository (branch `main`, one commit) when `git` is
+    /// installed. Files are dated an hour back, so that a read-only `git status` has no racy
+    /// index to refresh.
+    pub fn seed_default(
+        &mut self,
+        files: &[(&str, String)],
+        draft: &str,
+    ) -> Result<(), LaunchError> {
         let mut seeded = Vec::new();
-        for (rel, content) in FILES {
+        for (rel, content) in files {
             let path = self.workspace.join(rel);
             let write = || -> std::io::Result<()> {
                 if let Some(parent) = path.parent() {
@@ -159,12 +157,10 @@ impl Scratch {
         }
         seeded.push("draft.txt".to_string());
         // One file stays out of the commit, so that staging and committing tools have work.
-        let draft = self.workspace.join("draft.txt");
-        fs::write(&draft, "hintcheck draft\nnot committed yet\n").map_err(|source| {
-            LaunchError::Seed {
-                path: draft.clone(),
-                source,
-            }
+        let draft_path = self.workspace.join("draft.txt");
+        fs::write(&draft_path, draft).map_err(|source| LaunchError::Seed {
+            path: draft_path.clone(),
+            source,
         })?;
         match self.seed_git_repository() {
             Ok(()) => {

@@ -10,7 +10,7 @@ const PAGE_SIZE: usize = 4096;
 pub const ITEMS_SQL: &str = "CREATE TABLE items(id INTEGER PRIMARY KEY, name TEXT)";
 
 /// The rows of `items`.
-pub const ITEMS: &[&str] = &["alpha", "beta", "hintcheck"];
+pub const ITEMS: &[&str] = &["notebook", "desk lamp", "coffee beans"];
 
 /// SQLite's variable-length integer (big-endian, 7 bits per byte; at most 9 bytes).
 fn varint(mut v: u64, out: &mut Vec<u8>) {
@@ -182,6 +182,6 @@ print(c.execute('select count(*) from items').fetchone()[0])\n";
             "{text}{}",
             String::from_utf8_lossy(&out.stderr)
         );
-        assert_eq!(text, "ok\nalpha,beta,hintcheck\n4\n");
+        assert_eq!(text, "ok\nnotebook,desk lamp,coffee beans\n4\n");
     }
 }

@@ -140,10 +140,12 @@ fn server_filesystem_limited_to_a_subdirectory_is_steered_by_its_errors() {
     assert_ninety_percent(&r);
     let write = report_tool(&r, "write_file");
     let ok = first_success(write);
+    let words =
+        hintcheck::exercise::vocab::Vocabulary::of(r["settings"]["seed"].as_u64().expect("seed"));
     assert!(
         ok["arguments"]["path"]
             .as_str()
-            .is_some_and(|p| p.ends_with("/workspace/docs/hintcheck-new.txt")),
+            .is_some_and(|p| p.ends_with(&format!("/workspace/docs/{}.txt", words.new_stem()))),
         "{ok}"
     );
     assert_eq!(ok["observations"][0]["kind"], "created", "{ok}");
@@ -251,6 +253,8 @@ fn mcp_server_git_works_on_the_seeded_repository() {
     let commit = &tool("git_commit")["calls"][0];
     assert_eq!(commit["outcome"], "ok", "{commit}");
     let branch = tool("git_create_branch");
+    let words =
+        hintcheck::exercise::vocab::Vocabulary::of(r["settings"]["seed"].as_u64().expect("seed"));
     assert!(
         branch["calls"][0]["observations"]
             .as_array()
@@ -258,7 +262,7 @@ fn mcp_server_git_works_on_the_seeded_repository() {
             .iter()
             .any(|o| o["path"]
                 .as_str()
-                .is_some_and(|p| p.contains("refs/heads/hintcheck-branch"))),
+                .is_some_and(|p| p.contains(&format!("refs/heads/{}", words.branch)))),
         "{}",
         branch["calls"][0]
     );

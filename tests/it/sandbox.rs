@@ -1606,6 +1606,56 @@ fn hostile_sandbox_run(who: As) {
         assert_eq!(home, "/root", "{tells}");
     }
     assert!(tells.contains(&format!("(home {home})")), "{tells}");
+    // An ordinary host's name, a plain system's accounts, no PATH entry of the host user's
+    // but the runtime's, and the web answered as by any site (issue 29, item 5).
+    assert!(tells.contains("client=Visual Studio Code;"), "{tells}");
+    let field = |name: &str| {
+        tells
+            .split(&format!("{name}="))
+            .nth(1)
+            .and_then(|rest| rest.split(';').next())
+            .unwrap_or_default()
+            .to_string()
+    };
+    let accounts = field("accounts");
+    let host_only: Vec<String> = std::fs::read_to_string("/etc/passwd")
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.split(':').next().map(str::to_string))
+        .filter(|n| !["root", "daemon", "bin", "sys", "nobody", "_apt"].contains(&n.as_str()))
+        .filter(|n| accounts.split(',').any(|a| a == n))
+        .filter(|n| {
+            ![
+                "sync", "games", "man", "lp", "mail", "news", "uucp", "proxy", "www-data",
+                "backup", "list", "irc",
+            ]
+            .contains(&n.as_str())
+        })
+        .collect();
+    assert!(
+        host_only.is_empty(),
+        "host accounts shown: {host_only:?} in {accounts}"
+    );
+    let python = std::fs::canonicalize("/usr/bin/python3").unwrap_or_default();
+    for dir in field("PATH").split(':') {
+        let system = [
+            "/usr/local/sbin",
+            "/usr/local/bin",
+            "/usr/sbin",
+            "/usr/bin",
+            "/sbin",
+            "/bin",
+        ];
+        assert!(
+            system.contains(&dir) || python.starts_with(dir),
+            "PATH entry {dir} is neither the system's nor the runtime's: {tells}"
+        );
+    }
+    let web = field("web");
+    assert!(
+        web.contains("http://example.test/ 200") && web.contains("https://example.test/ 200"),
+        "{tells}"
+    );
     // Nothing left running.
     assert_nothing_left(&fixture("hostile-sandbox"));
     if let Some(dir) = home_dir {
