@@ -210,9 +210,10 @@ pub struct VerifyArgs {
     /// Copy DIR into the scratch workspace before the server starts.
     #[arg(long, value_name = "DIR")]
     pub workspace: Option<PathBuf>,
-    /// Seed of the run's words and argument synthesis (what the seeded files say, the names of
-    /// new files, text to write): the same seed reproduces a run [default: a new one for
-    /// each run, printed in the report's settings].
+    /// Seed of the run's words (what the seeded files say, the names of new files and
+    /// branches, addresses, text to write): the same seed reproduces a run; synthesis makes
+    /// the same choices whatever the seed [default: a new one for each run, printed in the
+    /// report].
     #[arg(long, value_name = "N")]
     pub seed: Option<u64>,
     /// Whether to offer the scratch workspace as a root.

@@ -139,7 +139,7 @@ impl<'a> Explorer<'a> {
         let facts = facts_of(workspace, config);
         let planned = plan(
             tools,
-            config.seed,
+            super::vocab::SYNTHESIS_SEED,
             &config.overrides,
             Some(&facts),
             config.attempts,
@@ -815,7 +815,7 @@ impl<'a> Explorer<'a> {
         let facts = facts_of(&self.workspace, self.config);
         let mut candidates = plan(
             std::slice::from_ref(tool),
-            self.config.seed,
+            super::vocab::SYNTHESIS_SEED,
             &self.config.overrides,
             Some(&facts),
             self.config.attempts,
@@ -841,7 +841,12 @@ impl<'a> Explorer<'a> {
             }
         }
         if let Some(facts) = &self.steer {
-            let c = steered_candidate(tool, self.config.seed, &self.config.overrides, facts);
+            let c = steered_candidate(
+                tool,
+                super::vocab::SYNTHESIS_SEED,
+                &self.config.overrides,
+                facts,
+            );
             candidates.retain(|x| *x != c);
             candidates.insert(0, c);
         }
@@ -873,7 +878,7 @@ impl<'a> Explorer<'a> {
     ) -> Vec<Value> {
         kind_candidate(
             tool,
-            self.config.seed,
+            super::vocab::SYNTHESIS_SEED,
             &self.config.overrides,
             facts,
             kind,
@@ -940,7 +945,12 @@ impl<'a> Explorer<'a> {
             .next()
         {
             let facts = facts_of(&dir, self.config);
-            let c = steered_candidate(tool, self.config.seed, &self.config.overrides, &facts);
+            let c = steered_candidate(
+                tool,
+                super::vocab::SYNTHESIS_SEED,
+                &self.config.overrides,
+                &facts,
+            );
             if !candidates[..attempt].contains(&c) {
                 candidates.retain(|x| *x != c);
                 candidates.insert(attempt, c);
@@ -1119,6 +1129,11 @@ fn facts_of(dir: &std::path::Path, config: &RunConfig) -> WorkspaceFacts {
     let mut facts = WorkspaceFacts::scan(dir);
     facts.allowed_commands = super::semantics::allowed_commands_from(&config.env, &config.command);
     facts.vocab = super::vocab::Vocabulary::of(config.seed);
+    // Files the run made itself (under the names it gives new files) come after the others:
+    // a seeded document is the better input, and a made one may be gone by the next call.
+    let made = |f: &String| facts.vocab.made_by_the_run(f);
+    let (made_files, others): (Vec<String>, Vec<String>) = facts.files.drain(..).partition(made);
+    facts.files = others.into_iter().chain(made_files).collect();
     facts
 }
 

@@ -120,6 +120,17 @@ impl Vocabulary {
         format!("{}-archive", self.other)
     }
 
+    /// Whether the workspace path `rel` is one the run's own tools made, under a name this
+    /// vocabulary gives new files, moved files and new directories.
+    pub fn made_by_the_run(&self, rel: &str) -> bool {
+        let moved = self.moved_stem();
+        let dir = self.new_dir();
+        rel.split('/').any(|part| {
+            let stem = part.split('.').next().unwrap_or(part);
+            stem == self.new_stem() || stem == moved || part == dir
+        })
+    }
+
     /// A file that is not there (`quarterly-report-old.txt`).
     pub fn missing_file(&self) -> String {
         format!("{}-old.txt", self.topic)
@@ -216,6 +227,11 @@ pub fn is_made_up(s: &str) -> bool {
     s.split_once('-')
         .is_some_and(|(a, n)| ADJECTIVES.contains(&a) && NOUNS.contains(&n))
 }
+
+/// The seed of synthesis's own choices (which enum value first, which variant of a schema):
+/// the same in every run, so that what a run reaches does not depend on luck. The run's seed
+/// varies the words only.
+pub const SYNTHESIS_SEED: u64 = 0;
 
 /// A run's seed when none was given: new for each run.
 pub fn fresh_seed() -> u64 {

@@ -49,6 +49,9 @@ pub struct AttemptObserver {
     /// Addresses (not loopback, not a wildcard) the running server bound itself: traffic to
     /// one of them is the server talking to itself, as on loopback.
     own_addresses: std::collections::HashSet<(IpAddr, u16)>,
+    /// Where the file snapshot cannot see: set while its last walk stopped at its entry
+    /// limit, and how deep its walks go.
+    snapshot_gap: Option<(std::sync::Arc<std::sync::atomic::AtomicBool>, usize)>,
 }
 
 impl AttemptObserver {
@@ -65,6 +68,7 @@ impl AttemptObserver {
             notes: Vec::new(),
             pins: Vec::new(),
             own_addresses: Default::default(),
+            snapshot_gap: None,
         }
     }
 
@@ -88,6 +92,36 @@ impl AttemptObserver {
         if port != 0 && !ip.is_unspecified() && !ip.is_loopback() && !named {
             self.own_addresses.insert((ip, port));
         }
+    }
+
+    /// Reports writes inside the writable directories where the file snapshot cannot see
+    /// their effect: below `max_depth` directories, and all of them while `gap` is set.
+    pub fn seeing_snapshot_gaps(
+        mut self,
+        gap: std::sync::Arc<std::sync::atomic::AtomicBool>,
+        max_depth: usize,
+    ) -> Self {
+        self.snapshot_gap = Some((gap, max_depth));
+        self
+    }
+
+    /// Whether the snapshot cannot see the effect of a write at `path` (a writable one).
+    fn beyond_snapshot(&self, path: &str) -> bool {
+        let Some((gap, max_depth)) = &self.snapshot_gap else {
+            return false;
+        };
+        if gap.load(std::sync::atomic::Ordering::Relaxed) {
+            return true;
+        }
+        let p = Path::new(path);
+        let below = self
+            .writable
+            .iter()
+            .filter_map(|d| p.strip_prefix(d).ok())
+            .map(|rest| rest.components().count())
+            .min()
+            .unwrap_or(0);
+        below > *max_depth
     }
 
     fn is_writable(&self, path: &str) -> bool {
@@ -114,12 +148,14 @@ impl AttemptObserver {
         flags: Option<u64>,
         pid: u32,
     ) -> Option<Observation> {
-        if harmless(&path)
-            || self.is_writable(&path)
-                && target
-                    .as_deref()
-                    .is_none_or(|t| self.is_writable(t) || syscall.starts_with("symlink"))
-        {
+        let allowed = self.is_writable(&path)
+            && target
+                .as_deref()
+                .is_none_or(|t| self.is_writable(t) || syscall.starts_with("symlink"));
+        let beyond = allowed
+            && (self.beyond_snapshot(&path)
+                || target.as_deref().is_some_and(|t| self.beyond_snapshot(t)));
+        if harmless(&path) || allowed && !beyond {
             return None;
         }
         let exists = Path::new(&path).exists();
@@ -136,7 +172,8 @@ impl AttemptObserver {
             syscall: syscall.to_string(),
             path,
             target,
-            denied: true,
+            denied: !allowed,
+            beyond_snapshot: beyond,
             destructive,
             pid,
             mechanism: Mechanism::Attempt,

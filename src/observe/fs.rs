@@ -177,6 +177,9 @@ pub struct FsSnapshotObserver {
     walk_whole: bool,
     /// The last full walk stopped at a limit.
     truncated: bool,
+    /// The same, shared with the attempt observer: while set, writes it sees inside the
+    /// writable directories are reported, since the snapshot may not show their effect.
+    gap: std::sync::Arc<std::sync::atomic::AtomicBool>,
     /// Bytes of content kept in `last`.
     kept_total: u64,
     /// Files of `last` with more than one name: read again at every checkpoint.
@@ -199,6 +202,16 @@ pub struct OverlayRoot {
 }
 
 impl FsSnapshotObserver {
+    /// A flag set while the last full walk stopped at a limit (see the attempt observer).
+    pub fn gap_flag(&self) -> std::sync::Arc<std::sync::atomic::AtomicBool> {
+        self.gap.clone()
+    }
+
+    /// How deep the walks go: a path with more components below its root is not seen.
+    pub fn max_depth(&self) -> usize {
+        self.limits.max_depth
+    }
+
     /// Takes the baseline snapshot of `roots`.
     pub fn new(roots: Vec<SnapshotRoot>, limits: SnapshotLimits) -> Self {
         let mut me = Self {
@@ -219,6 +232,7 @@ impl FsSnapshotObserver {
             attempts: None,
             walk_whole: true,
             truncated: false,
+            gap: std::sync::Arc::default(),
             kept_total: 0,
             multi_linked: BTreeSet::new(),
             whole_walks: 0,
@@ -408,6 +422,7 @@ impl FsSnapshotObserver {
         }
         if walk.truncated {
             self.truncated = true;
+            self.gap.store(true, std::sync::atomic::Ordering::Relaxed);
             walk.notes.push(format!(
                 "snapshot stopped at {} entries or depth {}; effects beyond were not seen",
                 self.limits.max_entries, self.limits.max_depth
@@ -651,6 +666,8 @@ impl Observer for FsSnapshotObserver {
                 self.walk_whole = false;
                 self.truncated = false;
                 let mut now = self.take();
+                self.gap
+                    .store(self.truncated, std::sync::atomic::Ordering::Relaxed);
                 let (view, touched, before) = self.overlay_views();
                 // Paths the upper layers touch for the first time were their lower selves
                 // until now.

@@ -128,7 +128,7 @@ impl Watcher {
             if !self.capped {
                 self.capped = true;
                 self.notes.push(format!(
-                    "more than {MAX_WATCHES} directories: transient writes in the others are unseen"
+                    "more than {MAX_WATCHES} directories: change notification is incomplete, so every checkpoint walks the whole tree (slower), and writes that do not last in the unwatched directories are seen only as write attempts"
                 ));
             }
             return;

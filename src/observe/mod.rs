@@ -457,6 +457,10 @@ pub struct WriteAttempt {
     /// Whether it would destroy content that exists (unlink, rmdir, truncate, O_TRUNC,
     /// rename from or over an existing path).
     pub destructive: bool,
+    /// Allowed, but where the snapshot cannot show its effect (deeper than its walks go, or
+    /// while a walk stopped at its entry limit): the attempt stands for the write.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub beyond_snapshot: bool,
     /// The process that tried (host pid).
     pub pid: u32,
     /// How it was seen.
@@ -473,6 +477,8 @@ impl WriteAttempt {
             .unwrap_or_default();
         let verdict = if self.denied {
             ", denied by the sandbox"
+        } else if self.beyond_snapshot {
+            ", where the snapshot cannot see (past its depth or entry limit)"
         } else {
             ""
         };
@@ -529,7 +535,7 @@ impl Observation {
     pub fn is_write(&self) -> bool {
         match self {
             Observation::File(_) => true,
-            Observation::Attempt(a) => a.denied,
+            Observation::Attempt(a) => a.denied || a.beyond_snapshot,
             Observation::Network(_) | Observation::Process(_) | Observation::Refused(_) => false,
         }
     }
@@ -545,7 +551,7 @@ impl Observation {
     pub fn is_destructive(&self) -> bool {
         match self {
             Observation::File(f) => f.kind.is_destructive() && !f.database,
-            Observation::Attempt(a) => a.denied && a.destructive,
+            Observation::Attempt(a) => (a.denied || a.beyond_snapshot) && a.destructive,
             Observation::Network(_) | Observation::Process(_) | Observation::Refused(_) => false,
         }
     }

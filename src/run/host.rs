@@ -5,6 +5,7 @@
 
 use super::*;
 use crate::exercise::explore::{Host, ObservedCall};
+use crate::observe::ThreadPin;
 
 /// The call timeout of a tool that says it waits for something: long enough for a tool that
 /// answers when it has an answer, short enough not to hold the run when nothing comes.
@@ -75,6 +76,39 @@ impl ServerHost<'_, '_> {
     }
 }
 
+/// The tool whose call started the threads that did `o`, when the system calls behind it
+/// name only threads and processes one tool's calls started and that are still alive
+/// (`lingering`), none of them an idle worker another call woke (`woken`): a thread a call
+/// left sleeping (a timer, a delayed flush) acts for that call whenever it wakes.
+fn started_by(
+    lingering: &[(String, String, u32)],
+    o: &Observation,
+    pins: &[ThreadPin],
+    woken: &[u32],
+) -> Option<String> {
+    if !o.is_evidential() {
+        return None;
+    }
+    let tids: Vec<u32> = pins
+        .iter()
+        .filter(|p| p.key.names(o))
+        .map(|p| p.tid)
+        .collect();
+    if tids.is_empty() || tids.iter().any(|t| woken.contains(t)) {
+        return None;
+    }
+    let mut owners = tids.iter().map(|tid| {
+        lingering
+            .iter()
+            .find(|(_, _, t)| t == tid)
+            .map(|(_, tool, _)| tool.clone())
+    });
+    let first = owners.next()??;
+    owners
+        .all(|o| o.as_deref() == Some(first.as_str()))
+        .then_some(first)
+}
+
 impl Host for ServerHost<'_, '_> {
     fn must_stop(&self) -> Option<String> {
         self.ctx.must_stop()
@@ -123,11 +157,19 @@ impl Host for ServerHost<'_, '_> {
     }
 
     fn between_calls(&mut self, last_tool: Option<&str>) {
-        self.phases.extend(phase_observations(
-            self.recorder.checkpoint(),
-            Phase::Idle,
-            last_tool.map(str::to_string),
-        ));
+        let observations = self.recorder.checkpoint();
+        let pins = self.recorder.take_pins();
+        for o in observations {
+            // What a thread or process an earlier call started did is that call's tool's,
+            // whichever tool came last.
+            let owner = started_by(&self.lingering, &o, &pins, &[])
+                .or_else(|| last_tool.map(str::to_string));
+            self.phases.push(PhaseObservation {
+                phase: Phase::Idle,
+                after_tool: owner,
+                observation: o,
+            });
+        }
     }
 
     async fn call(&mut self, tool: &str, label: &str, arguments: &Value) -> ObservedCall {
@@ -214,9 +256,33 @@ impl Host for ServerHost<'_, '_> {
             );
         }
         let observe_start = Instant::now();
-        let observations = self.recorder.checkpoint();
+        let mut observations = self.recorder.checkpoint();
         let pins = self.recorder.take_pins();
         let observe = observe_start.elapsed();
+        // What threads an earlier call left behind did in this window is that call's tool's
+        // (taken out of this call, judged as its late effect); this call gets no verdict from
+        // it. The threads this call started were added to `lingering` above under this call:
+        // leave them to the per-thread check below.
+        let mut kept = Vec::with_capacity(observations.len());
+        for o in observations.drain(..) {
+            let earlier = started_by(&self.lingering, &o, &pins, &woken_by_call).filter(|_| {
+                let own: Vec<u32> = pins
+                    .iter()
+                    .filter(|p| p.key.names(&o))
+                    .map(|p| p.tid)
+                    .collect();
+                own.iter().all(|t| lingering_tids.contains(t))
+            });
+            match earlier {
+                Some(owner) => self.phases.push(PhaseObservation {
+                    phase: Phase::Idle,
+                    after_tool: Some(owner),
+                    observation: o,
+                }),
+                None => kept.push(o),
+            }
+        }
+        let observations = kept;
         // Only writes and external network traffic can be evidence against a hint.
         let evidential = observations.iter().any(Observation::is_evidential);
         let rt_end = tree.map(|t| t.runtimes(self.skip)).unwrap_or_default();

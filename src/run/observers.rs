@@ -72,6 +72,7 @@ pub(super) fn build(
         inotify_observer.watch_overlay_uppers(&overlays);
         fs_observer.watch_overlays(overlays);
     }
+    let snapshot_gap = (fs_observer.gap_flag(), fs_observer.max_depth());
     let mut observers: Vec<Box<dyn crate::observe::Observer>> =
         vec![Box::new(fs_observer), Box::new(inotify_observer)];
     if config.sandbox.is_some() {
@@ -91,9 +92,10 @@ pub(super) fn build(
         // The scratch root itself is read-only inside (only its three directories are not).
         let mut read_only = read_only_tmp.clone();
         read_only.extend(scratch.root().map(|p| p.to_path_buf()));
-        observers.push(Box::new(AttemptObserver::new(
-            writable, read_only, resolver,
-        )));
+        observers.push(Box::new(
+            AttemptObserver::new(writable, read_only, resolver)
+                .seeing_snapshot_gaps(snapshot_gap.0, snapshot_gap.1),
+        ));
         observers.push(Box::new(
             crate::observe::net::NetObserver::new(config.observe_ports.clone())
                 .ignoring_harness_port(ctx.http_port),

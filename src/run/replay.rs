@@ -153,6 +153,11 @@ pub(super) enum Differential {
     NotTheTools,
 }
 
+/// How long a replay waits after its last call for the threads and processes its calls
+/// started (and that can still act on their own) to finish: a late effect is replayed only
+/// if the replay waits for it.
+pub(super) const REPLAY_LATE_WAIT: Duration = Duration::from_secs(30);
+
 /// The longest one replay may take.
 const MAX_REPLAY_TIME: Duration = Duration::from_secs(120);
 
@@ -236,9 +241,10 @@ impl<'a> Replays<'a> {
             purpose,
             outcome: match &replayed {
                 Some(r) => format!(
-                    "ran: {} kind(s) of effect seen, {} of them where the tool in question could not have done them",
+                    "ran: {} kind(s) of effect seen, {} of them where the tool in question could not have done them; after its last call it waited up to {} s for what its calls left running",
                     r.seen.len(),
-                    r.unprompted.len()
+                    r.unprompted.len(),
+                    REPLAY_LATE_WAIT.as_secs()
                 ),
                 None => "could not run: its server did not start".into(),
             },
@@ -433,6 +439,9 @@ pub(super) async fn replay_keys(
     cfg.transcript = None;
     cfg.settle = Duration::from_millis(300);
     cfg.settle_max = cfg.settle_max.max(Duration::from_secs(5));
+    // What the calls leave running (a timer, a sleeping thread) gets its time to act: the
+    // effect under question may be one it makes seconds after the call answered.
+    cfg.late_wait = cfg.late_wait.max(REPLAY_LATE_WAIT).min(time);
     let v = Box::pin(verify(&cfg, stop.clone(), subreaper)).await;
     let r = v.report;
     if r.server.start_error.is_some() {
@@ -824,6 +833,7 @@ mod tests {
             path: path.into(),
             target: None,
             denied: true,
+            beyond_snapshot: false,
             destructive: false,
             pid: 1,
             mechanism: Mechanism::Attempt,

@@ -90,15 +90,79 @@ pub type AttemptQueue = Arc<Mutex<Pending>>;
 
 /// Starts the recorder thread on `listener`; it ends when every process of the filter is gone.
 pub fn start(listener: OwnedFd) -> AttemptQueue {
+    start_with_locks(listener, LockPlaces::default())
+}
+
+/// Where a sandboxed server may take file locks (`flock`, `fcntl` locks): its own writable
+/// places, as the server names them. A lock elsewhere (on a system file, its package, a /tmp
+/// entry shown read-only) is on a file other sandboxes can see too, and would let two runs
+/// signal each other: it fails with `ENOLCK` and is reported as a refused call. With no places
+/// given, every lock is allowed.
+#[derive(Debug, Clone, Default)]
+pub struct LockPlaces {
+    /// The places the server owns (scratch directories, the sandbox's tmpfs, overlays).
+    pub own: Vec<std::path::PathBuf>,
+    /// Places inside `own` that are shared nevertheless (read-only /tmp entries).
+    pub shared: Vec<std::path::PathBuf>,
+}
+
+impl LockPlaces {
+    /// Whether a lock on the file at `path` (as the server's descriptor names it) is refused.
+    pub fn refuses(&self, path: &str) -> bool {
+        if self.own.is_empty() || !path.starts_with('/') {
+            // No policy, or not a file (a pipe, a socket, an anonymous inode).
+            return false;
+        }
+        let p = std::path::Path::new(path.trim_end_matches(" (deleted)"));
+        let own = self.own.iter().any(|o| p.starts_with(o));
+        !own || self.shared.iter().any(|s| p.starts_with(s))
+    }
+}
+
+/// [`start`], refusing locks outside `places`.
+pub fn start_with_locks(listener: OwnedFd, places: LockPlaces) -> AttemptQueue {
     let queue: AttemptQueue = Arc::new(Mutex::new(Pending::default()));
     let q = queue.clone();
     let _ = std::thread::Builder::new()
         .name("seccomp-recorder".into())
-        .spawn(move || run(listener, q));
+        .spawn(move || run(listener, q, places));
     queue
 }
 
-fn run(listener: OwnedFd, queue: AttemptQueue) {
+/// `LOCK_UN` of `flock` and `F_UNLCK` of `struct flock`'s `l_type`.
+const LOCK_UN: u64 = 8;
+const F_UNLCK: i16 = 2;
+
+/// The refusal of a lock on a file other sandboxes can see (see [`LockPlaces`]).
+fn lock_refusal(req: &libc::seccomp_notif, places: &LockPlaces) -> Option<super::seccomp::Refusal> {
+    let a = req.data.args;
+    let locks = match req.data.nr as i64 {
+        libc::SYS_flock => a[1] & LOCK_UN == 0,
+        libc::SYS_fcntl if super::seccomp::FCNTL_LOCKS.contains(&(a[1] as u32)) => {
+            // An unlock is never a signal: read `l_type`, the struct's first field.
+            let mem = File::open(format!("/proc/{}/mem", req.pid)).ok();
+            let l_type = mem
+                .and_then(|m| read_mem(&m, a[2], 2, false))
+                .filter(|b| b.len() == 2)
+                .map(|b| i16::from_ne_bytes([b[0], b[1]]));
+            l_type != Some(F_UNLCK)
+        }
+        _ => false,
+    };
+    if !locks {
+        return None;
+    }
+    let path = fd_link(req.pid, a[0] as i32)?;
+    places.refuses(&path).then(|| super::seccomp::Refusal {
+        errno: libc::ENOLCK,
+        what: format!(
+            "{}: a lock on {path}, a file other sandboxes can see too (a channel between runs)",
+            super::seccomp::name_of(req.data.nr)
+        ),
+    })
+}
+
+fn run(listener: OwnedFd, queue: AttemptQueue, places: LockPlaces) {
     let fd = listener.as_raw_fd();
     loop {
         // Wait for a notification, or for the end (no process left: POLLHUP).
@@ -131,7 +195,8 @@ fn run(listener: OwnedFd, queue: AttemptQueue) {
             continue;
         }
         // The registers cannot change under us: a refusal is decided before anything is read.
-        let refused = super::seccomp::refusal(req.data.nr as i64, &req.data.args);
+        let refused = super::seccomp::refusal(req.data.nr as i64, &req.data.args)
+            .or_else(|| lock_refusal(&req, &places));
         let decoded = match &refused {
             Some(r) => vec![AttemptKind::Refused {
                 what: r.what.clone(),

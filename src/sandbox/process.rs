@@ -297,6 +297,7 @@ impl ServerProcess {
         let registered = Registered::new(&child);
         drop(init_end);
         let authority = config.authority.clone();
+        let lock_places = lock_places(config);
         let reader = tokio::task::spawn_blocking(move || {
             let mut enforced = None;
             let mut network = None;
@@ -335,7 +336,9 @@ impl ServerProcess {
                     }
                     Ok(Some((ControlRecord::Enforced(e), mut fds))) => {
                         // Answer notifications at once: the server's own execve is one.
-                        let queue = fds.pop().map(super::notify::start);
+                        let queue = fds
+                            .pop()
+                            .map(|l| super::notify::start_with_locks(l, lock_places.clone()));
                         enforced = Some((e, queue, network.take(), connector.take()));
                     }
                     Ok(Some((ControlRecord::Failed(f), _))) => return Err(f),
@@ -623,6 +626,24 @@ fn reap_orphans(me: i32, server: Option<i32>, others: &std::collections::BTreeSe
                 let _ = rustix::process::waitpid(Some(p), WaitOptions::NOHANG);
             }
         }
+    }
+}
+
+/// Where the server of `config` may take file locks: its scratch directories (also where its
+/// HOME is shown), overlays and the sandbox's own tmpfs mounts, but for the /tmp entries shown
+/// read-only.
+fn lock_places(config: &SandboxConfig) -> super::notify::LockPlaces {
+    let mut own: Vec<PathBuf> = config
+        .writable
+        .iter()
+        .chain(&config.overlays)
+        .cloned()
+        .collect();
+    own.extend(config.home_inside.clone());
+    own.extend(["/tmp", "/var/tmp", "/dev/shm"].map(PathBuf::from));
+    super::notify::LockPlaces {
+        own,
+        shared: config.visible_tmp.clone(),
     }
 }
 

@@ -21,7 +21,8 @@
 //! `openat` with a write flag (tested in BPF, so read-only opens cost nothing), `openat2`,
 //! `creat`, `truncate`, `unlink(at)`, `rename(at, at2)`, `mkdir(at)`, `rmdir`, `link(at)`,
 //! `symlink(at)`, `mknod(at)`, `chmod`, `fchmodat`, `connect`, `bind`, `sendto` with an
-//! address, `sendmmsg`, and `execve(at)`. Everything else is allowed.
+//! address, `sendmmsg`, `execve(at)`, `flock` and the locking commands of `fcntl` (the harness
+//! refuses a lock on a file other sandboxes can see). Everything else is allowed.
 
 use serde::Serialize;
 
@@ -210,7 +211,13 @@ enum When {
     NonZero(u32),
     /// When the argument has a bit of the first mask and none of the second.
     FlagsInNotIn(u32, u32, u32),
+    /// When the argument (low word) is one of these values.
+    OneOf(u32, [u32; 4]),
 }
+
+/// The `fcntl` commands that take a lock: `F_SETLK`, `F_SETLKW`, `F_OFD_SETLK`,
+/// `F_OFD_SETLKW`.
+pub const FCNTL_LOCKS: [u32; 4] = [6, 7, 37, 38];
 
 /// The watched system calls of this architecture: (number, condition, name).
 pub fn watched() -> Vec<(u32, &'static str)> {
@@ -240,6 +247,9 @@ fn rules() -> Vec<(u32, When, &'static str)> {
         (libc::SYS_sendmmsg, When::Always, "sendmmsg"),
         (libc::SYS_execve, When::Always, "execve"),
         (libc::SYS_execveat, When::Always, "execveat"),
+        // Locks: on a file other sandboxes can see, a lock is a signal between runs.
+        (libc::SYS_flock, When::Always, "flock"),
+        (libc::SYS_fcntl, When::OneOf(1, FCNTL_LOCKS), "fcntl"),
         // A shared mapping of a file: writes through it change the file without any
         // notification, so the snapshot observer reads everything while one may exist.
         (
@@ -420,6 +430,15 @@ pub fn filter(notify: bool, single_exec: Option<u64>) -> Vec<Insn> {
                     p.push(jump(BPF_JSET_K, none, 1, 0));
                     p.push(ret(SECCOMP_RET_USER_NOTIF));
                     p.push(ret(SECCOMP_RET_ALLOW));
+                }
+                When::OneOf(arg, values) => {
+                    p.push(jump(BPF_JEQ_K, nr, 0, 7));
+                    p.push(stmt(BPF_LD_W_ABS, arg_low(arg)));
+                    for (i, v) in values.iter().enumerate() {
+                        p.push(jump(BPF_JEQ_K, *v, (4 - i) as u8, 0));
+                    }
+                    p.push(ret(SECCOMP_RET_ALLOW));
+                    p.push(ret(SECCOMP_RET_USER_NOTIF));
                 }
                 When::NonZero(arg) => {
                     // A 64-bit pointer is non-zero when either word is.
@@ -626,6 +645,22 @@ mod tests {
                 );
             }
             assert_eq!(run(&p, a, n(libc::SYS_connect), [0; 6]), watched);
+            let fcntl = n(libc::SYS_fcntl);
+            for cmd in FCNTL_LOCKS {
+                assert_eq!(
+                    run(&p, a, fcntl, [3, cmd as u64, 0, 0, 0, 0]),
+                    watched,
+                    "lock {cmd}"
+                );
+            }
+            for cmd in [1, 2, 3, 4, 5] {
+                assert_eq!(
+                    run(&p, a, fcntl, [3, cmd, 0, 0, 0, 0]),
+                    SECCOMP_RET_ALLOW,
+                    "fcntl {cmd}"
+                );
+            }
+            assert_eq!(run(&p, a, n(libc::SYS_flock), [3, 2, 0, 0, 0, 0]), watched);
             assert_eq!(run(&p, a, n(libc::SYS_execve), [0; 6]), watched);
             let sendto = n(libc::SYS_sendto);
             assert_eq!(

@@ -479,6 +479,16 @@ steps = [{{ action = "flock", path = {lock:?} }}]
 name = "own"
 annotations = {{ readOnlyHint = true }}
 steps = [{{ action = "read", path = {cfg:?} }}]
+
+[[tools]]
+name = "signal"
+annotations = {{ readOnlyHint = true }}
+steps = [{{ action = "flock", path = "/etc/passwd" }}, {{ action = "flock", path = {cfg:?} }}]
+
+[[tools]]
+name = "own_lock"
+annotations = {{ readOnlyHint = true }}
+steps = [{{ action = "flock", path = "notes.txt" }}]
 "#,
             server = server.display().to_string(),
             scenario = scenario.display().to_string(),
@@ -523,6 +533,28 @@ steps = [{{ action = "read", path = {cfg:?} }}]
         text_of("own").contains("home = /usr/bin"),
         "{}",
         text_of("own")
+    );
+    // A lock on a file other sandboxes can read too (a system file, its package) would be a
+    // signal between runs: refused and reported; a lock on its own workspace file is its own.
+    let signal = text_of("signal");
+    assert!(!signal.contains("locked"), "{signal}");
+    assert!(signal.contains("No locks available"), "{signal}");
+    assert!(
+        text_of("own_lock").contains("locked"),
+        "{}",
+        text_of("own_lock")
+    );
+    let evasion: Vec<&serde_json::Value> = report["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .filter(|f| f["audit"] == "sandbox-evasion" && f["tool"] == "signal")
+        .collect();
+    assert!(
+        evasion
+            .iter()
+            .any(|f| f.to_string().contains("a lock on /etc/passwd")),
+        "{evasion:?}"
     );
     let enforced = report["sandbox"]["enforced"].to_string();
     assert!(

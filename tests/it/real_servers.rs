@@ -315,7 +315,9 @@ fn server_filesystem_gets_a_verdict_for_every_tool() {
     assert_eq!(edit["calls"][0]["observations"][0]["kind"], "overwritten");
     let read = report_tool(&r, "read_text_file");
     let text = read["calls"][0]["detail"]["text"].as_str().unwrap_or("");
-    assert!(text.contains("hintcheck draft"), "{text}");
+    let words =
+        hintcheck::exercise::vocab::Vocabulary::of(r["settings"]["seed"].as_u64().expect("seed"));
+    assert!(text.contains(&format!("{} draft", words.title)), "{text}");
     // Every write tool shows its write.
     for name in ["write_file", "edit_file", "create_directory", "move_file"] {
         let t = tools.iter().find(|t| t["name"] == name).expect(name);

@@ -67,6 +67,8 @@ pub(crate) fn stage() -> &'static Stage {
             "python-pool-ticker",
             "static",
             "over-http",
+            "deep-tree",
+            "late-thread",
         ] {
             let src = repo().join("tests/fixtures").join(fixture);
             let dst = dir.join("fixtures").join(fixture);
@@ -1882,6 +1884,45 @@ as_root_and_unprivileged!(
     a_pool_moving_notes_to_random_names_is_caught_as_root,
     a_pool_moving_notes_to_random_names_is_caught_unprivileged,
     pool_trash_run
+);
+
+/// A write at the bottom of a chain of directories deeper than a snapshot walks, in a tree
+/// with more directories than change notification can watch (so every checkpoint walks the
+/// whole tree, and the walk stops at its depth): the write is still seen, by the system call
+/// that made it, and contradicts the tool's readOnlyHint firmly (issue 29, item 3b).
+fn deep_tree_run(who: As) {
+    let Some(report) = python_fixture_holds("deep-tree", who) else {
+        return;
+    };
+    let evidence = crate::util::first_evidence(&report, "deep_write", "readOnlyHint");
+    assert!(
+        evidence.contains("hidden.txt") && evidence.contains("where the snapshot cannot see"),
+        "{evidence}"
+    );
+}
+
+as_root_and_unprivileged!(
+    a_write_where_no_walk_goes_is_seen_as_root,
+    a_write_where_no_walk_goes_is_seen_unprivileged,
+    deep_tree_run
+);
+
+/// A thread a call left sleeping writes eight seconds later, while another tool's quiet child
+/// runs: the write is the first tool's (the thread its call started), confirmed by a replay
+/// of it alone that waits while the thread lives, and firm; the other tool gets nothing, not
+/// even an out-of-window warning (issue 29, item 3a).
+fn late_thread_run(who: As) {
+    let Some(report) = python_fixture_holds("late-thread", who) else {
+        return;
+    };
+    let evidence = crate::util::first_evidence(&report, "get_report", "readOnlyHint");
+    assert!(evidence.contains("confirmed by replay"), "{evidence}");
+}
+
+as_root_and_unprivileged!(
+    a_late_write_belongs_to_the_call_whose_thread_made_it_as_root,
+    a_late_write_belongs_to_the_call_whose_thread_made_it_unprivileged,
+    late_thread_run
 );
 
 fn stores_run(who: As) {

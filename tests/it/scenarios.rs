@@ -430,7 +430,7 @@ fn a_seeded_sqlite_database_is_found_and_queried_by_meaning() {
     assert!(
         query["calls"][0]["detail"]["text"]
             .as_str()
-            .is_some_and(|t| t.contains("alpha")),
+            .is_some_and(|t| t.contains("notebook")),
         "{}",
         query["calls"][0]
     );
