@@ -211,6 +211,11 @@ pub struct PhaseObservation {
     /// The tool whose call came last before it, for idle windows.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub after_tool: Option<String>,
+    /// The tool whose call started the threads or processes whose system calls did it, when
+    /// that is one tool (a timer a call left, or a pool worker it made and a later call
+    /// handed a job): replays ask it first, then `after_tool`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub started_by: Option<String>,
     /// What was seen.
     pub observation: Observation,
 }

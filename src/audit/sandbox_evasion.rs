@@ -117,6 +117,7 @@ mod tests {
             call(2, vec![refused("socket(AF_VSOCK)"), refused("setns")]),
         ];
         let phases = vec![PhaseObservation {
+            started_by: None,
             phase: Phase::Startup,
             after_tool: None,
             observation: refused("unshare(CLONE_NEWUSER)"),

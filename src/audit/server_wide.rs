@@ -147,6 +147,7 @@ mod tests {
         // A log in the workspace, made at start-up.
         let log = "$WORKSPACE/server.log";
         let startup = [PhaseObservation {
+            started_by: None,
             phase: Phase::Startup,
             after_tool: None,
             observation: file(log, FileEffectKind::Created),
@@ -161,6 +162,7 @@ mod tests {
     #[test]
     fn one_tools_own_file_is_not_the_servers_bookkeeping() {
         let startup = [PhaseObservation {
+            started_by: None,
             phase: Phase::Startup,
             after_tool: None,
             observation: file("$HOME/.cache/srv", FileEffectKind::Created),

@@ -78,13 +78,13 @@ impl ServerHost<'_, '_> {
 
 /// The tool whose call started the threads that did `o`, when the system calls behind it
 /// name only threads and processes one tool's calls started and that are still alive
-/// (`lingering`), none of them an idle worker another call woke (`woken`): a thread a call
-/// left sleeping (a timer, a delayed flush) acts for that call whenever it wakes.
+/// (`lingering`): a thread a call left sleeping (a timer, a delayed flush) acts for that call
+/// whenever it wakes, unless it is a pool worker a later call handed a job (which only a
+/// replay tells apart).
 fn started_by(
     lingering: &[(String, String, u32)],
     o: &Observation,
     pins: &[ThreadPin],
-    woken: &[u32],
 ) -> Option<String> {
     if !o.is_evidential() {
         return None;
@@ -94,7 +94,7 @@ fn started_by(
         .filter(|p| p.key.names(o))
         .map(|p| p.tid)
         .collect();
-    if tids.is_empty() || tids.iter().any(|t| woken.contains(t)) {
+    if tids.is_empty() {
         return None;
     }
     let mut owners = tids.iter().map(|tid| {
@@ -160,13 +160,14 @@ impl Host for ServerHost<'_, '_> {
         let observations = self.recorder.checkpoint();
         let pins = self.recorder.take_pins();
         for o in observations {
-            // What a thread or process an earlier call started did is that call's tool's,
-            // whichever tool came last.
-            let owner = started_by(&self.lingering, &o, &pins, &[])
-                .or_else(|| last_tool.map(str::to_string));
+            // The threads or processes an earlier call started may have done it (a timer it
+            // left, or a pool worker it made that a later call handed a job): replays ask that
+            // call's tool first, then the tool that came last.
             self.phases.push(PhaseObservation {
+                started_by: started_by(&self.lingering, &o, &pins)
+                    .filter(|t| Some(t.as_str()) != last_tool),
                 phase: Phase::Idle,
-                after_tool: owner,
+                after_tool: last_tool.map(str::to_string),
                 observation: o,
             });
         }
@@ -256,33 +257,9 @@ impl Host for ServerHost<'_, '_> {
             );
         }
         let observe_start = Instant::now();
-        let mut observations = self.recorder.checkpoint();
+        let observations = self.recorder.checkpoint();
         let pins = self.recorder.take_pins();
         let observe = observe_start.elapsed();
-        // What threads an earlier call left behind did in this window is that call's tool's
-        // (taken out of this call, judged as its late effect); this call gets no verdict from
-        // it. The threads this call started were added to `lingering` above under this call:
-        // leave them to the per-thread check below.
-        let mut kept = Vec::with_capacity(observations.len());
-        for o in observations.drain(..) {
-            let earlier = started_by(&self.lingering, &o, &pins, &woken_by_call).filter(|_| {
-                let own: Vec<u32> = pins
-                    .iter()
-                    .filter(|p| p.key.names(&o))
-                    .map(|p| p.tid)
-                    .collect();
-                own.iter().all(|t| lingering_tids.contains(t))
-            });
-            match earlier {
-                Some(owner) => self.phases.push(PhaseObservation {
-                    phase: Phase::Idle,
-                    after_tool: Some(owner),
-                    observation: o,
-                }),
-                None => kept.push(o),
-            }
-        }
-        let observations = kept;
         // Only writes and external network traffic can be evidence against a hint.
         let evidential = observations.iter().any(Observation::is_evidential);
         let rt_end = tree.map(|t| t.runtimes(self.skip)).unwrap_or_default();

@@ -734,6 +734,7 @@ fn phase_observations(
     observations
         .into_iter()
         .map(|observation| PhaseObservation {
+            started_by: None,
             phase,
             after_tool: after_tool.clone(),
             observation,

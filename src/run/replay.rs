@@ -139,6 +139,9 @@ pub(super) struct Replays<'a> {
     jobs: usize,
     /// What each replay was for and showed.
     pub(super) records: Vec<ReplayRecord>,
+    /// Tools whose threads did something after their calls: replays focused on them wait up
+    /// to [`REPLAY_LATE_WAIT`] for what their calls left running.
+    waiting: BTreeSet<String>,
 }
 
 /// How a differential replay judged an observation of a call.
@@ -178,6 +181,21 @@ impl<'a> Replays<'a> {
             deadline,
             jobs: 1,
             records: Vec::new(),
+            waiting: BTreeSet::new(),
+        }
+    }
+
+    /// Replays focused on `tools` wait for what their calls left running (see
+    /// [`REPLAY_LATE_WAIT`]).
+    pub(super) fn waiting_for(&mut self, tools: impl IntoIterator<Item = String>) {
+        self.waiting.extend(tools);
+    }
+
+    /// How long a replay focused on `focus` waits after its last call.
+    fn late_wait(&self, focus: Option<&str>) -> Duration {
+        match focus {
+            Some(f) if self.waiting.contains(f) => REPLAY_LATE_WAIT.max(self.config.late_wait),
+            _ => self.config.late_wait,
         }
     }
 
@@ -211,13 +229,26 @@ impl<'a> Replays<'a> {
         }
         let time = remaining.min(MAX_REPLAY_TIME);
         let (config, stop, subreaper) = (self.config, &self.stop, self.subreaper);
+        let waits: Vec<Duration> = todo
+            .iter()
+            .map(|((_, focus), _)| self.late_wait(focus.as_deref()))
+            .collect();
         let made: Vec<(Option<Replayed>, Duration)> =
-            futures_util::stream::iter(todo.iter().map(|((tools, focus), _)| async move {
-                let started = Instant::now();
-                let replayed =
-                    replay_keys(config, stop, subreaper, (tools, focus.as_deref()), time).await;
-                (replayed, started.elapsed())
-            }))
+            futures_util::stream::iter(todo.iter().zip(waits).map(
+                |(((tools, focus), _), wait)| async move {
+                    let started = Instant::now();
+                    let replayed = replay_keys(
+                        config,
+                        stop,
+                        subreaper,
+                        (tools, focus.as_deref()),
+                        time,
+                        wait,
+                    )
+                    .await;
+                    (replayed, started.elapsed())
+                },
+            ))
             .buffered(self.jobs)
             .collect()
             .await;
@@ -241,10 +272,10 @@ impl<'a> Replays<'a> {
             purpose,
             outcome: match &replayed {
                 Some(r) => format!(
-                    "ran: {} kind(s) of effect seen, {} of them where the tool in question could not have done them; after its last call it waited up to {} s for what its calls left running",
+                    "ran: {} kind(s) of effect seen, {} of them where the tool in question could not have done them; after its last call it waited up to {} ms for what its calls left running",
                     r.seen.len(),
                     r.unprompted.len(),
-                    REPLAY_LATE_WAIT.as_secs()
+                    self.late_wait(key.1.as_deref()).as_millis()
                 ),
                 None => "could not run: its server did not start".into(),
             },
@@ -284,6 +315,7 @@ impl<'a> Replays<'a> {
                 self.subreaper,
                 (tools, focus),
                 remaining.min(MAX_REPLAY_TIME),
+                self.late_wait(focus),
             )
             .await;
             self.record(key.clone(), purpose, replayed, started.elapsed());
@@ -428,6 +460,7 @@ pub(super) async fn replay_keys(
     subreaper: bool,
     (tools, focus): (&[String], Option<&str>),
     time: Duration,
+    late_wait: Duration,
 ) -> Option<Replayed> {
     let mut cfg = config.clone();
     cfg.run_timeout = time;
@@ -441,7 +474,7 @@ pub(super) async fn replay_keys(
     cfg.settle_max = cfg.settle_max.max(Duration::from_secs(5));
     // What the calls leave running (a timer, a sleeping thread) gets its time to act: the
     // effect under question may be one it makes seconds after the call answered.
-    cfg.late_wait = cfg.late_wait.max(REPLAY_LATE_WAIT).min(time);
+    cfg.late_wait = late_wait.min(time);
     let v = Box::pin(verify(&cfg, stop.clone(), subreaper)).await;
     let r = v.report;
     if r.server.start_error.is_some() {
@@ -513,6 +546,8 @@ pub(super) async fn replay_ambiguous(
 ) -> Vec<String> {
     let mut notes = Vec::new();
     let matters = Observation::is_evidential;
+    // Replays of the tools whose threads acted after their calls wait for them.
+    replays.waiting_for(phases.iter().filter_map(|p| p.started_by.clone()));
     // 1. Calls with uncertain windows keep what their own tool reproduces.
     let mut orphans: Vec<(Vec<String>, Observation)> = Vec::new();
     let uncertain: Vec<(usize, usize, Vec<String>)> = uncertain_calls(runs)
@@ -640,18 +675,24 @@ pub(super) async fn replay_ambiguous(
         call.observations = own;
     }
     // 2. Observations outside every call (or taken from one): find the tool that produces them.
-    let mut candidates: Vec<(Vec<String>, Observation)> = orphans;
+    // (the tools to ask, in order; the tool it is shown after when none did it; it)
+    let mut candidates: Vec<(Vec<String>, Option<String>, Observation)> = orphans
+        .into_iter()
+        .map(|(tools, o)| (tools.clone(), tools.first().cloned(), o))
+        .collect();
     let mut keep: Vec<PhaseObservation> = Vec::new();
     for p in phases.drain(..) {
         match (&p.phase, &p.after_tool) {
             (Phase::Idle, Some(t)) if matters(&p.observation) => {
-                candidates.push((vec![t.clone()], p.observation))
+                // The tool whose call started the threads that did it first, then the last.
+                let tools = p.started_by.iter().chain([t]).cloned().collect();
+                candidates.push((tools, Some(t.clone()), p.observation))
             }
             _ => keep.push(p),
         }
     }
     let mut attributed: BTreeMap<(String, String), Vec<String>> = BTreeMap::new();
-    for (tools, o) in candidates {
+    for (tools, after, o) in candidates {
         let mut placed = false;
         for t in &tools {
             let Some(i) = names.iter().position(|n| n == t) else {
@@ -695,8 +736,9 @@ pub(super) async fn replay_ambiguous(
         }
         if !placed {
             keep.push(PhaseObservation {
+                started_by: None,
                 phase: Phase::Idle,
-                after_tool: tools.first().cloned(),
+                after_tool: after,
                 observation: o,
             });
         }
@@ -814,6 +856,7 @@ pub(super) async fn first_call_initialisation(
     }
     for o in server {
         phases.push(PhaseObservation {
+            started_by: None,
             phase: Phase::FirstCall,
             after_tool: Some(names[tool].clone()),
             observation: o,

@@ -69,21 +69,9 @@ pub fn spawn(
         .stderr(stderr)
         .process_group(0);
     let init_fd = init_end.as_raw_fd();
-    // SAFETY: between fork and exec only async-signal-safe calls: dup2, or fcntl when the
-    // socket already is fd 3 (dup2 onto itself would keep close-on-exec set).
+    // SAFETY: the hook makes only async-signal-safe system calls (see onto_control_fd).
     unsafe {
-        cmd.pre_exec(move || {
-            let r = if init_fd == super::init::CONTROL_FD {
-                libc::fcntl(init_fd, libc::F_SETFD, 0)
-            } else {
-                libc::dup2(init_fd, super::init::CONTROL_FD)
-            };
-            if r < 0 {
-                Err(std::io::Error::last_os_error())
-            } else {
-                Ok(())
-            }
-        });
+        cmd.pre_exec(control::onto_control_fd(init_fd));
     }
     let mut child = cmd.spawn().map_err(|source| LaunchError::Spawn {
         program: "hintcheck (sandbox init)".into(),

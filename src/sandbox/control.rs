@@ -4,6 +4,8 @@
 //! errno; the harness reads until the socket closes, which happens when the server's `execve`
 //! closes the last (close-on-exec) copy.
 
+#![allow(unsafe_code)]
+
 use std::io::{IoSlice, IoSliceMut};
 use std::mem::MaybeUninit;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
@@ -109,6 +111,28 @@ pub fn recv(socket: BorrowedFd<'_>) -> std::io::Result<Option<(ControlRecord, Ve
     let record = serde_json::from_slice(&buf[..msg.bytes.min(buf.len())])
         .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
     Ok(Some((record, fds)))
+}
+
+/// What the child that becomes the sandbox's init does between `fork` and `exec`: it puts
+/// its end of the control socket, `init_fd`, on [`super::init::CONTROL_FD`] without
+/// close-on-exec (`dup2`, or `fcntl` when it already is that descriptor: `dup2` onto itself
+/// would keep close-on-exec set). Async-signal-safe: two system calls, no allocation.
+pub fn onto_control_fd(init_fd: std::os::fd::RawFd) -> impl FnMut() -> std::io::Result<()> {
+    move || {
+        // SAFETY: plain system calls on descriptor numbers, in the forked child.
+        let r = unsafe {
+            if init_fd == super::init::CONTROL_FD {
+                libc::fcntl(init_fd, libc::F_SETFD, 0)
+            } else {
+                libc::dup2(init_fd, super::init::CONTROL_FD)
+            }
+        };
+        if r < 0 {
+            Err(std::io::Error::last_os_error())
+        } else {
+            Ok(())
+        }
+    }
 }
 
 /// Borrows an owned descriptor (a convenience for callers holding `OwnedFd`s).

@@ -61,6 +61,20 @@ fn memory_does_not_grow_with_the_number_of_calls_beyond_the_report() {
 #[test]
 fn a_limit_that_cut_the_run_short_is_named_with_its_flag() {
     use crate::util::{repo, run};
+    let verify_json = |scenario: &str| {
+        run(
+            &[
+                "verify",
+                "--scenario",
+                scenario,
+                "--format",
+                "json",
+                "--no-progress",
+            ],
+            &[],
+            Duration::from_secs(120),
+        )
+    };
     for (fixture, limit, flag) in [
         ("line", "the line cap (4096 bytes)", "--max-line-bytes"),
         (
@@ -71,18 +85,7 @@ fn a_limit_that_cut_the_run_short_is_named_with_its_flag() {
     ] {
         let scenario = repo().join("tests/fixtures/limits").join(fixture);
         let scenario = scenario.display().to_string();
-        let o = run(
-            &[
-                "verify",
-                "--scenario",
-                &scenario,
-                "--format",
-                "json",
-                "--no-progress",
-            ],
-            &[],
-            Duration::from_secs(120),
-        );
+        let o = verify_json(&scenario);
         // The listing: the server may still be building it when `initialize` waits (exit
         // 3), or when `tools/list` does (exit 4).
         assert!(
@@ -124,19 +127,7 @@ fn a_limit_that_cut_the_run_short_is_named_with_its_flag() {
         );
     }
     // Over HTTP: a head larger than the message cap.
-    let scenario = repo().join("scenarios/hostile-http").display().to_string();
-    let o = run(
-        &[
-            "verify",
-            "--scenario",
-            &scenario,
-            "--format",
-            "json",
-            "--no-progress",
-        ],
-        &[],
-        Duration::from_secs(120),
-    );
+    let o = verify_json(&repo().join("scenarios/hostile-http").display().to_string());
     let hits = o.json()["limits_hit"].clone();
     assert!(
         hits.as_array().is_some_and(|h| h.iter().any(|h| h["limit"]

@@ -306,11 +306,9 @@ fn source_builds_run_confined_unprivileged() {
     source_builds_run_confined(As::Unprivileged);
 }
 
-/// Items that are not a registry name and version never reach an installer: each is refused
-/// before anything runs, naming the item (a source tree pip would build from the working
-/// directory, options pip would read, a tarball npm would install).
-#[test]
-fn setup_items_that_are_not_a_name_and_version_are_refused() {
+/// A working directory holding `pkgs/src`, a source tree whose `setup.py` leaves the returned
+/// marker when something builds it.
+fn local_source_tree() -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().expect("tmp");
     let marker = dir.path().join("MARKER");
     let src = dir.path().join("pkgs/src");
@@ -323,6 +321,15 @@ fn setup_items_that_are_not_a_name_and_version_are_refused() {
         ),
     )
     .expect("setup.py");
+    (dir, marker)
+}
+
+/// Items that are not a registry name and version never reach an installer: each is refused
+/// before anything runs, naming the item (a source tree pip would build from the working
+/// directory, options pip would read, a tarball npm would install).
+#[test]
+fn setup_items_that_are_not_a_name_and_version_are_refused() {
+    let (dir, marker) = local_source_tree();
     std::fs::write(dir.path().join("x-1.0.0.tgz"), "not a tarball").expect("tgz");
     let cases = [
         ("pip", "pkgs/src==1"),
@@ -374,18 +381,7 @@ fn setup_items_that_are_not_a_name_and_version_are_refused() {
 /// directory.
 #[test]
 fn registry_identifiers_that_are_paths_are_skipped() {
-    let dir = tempfile::tempdir().expect("tmp");
-    let marker = dir.path().join("MARKER");
-    let src = dir.path().join("pkgs/src");
-    std::fs::create_dir_all(&src).expect("mkdir");
-    std::fs::write(
-        src.join("setup.py"),
-        format!(
-            "open({:?}, 'w').write('built')\n",
-            marker.display().to_string()
-        ),
-    )
-    .expect("setup.py");
+    let (dir, marker) = local_source_tree();
     let page = serde_json::json!({"servers": [
         {"server": {"name": "io.example/path", "version": "1", "packages": [
             {"registryType": "pypi", "identifier": "pkgs/src", "version": "1",
