@@ -44,6 +44,9 @@ struct Fake {
     /// Never answer server/discover.
     #[serde(default)]
     ignore_discover: bool,
+    /// Answer the first server/discover this late (a server still starting), and refuse
+    /// initialize as the Python SDK does when it serves the modern protocol (-32022).
+    discover_delay_ms: Option<u64>,
     /// Never answer initialize.
     #[serde(default)]
     never_answer_initialize: bool,
@@ -361,6 +364,8 @@ struct Server {
     next_request: i64,
     /// Lines read while waiting for the client's answer, handled afterwards.
     queued: std::collections::VecDeque<String>,
+    /// Started slowly (`discover_delay_ms`): a modern server then refuses initialize.
+    slow_start: bool,
 }
 
 impl Server {
@@ -429,7 +434,9 @@ fn serve(path: &Path, http_port: Option<u16>) {
             (Box::new(std::io::stdout()), Box::new(stdin.lock().lines()))
         }
     };
+    let slow_start = file.fake.discover_delay_ms.is_some();
     let mut s = Server {
+        slow_start,
         file,
         out,
         lines,
@@ -473,6 +480,9 @@ fn serve(path: &Path, http_port: Option<u16>) {
                 if s.file.fake.ignore_discover {
                     continue;
                 }
+                if let Some(ms) = s.file.fake.discover_delay_ms.take() {
+                    std::thread::sleep(Duration::from_millis(ms));
+                }
                 if era == "legacy" {
                     s.error(&id, -32601, "Method not found");
                 } else {
@@ -491,6 +501,14 @@ fn serve(path: &Path, http_port: Option<u16>) {
             }
             "initialize" => {
                 if s.file.fake.never_answer_initialize {
+                    continue;
+                }
+                if era == "modern" && s.slow_start {
+                    s.error(
+                        &id,
+                        -32022,
+                        "connection is serving the 2026-07-28 protocol; the initialize handshake is not accepted",
+                    );
                     continue;
                 }
                 if era == "modern" {

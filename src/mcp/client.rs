@@ -756,6 +756,21 @@ async fn handshake(
                 within: options.handshake_timeout,
             })
         }
+        // A server that refuses initialize because it serves the modern protocol was only
+        // slow to answer the probe (a Python server starting on a loaded machine): it is asked
+        // again, with the rest of the greeting's time.
+        Err(HandshakeError::Refused { code: -32022, .. })
+            if options.era == EraChoice::Auto && asked.contains(&"server/discover") =>
+        {
+            // Slowness is no protocol fault: the transcript shows both probes.
+            match discover(session, options, left(), MODERN_VERSION).await {
+                Ok(identity) => Ok(identity),
+                Err(_) => Err(HandshakeError::Unusable {
+                    method: "server/discover",
+                    why: "the server refused initialize as not its protocol, and then gave no usable answer to server/discover either".into(),
+                }),
+            }
+        }
         other => other,
     }
 }
