@@ -482,12 +482,18 @@ impl Inputs<'_> {
     }
 }
 
-/// The part of a value that names a path of the machine running the scan (absolute, or in a
-/// home through `~`), also after `=`, `:` or `,` (`--root=/home/x`, `a:/etc`).
+/// The part of a value that names a path of the machine running the scan (absolute, `//…`
+/// included, or in a home through `~`), also after `=`, `:`, `,` or a space (`--root=/home/x`,
+/// `a:/etc`), and a `file:` URL. Other URLs (`https://host/path`) name no local path.
 fn host_path(value: &str) -> Option<&str> {
-    value
-        .split(['=', ':', ',', ' '])
-        .find(|part| part.starts_with('/') && !part.starts_with("//") || part.starts_with('~'))
+    value.split(['=', ',', ' ']).find_map(|token| {
+        if let Some((scheme, _)) = token.split_once("://") {
+            return scheme.eq_ignore_ascii_case("file").then_some(token);
+        }
+        token
+            .split(':')
+            .find(|part| part.starts_with('/') || part.starts_with('~'))
+    })
 }
 
 /// An environment variable name a server can be given.
@@ -651,9 +657,13 @@ mod tests {
         };
         for value in [
             "/home/alice/.ssh",
+            "//home/alice/.ssh",
+            "--x=//var/lib/secret",
             "--root=/root",
             "~/.aws",
             "a,/etc/shadow",
+            "file:///etc/passwd",
+            "db:/var/lib/x",
         ] {
             let e =
                 with(json!([{"type": "positional", "value": value}]), json!([])).expect_err(value);

@@ -129,30 +129,22 @@ pub fn start_with_locks(listener: OwnedFd, places: LockPlaces) -> AttemptQueue {
     queue
 }
 
-/// `LOCK_UN` of `flock` and `F_UNLCK` of `struct flock`'s `l_type`.
-const LOCK_UN: u64 = 8;
-const F_UNLCK: i16 = 2;
-
-/// The refusal of a lock on a file other sandboxes can see (see [`LockPlaces`]).
+/// The refusal of a lock on a file other sandboxes can see (see [`LockPlaces`]), decided
+/// from the descriptor's file alone: an unlock there is refused too (it undoes nothing the
+/// server could have done), so nothing the server can change in its memory after the check
+/// matters; a descriptor whose file cannot be read is refused. A thread that swaps the
+/// descriptor (`dup2`) between this check and the call can still race it.
 fn lock_refusal(req: &libc::seccomp_notif, places: &LockPlaces) -> Option<super::seccomp::Refusal> {
     let a = req.data.args;
     let locks = match req.data.nr as i64 {
-        libc::SYS_flock => a[1] & LOCK_UN == 0,
-        libc::SYS_fcntl if super::seccomp::FCNTL_LOCKS.contains(&(a[1] as u32)) => {
-            // An unlock is never a signal: read `l_type`, the struct's first field.
-            let mem = File::open(format!("/proc/{}/mem", req.pid)).ok();
-            let l_type = mem
-                .and_then(|m| read_mem(&m, a[2], 2, false))
-                .filter(|b| b.len() == 2)
-                .map(|b| i16::from_ne_bytes([b[0], b[1]]));
-            l_type != Some(F_UNLCK)
-        }
+        libc::SYS_flock => true,
+        libc::SYS_fcntl => super::seccomp::FCNTL_LOCKS.contains(&(a[1] as u32)),
         _ => false,
     };
-    if !locks {
+    if !locks || places.own.is_empty() {
         return None;
     }
-    let path = fd_link(req.pid, a[0] as i32)?;
+    let path = fd_link(req.pid, a[0] as i32).unwrap_or_else(|| "/(unreadable)".into());
     places.refuses(&path).then(|| super::seccomp::Refusal {
         errno: libc::ENOLCK,
         what: format!(
@@ -194,7 +186,8 @@ fn run(listener: OwnedFd, queue: AttemptQueue, places: LockPlaces) {
             // ENOENT: the target died before we read it; EINTR: retry.
             continue;
         }
-        // The registers cannot change under us: a refusal is decided before anything is read.
+        // The registers cannot change under us: a refusal is decided from them (and, for a
+        // lock, from the file its descriptor names) before anything is decoded.
         let refused = super::seccomp::refusal(req.data.nr as i64, &req.data.args)
             .or_else(|| lock_refusal(&req, &places));
         let decoded = match &refused {

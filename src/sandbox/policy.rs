@@ -501,8 +501,9 @@ fn shebang(program: &Path) -> Option<PathBuf> {
 /// directories, the sandbox's own `/proc`, `/run` and tmpfs mounts, the devices a runtime
 /// opens and the parts of `/sys` runtimes size themselves by. Not `/var`, `/srv`, `/opt`,
 /// `/mnt`, `/media` or the homes: a server reads there only what it runs on or what the user
-/// exposes.
-pub const SYSTEM_READABLE: [&str; 25] = [
+/// exposes. Not the terminals either (`/dev/pts` is the host's: reading another terminal of
+/// the invoking user would show its keystrokes; the server has no controlling terminal).
+pub const SYSTEM_READABLE: [&str; 22] = [
     "/usr",
     "/bin",
     "/sbin",
@@ -524,9 +525,6 @@ pub const SYSTEM_READABLE: [&str; 25] = [
     "/dev/full",
     "/dev/random",
     "/dev/urandom",
-    "/dev/tty",
-    "/dev/pts",
-    "/dev/ptmx",
     "/dev/shm",
 ];
 

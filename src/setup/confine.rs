@@ -65,7 +65,13 @@ pub struct Installer {
     /// Whether it may start other programs (venv creation runs pip through ensurepip; a
     /// source build runs its backend). Package installs without source builds may not.
     pub may_exec: bool,
+    /// Whether it may run package code (a source build with `allow_source_builds`): then it
+    /// runs confined or not at all.
+    pub builds: bool,
 }
+
+/// Why an installer that may build packages from source does not run unconfined.
+const NO_UNCONFINED_BUILDS: &str = "allow_source_builds lets a package's own code run, which happens only inside the installers' sandbox";
 
 /// An installer that was started: the process and what must outlive it.
 pub(super) struct Started {
@@ -205,13 +211,19 @@ pub(super) fn start(
         output: e.to_string(),
     };
     let Some(level) = confinement.level else {
+        if installer.builds {
+            return Err(SetupError::Confinement {
+                what: installer.what.clone(),
+                why: format!("{NO_UNCONFINED_BUILDS}, and the sandbox is off"),
+            });
+        }
         let (out, err) = output(stdout).map_err(io)?;
         return start_plain(installer, out, err, "the sandbox is off (--sandbox off)");
     };
     let (out, err) = output(stdout).map_err(io)?;
     match start_confined(installer, confinement, level, out, err) {
         Ok(started) => Ok(started),
-        Err(Refused { why, .. }) if level == SandboxLevel::BestEffort => {
+        Err(Refused { why, .. }) if level == SandboxLevel::BestEffort && !installer.builds => {
             let (out, err) = output(stdout).map_err(io)?;
             start_plain(
                 installer,
@@ -326,7 +338,15 @@ fn start_confined(
         readable: Some(readable),
         single_exec: !installer.may_exec,
     };
-    match crate::sandbox::confined::spawn(&config, confinement.exe.as_deref(), stdout, stderr) {
+    let spawned =
+        crate::sandbox::confined::spawn(&config, confinement.exe.as_deref(), stdout, stderr);
+    if spawned.is_err() && run_as.is_some() {
+        // Handed to the installer's uid above: root's again, whatever runs next.
+        for dir in &installer.writable {
+            let _ = crate::sandbox::scratch::chown_tree(dir, 0, 0, 0);
+        }
+    }
+    match spawned {
         Ok(c) => Ok(Started {
             child: c.child,
             scratch: Some(scratch),

@@ -866,6 +866,7 @@ pub fn ensure(
                         // ensurepip installs pip with a pip of its own: the Python's own
                         // bundled wheels, no package of the scenario.
                         may_exec: true,
+                        builds: false,
                     },
                     limits,
                 )?;
@@ -896,6 +897,7 @@ pub fn ensure(
                     args,
                     writable: vec![dir.to_path_buf()],
                     may_exec: source_builds,
+                    builds: source_builds,
                 },
                 limits,
             )
@@ -957,6 +959,7 @@ fn run_npm(
             args: all,
             writable,
             may_exec: limits.confinement.allow_source_builds,
+            builds: limits.confinement.allow_source_builds,
         },
         limits,
         stdout,

@@ -23,9 +23,12 @@ use std::fmt::Write;
 pub fn is_hazardous(c: char) -> bool {
     c.is_control()
         || matches!(c,
-            '\u{061c}'                     // Arabic letter mark (bidi)
+            '\u{00ad}'                     // soft hyphen (invisible)
+            | '\u{034f}'                   // combining grapheme joiner (invisible)
+            | '\u{061c}'                   // Arabic letter mark (bidi)
             | '\u{115f}' | '\u{1160}'      // Hangul fillers (blank)
-            | '\u{180e}'                   // Mongolian vowel separator (invisible)
+            | '\u{180b}'..='\u{180e}'      // Mongolian variation selectors and separator
+            | '\u{fe00}'..='\u{fe0f}'      // variation selectors (hide text)
             | '\u{200b}'..='\u{200f}'      // zero-width space, joiners, LRM, RLM
             | '\u{2028}' | '\u{2029}'      // line and paragraph separators
             | '\u{202a}'..='\u{202e}'      // bidi embeddings and overrides
@@ -35,6 +38,7 @@ pub fn is_hazardous(c: char) -> bool {
             | '\u{feff}'                   // zero-width no-break space (BOM)
             | '\u{fff9}'..='\u{fffb}'      // interlinear annotations
             | '\u{e0000}'..='\u{e007f}'    // tag characters
+            | '\u{e0100}'..='\u{e01ef}'    // variation selectors supplement (hide text)
         )
 }
 
@@ -166,7 +170,7 @@ mod tests {
         "admin\u{202e}txt.exe",             // right-to-left override
         "a\u{2066}b\u{2069}c\u{200b}d\u{feff}", // isolates, zero-width
         "line\u{2028}break\rcarriage",      // separators and CR
-        "tag\u{e0041}\u{e0042}s",           // invisible tag characters
+        "tag\u{e0041}\u{e0042}s\u{fe01}\u{e0105}", // tag characters, variation selectors
         "del\x7fbell\x07nul\0",             // DEL, BEL, NUL
     ];
 

@@ -279,6 +279,29 @@ fn source_builds_run_confined(who: As) {
         assert!(seen.contains("token=(none)"), "{package}: {seen}");
     }
     assert!(!marker.exists(), "a source build wrote on the host");
+    // Without the installers' sandbox, a source build is refused, not run on the host (a
+    // cache of its own: the package is installed in the other one).
+    let fresh = work_dir(&format!("unconfined-{who:?}"));
+    let s = scenario(
+        &fresh,
+        "unconfined",
+        r#"pip = ["evilsdist==1.0"]"#,
+        PYTHON_SERVER,
+    );
+    let o = verify(
+        who,
+        &fresh,
+        &s,
+        &registry,
+        &["--allow-source-builds", "--no-sandbox"],
+    );
+    assert_eq!(o.code, 3, "{}", o.stderr);
+    assert!(
+        o.stderr.contains("only inside the installers' sandbox"),
+        "{}",
+        o.stderr
+    );
+    assert!(!marker.exists(), "a source build wrote on the host");
     if is_root() {
         // Installed under a uid of their own, the files are root's again.
         let venvs = dir.join("cache/venv");
