@@ -7,7 +7,7 @@
 
 #![allow(unsafe_code)]
 
-use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd};
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -39,28 +39,12 @@ pub fn spawn(
     stdout: Stdio,
     stderr: Stdio,
 ) -> Result<Confined, LaunchError> {
-    let opened;
-    let exe: &OwnedFd = match exe {
-        None => super::process::self_exe()?,
-        Some(path) => {
-            opened = super::process::open_exe(path).map_err(|e| LaunchError::NotFound {
-                program: path.display().to_string(),
-                detail: format!("the sandbox executable cannot be opened: {e}"),
-            })?;
-            &opened
-        }
-    };
-    let step_err = |step: &str, e: std::io::Error| {
-        LaunchError::Sandbox(StepFailure {
-            step: step.into(),
-            errno: e.raw_os_error(),
-            message: e.to_string(),
-        })
-    };
+    let exe = super::process::InitExe::open(exe)?;
+    let step_err = super::process::step_error;
     let (host_end, init_end) = control::pair().map_err(|e| step_err("socketpair", e))?;
     let json =
         serde_json::to_string(config).map_err(|e| step_err("config", std::io::Error::other(e)))?;
-    let mut cmd = Command::new(format!("/proc/self/fd/{}", exe.as_raw_fd()));
+    let mut cmd = Command::new(exe.path());
     cmd.arg0(super::init::INIT_ARGV0)
         .env_clear()
         .env(CONFIG_ENV, json)

@@ -52,6 +52,48 @@ pub fn self_exe() -> Result<&'static OwnedFd, LaunchError> {
         })
 }
 
+/// The hintcheck binary a sandbox's init runs as: this very executable (opened once), or the
+/// one a library user names (a test binary is not hintcheck).
+pub(crate) enum InitExe {
+    /// [`self_exe`].
+    Shared(&'static OwnedFd),
+    /// A binary named by the caller.
+    Opened(OwnedFd),
+}
+
+impl InitExe {
+    /// This executable, or the binary at `path`.
+    pub(crate) fn open(path: Option<&Path>) -> Result<InitExe, LaunchError> {
+        match path {
+            None => self_exe().map(InitExe::Shared),
+            Some(path) => open_exe(path)
+                .map(InitExe::Opened)
+                .map_err(|e| LaunchError::NotFound {
+                    program: path.display().to_string(),
+                    detail: format!("the sandbox executable cannot be opened: {e}"),
+                }),
+        }
+    }
+
+    /// The path that executes it (through its descriptor).
+    pub(crate) fn path(&self) -> String {
+        let fd = match self {
+            InitExe::Shared(fd) => fd.as_raw_fd(),
+            InitExe::Opened(fd) => fd.as_raw_fd(),
+        };
+        format!("/proc/self/fd/{fd}")
+    }
+}
+
+/// A step of starting a sandbox that failed in the harness, as a launch error.
+pub(crate) fn step_error(step: &str, e: std::io::Error) -> LaunchError {
+    LaunchError::Sandbox(StepFailure {
+        step: step.into(),
+        errno: e.raw_os_error(),
+        message: e.to_string(),
+    })
+}
+
 /// Environment variable carried by every process of a run, to find stragglers.
 pub const RUN_MARKER: &str = "HINTCHECK_RUN_ID";
 
@@ -239,28 +281,12 @@ impl ServerProcess {
         config: &SandboxConfig,
         exe_override: Option<&Path>,
     ) -> Result<Sandboxed, LaunchError> {
-        let opened;
-        let exe: &OwnedFd = match exe_override {
-            None => self_exe()?,
-            Some(path) => {
-                opened = open_exe(path).map_err(|e| LaunchError::NotFound {
-                    program: path.display().to_string(),
-                    detail: format!("the sandbox executable cannot be opened: {e}"),
-                })?;
-                &opened
-            }
-        };
-        let sandbox_err = |step: &str, e: std::io::Error| {
-            LaunchError::Sandbox(StepFailure {
-                step: step.into(),
-                errno: e.raw_os_error(),
-                message: e.to_string(),
-            })
-        };
+        let exe = InitExe::open(exe_override)?;
+        let sandbox_err = step_error;
         let (host_end, init_end) = control::pair().map_err(|e| sandbox_err("socketpair", e))?;
         let json = serde_json::to_string(config)
             .map_err(|e| sandbox_err("config", std::io::Error::other(e)))?;
-        let mut cmd = Command::new(format!("/proc/self/fd/{}", exe.as_raw_fd()));
+        let mut cmd = Command::new(exe.path());
         // PID 1 of the sandbox is a fork of this process: its command line is all the server
         // can read of it, and it must look like any container's init.
         cmd.arg0(super::init::INIT_ARGV0)
