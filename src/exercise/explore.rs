@@ -418,6 +418,7 @@ impl<'a> Explorer<'a> {
         let mut errors_seen: Vec<String> = Vec::new();
         let mut number = 1;
         let mut attempt = 1;
+        let mut retried_after_death = false;
         while number <= self.config.repeat {
             if let Some(why) = host.must_stop() {
                 self.partial.get_or_insert(why);
@@ -472,6 +473,25 @@ impl<'a> Explorer<'a> {
             }
             if broken || interrupted {
                 host.discard(self.last_tool.as_deref()).await;
+                // A server found dead at a tool's first call may have been dying before it
+                // (it stopped listening after the call before, a background thread crashed
+                // it): the same call once more on a fresh server tells that from a tool that
+                // kills it.
+                if !interrupted
+                    && number == 1
+                    && !retried_after_death
+                    && matches!(outcome, CallOutcome::ServerDied)
+                {
+                    retried_after_death = true;
+                    self.runs[i].synthesis_notes.push(
+                        "the server died at its first call: the call was made once more on a \
+                         fresh server"
+                            .into(),
+                    );
+                    candidates.insert(attempt, arguments);
+                    attempt += 1;
+                    continue;
+                }
                 break;
             }
             let mut retry_same = false;
@@ -1271,6 +1291,15 @@ mod tests {
         async fn call(&mut self, tool: &str, _label: &str, arguments: &Value) -> ObservedCall {
             self.log.push((tool.to_string(), arguments.clone()));
             let result = (self.answer)(tool, arguments);
+            // `null`: the server was found dead.
+            if result.is_null() {
+                return ObservedCall {
+                    record: CallRecord::bare(arguments, CallOutcome::ServerDied),
+                    result: None,
+                    broken: true,
+                    interrupted: false,
+                };
+            }
             let text = result["content"][0]["text"]
                 .as_str()
                 .unwrap_or("")
@@ -1333,6 +1362,52 @@ mod tests {
 
     fn text(t: &str, error: bool) -> Value {
         json!({"content": [{"type": "text", "text": t}], "isError": error})
+    }
+
+    #[test]
+    fn a_server_found_dead_at_a_first_call_is_given_that_call_once_more() {
+        let tools = tools_of(&[
+            json!({"name": "stop_listening", "annotations": {"readOnlyHint": true}}),
+            json!({"name": "after", "annotations": {"readOnlyHint": true}}),
+            json!({"name": "crash", "annotations": {"readOnlyHint": true}}),
+        ]);
+        let config = plain_config();
+        let dir = tempfile::tempdir().expect("tempdir");
+        // The first tool's call leaves the server dying; the next call finds it dead, and a
+        // fresh server answers it. `crash` kills every server it is called on.
+        let mut dying = false;
+        let mut host = ScriptedHost {
+            answer: |tool: &str, _: &Value| match tool {
+                "stop_listening" => {
+                    dying = true;
+                    text("bye", false)
+                }
+                "after" if std::mem::take(&mut dying) => Value::Null,
+                "crash" => Value::Null,
+                _ => text("fine", false),
+            },
+            log: Vec::new(),
+        };
+        let explored = explore(&tools, &config, dir.path(), &mut host);
+        let labels = |i: usize| -> Vec<&str> {
+            explored.runs[i]
+                .calls
+                .iter()
+                .map(|c| c.outcome.label())
+                .collect()
+        };
+        assert_eq!(labels(1), ["server died", "ok", "ok"], "{:?}", host.log);
+        assert!(explored.runs[1].succeeded());
+        assert!(
+            explored.runs[1]
+                .synthesis_notes
+                .iter()
+                .any(|n| n.contains("once more on a fresh server")),
+            "{:?}",
+            explored.runs[1].synthesis_notes
+        );
+        // Twice is the tool's own: no third try.
+        assert_eq!(labels(2), ["server died", "server died"]);
     }
 
     #[test]

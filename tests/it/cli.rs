@@ -319,7 +319,7 @@ fn output_file_transcript_and_no_leftovers() {
     assert!(out.stdout.is_empty());
     let r: serde_json::Value =
         serde_json::from_slice(&std::fs::read(&report).expect("report")).expect("json");
-    assert_eq!(r["server"]["restarts"], 2);
+    assert_eq!(r["server"]["restarts"], 3);
     let lines = std::fs::read_to_string(&transcript).expect("transcript");
     assert!(lines.lines().count() > 10);
     for l in lines.lines() {
