@@ -203,6 +203,12 @@ pub struct VerifyArgs {
     /// server stops: their late writes and traffic are then attributed by replay [default: 5s].
     #[arg(long, value_name = "DURATION")]
     pub late_wait: Option<String>,
+    /// After the greeting (and after every restart), the longest wait for the server's
+    /// start-up activity to settle before the first call: it has settled after 100 ms without
+    /// any file or network activity, and what it did until then is start-up work, not the
+    /// first tool's [default: 2s; 0s: no wait].
+    #[arg(long, value_name = "DURATION")]
+    pub startup_quiet: Option<String>,
     /// Set an environment variable for the server (K=V; `{workspace}`, `{home}`, `{tmp}` are
     /// replaced), or pass one from hintcheck's own environment (K).
     #[arg(long = "env", value_name = "K=V")]

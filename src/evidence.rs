@@ -46,6 +46,10 @@ pub struct CallRecord {
     /// calls behind it name them): other threads that ran did not do it.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub pinned_on_own_threads: bool,
+    /// Every piece of evidence of this window was made by the call's own threads, whatever
+    /// else ran (see `pinned_on_own_threads`, which is kept only where it ruled something out).
+    #[serde(skip)]
+    pub own_threads_did_it: bool,
     /// Observations of this call that a replay of the tool alone, on a fresh server,
     /// reproduced (attribution confirmed), as descriptions.
     pub confirmed_by_replay: Vec<String>,
@@ -84,6 +88,7 @@ impl CallRecord {
             concurrent_with: Vec::new(),
             categories: Default::default(),
             pinned_on_own_threads: false,
+            own_threads_did_it: false,
             concurrent_tools: Vec::new(),
             background_ran: false,
             confirmed_by_replay: Vec::new(),
@@ -91,6 +96,17 @@ impl CallRecord {
             pooled: Default::default(),
             prerequisite_for: None,
         }
+    }
+
+    /// Whether observation `o` of this call may count against a hint. Verdicts rest on calls
+    /// that succeeded; what a failed call's window showed counts only once it is shown to be
+    /// the tool's: the call's own threads did it, or a replay of the tool alone on a fresh
+    /// server did it again (a tool that writes even when it fails is still a writer). The
+    /// rest stays an observation of the call.
+    pub fn counts(&self, o: &Observation) -> bool {
+        self.outcome.is_success()
+            || self.own_threads_did_it
+            || self.confirmed_by_replay.contains(&o.describe())
     }
 
     /// A short label: `call 1`, `repeat 2`.
@@ -150,11 +166,24 @@ impl ToolRun {
         self.calls.iter().filter(|c| c.number > 1)
     }
 
-    /// Every observation of every call, with the call it belongs to.
+    /// Every observation that may count against a hint (see [`CallRecord::counts`]), with
+    /// the call it belongs to.
     pub fn observations(&self) -> impl Iterator<Item = (&CallRecord, &Observation)> {
+        self.all_observations().filter(|(c, o)| c.counts(o))
+    }
+
+    /// Every observation of every call, failed calls' included, with the call it belongs to.
+    pub fn all_observations(&self) -> impl Iterator<Item = (&CallRecord, &Observation)> {
         self.calls
             .iter()
             .flat_map(|c| c.observations.iter().map(move |o| (c, o)))
+    }
+
+    /// Observations of failed calls that could be evidence but are not shown to be the
+    /// tool's: reported, not counted.
+    pub fn uncounted(&self) -> impl Iterator<Item = (&CallRecord, &Observation)> {
+        self.all_observations()
+            .filter(|(c, o)| o.is_evidential() && !c.counts(o))
     }
 }
 
@@ -171,6 +200,40 @@ pub enum Phase {
     FirstCall,
     /// From the last call to the end of the server.
     Shutdown,
+    /// The control requests made after the greeting (`ping`, `tools/list`, a call of a tool
+    /// the server does not have): requests that run no tool.
+    Control,
+    /// In a tool's call, but what the server also did for the control requests: its
+    /// per-request bookkeeping, reported once and never any tool's evidence.
+    PerRequest,
+}
+
+impl Phase {
+    /// The kebab-case name reports use.
+    pub fn name(self) -> &'static str {
+        match self {
+            Phase::Startup => "startup",
+            Phase::Idle => "idle",
+            Phase::FirstCall => "first-call",
+            Phase::Shutdown => "shutdown",
+            Phase::Control => "control",
+            Phase::PerRequest => "per-request",
+        }
+    }
+}
+
+/// One control request: a request that runs no tool, made to see what the server does on
+/// every request.
+#[derive(Debug, Clone, Serialize)]
+pub struct ControlRequest {
+    /// The method (`ping`, `tools/list`, `tools/call`).
+    pub method: String,
+    /// For `tools/call`: the tool name asked for, one the server does not list.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool: Option<String>,
+    /// How the server answered (`answered`, `json-rpc error -32602 …`, `no answer`), or why
+    /// it was not sent.
+    pub outcome: String,
 }
 
 /// One nested run made to decide attribution: a tool called on a fresh server.

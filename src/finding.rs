@@ -219,6 +219,14 @@ pub struct Evidence {
     /// `listener`), for evidence that rests on an observation.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub seen_by: Option<&'static str>,
+    /// For a hint's evidence: this piece alone makes the contradiction firm (the call
+    /// succeeded or a replay showed the tool did it, nothing else can have done it, and it
+    /// is no softening category). Any number of pieces that are not firm stay a warning.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub firm: bool,
+    /// Other calls' threads or the server's own background threads may have done it.
+    #[serde(skip)]
+    pub uncertain: bool,
 }
 
 impl Evidence {
@@ -245,6 +253,8 @@ impl Evidence {
             text: text.into(),
             category: None,
             seen_by: None,
+            firm: false,
+            uncertain: false,
         }
     }
 }
@@ -287,8 +297,9 @@ pub struct HintVerdict {
     pub evidence: Vec<Evidence>,
     /// The audit that judged it.
     pub audit: &'static str,
-    /// For a contradiction: every piece of evidence comes from a window that processes of
-    /// other calls shared, so the behaviour may be theirs. Reported, but does not fail the run.
+    /// For a contradiction: no piece of its evidence is firm, and some come from windows
+    /// that other calls' processes or the server's background threads shared, so the
+    /// behaviour may be theirs. Reported, but does not fail the run.
     pub uncertain: bool,
 }
 

@@ -128,6 +128,8 @@ pub struct RunSection {
     pub settle_max: Option<String>,
     /// The longest wait for late effects after the last call, e.g. `"5s"`.
     pub late_wait: Option<String>,
+    /// The longest wait for start-up activity to settle before the first call, e.g. `"2s"`.
+    pub startup_quiet: Option<String>,
     /// Per-call timeout, e.g. `"5s"`.
     pub call_timeout: Option<String>,
     /// Handshake timeout.
@@ -304,6 +306,7 @@ impl RunSection {
             settle: self.settle.or(lower.settle),
             settle_max: self.settle_max.or(lower.settle_max),
             late_wait: self.late_wait.or(lower.late_wait),
+            startup_quiet: self.startup_quiet.or(lower.startup_quiet),
             call_timeout: self.call_timeout.or(lower.call_timeout),
             handshake_timeout: self.handshake_timeout.or(lower.handshake_timeout),
             discover_timeout: self.discover_timeout.or(lower.discover_timeout),

@@ -50,6 +50,14 @@ struct Fake {
     /// Never answer initialize.
     #[serde(default)]
     never_answer_initialize: bool,
+    /// Exit on server/discover, as a server on an older SDK that crashes on an unknown
+    /// request before initialize.
+    #[serde(default)]
+    die_on_discover: bool,
+    /// After answering server/discover, refuse every tools/call until initialize came
+    /// ("initialize is required"), as a server whose modern answer is only a façade.
+    #[serde(default)]
+    modern_calls_need_initialize: bool,
     /// Lines printed on stdout before anything else.
     #[serde(default)]
     garbage_before_handshake: Vec<String>,
@@ -477,6 +485,10 @@ fn serve(path: &Path, http_port: Option<u16>) {
         let era = s.file.fake.era.clone();
         match method.as_str() {
             "server/discover" => {
+                if s.file.fake.die_on_discover {
+                    eprintln!("Traceback (most recent call last): unknown method server/discover");
+                    std::process::exit(1);
+                }
                 if s.file.fake.ignore_discover {
                     continue;
                 }
@@ -562,6 +574,11 @@ fn serve(path: &Path, http_port: Option<u16>) {
                 }
                 s.result(&id, result);
             }
+            "tools/call" if s.modern && s.file.fake.modern_calls_need_initialize => s.error(
+                &id,
+                -32002,
+                "Server not initialized: initialize is required",
+            ),
             "tools/call" => call(&mut s, &id, &params),
             _ => s.error(&id, -32601, &format!("Method not found: {method}")),
         }

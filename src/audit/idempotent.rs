@@ -43,13 +43,13 @@ pub fn judge(tool: &ToolDecl, run: &ToolRun, coverage: &Coverage) -> HintJudgeme
         .flat_map(|c| {
             c.observations
                 .iter()
-                .filter(|o| counts(o))
+                .filter(|o| counts(o) && c.counts(o))
                 .map(move |o| (*c, o))
         })
         .collect();
     let first_effects = run
         .first_call()
-        .is_some_and(|c| c.observations.iter().any(counts));
+        .is_some_and(|c| c.observations.iter().any(|o| counts(o) && c.counts(o)));
     let answered_repeats = repeats.iter().filter(|c| c.outcome.answered()).count();
     // What the repeats support, for an absent hint and for a tool whose readOnlyHint: true
     // its writes contradict.

@@ -41,6 +41,8 @@ pub fn unusable_findings(unusable: &[UnusableTool]) -> Vec<Finding> {
             evidence: vec![Evidence {
                 category: None,
                 seen_by: None,
+                firm: false,
+                uncertain: false,
                 source: "tools/list".into(),
                 text: u.raw.clone(),
             }],

@@ -57,6 +57,8 @@ pub fn finding(tool: &ToolDecl, supported: &[SupportedHint]) -> Option<Finding> 
             .map(|h| Evidence {
                 category: None,
                 seen_by: None,
+                firm: false,
+                uncertain: false,
                 source: "supported".into(),
                 text: match supported.iter().find(|s| s.hint == *h) {
                     Some(s) => format!(

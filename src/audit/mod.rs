@@ -149,15 +149,16 @@ pub fn judge_tool(tool: &ToolDecl, run: &ToolRun, coverage: &Coverage) -> ToolJu
     };
     out.findings.extend(malformed_tool::findings(tool));
     for (hint, meta, j) in judged {
-        // When every piece of evidence comes from a window that other calls' processes
-        // shared, the contradiction stands but is uncertain.
-        let uncertain = j.verdict == Verdict::Contradicted
-            && !j.evidence.is_empty()
-            && j.evidence.iter().all(|e| e.text.contains("(uncertain: "));
-        // Evidence all of one softening category (transient files, the server's bookkeeping)
-        // makes the contradiction a warning; its category is shown and usable in --fail-except.
+        // Firmness is earned: a contradiction fails the run only when at least one piece
+        // of its evidence is firm on its own; any number of uncertain or softened pieces
+        // stays a warning.
+        let contradicted = j.verdict == Verdict::Contradicted;
+        let firm = j.evidence.is_empty() || j.evidence.iter().any(|e| e.firm);
+        let uncertain = contradicted && !firm && j.evidence.iter().any(|e| e.uncertain);
+        // The category every piece of evidence shares (transient files, the server's
+        // bookkeeping) is shown and usable in --fail-except.
         let category = Category::common(j.evidence.iter().map(|e| e.category));
-        if j.verdict == Verdict::Contradicted {
+        if contradicted {
             out.findings.push(Finding {
                 fingerprint: String::new(),
                 accepted: None,
@@ -165,10 +166,10 @@ pub fn judge_tool(tool: &ToolDecl, run: &ToolRun, coverage: &Coverage) -> ToolJu
                 tool: Some(tool.name.clone()),
                 hint: Some(hint),
                 category,
-                severity: if uncertain || category.is_some_and(Category::softens) {
-                    Severity::Warning
-                } else {
+                severity: if firm {
                     Severity::Error
+                } else {
+                    Severity::Warning
                 },
                 confidence: if uncertain {
                     Confidence::Low
@@ -196,6 +197,14 @@ pub fn judge_tool(tool: &ToolDecl, run: &ToolRun, coverage: &Coverage) -> ToolJu
             ),
             _ => j.reason,
         };
+        let reason = match uncounted_for(hint, run) {
+            n if n > 0 && matches!(j.verdict, Verdict::Consistent | Verdict::Unexercised) => {
+                format!(
+                    "{reason}; {n} effect(s) seen during failed calls are not counted: nothing showed they were the tool's (neither the call's own threads nor a replay of the tool alone)"
+                )
+            }
+            _ => reason,
+        };
         out.verdicts.push(HintVerdict {
             hint,
             declared: tool.hints.get(hint).describe(),
@@ -214,47 +223,77 @@ pub fn judge_tool(tool: &ToolDecl, run: &ToolRun, coverage: &Coverage) -> ToolJu
     out
 }
 
-/// Evidence lines for observations, capped so that a flood stays readable.
+/// How many effects of failed calls that bear on `hint` are not counted (see
+/// [`CallRecord::counts`]).
+fn uncounted_for(hint: HintName, run: &ToolRun) -> usize {
+    run.uncounted()
+        .filter(|(_, o)| match hint {
+            HintName::ReadOnly => o.is_write(),
+            HintName::Destructive => o.is_destructive(),
+            HintName::OpenWorld => o.as_network().is_some_and(|n| !n.loopback),
+            HintName::Idempotent => false,
+        })
+        .count()
+}
+
+/// Evidence lines for observations, capped so that a flood stays readable: the pieces that
+/// are firm on their own first (see [`Evidence::firm`]), then the others in order; what is
+/// left out is summed up in one last line that keeps their shared category, firmness and
+/// uncertainty, so the verdict weighs every piece, listed or not.
 pub(crate) fn evidence_of<'a>(
     items: impl Iterator<Item = (&'a CallRecord, &'a Observation)>,
 ) -> Vec<Evidence> {
     const CAP: usize = 20;
-    let all: Vec<(&CallRecord, &Observation)> = items.collect();
-    let mut out: Vec<Evidence> = all
-        .iter()
-        .take(CAP)
-        .map(|(c, o)| Evidence {
-            category: category_of(c, o),
-            seen_by: Some(o.mechanism().seen_by()),
-            source: c.label(),
-            text: if c.confirmed_by_replay.contains(&o.describe()) {
-                format!(
-                    "{} (confirmed by {})",
-                    o.describe(),
-                    c.confirmed_by
-                        .as_deref()
-                        .unwrap_or("replaying the tool alone on a fresh server")
-                )
-            } else if c.concurrent_with.is_empty() {
-                o.describe()
-            } else {
-                format!(
-                    "{} (uncertain: started by {} may have done it)",
-                    o.describe(),
-                    c.concurrent_with.join(", ")
-                )
-            },
-        })
-        .collect();
-    if all.len() > CAP {
-        out.push(Evidence {
-            category: None,
-            seen_by: None,
-            source: "…".into(),
-            text: format!("{} more not listed", all.len() - CAP),
-        });
+    let mut all: Vec<Evidence> = items.map(|(c, o)| piece_of(c, o)).collect();
+    all.sort_by_key(|e| !e.firm);
+    if all.len() <= CAP {
+        return all;
     }
-    out
+    let hidden = all.split_off(CAP);
+    all.push(Evidence {
+        category: Category::common(hidden.iter().map(|e| e.category)),
+        seen_by: None,
+        source: "…".into(),
+        text: format!("{} more not listed", hidden.len()),
+        firm: hidden.iter().any(|e| e.firm),
+        uncertain: hidden.iter().all(|e| e.uncertain),
+    });
+    all
+}
+
+/// One observation of a call as evidence against a hint, weighed: it is uncertain when other
+/// calls' threads or the server's background threads shared the window and no replay pinned
+/// it on the tool; firm when it is not uncertain, it counts (its call succeeded, or the call's
+/// own threads or a replay showed the tool did it), and it is of no softening category (bookkeeping, transient, first-call
+/// initialisation).
+fn piece_of(c: &CallRecord, o: &Observation) -> Evidence {
+    let described = o.describe();
+    let confirmed = c.confirmed_by_replay.contains(&described);
+    let uncertain = !confirmed && !c.concurrent_with.is_empty();
+    let category = category_of(c, o);
+    let firm = !uncertain && c.counts(o) && !category.is_some_and(Category::softens);
+    Evidence {
+        category,
+        seen_by: Some(o.mechanism().seen_by()),
+        source: c.label(),
+        text: if confirmed {
+            format!(
+                "{described} (confirmed by {})",
+                c.confirmed_by
+                    .as_deref()
+                    .unwrap_or("replaying the tool alone on a fresh server")
+            )
+        } else if uncertain {
+            format!(
+                "{described} (uncertain: started by {} may have done it)",
+                c.concurrent_with.join(", ")
+            )
+        } else {
+            described
+        },
+        firm,
+        uncertain,
+    }
 }
 
 /// The category of an observation of a call: what the run marked on the call (bookkeeping,
@@ -295,12 +334,10 @@ pub(crate) fn definition_findings(
             confidence: Confidence::High,
             message: format!("{}: {}", tool.name, p.message),
             evidence: if with_hash {
-                vec![Evidence {
-                    category: None,
-                    seen_by: None,
-                    source: "tools/list".into(),
-                    text: format!("definition sha256 {}", &tool.definition_sha256[..16]),
-                }]
+                vec![Evidence::plain(
+                    "tools/list",
+                    format!("definition sha256 {}", &tool.definition_sha256[..16]),
+                )]
             } else {
                 Vec::new()
             },
@@ -437,7 +474,60 @@ pub(crate) mod testing {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::observe::FileEffectKind;
+    use serde_json::json;
     use std::collections::HashSet;
+    use testing::*;
+
+    /// `n` calls of a read-only tool, each appending to a log while another call's process
+    /// ran (uncertain), plus, when `firm_last`, one last call whose window was its own.
+    fn uncertain_appends(n: usize, firm_last: bool) -> ToolJudgement {
+        let t = tool(json!({"readOnlyHint": true}));
+        let mut calls: Vec<CallRecord> = (0..n)
+            .map(|i| {
+                let mut c = call(
+                    1,
+                    ok(),
+                    vec![file(&format!("$HOME/log-{i}"), FileEffectKind::Appended)],
+                );
+                c.concurrent_with = vec!["other call 1".into()];
+                c
+            })
+            .collect();
+        if firm_last {
+            calls.push(call(
+                1,
+                ok(),
+                vec![file("$WORKSPACE/mine", FileEffectKind::Created)],
+            ));
+        }
+        judge_tool(&t, &run(calls), &full_coverage())
+    }
+
+    #[test]
+    fn any_number_of_uncertain_pieces_stays_a_warning() {
+        // Past the evidence cap too: the summary line keeps their weight.
+        let j = uncertain_appends(25, false);
+        let f = &j.findings[0];
+        assert_eq!(f.severity, Severity::Warning, "{f:?}");
+        assert_eq!(f.confidence, Confidence::Low);
+        assert!(j.verdicts[0].uncertain);
+        assert!(f.evidence.iter().all(|e| !e.firm));
+        assert_eq!(
+            f.evidence.last().map(|e| e.text.as_str()),
+            Some("5 more not listed")
+        );
+    }
+
+    #[test]
+    fn one_firm_piece_makes_the_contradiction_firm_and_comes_first() {
+        let j = uncertain_appends(25, true);
+        let f = &j.findings[0];
+        assert_eq!(f.severity, Severity::Error, "{f:?}");
+        assert!(!j.verdicts[0].uncertain);
+        assert!(f.evidence[0].firm);
+        assert_eq!(f.evidence[0].text, "created $WORKSPACE/mine");
+    }
 
     #[test]
     fn audit_ids_are_unique_kebab_case_and_documented() {

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use super::AuditMeta;
 use crate::evidence::{Phase, PhaseObservation};
 use crate::finding::{Category, Confidence, Evidence, Finding, Severity};
+use crate::observe::{FileEffectKind, Observation};
 
 /// Metadata.
 pub const META: AuditMeta = AuditMeta {
@@ -28,22 +29,54 @@ pub fn findings(phases: &[PhaseObservation]) -> Vec<Finding> {
     for p in phases.iter().filter(|p| p.observation.is_evidential()) {
         let order = match p.phase {
             Phase::Startup => 0,
-            Phase::Idle => 1,
-            Phase::FirstCall => 2,
-            Phase::Shutdown => 3,
+            // What the server does on every request is reported once, server-wide.
+            Phase::Control | Phase::PerRequest => 1,
+            Phase::Idle => 2,
+            Phase::FirstCall => 3,
+            Phase::Shutdown => 4,
         };
-        grouped
-            .entry((order, p.after_tool.as_deref()))
-            .or_default()
-            .push(p);
+        let after = match p.phase {
+            Phase::Control | Phase::PerRequest => None,
+            _ => p.after_tool.as_deref(),
+        };
+        grouped.entry((order, after)).or_default().push(p);
     }
     grouped
         .into_iter()
-        .map(|((_, after), items)| {
+        .map(|((_, after), mut items)| {
             let phase = items[0].phase;
-            let category =
-                (phase == Phase::FirstCall).then_some(Category::FirstCallInitialisation);
+            let category = match phase {
+                Phase::FirstCall => Some(Category::FirstCallInitialisation),
+                Phase::Control | Phase::PerRequest => Some(Category::Bookkeeping),
+                _ => None,
+            };
             let (severity, what) = match phase {
+                Phase::Control | Phase::PerRequest => {
+                    let in_calls = items.iter().filter(|p| p.phase == Phase::PerRequest);
+                    let mut tools: Vec<&str> =
+                        in_calls.filter_map(|p| p.after_tool.as_deref()).collect();
+                    tools.sort_unstable();
+                    tools.dedup();
+                    // Each kind of effect once: the same bookkeeping in every call is one line.
+                    let mut shapes = std::collections::BTreeSet::new();
+                    items.retain(|p| shapes.insert(p.observation.shape_key()));
+                    (
+                        // Losing content on every request is worth a look all the same.
+                        if items.iter().any(|p| loses_content(&p.observation)) {
+                            Severity::Warning
+                        } else {
+                            Severity::Note
+                        },
+                        format!(
+                            "on every request or on the server's own: the control requests (requests that run no tool: ping, tools/list, a call of a tool it does not have) saw them too, so they are the server's (per-request bookkeeping, or work it does on its own) and no tool's evidence{}",
+                            if tools.is_empty() {
+                                String::new()
+                            } else {
+                                format!(" (taken from the calls of {})", tools.join(", "))
+                            }
+                        ),
+                    )
+                }
                 Phase::FirstCall => (
                     Severity::Note,
                     format!(
@@ -76,15 +109,33 @@ pub fn findings(phases: &[PhaseObservation]) -> Vec<Finding> {
                     .take(10)
                     .map(|p| Evidence {
                         category,
-                        source: serde_json::to_value(p.phase)
-                            .ok()
-                            .and_then(|v| v.as_str().map(str::to_string))
-                            .unwrap_or_default(),
+                        source: p.phase.name().to_string(),
                         text: p.observation.describe(),
                         seen_by: Some(p.observation.mechanism().seen_by()),
+                        firm: false,
+                        uncertain: false,
                     })
                     .collect(),
             }
         })
         .collect()
+}
+
+/// Whether an effect loses content: a deletion, a truncation, a rename over a file, a branch
+/// rewound (an overwrite of a file with new content, a timestamp, does not count here).
+fn loses_content(o: &Observation) -> bool {
+    match o {
+        Observation::File(f) => matches!(
+            f.kind,
+            FileEffectKind::Deleted
+                | FileEffectKind::Truncated
+                | FileEffectKind::Renamed {
+                    over_existing: true,
+                    ..
+                }
+                | FileEffectKind::RefRewound { .. }
+        ),
+        Observation::Attempt(a) => a.destructive,
+        _ => false,
+    }
 }

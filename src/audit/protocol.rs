@@ -57,6 +57,8 @@ pub fn findings(
                 .map(|e| Evidence {
                     category: None,
                     seen_by: None,
+                    firm: false,
+                    uncertain: false,
                     source: format!("transcript #{}", e.seq),
                     text: match &e.note {
                         Some(n) => format!("{} ({n})", shorten(&e.text, 120)),

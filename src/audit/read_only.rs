@@ -100,19 +100,33 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn any_write_contradicts_even_on_a_failed_call() {
+    fn a_failed_calls_write_counts_once_shown_to_be_the_tools() {
         let t = tool(json!({"readOnlyHint": true}));
-        let r = run(vec![call(
-            1,
-            CallOutcome::ToolError {
-                text: "x".into(),
-                result_sha256: "h".into(),
-            },
-            vec![file("$WORKSPACE/log", FileEffectKind::Appended)],
-        )]);
-        let j = judge(&t, &r, &full_coverage());
+        let failed = || {
+            call(
+                1,
+                CallOutcome::ToolError {
+                    text: "x".into(),
+                    result_sha256: "h".into(),
+                },
+                vec![file("$WORKSPACE/log", FileEffectKind::Appended)],
+            )
+        };
+        // Seen, but nothing shows it was the tool's: an observation, not a verdict.
+        let j = judge(&t, &run(vec![failed()]), &full_coverage());
+        assert_eq!(j.verdict, Verdict::Unexercised);
+        // The call's own threads did it: a tool that writes even when it fails writes.
+        let mut own = failed();
+        own.own_threads_did_it = true;
+        let j = judge(&t, &run(vec![own]), &full_coverage());
         assert_eq!(j.verdict, Verdict::Contradicted);
         assert_eq!(j.evidence[0].text, "appended to $WORKSPACE/log");
+        // So did a replay of the tool alone.
+        let mut replayed = failed();
+        replayed.confirmed_by_replay = vec!["appended to $WORKSPACE/log".into()];
+        let j = judge(&t, &run(vec![replayed]), &full_coverage());
+        assert_eq!(j.verdict, Verdict::Contradicted);
+        assert!(j.evidence[0].firm, "{:?}", j.evidence);
     }
 
     #[test]

@@ -36,6 +36,8 @@ pub fn finding(why: &str, during: Option<&str>) -> Finding {
         evidence: vec![Evidence {
             category: None,
             seen_by: None,
+            firm: false,
+            uncertain: false,
             source: "watchdog".into(),
             text: match during {
                 Some(t) => format!("{why}, during a call of {t}"),

@@ -7,7 +7,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::evidence::{PhaseObservation, ToolRun};
+use crate::evidence::{Phase, PhaseObservation, ToolRun};
 use crate::finding::Category;
 use crate::observe::{FileEffect, FileEffectKind, Observation, at_or_under, path_shape};
 
@@ -48,7 +48,7 @@ pub fn mark_bookkeeping(
         }
     }
     for (i, run) in runs.iter().enumerate() {
-        for (_, o) in run.observations() {
+        for (_, o) in run.all_observations() {
             let Some(f) = candidate(o) else { continue };
             if created(f) {
                 made.insert(f.path.clone());
@@ -91,6 +91,61 @@ pub fn mark_bookkeeping(
         }
     }
     notes
+}
+
+/// Moves out of the tools' calls every effect the server also had for the control requests
+/// (requests that run no tool), matched by kind and shape (see
+/// [`Observation::shape_key`]): that is the server's per-request bookkeeping (a last-used
+/// timestamp rewritten on every request, a request log), reported once, server-wide, as
+/// [`Phase::PerRequest`] observations naming the tool whose call showed them, and never a
+/// tool's evidence. An effect that every tool call has but no control does stays each
+/// tool's. Returns a note when something moved.
+pub fn discount_per_request(
+    runs: &mut [ToolRun],
+    names: &[String],
+    phases: &mut Vec<PhaseObservation>,
+) -> Vec<String> {
+    let controls: BTreeSet<String> = phases
+        .iter()
+        .filter(|p| p.phase == Phase::Control && p.observation.is_evidential())
+        .filter_map(|p| p.observation.shape_key())
+        .collect();
+    if controls.is_empty() {
+        return Vec::new();
+    }
+    // By shape: (one description, the tools whose calls showed it).
+    let mut moved: BTreeMap<String, (String, BTreeSet<usize>)> = BTreeMap::new();
+    for (i, run) in runs.iter_mut().enumerate() {
+        for call in &mut run.calls {
+            let (per_request, own): (Vec<Observation>, Vec<Observation>) =
+                std::mem::take(&mut call.observations)
+                    .into_iter()
+                    .partition(|o| o.shape_key().is_some_and(|k| controls.contains(&k)));
+            call.observations = own;
+            for o in per_request {
+                let (_, tools) = moved
+                    .entry(o.shape_key().unwrap_or_default())
+                    .or_insert_with(|| (o.describe(), BTreeSet::new()));
+                tools.insert(i);
+                phases.push(PhaseObservation {
+                    started_by: None,
+                    phase: Phase::PerRequest,
+                    after_tool: Some(names[i].clone()),
+                    observation: o,
+                });
+            }
+        }
+    }
+    moved
+        .into_values()
+        .map(|(what, tools)| {
+            let who: Vec<&str> = tools.iter().map(|i| names[*i].as_str()).collect();
+            format!(
+                "\"{what}\" is the server's own (per-request bookkeeping, or work it does on its own): the control requests (requests that run no tool) saw the same; it is no tool's evidence (seen in the calls of {})",
+                who.join(", ")
+            )
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -146,6 +146,9 @@ pub struct RunConfig {
     /// After the last call, the longest wait for threads and processes that calls started
     /// and that can still act on their own.
     pub late_wait: Duration,
+    /// After the greeting and every restart, the longest wait for the server's start-up
+    /// activity to settle (zero: no wait).
+    pub startup_quiet: Duration,
     /// Synthesis seed.
     pub seed: u64,
     /// Roots offered.
@@ -187,6 +190,10 @@ pub struct RunConfig {
     pub run_as: Option<(u32, u32)>,
     /// Call only these tools (replays use it); `None` calls all.
     pub only_tools: Option<Vec<String>>,
+    /// The least time to leave the server alone after its greeting, before any call: set only
+    /// by the replay that runs no tool (how long the first call of the run came after the
+    /// start), so that the server's own delayed start-up work shows.
+    pub hold_before_calls: Duration,
     /// Whether uncertain attributions are confirmed by replaying tools alone.
     pub replay: bool,
     /// One fresh server and workspace per tool.
@@ -1005,6 +1012,12 @@ impl RunConfig {
                 &run.late_wait,
                 Duration::from_secs(5),
             )?,
+            startup_quiet: duration(
+                "--startup-quiet",
+                &a.startup_quiet,
+                &run.startup_quiet,
+                Duration::from_secs(2),
+            )?,
             seed: a
                 .seed
                 .or(run.seed)
@@ -1025,6 +1038,7 @@ impl RunConfig {
             sandbox,
             sandbox_exe: None,
             only_tools: None,
+            hold_before_calls: Duration::ZERO,
             observe_ports: {
                 // A server's own fixed port is its, not the observer's (whose defaults step
                 // aside; a port asked for by name cannot).

@@ -426,6 +426,28 @@ impl McpClient {
             .is_ok_and(|r| r.outcome.is_ok())
     }
 
+    /// A request that runs no tool (one of the run's controls), and how the server answered
+    /// it, in a few words: `answered`, `tool error: …`, `json-rpc error -32602 …`, or why no
+    /// answer came. A listing's first page is read as text only.
+    pub async fn control(&mut self, method: &str, params: Value, timeout: Duration) -> String {
+        match self.request(method, params, timeout).await {
+            Ok(reply) => match reply.outcome {
+                Ok(result) if method == "tools/call" => {
+                    let v = result.value();
+                    if v.get("isError") == Some(&Value::Bool(true)) {
+                        let text = v["content"][0]["text"].as_str().unwrap_or("").to_string();
+                        format!("tool error: {}", shorten(&text, 120))
+                    } else {
+                        "answered".into()
+                    }
+                }
+                Ok(_) => "answered".into(),
+                Err(e) => format!("json-rpc error {} {}", e.code, shorten(&e.message, 120)),
+            },
+            Err(e) => e.to_string(),
+        }
+    }
+
     /// Lists every tool, page by page.
     pub async fn list_tools(&mut self) -> Inventory {
         let mut inv = Inventory::default();

@@ -60,6 +60,36 @@ const FAILURES: [&str; 15] = [
     "失败",
 ];
 
+/// Statements that the object asked about is not ready to be used, or that an argument is
+/// missing, in the forms frameworks and servers write them: a subject that "is not indexed
+/// yet", "has not been loaded", "is still being indexed"; a text led by a short subject and
+/// "not loaded" / "not initialized" (no parenthesis before it: "Loaded demo (3 files not
+/// loaded)" is a success); "run index_repository first"; pydantic's "1 validation error for
+/// …" and "Field required", the Python SDK's "'query' is a required property", ajv's "must
+/// have required property".
+static NOT_READY_OR_MISSING: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+    let state = r"(indexed|loaded|initiali[sz]ed|ready|connected|opened|open|built|set\ up|configured|selected|started|authenticated|available\ yet)";
+    regex::Regex::new(&format!(
+        r"(?x)
+        \b(is|are|was|were|has|have|had)(\s+not|n't)(\s+yet)?(\s+been)?(\s+yet)?\s+{state}\b
+        | ^[\w'`.\ \-/:]{{0,60}}?\bnot\s+(yet\s+)?{state}\b
+        | \bstill\s+(being\s+)?(indexing|indexed|loading|initiali[sz]ing|starting)\b
+        | \b(call|run|use|invoke|open|load|start)\s+`?[\w./\-]+`?\s+first\b
+        | \bno\s+(active|open|current|loaded)\s+(session|project|workspace|repository|connection|document|vault|database)\b
+        | ^\d+\s+validation\s+errors?\s+for\b
+        | \bfield\s+required\b
+        | \bis\s+a\s+required\s+property\b
+        | \bmust\s+have\s+required\s+property\b
+        | \brequired\s+(argument|parameter|field)s?\b.{{0,40}}\b(missing|not\s+(found|provided|given))\b
+        "
+    ))
+    .unwrap_or_else(|e| panic!("the not-ready pattern: {e}"))
+});
+
+/// How far into a longer text a not-ready or missing-argument statement still says the
+/// result failed.
+const LEAD: usize = 160;
+
 /// Phrases that say no error happened ("0 errors", "no errors found").
 const ALL_CLEAR: [&str; 6] = [
     "no error",
@@ -155,6 +185,18 @@ fn text_failure(text: &str) -> Option<String> {
             return Some(format!("its short text says \"{phrase}\""));
         }
     }
+    let lead: String = start.chars().take(LEAD).collect();
+    let judged = if start.chars().count() <= SHORT {
+        start
+    } else {
+        lead.as_str()
+    };
+    if let Some(m) = NOT_READY_OR_MISSING.find(judged) {
+        return Some(format!(
+            "its text says \"{}\" (not ready, or an argument is missing)",
+            m.as_str().trim()
+        ));
+    }
     None
 }
 
@@ -231,6 +273,43 @@ mod tests {
         assert!(
             judge(json!({"content": [], "structuredContent": {"errors": ["bad id"]}})).is_some()
         );
+    }
+
+    #[test]
+    fn statements_that_the_object_is_not_ready_or_an_argument_missing_are_failures() {
+        for failed in [
+            // Code-search and knowledge servers.
+            "Repository 'demo' is not indexed yet. Run index_repository first.",
+            "The index has not been built yet; call build_index first.",
+            "Knowledge graph not loaded",
+            "Collection 'docs' is still being indexed, try again later",
+            "Vault is not initialized. Please run init_vault.",
+            "No active session. Call start_session first.",
+            "Project isn't loaded yet",
+            "Database not connected: use connect first",
+            "Please run `scan` first to analyse the project before asking about it.",
+            // Validation: pydantic (FastMCP), the Python SDK's jsonschema check, ajv.
+            "1 validation error for search_docsArguments\nquery\n  Field required [type=missing, input_value={}, input_type=dict]",
+            "Input validation error: 'query' is a required property",
+            "data must have required property 'path'",
+            "Required argument \"name\" is missing",
+        ] {
+            assert!(judge(text(failed)).is_some(), "{failed}");
+        }
+        // Past the lead of a long text, such words are the document's, not a failure.
+        let long = format!(
+            "{} The guide explains what to do when a repository is not indexed yet.",
+            "Indexing guide: how repositories are indexed and searched. ".repeat(4)
+        );
+        for fine in [
+            "Loaded project demo (3 files not loaded: too large)",
+            "Indexed 42 files; the index is ready.",
+            "Connected to the database",
+            "Status: ready",
+            long.as_str(),
+        ] {
+            assert_eq!(judge(text(fine)), None, "{fine}");
+        }
     }
 
     #[test]

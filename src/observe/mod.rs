@@ -540,6 +540,28 @@ impl Observation {
         }
     }
 
+    /// A key that identifies this observation across windows and runs, by kind and shape:
+    /// paths match by shape (random segments such as UUIDs, hashes, timestamps and counters
+    /// are placeholders, so a note moved to `trash/<uuid>` matches another run's uuid), network
+    /// events by name (fake addresses differ between runs) and port. Process starts have none
+    /// (they are not evidence).
+    pub fn shape_key(&self) -> Option<String> {
+        match self {
+            Observation::File(f) => Some(format!("file {} {}", f.kind.verb(), path_shape(&f.path))),
+            Observation::Attempt(a) => {
+                Some(format!("attempt {} {}", a.syscall, path_shape(&a.path)))
+            }
+            Observation::Network(n) => Some(format!(
+                "net {:?} {} {:?}",
+                n.kind,
+                n.name.clone().unwrap_or_else(|| n.destination.clone()),
+                n.port
+            )),
+            Observation::Refused(r) => Some(format!("refused {}", r.what)),
+            Observation::Process(_) => None,
+        }
+    }
+
     /// Whether this can be evidence against a hint: a write (or a denied write attempt) or
     /// network traffic that is not loopback. Process starts, refused calls and loopback
     /// traffic are not.

@@ -40,6 +40,8 @@ pub struct ReportV1<'a> {
     /// The replays made to decide attribution (additive).
     #[serde(skip_serializing_if = "<[crate::evidence::ReplayRecord]>::is_empty")]
     replays: &'a [crate::evidence::ReplayRecord],
+    /// The control requests made after the greeting (requests that run no tool; additive).
+    controls: &'a [crate::evidence::ControlRequest],
     findings: Vec<FindingV1<'a>>,
     wire: WireV1<'a>,
     notes: &'a [String],
@@ -249,6 +251,9 @@ struct EvidenceV1<'a> {
     /// The observer that saw it.
     #[serde(skip_serializing_if = "Option::is_none")]
     seen_by: Option<&'static str>,
+    /// This piece alone makes its contradiction firm (additive).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    firm: bool,
 }
 
 #[derive(Debug, Serialize)]
@@ -307,6 +312,7 @@ fn evidence(e: &[Evidence]) -> Vec<EvidenceV1<'_>> {
             text: &e.text,
             category: e.category.map(Category::as_str),
             seen_by: e.seen_by,
+            firm: e.firm,
         })
         .collect()
 }
@@ -524,16 +530,12 @@ pub fn to_v1(r: &Report) -> ReportV1<'_> {
             })
             .collect(),
         replays: &r.replays,
+        controls: &r.controls,
         out_of_window: r
             .phases
             .iter()
             .map(|p| PhaseV1 {
-                phase: match p.phase {
-                    crate::evidence::Phase::Startup => "startup",
-                    crate::evidence::Phase::Idle => "idle",
-                    crate::evidence::Phase::FirstCall => "first-call",
-                    crate::evidence::Phase::Shutdown => "shutdown",
-                },
+                phase: p.phase.name(),
                 after_tool: p.after_tool.as_deref(),
                 description: p.observation.describe(),
                 observation: &p.observation,

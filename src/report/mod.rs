@@ -49,6 +49,9 @@ pub struct Report {
     pub phases: Vec<PhaseObservation>,
     /// The replays made to decide attribution, in order.
     pub replays: Vec<crate::evidence::ReplayRecord>,
+    /// The control requests (requests that run no tool) made after the greeting: an effect
+    /// they also produce is the server's per-request bookkeeping, never a tool's.
+    pub controls: Vec<crate::evidence::ControlRequest>,
     /// Every finding.
     pub findings: Vec<Finding>,
     /// Wire statistics.

@@ -14,6 +14,107 @@ const LONG_POLL_TIMEOUT: Duration = Duration::from_secs(3);
 /// How long a server that let a call time out gets to answer a `ping`.
 const PING_PATIENCE: Duration = Duration::from_secs(1);
 
+/// How long each control request may take.
+const CONTROL_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Above this many tools the listing is not asked for again as a control (its answer is the
+/// whole list once more).
+const MAX_TOOLS_FOR_LIST_CONTROL: usize = 1000;
+
+/// A tool name the server does not list, for the control call: a plausible one (never a
+/// word that names hintcheck), from the run's vocabulary.
+fn unknown_tool_name(seed: u64, tools: &[ToolDecl]) -> String {
+    let term = crate::exercise::vocab::Vocabulary::of(seed).term();
+    ["summarize", "archive", "export", "sync"]
+        .iter()
+        .map(|verb| format!("{verb}_{term}"))
+        .chain((2..).map(|n| format!("summarize_{term}_{n}")))
+        .find(|name| !tools.iter().any(|t| t.name == *name))
+        .unwrap_or_default()
+}
+
+/// Start-up activity has settled after this long without any file or network activity.
+const STARTUP_QUIET: Duration = Duration::from_millis(100);
+
+/// How often the observers are read while start-up activity settles.
+const QUIET_STEP: Duration = Duration::from_millis(25);
+
+/// What waiting for a fresh server's start-up activity to settle showed.
+pub(super) struct StartupWait {
+    /// What the server did meanwhile: start-up work, not any tool's.
+    pub(super) observations: Vec<Observation>,
+    /// How long the wait took.
+    pub(super) took: Duration,
+    /// Whether it settled (else the bound, `--startup-quiet`, ended it).
+    pub(super) settled: bool,
+}
+
+impl StartupWait {
+    /// A note for the report when the wait was more than the quiet period itself.
+    pub(super) fn note(&self, bound: Duration) -> Option<String> {
+        let active = self
+            .observations
+            .iter()
+            .any(|o| !matches!(o, Observation::Process(_)));
+        if self.settled && !active {
+            return None;
+        }
+        Some(if self.settled {
+            format!(
+                "the server's start-up activity settled {} ms after the greeting; what it did until then is reported as start-up work, not the first tool's",
+                self.took.as_millis()
+            )
+        } else {
+            format!(
+                "the server's start-up activity had not settled after {} ms (--startup-quiet {} ms): it keeps writing or sending on its own, and the first call went ahead",
+                self.took.as_millis(),
+                bound.as_millis()
+            )
+        })
+    }
+}
+
+/// Waits, after a server's greeting, until it has had no file or network activity for
+/// [`STARTUP_QUIET`] (up to `--startup-quiet`, within the run's deadline), so that work it
+/// started on its own (an update check, an index sync) does not land in the first call's
+/// window. A server that never settles (a heartbeat) costs the bound, not more.
+pub(super) async fn settle_start(recorder: &mut Recorder, ctx: &Ctx<'_>) -> StartupWait {
+    let started = Instant::now();
+    let hold = ctx.config.hold_before_calls;
+    let bound = ctx
+        .config
+        .startup_quiet
+        .max(hold)
+        .min(ctx.deadline.saturating_duration_since(started));
+    let mut wait = StartupWait {
+        observations: Vec::new(),
+        took: Duration::ZERO,
+        settled: true,
+    };
+    if bound.is_zero() {
+        return wait;
+    }
+    let mut quiet_since = started;
+    loop {
+        tokio::time::sleep(QUIET_STEP).await;
+        let now = Instant::now();
+        let seen = recorder.checkpoint();
+        recorder.take_pins();
+        if seen.iter().any(|o| !matches!(o, Observation::Process(_))) {
+            quiet_since = now;
+        }
+        wait.observations.extend(seen);
+        wait.took = started.elapsed();
+        if now.duration_since(quiet_since) >= STARTUP_QUIET && wait.took >= hold {
+            return wait;
+        }
+        if wait.took >= bound || ctx.must_stop().is_some() {
+            wait.settled = false;
+            return wait;
+        }
+    }
+}
+
 /// The server of a run, as the explorer uses it.
 pub(super) struct ServerHost<'r, 'c> {
     pub(super) ctx: &'r Ctx<'c>,
@@ -41,6 +142,64 @@ pub(super) struct ServerHost<'r, 'c> {
 }
 
 impl ServerHost<'_, '_> {
+    /// The control requests: once after the greeting, requests that run no tool (`ping`,
+    /// the first page of `tools/list`, a call of a tool the server does not list), in one
+    /// window observed like a call's. What the server does for them it does on every
+    /// request: those effects go to the phases as [`Phase::Control`], and the same effects
+    /// in tools' calls are its bookkeeping, not the tools'. Returns what was asked and how
+    /// the server answered. A server the controls broke is replaced before the first call.
+    pub(super) async fn controls(&mut self, tools: &[ToolDecl]) -> Vec<ControlRequest> {
+        let config = self.ctx.config;
+        if self.ctx.must_stop().is_some() {
+            return Vec::new();
+        }
+        let Some(l) = self.live.as_mut() else {
+            return Vec::new();
+        };
+        let tree = l.process.pid().map(ProcessTree::new);
+        let before = tree.map(|t| t.tasks()).unwrap_or_default();
+        let timeout = CONTROL_TIMEOUT
+            .min(self.ctx.deadline.saturating_duration_since(Instant::now()))
+            .max(Duration::from_millis(1));
+        let unknown = unknown_tool_name(config.seed, tools);
+        let mut asked = Vec::new();
+        for (method, params, tool) in [
+            ("ping", json!({}), None),
+            ("tools/list", json!({}), None),
+            (
+                "tools/call",
+                json!({"name": unknown, "arguments": {}}),
+                Some(unknown.clone()),
+            ),
+        ] {
+            let outcome = if method == "tools/list" && tools.len() > MAX_TOOLS_FOR_LIST_CONTROL {
+                format!("not sent: the server lists {} tools", tools.len())
+            } else if l.client.session().is_closed() {
+                "not sent: the server hung up".into()
+            } else {
+                l.client.control(method, params, timeout).await
+            };
+            asked.push(ControlRequest {
+                method: method.into(),
+                tool,
+                outcome,
+            });
+        }
+        settle(tree, &before, config.settle, config.settle_max).await;
+        let observations = self.recorder.checkpoint();
+        self.recorder.take_pins();
+        self.phases
+            .extend(phase_observations(observations, Phase::Control, None));
+        let broken = l.process.has_exited() || l.client.session().is_closed();
+        if broken {
+            self.notes.push(
+                "the server stopped working during the control requests; the first call got a fresh one".into(),
+            );
+            self.discard(None).await;
+        }
+        asked
+    }
+
     /// Late effects: gives the threads and processes that calls started, and that can still
     /// act on their own (a timer, a sleeping flush loop, not an idle pool worker), up to
     /// `--late-wait` (within the run's deadline) to finish, then closes what they did as the
@@ -142,6 +301,14 @@ impl Host for ServerHost<'_, '_> {
                 );
                 self.idle_sample = None;
                 self.live = Some(l);
+                // The fresh server's start-up work is its own, not the next call's.
+                let wait = settle_start(self.recorder, self.ctx).await;
+                self.notes.extend(
+                    wait.note(config.startup_quiet)
+                        .map(|n| format!("restart {}: {n}", self.restarts)),
+                );
+                self.phases
+                    .extend(phase_observations(wait.observations, Phase::Startup, None));
                 Ok(())
             }
             Err(f) => {
@@ -287,6 +454,7 @@ impl Host for ServerHost<'_, '_> {
                 !tids.is_empty() && tids.iter().all(|t| own_thread(*t))
             });
         self.idle_sample = Some(rt_end);
+        let own_threads_did_it = pinned_on_own_threads;
         // Recorded only where it ruled something out.
         let pinned_on_own_threads =
             pinned_on_own_threads && (!lingering_now.is_empty() || !busy_background.is_empty());
@@ -328,6 +496,7 @@ impl Host for ServerHost<'_, '_> {
             },
             background_ran: evidential && !busy_background.is_empty() && !pinned_on_own_threads,
             pinned_on_own_threads,
+            own_threads_did_it,
             observations,
             wire_anomalies,
             ..CallRecord::bare(arguments, outcome)

@@ -13,12 +13,13 @@ use tokio::sync::watch;
 use crate::audit;
 use crate::config::{RootsOffer, RunConfig};
 use crate::evidence::{
-    CallRecord, CallTiming, Coverage, Phase, PhaseObservation, ReplayRecord, ToolRun,
+    CallRecord, CallTiming, ControlRequest, Coverage, Phase, PhaseObservation, ReplayRecord,
+    ToolRun,
 };
 use crate::exercise::explore::{Explored, Explorer};
 use crate::finding::{Finding, Severity};
 use crate::mcp::client::{CallOutcome, ClientOptions, EraChoice, McpClient, ProtocolNote};
-use crate::mcp::tool::{HintName, shorten};
+use crate::mcp::tool::{HintName, ToolDecl, shorten};
 use crate::observe::activity::{ProcessTree, ran_between, settle};
 use crate::observe::attempts::AttemptObserver;
 use crate::observe::fs::{
@@ -142,13 +143,71 @@ pub async fn verify(
     stop: watch::Receiver<bool>,
     subreaper: bool,
 ) -> Verification {
-    let mut v = verify_unchecked(config, stop, subreaper).await;
+    let mut v = verify_unchecked(config, stop.clone(), subreaper).await;
+    // A server that cannot be spoken to in the modern era is greeted once more, in the
+    // handshake era, before the run gives up on it.
+    if let Some(why) = handshake_era_needed(config, &v.report) {
+        let mut legacy = config.clone();
+        legacy.era = EraChoice::Legacy;
+        let first_partial = v.report.partial.is_some();
+        if !first_partial && !*stop.borrow() {
+            v = verify_unchecked(&legacy, stop, subreaper).await;
+            v.report.notes.insert(
+                0,
+                format!(
+                    "the run was made again in the handshake era (initialize, no server/discover probe): {why}"
+                ),
+            );
+        }
+    }
     // Runs that ended early (no handshake, no sandbox) have findings too.
     crate::baseline::fingerprint_findings(&mut v.report);
     if config.check_expectations {
         check_expectations(&mut v.report, config);
     }
     v
+}
+
+/// Why a run made with the era left to detection (`--era auto`) must be made again in the
+/// handshake era, if it must: the server died or hung up on the `server/discover` probe (an
+/// older SDK that crashes on an unknown request before `initialize`), or it answered the probe
+/// and listed its tools but refused every call as uninitialised.
+fn handshake_era_needed(config: &RunConfig, report: &Report) -> Option<String> {
+    if config.era != EraChoice::Auto {
+        return None;
+    }
+    if let Some(error) = &report.server.start_error {
+        let probe = "server/discover";
+        let died = [
+            crate::rpc::session::SessionError::Closed {
+                method: probe.into(),
+            }
+            .to_string(),
+            format!("could not send {probe}"),
+        ];
+        return died
+            .iter()
+            .any(|d| error.contains(d.as_str()))
+            .then(|| "the server hung up on the server/discover probe".to_string());
+    }
+    let modern = report
+        .server
+        .identity
+        .as_ref()
+        .is_some_and(|i| matches!(i.era, crate::mcp::client::Era::Modern(_)));
+    let calls: Vec<&CallRecord> = report.tools.iter().flat_map(|t| t.calls.iter()).collect();
+    let uninitialised = |c: &&CallRecord| {
+        c.outcome.said().is_some_and(|said| {
+            let said = said.to_lowercase();
+            said.contains("initializ") || said.contains("initialis")
+        })
+    };
+    (modern && !calls.is_empty() && calls.iter().all(uninitialised)).then(|| {
+        format!(
+            "the server answered server/discover and listed its tools, but refused all {} call(s) as uninitialised",
+            calls.len()
+        )
+    })
 }
 
 /// [`verify`] without the `--check` of the scenario's expectations.
@@ -258,6 +317,12 @@ async fn verify_unchecked(
         None => Default::default(),
     };
     let mut phases = phase_observations(recorder.checkpoint(), Phase::Startup, None);
+    // Work the server started on its own settles before the first call.
+    if live.is_some() && !config.isolate {
+        let wait = host::settle_start(&mut recorder, &ctx).await;
+        notes.extend(wait.note(config.startup_quiet));
+        phases.extend(phase_observations(wait.observations, Phase::Startup, None));
+    }
 
     // Threads that run while no call is in flight are background workers: what the server
     // does while they run during a call may be theirs.
@@ -302,6 +367,11 @@ async fn verify_unchecked(
             .collect(),
         notes: Vec::new(),
     };
+    let controls = if config.isolate {
+        Vec::new()
+    } else {
+        host.controls(&inventory.tools).await
+    };
     let explored = explorer.run(&mut host).await;
     if explored.partial.is_none() && !config.isolate {
         if let Some((tool, waited)) = host.wait_for_late_effects().await {
@@ -345,16 +415,24 @@ async fn verify_unchecked(
     ));
     notes.extend(recorder.take_notes());
 
+    // What the server also did for the control requests is its per-request bookkeeping.
+    let names: Vec<String> = inventory.tools.iter().map(|t| t.name.clone()).collect();
+    notes.extend(audit::server_wide::discount_per_request(
+        &mut runs,
+        &names,
+        &mut phases,
+    ));
+
     // Confirm uncertain attributions by replaying tools alone on fresh servers, and tell the
     // server's first-call initialisation apart from the first tool's writes.
-    let names: Vec<String> = inventory.tools.iter().map(|t| t.name.clone()).collect();
     let mut replays =
         Replays::within(config, &stop, subreaper, deadline).side_by_side(side_by_side);
     if config.replay && partial.is_none() {
         config
             .progress
             .emit(ProgressEvent::Stage("confirming attributions"));
-        notes.extend(replay_ambiguous(&mut replays, &names, &mut runs, &mut phases).await);
+        notes
+            .extend(replay_ambiguous(&mut replays, &inventory.tools, &mut runs, &mut phases).await);
         if !config.isolate {
             notes.extend(
                 first_call_initialisation(&mut replays, &names, &mut runs, &mut phases).await,
@@ -407,6 +485,7 @@ async fn verify_unchecked(
     report.tools = tools;
     report.phases = phases;
     report.replays = replay_records;
+    report.controls = controls;
     report.findings = findings;
     report.seeded = scratch.seeded.clone();
     report.partial = partial.clone();
@@ -558,6 +637,7 @@ impl ReportBase {
             coverage: CoverageSummary::default(),
             tools: Vec::new(),
             phases: Vec::new(),
+            controls: Vec::new(),
             replays: Vec::new(),
             findings: Vec::new(),
             wire: WireSummary::default(),

@@ -2,33 +2,6 @@
 
 use super::*;
 
-/// A key that identifies an observation across runs (fake network addresses differ between
-/// runs, names do not; process starts are not evidence).
-/// Paths match by shape (random segments such as UUIDs, hashes, timestamps and counters are
-/// placeholders), so a note moved to `trash/<uuid>` matches the replay's other uuid.
-pub(super) fn replay_key(o: &Observation) -> Option<String> {
-    match o {
-        Observation::File(f) => Some(format!(
-            "file {} {}",
-            f.kind.verb(),
-            crate::observe::path_shape(&f.path)
-        )),
-        Observation::Attempt(a) => Some(format!(
-            "attempt {} {}",
-            a.syscall,
-            crate::observe::path_shape(&a.path)
-        )),
-        Observation::Network(n) => Some(format!(
-            "net {:?} {} {:?}",
-            n.kind,
-            n.name.clone().unwrap_or_else(|| n.destination.clone()),
-            n.port
-        )),
-        Observation::Refused(r) => Some(format!("refused {}", r.what)),
-        Observation::Process(_) => None,
-    }
-}
-
 /// Most tools replayed in one run.
 pub(super) const MAX_REPLAYS: usize = 6;
 
@@ -77,7 +50,7 @@ pub(super) async fn run_isolated(
     Ok((t.calls, phases))
 }
 
-/// What a replay of one tool alone on a fresh server showed, as [`replay_key`]s.
+/// What a replay of one tool alone on a fresh server showed, as [`Observation::shape_key`]s.
 pub(super) struct Replayed {
     /// Observed where nothing but the tool could have done it: in its calls' windows (its own
     /// earlier calls may have been running, no other tool was called) while none of the
@@ -86,6 +59,11 @@ pub(super) struct Replayed {
     /// Observed before the tool was first called (while the server started, or idle before
     /// the call): the server does it on its own.
     unprompted: BTreeSet<String>,
+    /// Observed in the tool's calls' windows, whatever else ran there.
+    in_focus: BTreeSet<String>,
+    /// Observed outside the tool's calls' windows: in any phase (start-up, the controls,
+    /// between calls, shutdown) or in another tool's call.
+    outside: BTreeSet<String>,
     /// Observed anywhere, the background threads' windows included.
     seen: BTreeSet<String>,
 }
@@ -97,7 +75,8 @@ pub(super) enum ReplayVerdict {
     Reproduced,
     /// The server does it before the tool is ever called: not the tool's evidence.
     Unprompted,
-    /// It happened again, but only while the server's background threads ran too.
+    /// It happened again, but not only in the tool's windows: also where neither the tool
+    /// nor the server's start-up can have done it (after another tool, at shutdown).
     Unsure,
     /// The tool alone never did it.
     Absent,
@@ -107,13 +86,18 @@ impl Replayed {
     /// What the replay says about `o`. Observations without a key (process starts) count as
     /// reproduced.
     fn judge(&self, o: &Observation) -> ReplayVerdict {
-        let Some(k) = replay_key(o) else {
+        let Some(k) = o.shape_key() else {
             return ReplayVerdict::Reproduced;
         };
         if self.certain.contains(&k) {
             ReplayVerdict::Reproduced
         } else if self.unprompted.contains(&k) {
             ReplayVerdict::Unprompted
+        } else if self.in_focus.contains(&k) && !self.outside.contains(&k) {
+            // The server's background threads ran in the tool's windows too, but they never
+            // did it outside them (before the first call, between calls, at the controls):
+            // the tool reproduced it.
+            ReplayVerdict::Reproduced
         } else if self.seen.contains(&k) {
             ReplayVerdict::Unsure
         } else {
@@ -142,6 +126,8 @@ pub(super) struct Replays<'a> {
     /// Tools whose threads did something after their calls: replays focused on them wait up
     /// to [`REPLAY_LATE_WAIT`] for what their calls left running.
     waiting: BTreeSet<String>,
+    /// How long a replay that calls no tool leaves its server alone after the greeting.
+    idle_hold: Duration,
 }
 
 /// How a differential replay judged an observation of a call.
@@ -182,6 +168,7 @@ impl<'a> Replays<'a> {
             jobs: 1,
             records: Vec::new(),
             waiting: BTreeSet::new(),
+            idle_hold: Duration::ZERO,
         }
     }
 
@@ -309,8 +296,12 @@ impl<'a> Replays<'a> {
             if remaining < Duration::from_secs(1) {
                 return Err("the run timeout leaves no time for a replay");
             }
+            let mut config = self.config.clone();
+            if tools.is_empty() {
+                config.hold_before_calls = self.idle_hold;
+            }
             let replayed = replay_keys(
-                self.config,
+                &config,
                 &self.stop,
                 self.subreaper,
                 (tools, focus),
@@ -371,7 +362,7 @@ impl<'a> Replays<'a> {
             .iter()
             .zip(verdicts)
             .map(|(o, v)| {
-                let without_shows = replay_key(o).is_some_and(|k| without.seen.contains(&k));
+                let without_shows = o.shape_key().is_some_and(|k| without.seen.contains(&k));
                 match v {
                     _ if without_shows => Differential::NotTheTools,
                     ReplayVerdict::Reproduced => Differential::Confirmed(cited.clone()),
@@ -397,13 +388,54 @@ fn uncertain_calls(runs: &[ToolRun]) -> Vec<(usize, usize)> {
         .collect()
 }
 
-/// Why `tool` is replayed alone for its uncertain `call`.
+/// Whether observation `o` could contradict a hint `tool` declared: a write against
+/// `readOnlyHint: true`, a destructive one against `destructiveHint: false`, traffic beyond
+/// loopback against `openWorldHint: false`.
+fn bears_on_declared(tool: &ToolDecl, o: &Observation) -> bool {
+    let hints = &tool.hints;
+    o.is_write()
+        && (hints.read_only.declared() == Some(true)
+            || hints.destructive.declared() == Some(false) && o.is_destructive())
+        || o.as_network().is_some_and(|n| !n.loopback) && hints.open_world.declared() == Some(false)
+}
+
+/// The failed calls (tool, call) of exclusive windows whose effects could contradict a
+/// declared hint but are not shown to be the tool's (see [`CallRecord::counts`]): a replay of
+/// the tool alone decides (only where its outcome can change a verdict).
+fn unproven_failed_calls(tools: &[ToolDecl], runs: &[ToolRun]) -> Vec<(usize, usize)> {
+    runs.iter()
+        .enumerate()
+        .flat_map(|(i, r)| {
+            r.calls
+                .iter()
+                .enumerate()
+                .filter(move |(_, c)| {
+                    !c.outcome.is_success()
+                        && c.concurrent_with.is_empty()
+                        && c.observations
+                            .iter()
+                            .any(|o| !c.counts(o) && bears_on_declared(&tools[i], o))
+                })
+                .map(move |(j, _)| (i, j))
+        })
+        .collect()
+}
+
+/// Why `tool` is replayed alone for its uncertain (or failed) `call`.
 fn alone_purpose(tool: &str, call: &CallRecord) -> String {
-    format!(
-        "{tool} {} shared its window with {}",
-        call.label(),
-        call.concurrent_with.join(", ")
-    )
+    if call.concurrent_with.is_empty() {
+        format!(
+            "{tool} {} failed ({}): are the effects seen in its window the tool's?",
+            call.label(),
+            call.outcome.label()
+        )
+    } else {
+        format!(
+            "{tool} {} shared its window with {}",
+            call.label(),
+            call.concurrent_with.join(", ")
+        )
+    }
 }
 
 /// Most tools a differential replay runs before the tool in question.
@@ -431,7 +463,7 @@ pub(super) fn state_prefix(
         })
         .filter(|(_, i)| {
             let r = &runs[*i];
-            r.observations().any(|(_, o)| o.is_write())
+            r.all_observations().any(|(_, o)| o.is_write())
                 || this
                     .pooled
                     .values()
@@ -501,7 +533,20 @@ pub(super) async fn replay_keys(
         .filter(|c| !c.background_ran)
         .flat_map(|c| c.observations.iter())
         .chain(after_calls().filter(|_| quiet).map(|p| &p.observation))
-        .filter_map(replay_key)
+        .filter_map(Observation::shape_key)
+        .collect();
+    let in_focus = calls()
+        .flat_map(|c| c.observations.iter())
+        .filter_map(Observation::shape_key)
+        .collect();
+    let outside = r
+        .tools
+        .iter()
+        .filter(|t| !is_focus(&t.name))
+        .flat_map(|t| t.calls.iter())
+        .flat_map(|c| c.observations.iter())
+        .chain(r.phases.iter().map(|p| &p.observation))
+        .filter_map(Observation::shape_key)
         .collect();
     // What the server did unasked, or for the other tools.
     let others = r
@@ -516,7 +561,7 @@ pub(super) async fn replay_keys(
         .filter(|p| p.phase == Phase::Startup || !p.after_tool.as_deref().is_some_and(is_focus))
         .map(|p| &p.observation)
         .chain(others)
-        .filter_map(replay_key)
+        .filter_map(Observation::shape_key)
         .collect();
     let seen = r
         .tools
@@ -524,11 +569,13 @@ pub(super) async fn replay_keys(
         .flat_map(|t| t.calls.iter())
         .flat_map(|c| c.observations.iter())
         .chain(r.phases.iter().map(|p| &p.observation))
-        .filter_map(replay_key)
+        .filter_map(Observation::shape_key)
         .collect();
     Some(Replayed {
         certain,
         unprompted,
+        in_focus,
+        outside,
         seen,
     })
 }
@@ -540,19 +587,27 @@ pub(super) async fn replay_keys(
 /// reproduces them. Returns notes for the report.
 pub(super) async fn replay_ambiguous(
     replays: &mut Replays<'_>,
-    names: &[String],
+    tools: &[ToolDecl],
     runs: &mut [ToolRun],
     phases: &mut Vec<PhaseObservation>,
 ) -> Vec<String> {
+    let names: Vec<String> = tools.iter().map(|t| t.name.clone()).collect();
+    let names = names.as_slice();
     let mut notes = Vec::new();
     let matters = Observation::is_evidential;
     // Replays of the tools whose threads acted after their calls wait for them.
     replays.waiting_for(phases.iter().filter_map(|p| p.started_by.clone()));
-    // 1. Calls with uncertain windows keep what their own tool reproduces.
+    // 1. Calls with uncertain windows keep what their own tool reproduces; so do failed
+    // calls whose effects are not yet shown to be the tool's (they count only then).
     let mut orphans: Vec<(Vec<String>, Observation)> = Vec::new();
     let uncertain: Vec<(usize, usize, Vec<String>)> = uncertain_calls(runs)
         .into_iter()
         .map(|(i, j)| (i, j, state_prefix(names, runs, i, j)))
+        .chain(
+            unproven_failed_calls(tools, runs)
+                .into_iter()
+                .map(|(i, j)| (i, j, Vec::new())),
+        )
         .collect();
     // Every tool with an uncertain call is replayed alone: those replays side by side first.
     let alone: Vec<(String, String)> = uncertain
@@ -652,7 +707,11 @@ pub(super) async fn replay_ambiguous(
                         "{tool} {label}: \"{}\" {why}; it is not attributed to it",
                         o.describe(),
                     ));
-                    if matters(&o) {
+                    // A failed call's window held nothing else: what it showed stays its
+                    // observation, not counted.
+                    if runs[i].calls[j].concurrent_with.is_empty() {
+                        unsure.push(o);
+                    } else if matters(&o) {
                         orphans.push((runs[i].calls[j].concurrent_tools.clone(), o));
                     }
                 }
@@ -710,7 +769,7 @@ pub(super) async fn replay_ambiguous(
                 _ => None,
             };
             let prefix = state_prefix(names, runs, i, last);
-            if by.is_none() && replay_key(&o).is_some() && !prefix.is_empty() {
+            if by.is_none() && o.shape_key().is_some() && !prefix.is_empty() {
                 if let Ok(d) = replays.differential(&prefix, t, &[&o]).await {
                     if let Some(Differential::Confirmed(cited)) = d.into_iter().next() {
                         by = Some(cited);
@@ -799,28 +858,30 @@ pub(super) async fn first_call_initialisation(
         .map(|f| f.path.clone())
         .collect();
     let created: Vec<&str> = created_paths.iter().map(String::as_str).collect();
+    // A different tool, preferably one that wrote nothing in the run.
+    let writes = |r: &ToolRun| r.all_observations().filter(|(_, o)| o.is_write()).count();
+    let other = runs
+        .iter()
+        .enumerate()
+        .filter(|(i, r)| *i != tool && r.succeeded())
+        .min_by_key(|(_, r)| writes(r))
+        .map(|(i, _)| i);
+    let Some(other) = other else {
+        // No tool to compare with: a fresh server left alone is the control, unless the
+        // call's own threads made every piece of evidence (start-up work runs on threads the
+        // server started on its own).
+        let own = runs[tool].calls[call].own_threads_did_it;
+        if !own && observations.iter().any(Observation::is_evidential) {
+            notes.extend(start_up_work(replays, names, runs, phases, (tool, call)).await);
+        }
+        return notes;
+    };
     if !observations
         .iter()
         .any(|o| initialisation_candidate(o, &created))
     {
         return notes;
     }
-    // A different tool, preferably one that wrote nothing in the run.
-    let writes = |r: &ToolRun| r.observations().filter(|(_, o)| o.is_write()).count();
-    let Some(other) = runs
-        .iter()
-        .enumerate()
-        .filter(|(i, r)| *i != tool && r.succeeded())
-        .min_by_key(|(_, r)| writes(r))
-        .map(|(i, _)| i)
-    else {
-        notes.push(format!(
-            "what the first call ({} {}) created stays its own: no other tool had a successful call to replay it with",
-            names[tool],
-            runs[tool].calls[call].label()
-        ));
-        return notes;
-    };
     let purpose = format!(
         "is what the first call ({}) created the server's first-call initialisation?",
         names[tool]
@@ -865,6 +926,63 @@ pub(super) async fn first_call_initialisation(
     notes
 }
 
+/// Tells the server's own start-up work (an update check, an index sync, a timer it set at
+/// start) apart from the first call's effects when no other tool can serve as control: a
+/// fresh server is greeted and left alone, calling no tool, for as long as the run's first
+/// call came after the start; what it does then is its own. Those effects of the first call
+/// move to the start-up phase (named with the tool whose window they fell in).
+async fn start_up_work(
+    replays: &mut Replays<'_>,
+    names: &[String],
+    runs: &mut [ToolRun],
+    phases: &mut Vec<PhaseObservation>,
+    (tool, call): (usize, usize),
+) -> Vec<String> {
+    let first_call = &runs[tool].calls[call];
+    let label = first_call.label();
+    // Until the end of the first call's window, and a little more.
+    replays.idle_hold = Duration::from_millis(
+        first_call.started_ms + first_call.duration_ms + first_call.settle_ms + 500,
+    );
+    let purpose = format!(
+        "did the server do on its own, calling no tool, what the first call ({} {label}) showed?",
+        names[tool]
+    );
+    let replayed = match replays.run((&[], None), purpose).await {
+        Ok((id, r)) => (id, r),
+        Err(why) => {
+            return vec![format!(
+                "what the first call ({} {label}) showed stays its own: no other tool had a successful call to replay it with, and {why}",
+                names[tool]
+            )];
+        }
+    };
+    let (id, replayed) = replayed;
+    let first_call = &mut runs[tool].calls[call];
+    let (server, own): (Vec<Observation>, Vec<Observation>) =
+        std::mem::take(&mut first_call.observations)
+            .into_iter()
+            .partition(|o| o.is_evidential() && replayed.judge(o) != ReplayVerdict::Absent);
+    first_call.observations = own;
+    if server.is_empty() {
+        return Vec::new();
+    }
+    let described: Vec<String> = server.iter().map(|o| o.describe()).collect();
+    let note = format!(
+        "{} effect(s) in the first call ({} {label}) are the server's own start-up work, not the tool's: replay {id}, a fresh server left alone without any call, did the same ({})",
+        server.len(),
+        names[tool],
+        described.join("; ")
+    );
+    phases.extend(server.into_iter().map(|o| PhaseObservation {
+        started_by: None,
+        phase: Phase::Startup,
+        after_tool: Some(names[tool].clone()),
+        observation: o,
+    }));
+    vec![note]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -885,15 +1003,31 @@ mod tests {
 
     #[test]
     fn a_replay_pins_clears_or_leaves_open_by_where_it_saw_the_observation() {
-        let key = |p: &str| replay_key(&denied_write(p)).expect("key");
+        let key = |p: &str| denied_write(p).shape_key().expect("key");
         let replayed = Replayed {
             certain: [key("/etc/mine"), key("/etc/both")].into(),
             unprompted: [key("/etc/server-does-it"), key("/etc/both")].into(),
+            in_focus: [
+                key("/etc/mine"),
+                key("/etc/both"),
+                key("/etc/beside-busy-threads"),
+                key("/etc/also-between-calls"),
+            ]
+            .into(),
+            outside: [
+                key("/etc/server-does-it"),
+                key("/etc/both"),
+                key("/etc/also-between-calls"),
+                key("/etc/at-shutdown"),
+            ]
+            .into(),
             seen: [
                 key("/etc/mine"),
                 key("/etc/both"),
                 key("/etc/server-does-it"),
                 key("/etc/beside-busy-threads"),
+                key("/etc/at-shutdown"),
+                key("/etc/also-between-calls"),
             ]
             .into(),
         };
@@ -902,8 +1036,13 @@ mod tests {
         // Done where nothing else ran wins over being done unprompted too.
         assert_eq!(judge("/etc/both"), ReplayVerdict::Reproduced);
         assert_eq!(judge("/etc/server-does-it"), ReplayVerdict::Unprompted);
-        // Seen again, but only while background threads ran: neither pinned nor cleared.
-        assert_eq!(judge("/etc/beside-busy-threads"), ReplayVerdict::Unsure);
+        // Seen again in the tool's windows while background threads ran, and never where
+        // they ran alone: the tool's.
+        assert_eq!(judge("/etc/beside-busy-threads"), ReplayVerdict::Reproduced);
+        // Seen, but in no window of the tool's; or in its windows and between calls too (a
+        // background writer): neither pinned nor cleared.
+        assert_eq!(judge("/etc/at-shutdown"), ReplayVerdict::Unsure);
+        assert_eq!(judge("/etc/also-between-calls"), ReplayVerdict::Unsure);
         assert_eq!(judge("/etc/never"), ReplayVerdict::Absent);
     }
 

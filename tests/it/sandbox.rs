@@ -69,6 +69,8 @@ pub(crate) fn stage() -> &'static Stage {
             "over-http",
             "deep-tree",
             "late-thread",
+            "per-request",
+            "startup-work",
         ] {
             let src = repo().join("tests/fixtures").join(fixture);
             let dst = dir.join("fixtures").join(fixture);
@@ -1824,6 +1826,94 @@ as_root_and_unprivileged!(
     a_per_call_journal_is_bookkeeping_as_root,
     a_per_call_journal_is_bookkeeping_unprivileged,
     journal_run
+);
+
+fn per_request_run(who: As) {
+    let Some(r) = python_fixture_holds("per-request", who) else {
+        return;
+    };
+    // The controls were made and listed: a ping, a listing, a call of a tool it lacks.
+    let controls: Vec<&str> = r["controls"]
+        .as_array()
+        .expect("controls")
+        .iter()
+        .filter_map(|c| c["method"].as_str())
+        .collect();
+    assert_eq!(
+        controls,
+        ["ping", "tools/list", "tools/call"],
+        "{}",
+        r["controls"]
+    );
+    // The timestamp every request rewrites is reported once, server-wide, as bookkeeping.
+    let per_request: Vec<&serde_json::Value> = r["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .filter(|f| {
+            f["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("on every request"))
+        })
+        .collect();
+    assert_eq!(per_request.len(), 1, "{}", r["findings"]);
+    assert_eq!(per_request[0]["category"], "bookkeeping");
+    assert_eq!(per_request[0]["severity"], "note");
+    let tool = |name: &str| {
+        r["tools"]
+            .as_array()
+            .expect("tools")
+            .iter()
+            .find(|t| t["name"] == name)
+            .cloned()
+            .unwrap_or_else(|| panic!("{name}"))
+    };
+    // The readers' windows hold no evidence at all; the history and the failed export are
+    // firm on their own.
+    assert_eq!(
+        tool("list_items")["verdicts"][0]["evidence"],
+        serde_json::json!([])
+    );
+    for writer in ["record_item", "failing_writer"] {
+        let evidence = &tool(writer)["verdicts"][0]["evidence"];
+        assert_eq!(evidence[0]["firm"], true, "{writer}: {evidence}");
+        assert!(
+            !evidence.to_string().contains("last-used"),
+            "{writer}: {evidence}"
+        );
+    }
+}
+
+as_root_and_unprivileged!(
+    per_request_bookkeeping_is_no_tools_evidence_as_root,
+    per_request_bookkeeping_is_no_tools_evidence_unprivileged,
+    per_request_run
+);
+
+fn startup_work_run(who: As) {
+    let Some(r) = python_fixture_holds("startup-work", who) else {
+        return;
+    };
+    // The update check and the index sync are reported outside every call, whichever way
+    // they were told apart (the start-up wait, the controls, the replay without any call).
+    let outside: Vec<&str> = r["out_of_window"]
+        .as_array()
+        .expect("out_of_window")
+        .iter()
+        .filter_map(|p| p["description"].as_str())
+        .collect();
+    for work in ["update-check.json", "$WORKSPACE/.index"] {
+        assert!(
+            outside.iter().any(|d| d.contains(work)),
+            "{work}: {outside:?}"
+        );
+    }
+}
+
+as_root_and_unprivileged!(
+    start_up_work_of_a_single_tool_server_is_not_its_tools_as_root,
+    start_up_work_of_a_single_tool_server_is_not_its_tools_unprivileged,
+    startup_work_run
 );
 
 fn lazy_database_run(who: As) {
