@@ -190,6 +190,9 @@ pub struct RunConfig {
     pub run_as: Option<(u32, u32)>,
     /// Call only these tools (replays use it); `None` calls all.
     pub only_tools: Option<Vec<String>>,
+    /// Whether `only_tools` is also the order of the calls (replays of "this tool, then that
+    /// one").
+    pub keep_order: bool,
     /// The least time to leave the server alone after its greeting, before any call: set only
     /// by the replay that runs no tool (how long the first call of the run came after the
     /// start), so that the server's own delayed start-up work shows.
@@ -1038,6 +1041,7 @@ impl RunConfig {
             sandbox,
             sandbox_exe: None,
             only_tools: None,
+            keep_order: false,
             hold_before_calls: Duration::ZERO,
             observe_ports: {
                 // A server's own fixed port is its, not the observer's (whose defaults step

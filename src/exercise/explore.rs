@@ -195,6 +195,20 @@ impl<'a> Explorer<'a> {
             .emit(ProgressEvent::Planned(self.planned.len()));
         let mut queue: std::collections::VecDeque<usize> =
             self.planned.iter().map(|p| p.tool_index).collect();
+        // A run limited to some tools in an order (a replay of "this tool, then that one")
+        // calls them in that order; tools outside the list (session set-up) keep their place
+        // first.
+        if let Some(only) = self
+            .config
+            .only_tools
+            .as_ref()
+            .filter(|_| self.config.keep_order)
+        {
+            let position = |i: &usize| only.iter().position(|n| *n == self.tools[*i].name);
+            queue
+                .make_contiguous()
+                .sort_by_key(|i| position(i).map_or(0, |p| p + 1));
+        }
         let mut deferred = vec![false; self.tools.len()];
         while let Some(i) = queue.pop_front() {
             if self.taken[i] {

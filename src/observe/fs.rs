@@ -123,6 +123,9 @@ struct Entry {
     prefix_sha: Option<(u64, [u8; 32])>,
     /// The content is a database file changed in place (SQLite or git index magic).
     database: bool,
+    /// The digest of the content without what its format writes anew on every save (zip
+    /// packages, PDF: see [`super::normalise`]), for those formats.
+    norm_sha: Option<[u8; 32]>,
     /// Hard links to it (a file written through another of its names elsewhere changes
     /// without an event in this directory).
     links: u64,
@@ -956,6 +959,7 @@ impl<'a> Walk<'a> {
             link: None,
             prefix_sha: None,
             database: false,
+            norm_sha: None,
             links: st.st_nlink as u64,
         };
         match kind {
@@ -979,6 +983,7 @@ impl<'a> Walk<'a> {
             {
                 entry.sha = prev.sha;
                 entry.database = prev.database;
+                entry.norm_sha = prev.norm_sha;
                 if let Some(c) = &prev.content {
                     if self.kept_content + c.len() as u64 <= self.limits.content_budget {
                         self.kept_content += c.len() as u64;
@@ -1028,12 +1033,16 @@ impl<'a> Walk<'a> {
         let mut kept = Vec::new();
         let mut buf = vec![0u8; 64 * 1024];
         let mut total = 0u64;
+        let mut normalisable = false;
         loop {
             match file.read(&mut buf) {
                 Ok(0) => break,
                 Ok(n) => {
                     if total == 0 {
                         entry.database = DATABASE_MAGICS.iter().any(|m| buf[..n].starts_with(m));
+                        normalisable = [&b"PK\x03\x04"[..], b"%PDF-"]
+                            .iter()
+                            .any(|m| buf[..n].starts_with(m));
                     }
                     hasher.update(&buf[..n]);
                     if let Some((len, h)) = prefix.as_mut() {
@@ -1061,7 +1070,21 @@ impl<'a> Walk<'a> {
         entry.prefix_sha = prefix
             .filter(|(len, _)| *len <= total)
             .map(|(len, h)| (len, h.finalize().into()));
-        if keep && total <= self.limits.keep_content_bytes {
+        let whole_kept = keep && total <= self.limits.keep_content_bytes;
+        if normalisable {
+            // A document: read again whole (unless kept) for the digest that leaves out what
+            // every save writes.
+            let mut whole = Vec::new();
+            let content = if whole_kept {
+                Some(&kept[..])
+            } else {
+                use std::io::Seek;
+                (file.rewind().is_ok() && file.by_ref().take(total).read_to_end(&mut whole).is_ok())
+                    .then_some(&whole[..])
+            };
+            entry.norm_sha = content.and_then(super::normalise::normalised_digest);
+        }
+        if whole_kept {
             self.kept_content += total;
             entry.content = Some(kept.into());
         }
@@ -1247,7 +1270,8 @@ const DATABASE_MAGICS: &[&[u8]] = &[b"SQLite format 3\0", b"DIRC", b"PK\x03\x04"
 
 /// Classifies a change of content of a regular file.
 fn content_change(old: &Entry, new: &Entry) -> Option<FileEffectKind> {
-    let same_content = old.sha.is_some() && old.sha == new.sha;
+    let same_content = old.sha.is_some() && old.sha == new.sha
+        || old.norm_sha.is_some() && old.norm_sha == new.norm_sha;
     if same_content || (old.sha.is_none() && old.size == new.size && old.mtime == new.mtime) {
         if old.mode != new.mode {
             return Some(FileEffectKind::ModeChanged {

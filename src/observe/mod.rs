@@ -10,6 +10,7 @@ pub mod fs;
 pub mod git;
 pub mod inotify;
 pub mod net;
+pub mod normalise;
 pub mod store;
 pub mod tls;
 pub mod web;

@@ -1,6 +1,7 @@
 //! Nested runs: a tool called alone on a fresh server, to confirm or correct an uncertain attribution (replay) or to give each tool its own server (`--isolate`).
 
 use super::*;
+use crate::observe::at_or_under;
 
 /// Most tools replayed in one run.
 pub(super) const MAX_REPLAYS: usize = 6;
@@ -399,6 +400,17 @@ fn bears_on_declared(tool: &ToolDecl, o: &Observation) -> bool {
         || o.as_network().is_some_and(|n| !n.loopback) && hints.open_world.declared() == Some(false)
 }
 
+/// Whether moving `observations` away from `tool` can change a verdict on a hint it declared
+/// or the suggestion for one it left out: one of them bears on a declared hint (see
+/// [`bears_on_declared`]), or `readOnlyHint` is not declared (the suggestion rests on whether
+/// the tool wrote).
+fn replay_can_change_a_verdict(tool: &ToolDecl, observations: &[Observation]) -> bool {
+    observations.iter().any(|o| {
+        o.is_evidential()
+            && (bears_on_declared(tool, o) || tool.hints.read_only.declared().is_none())
+    })
+}
+
 /// The failed calls (tool, call) of exclusive windows whose effects could contradict a
 /// declared hint but are not shown to be the tool's (see [`CallRecord::counts`]): a replay of
 /// the tool alone decides (only where its outcome can change a verdict).
@@ -500,6 +512,7 @@ pub(super) async fn replay_keys(
     cfg.progress = ProgressHook::default();
     cfg.check_expectations = false;
     cfg.only_tools = Some(tools.to_vec());
+    cfg.keep_order = true;
     cfg.replay = false;
     cfg.transcript = None;
     cfg.settle = Duration::from_millis(300);
@@ -832,10 +845,12 @@ fn initialisation_candidate(o: &Observation, created_in_call: &[&str]) -> bool {
 /// The other tool is one whose calls wrote nothing in the run, if any succeeded.
 pub(super) async fn first_call_initialisation(
     replays: &mut Replays<'_>,
-    names: &[String],
+    tools: &[ToolDecl],
     runs: &mut [ToolRun],
     phases: &mut Vec<PhaseObservation>,
 ) -> Vec<String> {
+    let names: Vec<String> = tools.iter().map(|t| t.name.clone()).collect();
+    let names = names.as_slice();
     let mut notes = Vec::new();
     let first = runs
         .iter()
@@ -851,6 +866,10 @@ pub(super) async fn first_call_initialisation(
         return notes;
     };
     let observations = &runs[tool].calls[call].observations;
+    // A replay is spent only where its outcome can change a verdict or a suggestion.
+    if !replay_can_change_a_verdict(&tools[tool], observations) {
+        return notes;
+    }
     let created_paths: Vec<String> = observations
         .iter()
         .filter_map(|o| o.as_file())
@@ -922,6 +941,101 @@ pub(super) async fn first_call_initialisation(
             after_tool: Some(names[tool].clone()),
             observation: o,
         });
+    }
+    notes
+}
+
+/// Lazy set-up: a place the server makes on first access (a storage directory, a database)
+/// by whichever tool touches it first, blamed on a tool declared read-only that happened to
+/// come first. For such a tool whose only writes are creations (and writes inside what it
+/// created), a fresh server runs another tool that used the same place in the run (it wrote
+/// at or under it) and then the tool: when the creation moves to the other tool, it is the
+/// server's set-up, reported once as first-call initialisation, not the tool's evidence.
+pub(super) async fn lazy_set_up(
+    replays: &mut Replays<'_>,
+    tools: &[ToolDecl],
+    runs: &mut [ToolRun],
+    phases: &mut Vec<PhaseObservation>,
+) -> Vec<String> {
+    let names: Vec<String> = tools.iter().map(|t| t.name.clone()).collect();
+    let mut notes = Vec::new();
+    for i in 0..runs.len() {
+        if tools[i].hints.read_only.declared() != Some(true) {
+            continue;
+        }
+        let created: Vec<String> = runs[i]
+            .observations()
+            .filter_map(|(_, o)| o.as_file())
+            .filter(|f| f.kind.is_creation())
+            .map(|f| f.path.clone())
+            .collect();
+        let inside = |path: &str| created.iter().any(|c| at_or_under(path, c));
+        // Only a tool whose every counted write is a creation or inside one, in windows of
+        // its own (what is uncertain already is not firm).
+        let only_creations = !created.is_empty()
+            && runs[i].observations().all(|(c, o)| {
+                !o.is_evidential()
+                    || c.concurrent_with.is_empty() && o.as_file().is_some_and(|f| inside(&f.path))
+            });
+        if !only_creations {
+            continue;
+        }
+        let other = (0..runs.len()).find(|&k| {
+            k != i
+                && runs[k].succeeded()
+                && runs[k]
+                    .all_observations()
+                    .any(|(_, o)| o.as_file().is_some_and(|f| inside(&f.path)))
+        });
+        let Some(k) = other else { continue };
+        let sequence = [names[k].clone(), names[i].clone()];
+        let purpose = format!(
+            "is what {} created the server's set-up of a place {} uses too?",
+            names[i], names[k]
+        );
+        let Ok((id, replayed)) = replays.run((&sequence, Some(&names[i])), purpose).await else {
+            continue;
+        };
+        let mut moved: Vec<String> = Vec::new();
+        for call in &mut runs[i].calls {
+            let (set_up, own): (Vec<Observation>, Vec<Observation>) =
+                std::mem::take(&mut call.observations)
+                    .into_iter()
+                    .partition(|o| {
+                        // Made by the other tool in the replay, and then not touched at all
+                        // by this one (a tool that overwrote what the other made is a writer).
+                        let touched = o.as_file().is_some_and(|f| {
+                            let shape = format!(" {}", crate::observe::path_shape(&f.path));
+                            replayed.in_focus.iter().any(|k| k.ends_with(&shape))
+                        });
+                        o.as_file().is_some_and(|f| inside(&f.path))
+                            && o.shape_key()
+                                .is_some_and(|key| replayed.seen.contains(&key))
+                            && replayed.judge(o) != ReplayVerdict::Reproduced
+                            && !touched
+                    });
+            call.observations = own;
+            for o in set_up {
+                moved.push(o.describe());
+                phases.push(PhaseObservation {
+                    started_by: None,
+                    phase: Phase::FirstCall,
+                    after_tool: Some(names[i].clone()),
+                    observation: o,
+                });
+            }
+        }
+        if !moved.is_empty() {
+            notes.push(format!(
+                "{} effect(s) of {} are the server's set-up of a place it makes on first use, not the tool's: replay {id}, {} then {} on a fresh server, made it in {}'s call instead ({})",
+                moved.len(),
+                names[i],
+                names[k],
+                names[i],
+                names[k],
+                moved.join("; ")
+            ));
+        }
     }
     notes
 }

@@ -71,6 +71,8 @@ pub(crate) fn stage() -> &'static Stage {
             "late-thread",
             "per-request",
             "startup-work",
+            "documents",
+            "lazy-store",
         ] {
             let src = repo().join("tests/fixtures").join(fixture);
             let dst = dir.join("fixtures").join(fixture);
@@ -1914,6 +1916,50 @@ as_root_and_unprivileged!(
     start_up_work_of_a_single_tool_server_is_not_its_tools_as_root,
     start_up_work_of_a_single_tool_server_is_not_its_tools_unprivileged,
     startup_work_run
+);
+
+fn documents_run(who: As) {
+    let Some(r) = python_fixture_holds("documents", who) else {
+        return;
+    };
+    // Saved again with the same content, the deck and the PDF are same-content rewrites.
+    for (tool, file) in [("save_deck", "deck.pptx"), ("export_pdf", "report.pdf")] {
+        let repeat = r["tools"]
+            .as_array()
+            .expect("tools")
+            .iter()
+            .find(|t| t["name"] == tool)
+            .map(|t| t["calls"][1]["observations"].to_string())
+            .unwrap_or_default();
+        assert!(
+            repeat.contains(&format!("rewrote (same content) $WORKSPACE/{file}")),
+            "{tool}: {repeat}"
+        );
+    }
+}
+
+as_root_and_unprivileged!(
+    what_every_save_writes_is_no_additional_effect_as_root,
+    what_every_save_writes_is_no_additional_effect_unprivileged,
+    documents_run
+);
+
+fn lazy_store_run(who: As) {
+    let Some(r) = python_fixture_holds("lazy-store", who) else {
+        return;
+    };
+    // One replay, the adder then the lister, moved the store's creation out of the lister.
+    let notes = r["notes"].to_string();
+    assert!(
+        notes.contains("are the server's set-up of a place it makes on first use"),
+        "{notes}"
+    );
+}
+
+as_root_and_unprivileged!(
+    a_store_made_on_first_access_is_the_servers_set_up_as_root,
+    a_store_made_on_first_access_is_the_servers_set_up_unprivileged,
+    lazy_store_run
 );
 
 fn lazy_database_run(who: As) {
