@@ -61,8 +61,12 @@ pub fn findings(phases: &[PhaseObservation]) -> Vec<Finding> {
                     let mut shapes = std::collections::BTreeSet::new();
                     items.retain(|p| shapes.insert(p.observation.shape_key()));
                     (
-                        // Losing content on every request is worth a look all the same.
-                        if items.iter().any(|p| loses_content(&p.observation)) {
+                        // Losing content or talking to the outside world on every request
+                        // is worth a look all the same.
+                        if items.iter().any(|p| {
+                            loses_content(&p.observation)
+                                || p.observation.as_network().is_some_and(|n| !n.loopback)
+                        }) {
                             Severity::Warning
                         } else {
                             Severity::Note

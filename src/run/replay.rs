@@ -552,28 +552,25 @@ pub(super) async fn replay_keys(
         .flat_map(|c| c.observations.iter())
         .filter_map(Observation::shape_key)
         .collect();
-    let outside = r
-        .tools
-        .iter()
-        .filter(|t| !is_focus(&t.name))
-        .flat_map(|t| t.calls.iter())
-        .flat_map(|c| c.observations.iter())
+    // What the server did for the other tools.
+    let others = || {
+        r.tools
+            .iter()
+            .filter(|t| !is_focus(&t.name))
+            .flat_map(|t| t.calls.iter())
+            .flat_map(|c| c.observations.iter())
+    };
+    let outside = others()
         .chain(r.phases.iter().map(|p| &p.observation))
         .filter_map(Observation::shape_key)
         .collect();
     // What the server did unasked, or for the other tools.
-    let others = r
-        .tools
-        .iter()
-        .filter(|t| !is_focus(&t.name))
-        .flat_map(|t| t.calls.iter())
-        .flat_map(|c| c.observations.iter());
     let unprompted = r
         .phases
         .iter()
         .filter(|p| p.phase == Phase::Startup || !p.after_tool.as_deref().is_some_and(is_focus))
         .map(|p| &p.observation)
-        .chain(others)
+        .chain(others())
         .filter_map(Observation::shape_key)
         .collect();
     let seen = r

@@ -11,7 +11,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::util::{Outcome, fake_server, hintcheck_bin, processes_matching, repo, skip};
+use crate::util::{
+    Outcome, fake_server, hintcheck_bin, processes_matching, repo, report_tool, skip,
+};
 
 /// A copy of everything the sandbox tests hand to hintcheck (its binaries and fixtures) in a
 /// world-readable directory under /tmp, so that an unprivileged uid can use them whatever the
@@ -1861,15 +1863,7 @@ fn per_request_run(who: As) {
     assert_eq!(per_request.len(), 1, "{}", r["findings"]);
     assert_eq!(per_request[0]["category"], "bookkeeping");
     assert_eq!(per_request[0]["severity"], "note");
-    let tool = |name: &str| {
-        r["tools"]
-            .as_array()
-            .expect("tools")
-            .iter()
-            .find(|t| t["name"] == name)
-            .cloned()
-            .unwrap_or_else(|| panic!("{name}"))
-    };
+    let tool = |name: &str| report_tool(&r, name);
     // The readers' windows hold no evidence at all; the history and the failed export are
     // firm on their own.
     assert_eq!(
@@ -1924,13 +1918,7 @@ fn documents_run(who: As) {
     };
     // Saved again with the same content, the deck and the PDF are same-content rewrites.
     for (tool, file) in [("save_deck", "deck.pptx"), ("export_pdf", "report.pdf")] {
-        let repeat = r["tools"]
-            .as_array()
-            .expect("tools")
-            .iter()
-            .find(|t| t["name"] == tool)
-            .map(|t| t["calls"][1]["observations"].to_string())
-            .unwrap_or_default();
+        let repeat = report_tool(&r, tool)["calls"][1]["observations"].to_string();
         assert!(
             repeat.contains(&format!("rewrote (same content) $WORKSPACE/{file}")),
             "{tool}: {repeat}"
