@@ -960,10 +960,12 @@ pub(super) async fn lazy_set_up(
         if tools[i].hints.read_only.declared() != Some(true) {
             continue;
         }
+        // Lasting creations only: what was created and removed again (a lock) is transient,
+        // never firm, and no replay can change that.
         let created: Vec<String> = runs[i]
             .observations()
             .filter_map(|(_, o)| o.as_file())
-            .filter(|f| f.kind.is_creation())
+            .filter(|f| f.kind == crate::observe::FileEffectKind::Created)
             .map(|f| f.path.clone())
             .collect();
         let inside = |path: &str| created.iter().any(|c| at_or_under(path, c));
