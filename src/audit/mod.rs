@@ -223,17 +223,30 @@ pub fn judge_tool(tool: &ToolDecl, run: &ToolRun, coverage: &Coverage) -> ToolJu
     out
 }
 
+/// Whether observation `o` is the kind of effect that contradicts `hint` declared against
+/// its default: a write (`readOnlyHint: true`), a destructive effect (`destructiveHint:
+/// false`), traffic beyond loopback (`openWorldHint: false`). Idempotence is judged on
+/// repeats, never on one effect.
+pub(crate) fn bears_on(hint: HintName, o: &Observation) -> bool {
+    match hint {
+        HintName::ReadOnly => o.is_write(),
+        HintName::Destructive => o.is_destructive(),
+        HintName::OpenWorld => o.as_network().is_some_and(|n| !n.loopback),
+        HintName::Idempotent => false,
+    }
+}
+
+/// Whether `o` could contradict a hint `tool` declared (see [`bears_on`]).
+pub(crate) fn bears_on_declared(tool: &ToolDecl, o: &Observation) -> bool {
+    HintName::ALL
+        .into_iter()
+        .any(|h| tool.hints.get(h).declared() == Some(!h.default_value()) && bears_on(h, o))
+}
+
 /// How many effects of failed calls that bear on `hint` are not counted (see
 /// [`CallRecord::counts`]).
 fn uncounted_for(hint: HintName, run: &ToolRun) -> usize {
-    run.uncounted()
-        .filter(|(_, o)| match hint {
-            HintName::ReadOnly => o.is_write(),
-            HintName::Destructive => o.is_destructive(),
-            HintName::OpenWorld => o.as_network().is_some_and(|n| !n.loopback),
-            HintName::Idempotent => false,
-        })
-        .count()
+    run.uncounted().filter(|(_, o)| bears_on(hint, o)).count()
 }
 
 /// Evidence lines for observations, capped so that a flood stays readable: the pieces that

@@ -431,14 +431,34 @@ async fn verify_unchecked(
         config
             .progress
             .emit(ProgressEvent::Stage("confirming attributions"));
-        notes
-            .extend(replay_ambiguous(&mut replays, &inventory.tools, &mut runs, &mut phases).await);
+        notes.extend(
+            replay_ambiguous(
+                &mut replays,
+                (&inventory.tools, &names),
+                &mut runs,
+                &mut phases,
+            )
+            .await,
+        );
         if !config.isolate {
             notes.extend(
-                first_call_initialisation(&mut replays, &inventory.tools, &mut runs, &mut phases)
-                    .await,
+                first_call_initialisation(
+                    &mut replays,
+                    (&inventory.tools, &names),
+                    &mut runs,
+                    &mut phases,
+                )
+                .await,
             );
-            notes.extend(lazy_set_up(&mut replays, &inventory.tools, &mut runs, &mut phases).await);
+            notes.extend(
+                lazy_set_up(
+                    &mut replays,
+                    (&inventory.tools, &names),
+                    &mut runs,
+                    &mut phases,
+                )
+                .await,
+            );
         }
     }
     let replay_records = replays.records;

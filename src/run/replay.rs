@@ -389,25 +389,15 @@ fn uncertain_calls(runs: &[ToolRun]) -> Vec<(usize, usize)> {
         .collect()
 }
 
-/// Whether observation `o` could contradict a hint `tool` declared: a write against
-/// `readOnlyHint: true`, a destructive one against `destructiveHint: false`, traffic beyond
-/// loopback against `openWorldHint: false`.
-fn bears_on_declared(tool: &ToolDecl, o: &Observation) -> bool {
-    let hints = &tool.hints;
-    o.is_write()
-        && (hints.read_only.declared() == Some(true)
-            || hints.destructive.declared() == Some(false) && o.is_destructive())
-        || o.as_network().is_some_and(|n| !n.loopback) && hints.open_world.declared() == Some(false)
-}
-
 /// Whether moving `observations` away from `tool` can change a verdict on a hint it declared
 /// or the suggestion for one it left out: one of them bears on a declared hint (see
-/// [`bears_on_declared`]), or `readOnlyHint` is not declared (the suggestion rests on whether
+/// [`crate::audit::bears_on_declared`]), or `readOnlyHint` is not declared (the suggestion rests on whether
 /// the tool wrote).
 fn replay_can_change_a_verdict(tool: &ToolDecl, observations: &[Observation]) -> bool {
     observations.iter().any(|o| {
         o.is_evidential()
-            && (bears_on_declared(tool, o) || tool.hints.read_only.declared().is_none())
+            && (crate::audit::bears_on_declared(tool, o)
+                || tool.hints.read_only.declared().is_none())
     })
 }
 
@@ -426,7 +416,7 @@ fn unproven_failed_calls(tools: &[ToolDecl], runs: &[ToolRun]) -> Vec<(usize, us
                         && c.concurrent_with.is_empty()
                         && c.observations
                             .iter()
-                            .any(|o| !c.counts(o) && bears_on_declared(&tools[i], o))
+                            .any(|o| !c.counts(o) && crate::audit::bears_on_declared(&tools[i], o))
                 })
                 .map(move |(j, _)| (i, j))
         })
@@ -597,12 +587,10 @@ pub(super) async fn replay_keys(
 /// reproduces them. Returns notes for the report.
 pub(super) async fn replay_ambiguous(
     replays: &mut Replays<'_>,
-    tools: &[ToolDecl],
+    (tools, names): (&[ToolDecl], &[String]),
     runs: &mut [ToolRun],
     phases: &mut Vec<PhaseObservation>,
 ) -> Vec<String> {
-    let names: Vec<String> = tools.iter().map(|t| t.name.clone()).collect();
-    let names = names.as_slice();
     let mut notes = Vec::new();
     let matters = Observation::is_evidential;
     // Replays of the tools whose threads acted after their calls wait for them.
@@ -842,12 +830,10 @@ fn initialisation_candidate(o: &Observation, created_in_call: &[&str]) -> bool {
 /// The other tool is one whose calls wrote nothing in the run, if any succeeded.
 pub(super) async fn first_call_initialisation(
     replays: &mut Replays<'_>,
-    tools: &[ToolDecl],
+    (tools, names): (&[ToolDecl], &[String]),
     runs: &mut [ToolRun],
     phases: &mut Vec<PhaseObservation>,
 ) -> Vec<String> {
-    let names: Vec<String> = tools.iter().map(|t| t.name.clone()).collect();
-    let names = names.as_slice();
     let mut notes = Vec::new();
     let first = runs
         .iter()
@@ -950,11 +936,10 @@ pub(super) async fn first_call_initialisation(
 /// server's set-up, reported once as first-call initialisation, not the tool's evidence.
 pub(super) async fn lazy_set_up(
     replays: &mut Replays<'_>,
-    tools: &[ToolDecl],
+    (tools, names): (&[ToolDecl], &[String]),
     runs: &mut [ToolRun],
     phases: &mut Vec<PhaseObservation>,
 ) -> Vec<String> {
-    let names: Vec<String> = tools.iter().map(|t| t.name.clone()).collect();
     let mut notes = Vec::new();
     for i in 0..runs.len() {
         if tools[i].hints.read_only.declared() != Some(true) {
