@@ -325,7 +325,7 @@ pub struct VerifyArgs {
     #[arg(long, value_enum)]
     pub fail_on: Option<FailOnArg>,
     /// Findings of this category never fail the run, whatever their severity: bookkeeping,
-    /// first-call-initialisation, transient, update (repeatable, or comma-separated).
+    /// first-call-initialisation, transient, update, own-installation (repeatable, or comma-separated).
     #[arg(long, value_name = "CATEGORY", value_delimiter = ',')]
     pub fail_except: Vec<String>,
     /// Accepted findings (JSON, from --write-baseline): they are reported but do not fail

@@ -56,6 +56,13 @@ pub struct CallRecord {
     /// Which replay confirmed them ("replay 2: show_note alone on a fresh server").
     #[serde(skip_serializing_if = "Option::is_none")]
     pub confirmed_by: Option<String>,
+    /// Writes of this call, by description, to a file the server made during the run that
+    /// other tools' calls wrote too (its own state, or data several tools share): firm only
+    /// once a replay of the tool (alone, or after the calls its state depends on) did it
+    /// again, since the server may write it for whichever call comes when its timer or
+    /// counter fires. Set before the replays.
+    #[serde(skip)]
+    pub shared_state: Vec<String>,
     /// Observations of this call that are not plainly its tool's own change, by description:
     /// the server's per-call bookkeeping (a journal every tool appends to). Set before judging.
     #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
@@ -87,6 +94,7 @@ impl CallRecord {
             wire_anomalies: 0,
             concurrent_with: Vec::new(),
             categories: Default::default(),
+            shared_state: Vec::new(),
             pinned_on_own_threads: false,
             own_threads_did_it: false,
             concurrent_tools: Vec::new(),
@@ -99,14 +107,17 @@ impl CallRecord {
     }
 
     /// Whether observation `o` of this call may count against a hint. Verdicts rest on calls
-    /// that succeeded; what a failed call's window showed counts only once it is shown to be
-    /// the tool's: the call's own threads did it, or a replay of the tool alone on a fresh
-    /// server did it again (a tool that writes even when it fails is still a writer). The
+    /// that succeeded; what a failed call's window showed counts only once a replay of the
+    /// tool alone on a fresh server did it again (a tool that writes even when it fails is
+    /// still a writer), or when it is a write the sandbox refused and the call's own threads
+    /// tried it (the refusal is likely why the call failed). That the call's own threads made
+    /// a write that went through is not enough: a server that flushes its usage counters on
+    /// every twentieth request does so on the thread of whichever call is the twentieth. The
     /// rest stays an observation of the call.
     pub fn counts(&self, o: &Observation) -> bool {
         self.outcome.is_success()
-            || self.own_threads_did_it
             || self.confirmed_by_replay.contains(&o.describe())
+            || self.own_threads_did_it && matches!(o, Observation::Attempt(a) if a.denied)
     }
 
     /// A short label: `call 1`, `repeat 2`.
@@ -206,6 +217,10 @@ pub enum Phase {
     /// In a tool's call, but what the server also did for the control requests: its
     /// per-request bookkeeping, reported once and never any tool's evidence.
     PerRequest,
+    /// In a tool's call, but a write to state the server keeps for several tools that a
+    /// replay showed is not the tool's: the server writes it for whichever call is open when
+    /// its timer or counter fires.
+    ServerState,
 }
 
 impl Phase {
@@ -218,6 +233,7 @@ impl Phase {
             Phase::Shutdown => "shutdown",
             Phase::Control => "control",
             Phase::PerRequest => "per-request",
+            Phase::ServerState => "server-state",
         }
     }
 }

@@ -154,15 +154,20 @@ pub enum Category {
     /// A value changed in place in a store (a counter bumped, a row updated): an update, not a
     /// deletion, though not additive either.
     Update,
+    /// A change to (or an attempt on) the server's own installed files: its package directory
+    /// or virtual environment (a bundled helper made executable, a cache inside the package):
+    /// the server's upkeep of itself, not of the user's files.
+    OwnInstallation,
 }
 
 impl Category {
     /// Every category, in report order.
-    pub const ALL: [Category; 4] = [
+    pub const ALL: [Category; 5] = [
         Category::Transient,
         Category::Bookkeeping,
         Category::FirstCallInitialisation,
         Category::Update,
+        Category::OwnInstallation,
     ];
 
     /// The kebab-case name.
@@ -172,6 +177,7 @@ impl Category {
             Category::Bookkeeping => "bookkeeping",
             Category::FirstCallInitialisation => "first-call-initialisation",
             Category::Update => "update",
+            Category::OwnInstallation => "own-installation",
         }
     }
 
@@ -185,7 +191,10 @@ impl Category {
     pub fn softens(self) -> bool {
         matches!(
             self,
-            Category::Transient | Category::Bookkeeping | Category::FirstCallInitialisation
+            Category::Transient
+                | Category::Bookkeeping
+                | Category::FirstCallInitialisation
+                | Category::OwnInstallation
         )
     }
 

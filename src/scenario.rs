@@ -194,7 +194,7 @@ pub struct Expect {
     #[serde(default)]
     pub reached: Vec<String>,
     /// `tool:hintName=category` (the contradiction's finding rests only on effects of that
-    /// category: bookkeeping, first-call-initialisation, transient, update) or
+    /// category: bookkeeping, first-call-initialisation, transient, update, own-installation) or
     /// `audit=category` (some finding of the audit has it).
     #[serde(default)]
     pub categorised: Vec<String>,

@@ -200,7 +200,7 @@ pub fn judge_tool(tool: &ToolDecl, run: &ToolRun, coverage: &Coverage) -> ToolJu
         let reason = match uncounted_for(hint, run) {
             n if n > 0 && matches!(j.verdict, Verdict::Consistent | Verdict::Unexercised) => {
                 format!(
-                    "{reason}; {n} effect(s) seen during failed calls are not counted: nothing showed they were the tool's (neither the call's own threads nor a replay of the tool alone)"
+                    "{reason}; {n} effect(s) seen during failed calls are not counted: nothing showed they were the tool's (no replay of the tool alone did them again, and they are no write the sandbox refused the call's own threads)"
                 )
             }
             _ => reason,
@@ -250,15 +250,19 @@ fn uncounted_for(hint: HintName, run: &ToolRun) -> usize {
 }
 
 /// Evidence lines for observations, capped so that a flood stays readable: the pieces that
-/// are firm on their own first (see [`Evidence::firm`]), then the others in order; what is
+/// are firm on their own first (see [`Evidence::firm`]), then the others, each group with
+/// its most telling pieces first ([`Observation::telling_rank`]) and otherwise in order; what is
 /// left out is summed up in one last line that keeps their shared category, firmness and
 /// uncertainty, so the verdict weighs every piece, listed or not.
 pub(crate) fn evidence_of<'a>(
     items: impl Iterator<Item = (&'a CallRecord, &'a Observation)>,
 ) -> Vec<Evidence> {
     const CAP: usize = 20;
-    let mut all: Vec<Evidence> = items.map(|(c, o)| piece_of(c, o)).collect();
-    all.sort_by_key(|e| !e.firm);
+    let mut ranked: Vec<(u8, Evidence)> = items
+        .map(|(c, o)| (o.telling_rank(), piece_of(c, o)))
+        .collect();
+    ranked.sort_by_key(|(rank, e)| (!e.firm, *rank));
+    let mut all: Vec<Evidence> = ranked.into_iter().map(|(_, e)| e).collect();
     if all.len() <= CAP {
         return all;
     }
@@ -276,15 +280,18 @@ pub(crate) fn evidence_of<'a>(
 
 /// One observation of a call as evidence against a hint, weighed: it is uncertain when other
 /// calls' threads or the server's background threads shared the window and no replay pinned
-/// it on the tool; firm when it is not uncertain, it counts (its call succeeded, or the call's
-/// own threads or a replay showed the tool did it), and it is of no softening category (bookkeeping, transient, first-call
-/// initialisation).
+/// it on the tool; firm when it is not uncertain, it counts (its call succeeded, or a replay
+/// showed the tool did it), it is no write to the server's shared state that no replay
+/// confirmed (see [`CallRecord::shared_state`]), and it is of no softening category
+/// (bookkeeping, transient, first-call initialisation).
 fn piece_of(c: &CallRecord, o: &Observation) -> Evidence {
     let described = o.describe();
     let confirmed = c.confirmed_by_replay.contains(&described);
     let uncertain = !confirmed && !c.concurrent_with.is_empty();
     let category = category_of(c, o);
-    let firm = !uncertain && c.counts(o) && !category.is_some_and(Category::softens);
+    // A write to the server's shared state earns firmness only from a replay.
+    let unearned = !confirmed && c.shared_state.contains(&described);
+    let firm = !uncertain && !unearned && c.counts(o) && !category.is_some_and(Category::softens);
     Evidence {
         category,
         seen_by: Some(o.mechanism().seen_by()),
@@ -300,6 +307,10 @@ fn piece_of(c: &CallRecord, o: &Observation) -> Evidence {
             format!(
                 "{described} (uncertain: started by {} may have done it)",
                 c.concurrent_with.join(", ")
+            )
+        } else if unearned {
+            format!(
+                "{described} (not confirmed: other tools' calls wrote this file of the server's too, and no replay showed the tool doing it)"
             )
         } else {
             described
@@ -455,6 +466,20 @@ pub(crate) mod testing {
             ObjectKind::File,
             Mechanism::Snapshot,
         ))
+    }
+
+    /// A write the sandbox refused (an `openat` for writing outside the writable places).
+    pub(crate) fn denied_attempt(path: &str) -> Observation {
+        Observation::Attempt(crate::observe::WriteAttempt {
+            syscall: "openat".into(),
+            path: path.into(),
+            target: None,
+            denied: true,
+            beyond_snapshot: false,
+            destructive: false,
+            pid: 1,
+            mechanism: Mechanism::Attempt,
+        })
     }
 
     pub(crate) fn net(kind: NetKind, destination: &str, loopback: bool) -> Observation {

@@ -31,12 +31,13 @@ pub fn findings(phases: &[PhaseObservation]) -> Vec<Finding> {
             Phase::Startup => 0,
             // What the server does on every request is reported once, server-wide.
             Phase::Control | Phase::PerRequest => 1,
-            Phase::Idle => 2,
-            Phase::FirstCall => 3,
-            Phase::Shutdown => 4,
+            Phase::ServerState => 2,
+            Phase::Idle => 3,
+            Phase::FirstCall => 4,
+            Phase::Shutdown => 5,
         };
         let after = match p.phase {
-            Phase::Control | Phase::PerRequest => None,
+            Phase::Control | Phase::PerRequest | Phase::ServerState => None,
             _ => p.after_tool.as_deref(),
         };
         grouped.entry((order, after)).or_default().push(p);
@@ -47,40 +48,57 @@ pub fn findings(phases: &[PhaseObservation]) -> Vec<Finding> {
             let phase = items[0].phase;
             let category = match phase {
                 Phase::FirstCall => Some(Category::FirstCallInitialisation),
-                Phase::Control | Phase::PerRequest => Some(Category::Bookkeeping),
+                Phase::Control | Phase::PerRequest | Phase::ServerState => {
+                    Some(Category::Bookkeeping)
+                }
                 _ => None,
             };
+            let mut tools: Vec<&str> = items
+                .iter()
+                .filter(|p| matches!(p.phase, Phase::PerRequest | Phase::ServerState))
+                .filter_map(|p| p.after_tool.as_deref())
+                .collect();
+            tools.sort_unstable();
+            tools.dedup();
+            let taken_from = if tools.is_empty() {
+                String::new()
+            } else {
+                format!(" (taken from the calls of {})", tools.join(", "))
+            };
+            // Each kind of effect once: the same bookkeeping in every call is one line.
+            if matches!(
+                phase,
+                Phase::Control | Phase::PerRequest | Phase::ServerState
+            ) {
+                let mut shapes = std::collections::BTreeSet::new();
+                items.retain(|p| shapes.insert(p.observation.shape_key()));
+            }
+            // Losing content or talking to the outside world is worth a look all the same.
+            let worth_a_look = items.iter().any(|p| {
+                loses_content(&p.observation)
+                    || p.observation.as_network().is_some_and(|n| !n.loopback)
+            });
             let (severity, what) = match phase {
-                Phase::Control | Phase::PerRequest => {
-                    let in_calls = items.iter().filter(|p| p.phase == Phase::PerRequest);
-                    let mut tools: Vec<&str> =
-                        in_calls.filter_map(|p| p.after_tool.as_deref()).collect();
-                    tools.sort_unstable();
-                    tools.dedup();
-                    // Each kind of effect once: the same bookkeeping in every call is one line.
-                    let mut shapes = std::collections::BTreeSet::new();
-                    items.retain(|p| shapes.insert(p.observation.shape_key()));
-                    (
-                        // Losing content or talking to the outside world on every request
-                        // is worth a look all the same.
-                        if items.iter().any(|p| {
-                            loses_content(&p.observation)
-                                || p.observation.as_network().is_some_and(|n| !n.loopback)
-                        }) {
-                            Severity::Warning
-                        } else {
-                            Severity::Note
-                        },
-                        format!(
-                            "on every request or on the server's own: the control requests (requests that run no tool: ping, tools/list, a call of a tool it does not have) saw them too, so they are the server's (per-request bookkeeping, or work it does on its own) and no tool's evidence{}",
-                            if tools.is_empty() {
-                                String::new()
-                            } else {
-                                format!(" (taken from the calls of {})", tools.join(", "))
-                            }
-                        ),
-                    )
-                }
+                Phase::Control | Phase::PerRequest => (
+                    if worth_a_look {
+                        Severity::Warning
+                    } else {
+                        Severity::Note
+                    },
+                    format!(
+                        "on every request or on the server's own: the control requests (requests that run no tool: ping, tools/list, a call of a tool it does not have) saw them too, so they are the server's (per-request bookkeeping, or work it does on its own) and no tool's evidence{taken_from}"
+                    ),
+                ),
+                Phase::ServerState => (
+                    if worth_a_look {
+                        Severity::Warning
+                    } else {
+                        Severity::Note
+                    },
+                    format!(
+                        "in calls, to files the server keeps for several tools, that replays showed are not the calling tool's: the tool alone on a fresh server (and after the calls its state depends on) did not do them, so the server writes them for whichever call is open when its timer or counter fires, and they are no tool's evidence{taken_from}"
+                    ),
+                ),
                 Phase::FirstCall => (
                     Severity::Note,
                     format!(

@@ -115,13 +115,24 @@ mod tests {
         // Seen, but nothing shows it was the tool's: an observation, not a verdict.
         let j = judge(&t, &run(vec![failed()]), &full_coverage());
         assert_eq!(j.verdict, Verdict::Unexercised);
-        // The call's own threads did it: a tool that writes even when it fails writes.
+        // The call's own threads did it: not enough (a server's every-twentieth-request
+        // flush runs on whichever call's thread).
         let mut own = failed();
         own.own_threads_did_it = true;
         let j = judge(&t, &run(vec![own]), &full_coverage());
+        assert_eq!(j.verdict, Verdict::Unexercised);
+        // A write the sandbox refused the call's own threads counts: the refusal is likely
+        // why the call failed.
+        let mut refused = failed();
+        refused.observations = vec![denied_attempt("/home/user/.ssh/authorized_keys")];
+        refused.own_threads_did_it = true;
+        let j = judge(&t, &run(vec![refused.clone()]), &full_coverage());
         assert_eq!(j.verdict, Verdict::Contradicted);
-        assert_eq!(j.evidence[0].text, "appended to $WORKSPACE/log");
-        // So did a replay of the tool alone.
+        refused.own_threads_did_it = false;
+        let j = judge(&t, &run(vec![refused]), &full_coverage());
+        assert_eq!(j.verdict, Verdict::Unexercised);
+        // A replay of the tool alone did it again: a tool that writes even when it fails
+        // writes.
         let mut replayed = failed();
         replayed.confirmed_by_replay = vec!["appended to $WORKSPACE/log".into()];
         let j = judge(&t, &run(vec![replayed]), &full_coverage());

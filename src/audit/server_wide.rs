@@ -3,12 +3,17 @@
 //! counter, a log) is the server's per-call bookkeeping. Its writes stay in each call's
 //! evidence, marked `bookkeeping`, so that a contradiction resting only on them is a warning;
 //! writes to the workspace, to files that existed before the server started, and deletions or
-//! moves are never bookkeeping.
+//! moves are never bookkeeping. A file the server made that the calls of several tools write
+//! but that is not bookkeeping (its own state, or data the tools share) is marked on each call
+//! as shared state: a write to it is firm evidence only once a replay shows the tool does it.
+//! Effects the control requests also had are the server's per-request bookkeeping, taken out
+//! of the calls.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::evidence::{Phase, PhaseObservation, ToolRun};
 use crate::finding::Category;
+use crate::mcp::tool::ToolDecl;
 use crate::observe::{FileEffect, FileEffectKind, Observation, at_or_under, path_shape};
 
 /// Where the user's data lives in observed paths: never bookkeeping.
@@ -21,69 +26,249 @@ fn candidate(o: &Observation) -> Option<&FileEffect> {
         .filter(|f| !f.path.starts_with(WORKSPACE) && f.kind.creates_or_rewrites())
 }
 
-/// Marks the server's per-call bookkeeping in `runs` (one per tool, named by `names`), given
-/// the observations outside calls; returns a note per bookkept file for the report.
-///
-/// A path (by shape, so a journal per day is one journal) is bookkeeping when the server
-/// created it during the run (at start-up or in any call: it did not exist before), it lies
-/// outside the workspace, and the calls of at least two tools, and of at least half the tools
-/// that were called, wrote it.
+/// The server's per-call bookkeeping as the calls show it: the paths (by shape, so a journal
+/// per day is one journal) outside the workspace that the server created during the run (at
+/// start-up or in any call: they did not exist before) and that either the calls of at least
+/// two tools, and of at least half the tools that were called, wrote; or the calls of at
+/// least two tools and the server outside every call (between calls, at shutdown) only ever
+/// created or appended to: a journal it flushes on a timer or every so many calls, whose
+/// flushes land in whichever window is open.
+pub struct Bookkeeping {
+    /// Paths the server made during the run.
+    made: BTreeSet<String>,
+    /// Bookkept path shapes, each with the tools whose calls wrote it.
+    bookkept: BTreeMap<String, BTreeSet<usize>>,
+    /// How many tools were called.
+    called: usize,
+}
+
+/// How the writes to one path shape went, over the whole run.
+#[derive(Default)]
+struct Writes {
+    /// The tools whose calls wrote it.
+    tools: BTreeSet<usize>,
+    /// Every write only created or appended to it.
+    appends_only: bool,
+    /// The server wrote it outside every call.
+    outside_calls: bool,
+}
+
+fn created(f: &FileEffect) -> bool {
+    matches!(
+        f.kind,
+        FileEffectKind::Created | FileEffectKind::Transient { created: true }
+    )
+}
+
+impl Bookkeeping {
+    /// What `runs` and the observations outside calls (`phases`) show.
+    pub fn of(runs: &[ToolRun], phases: &[PhaseObservation]) -> Bookkeeping {
+        let mut made: BTreeSet<String> = BTreeSet::new();
+        let mut writes: BTreeMap<String, Writes> = BTreeMap::new();
+        let mut note = |f: &FileEffect, tool: Option<usize>| {
+            let w = writes.entry(path_shape(&f.path)).or_insert(Writes {
+                appends_only: true,
+                ..Writes::default()
+            });
+            w.appends_only &= matches!(f.kind, FileEffectKind::Created | FileEffectKind::Appended);
+            match tool {
+                Some(i) => {
+                    w.tools.insert(i);
+                }
+                None => w.outside_calls = true,
+            }
+        };
+        for p in phases {
+            let Some(f) = p.observation.as_file() else {
+                continue;
+            };
+            if created(f) {
+                made.insert(f.path.clone());
+            }
+            if matches!(p.phase, Phase::Idle | Phase::Shutdown)
+                && candidate(&p.observation).is_some()
+            {
+                note(f, None);
+            }
+        }
+        for (i, run) in runs.iter().enumerate() {
+            for (_, o) in run.all_observations() {
+                if let Some(f) = o.as_file().filter(|f| created(f)) {
+                    made.insert(f.path.clone());
+                }
+                if let Some(f) = candidate(o) {
+                    note(f, Some(i));
+                }
+            }
+        }
+        let called = runs.iter().filter(|r| !r.calls.is_empty()).count();
+        let bookkept = writes
+            .into_iter()
+            .filter(|(_, w)| {
+                w.tools.len() >= 2
+                    && (w.tools.len() * 2 >= called || w.appends_only && w.outside_calls)
+            })
+            .map(|(shape, w)| (shape, w.tools))
+            .collect();
+        Bookkeeping {
+            made,
+            bookkept,
+            called,
+        }
+    }
+
+    /// Whether the server made `path` (or a directory it lies in) during the run.
+    fn server_made(&self, path: &str) -> bool {
+        self.made.iter().any(|m| at_or_under(path, m))
+    }
+
+    /// The tools whose calls wrote `o`'s path, when `o` is a write of the server's per-call
+    /// bookkeeping (a file inside a directory the server made is the server's too).
+    fn writers_of<'a>(&self, o: &'a Observation) -> Option<(&'a FileEffect, &BTreeSet<usize>)> {
+        let f = candidate(o)?;
+        let tools = self.bookkept.get(&path_shape(&f.path))?;
+        self.server_made(&f.path).then_some((f, tools))
+    }
+
+    /// Whether `o` is a write of the server's per-call bookkeeping.
+    pub fn holds(&self, o: &Observation) -> bool {
+        self.writers_of(o).is_some()
+    }
+}
+
+/// Marks the writes whose firmness a replay has to earn (see [`CallRecord::shared_state`]):
+/// in each call, the lasting writes that bear on a hint its tool declared, to a path the
+/// server made during the run (or inside one) whose shape the calls of at least two tools
+/// wrote, and that are not its per-call bookkeeping (already a warning). Returns how many calls have some.
+pub fn mark_shared_state(
+    tools: &[ToolDecl],
+    runs: &mut [ToolRun],
+    bookkeeping: &Bookkeeping,
+) -> usize {
+    let mut writers: BTreeMap<String, BTreeSet<usize>> = BTreeMap::new();
+    for (i, run) in runs.iter().enumerate() {
+        for (_, o) in run.all_observations() {
+            if let Some(f) = o.as_file() {
+                writers.entry(path_shape(&f.path)).or_default().insert(i);
+            }
+        }
+    }
+    // Writes that did not last stay warnings whatever a replay shows.
+    let shared = |o: &Observation| {
+        o.as_file().is_some_and(|f| {
+            !f.kind.is_transient()
+                && writers
+                    .get(&path_shape(&f.path))
+                    .is_some_and(|w| w.len() >= 2)
+                && bookkeeping.server_made(&f.path)
+                && !bookkeeping.holds(o)
+        })
+    };
+    let mut marked = 0;
+    for (tool, run) in tools.iter().zip(runs.iter_mut()) {
+        for call in &mut run.calls {
+            call.shared_state = call
+                .observations
+                .iter()
+                .filter(|o| shared(o) && crate::audit::bears_on_declared(tool, o))
+                .map(Observation::describe)
+                .collect();
+            marked += usize::from(!call.shared_state.is_empty());
+        }
+    }
+    marked
+}
+
+/// The roots of the server's own installation, as far as the run knows them: where the
+/// scenario's `[setup]` installed it (the npm prefix, the virtual environment) and the package
+/// roots of the files its command names (the project holding a `node_modules` the program or
+/// script lies in, a virtual environment). System directories are never among them.
+pub fn installation_roots(command: &[String], installed: &[&std::path::Path]) -> Vec<String> {
+    let mut roots: Vec<String> = installed
+        .iter()
+        .map(|p| p.to_string_lossy().into_owned())
+        .collect();
+    for arg in command {
+        let path = std::path::Path::new(arg);
+        if !path.is_absolute() || !path.exists() {
+            continue;
+        }
+        let real = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+        for p in [path.to_path_buf(), real] {
+            let text = p.to_string_lossy();
+            if let Some(at) = text.find("/node_modules/") {
+                roots.push(text[..at].to_string());
+            } else if let Some(venv) = p.ancestors().find(|a| a.join("pyvenv.cfg").is_file()) {
+                roots.push(venv.to_string_lossy().into_owned());
+            }
+        }
+    }
+    roots.retain(|r| r.len() > 1);
+    roots.sort();
+    roots.dedup();
+    roots
+}
+
+/// Marks the writes and write attempts of calls on the server's own installed files (under
+/// `roots`, see [`installation_roots`]) as [`Category::OwnInstallation`]; returns a note per
+/// kind of effect for the report.
+pub fn mark_own_installation(
+    runs: &mut [ToolRun],
+    names: &[String],
+    roots: &[String],
+) -> Vec<String> {
+    let mut notes = Vec::new();
+    if roots.is_empty() {
+        return notes;
+    }
+    let inside = |path: &str| roots.iter().any(|r| at_or_under(path, r));
+    for (run, name) in runs.iter_mut().zip(names) {
+        for call in &mut run.calls {
+            for o in &call.observations {
+                let path = match o {
+                    Observation::File(f) => f.path.as_str(),
+                    Observation::Attempt(a) => a.path.as_str(),
+                    _ => continue,
+                };
+                if inside(path) && o.is_write() {
+                    let described = o.describe();
+                    notes.push(format!(
+                        "{name} {}: \"{described}\" is on the server's own installed files (its upkeep of itself); it is reported as own-installation (a warning)",
+                        call.label()
+                    ));
+                    call.categories.insert(described, Category::OwnInstallation);
+                }
+            }
+        }
+    }
+    notes
+}
+
+/// Marks the server's per-call bookkeeping (see [`Bookkeeping`]) in `runs` (one per tool,
+/// named by `names`), given the observations outside calls; returns a note per bookkept file
+/// for the report.
 pub fn mark_bookkeeping(
     runs: &mut [ToolRun],
     names: &[String],
     phases: &[PhaseObservation],
 ) -> Vec<String> {
-    // Paths the server made during the run, and the tools whose calls wrote each shape.
-    let mut made: BTreeSet<String> = BTreeSet::new();
-    let mut writers: BTreeMap<String, BTreeSet<usize>> = BTreeMap::new();
-    let created = |f: &FileEffect| {
-        matches!(
-            f.kind,
-            FileEffectKind::Created | FileEffectKind::Transient { created: true }
-        )
-    };
-    for p in phases {
-        if let Some(f) = p.observation.as_file().filter(|f| created(f)) {
-            made.insert(f.path.clone());
-        }
-    }
-    for (i, run) in runs.iter().enumerate() {
-        for (_, o) in run.all_observations() {
-            let Some(f) = candidate(o) else { continue };
-            if created(f) {
-                made.insert(f.path.clone());
-            }
-            writers.entry(path_shape(&f.path)).or_default().insert(i);
-        }
-    }
-    let called = runs.iter().filter(|r| !r.calls.is_empty()).count();
-    // A file inside a directory the server made is the server's too.
-    let server_made = |path: &str| made.iter().any(|m| at_or_under(path, m));
-    let bookkept: BTreeMap<&String, &BTreeSet<usize>> = writers
-        .iter()
-        .filter(|(_, tools)| tools.len() >= 2 && tools.len() * 2 >= called)
-        .collect();
+    let bookkeeping = Bookkeeping::of(runs, phases);
     let mut notes = Vec::new();
     let mut noted: BTreeSet<String> = BTreeSet::new();
     for run in runs.iter_mut() {
         for call in &mut run.calls {
             for o in &call.observations {
-                let Some(f) = candidate(o) else { continue };
-                let shape = path_shape(&f.path);
-                let Some(tools) = bookkept.get(&shape) else {
+                let Some((f, tools)) = bookkeeping.writers_of(o) else {
                     continue;
                 };
-                if !server_made(&f.path) {
-                    continue;
-                }
                 call.categories.insert(o.describe(), Category::Bookkeeping);
-                if noted.insert(shape) {
+                if noted.insert(path_shape(&f.path)) {
                     let who: Vec<&str> = tools.iter().map(|i| names[*i].as_str()).collect();
                     notes.push(format!(
                         "{} is the server's per-call bookkeeping: the server made it outside the workspace and the calls of {} of {} called tools wrote it ({}); its writes are reported as bookkeeping (warnings)",
                         f.path,
                         tools.len(),
-                        called,
+                        bookkeeping.called,
                         who.join(", ")
                     ));
                 }
@@ -237,5 +422,122 @@ mod tests {
             run(vec![call(1, ok(), vec![])]),
         ];
         assert!(mark_bookkeeping(&mut runs, &names(5), &startup).is_empty());
+    }
+
+    fn phase(phase: Phase, o: Observation) -> PhaseObservation {
+        PhaseObservation {
+            started_by: None,
+            phase,
+            after_tool: None,
+            observation: o,
+        }
+    }
+
+    fn idle_tools(n: usize) -> impl Iterator<Item = ToolRun> {
+        (0..n).map(|_| run(vec![call(1, ok(), vec![])]))
+    }
+
+    #[test]
+    fn a_journal_flushed_on_a_timer_is_bookkeeping_though_few_windows_hold_it() {
+        // Two of six tools' windows caught a flush; the server also appended between calls.
+        let history = "$HOME/.srv/tool-history.jsonl";
+        let mut phases = vec![phase(
+            Phase::Startup,
+            file("$HOME/.srv", FileEffectKind::Created),
+        )];
+        let mut runs: Vec<ToolRun> = vec![
+            journal_run(history, FileEffectKind::Created),
+            journal_run(history, FileEffectKind::Appended),
+        ];
+        runs.extend(idle_tools(4));
+        // Without a write outside the calls it is two tools' file, not bookkeeping.
+        assert!(mark_bookkeeping(&mut runs.clone(), &names(6), &phases).is_empty());
+        phases.push(phase(
+            Phase::Shutdown,
+            file(history, FileEffectKind::Appended),
+        ));
+        let notes = mark_bookkeeping(&mut runs, &names(6), &phases);
+        assert_eq!(notes.len(), 1, "{notes:?}");
+        // A store the server rewrites is not a journal, flushed outside calls or not.
+        let store = "$HOME/.srv/store.json";
+        let mut runs: Vec<ToolRun> = vec![
+            journal_run(store, FileEffectKind::Created),
+            journal_run(store, FileEffectKind::Overwritten),
+        ];
+        runs.extend(idle_tools(4));
+        let phases = vec![
+            phase(Phase::Startup, file("$HOME/.srv", FileEffectKind::Created)),
+            phase(Phase::Shutdown, file(store, FileEffectKind::Overwritten)),
+        ];
+        assert!(mark_bookkeeping(&mut runs, &names(6), &phases).is_empty());
+    }
+
+    #[test]
+    fn writes_to_what_the_server_made_for_several_tools_must_be_earned_by_a_replay() {
+        let counters = "$HOME/.index/_tool_counters.json";
+        let reader = || tool(serde_json::json!({"readOnlyHint": true}));
+        // Two of five tools' calls wrote it: not half of them, so not bookkeeping.
+        let tools = vec![reader(), reader(), reader(), reader(), reader()];
+        let mut runs = vec![
+            journal_run(counters, FileEffectKind::Created),
+            journal_run(counters, FileEffectKind::Overwritten),
+            journal_run("$WORKSPACE/own.txt", FileEffectKind::Created),
+        ];
+        runs.extend(idle_tools(2));
+        let bookkeeping = Bookkeeping::of(&runs, &[]);
+        assert_eq!(mark_shared_state(&tools, &mut runs, &bookkeeping), 2);
+        assert_eq!(
+            runs[1].calls[0].shared_state,
+            ["overwrote $HOME/.index/_tool_counters.json"]
+        );
+        // One tool's own file is its own.
+        assert!(runs[2].calls[0].shared_state.is_empty());
+        // A tool that declares no hint the write bears on has nothing to earn.
+        let writer = tool(serde_json::json!({"readOnlyHint": false}));
+        let tools = vec![writer.clone(), writer, reader(), reader(), reader()];
+        assert_eq!(mark_shared_state(&tools, &mut runs, &bookkeeping), 0);
+    }
+
+    #[test]
+    fn the_servers_upkeep_of_its_own_installation_is_marked() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let project = dir.path().join("prefix");
+        let bin = project.join("node_modules/pkg/bin");
+        std::fs::create_dir_all(&bin).expect("mkdir");
+        std::fs::write(bin.join("rg"), "").expect("write");
+        let script = bin.join("cli.js");
+        std::fs::write(&script, "").expect("write");
+        let command = vec![
+            "node".to_string(),
+            script.to_string_lossy().into_owned(),
+            "--flag".into(),
+        ];
+        let roots = installation_roots(&command, &[]);
+        let project = std::fs::canonicalize(&project)
+            .expect("canonical")
+            .to_string_lossy()
+            .into_owned();
+        assert!(roots.contains(&project), "{roots:?}");
+        let rg = format!("{project}/node_modules/pkg/bin/rg");
+        let mut runs = vec![run(vec![call(
+            1,
+            ok(),
+            vec![
+                file(
+                    &rg,
+                    FileEffectKind::ModeChanged {
+                        from: "644".into(),
+                        to: "755".into(),
+                    },
+                ),
+                file("$WORKSPACE/x", FileEffectKind::Created),
+            ],
+        )])];
+        let notes = mark_own_installation(&mut runs, &names(1), &roots);
+        assert_eq!(notes.len(), 1, "{notes:?}");
+        assert_eq!(
+            runs[0].calls[0].categories.values().collect::<Vec<_>>(),
+            [&Category::OwnInstallation]
+        );
     }
 }

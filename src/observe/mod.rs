@@ -197,6 +197,22 @@ impl FileEffectKind {
         }
     }
 
+    /// The kind of change, with every way of writing a file's content (creating it, appending,
+    /// overwriting, rewriting, extending, changing a store's entries) as one `wrote`: which of
+    /// them a write is depends on what was there before, not on what the server did. Every
+    /// other kind is its own family (its verb).
+    pub fn family(&self) -> &'static str {
+        match self {
+            FileEffectKind::Created
+            | FileEffectKind::Appended
+            | FileEffectKind::Overwritten
+            | FileEffectKind::Rewritten
+            | FileEffectKind::Extended
+            | FileEffectKind::StoreChanged { .. } => "wrote",
+            other => other.verb(),
+        }
+    }
+
     /// Whether the change did not last past the window (a lock file, a temporary file).
     pub fn is_transient(&self) -> bool {
         matches!(self, FileEffectKind::Transient { .. })
@@ -543,12 +559,16 @@ impl Observation {
 
     /// A key that identifies this observation across windows and runs, by kind and shape:
     /// paths match by shape (random segments such as UUIDs, hashes, timestamps and counters
-    /// are placeholders, so a note moved to `trash/<uuid>` matches another run's uuid), network
-    /// events by name (fake addresses differ between runs) and port. Process starts have none
-    /// (they are not evidence).
+    /// are placeholders, so a note moved to `trash/<uuid>` matches another run's uuid) and
+    /// file effects by family ([`FileEffectKind::family`]: a file the server writes on every
+    /// request is created by the first and changed by the next), network events by name (fake
+    /// addresses differ between runs) and port. Process starts have none (they are not
+    /// evidence).
     pub fn shape_key(&self) -> Option<String> {
         match self {
-            Observation::File(f) => Some(format!("file {} {}", f.kind.verb(), path_shape(&f.path))),
+            Observation::File(f) => {
+                Some(format!("file {} {}", f.kind.family(), path_shape(&f.path)))
+            }
             Observation::Attempt(a) => {
                 Some(format!("attempt {} {}", a.syscall, path_shape(&a.path)))
             }
@@ -568,6 +588,25 @@ impl Observation {
     /// traffic are not.
     pub fn is_evidential(&self) -> bool {
         self.is_write() || self.as_network().is_some_and(|n| !n.loopback)
+    }
+
+    /// How plainly this shows what the server did, most telling first (0): the bytes it sent
+    /// (an HTTP request line, a TLS server name), a change to a file, a connection or
+    /// datagram, a denied or other attempt, a name looked up, and last a UDP socket aimed
+    /// at an address (a resolver sorting its answers does that without sending anything).
+    /// Evidence lists the most telling pieces first.
+    pub fn telling_rank(&self) -> u8 {
+        match self {
+            Observation::Network(n) if n.mechanism == Mechanism::Payload => 0,
+            Observation::File(_) => 1,
+            Observation::Network(n) => match (n.kind, n.mechanism) {
+                (NetKind::Datagram, Mechanism::Attempt) => 5,
+                (NetKind::Dns, _) => 4,
+                _ => 2,
+            },
+            Observation::Attempt(_) | Observation::Refused(_) => 3,
+            Observation::Process(_) => 6,
+        }
     }
 
     /// Whether this shows the tool destroying existing content (or trying to).

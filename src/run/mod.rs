@@ -152,12 +152,18 @@ pub async fn verify(
         let first_partial = v.report.partial.is_some();
         if !first_partial && !*stop.borrow() {
             v = verify_unchecked(&legacy, stop, subreaper).await;
-            v.report.notes.insert(
-                0,
+            let note = if v.report.server.start_error.is_some() {
+                // A server that dies on its own (a bad argument, a missing file) dies in
+                // either era: the probe is not to blame.
+                format!(
+                    "the server ended before answering in the handshake era too (initialize, no server/discover probe), so the probe was not the cause (the first try said: {why}); see the server's own output"
+                )
+            } else {
                 format!(
                     "the run was made again in the handshake era (initialize, no server/discover probe): {why}"
-                ),
-            );
+                )
+            };
+            v.report.notes.insert(0, note);
         }
     }
     // Runs that ended early (no handshake, no sandbox) have findings too.
@@ -422,6 +428,9 @@ async fn verify_unchecked(
         &names,
         &mut phases,
     ));
+    // Writes to what the server keeps for several tools earn firmness from a replay.
+    let bookkeeping = audit::server_wide::Bookkeeping::of(&runs, &phases);
+    audit::server_wide::mark_shared_state(&inventory.tools, &mut runs, &bookkeeping);
 
     // Confirm uncertain attributions by replaying tools alone on fresh servers, and tell the
     // server's first-call initialisation apart from the first tool's writes.
@@ -463,9 +472,21 @@ async fn verify_unchecked(
     }
     let replay_records = replays.records;
 
-    // Tell the server's per-call bookkeeping apart from the tools' own writes.
+    // Tell the server's per-call bookkeeping and the upkeep of its own installation apart
+    // from the tools' own writes.
     notes.extend(audit::server_wide::mark_bookkeeping(
         &mut runs, &names, &phases,
+    ));
+    let installed: Vec<&std::path::Path> = config
+        .installed
+        .iter()
+        .flat_map(|i| i.npm.iter().chain(i.venv.iter()))
+        .map(|p| p.as_path())
+        .collect();
+    notes.extend(audit::server_wide::mark_own_installation(
+        &mut runs,
+        &names,
+        &audit::server_wide::installation_roots(&config.command, &installed),
     ));
 
     // Judge.

@@ -1,6 +1,7 @@
 //! Nested runs: a tool called alone on a fresh server, to confirm or correct an uncertain attribution (replay) or to give each tool its own server (`--isolate`).
 
 use super::*;
+use crate::audit::server_wide::Bookkeeping;
 use crate::observe::at_or_under;
 
 /// Most tools replayed in one run.
@@ -375,18 +376,56 @@ impl<'a> Replays<'a> {
     }
 }
 
-/// The calls (tool, call) whose windows other calls' threads shared.
-fn uncertain_calls(runs: &[ToolRun]) -> Vec<(usize, usize)> {
+/// The calls (tool, call) whose windows other calls' threads shared, where a replay can make
+/// a piece of evidence firm (see [`worth_a_replay`]).
+fn uncertain_calls(runs: &[ToolRun], bookkeeping: &Bookkeeping) -> Vec<(usize, usize)> {
     runs.iter()
         .enumerate()
         .flat_map(|(i, r)| {
             r.calls
                 .iter()
                 .enumerate()
-                .filter(|(_, c)| !c.concurrent_with.is_empty())
+                .filter(|(_, c)| {
+                    !c.concurrent_with.is_empty()
+                        && c.observations
+                            .iter()
+                            .any(|o| worth_a_replay(o, bookkeeping))
+                })
                 .map(move |(j, _)| (i, j))
         })
         .collect()
+}
+
+/// The calls (tool, call) with writes to the server's shared state that no replay confirmed
+/// yet (see [`CallRecord::shared_state`]).
+fn shared_state_calls(runs: &[ToolRun]) -> Vec<(usize, usize)> {
+    runs.iter()
+        .enumerate()
+        .flat_map(|(i, r)| {
+            r.calls
+                .iter()
+                .enumerate()
+                .filter(|(_, c)| {
+                    c.shared_state
+                        .iter()
+                        .any(|d| !c.confirmed_by_replay.contains(d))
+                })
+                .map(move |(j, _)| (i, j))
+        })
+        .collect()
+}
+
+/// Whether a replay can make `o` firm evidence against some tool (or take it off a tool it
+/// would make a firm liar): evidential, and neither a write that did not last nor the
+/// server's per-call bookkeeping, which stay warnings whatever a replay finds. A replay costs
+/// a server start and the late wait; one that can at best turn a warning into nothing is
+/// not run.
+fn worth_a_replay(o: &Observation, bookkeeping: &Bookkeeping) -> bool {
+    o.is_evidential()
+        && !bookkeeping.holds(o)
+        && !o
+            .as_file()
+            .is_some_and(|f| matches!(f.kind, crate::observe::FileEffectKind::Transient { .. }))
 }
 
 /// Whether moving `observations` away from `tool` can change a verdict on a hint it declared
@@ -404,7 +443,11 @@ fn replay_can_change_a_verdict(tool: &ToolDecl, observations: &[Observation]) ->
 /// The failed calls (tool, call) of exclusive windows whose effects could contradict a
 /// declared hint but are not shown to be the tool's (see [`CallRecord::counts`]): a replay of
 /// the tool alone decides (only where its outcome can change a verdict).
-fn unproven_failed_calls(tools: &[ToolDecl], runs: &[ToolRun]) -> Vec<(usize, usize)> {
+fn unproven_failed_calls(
+    tools: &[ToolDecl],
+    runs: &[ToolRun],
+    bookkeeping: &Bookkeeping,
+) -> Vec<(usize, usize)> {
     runs.iter()
         .enumerate()
         .flat_map(|(i, r)| {
@@ -414,9 +457,11 @@ fn unproven_failed_calls(tools: &[ToolDecl], runs: &[ToolRun]) -> Vec<(usize, us
                 .filter(move |(_, c)| {
                     !c.outcome.is_success()
                         && c.concurrent_with.is_empty()
-                        && c.observations
-                            .iter()
-                            .any(|o| !c.counts(o) && crate::audit::bears_on_declared(&tools[i], o))
+                        && c.observations.iter().any(|o| {
+                            !c.counts(o)
+                                && worth_a_replay(o, bookkeeping)
+                                && crate::audit::bears_on_declared(&tools[i], o)
+                        })
                 })
                 .map(move |(j, _)| (i, j))
         })
@@ -425,7 +470,12 @@ fn unproven_failed_calls(tools: &[ToolDecl], runs: &[ToolRun]) -> Vec<(usize, us
 
 /// Why `tool` is replayed alone for its uncertain (or failed) `call`.
 fn alone_purpose(tool: &str, call: &CallRecord) -> String {
-    if call.concurrent_with.is_empty() {
+    if call.concurrent_with.is_empty() && call.outcome.is_success() {
+        format!(
+            "{tool} {} wrote files the server keeps for several tools: are those writes the tool's?",
+            call.label()
+        )
+    } else if call.concurrent_with.is_empty() {
         format!(
             "{tool} {} failed ({}): are the effects seen in its window the tool's?",
             call.label(),
@@ -446,6 +496,9 @@ const MAX_PREFIX: usize = 4;
 /// The calls the state of `runs[tool]`'s call `call` may depend on, shortened: the tools
 /// called before it that wrote something in the run, gave it an argument, or were run for
 /// it as a prerequisite, in the order they were first called (at most [`MAX_PREFIX`]).
+/// When there are more, those that wrote at, above or below a path the call touched (the
+/// tool that made the branch a deletion removes, the one that made the store it rewrites)
+/// and those that gave it something are kept first, then the latest writers.
 pub(super) fn state_prefix(
     names: &[String],
     runs: &[ToolRun],
@@ -455,7 +508,18 @@ pub(super) fn state_prefix(
     let Some(this) = runs[tool].calls.get(call) else {
         return Vec::new();
     };
-    let mut earlier: Vec<(u64, usize)> = runs
+    let touched: Vec<&str> = this
+        .observations
+        .iter()
+        .filter_map(|o| o.as_file().map(|f| f.path.as_str()))
+        .collect();
+    let related = |path: &str| {
+        touched
+            .iter()
+            .any(|t| at_or_under(t, path) || at_or_under(path, t))
+    };
+    // (whether it bears on this call's state, when it was first called, which tool)
+    let mut earlier: Vec<(bool, u64, usize)> = runs
         .iter()
         .enumerate()
         .filter(|(i, _)| *i != tool)
@@ -463,25 +527,29 @@ pub(super) fn state_prefix(
             let first = r.calls.iter().map(|c| c.started_ms).min()?;
             (first < this.started_ms).then_some((first, i))
         })
-        .filter(|(_, i)| {
-            let r = &runs[*i];
-            r.all_observations().any(|(_, o)| o.is_write())
-                || this
-                    .pooled
-                    .values()
-                    .any(|from| from.split_whitespace().next() == Some(names[*i].as_str()))
+        .filter_map(|(first, i)| {
+            let r = &runs[i];
+            let gave = this
+                .pooled
+                .values()
+                .any(|from| from.split_whitespace().next() == Some(names[i].as_str()))
                 || r.calls
                     .iter()
-                    .any(|c| c.prerequisite_for.as_deref() == Some(names[tool].as_str()))
+                    .any(|c| c.prerequisite_for.as_deref() == Some(names[tool].as_str()));
+            let wrote_here = r.all_observations().any(|(c, o)| {
+                c.started_ms < this.started_ms && o.as_file().is_some_and(|f| related(&f.path))
+            });
+            let wrote = r.all_observations().any(|(_, o)| o.is_write());
+            (gave || wrote).then_some((gave || wrote_here, first, i))
         })
         .collect();
-    earlier.sort();
+    // The related ones first, each group latest first; then back to call order.
+    earlier.sort_by_key(|(related, first, _)| (!*related, std::cmp::Reverse(*first)));
+    earlier.truncate(MAX_PREFIX);
+    earlier.sort_by_key(|(_, first, _)| *first);
     earlier
         .into_iter()
-        .rev()
-        .take(MAX_PREFIX)
-        .rev()
-        .map(|(_, i)| names[i].clone())
+        .map(|(_, _, i)| names[i].clone())
         .collect()
 }
 
@@ -598,15 +666,25 @@ pub(super) async fn replay_ambiguous(
     // 1. Calls with uncertain windows keep what their own tool reproduces; so do failed
     // calls whose effects are not yet shown to be the tool's (they count only then).
     let mut orphans: Vec<(Vec<String>, Observation)> = Vec::new();
-    let uncertain: Vec<(usize, usize, Vec<String>)> = uncertain_calls(runs)
+    // Shared state the replays showed the server writing for no tool in particular.
+    let mut servers_own: Vec<PhaseObservation> = Vec::new();
+    let bookkeeping = Bookkeeping::of(runs, phases);
+    let mut uncertain: Vec<(usize, usize, Vec<String>)> = uncertain_calls(runs, &bookkeeping)
         .into_iter()
         .map(|(i, j)| (i, j, state_prefix(names, runs, i, j)))
         .chain(
-            unproven_failed_calls(tools, runs)
+            unproven_failed_calls(tools, runs, &bookkeeping)
                 .into_iter()
                 .map(|(i, j)| (i, j, Vec::new())),
         )
         .collect();
+    // Writes to the server's shared state earn firmness from a replay, alone or after the
+    // calls the tool's state depends on.
+    for (i, j) in shared_state_calls(runs) {
+        if !uncertain.iter().any(|(a, b, _)| (*a, *b) == (i, j)) {
+            uncertain.push((i, j, state_prefix(names, runs, i, j)));
+        }
+    }
     // Every tool with an uncertain call is replayed alone: those replays side by side first.
     let alone: Vec<(String, String)> = uncertain
         .iter()
@@ -651,6 +729,7 @@ pub(super) async fn replay_ambiguous(
                 )),
             }
         }
+        let differential_ran = !differential.is_empty();
         let mut differential = differential.into_iter();
         let mut own = Vec::new();
         let mut unsure = Vec::new();
@@ -705,9 +784,23 @@ pub(super) async fn replay_ambiguous(
                         "{tool} {label}: \"{}\" {why}; it is not attributed to it",
                         o.describe(),
                     ));
-                    // A failed call's window held nothing else: what it showed stays its
-                    // observation, not counted.
-                    if runs[i].calls[j].concurrent_with.is_empty() {
+                    let call = &runs[i].calls[j];
+                    if call.shared_state.contains(&o.describe())
+                        && call.concurrent_with.is_empty()
+                        && (prefix.is_empty() || differential_ran)
+                    {
+                        // The server wrote its shared state in the tool's window, but not for
+                        // the tool: it is the server's (a counter flushed every so many
+                        // requests, a journal on a timer).
+                        servers_own.push(PhaseObservation {
+                            started_by: None,
+                            phase: Phase::ServerState,
+                            after_tool: Some(tool.to_string()),
+                            observation: o,
+                        });
+                    } else if call.concurrent_with.is_empty() {
+                        // A failed call's window held nothing else: what it showed stays its
+                        // observation, not counted.
                         unsure.push(o);
                     } else if matters(&o) {
                         orphans.push((runs[i].calls[j].concurrent_tools.clone(), o));
@@ -740,7 +833,7 @@ pub(super) async fn replay_ambiguous(
     let mut keep: Vec<PhaseObservation> = Vec::new();
     for p in phases.drain(..) {
         match (&p.phase, &p.after_tool) {
-            (Phase::Idle, Some(t)) if matters(&p.observation) => {
+            (Phase::Idle, Some(t)) if worth_a_replay(&p.observation, &bookkeeping) => {
                 // The tool whose call started the threads that did it first, then the last.
                 let tools = p.started_by.iter().chain([t]).cloned().collect();
                 candidates.push((tools, Some(t.clone()), p.observation))
@@ -800,6 +893,7 @@ pub(super) async fn replay_ambiguous(
             });
         }
     }
+    keep.extend(servers_own);
     *phases = keep;
     for ((t, by), described) in attributed {
         notes.push(format!(
@@ -1084,24 +1178,14 @@ async fn start_up_work(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::observe::{Mechanism, WriteAttempt};
-
-    fn denied_write(path: &str) -> Observation {
-        Observation::Attempt(WriteAttempt {
-            syscall: "openat".into(),
-            path: path.into(),
-            target: None,
-            denied: true,
-            beyond_snapshot: false,
-            destructive: false,
-            pid: 1,
-            mechanism: Mechanism::Attempt,
-        })
-    }
 
     #[test]
     fn a_replay_pins_clears_or_leaves_open_by_where_it_saw_the_observation() {
-        let key = |p: &str| denied_write(p).shape_key().expect("key");
+        let key = |p: &str| {
+            crate::audit::testing::denied_attempt(p)
+                .shape_key()
+                .expect("key")
+        };
         let replayed = Replayed {
             certain: [key("/etc/mine"), key("/etc/both")].into(),
             unprompted: [key("/etc/server-does-it"), key("/etc/both")].into(),
@@ -1129,7 +1213,7 @@ mod tests {
             ]
             .into(),
         };
-        let judge = |p: &str| replayed.judge(&denied_write(p));
+        let judge = |p: &str| replayed.judge(&crate::audit::testing::denied_attempt(p));
         assert_eq!(judge("/etc/mine"), ReplayVerdict::Reproduced);
         // Done where nothing else ran wins over being done unprompted too.
         assert_eq!(judge("/etc/both"), ReplayVerdict::Reproduced);
@@ -1180,5 +1264,42 @@ mod tests {
         // The reader wrote nothing and gave nothing; the later writer came after.
         assert_eq!(state_prefix(&names, &runs, 3, 0), ["maker", "lister"]);
         assert!(state_prefix(&names, &runs, 0, 0).is_empty());
+    }
+
+    #[test]
+    fn the_state_prefix_keeps_the_tool_that_made_what_the_call_touched() {
+        use crate::audit::testing::{call, file, ok, run};
+        use crate::observe::FileEffectKind;
+        let writer = |ms: u64, path: &str| {
+            let mut c = call(1, ok(), vec![file(path, FileEffectKind::Created)]);
+            c.started_ms = ms;
+            run(vec![c])
+        };
+        let names: Vec<String> = ["brancher", "a", "b", "c", "d", "e", "dropper"]
+            .map(String::from)
+            .to_vec();
+        let mut dropper = call(
+            1,
+            ok(),
+            vec![file(
+                "$WORKSPACE/.git/refs/heads/topic",
+                FileEffectKind::Deleted,
+            )],
+        );
+        dropper.started_ms = 100;
+        let runs = vec![
+            writer(10, "$WORKSPACE/.git/refs/heads/topic"),
+            writer(20, "$WORKSPACE/a"),
+            writer(30, "$WORKSPACE/b"),
+            writer(40, "$WORKSPACE/c"),
+            writer(50, "$WORKSPACE/d"),
+            writer(60, "$WORKSPACE/e"),
+            run(vec![dropper]),
+        ];
+        // Five writers came before; the one that made the branch stays, with the latest.
+        assert_eq!(
+            state_prefix(&names, &runs, 6, 0),
+            ["brancher", "c", "d", "e"]
+        );
     }
 }

@@ -1833,7 +1833,7 @@ as_root_and_unprivileged!(
 );
 
 fn per_request_run(who: As) {
-    let Some(r) = python_fixture_holds("per-request", who) else {
+    let Some(r) = python_fixture_holds_offline("per-request", who) else {
         return;
     };
     // The controls were made and listed: a ping, a listing, a call of a tool it lacks.
@@ -1849,7 +1849,8 @@ fn per_request_run(who: As) {
         "{}",
         r["controls"]
     );
-    // The timestamp every request rewrites is reported once, server-wide, as bookkeeping.
+    // The timestamp every request rewrites and the usage ping it posts are reported once,
+    // server-wide, as bookkeeping: a warning, since the ping leaves the machine.
     let per_request: Vec<&serde_json::Value> = r["findings"]
         .as_array()
         .expect("findings")
@@ -1862,8 +1863,28 @@ fn per_request_run(who: As) {
         .collect();
     assert_eq!(per_request.len(), 1, "{}", r["findings"]);
     assert_eq!(per_request[0]["category"], "bookkeeping");
-    assert_eq!(per_request[0]["severity"], "note");
+    assert_eq!(per_request[0]["severity"], "warning");
     let tool = |name: &str| report_tool(&r, name);
+    let every_tool = r["tools"].to_string();
+    assert!(!every_tool.contains("stats.example.test"), "{every_tool}");
+    // The post sync_item makes on every call, which no control makes, is a firm network lie,
+    // its request line first.
+    let sync = tool("sync_item");
+    let open_world = sync["verdicts"]
+        .as_array()
+        .expect("verdicts")
+        .iter()
+        .find(|v| v["hint"] == "openWorldHint")
+        .expect("openWorldHint");
+    assert_eq!(open_world["verdict"], "contradicted", "{open_world}");
+    let first = &open_world["evidence"][0];
+    assert_eq!(first["firm"], true, "{open_world}");
+    assert!(
+        first["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("POST /items/readme") && t.contains("api.example.test")),
+        "{open_world}"
+    );
     // The readers' windows hold no evidence at all; the history and the failed export are
     // firm on their own.
     assert_eq!(
