@@ -238,9 +238,15 @@ pub(crate) fn bears_on(hint: HintName, o: &Observation) -> bool {
 
 /// Whether `o` could contradict a hint `tool` declared (see [`bears_on`]).
 pub(crate) fn bears_on_declared(tool: &ToolDecl, o: &Observation) -> bool {
+    !declared_hints_it_bears_on(tool, o).is_empty()
+}
+
+/// The hints `tool` declared that `o` could contradict (see [`bears_on`]).
+pub(crate) fn declared_hints_it_bears_on(tool: &ToolDecl, o: &Observation) -> Vec<HintName> {
     HintName::ALL
         .into_iter()
-        .any(|h| tool.hints.get(h).declared() == Some(!h.default_value()) && bears_on(h, o))
+        .filter(|h| tool.hints.get(*h).declared() == Some(!h.default_value()) && bears_on(*h, o))
+        .collect()
 }
 
 /// How many effects of failed calls that bear on `hint` are not counted (see

@@ -423,9 +423,7 @@ fn shared_state_calls(runs: &[ToolRun]) -> Vec<(usize, usize)> {
 fn worth_a_replay(o: &Observation, bookkeeping: &Bookkeeping) -> bool {
     o.is_evidential()
         && !bookkeeping.holds(o)
-        && !o
-            .as_file()
-            .is_some_and(|f| matches!(f.kind, crate::observe::FileEffectKind::Transient { .. }))
+        && !o.as_file().is_some_and(|f| f.kind.is_transient())
 }
 
 /// Whether moving `observations` away from `tool` can change a verdict on a hint it declared
@@ -455,15 +453,39 @@ fn unproven_failed_calls(
                 .iter()
                 .enumerate()
                 .filter(move |(_, c)| {
+                    let firm = firm_already(&tools[i], r, bookkeeping);
                     !c.outcome.is_success()
                         && c.concurrent_with.is_empty()
                         && c.observations.iter().any(|o| {
                             !c.counts(o)
                                 && worth_a_replay(o, bookkeeping)
-                                && crate::audit::bears_on_declared(&tools[i], o)
+                                && crate::audit::declared_hints_it_bears_on(&tools[i], o)
+                                    .iter()
+                                    .any(|h| !firm.contains(h))
                         })
                 })
                 .map(move |(j, _)| (i, j))
+        })
+        .collect()
+}
+
+/// The hints `tool` declared that its calls in `run` already contradict firmly without any
+/// replay: by an effect that counts, in a window no other call shared, that is no write to
+/// the server's shared state and can be firm (see [`worth_a_replay`]). A replay for another
+/// piece of evidence against such a hint cannot change its verdict.
+fn firm_already(tool: &ToolDecl, run: &ToolRun, bookkeeping: &Bookkeeping) -> BTreeSet<HintName> {
+    run.calls
+        .iter()
+        .filter(|c| c.concurrent_with.is_empty())
+        .flat_map(|c| {
+            c.observations
+                .iter()
+                .filter(move |o| {
+                    c.counts(o)
+                        && worth_a_replay(o, bookkeeping)
+                        && !c.shared_state.contains(&o.describe())
+                })
+                .flat_map(|o| crate::audit::declared_hints_it_bears_on(tool, o))
         })
         .collect()
 }
@@ -681,7 +703,15 @@ pub(super) async fn replay_ambiguous(
     // Writes to the server's shared state earn firmness from a replay, alone or after the
     // calls the tool's state depends on.
     for (i, j) in shared_state_calls(runs) {
-        if !uncertain.iter().any(|(a, b, _)| (*a, *b) == (i, j)) {
+        let firm = firm_already(&tools[i], &runs[i], &bookkeeping);
+        let call = &runs[i].calls[j];
+        let open = call.observations.iter().any(|o| {
+            call.shared_state.contains(&o.describe())
+                && crate::audit::declared_hints_it_bears_on(&tools[i], o)
+                    .iter()
+                    .any(|h| !firm.contains(h))
+        });
+        if open && !uncertain.iter().any(|(a, b, _)| (*a, *b) == (i, j)) {
             uncertain.push((i, j, state_prefix(names, runs, i, j)));
         }
     }
