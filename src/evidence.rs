@@ -107,17 +107,17 @@ impl CallRecord {
     }
 
     /// Whether observation `o` of this call may count against a hint. Verdicts rest on calls
-    /// that succeeded; what a failed call's window showed counts only once a replay of the
-    /// tool alone on a fresh server did it again (a tool that writes even when it fails is
-    /// still a writer), or when it is a write the sandbox refused and the call's own threads
-    /// tried it (the refusal is likely why the call failed). That the call's own threads made
-    /// a write that went through is not enough: a server that flushes its usage counters on
-    /// every twentieth request does so on the thread of whichever call is the twentieth. The
-    /// rest stays an observation of the call.
+    /// that succeeded; what a failed call's window showed counts only once it is shown to be
+    /// the tool's: a replay of the tool alone on a fresh server did it again, or the call's
+    /// own threads (or processes they started) made every piece and it is no write to what
+    /// the server keeps for several tools (see [`CallRecord::shared_state`]: a counter the
+    /// server flushes on the thread of whichever call is the twentieth). A tool that writes
+    /// even when it fails is still a writer. The rest stays an observation of the call.
     pub fn counts(&self, o: &Observation) -> bool {
+        let described = || o.describe();
         self.outcome.is_success()
-            || self.confirmed_by_replay.contains(&o.describe())
-            || self.own_threads_did_it && matches!(o, Observation::Attempt(a) if a.denied)
+            || self.confirmed_by_replay.contains(&described())
+            || self.own_threads_did_it && !self.shared_state.contains(&described())
     }
 
     /// A short label: `call 1`, `repeat 2`.

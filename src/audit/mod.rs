@@ -200,7 +200,7 @@ pub fn judge_tool(tool: &ToolDecl, run: &ToolRun, coverage: &Coverage) -> ToolJu
         let reason = match uncounted_for(hint, run) {
             n if n > 0 && matches!(j.verdict, Verdict::Consistent | Verdict::Unexercised) => {
                 format!(
-                    "{reason}; {n} effect(s) seen during failed calls are not counted: nothing showed they were the tool's (no replay of the tool alone did them again, and they are no write the sandbox refused the call's own threads)"
+                    "{reason}; {n} effect(s) seen during failed calls are not counted: nothing showed they were the tool's (neither the call's own threads nor a replay of the tool alone)"
                 )
             }
             _ => reason,

@@ -96,7 +96,7 @@ pub fn findings(phases: &[PhaseObservation]) -> Vec<Finding> {
                         Severity::Note
                     },
                     format!(
-                        "in calls, to files the server keeps for several tools, that replays showed are not the calling tool's: the tool alone on a fresh server (and after the calls its state depends on) did not do them, so the server writes them for whichever call is open when its timer or counter fires, and they are no tool's evidence{taken_from}"
+                        "in calls, to files the server keeps for several tools, that replays showed are not the calling tool's: a fresh server did them before the tool was called, or the tool alone (and after the calls its state depends on) did not do them, so the server writes them for whichever call is open when its timer or counter fires, and they are no tool's evidence{taken_from}"
                     ),
                 ),
                 Phase::FirstCall => (

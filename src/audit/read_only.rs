@@ -115,21 +115,16 @@ mod tests {
         // Seen, but nothing shows it was the tool's: an observation, not a verdict.
         let j = judge(&t, &run(vec![failed()]), &full_coverage());
         assert_eq!(j.verdict, Verdict::Unexercised);
-        // The call's own threads did it: not enough (a server's every-twentieth-request
-        // flush runs on whichever call's thread).
+        // The call's own threads did it: a tool that writes even when it fails writes.
         let mut own = failed();
         own.own_threads_did_it = true;
-        let j = judge(&t, &run(vec![own]), &full_coverage());
-        assert_eq!(j.verdict, Verdict::Unexercised);
-        // A write the sandbox refused the call's own threads counts: the refusal is likely
-        // why the call failed.
-        let mut refused = failed();
-        refused.observations = vec![denied_attempt("/home/user/.ssh/authorized_keys")];
-        refused.own_threads_did_it = true;
-        let j = judge(&t, &run(vec![refused.clone()]), &full_coverage());
+        let j = judge(&t, &run(vec![own.clone()]), &full_coverage());
         assert_eq!(j.verdict, Verdict::Contradicted);
-        refused.own_threads_did_it = false;
-        let j = judge(&t, &run(vec![refused]), &full_coverage());
+        assert!(j.evidence[0].firm, "{:?}", j.evidence);
+        // Unless it wrote what the server keeps for several tools: then only a replay shows
+        // it is the tool's.
+        own.shared_state = vec!["appended to $WORKSPACE/log".into()];
+        let j = judge(&t, &run(vec![own]), &full_coverage());
         assert_eq!(j.verdict, Verdict::Unexercised);
         // A replay of the tool alone did it again: a tool that writes even when it fails
         // writes.

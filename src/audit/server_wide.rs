@@ -85,9 +85,10 @@ impl Bookkeeping {
             if created(f) {
                 made.insert(f.path.clone());
             }
-            if matches!(p.phase, Phase::Idle | Phase::Shutdown)
-                && candidate(&p.observation).is_some()
-            {
+            // The server on its own: between calls (not threads a call started) or at the end.
+            let on_its_own =
+                p.phase == Phase::Shutdown || p.phase == Phase::Idle && p.started_by.is_none();
+            if on_its_own && candidate(&p.observation).is_some() {
                 note(f, None);
             }
         }
@@ -136,33 +137,79 @@ impl Bookkeeping {
     }
 }
 
+/// What the server does for itself rather than for a tool, as far as the calls show before
+/// any replay: its per-call bookkeeping and the upkeep of its own installed files.
+pub struct ServersOwn {
+    /// Its per-call bookkeeping.
+    pub bookkeeping: Bookkeeping,
+    /// The roots of its installation (see [`installation_roots`]).
+    pub installation: Vec<String>,
+}
+
+impl ServersOwn {
+    /// What `runs` and `phases` show, given the roots of the server's installation.
+    pub fn of(runs: &[ToolRun], phases: &[PhaseObservation], installation: Vec<String>) -> Self {
+        ServersOwn {
+            bookkeeping: Bookkeeping::of(runs, phases),
+            installation,
+        }
+    }
+
+    /// Whether `o` is a write on the server's own installed files.
+    pub fn on_installation(&self, o: &Observation) -> bool {
+        let path = match o {
+            Observation::File(f) => f.path.as_str(),
+            Observation::Attempt(a) => a.path.as_str(),
+            _ => return false,
+        };
+        o.is_write() && self.installation.iter().any(|r| at_or_under(path, r))
+    }
+
+    /// Whether `o` stays a warning whatever a replay shows: a write that did not last, the
+    /// server's per-call bookkeeping, or the upkeep of its own installation.
+    pub fn stays_a_warning(&self, o: &Observation) -> bool {
+        o.as_file().is_some_and(|f| f.kind.is_transient())
+            || self.bookkeeping.holds(o)
+            || self.on_installation(o)
+    }
+}
+
 /// Marks the writes whose firmness a replay has to earn (see [`CallRecord::shared_state`]):
 /// in each call, the lasting writes that bear on a hint its tool declared, to a path the
 /// server made during the run (or inside one) whose shape the calls of at least two tools
-/// wrote, and that are not its per-call bookkeeping (already a warning). Returns how many calls have some.
-pub fn mark_shared_state(
-    tools: &[ToolDecl],
-    runs: &mut [ToolRun],
-    bookkeeping: &Bookkeeping,
-) -> usize {
+/// wrote, and the refused write attempts of a kind and shape at least two tools' calls made;
+/// never what stays a warning anyway (see [`ServersOwn::stays_a_warning`]). Returns how many calls have some.
+pub fn mark_shared_state(tools: &[ToolDecl], runs: &mut [ToolRun], own: &ServersOwn) -> usize {
+    // By path shape (file effects) or kind and shape (attempts the sandbox refused).
+    let key = |o: &Observation| match o {
+        Observation::File(f) => Some(path_shape(&f.path)),
+        Observation::Attempt(_) => o.shape_key(),
+        _ => None,
+    };
     let mut writers: BTreeMap<String, BTreeSet<usize>> = BTreeMap::new();
     for (i, run) in runs.iter().enumerate() {
         for (_, o) in run.all_observations() {
-            if let Some(f) = o.as_file() {
-                writers.entry(path_shape(&f.path)).or_default().insert(i);
+            if let Some(k) = key(o) {
+                writers.entry(k).or_default().insert(i);
             }
         }
     }
-    // Writes that did not last stay warnings whatever a replay shows.
+    let several = |o: &Observation| {
+        key(o)
+            .and_then(|k| writers.get(&k))
+            .is_some_and(|w| w.len() >= 2)
+    };
+    // What stays a warning whatever a replay shows has nothing to earn.
     let shared = |o: &Observation| {
-        o.as_file().is_some_and(|f| {
-            !f.kind.is_transient()
-                && writers
-                    .get(&path_shape(&f.path))
-                    .is_some_and(|w| w.len() >= 2)
-                && bookkeeping.server_made(&f.path)
-                && !bookkeeping.holds(o)
-        })
+        !own.stays_a_warning(o)
+            && several(o)
+            && match o {
+                Observation::File(f) => own.bookkeeping.server_made(&f.path),
+                // A refused write several tools' calls tried (a flush the sandbox refused,
+                // on whichever call's thread was open) is the same case.
+                Observation::Attempt(a) => a.denied,
+                _ => false,
+            }
     };
     let mut marked = 0;
     for (tool, run) in tools.iter().zip(runs.iter_mut()) {
@@ -180,9 +227,10 @@ pub fn mark_shared_state(
 }
 
 /// The roots of the server's own installation, as far as the run knows them: where the
-/// scenario's `[setup]` installed it (the npm prefix, the virtual environment) and the package
-/// roots of the files its command names (the project holding a `node_modules` the program or
-/// script lies in, a virtual environment). System directories are never among them.
+/// scenario's `[setup]` installed it (the npm prefix, the virtual environment) and the
+/// packages of the files its command names (the `node_modules/PACKAGE` the program or script
+/// lies in, a virtual environment). A system directory or a project holding a package is
+/// never a root itself.
 pub fn installation_roots(command: &[String], installed: &[&std::path::Path]) -> Vec<String> {
     let mut roots: Vec<String> = installed
         .iter()
@@ -196,8 +244,19 @@ pub fn installation_roots(command: &[String], installed: &[&std::path::Path]) ->
         let real = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
         for p in [path.to_path_buf(), real] {
             let text = p.to_string_lossy();
-            if let Some(at) = text.find("/node_modules/") {
-                roots.push(text[..at].to_string());
+            if let Some(at) = text.rfind("/node_modules/") {
+                // The package itself (`node_modules/pkg` or `node_modules/@scope/pkg`), not
+                // the project or prefix that holds it.
+                let rest = &text[at + "/node_modules/".len()..];
+                let parts = if rest.starts_with('@') { 2 } else { 1 };
+                let package: Vec<&str> = rest.split('/').take(parts).collect();
+                if package.len() == parts {
+                    roots.push(format!(
+                        "{}/node_modules/{}",
+                        &text[..at],
+                        package.join("/")
+                    ));
+                }
             } else if let Some(venv) = p.ancestors().find(|a| a.join("pyvenv.cfg").is_file()) {
                 roots.push(venv.to_string_lossy().into_owned());
             }
@@ -209,35 +268,28 @@ pub fn installation_roots(command: &[String], installed: &[&std::path::Path]) ->
     roots
 }
 
-/// Marks the writes and write attempts of calls on the server's own installed files (under
-/// `roots`, see [`installation_roots`]) as [`Category::OwnInstallation`]; returns a note per
-/// kind of effect for the report.
+/// Marks the writes and write attempts of calls on the server's own installed files (see
+/// [`ServersOwn::on_installation`]) as [`Category::OwnInstallation`]; returns a note per
+/// tool and kind of effect for the report.
 pub fn mark_own_installation(
     runs: &mut [ToolRun],
     names: &[String],
-    roots: &[String],
+    own: &ServersOwn,
 ) -> Vec<String> {
     let mut notes = Vec::new();
-    if roots.is_empty() {
-        return notes;
-    }
-    let inside = |path: &str| roots.iter().any(|r| at_or_under(path, r));
-    for (run, name) in runs.iter_mut().zip(names) {
+    let mut noted: BTreeSet<(usize, String)> = BTreeSet::new();
+    for (i, run) in runs.iter_mut().enumerate() {
         for call in &mut run.calls {
-            for o in &call.observations {
-                let path = match o {
-                    Observation::File(f) => f.path.as_str(),
-                    Observation::Attempt(a) => a.path.as_str(),
-                    _ => continue,
-                };
-                if inside(path) && o.is_write() {
-                    let described = o.describe();
+            for o in call.observations.iter().filter(|o| own.on_installation(o)) {
+                let described = o.describe();
+                if noted.insert((i, o.shape_key().unwrap_or_default())) {
                     notes.push(format!(
-                        "{name} {}: \"{described}\" is on the server's own installed files (its upkeep of itself); it is reported as own-installation (a warning)",
+                        "{} {}: \"{described}\" is on the server's own installed files (its upkeep of itself); it is reported as own-installation (a warning)",
+                        names[i],
                         call.label()
                     ));
-                    call.categories.insert(described, Category::OwnInstallation);
                 }
+                call.categories.insert(described, Category::OwnInstallation);
             }
         }
     }
@@ -280,7 +332,9 @@ pub fn mark_bookkeeping(
 
 /// Moves out of the tools' calls every effect the server also had for the control requests
 /// (requests that run no tool), matched by kind and shape (see
-/// [`Observation::shape_key`]): that is the server's per-request bookkeeping (a last-used
+/// [`Observation::shape_key`]), or an additive write of a path the controls wrote (see
+/// [`Observation::additive_write_key`]: a log the first request creates and the next ones
+/// append to; an overwrite of a store the controls merely created is not excused): that is the server's per-request bookkeeping (a last-used
 /// timestamp rewritten on every request, a request log), reported once, server-wide, as
 /// [`Phase::PerRequest`] observations naming the tool whose call showed them, and never a
 /// tool's evidence. An effect that every tool call has but no control does stays each
@@ -293,11 +347,28 @@ pub fn discount_per_request(
     let controls: BTreeSet<String> = phases
         .iter()
         .filter(|p| p.phase == Phase::Control && p.observation.is_evidential())
-        .filter_map(|p| p.observation.shape_key())
+        .flat_map(|p| {
+            // Any write of a path's content (a creation, an overwrite) shows the server
+            // writes that path for requests that run no tool.
+            let wrote = p
+                .observation
+                .as_file()
+                .filter(|f| f.kind.creates_or_rewrites());
+            p.observation
+                .shape_key()
+                .into_iter()
+                .chain(wrote.map(|f| crate::observe::write_key(&f.path)))
+        })
         .collect();
     if controls.is_empty() {
         return Vec::new();
     }
+    // The same kind and shape, or an additive write of a path the controls wrote.
+    let seen_in_controls = |o: &Observation| {
+        o.shape_key().is_some_and(|k| controls.contains(&k))
+            || o.additive_write_key()
+                .is_some_and(|k| controls.contains(&k))
+    };
     // By shape: (one description, the tools whose calls showed it).
     let mut moved: BTreeMap<String, (String, BTreeSet<usize>)> = BTreeMap::new();
     for (i, run) in runs.iter_mut().enumerate() {
@@ -305,7 +376,7 @@ pub fn discount_per_request(
             let (per_request, own): (Vec<Observation>, Vec<Observation>) =
                 std::mem::take(&mut call.observations)
                     .into_iter()
-                    .partition(|o| o.shape_key().is_some_and(|k| controls.contains(&k)));
+                    .partition(|o| seen_in_controls(o));
             call.observations = own;
             for o in per_request {
                 let (_, tools) = moved
@@ -484,8 +555,8 @@ mod tests {
             journal_run("$WORKSPACE/own.txt", FileEffectKind::Created),
         ];
         runs.extend(idle_tools(2));
-        let bookkeeping = Bookkeeping::of(&runs, &[]);
-        assert_eq!(mark_shared_state(&tools, &mut runs, &bookkeeping), 2);
+        let own = ServersOwn::of(&runs, &[], Vec::new());
+        assert_eq!(mark_shared_state(&tools, &mut runs, &own), 2);
         assert_eq!(
             runs[1].calls[0].shared_state,
             ["overwrote $HOME/.index/_tool_counters.json"]
@@ -495,7 +566,7 @@ mod tests {
         // A tool that declares no hint the write bears on has nothing to earn.
         let writer = tool(serde_json::json!({"readOnlyHint": false}));
         let tools = vec![writer.clone(), writer, reader(), reader(), reader()];
-        assert_eq!(mark_shared_state(&tools, &mut runs, &bookkeeping), 0);
+        assert_eq!(mark_shared_state(&tools, &mut runs, &own), 0);
     }
 
     #[test]
@@ -517,7 +588,11 @@ mod tests {
             .expect("canonical")
             .to_string_lossy()
             .into_owned();
-        assert!(roots.contains(&project), "{roots:?}");
+        assert!(
+            roots.contains(&format!("{project}/node_modules/pkg")),
+            "{roots:?}"
+        );
+        assert!(!roots.contains(&project), "{roots:?}");
         let rg = format!("{project}/node_modules/pkg/bin/rg");
         let mut runs = vec![run(vec![call(
             1,
@@ -533,7 +608,8 @@ mod tests {
                 file("$WORKSPACE/x", FileEffectKind::Created),
             ],
         )])];
-        let notes = mark_own_installation(&mut runs, &names(1), &roots);
+        let own = ServersOwn::of(&runs, &[], roots);
+        let notes = mark_own_installation(&mut runs, &names(1), &own);
         assert_eq!(notes.len(), 1, "{notes:?}");
         assert_eq!(
             runs[0].calls[0].categories.values().collect::<Vec<_>>(),

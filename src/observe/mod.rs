@@ -197,22 +197,6 @@ impl FileEffectKind {
         }
     }
 
-    /// The kind of change, with every way of writing a file's content (creating it, appending,
-    /// overwriting, rewriting, extending, changing a store's entries) as one `wrote`: which of
-    /// them a write is depends on what was there before, not on what the server did. Every
-    /// other kind is its own family (its verb).
-    pub fn family(&self) -> &'static str {
-        match self {
-            FileEffectKind::Created
-            | FileEffectKind::Appended
-            | FileEffectKind::Overwritten
-            | FileEffectKind::Rewritten
-            | FileEffectKind::Extended
-            | FileEffectKind::StoreChanged { .. } => "wrote",
-            other => other.verb(),
-        }
-    }
-
     /// Whether the change did not last past the window (a lock file, a temporary file).
     pub fn is_transient(&self) -> bool {
         matches!(self, FileEffectKind::Transient { .. })
@@ -559,16 +543,12 @@ impl Observation {
 
     /// A key that identifies this observation across windows and runs, by kind and shape:
     /// paths match by shape (random segments such as UUIDs, hashes, timestamps and counters
-    /// are placeholders, so a note moved to `trash/<uuid>` matches another run's uuid) and
-    /// file effects by family ([`FileEffectKind::family`]: a file the server writes on every
-    /// request is created by the first and changed by the next), network events by name (fake
-    /// addresses differ between runs) and port. Process starts have none (they are not
-    /// evidence).
+    /// are placeholders, so a note moved to `trash/<uuid>` matches another run's uuid), network
+    /// events by name (fake addresses differ between runs) and port. Process starts have none
+    /// (they are not evidence).
     pub fn shape_key(&self) -> Option<String> {
         match self {
-            Observation::File(f) => {
-                Some(format!("file {} {}", f.kind.family(), path_shape(&f.path)))
-            }
+            Observation::File(f) => Some(format!("file {} {}", f.kind.verb(), path_shape(&f.path))),
             Observation::Attempt(a) => {
                 Some(format!("attempt {} {}", a.syscall, path_shape(&a.path)))
             }
@@ -581,6 +561,17 @@ impl Observation {
             Observation::Refused(r) => Some(format!("refused {}", r.what)),
             Observation::Process(_) => None,
         }
+    }
+
+    /// For a write of content that destroys nothing (a creation, an append, an extension, a
+    /// rewrite with the same content, entries only added to a store), a key of its path's
+    /// shape alone: what the server's first request creates, the next ones append to. `None`
+    /// for everything else, above all the writes that replace content, so that a store the
+    /// server merely opened on its first request does not excuse a tool's overwrite of it.
+    pub fn additive_write_key(&self) -> Option<String> {
+        let f = self.as_file()?;
+        (f.kind.creates_or_rewrites() && !self.is_destructive() && !f.kind.is_transient())
+            .then(|| write_key(&f.path))
     }
 
     /// Whether this can be evidence against a hint: a write (or a denied write attempt) or
@@ -859,6 +850,12 @@ fn is_package_path(path: &str) -> bool {
 pub fn at_or_under(path: &str, dir: &str) -> bool {
     path.strip_prefix(dir)
         .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+}
+
+/// The key of any write of `path`'s content, by its shape (see
+/// [`Observation::additive_write_key`]).
+pub fn write_key(path: &str) -> String {
+    format!("file write {}", path_shape(path))
 }
 
 /// The shape of a path: random segments (UUIDs, long hex runs, timestamps, counters)

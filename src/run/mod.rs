@@ -147,12 +147,13 @@ pub async fn verify(
     // A server that cannot be spoken to in the modern era is greeted once more, in the
     // handshake era, before the run gives up on it.
     if let Some(why) = handshake_era_needed(config, &v.report) {
+        let first_did_not_start = v.report.server.start_error.is_some();
         let mut legacy = config.clone();
         legacy.era = EraChoice::Legacy;
         let first_partial = v.report.partial.is_some();
         if !first_partial && !*stop.borrow() {
             v = verify_unchecked(&legacy, stop, subreaper).await;
-            let note = if v.report.server.start_error.is_some() {
+            let note = if first_did_not_start && v.report.server.start_error.is_some() {
                 // A server that dies on its own (a bad argument, a missing file) dies in
                 // either era: the probe is not to blame.
                 format!(
@@ -428,9 +429,28 @@ async fn verify_unchecked(
         &names,
         &mut phases,
     ));
-    // Writes to what the server keeps for several tools earn firmness from a replay.
-    let bookkeeping = audit::server_wide::Bookkeeping::of(&runs, &phases);
-    audit::server_wide::mark_shared_state(&inventory.tools, &mut runs, &bookkeeping);
+    // The upkeep of the server's own installation is its own, and writes to what it keeps
+    // for several tools earn firmness from a replay (each tool has its own server under
+    // --isolate: nothing is shared there).
+    let installed: Vec<&std::path::Path> = config
+        .installed
+        .iter()
+        .flat_map(|i| i.npm.iter().chain(i.venv.iter()))
+        .map(|p| p.as_path())
+        .collect();
+    let servers_own = audit::server_wide::ServersOwn::of(
+        &runs,
+        &phases,
+        audit::server_wide::installation_roots(&config.command, &installed),
+    );
+    notes.extend(audit::server_wide::mark_own_installation(
+        &mut runs,
+        &names,
+        &servers_own,
+    ));
+    if !config.isolate {
+        audit::server_wide::mark_shared_state(&inventory.tools, &mut runs, &servers_own);
+    }
 
     // Confirm uncertain attributions by replaying tools alone on fresh servers, and tell the
     // server's first-call initialisation apart from the first tool's writes.
@@ -446,6 +466,7 @@ async fn verify_unchecked(
                 (&inventory.tools, &names),
                 &mut runs,
                 &mut phases,
+                &servers_own,
             )
             .await,
         );
@@ -472,21 +493,9 @@ async fn verify_unchecked(
     }
     let replay_records = replays.records;
 
-    // Tell the server's per-call bookkeeping and the upkeep of its own installation apart
-    // from the tools' own writes.
+    // Tell the server's per-call bookkeeping apart from the tools' own writes.
     notes.extend(audit::server_wide::mark_bookkeeping(
         &mut runs, &names, &phases,
-    ));
-    let installed: Vec<&std::path::Path> = config
-        .installed
-        .iter()
-        .flat_map(|i| i.npm.iter().chain(i.venv.iter()))
-        .map(|p| p.as_path())
-        .collect();
-    notes.extend(audit::server_wide::mark_own_installation(
-        &mut runs,
-        &names,
-        &audit::server_wide::installation_roots(&config.command, &installed),
     ));
 
     // Judge.

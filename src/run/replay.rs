@@ -1,7 +1,7 @@
 //! Nested runs: a tool called alone on a fresh server, to confirm or correct an uncertain attribution (replay) or to give each tool its own server (`--isolate`).
 
 use super::*;
-use crate::audit::server_wide::Bookkeeping;
+use crate::audit::server_wide::ServersOwn;
 use crate::observe::at_or_under;
 
 /// Most tools replayed in one run.
@@ -378,7 +378,7 @@ impl<'a> Replays<'a> {
 
 /// The calls (tool, call) whose windows other calls' threads shared, where a replay can make
 /// a piece of evidence firm (see [`worth_a_replay`]).
-fn uncertain_calls(runs: &[ToolRun], bookkeeping: &Bookkeeping) -> Vec<(usize, usize)> {
+fn uncertain_calls(runs: &[ToolRun], own: &ServersOwn) -> Vec<(usize, usize)> {
     runs.iter()
         .enumerate()
         .flat_map(|(i, r)| {
@@ -387,9 +387,7 @@ fn uncertain_calls(runs: &[ToolRun], bookkeeping: &Bookkeeping) -> Vec<(usize, u
                 .enumerate()
                 .filter(|(_, c)| {
                     !c.concurrent_with.is_empty()
-                        && c.observations
-                            .iter()
-                            .any(|o| worth_a_replay(o, bookkeeping))
+                        && c.observations.iter().any(|o| worth_a_replay(o, own))
                 })
                 .map(move |(j, _)| (i, j))
         })
@@ -416,14 +414,11 @@ fn shared_state_calls(runs: &[ToolRun]) -> Vec<(usize, usize)> {
 }
 
 /// Whether a replay can make `o` firm evidence against some tool (or take it off a tool it
-/// would make a firm liar): evidential, and neither a write that did not last nor the
-/// server's per-call bookkeeping, which stay warnings whatever a replay finds. A replay costs
-/// a server start and the late wait; one that can at best turn a warning into nothing is
-/// not run.
-fn worth_a_replay(o: &Observation, bookkeeping: &Bookkeeping) -> bool {
-    o.is_evidential()
-        && !bookkeeping.holds(o)
-        && !o.as_file().is_some_and(|f| f.kind.is_transient())
+/// would make a firm liar): evidential, and nothing that stays a warning whatever a replay
+/// finds (see [`ServersOwn::stays_a_warning`]). A replay costs a server start and the late
+/// wait; one that can at best turn a warning into nothing is not run.
+fn worth_a_replay(o: &Observation, own: &ServersOwn) -> bool {
+    o.is_evidential() && !own.stays_a_warning(o)
 }
 
 /// Whether moving `observations` away from `tool` can change a verdict on a hint it declared
@@ -444,7 +439,7 @@ fn replay_can_change_a_verdict(tool: &ToolDecl, observations: &[Observation]) ->
 fn unproven_failed_calls(
     tools: &[ToolDecl],
     runs: &[ToolRun],
-    bookkeeping: &Bookkeeping,
+    own: &ServersOwn,
 ) -> Vec<(usize, usize)> {
     runs.iter()
         .enumerate()
@@ -453,12 +448,12 @@ fn unproven_failed_calls(
                 .iter()
                 .enumerate()
                 .filter(move |(_, c)| {
-                    let firm = firm_already(&tools[i], r, bookkeeping);
+                    let firm = firm_already(&tools[i], r, own);
                     !c.outcome.is_success()
                         && c.concurrent_with.is_empty()
                         && c.observations.iter().any(|o| {
                             !c.counts(o)
-                                && worth_a_replay(o, bookkeeping)
+                                && worth_a_replay(o, own)
                                 && crate::audit::declared_hints_it_bears_on(&tools[i], o)
                                     .iter()
                                     .any(|h| !firm.contains(h))
@@ -471,9 +466,11 @@ fn unproven_failed_calls(
 
 /// The hints `tool` declared that its calls in `run` already contradict firmly without any
 /// replay: by an effect that counts, in a window no other call shared, that is no write to
-/// the server's shared state and can be firm (see [`worth_a_replay`]). A replay for another
-/// piece of evidence against such a hint cannot change its verdict.
-fn firm_already(tool: &ToolDecl, run: &ToolRun, bookkeeping: &Bookkeeping) -> BTreeSet<HintName> {
+/// the server's shared state, can be firm (see [`worth_a_replay`]) and is no creation (a
+/// later replay may show a creation to be the server's first-call initialisation or lazy
+/// set-up). A replay for another piece of evidence against such a hint cannot change its
+/// verdict.
+fn firm_already(tool: &ToolDecl, run: &ToolRun, own: &ServersOwn) -> BTreeSet<HintName> {
     run.calls
         .iter()
         .filter(|c| c.concurrent_with.is_empty())
@@ -482,8 +479,9 @@ fn firm_already(tool: &ToolDecl, run: &ToolRun, bookkeeping: &Bookkeeping) -> BT
                 .iter()
                 .filter(move |o| {
                     c.counts(o)
-                        && worth_a_replay(o, bookkeeping)
+                        && worth_a_replay(o, own)
                         && !c.shared_state.contains(&o.describe())
+                        && !o.as_file().is_some_and(|f| f.kind.is_creation())
                 })
                 .flat_map(|o| crate::audit::declared_hints_it_bears_on(tool, o))
         })
@@ -680,6 +678,7 @@ pub(super) async fn replay_ambiguous(
     (tools, names): (&[ToolDecl], &[String]),
     runs: &mut [ToolRun],
     phases: &mut Vec<PhaseObservation>,
+    servers: &ServersOwn,
 ) -> Vec<String> {
     let mut notes = Vec::new();
     let matters = Observation::is_evidential;
@@ -690,12 +689,11 @@ pub(super) async fn replay_ambiguous(
     let mut orphans: Vec<(Vec<String>, Observation)> = Vec::new();
     // Shared state the replays showed the server writing for no tool in particular.
     let mut servers_own: Vec<PhaseObservation> = Vec::new();
-    let bookkeeping = Bookkeeping::of(runs, phases);
-    let mut uncertain: Vec<(usize, usize, Vec<String>)> = uncertain_calls(runs, &bookkeeping)
+    let mut uncertain: Vec<(usize, usize, Vec<String>)> = uncertain_calls(runs, servers)
         .into_iter()
         .map(|(i, j)| (i, j, state_prefix(names, runs, i, j)))
         .chain(
-            unproven_failed_calls(tools, runs, &bookkeeping)
+            unproven_failed_calls(tools, runs, servers)
                 .into_iter()
                 .map(|(i, j)| (i, j, Vec::new())),
         )
@@ -703,7 +701,7 @@ pub(super) async fn replay_ambiguous(
     // Writes to the server's shared state earn firmness from a replay, alone or after the
     // calls the tool's state depends on.
     for (i, j) in shared_state_calls(runs) {
-        let firm = firm_already(&tools[i], &runs[i], &bookkeeping);
+        let firm = firm_already(&tools[i], &runs[i], servers);
         let call = &runs[i].calls[j];
         let open = call.observations.iter().any(|o| {
             call.shared_state.contains(&o.describe())
@@ -730,15 +728,29 @@ pub(super) async fn replay_ambiguous(
         let tool = names[i].as_str();
         let label = runs[i].calls[j].label();
         let purpose = alone_purpose(tool, &runs[i].calls[j]);
-        let observations = std::mem::take(&mut runs[i].calls[j].observations);
+        // A successful call no other call shared is replayed for its shared-state writes
+        // only: its other effects are its own already and are not judged.
+        let call = &mut runs[i].calls[j];
+        let only_shared = call.outcome.is_success() && call.concurrent_with.is_empty();
+        let (observations, settled): (Vec<Observation>, Vec<Observation>) =
+            std::mem::take(&mut call.observations)
+                .into_iter()
+                .partition(|o| !only_shared || call.shared_state.contains(&o.describe()));
         let (alone_cited, verdicts) = match replays.of(tool, purpose).await {
             Ok((cited, r)) => (
                 cited,
                 observations.iter().map(|o| r.judge(o)).collect::<Vec<_>>(),
             ),
             Err(why) => {
-                notes.push(format!("{tool} {label}: {why}; it stays uncertain"));
-                runs[i].calls[j].observations = observations;
+                let stays = if only_shared {
+                    "its writes to the server's shared state stay unconfirmed (warnings)"
+                } else {
+                    "it stays uncertain"
+                };
+                notes.push(format!("{tool} {label}: {why}; {stays}"));
+                let call = &mut runs[i].calls[j];
+                call.observations = settled;
+                call.observations.extend(observations);
                 continue;
             }
         };
@@ -759,7 +771,6 @@ pub(super) async fn replay_ambiguous(
                 )),
             }
         }
-        let differential_ran = !differential.is_empty();
         let mut differential = differential.into_iter();
         let mut own = Vec::new();
         let mut unsure = Vec::new();
@@ -797,7 +808,7 @@ pub(super) async fn replay_ambiguous(
                     ));
                     unsure.push(o);
                 }
-                (ReplayVerdict::Unprompted | ReplayVerdict::Absent, _) => {
+                (ReplayVerdict::Unprompted | ReplayVerdict::Absent, second) => {
                     let why = if verdict == ReplayVerdict::Absent {
                         if prefix.is_empty() {
                             format!("did not happen when {tool} ran alone on a fresh server")
@@ -814,10 +825,15 @@ pub(super) async fn replay_ambiguous(
                         "{tool} {label}: \"{}\" {why}; it is not attributed to it",
                         o.describe(),
                     ));
+                    // Unprompted, or absent alone and (where earlier calls made its state)
+                    // after them too.
+                    let decided = verdict == ReplayVerdict::Unprompted
+                        || prefix.is_empty()
+                        || second.is_some();
                     let call = &runs[i].calls[j];
                     if call.shared_state.contains(&o.describe())
                         && call.concurrent_with.is_empty()
-                        && (prefix.is_empty() || differential_ran)
+                        && decided
                     {
                         // The server wrote its shared state in the tool's window, but not for
                         // the tool: it is the server's (a counter flushed every so many
@@ -852,6 +868,7 @@ pub(super) async fn replay_ambiguous(
             call.concurrent_with.clear();
         }
         own.extend(unsure);
+        own.extend(settled);
         call.observations = own;
     }
     // 2. Observations outside every call (or taken from one): find the tool that produces them.
@@ -863,7 +880,7 @@ pub(super) async fn replay_ambiguous(
     let mut keep: Vec<PhaseObservation> = Vec::new();
     for p in phases.drain(..) {
         match (&p.phase, &p.after_tool) {
-            (Phase::Idle, Some(t)) if worth_a_replay(&p.observation, &bookkeeping) => {
+            (Phase::Idle, Some(t)) if worth_a_replay(&p.observation, servers) => {
                 // The tool whose call started the threads that did it first, then the last.
                 let tools = p.started_by.iter().chain([t]).cloned().collect();
                 candidates.push((tools, Some(t.clone()), p.observation))
