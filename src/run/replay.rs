@@ -376,41 +376,53 @@ impl<'a> Replays<'a> {
     }
 }
 
-/// The calls (tool, call) whose windows other calls' threads shared, where a replay can make
-/// a piece of evidence firm (see [`worth_a_replay`]).
-fn uncertain_calls(runs: &[ToolRun], own: &ServersOwn) -> Vec<(usize, usize)> {
+/// The calls (tool, call) of `runs` for which `keep(tool, call)` holds.
+fn calls_where(runs: &[ToolRun], keep: impl Fn(usize, &CallRecord) -> bool) -> Vec<(usize, usize)> {
+    let keep = &keep;
     runs.iter()
         .enumerate()
         .flat_map(|(i, r)| {
             r.calls
                 .iter()
                 .enumerate()
-                .filter(|(_, c)| {
-                    !c.concurrent_with.is_empty()
-                        && c.observations.iter().any(|o| worth_a_replay(o, own))
-                })
+                .filter(move |(_, c)| keep(i, c))
                 .map(move |(j, _)| (i, j))
         })
         .collect()
 }
 
+/// The calls (tool, call) whose windows other calls' threads shared, where a replay can make
+/// a piece of evidence firm (see [`worth_a_replay`]).
+fn uncertain_calls(runs: &[ToolRun], own: &ServersOwn) -> Vec<(usize, usize)> {
+    calls_where(runs, |_, c| {
+        !c.concurrent_with.is_empty() && c.observations.iter().any(|o| worth_a_replay(o, own))
+    })
+}
+
+/// Whether `o` of a call of `tool` bears on a hint `tool` declared that its calls do not
+/// already contradict firmly (`firm`, see [`firm_already`]).
+fn bears_on_an_open_hint(tool: &ToolDecl, firm: &BTreeSet<HintName>, o: &Observation) -> bool {
+    crate::audit::declared_hints_it_bears_on(tool, o)
+        .iter()
+        .any(|h| !firm.contains(h))
+}
+
 /// The calls (tool, call) with writes to the server's shared state that no replay confirmed
-/// yet (see [`CallRecord::shared_state`]).
-fn shared_state_calls(runs: &[ToolRun]) -> Vec<(usize, usize)> {
-    runs.iter()
-        .enumerate()
-        .flat_map(|(i, r)| {
-            r.calls
-                .iter()
-                .enumerate()
-                .filter(|(_, c)| {
-                    c.shared_state
-                        .iter()
-                        .any(|d| !c.confirmed_by_replay.contains(d))
-                })
-                .map(move |(j, _)| (i, j))
+/// yet (see [`CallRecord::shared_state`]) and that bear on a hint their tool declared and
+/// does not already contradict firmly (`firm`, one set per tool).
+fn shared_state_calls(
+    tools: &[ToolDecl],
+    runs: &[ToolRun],
+    firm: &[BTreeSet<HintName>],
+) -> Vec<(usize, usize)> {
+    calls_where(runs, |i, c| {
+        c.observations.iter().any(|o| {
+            let described = o.describe();
+            c.shared_state.contains(&described)
+                && !c.confirmed_by_replay.contains(&described)
+                && bears_on_an_open_hint(&tools[i], &firm[i], o)
         })
-        .collect()
+    })
 }
 
 /// Whether a replay can make `o` firm evidence against some tool (or take it off a tool it
@@ -435,33 +447,23 @@ fn replay_can_change_a_verdict(tool: &ToolDecl, observations: &[Observation]) ->
 
 /// The failed calls (tool, call) of exclusive windows whose effects could contradict a
 /// declared hint but are not shown to be the tool's (see [`CallRecord::counts`]): a replay of
-/// the tool alone decides (only where its outcome can change a verdict).
+/// the tool alone decides (only where its outcome can change a verdict: not for a hint the
+/// tool's calls already contradict firmly, `firm`, one set per tool).
 fn unproven_failed_calls(
     tools: &[ToolDecl],
     runs: &[ToolRun],
     own: &ServersOwn,
+    firm: &[BTreeSet<HintName>],
 ) -> Vec<(usize, usize)> {
-    runs.iter()
-        .enumerate()
-        .flat_map(|(i, r)| {
-            r.calls
-                .iter()
-                .enumerate()
-                .filter(move |(_, c)| {
-                    let firm = firm_already(&tools[i], r, own);
-                    !c.outcome.is_success()
-                        && c.concurrent_with.is_empty()
-                        && c.observations.iter().any(|o| {
-                            !c.counts(o)
-                                && worth_a_replay(o, own)
-                                && crate::audit::declared_hints_it_bears_on(&tools[i], o)
-                                    .iter()
-                                    .any(|h| !firm.contains(h))
-                        })
-                })
-                .map(move |(j, _)| (i, j))
-        })
-        .collect()
+    calls_where(runs, |i, c| {
+        !c.outcome.is_success()
+            && c.concurrent_with.is_empty()
+            && c.observations.iter().any(|o| {
+                !c.counts(o)
+                    && worth_a_replay(o, own)
+                    && bears_on_an_open_hint(&tools[i], &firm[i], o)
+            })
+    })
 }
 
 /// The hints `tool` declared that its calls in `run` already contradict firmly without any
@@ -689,27 +691,24 @@ pub(super) async fn replay_ambiguous(
     let mut orphans: Vec<(Vec<String>, Observation)> = Vec::new();
     // Shared state the replays showed the server writing for no tool in particular.
     let mut servers_own: Vec<PhaseObservation> = Vec::new();
+    let firm: Vec<BTreeSet<HintName>> = tools
+        .iter()
+        .zip(runs.iter())
+        .map(|(tool, run)| firm_already(tool, run, servers))
+        .collect();
     let mut uncertain: Vec<(usize, usize, Vec<String>)> = uncertain_calls(runs, servers)
         .into_iter()
         .map(|(i, j)| (i, j, state_prefix(names, runs, i, j)))
         .chain(
-            unproven_failed_calls(tools, runs, servers)
+            unproven_failed_calls(tools, runs, servers, &firm)
                 .into_iter()
                 .map(|(i, j)| (i, j, Vec::new())),
         )
         .collect();
     // Writes to the server's shared state earn firmness from a replay, alone or after the
     // calls the tool's state depends on.
-    for (i, j) in shared_state_calls(runs) {
-        let firm = firm_already(&tools[i], &runs[i], servers);
-        let call = &runs[i].calls[j];
-        let open = call.observations.iter().any(|o| {
-            call.shared_state.contains(&o.describe())
-                && crate::audit::declared_hints_it_bears_on(&tools[i], o)
-                    .iter()
-                    .any(|h| !firm.contains(h))
-        });
-        if open && !uncertain.iter().any(|(a, b, _)| (*a, *b) == (i, j)) {
+    for (i, j) in shared_state_calls(tools, runs, &firm) {
+        if !uncertain.iter().any(|(a, b, _)| (*a, *b) == (i, j)) {
             uncertain.push((i, j, state_prefix(names, runs, i, j)));
         }
     }

@@ -11,7 +11,8 @@ use hintcheck::scenario::Scenario;
 use hintcheck::setup::Installed;
 
 use crate::util::{
-    assert_four_verdicts, cache, first_success, installers_present, repo, report_tool, run,
+    assert_four_verdicts, cache, first_success, hint_verdict, installers_present, repo,
+    report_tool, run,
 };
 
 /// What the scenario `scenarios/<name>` installs (its `[setup]`, into the tests' cache), when
@@ -349,23 +350,13 @@ fn server_memory_writes_are_seen_when_its_file_is_in_the_workspace() {
         "$WORKSPACE/memory.jsonl"
     );
     let read = report_tool(&r, "read_graph");
-    let ro = read["verdicts"]
-        .as_array()
-        .expect("v")
-        .iter()
-        .find(|v| v["hint"] == "readOnlyHint")
-        .expect("ro");
+    let ro = hint_verdict(read, "readOnlyHint");
     assert_eq!(ro["verdict"], "consistent");
     // Adding an observation rewrites the JSON Lines file, but only adds to it.
     let add = report_tool(&r, "add_observations");
     let first = first_success(add);
     assert_eq!(first["observations"][0]["kind"], "extended", "{first}");
-    let destructive = add["verdicts"]
-        .as_array()
-        .expect("v")
-        .iter()
-        .find(|v| v["hint"] == "destructiveHint")
-        .expect("destructive");
+    let destructive = hint_verdict(add, "destructiveHint");
     assert_ne!(destructive["verdict"], "contradicted", "{destructive}");
 }
 

@@ -12,7 +12,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::util::{
-    Outcome, fake_server, hintcheck_bin, processes_matching, repo, report_tool, skip,
+    Outcome, fake_server, hint_verdict, hintcheck_bin, processes_matching, repo, report_tool, skip,
 };
 
 /// A copy of everything the sandbox tests hand to hintcheck (its binaries and fixtures) in a
@@ -486,12 +486,7 @@ fn external(who: As) {
         (&tools[0], "192.0.2.1:80", "HTTP \"GET / HTTP/1.0\""),
         (&tools[1], "2001:db8::1:443", "5 bytes"),
     ] {
-        let ow = t["verdicts"]
-            .as_array()
-            .expect("verdicts")
-            .iter()
-            .find(|v| v["hint"] == "openWorldHint")
-            .expect("openWorldHint");
+        let ow = hint_verdict(t, "openWorldHint");
         assert_eq!(ow["verdict"], "contradicted", "{}", t["name"]);
         let evidence: Vec<&str> = ow["evidence"]
             .as_array()
@@ -517,12 +512,7 @@ fn external(who: As) {
         seen.contains("an address the server bound itself"),
         "{seen}"
     );
-    let ow = own["verdicts"]
-        .as_array()
-        .expect("verdicts")
-        .iter()
-        .find(|v| v["hint"] == "openWorldHint")
-        .expect("openWorldHint");
+    let ow = hint_verdict(own, "openWorldHint");
     assert_eq!(ow["verdict"], "consistent", "{ow}");
 }
 
@@ -930,12 +920,7 @@ fn network_run(who: As) {
             .iter()
             .find(|t| t["name"] == name)
             .unwrap_or_else(|| panic!("{name}"));
-        let v = t["verdicts"]
-            .as_array()
-            .expect("verdicts")
-            .iter()
-            .find(|v| v["hint"] == "openWorldHint")
-            .expect("hint");
+        let v = hint_verdict(t, "openWorldHint");
         let evidence = v["evidence"]
             .as_array()
             .expect("evidence")
@@ -1014,12 +999,7 @@ fn python_run(who: As) {
             .iter()
             .find(|t| t["name"] == tool)
             .unwrap_or_else(|| panic!("{tool}"));
-        let v = t["verdicts"]
-            .as_array()
-            .expect("verdicts")
-            .iter()
-            .find(|v| v["hint"] == hint)
-            .expect("hint");
+        let v = hint_verdict(t, hint);
         let evidence = v["evidence"]
             .as_array()
             .expect("evidence")
@@ -1530,12 +1510,7 @@ fn hostile_sandbox_run(who: As) {
     // 4. Traffic on any port and protocol is seen, and contradicts openWorldHint: false.
     let open_world = |tool: &str| -> String {
         let t = tools.iter().find(|t| t["name"] == tool).expect("tool");
-        let v = t["verdicts"]
-            .as_array()
-            .expect("verdicts")
-            .iter()
-            .find(|v| v["hint"] == "openWorldHint")
-            .expect("openWorldHint");
+        let v = hint_verdict(t, "openWorldHint");
         assert_eq!(v["verdict"], "contradicted", "{tool}: {v}");
         v["evidence"].to_string()
     };
@@ -1870,12 +1845,7 @@ fn per_request_run(who: As) {
     // The post sync_item makes on every call, which no control makes, is a firm network lie,
     // its request line first.
     let sync = tool("sync_item");
-    let open_world = sync["verdicts"]
-        .as_array()
-        .expect("verdicts")
-        .iter()
-        .find(|v| v["hint"] == "openWorldHint")
-        .expect("openWorldHint");
+    let open_world = hint_verdict(sync, "openWorldHint");
     assert_eq!(open_world["verdict"], "contradicted", "{open_world}");
     let first = &open_world["evidence"][0];
     assert_eq!(first["firm"], true, "{open_world}");

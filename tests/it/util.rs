@@ -201,14 +201,19 @@ pub(crate) fn report_tool<'a>(r: &'a serde_json::Value, name: &str) -> &'a serde
         .unwrap_or_else(|| panic!("no tool {name} in the report"))
 }
 
-/// The first evidence line of `hint`'s verdict on tool `name` in JSON report `r` ("" when none).
-pub(crate) fn first_evidence(r: &serde_json::Value, name: &str, hint: &str) -> String {
-    report_tool(r, name)["verdicts"]
+/// The verdict on `hint` of `tool` (a tool of a JSON report).
+pub(crate) fn hint_verdict<'a>(tool: &'a serde_json::Value, hint: &str) -> &'a serde_json::Value {
+    tool["verdicts"]
         .as_array()
         .expect("verdicts")
         .iter()
         .find(|v| v["hint"] == hint)
-        .unwrap_or_else(|| panic!("{name}: {hint}"))["evidence"][0]["text"]
+        .unwrap_or_else(|| panic!("{}: no verdict on {hint}", tool["name"]))
+}
+
+/// The first evidence line of `hint`'s verdict on tool `name` in JSON report `r` ("" when none).
+pub(crate) fn first_evidence(r: &serde_json::Value, name: &str, hint: &str) -> String {
+    hint_verdict(report_tool(r, name), hint)["evidence"][0]["text"]
         .as_str()
         .unwrap_or_default()
         .to_string()
