@@ -299,6 +299,22 @@ pub struct PhaseObservation {
     pub observation: Observation,
 }
 
+impl PhaseObservation {
+    /// Each of `observations`, seen in `phase` in a window that follows no tool's call and
+    /// that no thread of a call made.
+    pub fn all_in(phase: Phase, observations: Vec<Observation>) -> Vec<Self> {
+        observations
+            .into_iter()
+            .map(|observation| PhaseObservation {
+                started_by: None,
+                phase,
+                after_tool: None,
+                observation,
+            })
+            .collect()
+    }
+}
+
 /// What the observers could see in this run; audits must not judge what nobody watched.
 #[derive(Debug, Clone, Serialize)]
 pub struct Coverage {

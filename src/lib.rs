@@ -6,8 +6,9 @@
 //! unexercised or not applicable, with evidence.
 //!
 //! ```text
-//! launch ─► handshake ─► inventory ─► exercise ─► observe ─► judge ─► render
-//! sandbox   rpc + mcp     mcp         exercise    observe    audit    report
+//! prepare ─► launch ─► inventory ─► explore ─► attribute ─► judge ─► assemble ─► render
+//! sandbox   sandbox,   mcp          exercise,  replays,     audit    run's       report
+//!           rpc + mcp               observe    server-wide           collector
 //! ```
 //!
 //! # Layout
@@ -22,7 +23,8 @@
 //! - [`baseline`]: accepted findings and fingerprints; [`progress`]: progress on stderr.
 //! - [`fuzz`]: entry points for fuzzing (cargo fuzz and the tests' bounded driver).
 //! - [`output`]: writes a finished run's reports where asked; [`scan`]: many servers at once.
-//! - [`run`]: the orchestrator; [`config`], [`cli`], [`scenario`] (with [`setup`]: installing
+//! - [`run`]: the per-server pipeline (the stage list, one module per stage, the collector
+//!   that assembles the report); [`text`]: leaf helpers; [`config`], [`cli`], [`scenario`] (with [`setup`]: installing
 //!   real servers), [`error`]: the edges.
 //!
 //! Data flows forward only: audits never touch processes, renderers only format a finished

@@ -48,14 +48,14 @@ fn main() -> ExitCode {
         Command::Doctor(a) => match doctor(&a) {
             Ok(code) => code,
             Err(e) => {
-                say!("hintcheck: error: {}", hintcheck::run::error_chain(&e));
+                say!("hintcheck: error: {}", hintcheck::text::error_chain(&e));
                 e.exit_code()
             }
         },
         Command::Verify(a) => match verify(&a, Mode::Verify) {
             Ok(code) => code,
             Err(e) => {
-                say!("hintcheck: error: {}", hintcheck::run::error_chain(&e));
+                say!("hintcheck: error: {}", hintcheck::text::error_chain(&e));
                 e.exit_code()
             }
         },
@@ -64,7 +64,7 @@ fn main() -> ExitCode {
         Command::Suggest(a) => match verify(&a, Mode::Suggest) {
             Ok(code) => code,
             Err(e) => {
-                say!("hintcheck: error: {}", hintcheck::run::error_chain(&e));
+                say!("hintcheck: error: {}", hintcheck::text::error_chain(&e));
                 e.exit_code()
             }
         },

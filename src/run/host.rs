@@ -3,7 +3,21 @@
 //! tree, settling, the recorder's checkpoint, threads that earlier calls left running, the
 //! server's background threads), closes the time between calls, and stops a server that broke.
 
-use super::*;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use tokio::sync::watch;
+
+use super::collect::Collected;
+use super::nested;
+use super::server::{Ctx, Live, limit_reason, probe_background, start_server, stop_server};
+use crate::evidence::{CallRecord, CallTiming, ControlRequest, Phase, PhaseObservation};
+use crate::mcp::client::CallOutcome;
+use crate::mcp::tool::ToolDecl;
+use crate::observe::activity::{ProcessTree, ran_between, settle};
+use crate::observe::{Observation, Recorder};
+use crate::sandbox::SandboxLevel;
+
 use crate::exercise::explore::{Host, ObservedCall};
 use crate::observe::ThreadPin;
 
@@ -133,7 +147,6 @@ pub(super) struct ServerHost<'r, 'c> {
     pub(super) limit_during: Option<String>,
     /// Threads of the sandbox's own processes above the server's (init, wrapper).
     pub(super) skip: usize,
-    pub(super) subreaper: bool,
     /// Isolated runs kept going at the same time.
     pub(super) side_by_side: usize,
     /// Tools that say they wait for something (`wait_for_event`, "long-polls until …").
@@ -189,7 +202,7 @@ impl ServerHost<'_, '_> {
         let observations = self.recorder.checkpoint();
         self.recorder.take_pins();
         self.phases
-            .extend(phase_observations(observations, Phase::Control, None));
+            .extend(PhaseObservation::all_in(Phase::Control, observations));
         let broken = l.process.has_exited() || l.client.session().is_closed();
         if broken {
             self.notes.push(
@@ -268,6 +281,157 @@ fn started_by(
         .then_some(first)
 }
 
+/// Sends a tool call and waits for its answer within `timeout`; `None` when an interrupt came
+/// first. A call that timed out on a server that still answers a ping is waiting (a long
+/// poll), not hung.
+async fn request(
+    l: &mut Live,
+    stop: &watch::Receiver<bool>,
+    tool: &str,
+    arguments: &Value,
+    timeout: Duration,
+) -> (Option<CallOutcome>, Option<Value>) {
+    let mut stop = stop.clone();
+    let answered = tokio::select! {
+        o = l.client.call_tool_with_result(tool, arguments, timeout) => Some(o),
+        _ = stop.changed() => None,
+    };
+    let Some((mut outcome, result)) = answered else {
+        return (None, None);
+    };
+    if let CallOutcome::Timeout { after_ms } = outcome {
+        if l.client.answers_ping(PING_PATIENCE).await {
+            outcome = CallOutcome::Waiting { after_ms };
+        }
+    }
+    (Some(outcome), result)
+}
+
+/// Who besides a call may act in its window, as the window opens: the threads and processes
+/// earlier calls started that still run.
+struct OpenWindow {
+    /// The server's tasks before the call.
+    before: Vec<u32>,
+    /// The threads earlier calls left running.
+    lingering_tids: Vec<u32>,
+    /// Those of them that only someone else can wake (idle pool workers): what they do in
+    /// this window, they do for this call.
+    woken_by_call: Vec<u32>,
+    /// The earlier calls (their labels) and tools whose threads still run.
+    lingering_calls: Vec<String>,
+    lingering_tools: Vec<String>,
+    /// Each thread's CPU time as the window opens.
+    runtimes: std::collections::HashMap<u32, u64>,
+}
+
+/// Whom a call's window pins its evidence on.
+struct WhoDidIt {
+    concurrent_with: Vec<String>,
+    concurrent_tools: Vec<String>,
+    background_ran: bool,
+    pinned_on_own_threads: bool,
+    own_threads_did_it: bool,
+}
+
+impl OpenWindow {
+    /// Opens a call's window on the server's process `tree`; `lingering` (owner call, tool,
+    /// task) keeps only the tasks that still run. `skip`: the sandbox's own threads.
+    fn open(
+        tree: Option<ProcessTree>,
+        lingering: &mut Vec<(String, String, u32)>,
+        skip: usize,
+    ) -> Self {
+        let before = tree.map(|t| t.tasks()).unwrap_or_default();
+        lingering.retain(|(_, _, tid)| before.contains(tid));
+        let lingering_tids: Vec<u32> = lingering.iter().map(|(_, _, t)| *t).collect();
+        let woken_by_call: Vec<u32> = lingering_tids
+            .iter()
+            .copied()
+            .filter(|t| crate::observe::activity::waits_for_others(*t))
+            .collect();
+        let mut lingering_calls: Vec<String> = lingering
+            .iter()
+            .map(|(owner, _, _)| owner.clone())
+            .collect();
+        lingering_calls.sort();
+        lingering_calls.dedup();
+        let mut lingering_tools: Vec<String> =
+            lingering.iter().map(|(_, t, _)| t.clone()).collect();
+        lingering_tools.sort();
+        lingering_tools.dedup();
+        OpenWindow {
+            before,
+            lingering_tids,
+            woken_by_call,
+            lingering_calls,
+            lingering_tools,
+            runtimes: tree.map(|t| t.runtimes(skip)).unwrap_or_default(),
+        }
+    }
+
+    /// Whom the window's `observations` are pinned on, given which threads made their system
+    /// calls (`pins`), the CPU times as it closed, and the server's `background` threads.
+    ///
+    /// Per-thread evidence: when the system calls behind every piece of evidence were made by
+    /// the call's own threads (the one that took the request, threads it started, idle
+    /// workers it woke), neither background threads nor earlier calls' threads did it. An
+    /// idle worker counts as woken by the call only while no background thread ran: one of
+    /// those could have woken it.
+    fn who_did(
+        self,
+        observations: &[Observation],
+        pins: &[ThreadPin],
+        runtimes_end: &std::collections::HashMap<u32, u64>,
+        background: &[u32],
+    ) -> WhoDidIt {
+        // Only writes and external network traffic can be evidence against a hint.
+        let evidential = observations.iter().any(Observation::is_evidential);
+        let busy_background: Vec<u32> = ran_between(&self.runtimes, runtimes_end)
+            .into_iter()
+            .filter(|t| background.contains(t))
+            .collect();
+        let own_thread = |tid: u32| {
+            !background.contains(&tid)
+                && (!self.lingering_tids.contains(&tid)
+                    || self.woken_by_call.contains(&tid) && busy_background.is_empty())
+        };
+        let own_threads_did_it = evidential
+            && observations.iter().filter(|o| o.is_evidential()).all(|o| {
+                let tids: Vec<u32> = pins
+                    .iter()
+                    .filter(|p| p.key.names(o))
+                    .map(|p| p.tid)
+                    .collect();
+                !tids.is_empty() && tids.iter().all(|t| own_thread(*t))
+            });
+        let (mut concurrent_with, mut concurrent_tools) =
+            (self.lingering_calls, self.lingering_tools);
+        // Recorded only where it ruled something out.
+        let pinned_on_own_threads =
+            own_threads_did_it && (!concurrent_with.is_empty() || !busy_background.is_empty());
+        if pinned_on_own_threads {
+            concurrent_with.clear();
+            concurrent_tools.clear();
+        } else if evidential && !busy_background.is_empty() {
+            concurrent_with.push(format!(
+                "background threads of the server ({})",
+                busy_background.len()
+            ));
+        }
+        if !evidential {
+            concurrent_with.clear();
+            concurrent_tools.clear();
+        }
+        WhoDidIt {
+            concurrent_with,
+            concurrent_tools,
+            background_ran: evidential && !busy_background.is_empty() && !pinned_on_own_threads,
+            pinned_on_own_threads,
+            own_threads_did_it,
+        }
+    }
+}
+
 impl Host for ServerHost<'_, '_> {
     fn must_stop(&self) -> Option<String> {
         self.ctx.must_stop()
@@ -308,7 +472,7 @@ impl Host for ServerHost<'_, '_> {
                         .map(|n| format!("restart {}: {n}", self.restarts)),
                 );
                 self.phases
-                    .extend(phase_observations(wait.observations, Phase::Startup, None));
+                    .extend(PhaseObservation::all_in(Phase::Startup, wait.observations));
                 Ok(())
             }
             Err(f) => {
@@ -341,7 +505,6 @@ impl Host for ServerHost<'_, '_> {
     }
 
     async fn call(&mut self, tool: &str, label: &str, arguments: &Value) -> ObservedCall {
-        let config = self.ctx.config;
         let Some(l) = self.live.as_mut() else {
             return ObservedCall {
                 record: CallRecord::bare(arguments, CallOutcome::ServerDied),
@@ -352,74 +515,40 @@ impl Host for ServerHost<'_, '_> {
         };
         let cursor = l.client.session().transcript_len();
         let tree = l.process.pid().map(ProcessTree::new);
-        let before = tree.map(|t| t.tasks()).unwrap_or_default();
-        // Processes and threads that earlier calls started and that still run: what they do
-        // now may land in this call's window.
-        self.lingering.retain(|(_, _, tid)| before.contains(tid));
-        // Threads earlier calls left that can only be woken by someone else (idle pool
-        // workers): what they do in this window, they do for this call.
-        let lingering_tids: Vec<u32> = self.lingering.iter().map(|(_, _, t)| *t).collect();
-        let woken_by_call: Vec<u32> = lingering_tids
-            .iter()
-            .copied()
-            .filter(|t| crate::observe::activity::waits_for_others(*t))
-            .collect();
-        let mut lingering_now: Vec<String> = self
-            .lingering
-            .iter()
-            .map(|(owner, _, _)| owner.clone())
-            .collect();
-        lingering_now.sort();
-        lingering_now.dedup();
-        let mut lingering_tools: Vec<String> =
-            self.lingering.iter().map(|(_, t, _)| t.clone()).collect();
-        lingering_tools.sort();
-        lingering_tools.dedup();
-        let rt_start = tree.map(|t| t.runtimes(self.skip)).unwrap_or_default();
+        let window = OpenWindow::open(tree, &mut self.lingering, self.skip);
         if let Some(prev) = self.idle_sample.take() {
-            self.background.extend(ran_between(&prev, &rt_start));
+            self.background.extend(ran_between(&prev, &window.runtimes));
             self.background.sort_unstable();
             self.background.dedup();
         }
-        let mut stop = self.ctx.stop.clone();
         let t0 = Instant::now();
         // A tool that says it waits for something (a long poll) gets a short timeout: the
         // ping after it tells its waiting from a hung server.
         let own_timeout = if self.long_pollers.contains(tool) {
-            config.call_timeout.min(LONG_POLL_TIMEOUT)
+            self.ctx.config.call_timeout.min(LONG_POLL_TIMEOUT)
         } else {
-            config.call_timeout
+            self.ctx.config.call_timeout
         };
         let timeout = own_timeout
             .min(self.ctx.deadline.saturating_duration_since(t0))
             .max(Duration::from_millis(1));
-        let answered = tokio::select! {
-            o = l.client.call_tool_with_result(tool, arguments, timeout) => Some(o),
-            _ = stop.changed() => None,
-        };
+        let (outcome, result) = request(l, &self.ctx.stop, tool, arguments, timeout).await;
         let duration = t0.elapsed();
-        let interrupted = answered.is_none();
-        let (mut outcome, result) = answered.unwrap_or((
-            CallOutcome::Timeout {
-                after_ms: duration.as_millis() as u64,
-            },
-            None,
-        ));
-        if let CallOutcome::Timeout { after_ms } = outcome {
-            if !interrupted && l.client.answers_ping(PING_PATIENCE).await {
-                outcome = CallOutcome::Waiting { after_ms };
-            }
-        }
+        let interrupted = outcome.is_none();
+        let outcome = outcome.unwrap_or(CallOutcome::Timeout {
+            after_ms: duration.as_millis() as u64,
+        });
         let settled = if interrupted {
             Duration::ZERO
         } else {
-            settle(tree, &before, config.settle, config.settle_max).await
+            let config = self.ctx.config;
+            settle(tree, &window.before, config.settle, config.settle_max).await
         };
         if let Some(t) = tree {
             self.lingering.extend(
                 t.tasks()
                     .into_iter()
-                    .filter(|tid| !before.contains(tid))
+                    .filter(|tid| !window.before.contains(tid))
                     .map(|tid| (label.to_string(), tool.to_string(), tid)),
             );
         }
@@ -427,46 +556,9 @@ impl Host for ServerHost<'_, '_> {
         let observations = self.recorder.checkpoint();
         let pins = self.recorder.take_pins();
         let observe = observe_start.elapsed();
-        // Only writes and external network traffic can be evidence against a hint.
-        let evidential = observations.iter().any(Observation::is_evidential);
         let rt_end = tree.map(|t| t.runtimes(self.skip)).unwrap_or_default();
-        let busy_background: Vec<u32> = ran_between(&rt_start, &rt_end)
-            .into_iter()
-            .filter(|t| self.background.contains(t))
-            .collect();
-        // Per-thread evidence: when the system calls behind every piece of evidence were made
-        // by this call's own threads (the one that took the request, threads it started, idle
-        // workers it woke), neither background threads nor earlier calls' threads did it. An
-        // idle worker counts as woken by the call only while no background thread ran: one
-        // of those could have woken it.
-        let own_thread = |tid: u32| {
-            !self.background.contains(&tid)
-                && (!lingering_tids.contains(&tid)
-                    || woken_by_call.contains(&tid) && busy_background.is_empty())
-        };
-        let pinned_on_own_threads = evidential
-            && observations.iter().filter(|o| o.is_evidential()).all(|o| {
-                let tids: Vec<u32> = pins
-                    .iter()
-                    .filter(|p| p.key.names(o))
-                    .map(|p| p.tid)
-                    .collect();
-                !tids.is_empty() && tids.iter().all(|t| own_thread(*t))
-            });
+        let who = window.who_did(&observations, &pins, &rt_end, &self.background);
         self.idle_sample = Some(rt_end);
-        let own_threads_did_it = pinned_on_own_threads;
-        // Recorded only where it ruled something out.
-        let pinned_on_own_threads =
-            pinned_on_own_threads && (!lingering_now.is_empty() || !busy_background.is_empty());
-        if pinned_on_own_threads {
-            lingering_now.clear();
-            lingering_tools.clear();
-        } else if evidential && !busy_background.is_empty() {
-            lingering_now.push(format!(
-                "background threads of the server ({})",
-                busy_background.len()
-            ));
-        }
         if self.limit_during.is_none() && limit_reason(self.ctx).is_some() {
             self.limit_during = Some(tool.to_string());
         }
@@ -484,19 +576,11 @@ impl Host for ServerHost<'_, '_> {
                 settle_us: settled.as_micros() as u64,
                 observe_us: observe.as_micros() as u64,
             },
-            concurrent_with: if evidential {
-                lingering_now
-            } else {
-                Vec::new()
-            },
-            concurrent_tools: if evidential {
-                lingering_tools
-            } else {
-                Vec::new()
-            },
-            background_ran: evidential && !busy_background.is_empty() && !pinned_on_own_threads,
-            pinned_on_own_threads,
-            own_threads_did_it,
+            concurrent_with: who.concurrent_with,
+            concurrent_tools: who.concurrent_tools,
+            background_ran: who.background_ran,
+            pinned_on_own_threads: who.pinned_on_own_threads,
+            own_threads_did_it: who.own_threads_did_it,
             observations,
             wire_anomalies,
             ..CallRecord::bare(arguments, outcome)
@@ -528,11 +612,11 @@ impl Host for ServerHost<'_, '_> {
     async fn isolated_all(&mut self, tools: &[String]) -> Vec<Result<Vec<CallRecord>, String>> {
         use futures_util::StreamExt;
         let remaining = self.ctx.deadline.saturating_duration_since(Instant::now());
-        let (config, stop, subreaper) = (self.ctx.config, &self.ctx.stop, self.subreaper);
+        let ctx = self.ctx;
         let results: Vec<_> = futures_util::stream::iter(
             tools
                 .iter()
-                .map(|tool| run_isolated(config, stop, subreaper, tool, remaining)),
+                .map(|tool| nested::isolated(ctx, tool, remaining)),
         )
         .buffered(self.side_by_side.max(1))
         .collect()

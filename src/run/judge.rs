@@ -1,12 +1,73 @@
-//! Judging: each tool's calls go through the audits (verdicts, findings, the annotations the
-//! observations support) and become the report's tool entries; the coverage summary counts
-//! what was reached.
+//! The judge stage: each tool's calls go through the audits (verdicts, findings, the
+//! annotations the observations support) and become the report's tool entries; the windows
+//! outside the calls, unusable tool definitions, a limit that ended the server and escape
+//! attempts are judged too; the coverage summary counts what was reached.
 
-use super::*;
+use serde_json::Value;
+
+use super::attribute::Attributed;
+use super::collect::{RunEvent, RunLog};
+use super::explore::{Evidence, Reached};
+use super::server::{Ctx, limit_reason};
+use crate::audit;
+use crate::config::RunConfig;
+use crate::evidence::{Coverage, ToolRun};
+use crate::finding::Finding;
 use crate::mcp::client::Inventory;
+use crate::mcp::tool::{HintName, shorten};
+use crate::observe::Recorder;
+use crate::report::{CoverageSummary, ToolReport};
+
+/// Judges the attributed evidence.
+pub(super) fn judge(ctx: &Ctx<'_>, attributed: Attributed, log: &mut RunLog) {
+    let Attributed {
+        evidence: Evidence { runs, phases },
+        reached,
+    } = attributed;
+    let Reached {
+        recorder,
+        coverage,
+        inventory,
+        called,
+        planned_arguments,
+        pooled_values,
+        background_threads,
+        limit_during,
+        ..
+    } = reached;
+    let (tools, mut findings) =
+        judge_tools(ctx.config, &inventory, runs, &planned_arguments, &coverage);
+    findings.extend(audit::malformed_tool::unusable_findings(
+        &inventory.unusable,
+    ));
+    findings.extend(audit::out_of_window::findings(&phases));
+    if let Some(why) = limit_reason(ctx) {
+        findings.push(audit::resource_limit::finding(
+            &why,
+            limit_during.as_deref(),
+        ));
+        log.emit(RunEvent::Partial(why));
+    }
+    findings.extend(audit::sandbox_evasion::findings(
+        tools.iter().map(|t| (t.name.as_str(), t.calls.as_slice())),
+        &phases,
+    ));
+    let coverage = coverage_summary(
+        &recorder,
+        &coverage,
+        &inventory,
+        &tools,
+        &called,
+        background_threads,
+        pooled_values,
+    );
+    log.emit(RunEvent::Judged { tools, coverage });
+    log.emit(RunEvent::Phases(phases));
+    log.emit(RunEvent::Findings(findings));
+}
 
 /// Every tool's report entry and the findings about it.
-pub(super) fn judge_tools(
+fn judge_tools(
     config: &RunConfig,
     inventory: &Inventory,
     runs: Vec<ToolRun>,
@@ -53,7 +114,7 @@ pub(super) fn judge_tools(
 }
 
 /// What the run reached and observed.
-pub(super) fn coverage_summary(
+fn coverage_summary(
     recorder: &Recorder,
     coverage: &Coverage,
     inventory: &Inventory,

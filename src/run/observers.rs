@@ -3,7 +3,19 @@
 //! /dev/shm and the overlays' upper layers), seccomp write and network attempts, and the
 //! network observer; and the coverage statement the report makes about them.
 
-use super::*;
+use std::path::PathBuf;
+
+use super::server::{Ctx, SANDBOX_RESOLVER};
+use crate::config::RunConfig;
+use crate::evidence::Coverage;
+use crate::observe::Recorder;
+use crate::observe::attempts::AttemptObserver;
+use crate::observe::fs::{
+    FsSnapshotObserver, OverlayRoot, SandboxDir, SnapshotLimits, SnapshotRoot,
+};
+use crate::observe::inotify::InotifyObserver;
+use crate::sandbox::policy::named_tmp_entries;
+use crate::sandbox::scratch::Scratch;
 
 /// The recorder over every observer of the run, and what they cover.
 pub(super) fn build(

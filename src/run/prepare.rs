@@ -2,68 +2,51 @@
 //! placeholders filled, and where and as whom the server runs (placement, uid, environment).
 //! A failure here ends the run with a report that says which step failed.
 
-use super::*;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
 
-/// The scratch directories, the seed's notes, the command, and the launch context.
-type Prepared<'a> = (Scratch, Vec<String>, Vec<String>, Ctx<'a>);
+use tokio::sync::watch;
 
-/// The finished report of a run that ended before its server started: the sandbox claims
-/// nothing and no seed is reported.
-pub(super) fn not_started(
-    base: &ReportBase,
-    config: &RunConfig,
-    cause: String,
-    reason: &str,
-) -> Box<Verification> {
-    let mut r = base.report(config.command.clone(), Some(cause));
-    r.sandbox = SandboxStatus::not_started(requested_sandbox(config));
-    r.exit_reason = reason.to_string();
-    Box::new(Verification {
-        report: r,
-        transcript: Vec::new(),
-    })
+use super::collect::{Ending, RunEvent, RunLog};
+use super::server::{Ctx, Placement, server_env};
+use crate::config::RunConfig;
+use crate::observe::tls::Authority;
+use crate::sandbox::process::{LaunchSpec, resolve_program};
+use crate::sandbox::scratch::Scratch;
+use crate::sandbox::watchdog::LimitFlag;
+use crate::text::error_chain;
+
+/// A prepared run: its scratch directories (seeded) and how its server is launched.
+pub(super) struct Prepared<'a> {
+    pub(super) scratch: Scratch,
+    pub(super) ctx: Ctx<'a>,
 }
 
-/// Prepares a run of `config`; `Err` is the finished report of a run that could not start.
+/// Tells the collector why the run could not start, and ends it.
+fn not_started(log: &mut RunLog, cause: String, reason: &str) -> Ending {
+    log.emit(RunEvent::StartError(cause));
+    Ending::NotStarted {
+        reason: reason.to_string(),
+    }
+}
+
+/// Prepares a run of `config`; `Err` ends a run that could not start (the collector was told
+/// why).
 pub(super) fn prepare<'a>(
     config: &'a RunConfig,
-    base: &ReportBase,
-    started: Instant,
-    started_unix_ms: u64,
+    log: &mut RunLog,
     stop: watch::Receiver<bool>,
-    deadline: Instant,
-) -> Result<Prepared<'a>, Box<Verification>> {
-    let mut scratch = match Scratch::create() {
+    subreaper: bool,
+) -> Result<Prepared<'a>, Ending> {
+    let started = Instant::now();
+    // The command as a whole: what reading the configuration and the installs took counts.
+    let deadline = config.begun + config.run_timeout;
+    let mut scratch = match seeded_scratch(config) {
         Ok(s) => s,
-        Err(e) => {
-            return Err(not_started(
-                base,
-                config,
-                error_chain(&e),
-                "harness error: could not create the scratch directories",
-            ));
-        }
+        Err((cause, reason)) => return Err(not_started(log, cause, reason)),
     };
-    let seeding = match &config.workspace_seed {
-        Some(seed) => scratch.seed_from(seed),
-        None => {
-            let words = crate::exercise::vocab::Vocabulary::of(config.seed);
-            scratch.seed_default(&words.seed_files(), &words.draft())
-        }
-    }
-    .and_then(|()| match &config.sqlite_seed {
-        Some(rel) => scratch.seed_sqlite(rel),
-        None => Ok(()),
-    });
     let mut seed_notes = std::mem::take(&mut scratch.seed_notes);
-    if let Err(e) = seeding {
-        return Err(not_started(
-            base,
-            config,
-            error_chain(&e),
-            "harness error: could not seed the workspace",
-        ));
-    }
     let http_port = match config.transport {
         crate::config::Transport::Stdio => None,
         crate::config::Transport::Http { port: Some(p), .. } => Some(p),
@@ -74,11 +57,12 @@ pub(super) fn prepare<'a>(
         .iter()
         .map(|a| absolutize(&substitute(a, &scratch, http_port)))
         .collect();
+    log.emit(RunEvent::Command(command.clone()));
     static RUNS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let run_id = format!(
         "{}-{}-{}",
         std::process::id(),
-        started_unix_ms,
+        log.started_unix_ms(),
         RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
     );
     // As root, the server runs as a uid of its own: the scratch directories become its own.
@@ -90,8 +74,7 @@ pub(super) fn prepare<'a>(
     if config.sandbox.is_some() {
         if let Err(e) = scratch.prepare_sandbox(run_as, config.overlays.len()) {
             return Err(not_started(
-                base,
-                config,
+                log,
                 format!("cannot prepare the scratch directories for the sandbox: {e}"),
                 "harness error: could not prepare the sandbox",
             ));
@@ -108,26 +91,9 @@ pub(super) fn prepare<'a>(
         Placement::default()
     };
     // Before launch: can the server's account reach its program, interpreter and script?
-    let path_var = std::env::var("PATH").ok();
-    if let Ok(program) = resolve_program(&command[0], path_var.as_deref()) {
-        let account = match (config.sandbox, run_as) {
-            (Some(_), Some((uid, gid))) => crate::sandbox::preflight::Account::Ids(uid, gid),
-            _ => crate::sandbox::preflight::Account::Current,
-        };
-        if let Err(e) = crate::sandbox::preflight::check(
-            &program,
-            &command,
-            account,
-            path_var.as_deref(),
-            crate::sandbox::preflight::View {
-                hidden: &placement.hidden,
-                exposed: &placement.exposed,
-            },
-        ) {
-            let cause = e.to_string();
-            let reason = format!("harness error: the server cannot be started: {cause}");
-            return Err(not_started(base, config, cause, &reason));
-        }
+    if let Err(cause) = preflight(config, &command, run_as, &placement) {
+        let reason = format!("harness error: the server cannot be started: {cause}");
+        return Err(not_started(log, cause, &reason));
     }
     // HTTPS completes inside the sandbox only: a certificate authority of this run, trusted
     // through the bundle the sandbox shows at the system's paths and the usual variables.
@@ -136,31 +102,8 @@ pub(super) fn prepare<'a>(
     } else {
         None
     };
-    let mut env_extra: Vec<(String, String)> = Vec::new();
-    if let Some((authority, bundle)) = &tls {
-        let bundle = bundle.display().to_string();
-        env_extra.extend(
-            crate::observe::tls::BUNDLE_VARIABLES
-                .iter()
-                .map(|k| (k.to_string(), bundle.clone())),
-        );
-        let ca = scratch
-            .root()
-            .map(|r| r.join(crate::sandbox::scratch::STATE_DIR).join("ca.pem"));
-        if let Some(ca) = ca.filter(|p| std::fs::write(p, authority.ca_pem()).is_ok()) {
-            env_extra.push((
-                crate::observe::tls::NODE_VARIABLE.to_string(),
-                ca.display().to_string(),
-            ));
-        }
-    }
-    // The user's own settings win over the run's.
-    env_extra.extend(
-        config
-            .env
-            .iter()
-            .map(|(k, v)| (k.clone(), substitute(v, &scratch, http_port))),
-    );
+    let env_extra = run_variables(config, &scratch, tls.as_ref(), http_port);
+    log.emit(RunEvent::Notes(seed_notes));
     let ctx = Ctx {
         tls,
         limit_hit: LimitFlag::default(),
@@ -184,10 +127,106 @@ pub(super) fn prepare<'a>(
         started,
         workspace: scratch.workspace.display().to_string(),
         stop,
+        subreaper,
         deadline,
         http_port,
+        command,
     };
-    Ok((scratch, seed_notes, command, ctx))
+    Ok(Prepared { scratch, ctx })
+}
+
+/// The scratch directories, seeded (the scenario's workspace, or the run's own words, and
+/// the SQLite seed); `Err`: the cause and the reason the run could not start.
+fn seeded_scratch(config: &RunConfig) -> Result<Scratch, (String, &'static str)> {
+    let mut scratch = Scratch::create().map_err(|e| {
+        (
+            error_chain(&e),
+            "harness error: could not create the scratch directories",
+        )
+    })?;
+    match &config.workspace_seed {
+        Some(seed) => scratch.seed_from(seed),
+        None => {
+            let words = crate::exercise::vocab::Vocabulary::of(config.seed);
+            scratch.seed_default(&words.seed_files(), &words.draft())
+        }
+    }
+    .and_then(|()| match &config.sqlite_seed {
+        Some(rel) => scratch.seed_sqlite(rel),
+        None => Ok(()),
+    })
+    .map_err(|e| {
+        (
+            error_chain(&e),
+            "harness error: could not seed the workspace",
+        )
+    })?;
+    Ok(scratch)
+}
+
+/// Whether the server's account can reach its program, interpreter and script as the
+/// sandbox will show them; `Err` says what it cannot reach.
+fn preflight(
+    config: &RunConfig,
+    command: &[String],
+    run_as: Option<(u32, u32)>,
+    placement: &Placement,
+) -> Result<(), String> {
+    let path_var = std::env::var("PATH").ok();
+    let Ok(program) = resolve_program(&command[0], path_var.as_deref()) else {
+        return Ok(());
+    };
+    let account = match (config.sandbox, run_as) {
+        (Some(_), Some((uid, gid))) => crate::sandbox::preflight::Account::Ids(uid, gid),
+        _ => crate::sandbox::preflight::Account::Current,
+    };
+    crate::sandbox::preflight::check(
+        &program,
+        command,
+        account,
+        path_var.as_deref(),
+        crate::sandbox::preflight::View {
+            hidden: &placement.hidden,
+            exposed: &placement.exposed,
+        },
+    )
+    .map_err(|e| e.to_string())
+}
+
+/// The variables the run adds to the server's environment: the bundles that trust the run's
+/// certificate authority (when HTTPS is answered), then the user's own, which win.
+fn run_variables(
+    config: &RunConfig,
+    scratch: &Scratch,
+    tls: Option<&(Arc<Authority>, PathBuf)>,
+    http_port: Option<u16>,
+) -> Vec<(String, String)> {
+    let mut env_extra: Vec<(String, String)> = Vec::new();
+    if let Some((authority, bundle)) = tls {
+        let bundle = bundle.display().to_string();
+        env_extra.extend(
+            crate::observe::tls::BUNDLE_VARIABLES
+                .iter()
+                .map(|k| (k.to_string(), bundle.clone())),
+        );
+        let ca = scratch
+            .root()
+            .map(|r| r.join(crate::sandbox::scratch::STATE_DIR).join("ca.pem"));
+        if let Some(ca) = ca.filter(|p| std::fs::write(p, authority.ca_pem()).is_ok()) {
+            env_extra.push((
+                crate::observe::tls::NODE_VARIABLE.to_string(),
+                ca.display().to_string(),
+            ));
+        }
+    }
+    // The user's own settings win over the run's.
+    env_extra.extend(
+        config
+            .env
+            .iter()
+            .map(|(k, v)| (k.clone(), substitute(v, scratch, http_port))),
+    );
+    env_extra
 }
 
 /// Makes the run's certificate authority and writes the bundle that trusts it (the system's
@@ -196,8 +235,8 @@ pub(super) fn prepare<'a>(
 fn trust_run_authority(
     scratch: &Scratch,
     notes: &mut Vec<String>,
-) -> Option<(std::sync::Arc<crate::observe::tls::Authority>, PathBuf)> {
-    let authority = match crate::observe::tls::Authority::new() {
+) -> Option<(Arc<Authority>, PathBuf)> {
+    let authority = match Authority::new() {
         Ok(a) => a,
         Err(e) => {
             notes.push(format!("HTTPS is not answered in this run: {e}"));
@@ -216,4 +255,39 @@ fn trust_run_authority(
         return None;
     }
     Some((authority, bundle))
+}
+
+/// The server runs in the scratch workspace, so a relative path the user typed (relative to
+/// where hintcheck runs) is made absolute when it names something that exists.
+fn absolutize(arg: &str) -> String {
+    if arg.starts_with('-') || arg.starts_with('/') || !arg.contains('/') {
+        return arg.to_string();
+    }
+    let p = Path::new(arg);
+    match (p.exists(), std::path::absolute(p)) {
+        (true, Ok(abs)) => abs.display().to_string(),
+        _ => arg.to_string(),
+    }
+}
+
+/// `arg` with the placeholders `{workspace}`, `{home}`, `{tmp}` and `{port}` filled.
+fn substitute(arg: &str, scratch: &Scratch, port: Option<u16>) -> String {
+    let arg = arg
+        .replace("{workspace}", &scratch.workspace.display().to_string())
+        .replace("{home}", &scratch.home.display().to_string())
+        .replace("{tmp}", &scratch.tmp.display().to_string());
+    match port {
+        Some(p) => arg.replace("{port}", &p.to_string()),
+        None => arg,
+    }
+}
+
+/// A port for a server that speaks HTTP: one free on the host's loopback now (in the
+/// sandbox's fresh network namespace every port is free but the observer's few, which a
+/// port the host hands out is not).
+fn free_port() -> Option<u16> {
+    std::net::TcpListener::bind(("127.0.0.1", 0))
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .ok()
 }

@@ -1,56 +1,25 @@
-//! Nested runs: a tool called alone on a fresh server, to confirm or correct an uncertain attribution (replay) or to give each tool its own server (`--isolate`).
+//! Replays: tools called again on fresh servers (nested runs, see `nested`), alone or after
+//! the calls their state depends on, to confirm or correct an uncertain attribution, to tell
+//! a server's first-call initialisation and lazy set-up from a tool's effects, and to settle
+//! writes to what the server keeps for several tools.
 
-use super::*;
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::{Duration, Instant};
+
+use tokio::sync::watch;
+
+use super::nested::{self, NestedPlan, ReplayWaits};
+use super::server::Ctx;
+use crate::config::RunConfig;
+use crate::evidence::{CallRecord, Phase, PhaseObservation, ReplayRecord, ToolRun};
+use crate::mcp::tool::{HintName, ToolDecl};
+use crate::observe::Observation;
+
 use crate::audit::server_wide::ServersOwn;
 use crate::observe::at_or_under;
 
 /// Most tools replayed in one run.
 pub(super) const MAX_REPLAYS: usize = 6;
-
-/// Calls one tool on a fresh server with a fresh workspace (`--isolate`): a nested run limited
-/// to the tool. Returns its calls and the observations outside them (labelled with the tool),
-/// or why the tool could not be called.
-pub(super) async fn run_isolated(
-    config: &RunConfig,
-    stop: &watch::Receiver<bool>,
-    subreaper: bool,
-    tool: &str,
-    remaining: Duration,
-) -> Result<(Vec<CallRecord>, Vec<PhaseObservation>), String> {
-    let mut cfg = config.clone();
-    cfg.progress = ProgressHook::default();
-    cfg.check_expectations = false;
-    cfg.only_tools = Some(vec![tool.to_string()]);
-    cfg.isolate = false;
-    cfg.replay = false;
-    cfg.transcript = None;
-    cfg.run_timeout = remaining.max(Duration::from_millis(1));
-    cfg.begun = Instant::now();
-    let v = Box::pin(verify(&cfg, stop.clone(), subreaper)).await;
-    let r = v.report;
-    if let Some(e) = &r.server.start_error {
-        return Err(format!(
-            "not called: its isolated server did not start ({e})"
-        ));
-    }
-    let Some(t) = r.tools.into_iter().find(|t| t.name == tool) else {
-        return Err("not called: its isolated server did not list it".into());
-    };
-    if t.calls.is_empty() {
-        return Err(t
-            .skipped
-            .unwrap_or_else(|| "not called in its isolated run".into()));
-    }
-    let phases = r
-        .phases
-        .into_iter()
-        .map(|mut p| {
-            p.after_tool = Some(p.after_tool.unwrap_or_else(|| tool.to_string()));
-            p
-        })
-        .collect();
-    Ok((t.calls, phases))
-}
 
 /// What a replay of one tool alone on a fresh server showed, as [`Observation::shape_key`]s.
 pub(super) struct Replayed {
@@ -155,18 +124,13 @@ const MAX_REPLAY_TIME: Duration = Duration::from_secs(120);
 impl<'a> Replays<'a> {
     /// No replay yet of the run `config` describes; every replay must end before `deadline`
     /// (the main run's), and a stop ends it.
-    pub(super) fn within(
-        config: &'a RunConfig,
-        stop: &watch::Receiver<bool>,
-        subreaper: bool,
-        deadline: Instant,
-    ) -> Self {
+    pub(super) fn within(ctx: &'a Ctx<'a>) -> Self {
         Replays {
-            config,
-            stop: stop.clone(),
-            subreaper,
+            config: ctx.config,
+            stop: ctx.stop.clone(),
+            subreaper: ctx.subreaper,
             done: BTreeMap::new(),
-            deadline,
+            deadline: ctx.deadline,
             jobs: 1,
             records: Vec::new(),
             waiting: BTreeSet::new(),
@@ -226,15 +190,16 @@ impl<'a> Replays<'a> {
             futures_util::stream::iter(todo.iter().zip(waits).map(
                 |(((tools, focus), _), wait)| async move {
                     let started = Instant::now();
-                    let replayed = replay_keys(
-                        config,
-                        stop,
-                        subreaper,
-                        (tools, focus.as_deref()),
+                    let plan = NestedPlan {
+                        tools,
                         time,
-                        wait,
-                    )
-                    .await;
+                        replay: Some(ReplayWaits {
+                            late_wait: wait,
+                            hold_before_calls: None,
+                        }),
+                    };
+                    let replayed =
+                        replay_keys(config, plan, stop, subreaper, focus.as_deref()).await;
                     (replayed, started.elapsed())
                 },
             ))
@@ -298,19 +263,15 @@ impl<'a> Replays<'a> {
             if remaining < Duration::from_secs(1) {
                 return Err("the run timeout leaves no time for a replay");
             }
-            let mut config = self.config.clone();
-            if tools.is_empty() {
-                config.hold_before_calls = self.idle_hold;
-            }
-            let replayed = replay_keys(
-                &config,
-                &self.stop,
-                self.subreaper,
-                (tools, focus),
-                remaining.min(MAX_REPLAY_TIME),
-                self.late_wait(focus),
-            )
-            .await;
+            let plan = NestedPlan {
+                tools,
+                time: remaining.min(MAX_REPLAY_TIME),
+                replay: Some(ReplayWaits {
+                    late_wait: self.late_wait(focus),
+                    hold_before_calls: tools.is_empty().then_some(self.idle_hold),
+                }),
+            };
+            let replayed = replay_keys(self.config, plan, &self.stop, self.subreaper, focus).await;
             self.record(key.clone(), purpose, replayed, started.elapsed());
         }
         match self.done.get(&key) {
@@ -575,33 +536,17 @@ pub(super) fn state_prefix(
         .collect()
 }
 
-/// Replays `tools` on a fresh server with a long settle period and `focus` as the tool under
-/// question, within `time`; returns what it showed, or `None` when the replay could not run
-/// (a replay cut short by its time still counts for what it saw).
-pub(super) async fn replay_keys(
+/// Replays `plan` on a fresh server with `focus` as the tool under question; returns what it
+/// showed, or `None` when the replay could not run (a replay cut short by its time still
+/// counts for what it saw).
+async fn replay_keys(
     config: &RunConfig,
+    plan: NestedPlan<'_>,
     stop: &watch::Receiver<bool>,
     subreaper: bool,
-    (tools, focus): (&[String], Option<&str>),
-    time: Duration,
-    late_wait: Duration,
+    focus: Option<&str>,
 ) -> Option<Replayed> {
-    let mut cfg = config.clone();
-    cfg.run_timeout = time;
-    cfg.begun = Instant::now();
-    cfg.progress = ProgressHook::default();
-    cfg.check_expectations = false;
-    cfg.only_tools = Some(tools.to_vec());
-    cfg.keep_order = true;
-    cfg.replay = false;
-    cfg.transcript = None;
-    cfg.settle = Duration::from_millis(300);
-    cfg.settle_max = cfg.settle_max.max(Duration::from_secs(5));
-    // What the calls leave running (a timer, a sleeping thread) gets its time to act: the
-    // effect under question may be one it makes seconds after the call answered.
-    cfg.late_wait = late_wait.min(time);
-    let v = Box::pin(verify(&cfg, stop.clone(), subreaper)).await;
-    let r = v.report;
+    let r = nested::run(config, plan, stop, subreaper).await;
     if r.server.start_error.is_some() {
         return None;
     }
@@ -683,20 +628,46 @@ pub(super) async fn replay_ambiguous(
     servers: &ServersOwn,
 ) -> Vec<String> {
     let mut notes = Vec::new();
-    let matters = Observation::is_evidential;
     // Replays of the tools whose threads acted after their calls wait for them.
     replays.waiting_for(phases.iter().filter_map(|p| p.started_by.clone()));
     // 1. Calls with uncertain windows keep what their own tool reproduces; so do failed
-    // calls whose effects are not yet shown to be the tool's (they count only then).
-    let mut orphans: Vec<(Vec<String>, Observation)> = Vec::new();
-    // Shared state the replays showed the server writing for no tool in particular.
-    let mut servers_own: Vec<PhaseObservation> = Vec::new();
+    // calls whose effects are not yet shown to be the tool's (they count only then), and
+    // writes to the server's shared state.
+    let unsettled = calls_to_replay((tools, names), runs, servers);
+    // Every tool with such a call is replayed alone: those replays side by side first.
+    let alone: Vec<(String, String)> = unsettled
+        .iter()
+        .map(|(i, j, _)| {
+            (
+                names[*i].clone(),
+                alone_purpose(&names[*i], &runs[*i].calls[*j]),
+            )
+        })
+        .collect();
+    replays.prefetch_alone(&alone).await;
+    let mut left = LeftByCalls::default();
+    for (i, j, prefix) in unsettled {
+        settle_call(replays, names, runs, (i, j, &prefix), &mut left, &mut notes).await;
+    }
+    // 2. Observations outside every call (or taken from one): find the tool that produces them.
+    notes.extend(place_outside_calls(replays, names, runs, phases, left, servers).await);
+    notes
+}
+
+/// The calls (tool, call, the tools its state depends on) whose effects a replay settles:
+/// uncertain windows, failed calls whose effects are not yet the tool's, and writes to the
+/// server's shared state that bear on a hint not already firm.
+fn calls_to_replay(
+    (tools, names): (&[ToolDecl], &[String]),
+    runs: &[ToolRun],
+    servers: &ServersOwn,
+) -> Vec<(usize, usize, Vec<String>)> {
     let firm: Vec<BTreeSet<HintName>> = tools
         .iter()
         .zip(runs.iter())
         .map(|(tool, run)| firm_already(tool, run, servers))
         .collect();
-    let mut uncertain: Vec<(usize, usize, Vec<String>)> = uncertain_calls(runs, servers)
+    let mut unsettled: Vec<(usize, usize, Vec<String>)> = uncertain_calls(runs, servers)
         .into_iter()
         .map(|(i, j)| (i, j, state_prefix(names, runs, i, j)))
         .chain(
@@ -708,171 +679,224 @@ pub(super) async fn replay_ambiguous(
     // Writes to the server's shared state earn firmness from a replay, alone or after the
     // calls the tool's state depends on.
     for (i, j) in shared_state_calls(tools, runs, &firm) {
-        if !uncertain.iter().any(|(a, b, _)| (*a, *b) == (i, j)) {
-            uncertain.push((i, j, state_prefix(names, runs, i, j)));
+        if !unsettled.iter().any(|(a, b, _)| (*a, *b) == (i, j)) {
+            unsettled.push((i, j, state_prefix(names, runs, i, j)));
         }
     }
-    // Every tool with an uncertain call is replayed alone: those replays side by side first.
-    let alone: Vec<(String, String)> = uncertain
+    unsettled
+}
+
+/// What replaying the unsettled calls left for the windows outside the calls.
+#[derive(Default)]
+struct LeftByCalls {
+    /// Effects no replay pinned on the call's tool while other calls shared its window: the
+    /// tools to ask, and the effect.
+    orphans: Vec<(Vec<String>, Observation)>,
+    /// Shared state the replays showed the server writing for no tool in particular.
+    servers_own: Vec<PhaseObservation>,
+}
+
+/// Where a replay puts one observation of an unsettled call.
+enum Placed {
+    /// The tool's own (with the replay that showed it, when it matters).
+    Own(Option<String>),
+    /// Still uncertain.
+    Unsure,
+    /// Not the tool's; `decided` when every replay that could say so did.
+    NotTheTools { decided: bool },
+}
+
+/// Replays the tool of call `j` of tool `i` (alone, and after `prefix` for what it did not
+/// do alone) and keeps in the call what the replays show is the tool's; the rest goes to
+/// `left` or stays uncertain.
+async fn settle_call(
+    replays: &mut Replays<'_>,
+    names: &[String],
+    runs: &mut [ToolRun],
+    (i, j, prefix): (usize, usize, &[String]),
+    left: &mut LeftByCalls,
+    notes: &mut Vec<String>,
+) {
+    let matters = Observation::is_evidential;
+    let tool = names[i].as_str();
+    let label = runs[i].calls[j].label();
+    let purpose = alone_purpose(tool, &runs[i].calls[j]);
+    // A successful call no other call shared is replayed for its shared-state writes only:
+    // its other effects are its own already and are not judged.
+    let call = &mut runs[i].calls[j];
+    let only_shared = call.outcome.is_success() && call.concurrent_with.is_empty();
+    let (observations, settled): (Vec<Observation>, Vec<Observation>) =
+        std::mem::take(&mut call.observations)
+            .into_iter()
+            .partition(|o| !only_shared || call.shared_state.contains(&o.describe()));
+    let (alone_cited, verdicts) = match replays.of(tool, purpose).await {
+        Ok((cited, r)) => (
+            cited,
+            observations.iter().map(|o| r.judge(o)).collect::<Vec<_>>(),
+        ),
+        Err(why) => {
+            let stays = if only_shared {
+                "its writes to the server's shared state stay unconfirmed (warnings)"
+            } else {
+                "it stays uncertain"
+            };
+            notes.push(format!("{tool} {label}: {why}; {stays}"));
+            let call = &mut runs[i].calls[j];
+            call.observations = settled;
+            call.observations.extend(observations);
+            return;
+        }
+    };
+    // What the tool alone did not do may depend on what earlier calls made.
+    let absent: Vec<&Observation> = observations
         .iter()
-        .map(|(i, j, _)| {
-            (
-                names[*i].clone(),
-                alone_purpose(&names[*i], &runs[*i].calls[*j]),
-            )
-        })
+        .zip(&verdicts)
+        .filter(|(o, v)| **v == ReplayVerdict::Absent && matters(o))
+        .map(|(o, _)| o)
         .collect();
-    replays.prefetch_alone(&alone).await;
-    for (i, j, prefix) in uncertain {
-        let tool = names[i].as_str();
-        let label = runs[i].calls[j].label();
-        let purpose = alone_purpose(tool, &runs[i].calls[j]);
-        // A successful call no other call shared is replayed for its shared-state writes
-        // only: its other effects are its own already and are not judged.
-        let call = &mut runs[i].calls[j];
-        let only_shared = call.outcome.is_success() && call.concurrent_with.is_empty();
-        let (observations, settled): (Vec<Observation>, Vec<Observation>) =
-            std::mem::take(&mut call.observations)
-                .into_iter()
-                .partition(|o| !only_shared || call.shared_state.contains(&o.describe()));
-        let (alone_cited, verdicts) = match replays.of(tool, purpose).await {
-            Ok((cited, r)) => (
-                cited,
-                observations.iter().map(|o| r.judge(o)).collect::<Vec<_>>(),
-            ),
-            Err(why) => {
-                let stays = if only_shared {
-                    "its writes to the server's shared state stay unconfirmed (warnings)"
-                } else {
-                    "it stays uncertain"
-                };
-                notes.push(format!("{tool} {label}: {why}; {stays}"));
-                let call = &mut runs[i].calls[j];
-                call.observations = settled;
-                call.observations.extend(observations);
-                continue;
-            }
-        };
-        // What the tool alone did not do may depend on what earlier calls made.
-        let absent: Vec<&Observation> = observations
-            .iter()
-            .zip(&verdicts)
-            .filter(|(o, v)| **v == ReplayVerdict::Absent && matters(o))
-            .map(|(o, _)| o)
-            .collect();
-        let mut differential: Vec<Differential> = Vec::new();
-        if !absent.is_empty() && !prefix.is_empty() {
-            match replays.differential(&prefix, tool, &absent).await {
-                Ok(d) => differential = d,
-                Err(why) => notes.push(format!(
-                    "{tool} {label}: no differential replay after {} ({why})",
-                    prefix.join(", ")
-                )),
-            }
+    let mut differential: Vec<Differential> = Vec::new();
+    if !absent.is_empty() && !prefix.is_empty() {
+        match replays.differential(prefix, tool, &absent).await {
+            Ok(d) => differential = d,
+            Err(why) => notes.push(format!(
+                "{tool} {label}: no differential replay after {} ({why})",
+                prefix.join(", ")
+            )),
         }
-        let mut differential = differential.into_iter();
-        let mut own = Vec::new();
-        let mut unsure = Vec::new();
-        let mut cited: Vec<String> = Vec::new();
-        let cite = |c: &str, cited: &mut Vec<String>| {
-            if !cited.iter().any(|x| x == c) {
-                cited.push(c.to_string());
-            }
-        };
-        for (o, verdict) in observations.into_iter().zip(verdicts) {
-            // The differential verdicts follow the absent observations in order.
-            let second = (verdict == ReplayVerdict::Absent && matters(&o) && !prefix.is_empty())
-                .then(|| differential.next())
-                .flatten();
-            match (verdict, second) {
-                (ReplayVerdict::Reproduced, _) => {
-                    if matters(&o) {
-                        cite(&alone_cited, &mut cited);
-                    }
-                    own.push(o)
-                }
-                (_, Some(Differential::Confirmed(by))) => {
-                    notes.push(format!(
-                        "{tool} {label}: \"{}\" did not happen when {tool} ran alone, but did when it ran after {} and not without it ({by}); it is attributed to {tool}",
-                        o.describe(),
-                        prefix.join(", ")
-                    ));
-                    cite(&by, &mut cited);
-                    own.push(o)
-                }
-                (ReplayVerdict::Unsure, _) | (_, Some(Differential::Unsure)) => {
-                    notes.push(format!(
-                        "{tool} {label}: \"{}\" happened again when {tool} was replayed on a fresh server, but so did the server's own background threads; it stays uncertain",
-                        o.describe(),
-                    ));
-                    unsure.push(o);
-                }
-                (ReplayVerdict::Unprompted | ReplayVerdict::Absent, second) => {
-                    let why = if verdict == ReplayVerdict::Absent {
-                        if prefix.is_empty() {
-                            format!("did not happen when {tool} ran alone on a fresh server")
-                        } else {
-                            format!(
-                                "did not happen when {tool} ran alone, nor only when it ran after {} on a fresh server",
-                                prefix.join(", ")
-                            )
-                        }
-                    } else {
-                        format!("a fresh server did it before {tool} was ever called")
-                    };
-                    notes.push(format!(
-                        "{tool} {label}: \"{}\" {why}; it is not attributed to it",
-                        o.describe(),
-                    ));
-                    // Unprompted, or absent alone and (where earlier calls made its state)
-                    // after them too.
-                    let decided = verdict == ReplayVerdict::Unprompted
-                        || prefix.is_empty()
-                        || second.is_some();
-                    let call = &runs[i].calls[j];
-                    if call.shared_state.contains(&o.describe())
-                        && call.concurrent_with.is_empty()
-                        && decided
-                    {
-                        // The server wrote its shared state in the tool's window, but not for
-                        // the tool: it is the server's (a counter flushed every so many
-                        // requests, a journal on a timer).
-                        servers_own.push(PhaseObservation {
-                            started_by: None,
-                            phase: Phase::ServerState,
-                            after_tool: Some(tool.to_string()),
-                            observation: o,
-                        });
-                    } else if call.concurrent_with.is_empty() {
-                        // A failed call's window held nothing else: what it showed stays its
-                        // observation, not counted.
-                        unsure.push(o);
-                    } else if matters(&o) {
-                        orphans.push((runs[i].calls[j].concurrent_tools.clone(), o));
-                    }
-                }
-            }
-        }
-        let call = &mut runs[i].calls[j];
-        call.confirmed_by_replay = own
-            .iter()
-            .filter(|o| matters(o))
-            .map(|o| o.describe())
-            .collect();
-        if !cited.is_empty() {
-            call.confirmed_by = Some(cited.join("; "));
-        }
-        // What stays unsure keeps the call's uncertainty; confirmed observations are marked.
-        if unsure.is_empty() {
-            call.concurrent_with.clear();
-        }
-        own.extend(unsure);
-        own.extend(settled);
-        call.observations = own;
     }
-    // 2. Observations outside every call (or taken from one): find the tool that produces them.
+    let mut differential = differential.into_iter();
+    let mut own = Vec::new();
+    let mut unsure = Vec::new();
+    let mut cited: Vec<String> = Vec::new();
+    for (o, verdict) in observations.into_iter().zip(verdicts) {
+        // The differential verdicts follow the absent observations in order.
+        let second = (verdict == ReplayVerdict::Absent && matters(&o) && !prefix.is_empty())
+            .then(|| differential.next())
+            .flatten();
+        let (placed, note) = place((tool, &label, prefix), &o, verdict, second, &alone_cited);
+        notes.extend(note);
+        match placed {
+            Placed::Own(by) => {
+                if let Some(by) = by.filter(|by| !cited.contains(by)) {
+                    cited.push(by);
+                }
+                own.push(o);
+            }
+            Placed::Unsure => unsure.push(o),
+            Placed::NotTheTools { decided } => {
+                let call = &runs[i].calls[j];
+                if call.shared_state.contains(&o.describe())
+                    && call.concurrent_with.is_empty()
+                    && decided
+                {
+                    // The server wrote its shared state in the tool's window, but not for
+                    // the tool: it is the server's (a counter flushed every so many
+                    // requests, a journal on a timer).
+                    left.servers_own.push(PhaseObservation {
+                        started_by: None,
+                        phase: Phase::ServerState,
+                        after_tool: Some(tool.to_string()),
+                        observation: o,
+                    });
+                } else if call.concurrent_with.is_empty() {
+                    // A failed call's window held nothing else: what it showed stays its
+                    // observation, not counted.
+                    unsure.push(o);
+                } else if matters(&o) {
+                    left.orphans.push((call.concurrent_tools.clone(), o));
+                }
+            }
+        }
+    }
+    let call = &mut runs[i].calls[j];
+    call.confirmed_by_replay = own
+        .iter()
+        .filter(|o| matters(o))
+        .map(|o| o.describe())
+        .collect();
+    if !cited.is_empty() {
+        call.confirmed_by = Some(cited.join("; "));
+    }
+    // What stays unsure keeps the call's uncertainty; confirmed observations are marked.
+    if unsure.is_empty() {
+        call.concurrent_with.clear();
+    }
+    own.extend(unsure);
+    own.extend(settled);
+    call.observations = own;
+}
+
+/// Where the replays put observation `o` of a call of `tool` (`label`; `prefix`: the calls
+/// its state depends on): the verdict of the replay alone and, for what it did not do alone,
+/// the differential one; with the note that says so.
+fn place(
+    (tool, label, prefix): (&str, &str, &[String]),
+    o: &Observation,
+    verdict: ReplayVerdict,
+    second: Option<Differential>,
+    alone_cited: &str,
+) -> (Placed, Option<String>) {
+    match (verdict, second) {
+        (ReplayVerdict::Reproduced, _) => (
+            Placed::Own(Observation::is_evidential(o).then(|| alone_cited.to_string())),
+            None,
+        ),
+        (_, Some(Differential::Confirmed(by))) => {
+            let note = format!(
+                "{tool} {label}: \"{}\" did not happen when {tool} ran alone, but did when it ran after {} and not without it ({by}); it is attributed to {tool}",
+                o.describe(),
+                prefix.join(", ")
+            );
+            (Placed::Own(Some(by)), Some(note))
+        }
+        (ReplayVerdict::Unsure, _) | (_, Some(Differential::Unsure)) => (
+            Placed::Unsure,
+            Some(format!(
+                "{tool} {label}: \"{}\" happened again when {tool} was replayed on a fresh server, but so did the server's own background threads; it stays uncertain",
+                o.describe(),
+            )),
+        ),
+        (ReplayVerdict::Unprompted | ReplayVerdict::Absent, second) => {
+            let why = if verdict == ReplayVerdict::Absent {
+                if prefix.is_empty() {
+                    format!("did not happen when {tool} ran alone on a fresh server")
+                } else {
+                    format!(
+                        "did not happen when {tool} ran alone, nor only when it ran after {} on a fresh server",
+                        prefix.join(", ")
+                    )
+                }
+            } else {
+                format!("a fresh server did it before {tool} was ever called")
+            };
+            let note = format!(
+                "{tool} {label}: \"{}\" {why}; it is not attributed to it",
+                o.describe(),
+            );
+            // Unprompted, or absent alone and (where earlier calls made its state) after
+            // them too.
+            let decided =
+                verdict == ReplayVerdict::Unprompted || prefix.is_empty() || second.is_some();
+            (Placed::NotTheTools { decided }, Some(note))
+        }
+    }
+}
+
+/// Observations outside every call (idle windows after a tool, and effects no replay pinned
+/// on a call's own tool): each goes to the first tool whose replay (alone, or after the calls
+/// its state depends on) reproduces it; the rest stay where they were seen, with the
+/// server's shared-state writes. Returns notes for the report.
+async fn place_outside_calls(
+    replays: &mut Replays<'_>,
+    names: &[String],
+    runs: &mut [ToolRun],
+    phases: &mut Vec<PhaseObservation>,
+    left: LeftByCalls,
+    servers: &ServersOwn,
+) -> Vec<String> {
     // (the tools to ask, in order; the tool it is shown after when none did it; it)
-    let mut candidates: Vec<(Vec<String>, Option<String>, Observation)> = orphans
+    let mut candidates: Vec<(Vec<String>, Option<String>, Observation)> = left
+        .orphans
         .into_iter()
         .map(|(tools, o)| (tools.clone(), tools.first().cloned(), o))
         .collect();
@@ -889,66 +913,82 @@ pub(super) async fn replay_ambiguous(
     }
     let mut attributed: BTreeMap<(String, String), Vec<String>> = BTreeMap::new();
     for (tools, after, o) in candidates {
-        let mut placed = false;
-        for t in &tools {
-            let Some(i) = names.iter().position(|n| n == t) else {
-                continue;
-            };
-            let Some(last) = runs[i].calls.len().checked_sub(1) else {
-                continue;
-            };
-            let purpose = format!(
-                "\"{}\" happened outside every call, after {t}",
-                o.describe()
-            );
-            let mut by = match replays.of(t, purpose).await {
-                Ok((cited, r)) if r.judge(&o) == ReplayVerdict::Reproduced => Some(cited),
-                _ => None,
-            };
-            let prefix = state_prefix(names, runs, i, last);
-            if by.is_none() && o.shape_key().is_some() && !prefix.is_empty() {
-                if let Ok(d) = replays.differential(&prefix, t, &[&o]).await {
-                    if let Some(Differential::Confirmed(cited)) = d.into_iter().next() {
-                        by = Some(cited);
-                    }
-                }
-            }
-            if let Some(by) = by {
+        match reproduced_by(replays, names, runs, &tools, &o).await {
+            Some((i, t, by)) => {
                 attributed
-                    .entry((t.clone(), by.clone()))
+                    .entry((t, by.clone()))
                     .or_default()
                     .push(o.describe());
-                let call = &mut runs[i].calls[last];
+                let Some(call) = runs[i].calls.last_mut() else {
+                    continue;
+                };
                 call.confirmed_by_replay.push(o.describe());
                 call.confirmed_by = Some(match call.confirmed_by.take() {
                     Some(c) if !c.contains(&by) => format!("{c}; {by}"),
                     Some(c) => c,
                     None => by,
                 });
-                call.observations.push(o.clone());
-                placed = true;
-                break;
+                call.observations.push(o);
             }
-        }
-        if !placed {
-            keep.push(PhaseObservation {
+            None => keep.push(PhaseObservation {
                 started_by: None,
                 phase: Phase::Idle,
                 after_tool: after,
                 observation: o,
-            });
+            }),
         }
     }
-    keep.extend(servers_own);
+    keep.extend(left.servers_own);
     *phases = keep;
-    for ((t, by), described) in attributed {
-        notes.push(format!(
-            "{} effect(s) outside {t}'s call windows are attributed to {t}: {by} reproduced them ({})",
-            described.len(),
-            described.join("; ")
-        ));
+    attributed
+        .into_iter()
+        .map(|((t, by), described)| {
+            format!(
+                "{} effect(s) outside {t}'s call windows are attributed to {t}: {by} reproduced them ({})",
+                described.len(),
+                described.join("; ")
+            )
+        })
+        .collect()
+}
+
+/// The first of `tools` (that was called) whose replay reproduces `o`, alone or after the
+/// calls its last call's state depends on: its index, its name and the replay cited.
+async fn reproduced_by(
+    replays: &mut Replays<'_>,
+    names: &[String],
+    runs: &[ToolRun],
+    tools: &[String],
+    o: &Observation,
+) -> Option<(usize, String, String)> {
+    for t in tools {
+        let Some(i) = names.iter().position(|n| n == t) else {
+            continue;
+        };
+        let Some(last) = runs[i].calls.len().checked_sub(1) else {
+            continue;
+        };
+        let purpose = format!(
+            "\"{}\" happened outside every call, after {t}",
+            o.describe()
+        );
+        let mut by = match replays.of(t, purpose).await {
+            Ok((cited, r)) if r.judge(o) == ReplayVerdict::Reproduced => Some(cited),
+            _ => None,
+        };
+        let prefix = state_prefix(names, runs, i, last);
+        if by.is_none() && o.shape_key().is_some() && !prefix.is_empty() {
+            if let Ok(d) = replays.differential(&prefix, t, &[o]).await {
+                if let Some(Differential::Confirmed(cited)) = d.into_iter().next() {
+                    by = Some(cited);
+                }
+            }
+        }
+        if let Some(by) = by {
+            return Some((i, t.clone(), by));
+        }
     }
-    notes
+    None
 }
 
 /// Whether an effect of the first call can be lazy initialisation: it creates something new

@@ -1,6 +1,31 @@
 //! Starting and stopping the server under test: where it runs (placement), its environment, the launch into the sandbox with the handshake, and what is collected from each instance.
 
-use super::*;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use tokio::sync::watch;
+
+use super::collect::Collected;
+use crate::config::{RootsOffer, RunConfig};
+use crate::mcp::client::{ClientOptions, HandshakeError, McpClient, ProtocolNote};
+use crate::observe::activity::{ProcessTree, ran_between};
+use crate::observe::net::NetHandle;
+use crate::observe::{Recorder, ServerStart};
+use crate::rpc::session::{Session, SessionOptions};
+use crate::sandbox::cgroup::RunCgroup;
+use crate::sandbox::connector::Connector;
+use crate::sandbox::control::StepFailure;
+use crate::sandbox::notify::AttemptQueue;
+use crate::sandbox::policy::{Limits, named_tmp_entries};
+use crate::sandbox::process::{
+    ExitSummary, LaunchSpec, ServerPipes, ServerProcess, resolve_program,
+};
+use crate::sandbox::scratch::Scratch;
+use crate::sandbox::watchdog::{LimitFlag, WatchLimits, Watchdog};
+use crate::sandbox::{Enforcement, LaunchError, SandboxConfig, SandboxLevel};
+/// The error and its causes on one line.
+use crate::text::error_chain;
 
 /// The resolver the sandbox's resolv.conf names: a documentation address, unreachable from
 /// the empty network namespace, so a lookup fails fast and its attempt is seen as DNS.
@@ -29,60 +54,8 @@ pub(super) struct HttpLink {
     legacy: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
 
-/// What is collected from every server instance of a run.
-#[derive(Default)]
-pub(super) struct Collected {
-    pub(super) exits: Vec<ExitSummary>,
-    pub(super) notes: Vec<ProtocolNote>,
-    pub(super) anomalies: Vec<Entry>,
-    pub(super) stats: crate::rpc::transcript::TranscriptStats,
-    pub(super) server_requests: Vec<crate::rpc::session::ServerRequestRecord>,
-    pub(super) notifications: BTreeMap<String, usize>,
-    pub(super) stderr: String,
-    pub(super) stderr_bytes: u64,
-    pub(super) transcripts: Vec<Vec<Entry>>,
-    /// The transport as the servers spoke it, where it differs from the configured one's
-    /// name (`http+sse`: the older HTTP+SSE transport).
-    pub(super) transport: Option<&'static str>,
-}
-
-impl Collected {
-    pub(super) fn absorb(
-        &mut self,
-        session: &Session,
-        notes: Vec<ProtocolNote>,
-        keep_transcript: bool,
-    ) {
-        let rec = session.record();
-        self.notes.extend(notes);
-        self.anomalies.extend(rec.anomalies);
-        self.stats.sent += rec.stats.sent;
-        self.stats.received += rec.stats.received;
-        self.stats.garbage += rec.stats.garbage;
-        self.stats.unknown_id += rec.stats.unknown_id;
-        self.stats.dropped_entries += rec.stats.dropped_entries;
-        self.server_requests.extend(rec.server_requests);
-        for n in rec.notifications {
-            // The method names come from the server: keep the map small whatever it sends.
-            let key =
-                if self.notifications.len() < 100 || self.notifications.contains_key(&n.method) {
-                    shorten(&n.method, 100)
-                } else {
-                    "(other methods)".into()
-                };
-            *self.notifications.entry(key).or_default() += 1;
-        }
-        if !self.stderr.is_empty() && !rec.stderr.is_empty() {
-            self.stderr.push_str("\n[— restarted —]\n");
-        }
-        self.stderr.push_str(&rec.stderr);
-        self.stderr_bytes += rec.stderr_bytes;
-        if keep_transcript {
-            self.transcripts.push(session.transcript());
-        }
-    }
-}
-
+/// How a run launches its server, and what bounds it: the same for every server start of
+/// the run (the first, restarts after a crash, and nested runs' own).
 pub(super) struct Ctx<'a> {
     /// Set by a server's watchdog when it ended the server for a limit: the run ends.
     pub(super) limit_hit: LimitFlag,
@@ -104,6 +77,10 @@ pub(super) struct Ctx<'a> {
     pub(super) tls: Option<(std::sync::Arc<crate::observe::tls::Authority>, PathBuf)>,
     /// Turns true at an interrupt (SIGINT, SIGTERM).
     pub(super) stop: watch::Receiver<bool>,
+    /// Whether hintcheck reaps the server's orphans (it is a child subreaper).
+    pub(super) subreaper: bool,
+    /// The command as the server is started (its placeholders filled).
+    pub(super) command: Vec<String>,
     /// When the run's `--timeout` passes.
     pub(super) deadline: Instant,
 }
@@ -317,132 +294,33 @@ impl StartFailure {
     }
 }
 
+/// A spawned server process and what its sandbox handed out.
+struct Spawned {
+    process: ServerProcess,
+    pipes: ServerPipes,
+    /// What the sandbox enforced (none without a sandbox).
+    enforcement: Option<Enforcement>,
+    cgroup: Option<RunCgroup>,
+    attempts: Option<AttemptQueue>,
+    network: Option<NetHandle>,
+    connector: Option<Connector>,
+}
+
 /// Starts the server (inside the sandbox unless it is off) and performs the handshake.
 pub(super) async fn start_server(
     ctx: &Ctx<'_>,
     sandbox: Option<SandboxLevel>,
     recorder: &mut Recorder,
 ) -> Result<(Live, Option<Enforcement>), StartFailure> {
-    let mut cgroup = None;
-    let mut attempts = None;
-    let mut network = None;
-    let mut connector = None;
-    let (mut process, pipes, enforcement) = match sandbox {
-        None => {
-            let (p, pipes) = ServerProcess::spawn(&ctx.spec)
-                .map_err(|e| StartFailure::plain(error_chain(&e)))?;
-            (p, pipes, None)
-        }
-        Some(level) => {
-            let path_var = ctx
-                .spec
-                .env
-                .iter()
-                .find(|(k, _)| k == "PATH")
-                .map(|(_, v)| v.as_str());
-            let program = resolve_program(&ctx.spec.program, path_var)
-                .map_err(|e| StartFailure::plain(error_chain(&e)))?;
-            // No run marker: the pid namespace ends every process of the sandbox, and a
-            // variable naming hintcheck would tell the server it is watched. Its user and HOME
-            // are those of an ordinary account.
-            let env = ctx.placement.server_env(&ctx.spec.env, &ctx.home);
-            let limits = Limits {
-                data_bytes: ctx.config.memory_limit,
-                ..Limits::for_uid(
-                    ctx.run_as
-                        .map(|r| r.0)
-                        .unwrap_or_else(|| rustix::process::getuid().as_raw()),
-                )
-            };
-            // As root, a cgroup of its own where the host offers cgroup v2 (best effort).
-            if ctx.run_as.is_some() {
-                static STARTS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-                let n = STARTS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                cgroup = RunCgroup::create(
-                    &format!("job-{}-{n}", ctx.spec.run_id),
-                    limits.processes,
-                    limits.data_bytes,
-                )
-                .ok();
-            }
-            let sandbox_config = SandboxConfig {
-                cgroup: cgroup.as_ref().map(|c| c.path().to_path_buf()),
-                cgroup_enforces: cgroup
-                    .as_ref()
-                    .map(|c| c.enforces.clone())
-                    .unwrap_or_default(),
-                level,
-                visible_tmp: ctx.placement.visible_tmp.clone(),
-                hidden: ctx.placement.hidden.clone(),
-                exposed: ctx.placement.exposed.clone(),
-                overlays: ctx.config.overlays.clone(),
-                notify: true,
-                network_observer: true,
-                observe_ports: ctx.config.observe_ports.clone(),
-                connector: ctx.config.transport != crate::config::Transport::Stdio,
-                program,
-                args: ctx.spec.args.clone(),
-                env,
-                cwd: ctx.spec.cwd.clone(),
-                scratch_root: ctx.scratch_root.clone(),
-                writable: ctx.writable.clone(),
-                run_as: ctx.run_as,
-                run_user: ctx.placement.identity.added_user.clone(),
-                home_inside: ctx.placement.identity.home.clone(),
-                home: ctx.home.clone(),
-                harness_pid: std::process::id() as i32,
-                resolv_conf: format!(
-                    "nameserver {SANDBOX_RESOLVER}\noptions timeout:1 attempts:1\n"
-                ),
-                ca_bundle: ctx.tls.as_ref().map(|(_, bundle)| bundle.clone()),
-                authority: ctx.tls.as_ref().map(|(a, _)| a.clone()),
-                simulate_failure: crate::sandbox::policy::simulated_failure(),
-                hostname: crate::sandbox::sandbox_hostname().to_string(),
-                host_network: false,
-                readable: Some(ctx.placement.readable.clone()),
-                single_exec: false,
-                limits,
-            };
-            match ServerProcess::spawn_sandboxed(
-                &ctx.spec,
-                &sandbox_config,
-                ctx.config.sandbox_exe.as_deref(),
-            )
-            .await
-            {
-                Ok(started) => {
-                    attempts = started.attempts;
-                    connector = started.connector;
-                    network = started.network;
-                    (started.process, started.pipes, Some(started.enforcement))
-                }
-                Err(LaunchError::Sandbox(f)) if f.step == "exec" => {
-                    // The sandbox is in place; the server program itself could not start.
-                    let mut message = format!(
-                        "the server program could not be started in the sandbox: {}",
-                        f.message
-                    );
-                    if let (Some(13), Some((uid, _))) = (f.errno, ctx.run_as) {
-                        message.push_str(&format!(
-                            "; in the sandbox the server runs as uid {uid}, which must be able to \
-reach the program, its interpreter and their libraries (a directory such as /root, mode 700, \
-hides them): install the server somewhere readable, or pass --run-as 0 to keep root's file \
-ownership (writes stay confined and capabilities dropped)"
-                        ));
-                    }
-                    return Err(StartFailure::plain(message));
-                }
-                Err(LaunchError::Sandbox(f)) => {
-                    let message = format!("sandbox step {} failed: {}", f.step, f.message);
-                    return Err(StartFailure {
-                        sandbox: Some(f),
-                        ..StartFailure::plain(message)
-                    });
-                }
-                Err(e) => return Err(StartFailure::plain(error_chain(&e))),
-            }
-        }
-    };
+    let Spawned {
+        mut process,
+        pipes,
+        enforcement,
+        cgroup,
+        attempts,
+        network,
+        connector,
+    } = spawn(ctx, sandbox).await?;
     // Limits that hold without a memory cgroup: from now on, also while it starts.
     let watchdog = process.pid().map(|pid| {
         crate::sandbox::watchdog::start(
@@ -472,49 +350,240 @@ ownership (writes stay confined and capabilities dropped)"
         server_pid: process.pid(),
         writes_confined: enforcement.as_ref().is_some_and(|e| e.landlock != "none"),
     });
+    let (wire, http) = wire(ctx, pipes, connector);
+    let (connected, interrupted) = greet(ctx, wire, &mut process).await;
+    match connected {
+        Ok(client) => Ok((
+            Live {
+                process,
+                client,
+                cgroup,
+                _watchdog: watchdog,
+                http,
+            },
+            enforcement,
+        )),
+        Err(None) => Err(StartFailure {
+            started: true,
+            interrupted,
+            ..StartFailure::plain("the greeting was interrupted".into())
+        }),
+        Err(Some((session, err, notes))) => {
+            Err(greeting_failed((session, err, notes), process, enforcement, interrupted).await)
+        }
+    }
+}
+
+/// Spawns the server's process: plainly, or in a sandbox of `level`.
+async fn spawn(ctx: &Ctx<'_>, sandbox: Option<SandboxLevel>) -> Result<Spawned, StartFailure> {
+    let Some(level) = sandbox else {
+        let (process, pipes) =
+            ServerProcess::spawn(&ctx.spec).map_err(|e| StartFailure::plain(error_chain(&e)))?;
+        return Ok(Spawned {
+            process,
+            pipes,
+            enforcement: None,
+            cgroup: None,
+            attempts: None,
+            network: None,
+            connector: None,
+        });
+    };
+    let path_var = ctx
+        .spec
+        .env
+        .iter()
+        .find(|(k, _)| k == "PATH")
+        .map(|(_, v)| v.as_str());
+    let program = resolve_program(&ctx.spec.program, path_var)
+        .map_err(|e| StartFailure::plain(error_chain(&e)))?;
+    let limits = Limits {
+        data_bytes: ctx.config.memory_limit,
+        ..Limits::for_uid(
+            ctx.run_as
+                .map(|r| r.0)
+                .unwrap_or_else(|| rustix::process::getuid().as_raw()),
+        )
+    };
+    // As root, a cgroup of its own where the host offers cgroup v2 (best effort).
+    let mut cgroup = None;
+    if ctx.run_as.is_some() {
+        static STARTS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = STARTS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        cgroup = RunCgroup::create(
+            &format!("job-{}-{n}", ctx.spec.run_id),
+            limits.processes,
+            limits.data_bytes,
+        )
+        .ok();
+    }
+    let sandbox_config = sandbox_config(ctx, level, program, cgroup.as_ref(), limits);
+    match ServerProcess::spawn_sandboxed(
+        &ctx.spec,
+        &sandbox_config,
+        ctx.config.sandbox_exe.as_deref(),
+    )
+    .await
+    {
+        Ok(started) => Ok(Spawned {
+            process: started.process,
+            pipes: started.pipes,
+            enforcement: Some(started.enforcement),
+            cgroup,
+            attempts: started.attempts,
+            network: started.network,
+            connector: started.connector,
+        }),
+        Err(LaunchError::Sandbox(f)) if f.step == "exec" => {
+            // The sandbox is in place; the server program itself could not start.
+            let mut message = format!(
+                "the server program could not be started in the sandbox: {}",
+                f.message
+            );
+            if let (Some(13), Some((uid, _))) = (f.errno, ctx.run_as) {
+                message.push_str(&format!(
+                    "; in the sandbox the server runs as uid {uid}, which must be able to \
+reach the program, its interpreter and their libraries (a directory such as /root, mode 700, \
+hides them): install the server somewhere readable, or pass --run-as 0 to keep root's file \
+ownership (writes stay confined and capabilities dropped)"
+                ));
+            }
+            Err(StartFailure::plain(message))
+        }
+        Err(LaunchError::Sandbox(f)) => {
+            let message = format!("sandbox step {} failed: {}", f.step, f.message);
+            Err(StartFailure {
+                sandbox: Some(f),
+                ..StartFailure::plain(message)
+            })
+        }
+        Err(e) => Err(StartFailure::plain(error_chain(&e))),
+    }
+}
+
+/// What the sandbox of a server start is told: what the placement shows and hides, the
+/// observers it sets up, the server's program, environment and limits.
+fn sandbox_config(
+    ctx: &Ctx<'_>,
+    level: SandboxLevel,
+    program: PathBuf,
+    cgroup: Option<&RunCgroup>,
+    limits: Limits,
+) -> SandboxConfig {
+    SandboxConfig {
+        cgroup: cgroup.map(|c| c.path().to_path_buf()),
+        cgroup_enforces: cgroup.map(|c| c.enforces.clone()).unwrap_or_default(),
+        level,
+        visible_tmp: ctx.placement.visible_tmp.clone(),
+        hidden: ctx.placement.hidden.clone(),
+        exposed: ctx.placement.exposed.clone(),
+        overlays: ctx.config.overlays.clone(),
+        notify: true,
+        network_observer: true,
+        observe_ports: ctx.config.observe_ports.clone(),
+        connector: ctx.config.transport != crate::config::Transport::Stdio,
+        program,
+        args: ctx.spec.args.clone(),
+        // No run marker: the pid namespace ends every process of the sandbox, and a variable
+        // naming hintcheck would tell the server it is watched. Its user and HOME are those
+        // of an ordinary account.
+        env: ctx.placement.server_env(&ctx.spec.env, &ctx.home),
+        cwd: ctx.spec.cwd.clone(),
+        scratch_root: ctx.scratch_root.clone(),
+        writable: ctx.writable.clone(),
+        run_as: ctx.run_as,
+        run_user: ctx.placement.identity.added_user.clone(),
+        home_inside: ctx.placement.identity.home.clone(),
+        home: ctx.home.clone(),
+        harness_pid: std::process::id() as i32,
+        resolv_conf: format!("nameserver {SANDBOX_RESOLVER}\noptions timeout:1 attempts:1\n"),
+        ca_bundle: ctx.tls.as_ref().map(|(_, bundle)| bundle.clone()),
+        authority: ctx.tls.as_ref().map(|(a, _)| a.clone()),
+        simulate_failure: crate::sandbox::policy::simulated_failure(),
+        hostname: crate::sandbox::sandbox_hostname().to_string(),
+        host_network: false,
+        readable: Some(ctx.placement.readable.clone()),
+        single_exec: false,
+        limits,
+    }
+}
+
+type WireWrite = Box<dyn tokio::io::AsyncWrite + Send + Unpin>;
+type WireRead = Box<dyn tokio::io::AsyncRead + Send + Unpin>;
+
+/// Where the session's lines go and come from, and the server's log.
+struct Wire {
+    to_server: WireWrite,
+    from_server: WireRead,
+    log: WireRead,
+}
+
+/// The session's wire: the server's stdio, or over HTTP the bridge (the server's stdio is
+/// then its log).
+fn wire(
+    ctx: &Ctx<'_>,
+    pipes: ServerPipes,
+    connector: Option<Connector>,
+) -> (Wire, Option<HttpLink>) {
+    let config = ctx.config;
+    match (&config.transport, ctx.http_port) {
+        (crate::config::Transport::Http { path, headers, .. }, Some(port)) => {
+            let bridge = crate::rpc::http::start(
+                crate::rpc::http::HttpTarget {
+                    port,
+                    path: path.clone(),
+                    headers: headers.clone(),
+                    max_message_bytes: config.max_line_bytes,
+                    listen_timeout: config.handshake_timeout,
+                },
+                http_connect(connector),
+                Some(Box::new(pipes.stdin)),
+            );
+            (
+                Wire {
+                    to_server: bridge.to_server,
+                    from_server: bridge.from_server,
+                    log: crate::rpc::http::merged_log(pipes.stdout, pipes.stderr),
+                },
+                Some(HttpLink {
+                    notes: bridge.notes,
+                    done: bridge.done,
+                    legacy: bridge.legacy,
+                }),
+            )
+        }
+        _ => (
+            Wire {
+                to_server: Box::new(pipes.stdin),
+                from_server: Box::new(pipes.stdout),
+                log: Box::new(pipes.stderr),
+            },
+            None,
+        ),
+    }
+}
+
+/// A greeting that failed: the session, the client's error (none when an interrupt ended
+/// it) and the protocol notes.
+type GreetingFailure = (Session, Option<HandshakeError>, Vec<ProtocolNote>);
+
+/// Greets the server over `wire`. The greeting ends early at an interrupt or the run's
+/// timeout: the server is ended, which closes its stdout and fails the pending request at
+/// once. Returns the client, or the failure (`None`: the greeting did not even end after the
+/// server was ended), and the interruption's reason, if one came.
+async fn greet(
+    ctx: &Ctx<'_>,
+    wire: Wire,
+    process: &mut ServerProcess,
+) -> (Result<McpClient, Option<GreetingFailure>>, Option<String>) {
     let config = ctx.config;
     let roots = (config.roots == RootsOffer::Workspace)
         .then(|| vec![json!({"uri": format!("file://{}", ctx.workspace), "name": "workspace"})]);
-    // Over HTTP the session's lines go through the bridge; the server's stdio is its log.
-    type Write = Box<dyn tokio::io::AsyncWrite + Send + Unpin>;
-    type Read = Box<dyn tokio::io::AsyncRead + Send + Unpin>;
-    let (to_server, from_server, log, http): (Write, Read, Read, Option<HttpLink>) =
-        match (&config.transport, ctx.http_port) {
-            (crate::config::Transport::Http { path, headers, .. }, Some(port)) => {
-                let bridge = crate::rpc::http::start(
-                    crate::rpc::http::HttpTarget {
-                        port,
-                        path: path.clone(),
-                        headers: headers.clone(),
-                        max_message_bytes: config.max_line_bytes,
-                        listen_timeout: config.handshake_timeout,
-                    },
-                    http_connect(connector),
-                    Some(Box::new(pipes.stdin)),
-                );
-                (
-                    bridge.to_server,
-                    bridge.from_server,
-                    crate::rpc::http::merged_log(pipes.stdout, pipes.stderr),
-                    Some(HttpLink {
-                        notes: bridge.notes,
-                        done: bridge.done,
-                        legacy: bridge.legacy,
-                    }),
-                )
-            }
-            _ => (
-                Box::new(pipes.stdin),
-                Box::new(pipes.stdout),
-                Box::new(pipes.stderr),
-                None,
-            ),
-        };
     let session = Session::start(
         ctx.started,
-        to_server,
-        from_server,
-        Some(log),
+        wire.to_server,
+        wire.from_server,
+        Some(wire.log),
         SessionOptions {
             max_line_bytes: config.max_line_bytes,
             roots,
@@ -530,72 +599,60 @@ ownership (writes stay confined and capabilities dropped)"
         client_version: config.client_info.1.clone(),
         ..Default::default()
     };
-    // The greeting ends early at an interrupt or the run's timeout: the server is ended,
-    // which closes its stdout and fails the pending request at once.
     let connect = McpClient::connect(session, options);
     tokio::pin!(connect);
-    let mut interrupted = None;
-    let connected = tokio::select! {
-        c = &mut connect => c.map_err(|(session, e, notes)| (session, Some(e), notes)),
+    tokio::select! {
+        c = &mut connect => (c.map_err(|(session, e, notes)| Some((session, Some(e), notes))), None),
         why = ctx.interruption() => {
-            interrupted = Some(why);
             process.kill_now();
-            match tokio::time::timeout(Duration::from_secs(2), &mut connect).await {
+            let connected = match tokio::time::timeout(Duration::from_secs(2), &mut connect).await {
                 Ok(Ok(client)) => {
                     let (session, notes) = client.into_session();
-                    Err((session, None, notes))
+                    Err(Some((session, None, notes)))
                 }
-                Ok(Err((session, e, notes))) => Err((session, Some(e), notes)),
-                Err(_) => {
-                    return Err(StartFailure {
-                        started: true,
-                        interrupted,
-                        ..StartFailure::plain("the greeting was interrupted".into())
-                    });
-                }
-            }
-        }
-    };
-    match connected {
-        Ok(client) => Ok((
-            Live {
-                process,
-                client,
-                cgroup,
-                _watchdog: watchdog,
-                http,
-            },
-            enforcement,
-        )),
-        Err((mut session, err, notes)) => {
-            session.close_stdin().await;
-            let exit = process.shutdown(Duration::from_millis(500)).await;
-            session.drain(Duration::from_millis(500)).await;
-            let mut msg = match (&interrupted, &err) {
-                (None, Some(e)) => error_chain(e),
-                _ => format!(
-                    "{} while the server was being greeted",
-                    interrupted.as_deref().unwrap_or("interrupted")
-                ),
+                Ok(Err((session, e, notes))) => Err(Some((session, Some(e), notes))),
+                Err(_) => Err(None),
             };
-            // How the server ended says something only when it ended by itself.
-            if interrupted.is_none() && exit.how == "stdin-closed" {
-                if let Some(code) = exit.code {
-                    msg.push_str(&format!(" (the server exited with code {code})"));
-                } else if let Some(sig) = exit.signal {
-                    msg.push_str(&format!(" (the server was ended by signal {sig})"));
-                }
-            }
-            Err(StartFailure {
-                message: msg,
-                session: Some((session, notes)),
-                exit: Some(exit),
-                sandbox: None,
-                enforcement,
-                interrupted,
-                started: true,
-            })
+            (connected, Some(why))
         }
+    }
+}
+
+/// Why a started server could not be greeted: the client's error or the interruption, and
+/// how the server ended when it ended by itself. The server is stopped and its last words
+/// drained.
+async fn greeting_failed(
+    (mut session, err, notes): GreetingFailure,
+    mut process: ServerProcess,
+    enforcement: Option<Enforcement>,
+    interrupted: Option<String>,
+) -> StartFailure {
+    session.close_stdin().await;
+    let exit = process.shutdown(Duration::from_millis(500)).await;
+    session.drain(Duration::from_millis(500)).await;
+    let mut message = match (&interrupted, &err) {
+        (None, Some(e)) => error_chain(e),
+        _ => format!(
+            "{} while the server was being greeted",
+            interrupted.as_deref().unwrap_or("interrupted")
+        ),
+    };
+    // How the server ended says something only when it ended by itself.
+    if interrupted.is_none() && exit.how == "stdin-closed" {
+        if let Some(code) = exit.code {
+            message.push_str(&format!(" (the server exited with code {code})"));
+        } else if let Some(sig) = exit.signal {
+            message.push_str(&format!(" (the server was ended by signal {sig})"));
+        }
+    }
+    StartFailure {
+        message,
+        session: Some((session, notes)),
+        exit: Some(exit),
+        sandbox: None,
+        enforcement,
+        interrupted,
+        started: true,
     }
 }
 

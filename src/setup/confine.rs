@@ -258,7 +258,7 @@ fn start_confined(
     stderr: Stdio,
 ) -> Result<Started, Refused> {
     let refused = |why: String| Refused { why, remedy: None };
-    let scratch = Scratch::create().map_err(|e| refused(crate::run::error_chain(&e)))?;
+    let scratch = Scratch::create().map_err(|e| refused(crate::text::error_chain(&e)))?;
     let run_as = rustix::process::getuid().is_root().then(installer_uid);
     scratch
         .prepare_sandbox(run_as, 0)
@@ -355,7 +355,7 @@ fn start_confined(
             unconfined: None,
         }),
         Err(e) => Err(Refused {
-            why: crate::run::error_chain(&e),
+            why: crate::text::error_chain(&e),
             remedy: match &e {
                 crate::sandbox::LaunchError::Sandbox(f) => crate::sandbox::remedy(f),
                 _ => None,

@@ -1,0 +1,541 @@
+//! The run's one collector: every stage emits what it learned as [`RunEvent`]s to the
+//! [`RunLog`] (which also forwards the stage names to the progress display), and
+//! [`RunLog::assemble`] turns what was collected into the [`Report`] on every path the run can
+//! take (finished, a server that could not be started or greeted, a run that never started,
+//! an interrupted one), so a partial report and a full one cannot differ in shape.
+
+use std::collections::BTreeMap;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use crate::config::{RootsOffer, RunConfig};
+use crate::evidence::{ControlRequest, PhaseObservation, ReplayRecord};
+use crate::finding::{Finding, Severity};
+use crate::mcp::client::{EraChoice, ProtocolNote, ServerIdentity};
+use crate::mcp::tool::shorten;
+use crate::progress::{ProgressEvent, ProgressHook};
+use crate::report::{
+    CoverageSummary, Report, ServerSummary, Settings, ToolReport, WireSummary, exit_code,
+};
+use crate::rpc::session::{ServerRequestRecord, Session};
+use crate::rpc::transcript::{Entry, TranscriptStats};
+use crate::sandbox::SandboxStatus;
+use crate::sandbox::process::ExitSummary;
+use crate::sandbox::scratch::Scratch;
+
+use super::limits;
+
+/// The result of a run: the report, and the transcript when one was asked for.
+pub struct Verification {
+    /// The report.
+    pub report: Report,
+    /// Every line exchanged, when `RunConfig::transcript` is set (in server-instance order).
+    pub transcript: Vec<Entry>,
+}
+
+/// What a stage tells the collector.
+pub(super) enum RunEvent {
+    /// A stage begins (the progress display shows its words).
+    Stage(&'static str),
+    /// Notes for the report, in the order the run made them.
+    Notes(Vec<String>),
+    /// The command as the server is started (its placeholders filled).
+    Command(Vec<String>),
+    /// What the sandbox enforced, or will not.
+    Sandbox(SandboxStatus),
+    /// Why the server could not be started or greeted, or the run could not start it.
+    StartError(String),
+    /// The server answered the greeting, this long after its launch began.
+    Greeted {
+        identity: ServerIdentity,
+        startup_us: u64,
+    },
+    /// The digest of the tool listing.
+    Listed { sha256: String },
+    /// The control requests and how the server answered them.
+    Controls(Vec<ControlRequest>),
+    /// How often the server was started again after a crash or a hung call.
+    Restarts(usize),
+    /// Observations of the windows that belong to no call, as attribution left them.
+    Phases(Vec<PhaseObservation>),
+    /// The replays made to confirm attributions.
+    Replays(Vec<ReplayRecord>),
+    /// Every tool's entry and what the run reached.
+    Judged {
+        tools: Vec<ToolReport>,
+        coverage: CoverageSummary,
+    },
+    /// Findings, in the order the audits made them.
+    Findings(Vec<Finding>),
+    /// The run did not complete, and why (the first reason given holds).
+    Partial(String),
+}
+
+/// How the run ended: what decides its exit code.
+pub(super) enum Ending {
+    /// Every stage ran (a stage that was cut short said so with [`RunEvent::Partial`]).
+    Finished,
+    /// The server could not be started or greeted: the exit code and its reason, and whether
+    /// a server process ran at all (else the seeded workspace was never seen by one).
+    StartFailed {
+        exit_code: i32,
+        reason: String,
+        started: bool,
+    },
+    /// Nothing was started: the scratch directories, their seed or the preflight failed, or
+    /// the `[setup]` did.
+    NotStarted { reason: String },
+}
+
+/// What is collected from every server instance of a run.
+#[derive(Default)]
+pub(super) struct Collected {
+    pub(super) exits: Vec<ExitSummary>,
+    pub(super) notes: Vec<ProtocolNote>,
+    pub(super) anomalies: Vec<Entry>,
+    pub(super) stats: TranscriptStats,
+    pub(super) server_requests: Vec<ServerRequestRecord>,
+    pub(super) notifications: BTreeMap<String, usize>,
+    pub(super) stderr: String,
+    pub(super) stderr_bytes: u64,
+    pub(super) transcripts: Vec<Vec<Entry>>,
+    /// The transport as the servers spoke it, where it differs from the configured one's
+    /// name (`http+sse`: the older HTTP+SSE transport).
+    pub(super) transport: Option<&'static str>,
+}
+
+impl Collected {
+    /// Takes in what a server instance's session recorded.
+    pub(super) fn absorb(
+        &mut self,
+        session: &Session,
+        notes: Vec<ProtocolNote>,
+        keep_transcript: bool,
+    ) {
+        let rec = session.record();
+        self.notes.extend(notes);
+        self.anomalies.extend(rec.anomalies);
+        self.stats.sent += rec.stats.sent;
+        self.stats.received += rec.stats.received;
+        self.stats.garbage += rec.stats.garbage;
+        self.stats.unknown_id += rec.stats.unknown_id;
+        self.stats.dropped_entries += rec.stats.dropped_entries;
+        self.server_requests.extend(rec.server_requests);
+        for n in rec.notifications {
+            // The method names come from the server: keep the map small whatever it sends.
+            let key =
+                if self.notifications.len() < 100 || self.notifications.contains_key(&n.method) {
+                    shorten(&n.method, 100)
+                } else {
+                    "(other methods)".into()
+                };
+            *self.notifications.entry(key).or_default() += 1;
+        }
+        if !self.stderr.is_empty() && !rec.stderr.is_empty() {
+            self.stderr.push_str("\n[— restarted —]\n");
+        }
+        self.stderr.push_str(&rec.stderr);
+        self.stderr_bytes += rec.stderr_bytes;
+        if keep_transcript {
+            self.transcripts.push(session.transcript());
+        }
+    }
+
+    /// The protocol findings of what the server instances said.
+    fn findings(&self) -> Vec<Finding> {
+        let mut out = crate::audit::protocol::findings(
+            &self.notes,
+            &self.anomalies,
+            self.stats.garbage,
+            self.stats.unknown_id,
+        );
+        out.extend(crate::audit::protocol::list_changed(
+            self.notifications
+                .get("notifications/tools/list_changed")
+                .copied()
+                .unwrap_or(0),
+        ));
+        out
+    }
+}
+
+/// The collector of one run: the report as far as the stages have filled it, and what the
+/// server instances said.
+pub(super) struct RunLog {
+    started: Instant,
+    progress: ProgressHook,
+    report: Report,
+    /// What every server instance of the run said (the stages that start and stop servers
+    /// add to it).
+    pub(super) instances: Collected,
+}
+
+impl RunLog {
+    /// The collector of a run of `config` that began at `started` (`subreaper`: whether
+    /// hintcheck reaps the server's orphans, which the sandbox status says until a sandbox
+    /// says more).
+    pub(super) fn new(config: &RunConfig, started: Instant, subreaper: bool) -> Self {
+        let started_unix_ms = unix_ms_now().saturating_sub(started.elapsed().as_millis() as u64);
+        let report = Report {
+            hintcheck_version: env!("CARGO_PKG_VERSION").into(),
+            started_unix_ms,
+            duration_ms: 0,
+            server: ServerSummary {
+                command: config.command.clone(),
+                identity: None,
+                start_error: None,
+                exits: Vec::new(),
+                restarts: 0,
+                stderr: String::new(),
+                stderr_bytes: 0,
+                tools_sha256: None,
+                startup_us: None,
+            },
+            sandbox: SandboxStatus::scratch_only(subreaper),
+            coverage: CoverageSummary::default(),
+            tools: Vec::new(),
+            phases: Vec::new(),
+            controls: Vec::new(),
+            replays: Vec::new(),
+            findings: Vec::new(),
+            wire: WireSummary::default(),
+            settings: settings_of(config),
+            seeded: Vec::new(),
+            notes: Vec::new(),
+            exit_code: exit_code::HARNESS,
+            exit_reason: String::new(),
+            partial: None,
+            baseline: None,
+            expectations: None,
+            limits_hit: Vec::new(),
+        };
+        RunLog {
+            started,
+            progress: config.progress.clone(),
+            report,
+            instances: Collected::default(),
+        }
+    }
+
+    /// Takes in what a stage learned.
+    pub(super) fn emit(&mut self, event: RunEvent) {
+        let r = &mut self.report;
+        match event {
+            RunEvent::Stage(words) => self.progress.emit(ProgressEvent::Stage(words)),
+            RunEvent::Notes(notes) => r.notes.extend(notes),
+            RunEvent::Command(command) => r.server.command = command,
+            RunEvent::Sandbox(status) => r.sandbox = status,
+            RunEvent::StartError(why) => r.server.start_error = Some(why),
+            RunEvent::Greeted {
+                identity,
+                startup_us,
+            } => {
+                r.server.identity = Some(identity);
+                r.server.startup_us = Some(startup_us);
+            }
+            RunEvent::Listed { sha256 } => r.server.tools_sha256 = Some(sha256),
+            RunEvent::Controls(controls) => r.controls = controls,
+            RunEvent::Restarts(n) => r.server.restarts = n,
+            RunEvent::Phases(phases) => r.phases.extend(phases),
+            RunEvent::Replays(replays) => r.replays = replays,
+            RunEvent::Judged { tools, coverage } => {
+                r.tools = tools;
+                r.coverage = coverage;
+            }
+            RunEvent::Findings(findings) => r.findings.extend(findings),
+            RunEvent::Partial(why) => {
+                r.partial.get_or_insert(why);
+            }
+        }
+    }
+
+    /// When the run's report says it began, in milliseconds since the Unix epoch.
+    pub(super) fn started_unix_ms(&self) -> u64 {
+        self.report.started_unix_ms
+    }
+
+    /// Why the run is partial, if a stage said it is.
+    pub(super) fn partial(&self) -> Option<&str> {
+        self.report.partial.as_deref()
+    }
+
+    /// A note for the report.
+    pub(super) fn note(&mut self, note: String) {
+        self.emit(RunEvent::Notes(vec![note]));
+    }
+
+    /// The report of the run, built from what was collected, with its exit code; `scratch`
+    /// (the run's scratch directories, when they were made) is removed.
+    pub(super) fn assemble(
+        self,
+        config: &RunConfig,
+        ending: Ending,
+        scratch: Option<Scratch>,
+    ) -> Verification {
+        let RunLog {
+            started,
+            mut report,
+            instances,
+            ..
+        } = self;
+        let r = &mut report;
+        r.findings.extend(instances.findings());
+        let transcript = finish_collected(r, instances);
+        crate::baseline::fingerprint_findings(r);
+        let seed_seen = match &ending {
+            Ending::Finished => true,
+            Ending::StartFailed { started, .. } => *started,
+            Ending::NotStarted { .. } => false,
+        };
+        if let Some(s) = scratch.as_ref().filter(|_| seed_seen) {
+            r.seeded = s.seeded.clone();
+        }
+        match ending {
+            Ending::Finished => {
+                if let Some(b) = &config.baseline {
+                    r.baseline = Some(b.apply(r));
+                }
+                r.limits_hit = limits::hit(r, config);
+                (r.exit_code, r.exit_reason) = decide_exit(r, config);
+            }
+            Ending::StartFailed {
+                exit_code, reason, ..
+            } => {
+                r.exit_code = exit_code;
+                r.exit_reason = reason;
+                r.limits_hit = limits::hit(r, config);
+                r.exit_reason.push_str(&limits::in_words(&r.limits_hit));
+            }
+            Ending::NotStarted { reason } => {
+                // Nothing ran: no sandbox held anything.
+                r.sandbox = SandboxStatus::not_started(requested_sandbox(config));
+                r.exit_reason = reason;
+            }
+        }
+        if let Some(mut s) = scratch {
+            if let Err(e) = s.remove() {
+                r.notes.push(e);
+            }
+        }
+        report.duration_ms = started.elapsed().as_millis() as u64;
+        Verification { report, transcript }
+    }
+}
+
+/// Milliseconds since the Unix epoch, now.
+fn unix_ms_now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+/// What the run asked of the sandbox, in the report's words.
+pub(super) fn requested_sandbox(config: &RunConfig) -> &'static str {
+    config
+        .sandbox
+        .map_or("off", crate::sandbox::SandboxLevel::name)
+}
+
+/// The settings a report records.
+fn settings_of(config: &RunConfig) -> Settings {
+    Settings {
+        repeat: config.repeat,
+        seed: config.seed,
+        settle_ms: config.settle.as_millis() as u64,
+        call_timeout_ms: config.call_timeout.as_millis() as u64,
+        era: match config.era {
+            EraChoice::Auto => "auto",
+            EraChoice::Modern => "modern",
+            EraChoice::Legacy => "legacy",
+        }
+        .into(),
+        roots: match config.roots {
+            RootsOffer::None => "none",
+            RootsOffer::Workspace => "workspace",
+        }
+        .into(),
+        transport: config.transport.name().into(),
+        fail: config.fail.clone(),
+    }
+}
+
+/// Moves what was collected from the server instances into the report; returns the transcript.
+fn finish_collected(r: &mut Report, c: Collected) -> Vec<Entry> {
+    if let Some(spoken) = c.transport {
+        r.settings.transport = spoken.into();
+    }
+    r.server.exits = c.exits;
+    r.server.stderr = c.stderr;
+    r.server.stderr_bytes = c.stderr_bytes;
+    r.wire = WireSummary {
+        stats: c.stats,
+        server_requests: c.server_requests,
+        notifications: c.notifications,
+    };
+    c.transcripts.into_iter().flatten().collect()
+}
+
+/// The exit code and its reason for a finished report: failing findings (those at or above
+/// `--fail-on` and not accepted by the baseline) first, then stale baseline entries when they
+/// fail the run, then an incomplete run, then "nothing verified".
+fn decide_exit(report: &Report, config: &RunConfig) -> (i32, String) {
+    let failing: Vec<&Finding> = report
+        .findings
+        .iter()
+        .filter(|f| config.fail.fails(f))
+        .collect();
+    let accepted = report
+        .baseline
+        .as_ref()
+        .map(|b| b.accepted)
+        .unwrap_or_default();
+    // Said after what fails the run ("more") or alone.
+    let accepted_note_after = |more: bool| {
+        if accepted == 0 {
+            String::new()
+        } else if more {
+            format!("; {accepted} more finding(s) accepted by the baseline")
+        } else {
+            format!("; {accepted} finding(s) accepted by the baseline")
+        }
+    };
+    let accepted_note = accepted_note_after(false);
+    let stale = report
+        .baseline
+        .as_ref()
+        .map(|b| b.stale.len())
+        .unwrap_or_default();
+    if !failing.is_empty() {
+        return (
+            exit_code::CONTRADICTIONS,
+            format!(
+                "{}{}",
+                failing_in_words(&failing, config),
+                accepted_note_after(true)
+            ),
+        );
+    }
+    if stale > 0 && config.fail_on_stale_baseline {
+        return (
+            exit_code::CONTRADICTIONS,
+            format!(
+                "{stale} baseline entr{} matched no finding (stale; remove them from the baseline){accepted_note}",
+                if stale == 1 { "y" } else { "ies" }
+            ),
+        );
+    }
+    let limits = limits::in_words(&report.limits_hit);
+    if let Some(why) = &report.partial {
+        return (
+            exit_code::HARNESS,
+            format!("the run did not complete ({why}); the report is partial{limits}"),
+        );
+    }
+    if report.coverage.tools_succeeded == 0 {
+        return (
+            exit_code::NOTHING_VERIFIED,
+            if report.tools.is_empty() {
+                format!("nothing verified: the server listed no usable tool{limits}")
+            } else {
+                format!("nothing verified: no tool call succeeded{limits}")
+            },
+        );
+    }
+    (
+        exit_code::OK,
+        passing_in_words(report, config) + &accepted_note,
+    )
+}
+
+/// What fails the run, in words: the contradicted hints and the other failing findings.
+fn failing_in_words(failing: &[&Finding], config: &RunConfig) -> String {
+    let contradicted: Vec<&&Finding> = failing
+        .iter()
+        .filter(|f| f.hint.is_some() && f.severity == Severity::Error)
+        .collect();
+    let tools: std::collections::BTreeSet<&str> = contradicted
+        .iter()
+        .filter_map(|f| f.tool.as_deref())
+        .collect();
+    let others = failing.len() - contradicted.len();
+    let mut parts = Vec::new();
+    if !contradicted.is_empty() {
+        parts.push(format!(
+            "{} contradicted hint(s) in {} tool(s)",
+            contradicted.len(),
+            tools.len()
+        ));
+    }
+    if others > 0 {
+        parts.push(format!(
+            "{others} other finding(s) at or above {}",
+            config.fail.describe()
+        ));
+    }
+    parts.join("; ")
+}
+
+/// The reason of a run that passes: the contradictions below `--fail-on` and the weak ones.
+fn passing_in_words(report: &Report, config: &RunConfig) -> String {
+    let below = report
+        .findings
+        .iter()
+        .filter(|f| f.accepted.is_none() && f.hint.is_some() && f.severity == Severity::Error)
+        .count();
+    // Contradictions held at warning level: uncertain attribution, or writes that did not last.
+    let weak = report
+        .findings
+        .iter()
+        .filter(|f| f.accepted.is_none() && f.hint.is_some() && f.severity != Severity::Error)
+        .count();
+    let weak_note = if weak > 0 {
+        format!(
+            "; {weak} weak contradiction(s) (uncertain, or writes that did not last) reported as warnings"
+        )
+    } else {
+        String::new()
+    };
+    let exercised = report.coverage.tools_succeeded;
+    if below > 0 {
+        format!(
+            "{below} contradicted hint(s) in {exercised} exercised tool(s), not failing the run (--fail-on {}){weak_note}",
+            config.fail.describe()
+        )
+    } else {
+        format!(
+            "no {}contradiction in {exercised} exercised tool(s){weak_note}",
+            if weak > 0 { "firm " } else { "" }
+        )
+    }
+}
+
+/// `--check`: the scenario's `[expect]` decides the exit code (0 met, 1 unmet); the run's own
+/// exit code and reason are kept in the report.
+pub(super) fn check_expectations(report: &mut Report, config: &RunConfig) {
+    let Some(expect) = config.scenario.as_ref().and_then(|s| s.expect.as_ref()) else {
+        return;
+    };
+    let unmet = crate::scenario::check(expect, report);
+    let outcome = crate::report::ExpectationOutcome {
+        run_exit_code: report.exit_code,
+        run_exit_reason: report.exit_reason.clone(),
+        unmet,
+    };
+    (report.exit_code, report.exit_reason) = match outcome.unmet.first() {
+        None => (
+            exit_code::OK,
+            format!(
+                "every expectation of the scenario is met (the run: {}, exit {})",
+                outcome.run_exit_reason, outcome.run_exit_code
+            ),
+        ),
+        Some(first) => (
+            exit_code::CONTRADICTIONS,
+            format!(
+                "{} expectation(s) of the scenario unmet, first: {first}",
+                outcome.unmet.len()
+            ),
+        ),
+    };
+    report.expectations = Some(outcome);
+}
