@@ -30,6 +30,7 @@
 //! Data flows forward only: audits never touch processes, renderers only format a finished
 //! [`report::Report`].
 
+pub mod attribution;
 pub mod audit;
 pub mod baseline;
 pub mod cli;

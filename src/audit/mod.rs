@@ -15,7 +15,6 @@ pub mod protocol;
 pub mod read_only;
 pub mod resource_limit;
 pub mod sandbox_evasion;
-pub mod server_wide;
 pub mod suggest;
 
 use crate::evidence::{CallRecord, Coverage, ToolRun};

@@ -18,6 +18,7 @@ use crate::progress::ProgressHook;
 use crate::sandbox::SandboxLevel;
 use crate::scenario::{Scenario, ScenarioError};
 use crate::setup::{Installed, SetupError, SetupSection, network_launcher_advice};
+use crate::text::format_duration;
 use file::{ConfigFile, ConfigFileError};
 
 /// Errors in the user's input.
@@ -231,20 +232,6 @@ pub struct RunConfig {
 
 /// `--timeout` when nothing sets it.
 pub const DEFAULT_RUN_TIMEOUT: Duration = Duration::from_secs(900);
-
-/// A duration as a person writes it: `300ms`, `3s`, `2.5s`, `2m`.
-pub fn format_duration(d: Duration) -> String {
-    let ms = d.as_millis();
-    if ms < 1000 {
-        format!("{ms}ms")
-    } else if ms % 60_000 == 0 {
-        format!("{}m", ms / 60_000)
-    } else if ms % 1000 == 0 {
-        format!("{}s", ms / 1000)
-    } else {
-        format!("{:.1}s", d.as_secs_f64())
-    }
-}
 
 /// Parses `30s`, `500ms`, `2m`, `1h` or a plain number of seconds.
 pub fn parse_duration(flag: &str, s: &str) -> Result<Duration, ConfigError> {

@@ -90,7 +90,7 @@ pub enum HandshakeError {
         message: String,
     },
     /// No answer to the greeting within the handshake timeout, probe included.
-    #[error("no answer to {asked} within the handshake timeout ({})", crate::config::format_duration(*within))]
+    #[error("no answer to {asked} within the handshake timeout ({})", crate::text::format_duration(*within))]
     NoAnswer {
         /// What was asked (`server/discover, then initialize`).
         asked: String,

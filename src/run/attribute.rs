@@ -6,9 +6,12 @@
 
 use super::collect::{RunEvent, RunLog};
 use super::explore::{Evidence, Exercised, Reached};
-use super::replay::{Replays, first_call_initialisation, lazy_set_up, replay_ambiguous};
+use super::nested::Nested;
 use super::server::Ctx;
-use crate::audit::server_wide;
+use crate::attribution::replay::{
+    Replays, first_call_initialisation, lazy_set_up, replay_ambiguous,
+};
+use crate::attribution::server_wide;
 
 /// The evidence with every effect given to whom it belongs.
 pub(super) struct Attributed {
@@ -59,7 +62,9 @@ pub(super) async fn attribute(ctx: &Ctx<'_>, exercised: Exercised, log: &mut Run
 
     // Confirm uncertain attributions by replaying tools alone on fresh servers, and tell the
     // server's first-call initialisation apart from the first tool's writes.
-    let mut replays = Replays::within(ctx).side_by_side(reached.side_by_side);
+    let nested = Nested::of(ctx);
+    let mut replays =
+        Replays::new(&nested, config.late_wait, ctx.deadline).side_by_side(reached.side_by_side);
     if config.replay && log.partial().is_none() {
         log.emit(RunEvent::Stage("confirming attributions"));
         let notes = replay_ambiguous(

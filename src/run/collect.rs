@@ -248,6 +248,11 @@ impl RunLog {
         }
     }
 
+    /// When the run began (the calls' start times count from it).
+    pub(super) fn started(&self) -> Instant {
+        self.started
+    }
+
     /// When the run's report says it began, in milliseconds since the Unix epoch.
     pub(super) fn started_unix_ms(&self) -> u64 {
         self.report.started_unix_ms

@@ -281,30 +281,49 @@ fn started_by(
         .then_some(first)
 }
 
-/// Sends a tool call and waits for its answer within `timeout`; `None` when an interrupt came
-/// first. A call that timed out on a server that still answers a ping is waiting (a long
-/// poll), not hung.
+/// A tool call's answer as [`request`] saw it.
+struct Answer {
+    /// How it ended; `None` when an interrupt came first.
+    outcome: Option<CallOutcome>,
+    /// The result, when it came.
+    result: Option<Value>,
+    /// How long the server took (the ping after a timeout not included).
+    took: Duration,
+}
+
+/// Sends a tool call and waits for its answer within `timeout`, or until an interrupt. A call
+/// that timed out on a server that still answers a ping is waiting (a long poll), not hung.
 async fn request(
     l: &mut Live,
     stop: &watch::Receiver<bool>,
     tool: &str,
     arguments: &Value,
     timeout: Duration,
-) -> (Option<CallOutcome>, Option<Value>) {
+) -> Answer {
     let mut stop = stop.clone();
+    let sent = Instant::now();
     let answered = tokio::select! {
         o = l.client.call_tool_with_result(tool, arguments, timeout) => Some(o),
         _ = stop.changed() => None,
     };
+    let took = sent.elapsed();
     let Some((mut outcome, result)) = answered else {
-        return (None, None);
+        return Answer {
+            outcome: None,
+            result: None,
+            took,
+        };
     };
     if let CallOutcome::Timeout { after_ms } = outcome {
         if l.client.answers_ping(PING_PATIENCE).await {
             outcome = CallOutcome::Waiting { after_ms };
         }
     }
-    (Some(outcome), result)
+    Answer {
+        outcome: Some(outcome),
+        result,
+        took,
+    }
 }
 
 /// Who besides a call may act in its window, as the window opens: the threads and processes
@@ -532,8 +551,11 @@ impl Host for ServerHost<'_, '_> {
         let timeout = own_timeout
             .min(self.ctx.deadline.saturating_duration_since(t0))
             .max(Duration::from_millis(1));
-        let (outcome, result) = request(l, &self.ctx.stop, tool, arguments, timeout).await;
-        let duration = t0.elapsed();
+        let Answer {
+            outcome,
+            result,
+            took: duration,
+        } = request(l, &self.ctx.stop, tool, arguments, timeout).await;
         let interrupted = outcome.is_none();
         let outcome = outcome.unwrap_or(CallOutcome::Timeout {
             after_ms: duration.as_millis() as u64,

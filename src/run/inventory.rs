@@ -30,7 +30,9 @@ pub(super) struct Listed {
     pub(super) background: Vec<u32>,
     /// Threads of the sandbox's own processes above the server's (init, wrapper).
     pub(super) skip: usize,
-    /// Why the listing was cut short (an interrupt, the timeout), if it was.
+    /// Why the listing was cut short (an interrupt, the timeout), if it was: the explore
+    /// stage reports it after the explorer's own reason, which wins (the first reason given
+    /// holds).
     pub(super) stopped: Option<String>,
 }
 

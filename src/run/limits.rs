@@ -5,9 +5,10 @@
 //! inventory and calls) and named in the report (`limits_hit`) and in the exit reason of a
 //! run that verified nothing or did not complete, with the flag that raises it.
 
-use crate::config::{RunConfig, format_duration};
+use crate::config::RunConfig;
 use crate::mcp::client::CallOutcome;
 use crate::report::{LimitHit, Report};
+use crate::text::format_duration;
 
 /// The limits `report` ran into.
 pub(super) fn hit(report: &Report, config: &RunConfig) -> Vec<LimitHit> {

@@ -4,8 +4,9 @@
 //! shutdown) → attribute (server-wide effects, replays) → judge (audits, coverage). Each stage
 //! emits what it learned to the run's collector, which assembles the [`Report`] on every path
 //! (finished, a failed start, a run that never started, an interrupted one). Nested runs
-//! (replays, `--isolate`) run the same pipeline on a narrower plan. A misbehaving server never
-//! makes this fail: whatever happens ends up in the report, with the exit code it deserves.
+//! (replays, `--isolate`) run the same pipeline (era fallback included) on a narrower plan.
+//! A misbehaving server never makes this fail: whatever happens ends up in the report, with
+//! the exit code it deserves.
 
 use std::time::Instant;
 
@@ -28,7 +29,6 @@ mod limits;
 mod nested;
 mod observers;
 mod prepare;
-mod replay;
 mod server;
 
 pub use collect::Verification;
@@ -41,9 +41,21 @@ pub async fn verify(
     stop: watch::Receiver<bool>,
     subreaper: bool,
 ) -> Verification {
+    let mut v = in_either_era(config, stop, subreaper).await;
+    if config.check_expectations {
+        collect::check_expectations(&mut v.report, config);
+    }
+    v
+}
+
+/// The pipeline; a server that cannot be spoken to in the modern era is greeted once more,
+/// in the handshake era, before the run gives up on it.
+async fn in_either_era(
+    config: &RunConfig,
+    stop: watch::Receiver<bool>,
+    subreaper: bool,
+) -> Verification {
     let mut v = pipeline(config, stop.clone(), subreaper).await;
-    // A server that cannot be spoken to in the modern era is greeted once more, in the
-    // handshake era, before the run gives up on it.
     if let Some(why) = handshake_era_needed(config, &v.report) {
         let first_did_not_start = v.report.server.start_error.is_some();
         let mut legacy = config.clone();
@@ -63,9 +75,6 @@ pub async fn verify(
             };
             v.report.notes.insert(0, note);
         }
-    }
-    if config.check_expectations {
-        collect::check_expectations(&mut v.report, config);
     }
     v
 }

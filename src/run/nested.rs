@@ -1,6 +1,6 @@
 //! Nested runs: the same pipeline on a narrower plan (some tools, on a fresh server with a
-//! fresh workspace), for a replay that confirms an attribution or for a tool that `--isolate`
-//! gives a server of its own. A nested run neither replays, isolates, checks expectations,
+//! fresh workspace), for a replay attribution asks for ([`NestedRuns`]) or for a tool that
+//! `--isolate` gives a server of its own. A nested run neither replays, isolates, checks expectations,
 //! keeps a transcript nor shows progress; it fits in the time the main run has left.
 
 use std::time::{Duration, Instant};
@@ -8,68 +8,73 @@ use std::time::{Duration, Instant};
 use tokio::sync::watch;
 
 use super::server::Ctx;
+use crate::attribution::{NestedPlan, NestedRuns};
 use crate::config::RunConfig;
 use crate::evidence::{CallRecord, PhaseObservation};
 use crate::progress::ProgressHook;
 use crate::report::Report;
 
-/// What a nested run does differently from the run it is nested in.
-pub(super) struct NestedPlan<'a> {
-    /// The tools it calls.
-    pub(super) tools: &'a [String],
-    /// The longest it may take.
-    pub(super) time: Duration,
-    /// A replay's waits, when it is one (else the run's own settings hold).
-    pub(super) replay: Option<ReplayWaits>,
+/// The nested runs of a run: its configuration, its stop signal, and whether hintcheck reaps
+/// the servers' orphans.
+pub(super) struct Nested<'a> {
+    config: &'a RunConfig,
+    stop: &'a watch::Receiver<bool>,
+    subreaper: bool,
 }
 
-/// How a replay waits: its tools are called in the explorer's order, every window settles
-/// longer, and what the calls leave running gets time to act.
-pub(super) struct ReplayWaits {
-    /// How long it waits after its last call for what its calls left running.
-    pub(super) late_wait: Duration,
-    /// How long its server is left alone after the greeting (a replay that calls no tool).
-    pub(super) hold_before_calls: Option<Duration>,
+impl<'a> Nested<'a> {
+    /// The nested runs of the run `ctx` launches servers for.
+    pub(super) fn of(ctx: &'a Ctx<'a>) -> Self {
+        Nested {
+            config: ctx.config,
+            stop: &ctx.stop,
+            subreaper: ctx.subreaper,
+        }
+    }
 }
 
-impl NestedPlan<'_> {
-    /// The configuration of the nested run.
-    fn narrow(&self, config: &RunConfig) -> RunConfig {
-        let mut cfg = config.clone();
-        cfg.progress = ProgressHook::default();
-        cfg.check_expectations = false;
-        cfg.only_tools = Some(self.tools.to_vec());
-        cfg.isolate = false;
-        cfg.replay = false;
-        cfg.transcript = None;
-        cfg.run_timeout = self.time.max(Duration::from_millis(1));
-        cfg.begun = Instant::now();
-        if let Some(waits) = &self.replay {
+impl NestedRuns for Nested<'_> {
+    async fn run(&self, plan: NestedPlan<'_>) -> Report {
+        let narrowed = narrowed(self.config, &plan);
+        Box::pin(super::pipeline(
+            &narrowed,
+            self.stop.clone(),
+            self.subreaper,
+        ))
+        .await
+        .report
+    }
+}
+
+/// The configuration of a nested run of `config` on `plan`.
+fn narrowed(config: &RunConfig, plan: &NestedPlan<'_>) -> RunConfig {
+    let mut cfg = config.clone();
+    cfg.progress = ProgressHook::default();
+    cfg.check_expectations = false;
+    cfg.only_tools = Some(plan.tools.to_vec());
+    cfg.replay = false;
+    cfg.transcript = None;
+    cfg.run_timeout = plan.time.max(Duration::from_millis(1));
+    cfg.begun = Instant::now();
+    match &plan.replay {
+        // A tool `--isolate` gives a server of its own.
+        None => cfg.isolate = false,
+        // A replay of an isolated run is isolated too: each of its tools on a server of its
+        // own.
+        Some(waits) => {
             cfg.keep_order = true;
             cfg.settle = Duration::from_millis(300);
             cfg.settle_max = cfg.settle_max.max(Duration::from_secs(5));
-            // What the calls leave running (a timer, a sleeping thread) gets its time to act:
-            // the effect under question may be one it makes seconds after the call answered.
-            cfg.late_wait = waits.late_wait.min(self.time);
+            // What the calls leave running (a timer, a sleeping thread) gets its time to
+            // act: the effect under question may be one it makes seconds after the call
+            // answered.
+            cfg.late_wait = waits.late_wait.min(plan.time);
             if let Some(hold) = waits.hold_before_calls {
                 cfg.hold_before_calls = hold;
             }
         }
-        cfg
     }
-}
-
-/// Runs the pipeline of `config` on the narrower `plan`; returns its report.
-pub(super) async fn run(
-    config: &RunConfig,
-    plan: NestedPlan<'_>,
-    stop: &watch::Receiver<bool>,
-    subreaper: bool,
-) -> Report {
-    let narrowed = plan.narrow(config);
-    Box::pin(super::pipeline(&narrowed, stop.clone(), subreaper))
-        .await
-        .report
+    cfg
 }
 
 /// Calls one tool on a fresh server with a fresh workspace (`--isolate`): a nested run limited
@@ -86,7 +91,7 @@ pub(super) async fn isolated(
         time: remaining,
         replay: None,
     };
-    let r = run(ctx.config, plan, &ctx.stop, ctx.subreaper).await;
+    let r = Nested::of(ctx).run(plan).await;
     if let Some(e) = &r.server.start_error {
         return Err(format!(
             "not called: its isolated server did not start ({e})"

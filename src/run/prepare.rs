@@ -4,7 +4,6 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Instant;
 
 use tokio::sync::watch;
 
@@ -39,7 +38,7 @@ pub(super) fn prepare<'a>(
     stop: watch::Receiver<bool>,
     subreaper: bool,
 ) -> Result<Prepared<'a>, Ending> {
-    let started = Instant::now();
+    let started = log.started();
     // The command as a whole: what reading the configuration and the installs took counts.
     let deadline = config.begun + config.run_timeout;
     let mut scratch = match seeded_scratch(config) {

@@ -24,7 +24,6 @@ use crate::sandbox::process::{
 use crate::sandbox::scratch::Scratch;
 use crate::sandbox::watchdog::{LimitFlag, WatchLimits, Watchdog};
 use crate::sandbox::{Enforcement, LaunchError, SandboxConfig, SandboxLevel};
-/// The error and its causes on one line.
 use crate::text::error_chain;
 
 /// The resolver the sandbox's resolv.conf names: a documentation address, unreachable from
@@ -97,7 +96,7 @@ impl Ctx<'_> {
         (Instant::now() >= self.deadline).then(|| {
             format!(
                 "the run timeout ({}) was reached",
-                crate::config::format_duration(self.config.run_timeout)
+                crate::text::format_duration(self.config.run_timeout)
             )
         })
     }
@@ -351,25 +350,25 @@ pub(super) async fn start_server(
         writes_confined: enforcement.as_ref().is_some_and(|e| e.landlock != "none"),
     });
     let (wire, http) = wire(ctx, pipes, connector);
-    let (connected, interrupted) = greet(ctx, wire, &mut process).await;
-    match connected {
-        Ok(client) => Ok((
+    let (greeting, interrupted) = greet(ctx, wire, &mut process).await;
+    match greeting {
+        Greeting::Greeted(client) => Ok((
             Live {
                 process,
-                client,
+                client: *client,
                 cgroup,
                 _watchdog: watchdog,
                 http,
             },
             enforcement,
         )),
-        Err(None) => Err(StartFailure {
+        Greeting::Stuck => Err(StartFailure {
             started: true,
             interrupted,
             ..StartFailure::plain("the greeting was interrupted".into())
         }),
-        Err(Some((session, err, notes))) => {
-            Err(greeting_failed((session, err, notes), process, enforcement, interrupted).await)
+        Greeting::Failed(failure) => {
+            Err(greeting_failed(failure, process, enforcement, interrupted).await)
         }
     }
 }
@@ -567,15 +566,24 @@ fn wire(
 /// it) and the protocol notes.
 type GreetingFailure = (Session, Option<HandshakeError>, Vec<ProtocolNote>);
 
+/// How a greeting ended.
+enum Greeting {
+    /// The server answered it.
+    Greeted(Box<McpClient>),
+    /// It failed, or an interrupt ended it.
+    Failed(GreetingFailure),
+    /// An interrupt came and the greeting did not end even after the server was ended.
+    Stuck,
+}
+
 /// Greets the server over `wire`. The greeting ends early at an interrupt or the run's
 /// timeout: the server is ended, which closes its stdout and fails the pending request at
-/// once. Returns the client, or the failure (`None`: the greeting did not even end after the
-/// server was ended), and the interruption's reason, if one came.
+/// once. Returns how it ended, and the interruption's reason, if one came.
 async fn greet(
     ctx: &Ctx<'_>,
     wire: Wire,
     process: &mut ServerProcess,
-) -> (Result<McpClient, Option<GreetingFailure>>, Option<String>) {
+) -> (Greeting, Option<String>) {
     let config = ctx.config;
     let roots = (config.roots == RootsOffer::Workspace)
         .then(|| vec![json!({"uri": format!("file://{}", ctx.workspace), "name": "workspace"})]);
@@ -602,18 +610,21 @@ async fn greet(
     let connect = McpClient::connect(session, options);
     tokio::pin!(connect);
     tokio::select! {
-        c = &mut connect => (c.map_err(|(session, e, notes)| Some((session, Some(e), notes))), None),
+        c = &mut connect => match c {
+            Ok(client) => (Greeting::Greeted(Box::new(client)), None),
+            Err((session, e, notes)) => (Greeting::Failed((session, Some(e), notes)), None),
+        },
         why = ctx.interruption() => {
             process.kill_now();
-            let connected = match tokio::time::timeout(Duration::from_secs(2), &mut connect).await {
+            let greeting = match tokio::time::timeout(Duration::from_secs(2), &mut connect).await {
                 Ok(Ok(client)) => {
                     let (session, notes) = client.into_session();
-                    Err(Some((session, None, notes)))
+                    Greeting::Failed((session, None, notes))
                 }
-                Ok(Err((session, e, notes))) => Err(Some((session, Some(e), notes))),
-                Err(_) => Err(None),
+                Ok(Err((session, e, notes))) => Greeting::Failed((session, Some(e), notes)),
+                Err(_) => Greeting::Stuck,
             };
-            (connected, Some(why))
+            (greeting, Some(why))
         }
     }
 }

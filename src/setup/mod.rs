@@ -169,10 +169,7 @@ impl SetupLimits {
     pub fn within(limit: Duration, progress: bool) -> SetupLimits {
         SetupLimits {
             deadline: Instant::now() + limit,
-            deadline_name: format!(
-                "[setup] timeout ({})",
-                crate::config::format_duration(limit)
-            ),
+            deadline_name: format!("[setup] timeout ({})", crate::text::format_duration(limit)),
             progress,
             confinement: Confinement::required(),
             lock_wait: LOCK_WAIT,

@@ -1,7 +1,10 @@
 //! Leaf helpers that import nothing of the crate: escaping of untrusted text for each medium
-//! it lands in ([`escape`]), and an error with its causes on one line ([`error_chain`]).
+//! it lands in ([`escape`]), an error with its causes on one line ([`error_chain`]), and a
+//! duration as a person writes it ([`format_duration`]).
 
 pub mod escape;
+
+use std::time::Duration;
 
 /// The error and its causes on one line.
 pub fn error_chain(e: &dyn std::error::Error) -> String {
@@ -13,4 +16,18 @@ pub fn error_chain(e: &dyn std::error::Error) -> String {
         src = c.source();
     }
     s
+}
+
+/// A duration as a person writes it: `300ms`, `3s`, `2.5s`, `2m`.
+pub fn format_duration(d: Duration) -> String {
+    let ms = d.as_millis();
+    if ms < 1000 {
+        format!("{ms}ms")
+    } else if ms % 60_000 == 0 {
+        format!("{}m", ms / 60_000)
+    } else if ms % 1000 == 0 {
+        format!("{}s", ms / 1000)
+    } else {
+        format!("{:.1}s", d.as_secs_f64())
+    }
 }

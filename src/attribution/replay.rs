@@ -1,4 +1,4 @@
-//! Replays: tools called again on fresh servers (nested runs, see `nested`), alone or after
+//! Replays: tools called again on fresh servers (nested runs, see [`NestedRuns`]), alone or after
 //! the calls their state depends on, to confirm or correct an uncertain attribution, to tell
 //! a server's first-call initialisation and lazy set-up from a tool's effects, and to settle
 //! writes to what the server keeps for several tools.
@@ -6,23 +6,18 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
-use tokio::sync::watch;
-
-use super::nested::{self, NestedPlan, ReplayWaits};
-use super::server::Ctx;
-use crate::config::RunConfig;
+use super::server_wide::ServersOwn;
+use super::{NestedPlan, NestedRuns, ReplayWaits};
 use crate::evidence::{CallRecord, Phase, PhaseObservation, ReplayRecord, ToolRun};
 use crate::mcp::tool::{HintName, ToolDecl};
 use crate::observe::Observation;
-
-use crate::audit::server_wide::ServersOwn;
 use crate::observe::at_or_under;
 
 /// Most tools replayed in one run.
-pub(super) const MAX_REPLAYS: usize = 6;
+pub(crate) const MAX_REPLAYS: usize = 6;
 
 /// What a replay of one tool alone on a fresh server showed, as [`Observation::shape_key`]s.
-pub(super) struct Replayed {
+pub(crate) struct Replayed {
     /// Observed where nothing but the tool could have done it: in its calls' windows (its own
     /// earlier calls may have been running, no other tool was called) while none of the
     /// server's background threads ran, and between or after its calls when they never ran.
@@ -41,7 +36,7 @@ pub(super) struct Replayed {
 
 /// What a replay says about one observation of an uncertain call.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub(super) enum ReplayVerdict {
+pub(crate) enum ReplayVerdict {
     /// The tool alone did it, where nothing else ran.
     Reproduced,
     /// The server does it before the tool is ever called: not the tool's evidence.
@@ -77,15 +72,16 @@ impl Replayed {
     }
 }
 
-/// The replays of one run: each set of tools is replayed at most once, at most
-/// [`MAX_REPLAYS`] server runs in all; every replay is recorded for the report.
 /// The tools a replay called and the one in question, if any.
 type ReplayKey = (Vec<String>, Option<String>);
 
-pub(super) struct Replays<'a> {
-    config: &'a RunConfig,
-    stop: watch::Receiver<bool>,
-    subreaper: bool,
+/// The replays of one run: each set of tools is replayed at most once, at most
+/// [`MAX_REPLAYS`] server runs in all; every replay is recorded for the report.
+pub(crate) struct Replays<'a, N> {
+    /// Makes the nested runs.
+    runner: &'a N,
+    /// The run's own `--late-wait`.
+    late_wait: Duration,
     /// By what was replayed: the replay's number and what it showed (none: it could not run).
     done: BTreeMap<ReplayKey, (usize, Option<Replayed>)>,
     /// The main run's deadline: replays fit before it.
@@ -93,7 +89,7 @@ pub(super) struct Replays<'a> {
     /// Replays that may run at the same time (see [`Replays::prefetch`]).
     jobs: usize,
     /// What each replay was for and showed.
-    pub(super) records: Vec<ReplayRecord>,
+    pub(crate) records: Vec<ReplayRecord>,
     /// Tools whose threads did something after their calls: replays focused on them wait up
     /// to [`REPLAY_LATE_WAIT`] for what their calls left running.
     waiting: BTreeSet<String>,
@@ -103,7 +99,7 @@ pub(super) struct Replays<'a> {
 
 /// How a differential replay judged an observation of a call.
 #[derive(Debug, Clone, PartialEq)]
-pub(super) enum Differential {
+pub(crate) enum Differential {
     /// The run with the tool reproduced it in the tool's calls; the run without the tool
     /// never showed it. The text names the replays.
     Confirmed(String),
@@ -116,21 +112,20 @@ pub(super) enum Differential {
 /// How long a replay waits after its last call for the threads and processes its calls
 /// started (and that can still act on their own) to finish: a late effect is replayed only
 /// if the replay waits for it.
-pub(super) const REPLAY_LATE_WAIT: Duration = Duration::from_secs(30);
+pub(crate) const REPLAY_LATE_WAIT: Duration = Duration::from_secs(30);
 
 /// The longest one replay may take.
 const MAX_REPLAY_TIME: Duration = Duration::from_secs(120);
 
-impl<'a> Replays<'a> {
-    /// No replay yet of the run `config` describes; every replay must end before `deadline`
-    /// (the main run's), and a stop ends it.
-    pub(super) fn within(ctx: &'a Ctx<'a>) -> Self {
+impl<'a, N: NestedRuns> Replays<'a, N> {
+    /// No replay yet; `runner` makes them, each must end before `deadline` (the main run's);
+    /// `late_wait` is the run's own `--late-wait`.
+    pub(crate) fn new(runner: &'a N, late_wait: Duration, deadline: Instant) -> Self {
         Replays {
-            config: ctx.config,
-            stop: ctx.stop.clone(),
-            subreaper: ctx.subreaper,
+            runner,
+            late_wait,
             done: BTreeMap::new(),
-            deadline: ctx.deadline,
+            deadline,
             jobs: 1,
             records: Vec::new(),
             waiting: BTreeSet::new(),
@@ -140,20 +135,20 @@ impl<'a> Replays<'a> {
 
     /// Replays focused on `tools` wait for what their calls left running (see
     /// [`REPLAY_LATE_WAIT`]).
-    pub(super) fn waiting_for(&mut self, tools: impl IntoIterator<Item = String>) {
+    pub(crate) fn waiting_for(&mut self, tools: impl IntoIterator<Item = String>) {
         self.waiting.extend(tools);
     }
 
     /// How long a replay focused on `focus` waits after its last call.
     fn late_wait(&self, focus: Option<&str>) -> Duration {
         match focus {
-            Some(f) if self.waiting.contains(f) => REPLAY_LATE_WAIT.max(self.config.late_wait),
-            _ => self.config.late_wait,
+            Some(f) if self.waiting.contains(f) => REPLAY_LATE_WAIT.max(self.late_wait),
+            _ => self.late_wait,
         }
     }
 
     /// Lets up to `jobs` replays run at the same time.
-    pub(super) fn side_by_side(mut self, jobs: usize) -> Self {
+    pub(crate) fn side_by_side(mut self, jobs: usize) -> Self {
         self.jobs = jobs.max(1);
         self
     }
@@ -161,7 +156,7 @@ impl<'a> Replays<'a> {
     /// Makes now, up to `jobs` at a time, the replays of each of `tools` alone on a fresh
     /// server that are not made yet (within the budget, numbered in `tools`' order), so that
     /// asking for them later finds them made.
-    pub(super) async fn prefetch_alone(&mut self, tools: &[(String, String)]) {
+    pub(crate) async fn prefetch_alone(&mut self, tools: &[(String, String)]) {
         use futures_util::StreamExt;
         let mut todo: Vec<(ReplayKey, String)> = Vec::new();
         for (tool, purpose) in tools {
@@ -181,7 +176,7 @@ impl<'a> Replays<'a> {
             return;
         }
         let time = remaining.min(MAX_REPLAY_TIME);
-        let (config, stop, subreaper) = (self.config, &self.stop, self.subreaper);
+        let runner = self.runner;
         let waits: Vec<Duration> = todo
             .iter()
             .map(|((_, focus), _)| self.late_wait(focus.as_deref()))
@@ -198,8 +193,7 @@ impl<'a> Replays<'a> {
                             hold_before_calls: None,
                         }),
                     };
-                    let replayed =
-                        replay_keys(config, plan, stop, subreaper, focus.as_deref()).await;
+                    let replayed = replay_keys(runner, plan, focus.as_deref()).await;
                     (replayed, started.elapsed())
                 },
             ))
@@ -271,7 +265,7 @@ impl<'a> Replays<'a> {
                     hold_before_calls: tools.is_empty().then_some(self.idle_hold),
                 }),
             };
-            let replayed = replay_keys(self.config, plan, &self.stop, self.subreaper, focus).await;
+            let replayed = replay_keys(self.runner, plan, focus).await;
             self.record(key.clone(), purpose, replayed, started.elapsed());
         }
         match self.done.get(&key) {
@@ -482,7 +476,7 @@ const MAX_PREFIX: usize = 4;
 /// When there are more, those that wrote at, above or below a path the call touched (the
 /// tool that made the branch a deletion removes, the one that made the store it rewrites)
 /// and those that gave it something are kept first, then the latest writers.
-pub(super) fn state_prefix(
+pub(crate) fn state_prefix(
     names: &[String],
     runs: &[ToolRun],
     tool: usize,
@@ -540,13 +534,11 @@ pub(super) fn state_prefix(
 /// showed, or `None` when the replay could not run (a replay cut short by its time still
 /// counts for what it saw).
 async fn replay_keys(
-    config: &RunConfig,
+    runner: &impl NestedRuns,
     plan: NestedPlan<'_>,
-    stop: &watch::Receiver<bool>,
-    subreaper: bool,
     focus: Option<&str>,
 ) -> Option<Replayed> {
-    let r = nested::run(config, plan, stop, subreaper).await;
+    let r = runner.run(plan).await;
     if r.server.start_error.is_some() {
         return None;
     }
@@ -620,8 +612,8 @@ async fn replay_keys(
 /// replay (the calls its state depends on, with and without the tool) pins on it; and
 /// observations that belong to no call (or were taken from one) go to the tool whose replay
 /// reproduces them. Returns notes for the report.
-pub(super) async fn replay_ambiguous(
-    replays: &mut Replays<'_>,
+pub(crate) async fn replay_ambiguous(
+    replays: &mut Replays<'_, impl NestedRuns>,
     (tools, names): (&[ToolDecl], &[String]),
     runs: &mut [ToolRun],
     phases: &mut Vec<PhaseObservation>,
@@ -647,7 +639,7 @@ pub(super) async fn replay_ambiguous(
     replays.prefetch_alone(&alone).await;
     let mut left = LeftByCalls::default();
     for (i, j, prefix) in unsettled {
-        settle_call(replays, names, runs, (i, j, &prefix), &mut left, &mut notes).await;
+        replay_call(replays, names, runs, (i, j, &prefix), &mut left, &mut notes).await;
     }
     // 2. Observations outside every call (or taken from one): find the tool that produces them.
     notes.extend(place_outside_calls(replays, names, runs, phases, left, servers).await);
@@ -709,8 +701,8 @@ enum Placed {
 /// Replays the tool of call `j` of tool `i` (alone, and after `prefix` for what it did not
 /// do alone) and keeps in the call what the replays show is the tool's; the rest goes to
 /// `left` or stays uncertain.
-async fn settle_call(
-    replays: &mut Replays<'_>,
+async fn replay_call(
+    replays: &mut Replays<'_, impl NestedRuns>,
     names: &[String],
     runs: &mut [ToolRun],
     (i, j, prefix): (usize, usize, &[String]),
@@ -725,7 +717,7 @@ async fn settle_call(
     // its other effects are its own already and are not judged.
     let call = &mut runs[i].calls[j];
     let only_shared = call.outcome.is_success() && call.concurrent_with.is_empty();
-    let (observations, settled): (Vec<Observation>, Vec<Observation>) =
+    let (observations, not_judged): (Vec<Observation>, Vec<Observation>) =
         std::mem::take(&mut call.observations)
             .into_iter()
             .partition(|o| !only_shared || call.shared_state.contains(&o.describe()));
@@ -742,7 +734,7 @@ async fn settle_call(
             };
             notes.push(format!("{tool} {label}: {why}; {stays}"));
             let call = &mut runs[i].calls[j];
-            call.observations = settled;
+            call.observations = not_judged;
             call.observations.extend(observations);
             return;
         }
@@ -822,7 +814,7 @@ async fn settle_call(
         call.concurrent_with.clear();
     }
     own.extend(unsure);
-    own.extend(settled);
+    own.extend(not_judged);
     call.observations = own;
 }
 
@@ -887,7 +879,7 @@ fn place(
 /// its state depends on) reproduces it; the rest stay where they were seen, with the
 /// server's shared-state writes. Returns notes for the report.
 async fn place_outside_calls(
-    replays: &mut Replays<'_>,
+    replays: &mut Replays<'_, impl NestedRuns>,
     names: &[String],
     runs: &mut [ToolRun],
     phases: &mut Vec<PhaseObservation>,
@@ -955,7 +947,7 @@ async fn place_outside_calls(
 /// The first of `tools` (that was called) whose replay reproduces `o`, alone or after the
 /// calls its last call's state depends on: its index, its name and the replay cited.
 async fn reproduced_by(
-    replays: &mut Replays<'_>,
+    replays: &mut Replays<'_, impl NestedRuns>,
     names: &[String],
     runs: &[ToolRun],
     tools: &[String],
@@ -1008,8 +1000,8 @@ fn initialisation_candidate(o: &Observation, created_in_call: &[&str]) -> bool {
 /// different tool, alone on a fresh server; what that replay does too is the server's, not
 /// the first tool's, and moves to the report's first-call phase (reported once, as a note).
 /// The other tool is one whose calls wrote nothing in the run, if any succeeded.
-pub(super) async fn first_call_initialisation(
-    replays: &mut Replays<'_>,
+pub(crate) async fn first_call_initialisation(
+    replays: &mut Replays<'_, impl NestedRuns>,
     (tools, names): (&[ToolDecl], &[String]),
     runs: &mut [ToolRun],
     phases: &mut Vec<PhaseObservation>,
@@ -1114,8 +1106,8 @@ pub(super) async fn first_call_initialisation(
 /// created), a fresh server runs another tool that used the same place in the run (it wrote
 /// at or under it) and then the tool: when the creation moves to the other tool, it is the
 /// server's set-up, reported once as first-call initialisation, not the tool's evidence.
-pub(super) async fn lazy_set_up(
-    replays: &mut Replays<'_>,
+pub(crate) async fn lazy_set_up(
+    replays: &mut Replays<'_, impl NestedRuns>,
     (tools, names): (&[ToolDecl], &[String]),
     runs: &mut [ToolRun],
     phases: &mut Vec<PhaseObservation>,
@@ -1210,7 +1202,7 @@ pub(super) async fn lazy_set_up(
 /// call came after the start; what it does then is its own. Those effects of the first call
 /// move to the start-up phase (named with the tool whose window they fell in).
 async fn start_up_work(
-    replays: &mut Replays<'_>,
+    replays: &mut Replays<'_, impl NestedRuns>,
     names: &[String],
     runs: &mut [ToolRun],
     phases: &mut Vec<PhaseObservation>,
