@@ -11,7 +11,7 @@ use serde_json::Value;
 use super::Report;
 use crate::evidence::CallRecord;
 use crate::finding::{Category, Evidence, Finding, HintVerdict, Suggestion};
-use crate::observe::{Observation, ObserverStatus};
+use crate::observe::Observation;
 
 /// The version of this format.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -394,7 +394,7 @@ fn finding(f: &Finding) -> FindingV1<'_> {
     }
 }
 
-fn observer(o: &ObserverStatus) -> ObserverV1<'_> {
+fn observer(o: &crate::report::ObserverSummary) -> ObserverV1<'_> {
     ObserverV1 {
         name: &o.name,
         covers: &o.covers,

@@ -22,11 +22,6 @@ use crate::baseline::BaselineOutcome;
 use crate::evidence::{CallRecord, PhaseObservation};
 use crate::finding::{Finding, HintVerdict, Suggestion, Verdict};
 use crate::mcp::client::ServerIdentity;
-use crate::observe::ObserverStatus;
-use crate::rpc::session::ServerRequestRecord;
-use crate::rpc::transcript::TranscriptStats;
-use crate::sandbox::SandboxStatus;
-use crate::sandbox::process::ExitSummary;
 
 /// One run, finished.
 #[derive(Debug, Clone)]
@@ -40,7 +35,7 @@ pub struct Report {
     /// The server.
     pub server: ServerSummary,
     /// What was enforced.
-    pub sandbox: SandboxStatus,
+    pub sandbox: SandboxSummary,
     /// What was observed and exercised.
     pub coverage: CoverageSummary,
     /// Per tool, in listing order.
@@ -108,6 +103,71 @@ pub struct ExpectationOutcome {
     pub unmet: Vec<String>,
 }
 
+/// What isolation was in force, in the report's words.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SandboxSummary {
+    /// `full`, `partial` or `none`.
+    pub level: String,
+    /// What was asked for: `required`, `best-effort` or `off`.
+    pub requested: String,
+    /// One sentence for humans.
+    pub summary: String,
+    /// What was enforced.
+    pub enforced: Vec<String>,
+    /// What was not enforced.
+    pub not_enforced: Vec<String>,
+}
+
+/// How a server process ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerExit {
+    /// Exit code, when it exited.
+    pub code: Option<i32>,
+    /// Signal number, when a signal ended it.
+    pub signal: Option<i32>,
+    /// How the run got it to stop: `exited`, `stdin-closed`, `terminated`, `killed`.
+    pub how: String,
+    /// Processes of the run still alive after the server ended, killed by the sweep.
+    pub stragglers_killed: Vec<String>,
+}
+
+/// What one observer covers, for the coverage section.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ObserverSummary {
+    /// The observer's name.
+    pub name: String,
+    /// What it watches.
+    pub covers: String,
+    /// What it cannot see.
+    pub blind_spots: Vec<String>,
+}
+
+/// Line counts of the wire.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct WireStats {
+    /// Lines sent to the server.
+    pub sent: u64,
+    /// Lines received from the server.
+    pub received: u64,
+    /// Received lines that were not well-formed JSON-RPC messages.
+    pub garbage: u64,
+    /// Well-formed responses whose id matched no outstanding request.
+    pub unknown_id: u64,
+    /// Transcript entries not kept because the transcript was full (still counted here).
+    pub dropped_entries: u64,
+}
+
+/// A request the server sent, and what the run did with it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerRequest {
+    /// Its transcript entry.
+    pub seq: u64,
+    /// The method.
+    pub method: String,
+    /// What the run answered (`result`, `error -32601`, `not answered: …`).
+    pub answer: String,
+}
+
 /// The server as seen by the run.
 #[derive(Debug, Clone)]
 pub struct ServerSummary {
@@ -118,7 +178,7 @@ pub struct ServerSummary {
     /// Why the server could not be started or greeted, if so.
     pub start_error: Option<String>,
     /// How each server process ended (more than one after restarts).
-    pub exits: Vec<ExitSummary>,
+    pub exits: Vec<ServerExit>,
     /// How often the server was restarted after a crash or a hung call.
     pub restarts: usize,
     /// The kept part of stderr.
@@ -135,7 +195,7 @@ pub struct ServerSummary {
 #[derive(Debug, Clone, Default)]
 pub struct CoverageSummary {
     /// The observers and what they see.
-    pub observers: Vec<ObserverStatus>,
+    pub observers: Vec<ObserverSummary>,
     /// Whether file effects were observed.
     pub files_observed: bool,
     /// Whether network activity was observed.
@@ -217,9 +277,9 @@ impl Unreached {
 #[derive(Debug, Clone, Default)]
 pub struct WireSummary {
     /// Line counts.
-    pub stats: TranscriptStats,
+    pub stats: WireStats,
     /// Requests the server sent us.
-    pub server_requests: Vec<ServerRequestRecord>,
+    pub server_requests: Vec<ServerRequest>,
     /// Notifications received, per method.
     pub notifications: BTreeMap<String, usize>,
 }

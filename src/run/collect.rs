@@ -190,7 +190,7 @@ impl RunLog {
                 tools_sha256: None,
                 startup_us: None,
             },
-            sandbox: SandboxStatus::scratch_only(subreaper),
+            sandbox: SandboxStatus::scratch_only(subreaper).into(),
             coverage: CoverageSummary::default(),
             tools: Vec::new(),
             phases: Vec::new(),
@@ -223,7 +223,7 @@ impl RunLog {
             RunEvent::Stage(words) => self.progress.emit(ProgressEvent::Stage(words)),
             RunEvent::Notes(notes) => r.notes.extend(notes),
             RunEvent::Command(command) => r.server.command = command,
-            RunEvent::Sandbox(status) => r.sandbox = status,
+            RunEvent::Sandbox(status) => r.sandbox = status.into(),
             RunEvent::StartError(why) => r.server.start_error = Some(why),
             RunEvent::Greeted {
                 identity,
@@ -312,7 +312,7 @@ impl RunLog {
             }
             Ending::NotStarted { reason } => {
                 // Nothing ran: no sandbox held anything.
-                r.sandbox = SandboxStatus::not_started(requested_sandbox(config));
+                r.sandbox = SandboxStatus::not_started(requested_sandbox(config)).into();
                 r.exit_reason = reason;
             }
         }
@@ -369,12 +369,12 @@ fn finish_collected(r: &mut Report, c: Collected) -> Vec<Entry> {
     if let Some(spoken) = c.transport {
         r.settings.transport = spoken.into();
     }
-    r.server.exits = c.exits;
+    r.server.exits = c.exits.into_iter().map(Into::into).collect();
     r.server.stderr = c.stderr;
     r.server.stderr_bytes = c.stderr_bytes;
     r.wire = WireSummary {
-        stats: c.stats,
-        server_requests: c.server_requests,
+        stats: c.stats.into(),
+        server_requests: c.server_requests.into_iter().map(Into::into).collect(),
         notifications: c.notifications,
     };
     c.transcripts.into_iter().flatten().collect()

@@ -124,7 +124,7 @@ fn coverage_summary(
     values_learned: usize,
 ) -> CoverageSummary {
     CoverageSummary {
-        observers: recorder.statuses(),
+        observers: recorder.statuses().into_iter().map(Into::into).collect(),
         files_observed: coverage.files.is_some(),
         network_observed: coverage.network.is_some(),
         tools_listed: inventory.tools.len(),

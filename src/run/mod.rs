@@ -29,6 +29,7 @@ mod limits;
 mod nested;
 mod observers;
 mod prepare;
+mod records;
 mod server;
 
 pub use collect::Verification;
