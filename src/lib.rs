@@ -24,7 +24,8 @@
 //! - [`fuzz`]: entry points for fuzzing (cargo fuzz and the tests' bounded driver).
 //! - [`output`]: writes a finished run's reports where asked; [`scan`]: many servers at once.
 //! - [`run`]: the per-server pipeline (the stage list, one module per stage, the collector
-//!   that assembles the report); [`text`]: leaf helpers; [`config`], [`cli`], [`scenario`] (with [`setup`]: installing
+//!   that assembles the report); [`attribution`]: who did what (server-wide effects,
+//!   replays); [`workspace`]: the seeded world; [`text`]: leaf helpers; [`config`], [`cli`], [`scenario`] (with [`setup`]: installing
 //!   real servers), [`error`]: the edges.
 //!
 //! Data flows forward only: audits never touch processes, renderers only format a finished
@@ -54,3 +55,4 @@ pub mod scan;
 pub mod scenario;
 pub mod setup;
 pub mod text;
+pub mod workspace;

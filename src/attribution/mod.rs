@@ -20,7 +20,8 @@ pub struct NestedPlan<'a> {
     pub tools: &'a [String],
     /// The longest it may take.
     pub time: Duration,
-    /// A replay's waits, when it is one (else the run's own settings hold).
+    /// A replay's waits, when it is one; `None` is a tool that `--isolate` gives a server of
+    /// its own (the run's own waits hold, and the nested run is not isolated again).
     pub replay: Option<ReplayWaits>,
 }
 

@@ -86,7 +86,7 @@ pub(crate) struct Replays<'a, N> {
     done: BTreeMap<ReplayKey, (usize, Option<Replayed>)>,
     /// The main run's deadline: replays fit before it.
     deadline: Instant,
-    /// Replays that may run at the same time (see [`Replays::prefetch`]).
+    /// Replays that may run at the same time (see [`Replays::prefetch_alone`]).
     jobs: usize,
     /// What each replay was for and showed.
     pub(crate) records: Vec<ReplayRecord>,

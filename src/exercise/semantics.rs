@@ -495,7 +495,7 @@ impl Semantics {
             if has(&["cell", "at", "anchor", "position"]) {
                 // "Formula cell to set": the seeded workbook's total.
                 if hint.to_lowercase().contains("formula") {
-                    return text(crate::sandbox::documents::WORKBOOK_FORMULA_CELL);
+                    return text(crate::workspace::documents::WORKBOOK_FORMULA_CELL);
                 }
                 return text("B2");
             }
@@ -503,7 +503,7 @@ impl Semantics {
                 return text("A");
             }
             if has(&["range", "area", "cells", "source", "data", "block"]) || a1 {
-                return text(crate::sandbox::documents::WORKBOOK_BLOCK);
+                return text(crate::workspace::documents::WORKBOOK_BLOCK);
             }
         }
         if let Some(db) = &self.facts.sqlite {
@@ -1274,10 +1274,10 @@ mod tests {
         assert!(allowed_commands_in("Runs a command.").is_empty());
         let dir = tempfile::tempdir().expect("tempdir");
         let docx = dir.path().join("r.docx");
-        std::fs::write(&docx, crate::sandbox::documents::docx()).expect("write");
+        std::fs::write(&docx, crate::workspace::documents::docx()).expect("write");
         assert_eq!(sample_text(&docx).as_deref(), Some("Quarterly report"));
         let pptx = dir.path().join("d.pptx");
-        std::fs::write(&pptx, crate::sandbox::documents::pptx()).expect("write");
+        std::fs::write(&pptx, crate::workspace::documents::pptx()).expect("write");
         assert_eq!(sample_text(&pptx).as_deref(), Some("Quarterly review"));
         assert_eq!(file_kind("Path to the PowerPoint file"), Some("pptx"));
         let md = dir.path().join("r.md");

@@ -1,7 +1,8 @@
 //! Nested runs: the same pipeline on a narrower plan (some tools, on a fresh server with a
 //! fresh workspace), for a replay attribution asks for ([`NestedRuns`]) or for a tool that
-//! `--isolate` gives a server of its own. A nested run neither replays, isolates, checks expectations,
-//! keeps a transcript nor shows progress; it fits in the time the main run has left.
+//! `--isolate` gives a server of its own. A nested run neither replays, checks expectations,
+//! keeps a transcript nor shows progress, and fits in the time the main run has left; a
+//! replay of an `--isolate` run is isolated too, a tool's own server is not.
 
 use std::time::{Duration, Instant};
 
@@ -36,7 +37,7 @@ impl<'a> Nested<'a> {
 impl NestedRuns for Nested<'_> {
     async fn run(&self, plan: NestedPlan<'_>) -> Report {
         let narrowed = narrowed(self.config, &plan);
-        Box::pin(super::pipeline(
+        Box::pin(super::in_either_era(
             &narrowed,
             self.stop.clone(),
             self.subreaper,

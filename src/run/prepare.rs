@@ -71,7 +71,10 @@ pub(super) fn prepare<'a>(
             .unwrap_or_else(crate::sandbox::policy::allocate_run_uid)
     });
     if config.sandbox.is_some() {
-        if let Err(e) = scratch.prepare_sandbox(run_as, config.overlays.len()) {
+        let prepared = scratch
+            .prepare_sandbox(run_as, config.overlays.len())
+            .and_then(|()| scratch.refresh_git_index(run_as));
+        if let Err(e) = prepared {
             return Err(not_started(
                 log,
                 format!("cannot prepare the scratch directories for the sandbox: {e}"),

@@ -8,7 +8,6 @@ pub mod confined;
 pub mod connector;
 pub mod control;
 pub mod doctor;
-pub mod documents;
 pub mod init;
 pub mod landlock;
 pub mod netns;
@@ -18,12 +17,9 @@ pub mod preflight;
 pub mod process;
 pub mod scratch;
 pub mod seccomp;
-pub mod sqlite;
 pub mod watchdog;
 
 pub use policy::{Enforcement, SandboxConfig, SandboxLevel};
-
-use std::path::PathBuf;
 
 use serde::Serialize;
 
@@ -49,15 +45,6 @@ pub enum LaunchError {
     /// The scratch directories could not be created.
     #[error("cannot create the scratch directories")]
     Scratch {
-        /// The cause.
-        #[source]
-        source: std::io::Error,
-    },
-    /// The seed directory could not be copied.
-    #[error("cannot copy the workspace seed {}", path.display())]
-    Seed {
-        /// The seed directory.
-        path: PathBuf,
         /// The cause.
         #[source]
         source: std::io::Error,
