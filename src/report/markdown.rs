@@ -80,6 +80,17 @@ fn tool_details(o: &mut String, t: &ToolReport) {
 /// Renders the summary.
 pub fn render(r: &Report) -> String {
     let mut o = String::new();
+    header(&mut o, r);
+    contradicted(&mut o, r);
+    tools(&mut o, r);
+    other_findings(&mut o, r);
+    replays(&mut o, r);
+    footer(&mut o, r);
+    o
+}
+
+/// The title with the result, then the run: protocol, coverage, sandbox, baseline.
+fn header(o: &mut String, r: &Report) {
     let server = server_key(r);
     let version = r.server.info("version").unwrap_or("");
     let mark = match r.exit_code {
@@ -138,7 +149,10 @@ pub fn render(r: &Report) -> String {
             );
         }
     }
+}
 
+/// The table of contradicted hints, with each one's first evidence.
+fn contradicted(o: &mut String, r: &Report) {
     let contradicted: Vec<(&ToolReport, &HintVerdict)> = r
         .tools
         .iter()
@@ -176,7 +190,11 @@ pub fn render(r: &Report) -> String {
             );
         }
     }
+}
 
+/// The matrix of every tool's hints, then each tool's reasons and evidence (within the
+/// size budget).
+fn tools(o: &mut String, r: &Report) {
     if !r.tools.is_empty() {
         let _ = writeln!(o, "\n### Tools\n");
         let _ = writeln!(
@@ -226,7 +244,10 @@ pub fn render(r: &Report) -> String {
         }
         let _ = writeln!(o, "\n</details>");
     }
+}
 
+/// Findings about no hint (protocol, definitions, limits), within the size budget.
+fn other_findings(o: &mut String, r: &Report) {
     let others: Vec<_> = r.findings.iter().filter(|f| f.hint.is_none()).collect();
     if !others.is_empty() {
         let _ = writeln!(o, "\n### Other findings\n");
@@ -250,6 +271,10 @@ pub fn render(r: &Report) -> String {
             );
         }
     }
+}
+
+/// The replays that decided attribution.
+fn replays(o: &mut String, r: &Report) {
     if !r.replays.is_empty() {
         let _ = writeln!(
             o,
@@ -261,6 +286,10 @@ pub fn render(r: &Report) -> String {
         }
         let _ = writeln!(o, "\n</details>");
     }
+}
+
+/// The version, seed and settings the run used.
+fn footer(o: &mut String, r: &Report) {
     let _ = writeln!(
         o,
         "\n<sub>hintcheck {} · seed {} · {} call(s) per tool · fail on {} · {:.1} s</sub>",
@@ -270,7 +299,6 @@ pub fn render(r: &Report) -> String {
         r.settings.fail.on.as_str(),
         r.duration_ms as f64 / 1000.0
     );
-    o
 }
 
 #[cfg(test)]

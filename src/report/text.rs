@@ -123,6 +123,15 @@ fn result_line(r: &Report, paint: Paint) -> String {
 
 /// The first screen: who, the result, and what decided it.
 fn write_summary(o: &mut String, r: &Report, paint: Paint, verbose: bool) -> std::fmt::Result {
+    summary_head(o, r, paint)?;
+    contradicted_hints(o, r)?;
+    other_findings(o, r, verbose)?;
+    run_facts(o, r, verbose)
+}
+
+/// The server, its command and protocol, the result, and why a run is partial or the server
+/// could not be verified.
+fn summary_head(o: &mut String, r: &Report, paint: Paint) -> std::fmt::Result {
     let name = server_name(r);
     match &r.server.identity {
         Some(id) => {
@@ -152,7 +161,12 @@ fn write_summary(o: &mut String, r: &Report, paint: Paint, verbose: bool) -> std
     if let Some(e) = &r.server.start_error {
         writeln!(o, "server:   could not be verified: {}", esc(e))?;
     }
-    // Contradicted hints: the failing ones, the weak ones (warnings), the accepted ones.
+    Ok(())
+}
+
+/// The contradicted hints, one line each: the failing ones, the weak ones (warnings), the
+/// accepted ones.
+fn contradicted_hints(o: &mut String, r: &Report) -> std::fmt::Result {
     let mut firm = Vec::new();
     let mut weak = Vec::new();
     let mut accepted = Vec::new();
@@ -211,6 +225,11 @@ fn write_summary(o: &mut String, r: &Report, paint: Paint, verbose: bool) -> std
             )?;
         }
     }
+    Ok(())
+}
+
+/// Findings about no hint (the first ten unless `verbose`).
+fn other_findings(o: &mut String, r: &Report, verbose: bool) -> std::fmt::Result {
     let others: Vec<&Finding> = r.findings.iter().filter(|f| f.hint.is_none()).collect();
     if !others.is_empty() {
         writeln!(o, "\nother findings:")?;
@@ -240,6 +259,12 @@ fn write_summary(o: &mut String, r: &Report, paint: Paint, verbose: bool) -> std
             writeln!(o, "  … {} more below", others.len() - 10)?;
         }
     }
+    Ok(())
+}
+
+/// What the run reached and observed, the sandbox, the seed and the settings (every line of
+/// them when `verbose`).
+fn run_facts(o: &mut String, r: &Report, verbose: bool) -> std::fmt::Result {
     let c = &r.coverage;
     writeln!(o)?;
     writeln!(
