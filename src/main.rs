@@ -6,10 +6,10 @@
 use std::io::Write;
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::ValueEnum;
 use hintcheck::cli::{
-    Cli, Command, DoctorArgs, DoctorFormat, ExplainArgs, FailOnArg, MergeArgs, MergeFormat,
-    SandboxArg, ScanArgs, VerifyArgs,
+    Cli, Command, DoctorArgs, DoctorFormat, ExplainArgs, MergeArgs, MergeFormat, ScanArgs,
+    VerifyArgs,
 };
 use hintcheck::config::{RunConfig, parse_duration};
 use hintcheck::error::Error;
@@ -35,7 +35,7 @@ fn main() -> ExitCode {
         let code = hintcheck::sandbox::init::main();
         return ExitCode::from(code.clamp(0, 255) as u8);
     }
-    let cli = match Cli::try_parse() {
+    let cli = match Cli::try_parse_showing_defaults() {
         Ok(c) => c,
         Err(e) => {
             let code = if e.use_stderr() { exit_code::USAGE } else { 0 };
@@ -125,8 +125,11 @@ fn verify(a: &VerifyArgs, mode: Mode) -> Result<i32, Error> {
     if mode == Mode::Suggest {
         use hintcheck::cli::Format;
         if matches!(
-            a.format,
-            Some(Format::Sarif | Format::Junit | Format::Markdown | Format::Html)
+            a.report.format.as_ref().map(|f| f.known()),
+            Some(Ok(Format::Sarif
+                | Format::Junit
+                | Format::Markdown
+                | Format::Html))
         ) {
             return Ok(usage_error(
                 "suggest prints --format text (a table) or --format json (annotations to paste)",
@@ -140,7 +143,11 @@ fn verify(a: &VerifyArgs, mode: Mode) -> Result<i32, Error> {
         hintcheck::setup::runtime::with_mcp_below_2(&p.section).map(|section| {
             let mut pending = p.clone();
             pending.section = section;
-            (pending, config.command.clone(), config.env.clone())
+            (
+                pending,
+                config.server.command.clone(),
+                config.server.env.clone(),
+            )
         })
     });
     if let Err(e) = config.install_setup() {
@@ -181,8 +188,8 @@ fn verify(a: &VerifyArgs, mode: Mode) -> Result<i32, Error> {
             "hintcheck: the server died at start under the mcp 2.x SDK ({death}); installing it again with mcp<2"
         );
         config.pending_setup = Some(pending);
-        config.command = command;
-        config.env = env;
+        config.server.command = command;
+        config.server.env = env;
         match config.install_setup() {
             Ok(()) => {
                 verification = run(&config);
@@ -341,24 +348,16 @@ fn scan(a: &ScanArgs) -> i32 {
             format!("{}s", timeout.as_secs().max(1)),
         ]);
     }
-    if let Some(f) = a.fail_on {
-        let name = match f {
-            FailOnArg::Never => "never",
-            FailOnArg::Note => "note",
-            FailOnArg::Warning => "warning",
-            FailOnArg::Error => "error",
-        };
-        verify_args.extend(["--fail-on".to_string(), name.to_string()]);
+    // The scan's flags pass to every verify by their names.
+    let name = |v: Option<clap::builder::PossibleValue>| v.map(|v| v.get_name().to_string());
+    if let Some(f) = a.fail_on.and_then(|f| name(f.to_possible_value())) {
+        verify_args.extend(["--fail-on".to_string(), f]);
     }
     if !a.fail_except.is_empty() {
         verify_args.extend(["--fail-except".to_string(), a.fail_except.join(",")]);
     }
-    if let Some(s) = a.sandbox {
-        let name = match s {
-            SandboxArg::Required => "required",
-            SandboxArg::BestEffort => "best-effort",
-        };
-        verify_args.extend(["--sandbox".to_string(), name.to_string()]);
+    if let Some(s) = a.sandbox.and_then(|s| name(s.to_possible_value())) {
+        verify_args.extend(["--sandbox".to_string(), s]);
     }
     if let Some(d) = &a.cache_dir {
         verify_args.extend(["--cache-dir".to_string(), d.display().to_string()]);

@@ -101,8 +101,8 @@ fn companions(config: &RunConfig) -> serde_json::Map<String, serde_json::Value> 
         m.insert(k.into(), serde_json::Value::from(p.display().to_string()));
     };
     // The SARIF the inventory goes beside: the main report's when it is SARIF (written first).
-    let first_sarif = match config.format {
-        Format::Sarif => config.output.as_deref().or(outputs.sarif.as_deref()),
+    let first_sarif = match config.outputs.format {
+        Format::Sarif => config.outputs.main.as_deref().or(outputs.sarif.as_deref()),
         _ => outputs.sarif.as_deref(),
     };
     if let Some(p) = outputs.sarif.as_deref().or(first_sarif) {
@@ -120,7 +120,7 @@ fn companions(config: &RunConfig) -> serde_json::Map<String, serde_json::Value> 
     if let Some(p) = &outputs.summary {
         put("summary", p);
     }
-    if let Some(p) = &config.transcript {
+    if let Some(p) = &config.outputs.transcript {
         put("transcript", p);
     }
     if let Some(p) = &outputs.write_baseline {
@@ -140,24 +140,24 @@ pub fn emit(v: &Verification, config: &RunConfig, mode: Mode) -> Result<(), Erro
         config,
         text: None,
     };
-    let main = match (mode, config.format) {
+    let main = match (mode, config.outputs.format) {
         (Mode::Suggest, Format::Text) => report::suggest::render_text(r),
         (Mode::Suggest, _) => report::suggest::render(r),
         (Mode::Verify, Format::Text) => report::text::render_with(
             r,
-            config.terminal.color && config.output.is_none(),
+            config.terminal.color && config.outputs.main.is_none(),
             config.terminal.verbose,
         ),
         (Mode::Verify, Format::Json) => report::json::render_with_outputs(r, &companions),
         (Mode::Verify, Format::Sarif) => {
-            let at = config.output.as_deref().or(outputs.sarif.as_deref());
+            let at = config.outputs.main.as_deref().or(outputs.sarif.as_deref());
             sarif.render(at, &mut first_error)
         }
         (Mode::Verify, Format::Junit) => report::junit::render(r),
         (Mode::Verify, Format::Markdown) => report::markdown::render(r),
         (Mode::Verify, Format::Html) => report::html::render_report(r),
     };
-    match &config.output {
+    match &config.outputs.main {
         Some(path) => {
             if let Err(e) = write_file("the report", path, &main) {
                 // Never lose a report: print it, then fail.
@@ -173,7 +173,7 @@ pub fn emit(v: &Verification, config: &RunConfig, mode: Mode) -> Result<(), Erro
         let text = report::annotations::render(r, &outputs.anchors, &outputs.source_root);
         let _ = std::io::stdout().lock().write_all(text.as_bytes());
     }
-    if let Some(path) = &config.transcript {
+    if let Some(path) = &config.outputs.transcript {
         /// A transcript line with the transport it went over.
         #[derive(serde::Serialize)]
         struct Line<'a> {
@@ -219,7 +219,7 @@ pub fn emit(v: &Verification, config: &RunConfig, mode: Mode) -> Result<(), Erro
         }
     }
     if let Some(path) = &outputs.write_baseline {
-        let text = baseline::render(r, config.baseline.as_ref());
+        let text = baseline::render(r, config.judge.baseline.as_ref());
         if let Err(e) = write_file("the baseline", path, &text) {
             first_error.get_or_insert(e);
         }

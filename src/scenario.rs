@@ -4,13 +4,12 @@
 //! `[[tools]]` are the fake server's and are checked by it. The format is documented in
 //! `scenarios/README.md`.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
-use serde_json::Value;
 
 use crate::audit::suggest::SupportBasis;
+use crate::config::options::{RunOptions, ServerOptions};
 use crate::report::Report;
 
 /// Errors reading a scenario.
@@ -44,10 +43,10 @@ pub struct Scenario {
     pub meta: Meta,
     /// The server.
     #[serde(default)]
-    pub server: ServerSection,
+    pub server: ServerOptions,
     /// Run settings.
     #[serde(default)]
-    pub run: RunSection,
+    pub run: RunOptions,
     /// What to install before the run (outside the sandbox).
     #[serde(default)]
     pub setup: crate::setup::SetupSection,
@@ -76,87 +75,6 @@ pub struct Meta {
     /// Related issues.
     #[serde(default)]
     pub issues: Vec<u32>,
-}
-
-/// `[server]`
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ServerSection {
-    /// The command; defaults to the fake server reading this scenario.
-    pub command: Option<Vec<String>>,
-    /// Extra environment.
-    #[serde(default)]
-    pub env: BTreeMap<String, String>,
-    /// A seed directory copied into the workspace, relative to the scenario file.
-    pub workspace: Option<PathBuf>,
-    /// Where to create a small SQLite database (table `items`), relative to the workspace.
-    pub sqlite: Option<PathBuf>,
-}
-
-/// `[run]`: defaults for the verify options; command-line flags override them.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RunSection {
-    /// Calls per tool.
-    pub repeat: Option<usize>,
-    /// Argument sets tried per tool while its calls fail.
-    pub attempts: Option<usize>,
-    /// One fresh server and workspace per tool.
-    pub isolate: Option<bool>,
-    /// Servers kept going at the same time for replays and isolated runs.
-    pub jobs: Option<usize>,
-    /// Synthesis seed.
-    pub seed: Option<u64>,
-    /// `none` or `workspace`.
-    pub roots: Option<String>,
-    /// `auto`, `modern` or `legacy`.
-    pub era: Option<String>,
-    /// `clientInfo` as `NAME/VERSION`.
-    pub client_info: Option<String>,
-    /// `stdio` or `http`.
-    pub transport: Option<String>,
-    /// The MCP endpoint's path with the HTTP transport.
-    pub http_path: Option<String>,
-    /// The port a server that always listens on one port uses (instead of `{port}`).
-    pub http_port: Option<u16>,
-    /// Headers sent with every HTTP request.
-    #[serde(default)]
-    pub headers: BTreeMap<String, String>,
-    /// Quiet period after a response, e.g. `"50ms"`.
-    pub settle: Option<String>,
-    /// The longest settle, e.g. `"2s"`.
-    pub settle_max: Option<String>,
-    /// The longest wait for late effects after the last call, e.g. `"5s"`.
-    pub late_wait: Option<String>,
-    /// The longest wait for start-up activity to settle before the first call, e.g. `"2s"`.
-    pub startup_quiet: Option<String>,
-    /// Per-call timeout, e.g. `"5s"`.
-    pub call_timeout: Option<String>,
-    /// Handshake timeout.
-    pub handshake_timeout: Option<String>,
-    /// Timeout of the `server/discover` probe.
-    pub discover_timeout: Option<String>,
-    /// Line cap in bytes.
-    pub max_line_bytes: Option<usize>,
-    /// Memory limit of the server, e.g. `"256MiB"`.
-    pub memory_limit: Option<String>,
-    /// Bytes the server may write into its scratch directories, e.g. `"1GiB"`.
-    pub disk_limit: Option<String>,
-    /// Longest time for the whole run, e.g. `"10m"`.
-    pub timeout: Option<String>,
-    /// Host directories covered by an overlay, relative to the scenario file.
-    #[serde(default)]
-    pub overlays: Vec<PathBuf>,
-    /// Host directories kept visible (read-only) in the sandbox although they lie in a hidden
-    /// place (home directories, /root), relative to the scenario file.
-    #[serde(default)]
-    pub expose: Vec<PathBuf>,
-    /// More TCP ports whose first bytes the network observer reads.
-    #[serde(default)]
-    pub observe_ports: Vec<u16>,
-    /// Argument overrides per tool.
-    #[serde(default)]
-    pub args: BTreeMap<String, toml::Value>,
 }
 
 /// `[expect]`: what the report must (and must not) say.
@@ -236,97 +154,6 @@ impl Scenario {
             .parent()
             .map(Path::to_path_buf)
             .unwrap_or_default()
-    }
-
-    /// `[run.args]` as JSON.
-    pub fn arg_overrides(&self) -> Result<BTreeMap<String, Value>, ScenarioError> {
-        self.run.arg_overrides(&self.path)
-    }
-}
-
-impl RunSection {
-    /// `[run.args]` as JSON; `path` is the file they come from, for errors.
-    pub fn arg_overrides(&self, path: &Path) -> Result<BTreeMap<String, Value>, ScenarioError> {
-        self.args
-            .iter()
-            .map(|(k, v)| {
-                let json = match v {
-                    // A string is JSON text; a table is the arguments object itself.
-                    toml::Value::String(s) => {
-                        serde_json::from_str(s).map_err(|e| ScenarioError::Invalid {
-                            path: path.to_path_buf(),
-                            message: format!("[run.args] {k}: not JSON: {e}"),
-                        })?
-                    }
-                    other => serde_json::to_value(other).map_err(|e| ScenarioError::Invalid {
-                        path: path.to_path_buf(),
-                        message: format!("[run.args] {k}: {e}"),
-                    })?,
-                };
-                if !json.is_object() {
-                    return Err(ScenarioError::Invalid {
-                        path: path.to_path_buf(),
-                        message: format!("[run.args] {k}: the arguments must be an object"),
-                    });
-                }
-                Ok((k.clone(), json))
-            })
-            .collect()
-    }
-
-    /// These settings over `lower` ones: each setting this section leaves unset comes from
-    /// `lower`; lists are joined; argument overrides of this section win per tool. Relative
-    /// overlay paths must be resolved (see [`RunSection::with_base`]) before layering.
-    pub fn over(self, lower: RunSection) -> RunSection {
-        let mut overlays = lower.overlays;
-        overlays.extend(self.overlays);
-        let mut expose = lower.expose;
-        expose.extend(self.expose);
-        let mut observe_ports = lower.observe_ports;
-        observe_ports.extend(self.observe_ports);
-        let mut args = lower.args;
-        args.extend(self.args);
-        RunSection {
-            repeat: self.repeat.or(lower.repeat),
-            attempts: self.attempts.or(lower.attempts),
-            isolate: self.isolate.or(lower.isolate),
-            jobs: self.jobs.or(lower.jobs),
-            seed: self.seed.or(lower.seed),
-            roots: self.roots.or(lower.roots),
-            era: self.era.or(lower.era),
-            client_info: self.client_info.or(lower.client_info),
-            transport: self.transport.or(lower.transport),
-            http_path: self.http_path.or(lower.http_path),
-            http_port: self.http_port.or(lower.http_port),
-            headers: {
-                let mut h = lower.headers;
-                h.extend(self.headers);
-                h
-            },
-            settle: self.settle.or(lower.settle),
-            settle_max: self.settle_max.or(lower.settle_max),
-            late_wait: self.late_wait.or(lower.late_wait),
-            startup_quiet: self.startup_quiet.or(lower.startup_quiet),
-            call_timeout: self.call_timeout.or(lower.call_timeout),
-            handshake_timeout: self.handshake_timeout.or(lower.handshake_timeout),
-            discover_timeout: self.discover_timeout.or(lower.discover_timeout),
-            max_line_bytes: self.max_line_bytes.or(lower.max_line_bytes),
-            memory_limit: self.memory_limit.or(lower.memory_limit),
-            disk_limit: self.disk_limit.or(lower.disk_limit),
-            timeout: self.timeout.or(lower.timeout),
-            overlays,
-            expose,
-            observe_ports,
-            args,
-        }
-    }
-
-    /// The section with its relative overlay paths resolved against `base`.
-    pub fn with_base(mut self, base: &Path) -> RunSection {
-        for d in self.overlays.iter_mut().chain(self.expose.iter_mut()) {
-            *d = base.join(&*d);
-        }
-        self
     }
 }
 

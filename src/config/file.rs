@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use crate::scenario::{RunSection, ServerSection};
+use super::options::{FailOptions, ReportOptions, RunOptions, SandboxOptions, ServerOptions};
 
 /// The file names looked for, in order, in each directory.
 pub const CANDIDATES: [&str; 2] = [".config/hintcheck.toml", "hintcheck.toml"];
@@ -44,81 +44,28 @@ pub enum ConfigFileError {
 pub struct ConfigFile {
     /// The server: `command`, `env`, `workspace`, `sqlite` (as in scenarios).
     #[serde(default)]
-    pub server: ServerSection,
+    pub server: ServerOptions,
     /// Run settings and `[run.args]` overrides (as in scenarios).
     #[serde(default)]
-    pub run: RunSection,
+    pub run: RunOptions,
     /// What to install before the run (as in scenarios).
     #[serde(default)]
     pub setup: crate::setup::SetupSection,
     /// Sandbox policy.
     #[serde(default)]
-    pub sandbox: SandboxSection,
+    pub sandbox: SandboxOptions,
     /// What fails the run.
     #[serde(default)]
-    pub fail: FailSection,
+    pub fail: FailOptions,
     /// Where reports go.
     #[serde(default)]
-    pub report: ReportSection,
+    pub report: ReportOptions,
     /// The file (absolute).
     #[serde(skip)]
     pub path: PathBuf,
     /// The project directory relative paths are resolved against.
     #[serde(skip)]
     pub base: PathBuf,
-}
-
-/// `[sandbox]`
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct SandboxSection {
-    /// `required` (default), `best-effort` or `off`.
-    pub level: Option<String>,
-    /// As root, `UID[:GID]` of the server.
-    pub run_as: Option<String>,
-}
-
-/// `[fail]`
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct FailSection {
-    /// `never`, `note`, `warning` or `error` (default).
-    pub on: Option<String>,
-    /// Categories whose findings never fail the run (`bookkeeping`, …).
-    pub except: Option<Vec<String>>,
-    /// A baseline file of accepted findings.
-    pub baseline: Option<PathBuf>,
-    /// Whether baseline entries that match nothing fail the run.
-    pub stale_baseline: Option<bool>,
-    /// Whether tools must declare the hints app directories require.
-    pub require_hints: Option<bool>,
-}
-
-/// `[report]`
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ReportSection {
-    /// `text`, `json`, `sarif`, `junit` or `markdown`.
-    pub format: Option<String>,
-    /// Where the main report goes (default: stdout).
-    pub output: Option<PathBuf>,
-    /// Also write SARIF here.
-    pub sarif: Option<PathBuf>,
-    /// Also write JUnit XML here.
-    pub junit: Option<PathBuf>,
-    /// Also write the JSON report here.
-    pub json: Option<PathBuf>,
-    /// Also print GitHub workflow annotations on stdout.
-    pub annotations: Option<bool>,
-    /// Also append the Markdown summary here.
-    pub summary: Option<PathBuf>,
-    /// Where the tool inventory SARIF results point at is written.
-    pub inventory: Option<PathBuf>,
-    /// Files searched for each tool's name, to anchor SARIF results on its definition.
-    #[serde(default)]
-    pub anchors: Vec<PathBuf>,
-    /// The directory SARIF paths are relative to (default: the project directory).
-    pub source_root: Option<PathBuf>,
 }
 
 impl ConfigFile {

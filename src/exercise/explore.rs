@@ -23,11 +23,12 @@ use super::plan::{
 };
 use super::pool::ValuePool;
 use super::semantics::{WorkspaceFacts, words};
-use crate::config::RunConfig;
+use crate::config::ExploreOptions;
 use crate::evidence::{CallRecord, ToolRun};
 use crate::mcp::client::CallOutcome;
 use crate::mcp::tool::ToolDecl;
 use crate::progress::ProgressEvent;
+use crate::progress::ProgressHook;
 
 /// Calls made because another tool asked for them, at most, per tool.
 const MAX_PREREQUISITES_PER_TOOL: usize = 2;
@@ -94,7 +95,10 @@ pub struct Explorer<'a> {
     /// Each tool's input schema with its local references inlined (errors speak of nested
     /// fields that a `$ref` hides).
     schemas: Vec<Value>,
-    config: &'a RunConfig,
+    options: &'a ExploreOptions,
+    /// What the server was told and the run's words, for what the workspace holds.
+    given: Given,
+    progress: &'a ProgressHook,
     planned: Vec<PlannedTool>,
     /// Tool index → index into `planned`.
     plan_of: Vec<usize>,
@@ -134,15 +138,23 @@ pub struct Explorer<'a> {
 }
 
 impl<'a> Explorer<'a> {
-    /// Plans the calls of `tools` over the workspace at `workspace`.
-    pub fn new(tools: &'a [ToolDecl], config: &'a RunConfig, workspace: &std::path::Path) -> Self {
-        let facts = facts_of(workspace, config);
+    /// Plans the calls of `tools` over the workspace at `workspace`, as `options` say;
+    /// `given` is what the server was told and the run's seed, `progress` where the explorer
+    /// says which tool it is on.
+    pub fn new(
+        tools: &'a [ToolDecl],
+        options: &'a ExploreOptions,
+        given: Given,
+        progress: &'a ProgressHook,
+        workspace: &std::path::Path,
+    ) -> Self {
+        let facts = facts_of(workspace, &given);
         let planned = plan(
             tools,
             super::vocab::SYNTHESIS_SEED,
-            &config.overrides,
+            &options.overrides,
             Some(&facts),
-            config.attempts,
+            options.attempts,
         );
         let mut plan_of = vec![0; tools.len()];
         for (k, p) in planned.iter().enumerate() {
@@ -155,7 +167,9 @@ impl<'a> Explorer<'a> {
                 .iter()
                 .map(|t| super::synth::inline_refs(&t.input_schema))
                 .collect(),
-            config,
+            options,
+            given,
+            progress,
             planned,
             plan_of,
             runs: vec![ToolRun::default(); n],
@@ -190,8 +204,7 @@ impl<'a> Explorer<'a> {
 
     /// Calls every planned tool through `host`; returns what was done and learned.
     pub async fn run<H: Host>(mut self, host: &mut H) -> Explored {
-        self.config
-            .progress
+        self.progress
             .emit(ProgressEvent::Planned(self.planned.len()));
         let mut queue: std::collections::VecDeque<usize> =
             self.planned.iter().map(|p| p.tool_index).collect();
@@ -199,10 +212,10 @@ impl<'a> Explorer<'a> {
         // calls them in that order; tools outside the list (session set-up) keep their place
         // first.
         if let Some(only) = self
-            .config
+            .options
             .only_tools
             .as_ref()
-            .filter(|_| self.config.keep_order)
+            .filter(|_| self.options.keep_order)
         {
             let position = |i: &usize| only.iter().position(|n| *n == self.tools[*i].name);
             queue
@@ -294,7 +307,7 @@ impl<'a> Explorer<'a> {
         ) else {
             return false;
         };
-        let overrides = self.config.overrides.get(&self.tools[i].name);
+        let overrides = self.options.overrides.get(&self.tools[i].name);
         required.iter().filter_map(Value::as_str).any(|name| {
             let Some(p) = props.get(name).and_then(Value::as_object) else {
                 return false;
@@ -320,7 +333,7 @@ impl<'a> Explorer<'a> {
         if let Some(why) = &self.planned[self.plan_of[i]].skip {
             return Some(why.clone());
         }
-        match &self.config.only_tools {
+        match &self.options.only_tools {
             // A run limited to some tools (a replay, `--isolate`) still sets up the session
             // they work in.
             Some(only)
@@ -340,7 +353,7 @@ impl<'a> Explorer<'a> {
         let first_turn = !self.taken[i];
         self.taken[i] = true;
         if first_turn {
-            self.config.progress.emit(ProgressEvent::Tool {
+            self.progress.emit(ProgressEvent::Tool {
                 position: self.position,
                 name: &tool.name,
             });
@@ -371,7 +384,7 @@ impl<'a> Explorer<'a> {
                 }
             }
         }
-        if self.config.isolate {
+        if self.options.isolate {
             self.called[i] = true;
             if let Some(turns) = self.isolated_turns.as_mut() {
                 turns.push(i);
@@ -427,13 +440,13 @@ impl<'a> Explorer<'a> {
             return;
         }
         let previous_attempts = tried.len();
-        let mut budget = self.config.attempts.max(1);
+        let mut budget = self.options.attempts.max(1);
         let max_budget = budget * 3;
         let mut errors_seen: Vec<String> = Vec::new();
         let mut number = 1;
         let mut attempt = 1;
         let mut retried_after_death = false;
-        while number <= self.config.repeat {
+        while number <= self.options.repeat {
             if let Some(why) = host.must_stop() {
                 self.partial.get_or_insert(why);
                 break;
@@ -846,13 +859,13 @@ impl<'a> Explorer<'a> {
         let tool = &self.tools[i];
         // Earlier tools moved, deleted and created files: the sets are made again over what
         // the workspace holds now (the plan's were made before any call).
-        let facts = facts_of(&self.workspace, self.config);
+        let facts = facts_of(&self.workspace, &self.given);
         let mut candidates = plan(
             std::slice::from_ref(tool),
             super::vocab::SYNTHESIS_SEED,
-            &self.config.overrides,
+            &self.options.overrides,
             Some(&facts),
-            self.config.attempts,
+            self.options.attempts,
         )
         .pop()
         .map(|p| p.candidates)
@@ -878,7 +891,7 @@ impl<'a> Explorer<'a> {
             let c = steered_candidate(
                 tool,
                 super::vocab::SYNTHESIS_SEED,
-                &self.config.overrides,
+                &self.options.overrides,
                 facts,
             );
             candidates.retain(|x| *x != c);
@@ -913,7 +926,7 @@ impl<'a> Explorer<'a> {
         kind_candidate(
             tool,
             super::vocab::SYNTHESIS_SEED,
-            &self.config.overrides,
+            &self.options.overrides,
             facts,
             kind,
             existing,
@@ -930,7 +943,7 @@ impl<'a> Explorer<'a> {
     ) -> Option<(Value, BTreeMap<String, String>)> {
         let tool = &self.tools[i];
         let props = tool.input_schema.get("properties")?.as_object()?;
-        let overrides = self.config.overrides.get(&tool.name);
+        let overrides = self.options.overrides.get(&tool.name);
         let mut args: Map<String, Value> = base.as_object().cloned().unwrap_or_default();
         let creates = super::semantics::Intent::of(tool) == super::semantics::Intent::Create;
         let mut sources = BTreeMap::new();
@@ -978,11 +991,11 @@ impl<'a> Explorer<'a> {
             .into_iter()
             .next()
         {
-            let facts = facts_of(&dir, self.config);
+            let facts = facts_of(&dir, &self.given);
             let c = steered_candidate(
                 tool,
                 super::vocab::SYNTHESIS_SEED,
-                &self.config.overrides,
+                &self.options.overrides,
                 &facts,
             );
             if !candidates[..attempt].contains(&c) {
@@ -1033,7 +1046,7 @@ impl<'a> Explorer<'a> {
             let facts = self
                 .steer
                 .clone()
-                .unwrap_or_else(|| facts_of(&self.workspace, self.config));
+                .unwrap_or_else(|| facts_of(&self.workspace, &self.given));
             let kinds =
                 self.lesson_candidates(tool, &facts, named_kind.or(self.file_kind), fresh_refused);
             for (n, c) in kinds.into_iter().enumerate() {
@@ -1158,11 +1171,31 @@ static PREREQUISITE_CUE: LazyLock<Regex> = LazyLock::new(|| {
         .expect("static regex")
 });
 
+/// What the explorer knows of the run beyond the tools: the commands the server was told to
+/// allow (in its environment or arguments) and the seed of the run's words.
+#[derive(Debug, Clone)]
+pub struct Given {
+    /// Commands the server allows, as its configuration names them.
+    pub allowed_commands: Vec<String>,
+    /// The seed of the run's words.
+    pub seed: u64,
+}
+
+impl Given {
+    /// What a server started with `command` and `env` was told, and the run's `seed`.
+    pub fn new(command: &[String], env: &[(String, String)], seed: u64) -> Given {
+        Given {
+            allowed_commands: super::semantics::allowed_commands_from(env, command),
+            seed,
+        }
+    }
+}
+
 /// What the workspace at `dir` holds, with the commands the server was told to allow.
-fn facts_of(dir: &std::path::Path, config: &RunConfig) -> WorkspaceFacts {
+fn facts_of(dir: &std::path::Path, given: &Given) -> WorkspaceFacts {
     let mut facts = WorkspaceFacts::scan(dir);
-    facts.allowed_commands = super::semantics::allowed_commands_from(&config.env, &config.command);
-    facts.vocab = super::vocab::Vocabulary::of(config.seed);
+    facts.allowed_commands = given.allowed_commands.clone();
+    facts.vocab = super::vocab::Vocabulary::of(given.seed);
     // Files the run made itself (under the names it gives new files) come after the others:
     // a seeded document is the better input, and a made one may be gone by the next call.
     let made = |f: &String| facts.vocab.made_by_the_run(f);
@@ -1352,26 +1385,35 @@ mod tests {
     }
 
     /// The configuration of a run with no flags and no config file.
-    fn plain_config() -> RunConfig {
+    fn plain_config() -> crate::config::RunConfig {
         let args = crate::cli::VerifyArgs {
             command: vec!["true".into()],
             no_config: true,
             ..Default::default()
         };
-        RunConfig::from_verify_args(&args).expect("config")
+        crate::config::RunConfig::from_verify_args(&args).expect("config")
     }
 
     /// Runs the explorer over `tools` against `host` on a runtime of its own.
     fn explore<H: Host>(
         tools: &[ToolDecl],
-        config: &RunConfig,
+        config: &crate::config::RunConfig,
         workspace: &std::path::Path,
         host: &mut H,
     ) -> Explored {
         tokio::runtime::Builder::new_current_thread()
             .build()
             .expect("runtime")
-            .block_on(Explorer::new(tools, config, workspace).run(host))
+            .block_on(
+                Explorer::new(
+                    tools,
+                    &config.explore,
+                    Given::new(&config.server.command, &config.server.env, config.seed),
+                    &config.progress,
+                    workspace,
+                )
+                .run(host),
+            )
     }
 
     fn text(t: &str, error: bool) -> Value {

@@ -7,7 +7,7 @@
 use super::collect::{RunEvent, RunLog};
 use super::explore::{Evidence, Exercised, Reached};
 use super::nested::Nested;
-use super::server::Ctx;
+use super::server::RunContext;
 use crate::attribution::replay::{
     Replays, first_call_initialisation, lazy_set_up, replay_ambiguous,
 };
@@ -20,7 +20,11 @@ pub(super) struct Attributed {
 }
 
 /// Attributes what the calls and the windows between them showed.
-pub(super) async fn attribute(ctx: &Ctx<'_>, exercised: Exercised, log: &mut RunLog) -> Attributed {
+pub(super) async fn attribute(
+    ctx: &RunContext<'_>,
+    exercised: Exercised,
+    log: &mut RunLog,
+) -> Attributed {
     let Exercised {
         evidence: Evidence {
             mut runs,
@@ -49,23 +53,23 @@ pub(super) async fn attribute(ctx: &Ctx<'_>, exercised: Exercised, log: &mut Run
     let servers_own = server_wide::ServersOwn::of(
         &runs,
         &phases,
-        server_wide::installation_roots(&config.command, &installed),
+        server_wide::installation_roots(&config.server.command, &installed),
     );
     log.emit(RunEvent::Notes(server_wide::mark_own_installation(
         &mut runs,
         &names,
         &servers_own,
     )));
-    if !config.isolate {
+    if !config.explore.isolate {
         server_wide::mark_shared_state(tools, &mut runs, &servers_own);
     }
 
     // Confirm uncertain attributions by replaying tools alone on fresh servers, and tell the
     // server's first-call initialisation apart from the first tool's writes.
     let nested = Nested::of(ctx);
-    let mut replays =
-        Replays::new(&nested, config.late_wait, ctx.deadline).side_by_side(reached.side_by_side);
-    if config.replay && log.partial().is_none() {
+    let mut replays = Replays::new(&nested, config.waits.late_wait, ctx.deadline)
+        .side_by_side(reached.side_by_side);
+    if config.nested.replay && log.partial().is_none() {
         log.emit(RunEvent::Stage("confirming attributions"));
         let notes = replay_ambiguous(
             &mut replays,
@@ -76,7 +80,7 @@ pub(super) async fn attribute(ctx: &Ctx<'_>, exercised: Exercised, log: &mut Run
         )
         .await;
         log.emit(RunEvent::Notes(notes));
-        if !config.isolate {
+        if !config.explore.isolate {
             let notes =
                 first_call_initialisation(&mut replays, (tools, &names), &mut runs, &mut phases)
                     .await;

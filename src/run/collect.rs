@@ -180,7 +180,7 @@ impl RunLog {
             started_unix_ms,
             duration_ms: 0,
             server: ServerSummary {
-                command: config.command.clone(),
+                command: config.server.command.clone(),
                 identity: None,
                 start_error: None,
                 exits: Vec::new(),
@@ -296,7 +296,7 @@ impl RunLog {
         }
         match ending {
             Ending::Finished => {
-                if let Some(b) = &config.baseline {
+                if let Some(b) = &config.judge.baseline {
                     r.baseline = Some(b.apply(r));
                 }
                 r.limits_hit = limits::hit(r, config);
@@ -338,29 +338,30 @@ fn unix_ms_now() -> u64 {
 pub(super) fn requested_sandbox(config: &RunConfig) -> &'static str {
     config
         .sandbox
+        .level
         .map_or("off", crate::sandbox::SandboxLevel::name)
 }
 
 /// The settings a report records.
 fn settings_of(config: &RunConfig) -> Settings {
     Settings {
-        repeat: config.repeat,
+        repeat: config.explore.repeat,
         seed: config.seed,
-        settle_ms: config.settle.as_millis() as u64,
-        call_timeout_ms: config.call_timeout.as_millis() as u64,
-        era: match config.era {
+        settle_ms: config.waits.settle.as_millis() as u64,
+        call_timeout_ms: config.waits.call_timeout.as_millis() as u64,
+        era: match config.server.era {
             EraChoice::Auto => "auto",
             EraChoice::Modern => "modern",
             EraChoice::Legacy => "legacy",
         }
         .into(),
-        roots: match config.roots {
+        roots: match config.server.roots {
             RootsOffer::None => "none",
             RootsOffer::Workspace => "workspace",
         }
         .into(),
-        transport: config.transport.name().into(),
-        fail: config.fail.clone(),
+        transport: config.server.transport.name().into(),
+        fail: config.judge.fail.clone(),
     }
 }
 
@@ -387,7 +388,7 @@ fn decide_exit(report: &Report, config: &RunConfig) -> (i32, String) {
     let failing: Vec<&Finding> = report
         .findings
         .iter()
-        .filter(|f| config.fail.fails(f))
+        .filter(|f| config.judge.fail.fails(f))
         .collect();
     let accepted = report
         .baseline
@@ -420,7 +421,7 @@ fn decide_exit(report: &Report, config: &RunConfig) -> (i32, String) {
             ),
         );
     }
-    if stale > 0 && config.fail_on_stale_baseline {
+    if stale > 0 && config.judge.fail_on_stale_baseline {
         return (
             exit_code::CONTRADICTIONS,
             format!(
@@ -474,7 +475,7 @@ fn failing_in_words(failing: &[&Finding], config: &RunConfig) -> String {
     if others > 0 {
         parts.push(format!(
             "{others} other finding(s) at or above {}",
-            config.fail.describe()
+            config.judge.fail.describe()
         ));
     }
     parts.join("; ")
@@ -504,7 +505,7 @@ fn passing_in_words(report: &Report, config: &RunConfig) -> String {
     if below > 0 {
         format!(
             "{below} contradicted hint(s) in {exercised} exercised tool(s), not failing the run (--fail-on {}){weak_note}",
-            config.fail.describe()
+            config.judge.fail.describe()
         )
     } else {
         format!(

@@ -7,9 +7,9 @@ use serde_json::Value;
 use super::collect::{RunEvent, RunLog};
 use super::host::ServerHost;
 use super::inventory::Listed;
-use super::server::{Ctx, stop_server};
+use super::server::{RunContext, stop_server};
 use crate::evidence::{Coverage, Phase, PhaseObservation, ToolRun};
-use crate::exercise::explore::{Explored, Explorer};
+use crate::exercise::explore::{Explored, Explorer, Given};
 use crate::mcp::client::Inventory;
 use crate::observe::Recorder;
 use crate::sandbox::scratch::Scratch;
@@ -49,7 +49,7 @@ pub(super) struct Exercised {
 
 /// Makes the control requests and every tool's calls, then stops the server.
 pub(super) async fn explore(
-    ctx: &Ctx<'_>,
+    ctx: &RunContext<'_>,
     scratch: &Scratch,
     listed: Listed,
     log: &mut RunLog,
@@ -66,8 +66,15 @@ pub(super) async fn explore(
         skip,
         stopped,
     } = listed;
-    let isolate = ctx.config.isolate;
-    let explorer = Explorer::new(&inventory.tools, ctx.config, &scratch.workspace);
+    let isolate = ctx.config.explore.isolate;
+    let config = ctx.config;
+    let explorer = Explorer::new(
+        &inventory.tools,
+        &config.explore,
+        Given::new(&config.server.command, &config.server.env, config.seed),
+        &config.progress,
+        &scratch.workspace,
+    );
     let mut host = ServerHost {
         ctx,
         sandbox_level,
@@ -115,7 +122,7 @@ pub(super) async fn explore(
         log.note(format!(
             "after the last call, waited {} ms for what calls of {tool} left running (a timer or a sleeping thread) to act on its own (--late-wait {} ms)",
             waited.as_millis(),
-            ctx.config.late_wait.as_millis()
+            ctx.config.waits.late_wait.as_millis()
         ));
     }
     log.emit(RunEvent::Notes(host_notes));

@@ -10,7 +10,7 @@ use tokio::sync::watch;
 
 use super::collect::Collected;
 use super::nested;
-use super::server::{Ctx, Live, limit_reason, probe_background, start_server, stop_server};
+use super::server::{Live, RunContext, limit_reason, probe_background, start_server, stop_server};
 use crate::evidence::{CallRecord, CallTiming, ControlRequest, Phase, PhaseObservation};
 use crate::mcp::client::CallOutcome;
 use crate::mcp::tool::ToolDecl;
@@ -92,11 +92,12 @@ impl StartupWait {
 /// [`STARTUP_QUIET`] (up to `--startup-quiet`, within the run's deadline), so that work it
 /// started on its own (an update check, an index sync) does not land in the first call's
 /// window. A server that never settles (a heartbeat) costs the bound, not more.
-pub(super) async fn settle_start(recorder: &mut Recorder, ctx: &Ctx<'_>) -> StartupWait {
+pub(super) async fn settle_start(recorder: &mut Recorder, ctx: &RunContext<'_>) -> StartupWait {
     let started = Instant::now();
-    let hold = ctx.config.hold_before_calls;
+    let hold = ctx.config.waits.hold_before_calls;
     let bound = ctx
         .config
+        .waits
         .startup_quiet
         .max(hold)
         .min(ctx.deadline.saturating_duration_since(started));
@@ -131,7 +132,7 @@ pub(super) async fn settle_start(recorder: &mut Recorder, ctx: &Ctx<'_>) -> Star
 
 /// The server of a run, as the explorer uses it.
 pub(super) struct ServerHost<'r, 'c> {
-    pub(super) ctx: &'r Ctx<'c>,
+    pub(super) ctx: &'r RunContext<'c>,
     pub(super) sandbox_level: Option<SandboxLevel>,
     pub(super) recorder: &'r mut Recorder,
     pub(super) collected: &'r mut Collected,
@@ -198,7 +199,7 @@ impl ServerHost<'_, '_> {
                 outcome,
             });
         }
-        settle(tree, &before, config.settle, config.settle_max).await;
+        settle(tree, &before, config.waits.settle, config.waits.settle_max).await;
         let observations = self.recorder.checkpoint();
         self.recorder.take_pins();
         self.phases
@@ -223,6 +224,7 @@ impl ServerHost<'_, '_> {
         let tree = self.live.as_ref()?.process.pid().map(ProcessTree::new)?;
         let started = Instant::now();
         let limit = config
+            .waits
             .late_wait
             .min(self.ctx.deadline.saturating_duration_since(started));
         let pending = |lingering: &[(String, String, u32)]| -> Option<String> {
@@ -470,7 +472,7 @@ impl Host for ServerHost<'_, '_> {
             return Ok(());
         }
         let config = self.ctx.config;
-        if self.restarts >= config.max_restarts {
+        if self.restarts >= config.explore.max_restarts {
             return Err(format!(
                 "not called: the server stopped working and was restarted {} times already",
                 self.restarts
@@ -487,7 +489,7 @@ impl Host for ServerHost<'_, '_> {
                 // The fresh server's start-up work is its own, not the next call's.
                 let wait = settle_start(self.recorder, self.ctx).await;
                 self.notes.extend(
-                    wait.note(config.startup_quiet)
+                    wait.note(config.waits.startup_quiet)
                         .map(|n| format!("restart {}: {n}", self.restarts)),
                 );
                 self.phases
@@ -496,7 +498,8 @@ impl Host for ServerHost<'_, '_> {
             }
             Err(f) => {
                 if let Some((s, n)) = f.session {
-                    self.collected.absorb(&s, n, config.transcript.is_some());
+                    self.collected
+                        .absorb(&s, n, config.outputs.transcript.is_some());
                 }
                 self.collected.exits.extend(f.exit);
                 self.notes
@@ -544,9 +547,9 @@ impl Host for ServerHost<'_, '_> {
         // A tool that says it waits for something (a long poll) gets a short timeout: the
         // ping after it tells its waiting from a hung server.
         let own_timeout = if self.long_pollers.contains(tool) {
-            self.ctx.config.call_timeout.min(LONG_POLL_TIMEOUT)
+            self.ctx.config.waits.call_timeout.min(LONG_POLL_TIMEOUT)
         } else {
-            self.ctx.config.call_timeout
+            self.ctx.config.waits.call_timeout
         };
         let timeout = own_timeout
             .min(self.ctx.deadline.saturating_duration_since(t0))
@@ -564,7 +567,13 @@ impl Host for ServerHost<'_, '_> {
             Duration::ZERO
         } else {
             let config = self.ctx.config;
-            settle(tree, &window.before, config.settle, config.settle_max).await
+            settle(
+                tree,
+                &window.before,
+                config.waits.settle,
+                config.waits.settle_max,
+            )
+            .await
         };
         if let Some(t) = tree {
             self.lingering.extend(

@@ -6,7 +6,7 @@
 use super::collect::{RunEvent, RunLog};
 use super::host::settle_start;
 use super::launch::Launched;
-use super::server::{Ctx, Live, probe_background, stop_server};
+use super::server::{Live, RunContext, probe_background, stop_server};
 use crate::evidence::{Coverage, Phase, PhaseObservation};
 use crate::mcp::client::Inventory;
 use crate::observe::Recorder;
@@ -37,7 +37,7 @@ pub(super) struct Listed {
 }
 
 /// Lists the tools of the launched server and lets its start-up work settle.
-pub(super) async fn list(ctx: &Ctx<'_>, launched: Launched, log: &mut RunLog) -> Listed {
+pub(super) async fn list(ctx: &RunContext<'_>, launched: Launched, log: &mut RunLog) -> Listed {
     let Launched {
         mut recorder,
         coverage,
@@ -62,17 +62,19 @@ pub(super) async fn list(ctx: &Ctx<'_>, launched: Launched, log: &mut RunLog) ->
     });
     let mut phases = PhaseObservation::all_in(Phase::Startup, recorder.checkpoint());
     // Work the server started on its own settles before the first call.
-    if !ctx.config.isolate {
+    if !ctx.config.explore.isolate {
         let wait = settle_start(&mut recorder, ctx).await;
         log.emit(RunEvent::Notes(
-            wait.note(ctx.config.startup_quiet).into_iter().collect(),
+            wait.note(ctx.config.waits.startup_quiet)
+                .into_iter()
+                .collect(),
         ));
         phases.extend(PhaseObservation::all_in(Phase::Startup, wait.observations));
     }
     let skip = if sandbox_level.is_some() { 3 } else { 1 };
     let background = probe_background(live.process.pid().map(ProcessTree::new), skip).await;
     let mut live = Some(live);
-    if ctx.config.isolate {
+    if ctx.config.explore.isolate {
         log.note(
             "--isolate: every tool was called on a fresh server with a fresh workspace".into(),
         );

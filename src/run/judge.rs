@@ -8,7 +8,7 @@ use serde_json::Value;
 use super::attribute::Attributed;
 use super::collect::{RunEvent, RunLog};
 use super::explore::{Evidence, Reached};
-use super::server::{Ctx, limit_reason};
+use super::server::{RunContext, limit_reason};
 use crate::audit;
 use crate::config::RunConfig;
 use crate::evidence::{Coverage, ToolRun};
@@ -19,7 +19,7 @@ use crate::observe::Recorder;
 use crate::report::{CoverageSummary, ToolReport};
 
 /// Judges the attributed evidence.
-pub(super) fn judge(ctx: &Ctx<'_>, attributed: Attributed, log: &mut RunLog) {
+pub(super) fn judge(ctx: &RunContext<'_>, attributed: Attributed, log: &mut RunLog) {
     let Attributed {
         evidence: Evidence { runs, phases },
         reached,
@@ -79,7 +79,7 @@ fn judge_tools(
     for (tool, run) in inventory.tools.iter().zip(runs) {
         let judgement = audit::judge_tool(tool, &run, coverage);
         findings.extend(judgement.findings);
-        if config.require_hints {
+        if config.judge.require_hints {
             findings.extend(audit::missing_hints::finding(tool, &judgement.supported));
         }
         tools.push(ToolReport {

@@ -5,7 +5,7 @@
 
 use super::collect::{Ending, RunEvent, RunLog, requested_sandbox};
 use super::observers;
-use super::server::{Ctx, Live, StartFailure, start_server};
+use super::server::{Live, RunContext, StartFailure, start_server};
 use crate::evidence::{Coverage, Phase, PhaseObservation};
 use crate::mcp::tool::shorten;
 use crate::observe::Recorder;
@@ -28,12 +28,12 @@ pub(super) struct Launched {
 /// Builds the observers and starts and greets the server; `Err` ends a run whose server
 /// could not be started or greeted (the collector was told why).
 pub(super) async fn launch(
-    ctx: &Ctx<'_>,
+    ctx: &RunContext<'_>,
     scratch: &Scratch,
     log: &mut RunLog,
 ) -> Result<Launched, Ending> {
     let (mut recorder, coverage) = observers::build(ctx.config, scratch, &ctx.command, ctx);
-    let mut sandbox_level = ctx.config.sandbox;
+    let mut sandbox_level = ctx.config.sandbox.level;
     let mut sandbox_status = SandboxStatus::scratch_only(ctx.subreaper);
     let launched = std::time::Instant::now();
     let mut first = start_server(ctx, sandbox_level, &mut recorder).await;
@@ -63,7 +63,7 @@ pub(super) async fn launch(
             if let (Some(e), Some(level)) = (enforcement, sandbox_level) {
                 sandbox_status = SandboxStatus::from_enforcement(&e, level);
                 if e.namespaces.iter().any(|n| n == "pid") {
-                    side_by_side = ctx.config.jobs;
+                    side_by_side = ctx.config.nested.jobs;
                 }
             }
             log.emit(RunEvent::Sandbox(sandbox_status));
@@ -91,14 +91,15 @@ pub(super) async fn launch(
 /// Tells the collector what a server that could not be started or greeted left (what it
 /// said, what it wrote while it started, what the sandbox enforced) and ends the run.
 fn start_failed(
-    ctx: &Ctx<'_>,
+    ctx: &RunContext<'_>,
     f: StartFailure,
     mut sandbox: SandboxStatus,
     recorder: &mut Recorder,
     log: &mut RunLog,
 ) -> Ending {
     if let Some((s, n)) = f.session {
-        log.instances.absorb(&s, n, ctx.config.transcript.is_some());
+        log.instances
+            .absorb(&s, n, ctx.config.outputs.transcript.is_some());
     }
     log.instances.exits.extend(f.exit);
     let mut cause = f.message.clone();

@@ -27,7 +27,7 @@ pub(super) fn hit(report: &Report, config: &RunConfig) -> Vec<LimitHit> {
             .cloned()
     };
     let mut out = Vec::new();
-    let cap = config.max_line_bytes;
+    let cap = config.server.max_line_bytes;
     if let Some(seen) = any(&["longer than the line cap", "-byte cap; dropped"]) {
         out.push(LimitHit {
             limit: format!("the line cap ({cap} bytes)"),
@@ -56,7 +56,7 @@ pub(super) fn hit(report: &Report, config: &RunConfig) -> Vec<LimitHit> {
         out.push(LimitHit {
             limit: format!(
                 "the handshake timeout ({})",
-                format_duration(config.handshake_timeout)
+                format_duration(config.waits.handshake_timeout)
             ),
             seen,
             raise_with: Some("--handshake-timeout or [run] handshake_timeout".into()),
@@ -90,7 +90,7 @@ pub(super) fn hit(report: &Report, config: &RunConfig) -> Vec<LimitHit> {
         out.push(LimitHit {
             limit: format!(
                 "the call timeout ({})",
-                format_duration(config.call_timeout)
+                format_duration(config.waits.call_timeout)
             ),
             seen: format!(
                 "calls of {} tool(s) got no answer in time ({})",
@@ -102,7 +102,10 @@ pub(super) fn hit(report: &Report, config: &RunConfig) -> Vec<LimitHit> {
     }
     if let Some(why) = report.partial.as_deref().filter(|p| p.contains("timeout")) {
         out.push(LimitHit {
-            limit: format!("the run timeout ({})", format_duration(config.run_timeout)),
+            limit: format!(
+                "the run timeout ({})",
+                format_duration(config.waits.run_timeout)
+            ),
             seen: why.to_string(),
             raise_with: Some("--timeout or [run] timeout".into()),
         });

@@ -34,7 +34,7 @@ mod server;
 
 pub use collect::Verification;
 use collect::{Ending, RunEvent, RunLog};
-use server::Ctx;
+use server::RunContext;
 
 /// Runs one verification. `stop` ends the run early (the report is then partial).
 pub async fn verify(
@@ -43,7 +43,7 @@ pub async fn verify(
     subreaper: bool,
 ) -> Verification {
     let mut v = in_either_era(config, stop, subreaper).await;
-    if config.check_expectations {
+    if config.judge.check_expectations {
         collect::check_expectations(&mut v.report, config);
     }
     v
@@ -60,7 +60,7 @@ async fn in_either_era(
     if let Some(why) = handshake_era_needed(config, &v.report) {
         let first_did_not_start = v.report.server.start_error.is_some();
         let mut legacy = config.clone();
-        legacy.era = EraChoice::Legacy;
+        legacy.server.era = EraChoice::Legacy;
         if v.report.partial.is_none() && !*stop.borrow() {
             v = pipeline(&legacy, stop, subreaper).await;
             let note = if first_did_not_start && v.report.server.start_error.is_some() {
@@ -110,7 +110,7 @@ async fn pipeline(
 }
 
 /// The stages from the launch of the server to the judgement of what it did.
-async fn stages(ctx: &Ctx<'_>, scratch: &Scratch, log: &mut RunLog) -> Ending {
+async fn stages(ctx: &RunContext<'_>, scratch: &Scratch, log: &mut RunLog) -> Ending {
     let launched = match launch::launch(ctx, scratch, log).await {
         Ok(l) => l,
         Err(ending) => return ending,
@@ -127,7 +127,7 @@ async fn stages(ctx: &Ctx<'_>, scratch: &Scratch, log: &mut RunLog) -> Ending {
 /// older SDK that crashes on an unknown request before `initialize`), or it answered the probe
 /// and listed its tools but refused every call as uninitialised.
 fn handshake_era_needed(config: &RunConfig, report: &Report) -> Option<String> {
-    if config.era != EraChoice::Auto {
+    if config.server.era != EraChoice::Auto {
         return None;
     }
     if let Some(error) = &report.server.start_error {

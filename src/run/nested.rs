@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
 
-use super::server::Ctx;
+use super::server::RunContext;
 use crate::attribution::{NestedPlan, NestedRuns};
 use crate::config::RunConfig;
 use crate::evidence::{CallRecord, PhaseObservation};
@@ -25,7 +25,7 @@ pub(super) struct Nested<'a> {
 
 impl<'a> Nested<'a> {
     /// The nested runs of the run `ctx` launches servers for.
-    pub(super) fn of(ctx: &'a Ctx<'a>) -> Self {
+    pub(super) fn of(ctx: &'a RunContext<'a>) -> Self {
         Nested {
             config: ctx.config,
             stop: &ctx.stop,
@@ -51,27 +51,27 @@ impl NestedRuns for Nested<'_> {
 fn narrowed(config: &RunConfig, plan: &NestedPlan<'_>) -> RunConfig {
     let mut cfg = config.clone();
     cfg.progress = ProgressHook::default();
-    cfg.check_expectations = false;
-    cfg.only_tools = Some(plan.tools.to_vec());
-    cfg.replay = false;
-    cfg.transcript = None;
-    cfg.run_timeout = plan.time.max(Duration::from_millis(1));
+    cfg.judge.check_expectations = false;
+    cfg.explore.only_tools = Some(plan.tools.to_vec());
+    cfg.nested.replay = false;
+    cfg.outputs.transcript = None;
+    cfg.waits.run_timeout = plan.time.max(Duration::from_millis(1));
     cfg.begun = Instant::now();
     match &plan.replay {
         // A tool `--isolate` gives a server of its own.
-        None => cfg.isolate = false,
+        None => cfg.explore.isolate = false,
         // A replay of an isolated run is isolated too: each of its tools on a server of its
         // own.
         Some(waits) => {
-            cfg.keep_order = true;
-            cfg.settle = Duration::from_millis(300);
-            cfg.settle_max = cfg.settle_max.max(Duration::from_secs(5));
+            cfg.explore.keep_order = true;
+            cfg.waits.settle = Duration::from_millis(300);
+            cfg.waits.settle_max = cfg.waits.settle_max.max(Duration::from_secs(5));
             // What the calls leave running (a timer, a sleeping thread) gets its time to
             // act: the effect under question may be one it makes seconds after the call
             // answered.
-            cfg.late_wait = waits.late_wait.min(plan.time);
+            cfg.waits.late_wait = waits.late_wait.min(plan.time);
             if let Some(hold) = waits.hold_before_calls {
-                cfg.hold_before_calls = hold;
+                cfg.waits.hold_before_calls = hold;
             }
         }
     }
@@ -82,7 +82,7 @@ fn narrowed(config: &RunConfig, plan: &NestedPlan<'_>) -> RunConfig {
 /// to the tool. Returns its calls and the observations outside them (labelled with the tool),
 /// or why the tool could not be called.
 pub(super) async fn isolated(
-    ctx: &Ctx<'_>,
+    ctx: &RunContext<'_>,
     tool: &str,
     remaining: Duration,
 ) -> Result<(Vec<CallRecord>, Vec<PhaseObservation>), String> {

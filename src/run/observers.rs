@@ -5,7 +5,7 @@
 
 use std::path::PathBuf;
 
-use super::server::{Ctx, SANDBOX_RESOLVER};
+use super::server::{RunContext, SANDBOX_RESOLVER};
 use crate::config::RunConfig;
 use crate::evidence::Coverage;
 use crate::observe::Recorder;
@@ -22,7 +22,7 @@ pub(super) fn build(
     config: &RunConfig,
     scratch: &Scratch,
     command: &[String],
-    ctx: &Ctx<'_>,
+    ctx: &RunContext<'_>,
 ) -> (Recorder, Coverage) {
     let scratch_roots = vec![
         SnapshotRoot::new("$WORKSPACE", scratch.workspace.clone()),
@@ -36,7 +36,7 @@ pub(super) fn build(
     let mut fs_observer = FsSnapshotObserver::new(scratch_roots, SnapshotLimits::default());
     fs_observer.follow(inotify_observer.feed());
     let mut read_only_tmp: Vec<PathBuf> = Vec::new();
-    if config.sandbox.is_some() {
+    if config.sandbox.level.is_some() {
         // In the sandbox's /tmp, the scratch root is watched through the scratch roots, the
         // overlays through their own roots, and the read-only /tmp entries named on the
         // command line cannot change: walk none of them twice.
@@ -49,13 +49,13 @@ pub(super) fn build(
         let words: Vec<&str> = command
             .iter()
             .map(String::as_str)
-            .chain(config.env.iter().map(|(_, v)| v.as_str()))
+            .chain(config.server.env.iter().map(|(_, v)| v.as_str()))
             .collect();
         let scratch_root = scratch.root().map(|p| p.to_path_buf()).unwrap_or_default();
         read_only_tmp = named_tmp_entries(words, &scratch_root);
         let mut skip_in_tmp: Vec<String> = read_only_tmp
             .iter()
-            .chain(config.overlays.iter())
+            .chain(config.sandbox.overlays.iter())
             .chain(std::iter::once(&scratch_root))
             .filter_map(|p| top_name(p))
             .collect();
@@ -72,6 +72,7 @@ pub(super) fn build(
         // Overlays through their layers: only what the upper layer holds is walked (and
         // watched for writes that do not last).
         let overlays: Vec<OverlayRoot> = config
+            .sandbox
             .overlays
             .iter()
             .enumerate()
@@ -87,7 +88,7 @@ pub(super) fn build(
     let snapshot_gap = (fs_observer.gap_flag(), fs_observer.max_depth());
     let mut observers: Vec<Box<dyn crate::observe::Observer>> =
         vec![Box::new(fs_observer), Box::new(inotify_observer)];
-    if config.sandbox.is_some() {
+    if config.sandbox.level.is_some() {
         let mut writable: Vec<PathBuf> = vec![
             scratch.workspace.clone(),
             scratch.home.clone(),
@@ -96,7 +97,7 @@ pub(super) fn build(
             PathBuf::from("/var/tmp"),
             PathBuf::from("/dev/shm"),
         ];
-        writable.extend(config.overlays.iter().cloned());
+        writable.extend(config.sandbox.overlays.iter().cloned());
         writable.extend(ctx.placement.identity.home.clone());
         let resolver = SANDBOX_RESOLVER
             .parse()
@@ -109,7 +110,7 @@ pub(super) fn build(
                 .seeing_snapshot_gaps(snapshot_gap.0, snapshot_gap.1),
         ));
         observers.push(Box::new(
-            crate::observe::net::NetObserver::new(config.observe_ports.clone())
+            crate::observe::net::NetObserver::new(config.sandbox.observe_ports.clone())
                 .ignoring_harness_port(ctx.http_port),
         ));
     }
@@ -117,19 +118,19 @@ pub(super) fn build(
     let coverage = Coverage {
         files: Some(format!(
             "{}{}",
-            if config.sandbox.is_some() {
+            if config.sandbox.level.is_some() {
                 "$WORKSPACE, $HOME, $TMPDIR and the sandbox's /tmp, /var/tmp, /dev/shm (effects); write attempts anywhere (seccomp)"
             } else {
                 "$WORKSPACE, $HOME, $TMPDIR only (effects), the weaker mode without a sandbox: writes elsewhere and write attempts are unseen"
             },
-            match (notified, config.sandbox.is_some()) {
+            match (notified, config.sandbox.level.is_some()) {
                 (true, true) => "; writes that did not last under $WORKSPACE, $HOME, $TMPDIR and the sandbox's /tmp, /var/tmp, /dev/shm (inotify)",
                 (true, false) => "; writes that did not last under $WORKSPACE, $HOME, $TMPDIR (inotify)",
                 (false, _) => "",
             }
         )),
-        network: config.sandbox.is_some().then(|| {
-            format!("DNS questions with their names, connect, sendto and sendmmsg attempts (seccomp), every outgoing TCP SYN and every packet of another IP protocol on lo (UDP on any port and with any payload, UDP-Lite, SCTP, ICMP) whatever sent it (a packet socket, where the sandbox says it made one), TLS SNI and HTTP request lines on ports {}", config.observe_ports.iter().map(|p| p.to_string()).collect::<Vec<_>>().join(", "))
+        network: config.sandbox.level.is_some().then(|| {
+            format!("DNS questions with their names, connect, sendto and sendmmsg attempts (seccomp), every outgoing TCP SYN and every packet of another IP protocol on lo (UDP on any port and with any payload, UDP-Lite, SCTP, ICMP) whatever sent it (a packet socket, where the sandbox says it made one), TLS SNI and HTTP request lines on ports {}", config.sandbox.observe_ports.iter().map(|p| p.to_string()).collect::<Vec<_>>().join(", "))
         }),
     };
     (recorder, coverage)

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use tokio::sync::watch;
 
 use super::collect::{Ending, RunEvent, RunLog};
-use super::server::{Ctx, Placement, server_env};
+use super::server::{Placement, RunContext, server_env};
 use crate::config::RunConfig;
 use crate::observe::tls::Authority;
 use crate::sandbox::process::{LaunchSpec, resolve_program};
@@ -19,7 +19,7 @@ use crate::text::error_chain;
 /// A prepared run: its scratch directories (seeded) and how its server is launched.
 pub(super) struct Prepared<'a> {
     pub(super) scratch: Scratch,
-    pub(super) ctx: Ctx<'a>,
+    pub(super) ctx: RunContext<'a>,
 }
 
 /// Tells the collector why the run could not start, and ends it.
@@ -40,18 +40,19 @@ pub(super) fn prepare<'a>(
 ) -> Result<Prepared<'a>, Ending> {
     let started = log.started();
     // The command as a whole: what reading the configuration and the installs took counts.
-    let deadline = config.begun + config.run_timeout;
+    let deadline = config.begun + config.waits.run_timeout;
     let mut scratch = match seeded_scratch(config) {
         Ok(s) => s,
         Err((cause, reason)) => return Err(not_started(log, cause, reason)),
     };
     let mut seed_notes = std::mem::take(&mut scratch.seed_notes);
-    let http_port = match config.transport {
+    let http_port = match config.server.transport {
         crate::config::Transport::Stdio => None,
         crate::config::Transport::Http { port: Some(p), .. } => Some(p),
         crate::config::Transport::Http { .. } => free_port(),
     };
     let command: Vec<String> = config
+        .server
         .command
         .iter()
         .map(|a| absolutize(&substitute(a, &scratch, http_port)))
@@ -65,14 +66,16 @@ pub(super) fn prepare<'a>(
         RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
     );
     // As root, the server runs as a uid of its own: the scratch directories become its own.
-    let run_as = (config.sandbox.is_some() && rustix::process::getuid().is_root()).then(|| {
-        config
-            .run_as
-            .unwrap_or_else(crate::sandbox::policy::allocate_run_uid)
-    });
-    if config.sandbox.is_some() {
+    let run_as =
+        (config.sandbox.level.is_some() && rustix::process::getuid().is_root()).then(|| {
+            config
+                .sandbox
+                .run_as
+                .unwrap_or_else(crate::sandbox::policy::allocate_run_uid)
+        });
+    if config.sandbox.level.is_some() {
         let prepared = scratch
-            .prepare_sandbox(run_as, config.overlays.len())
+            .prepare_sandbox(run_as, config.sandbox.overlays.len())
             .and_then(|()| scratch.refresh_git_index(run_as));
         if let Err(e) = prepared {
             return Err(not_started(
@@ -82,7 +85,7 @@ pub(super) fn prepare<'a>(
             ));
         }
     }
-    let placement = if config.sandbox.is_some() {
+    let placement = if config.sandbox.level.is_some() {
         Placement::new(
             config,
             &command,
@@ -99,14 +102,14 @@ pub(super) fn prepare<'a>(
     }
     // HTTPS completes inside the sandbox only: a certificate authority of this run, trusted
     // through the bundle the sandbox shows at the system's paths and the usual variables.
-    let tls = if config.sandbox.is_some() {
+    let tls = if config.sandbox.level.is_some() {
         trust_run_authority(&scratch, &mut seed_notes)
     } else {
         None
     };
     let env_extra = run_variables(config, &scratch, tls.as_ref(), http_port);
     log.emit(RunEvent::Notes(seed_notes));
-    let ctx = Ctx {
+    let ctx = RunContext {
         tls,
         limit_hit: LimitFlag::default(),
         placement,
@@ -146,14 +149,14 @@ fn seeded_scratch(config: &RunConfig) -> Result<Scratch, (String, &'static str)>
             "harness error: could not create the scratch directories",
         )
     })?;
-    match &config.workspace_seed {
+    match &config.server.workspace_seed {
         Some(seed) => scratch.seed_from(seed),
         None => {
             let words = crate::exercise::vocab::Vocabulary::of(config.seed);
             scratch.seed_default(&words.seed_files(), &words.draft())
         }
     }
-    .and_then(|()| match &config.sqlite_seed {
+    .and_then(|()| match &config.server.sqlite_seed {
         Some(rel) => scratch.seed_sqlite(rel),
         None => Ok(()),
     })
@@ -178,7 +181,7 @@ fn preflight(
     let Ok(program) = resolve_program(&command[0], path_var.as_deref()) else {
         return Ok(());
     };
-    let account = match (config.sandbox, run_as) {
+    let account = match (config.sandbox.level, run_as) {
         (Some(_), Some((uid, gid))) => crate::sandbox::preflight::Account::Ids(uid, gid),
         _ => crate::sandbox::preflight::Account::Current,
     };
@@ -224,6 +227,7 @@ fn run_variables(
     // The user's own settings win over the run's.
     env_extra.extend(
         config
+            .server
             .env
             .iter()
             .map(|(k, v)| (k.clone(), substitute(v, scratch, http_port))),

@@ -53,9 +53,11 @@ pub(super) struct HttpLink {
     legacy: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
 
-/// How a run launches its server, and what bounds it: the same for every server start of
-/// the run (the first, restarts after a crash, and nested runs' own).
-pub(super) struct Ctx<'a> {
+/// The run's context, the same for every server start of the run (the first and restarts
+/// after a crash): its configuration, how it launches its server (placement, launch spec,
+/// port, TLS authority) and what bounds it (the stop signal, the deadline, a watchdog's
+/// limit).
+pub(super) struct RunContext<'a> {
     /// Set by a server's watchdog when it ended the server for a limit: the run ends.
     pub(super) limit_hit: LimitFlag,
     /// What the sandbox hides and shows, and who the server is in it.
@@ -84,7 +86,7 @@ pub(super) struct Ctx<'a> {
     pub(super) deadline: Instant,
 }
 
-impl Ctx<'_> {
+impl RunContext<'_> {
     /// Why the run must end now, if it must: an interrupt, a watchdog's limit, the timeout.
     pub(super) fn must_stop(&self) -> Option<String> {
         if *self.stop.borrow() {
@@ -96,7 +98,7 @@ impl Ctx<'_> {
         (Instant::now() >= self.deadline).then(|| {
             format!(
                 "the run timeout ({}) was reached",
-                crate::text::format_duration(self.config.run_timeout)
+                crate::text::format_duration(self.config.waits.run_timeout)
             )
         })
     }
@@ -150,6 +152,7 @@ impl Placement {
         let program = resolve_program(&command[0], path_var.as_deref())
             .unwrap_or_else(|_| PathBuf::from(&command[0]));
         let overlays: Vec<String> = config
+            .sandbox
             .overlays
             .iter()
             .map(|d| d.display().to_string())
@@ -157,7 +160,7 @@ impl Placement {
         let words: Vec<&str> = command
             .iter()
             .map(String::as_str)
-            .chain(config.env.iter().map(|(_, v)| v.as_str()))
+            .chain(config.server.env.iter().map(|(_, v)| v.as_str()))
             .chain(overlays.iter().map(String::as_str))
             .collect();
         let visible_tmp = named_tmp_entries(words.iter().copied(), scratch_root);
@@ -165,9 +168,9 @@ impl Placement {
             &hidden,
             words.iter().copied(),
             &program,
-            &config.expose,
+            &config.sandbox.expose,
         );
-        let mut explicit = config.expose.clone();
+        let mut explicit = config.sandbox.expose.clone();
         explicit.push(scratch_root.to_path_buf());
         let readable = crate::sandbox::policy::readable_paths(
             &hidden,
@@ -176,7 +179,7 @@ impl Placement {
             &exposed,
             &explicit,
         );
-        let path = (!config.env.iter().any(|(k, _)| k == "PATH"))
+        let path = (!config.server.env.iter().any(|(k, _)| k == "PATH"))
             .then(|| crate::sandbox::policy::clean_path(&program, path_var.as_deref()));
         let passwd = std::fs::read_to_string("/etc/passwd").unwrap_or_default();
         let mut identity = crate::sandbox::policy::sandbox_identity(run_as, &passwd, &hidden);
@@ -186,7 +189,7 @@ impl Placement {
             let crowded = hidden.contains(home)
                 && exposed
                     .iter()
-                    .chain(&config.overlays)
+                    .chain(&config.sandbox.overlays)
                     .any(|p| p.starts_with(home));
             if crowded {
                 identity.home = None;
@@ -307,7 +310,7 @@ struct Spawned {
 
 /// Starts the server (inside the sandbox unless it is off) and performs the handshake.
 pub(super) async fn start_server(
-    ctx: &Ctx<'_>,
+    ctx: &RunContext<'_>,
     sandbox: Option<SandboxLevel>,
     recorder: &mut Recorder,
 ) -> Result<(Live, Option<Enforcement>), StartFailure> {
@@ -330,9 +333,10 @@ pub(super) async fn start_server(
                 // limit itself; the tree as a whole is ended a quarter above it.
                 memory_bytes: ctx
                     .config
+                    .sandbox
                     .memory_limit
-                    .saturating_add(ctx.config.memory_limit / 4),
-                disk_bytes: ctx.config.disk_limit,
+                    .saturating_add(ctx.config.sandbox.memory_limit / 4),
+                disk_bytes: ctx.config.sandbox.disk_limit,
             },
             ctx.limit_hit.clone(),
         )
@@ -374,7 +378,10 @@ pub(super) async fn start_server(
 }
 
 /// Spawns the server's process: plainly, or in a sandbox of `level`.
-async fn spawn(ctx: &Ctx<'_>, sandbox: Option<SandboxLevel>) -> Result<Spawned, StartFailure> {
+async fn spawn(
+    ctx: &RunContext<'_>,
+    sandbox: Option<SandboxLevel>,
+) -> Result<Spawned, StartFailure> {
     let Some(level) = sandbox else {
         let (process, pipes) =
             ServerProcess::spawn(&ctx.spec).map_err(|e| StartFailure::plain(error_chain(&e)))?;
@@ -397,7 +404,7 @@ async fn spawn(ctx: &Ctx<'_>, sandbox: Option<SandboxLevel>) -> Result<Spawned, 
     let program = resolve_program(&ctx.spec.program, path_var)
         .map_err(|e| StartFailure::plain(error_chain(&e)))?;
     let limits = Limits {
-        data_bytes: ctx.config.memory_limit,
+        data_bytes: ctx.config.sandbox.memory_limit,
         ..Limits::for_uid(
             ctx.run_as
                 .map(|r| r.0)
@@ -420,7 +427,7 @@ async fn spawn(ctx: &Ctx<'_>, sandbox: Option<SandboxLevel>) -> Result<Spawned, 
     match ServerProcess::spawn_sandboxed(
         &ctx.spec,
         &sandbox_config,
-        ctx.config.sandbox_exe.as_deref(),
+        ctx.config.sandbox.exe.as_deref(),
     )
     .await
     {
@@ -463,7 +470,7 @@ ownership (writes stay confined and capabilities dropped)"
 /// What the sandbox of a server start is told: what the placement shows and hides, the
 /// observers it sets up, the server's program, environment and limits.
 fn sandbox_config(
-    ctx: &Ctx<'_>,
+    ctx: &RunContext<'_>,
     level: SandboxLevel,
     program: PathBuf,
     cgroup: Option<&RunCgroup>,
@@ -476,11 +483,11 @@ fn sandbox_config(
         visible_tmp: ctx.placement.visible_tmp.clone(),
         hidden: ctx.placement.hidden.clone(),
         exposed: ctx.placement.exposed.clone(),
-        overlays: ctx.config.overlays.clone(),
+        overlays: ctx.config.sandbox.overlays.clone(),
         notify: true,
         network_observer: true,
-        observe_ports: ctx.config.observe_ports.clone(),
-        connector: ctx.config.transport != crate::config::Transport::Stdio,
+        observe_ports: ctx.config.sandbox.observe_ports.clone(),
+        connector: ctx.config.server.transport != crate::config::Transport::Stdio,
         program,
         args: ctx.spec.args.clone(),
         // No run marker: the pid namespace ends every process of the sandbox, and a variable
@@ -520,20 +527,20 @@ struct Wire {
 /// The session's wire: the server's stdio, or over HTTP the bridge (the server's stdio is
 /// then its log).
 fn wire(
-    ctx: &Ctx<'_>,
+    ctx: &RunContext<'_>,
     pipes: ServerPipes,
     connector: Option<Connector>,
 ) -> (Wire, Option<HttpLink>) {
     let config = ctx.config;
-    match (&config.transport, ctx.http_port) {
+    match (&config.server.transport, ctx.http_port) {
         (crate::config::Transport::Http { path, headers, .. }, Some(port)) => {
             let bridge = crate::rpc::http::start(
                 crate::rpc::http::HttpTarget {
                     port,
                     path: path.clone(),
                     headers: headers.clone(),
-                    max_message_bytes: config.max_line_bytes,
-                    listen_timeout: config.handshake_timeout,
+                    max_message_bytes: config.server.max_line_bytes,
+                    listen_timeout: config.waits.handshake_timeout,
                 },
                 http_connect(connector),
                 Some(Box::new(pipes.stdin)),
@@ -580,12 +587,12 @@ enum Greeting {
 /// timeout: the server is ended, which closes its stdout and fails the pending request at
 /// once. Returns how it ended, and the interruption's reason, if one came.
 async fn greet(
-    ctx: &Ctx<'_>,
+    ctx: &RunContext<'_>,
     wire: Wire,
     process: &mut ServerProcess,
 ) -> (Greeting, Option<String>) {
     let config = ctx.config;
-    let roots = (config.roots == RootsOffer::Workspace)
+    let roots = (config.server.roots == RootsOffer::Workspace)
         .then(|| vec![json!({"uri": format!("file://{}", ctx.workspace), "name": "workspace"})]);
     let session = Session::start(
         ctx.started,
@@ -593,18 +600,18 @@ async fn greet(
         wire.from_server,
         Some(wire.log),
         SessionOptions {
-            max_line_bytes: config.max_line_bytes,
+            max_line_bytes: config.server.max_line_bytes,
             roots,
             ..Default::default()
         },
     );
     let options = ClientOptions {
-        era: config.era,
-        discover_timeout: config.discover_timeout,
-        handshake_timeout: config.handshake_timeout,
-        offer_roots: config.roots == RootsOffer::Workspace,
-        client_name: config.client_info.0.clone(),
-        client_version: config.client_info.1.clone(),
+        era: config.server.era,
+        discover_timeout: config.waits.discover_timeout,
+        handshake_timeout: config.waits.handshake_timeout,
+        offer_roots: config.server.roots == RootsOffer::Workspace,
+        client_name: config.server.client_info.0.clone(),
+        client_version: config.server.client_info.1.clone(),
         ..Default::default()
     };
     let connect = McpClient::connect(session, options);
@@ -671,11 +678,11 @@ async fn greeting_failed(
 /// must end now (an interrupt, the timeout), it is killed at once.
 pub(super) async fn stop_server(
     live: Live,
-    ctx: &Ctx<'_>,
+    ctx: &RunContext<'_>,
     collected: &mut Collected,
     recorder: &mut Recorder,
 ) {
-    let keep_transcript = ctx.config.transcript.is_some();
+    let keep_transcript = ctx.config.outputs.transcript.is_some();
     let Live {
         mut process,
         client,
@@ -758,7 +765,7 @@ fn http_connect(
 }
 
 /// Why a watchdog ended the run's server, if one did.
-pub(super) fn limit_reason(ctx: &Ctx<'_>) -> Option<String> {
+pub(super) fn limit_reason(ctx: &RunContext<'_>) -> Option<String> {
     ctx.limit_hit
         .lock()
         .unwrap_or_else(|p| p.into_inner())

@@ -1,6 +1,6 @@
 //! Leaf helpers that import nothing of the crate: escaping of untrusted text for each medium
-//! it lands in ([`escape`]), an error with its causes on one line ([`error_chain`]), and a
-//! duration as a person writes it ([`format_duration`]).
+//! it lands in ([`escape`]), an error with its causes on one line ([`error_chain`]), a
+//! duration as a person writes it ([`format_duration`]) and a list of choices ([`one_of`]).
 
 pub mod escape;
 
@@ -29,5 +29,14 @@ pub fn format_duration(d: Duration) -> String {
         format!("{}s", ms / 1000)
     } else {
         format!("{:.1}s", d.as_secs_f64())
+    }
+}
+
+/// Choices as a sentence lists them: `a`, `a or b`, `a, b or c`.
+pub fn one_of(names: &[String]) -> String {
+    match names {
+        [] => String::new(),
+        [one] => one.clone(),
+        [init @ .., last] => format!("{} or {last}", init.join(", ")),
     }
 }

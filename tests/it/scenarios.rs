@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use hintcheck::cli::{Format, VerifyArgs};
+use hintcheck::cli::{Format, ReportOptions, RunOptions, VerifyArgs};
 use hintcheck::config::RunConfig;
 use hintcheck::report::Report;
 use hintcheck::scenario::check;
@@ -14,8 +14,14 @@ use crate::util::{fake_server, repo};
 fn args_for(path: std::path::PathBuf) -> VerifyArgs {
     VerifyArgs {
         scenario: Some(path),
-        format: Some(Format::Json),
-        timeout: Some("120s".into()),
+        report: ReportOptions {
+            format: Some(Format::Json.into()),
+            ..ReportOptions::default()
+        },
+        run: RunOptions {
+            timeout: Some("120s".into()),
+            ..RunOptions::default()
+        },
         ..VerifyArgs::default()
     }
 }
@@ -33,7 +39,7 @@ pub(crate) fn run_scenario_with(name: &str, adjust: impl FnOnce(&mut VerifyArgs)
     adjust(&mut args);
     let mut config = RunConfig::from_verify_args(&args).expect("scenario config");
     // This test binary is not hintcheck: the sandbox must re-execute the real one.
-    config.sandbox_exe = Some(crate::util::hintcheck_bin());
+    config.sandbox.exe = Some(crate::util::hintcheck_bin());
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -131,7 +137,7 @@ fn isolated_tools_reach_the_same_verdicts_each_on_its_own_server() {
         v
     };
     let shared = run_scenario("demo");
-    let isolated = run_scenario_with("demo", |a| a.isolate = true);
+    let isolated = run_scenario_with("demo", |a| a.run.isolate = Some(true));
     assert_eq!(contradicted(&isolated), contradicted(&shared));
     assert!(isolated.notes.iter().any(|n| n.starts_with("--isolate")));
     for t in &isolated.tools {
@@ -278,7 +284,7 @@ fn a_server_that_dies_on_its_own_is_not_said_to_have_died_of_the_probe() {
 }
 
 fn run_lingering(replay: bool) -> hintcheck::report::Report {
-    run_fixture_with("lingering", |c| c.replay = replay)
+    run_fixture_with("lingering", |c| c.nested.replay = replay)
 }
 
 /// Runs a fixture scenario in process, with `adjust` applied to its configuration.
@@ -289,7 +295,7 @@ fn run_fixture_with(
     let mut config =
         RunConfig::from_verify_args(&args_for(repo().join("tests/fixtures").join(fixture)))
             .expect("config");
-    config.sandbox_exe = Some(crate::util::hintcheck_bin());
+    config.sandbox.exe = Some(crate::util::hintcheck_bin());
     adjust(&mut config);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -304,7 +310,7 @@ fn run_fixture_with(
 #[test]
 fn replays_side_by_side_decide_as_they_do_one_after_another() {
     let decided = |jobs: usize| {
-        let r = run_fixture_with("lingering-twice", |c| c.jobs = jobs);
+        let r = run_fixture_with("lingering-twice", |c| c.nested.jobs = jobs);
         // Side by side only in the sandbox, where each server has its own pid namespace.
         assert_eq!(r.sandbox.level, "full", "{:?}", r.sandbox);
         let verdicts: Vec<(String, String, bool)> = r

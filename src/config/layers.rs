@@ -1,0 +1,399 @@
+//! How an option's value is found: the same option struct is read from every place that may
+//! set it (the command line, a scenario, the config file, hintcheck's defaults), each such
+//! reading is a layer, and [`Layer::merge`] lays them over each other generically (a value
+//! set in a higher layer wins; lists are joined, the higher layer's items last) while
+//! [`Sources`] keeps where each value came from, for errors that name the right place and for
+//! the report. The [`options!`](crate::options) macro declares an option struct once and
+//! derives its command-line flags (clap), its file keys (serde) and its layering from that one
+//! declaration.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use clap::ValueEnum;
+use clap::builder::TypedValueParser;
+
+/// Where a value came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Source {
+    /// The command line.
+    Flag,
+    /// A scenario file.
+    Scenario(PathBuf),
+    /// The config file.
+    ConfigFile(PathBuf),
+    /// hintcheck's own default.
+    Default,
+}
+
+impl fmt::Display for Source {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Source::Flag => f.write_str("the command line"),
+            Source::Scenario(p) => write!(f, "the scenario {}", p.display()),
+            Source::ConfigFile(p) => write!(f, "the config file {}", p.display()),
+            Source::Default => f.write_str("the default"),
+        }
+    }
+}
+
+/// An option's place: its section and key in files, and (found from clap) its flag.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct OptionKey {
+    /// The file section, e.g. `[run]`.
+    pub section: &'static str,
+    /// The key in that section (the option struct's field), e.g. `call_timeout`.
+    pub key: &'static str,
+}
+
+impl fmt::Display for OptionKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {}", self.section, self.key)
+    }
+}
+
+/// Where every option's value came from: the layer that set it (for a list, every layer
+/// that added to it). Options no layer set, and that have no default, are not listed.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Sources {
+    by_option: BTreeMap<OptionKey, Vec<Source>>,
+    flags: BTreeMap<OptionKey, String>,
+}
+
+impl Sources {
+    /// Records that `source` set (or added to) `option`.
+    pub fn record(&mut self, option: OptionKey, source: &Source) {
+        let list = self.by_option.entry(option).or_default();
+        if !list.contains(source) {
+            list.push(source.clone());
+        }
+    }
+
+    /// Remembers the command-line flag of `option` (`--call-timeout`).
+    pub fn name_flag(&mut self, option: OptionKey, flag: String) {
+        self.flags.insert(option, flag);
+    }
+
+    /// The layers `option`'s value came from (empty: unset, no default).
+    pub fn of(&self, section: &str, key: &str) -> &[Source] {
+        self.by_option
+            .iter()
+            .find(|(k, _)| k.section == section && k.key == key)
+            .map_or(&[], |(_, v)| v.as_slice())
+    }
+
+    /// Whether the command line set `option`.
+    pub fn from_flag(&self, section: &str, key: &str) -> bool {
+        self.of(section, key).contains(&Source::Flag)
+    }
+
+    /// How an error about `option`'s value names it: its flag when the command line set it,
+    /// else its section and key (`[run] call_timeout`).
+    pub fn name(&self, section: &'static str, key: &'static str) -> String {
+        let option = OptionKey { section, key };
+        let flag = self.flags.get(&option);
+        match (self.of(section, key).first(), flag) {
+            (Some(Source::Flag), Some(flag)) => flag.clone(),
+            // A default is named as the flag that would change it.
+            (Some(Source::Default) | None, Some(flag)) => flag.clone(),
+            _ => option.to_string(),
+        }
+    }
+
+    /// One line per option set anywhere but by default: `--timeout from the command line`,
+    /// `[run] repeat from the scenario …`. The order is the sections', then the keys'.
+    pub fn describe(&self) -> Vec<String> {
+        self.by_option
+            .iter()
+            .filter(|(_, sources)| sources.iter().any(|s| *s != Source::Default))
+            .map(|(option, sources)| {
+                let name = match (sources.first(), self.flags.get(option)) {
+                    (Some(Source::Flag), Some(flag)) => flag.clone(),
+                    _ => option.to_string(),
+                };
+                let from: Vec<String> = sources
+                    .iter()
+                    .filter(|s| **s != Source::Default)
+                    .map(ToString::to_string)
+                    .collect();
+                format!("{name} from {}", from.join(" and "))
+            })
+            .collect()
+    }
+
+    /// Takes in what `other` recorded.
+    pub fn extend(&mut self, other: Sources) {
+        for (option, sources) in other.by_option {
+            for s in sources {
+                self.record(option, &s);
+            }
+        }
+        self.flags.extend(other.flags);
+    }
+}
+
+/// An option struct that is read in layers (see [`options!`](crate::options)).
+pub trait Layer: Sized + Default {
+    /// Its file section, e.g. `[run]`.
+    const SECTION: &'static str;
+
+    /// The layer of hintcheck's defaults.
+    fn defaults() -> Self;
+
+    /// Lays `lower` under `self`: values `self` leaves unset come from `lower`, lists are
+    /// joined; what `lower` provided is recorded as coming from `source`.
+    fn over(self, lower: Self, source: &Source, sources: &mut Sources) -> Self;
+
+    /// Resolves the layer's relative paths against `base` (the directory of the file the
+    /// layer was read from).
+    fn rebase(&mut self, base: &Path);
+
+    /// Remembers the command-line flag of every field.
+    fn name_flags(sources: &mut Sources);
+
+    /// The help text of every field's default, by clap argument id.
+    fn default_texts() -> Vec<(&'static str, String)>;
+
+    /// The layers merged, highest first, with the defaults under them all: the merged value
+    /// and where each of its values came from.
+    fn merge(layers: Vec<(Source, Self)>) -> (Self, Sources) {
+        let mut sources = Sources::default();
+        Self::name_flags(&mut sources);
+        let mut merged = Self::default();
+        for (source, layer) in layers {
+            merged = merged.over(layer, &source, &mut sources);
+        }
+        let merged = merged.over(Self::defaults(), &Source::Default, &mut sources);
+        (merged, sources)
+    }
+}
+
+/// One field's share of layering: whether a layer set it, and how a lower layer's value
+/// joins a higher one's.
+pub trait Merge {
+    /// Lays `lower` under `self`; true when `lower` provided something.
+    fn absorb(&mut self, lower: Self) -> bool;
+}
+
+impl<T> Merge for Option<T> {
+    fn absorb(&mut self, lower: Self) -> bool {
+        if self.is_none() && lower.is_some() {
+            *self = lower;
+            true
+        } else {
+            false
+        }
+    }
+}
+
+impl<T> Merge for Vec<T> {
+    fn absorb(&mut self, mut lower: Self) -> bool {
+        if lower.is_empty() {
+            return false;
+        }
+        lower.append(self);
+        *self = lower;
+        true
+    }
+}
+
+/// A field's paths, resolved against the directory of the file that set them.
+pub trait Rebase {
+    /// Joins relative paths to `base`; values that are not paths stay.
+    fn rebase(&mut self, _base: &Path) {}
+}
+
+impl Rebase for Option<PathBuf> {
+    fn rebase(&mut self, base: &Path) {
+        if let Some(p) = self {
+            *p = base.join(&*p);
+        }
+    }
+}
+
+impl Rebase for Vec<PathBuf> {
+    fn rebase(&mut self, base: &Path) {
+        for p in self {
+            *p = base.join(&*p);
+        }
+    }
+}
+
+impl Rebase for Option<Vec<PathBuf>> {
+    fn rebase(&mut self, base: &Path) {
+        for p in self.iter_mut().flatten() {
+            *p = base.join(&*p);
+        }
+    }
+}
+
+macro_rules! not_paths {
+    ($($t:ty),* $(,)?) => { $(impl Rebase for $t {})* };
+}
+
+not_paths!(
+    Option<usize>,
+    Option<u64>,
+    Option<u16>,
+    Option<bool>,
+    Option<String>,
+    Option<Vec<String>>,
+    Vec<u16>,
+    Vec<(String, String)>,
+    Vec<(String, serde_json::Value)>,
+);
+
+impl<T> Rebase for Option<Choice<T>> {}
+
+/// A value among fixed choices (`--era auto|modern|legacy`): checked by clap when it comes
+/// from a flag, kept as written when it comes from a file and checked when the run's options
+/// are resolved, so that the error names the file's key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Choice<T> {
+    /// A value clap checked.
+    Known(T),
+    /// A value as a file wrote it.
+    Named(String),
+}
+
+impl<T: ValueEnum + Clone + Send + Sync + 'static> Choice<T> {
+    /// The value parser of a flag taking one of `T`'s values (they show in `--help`).
+    pub fn parser() -> impl TypedValueParser<Value = Choice<T>> {
+        clap::builder::EnumValueParser::<T>::new().map(Choice::Known)
+    }
+
+    /// The choice, or what is wrong with the name a file gave.
+    pub fn known(&self) -> Result<T, String> {
+        match self {
+            Choice::Known(t) => Ok(t.clone()),
+            Choice::Named(name) => T::from_str(name, false).map_err(|_| {
+                let names: Vec<String> = T::value_variants()
+                    .iter()
+                    .filter_map(|v| v.to_possible_value())
+                    .map(|v| v.get_name().to_string())
+                    .collect();
+                format!("{name:?} is not {}", crate::text::one_of(&names))
+            }),
+        }
+    }
+}
+
+impl<T> From<T> for Choice<T> {
+    fn from(t: T) -> Self {
+        Choice::Known(t)
+    }
+}
+
+impl<T: ValueEnum> fmt::Display for Choice<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Choice::Known(t) => match t.to_possible_value() {
+                Some(v) => f.write_str(v.get_name()),
+                None => f.write_str("?"),
+            },
+            Choice::Named(name) => f.write_str(name),
+        }
+    }
+}
+
+impl<'de, T> serde::Deserialize<'de> for Choice<T> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        String::deserialize(d).map(Choice::Named)
+    }
+}
+
+/// The flag of every argument of an option struct, by clap argument id.
+pub fn flags_of<A: clap::Args>() -> Vec<(String, String)> {
+    A::augment_args(clap::Command::new("options"))
+        .get_arguments()
+        .filter_map(|a| Some((a.get_id().to_string(), format!("--{}", a.get_long()?))))
+        .collect()
+}
+
+/// Declares an option struct once: each field's doc is its `--help` text and its file
+/// documentation, its attributes say its flag (clap) and its key (serde), `= value` gives its
+/// default (shown in `--help` as `[default: value]`). The struct derives clap's `Args` and
+/// serde's `Deserialize` (unknown keys are errors), and [`Layer`](crate::config::layers::Layer)
+/// for layering.
+#[macro_export]
+macro_rules! options {
+    (
+        $(#[$smeta:meta])*
+        pub struct $name:ident in $section:literal {
+            $(
+                $(#[$fmeta:meta])*
+                pub $field:ident : $fty:ty $(= $default:expr)?
+            ),* $(,)?
+        }
+    ) => {
+        $(#[$smeta])*
+        #[derive(Debug, Clone, Default, clap::Args, serde::Deserialize)]
+        #[serde(deny_unknown_fields)]
+        pub struct $name {
+            $( $(#[$fmeta])* pub $field: $fty, )*
+        }
+
+        impl $crate::config::layers::Layer for $name {
+            const SECTION: &'static str = $section;
+
+            fn defaults() -> Self {
+                Self { $( $field: $crate::options!(@default $($default)?), )* }
+            }
+
+            fn over(
+                mut self,
+                lower: Self,
+                source: &$crate::config::layers::Source,
+                sources: &mut $crate::config::layers::Sources,
+            ) -> Self {
+                $(
+                    if $crate::config::layers::Merge::absorb(&mut self.$field, lower.$field) {
+                        sources.record(
+                            $crate::config::layers::OptionKey {
+                                section: $section,
+                                key: stringify!($field),
+                            },
+                            source,
+                        );
+                    }
+                )*
+                self
+            }
+
+            fn rebase(&mut self, base: &std::path::Path) {
+                $( $crate::config::layers::Rebase::rebase(&mut self.$field, base); )*
+            }
+
+            fn name_flags(sources: &mut $crate::config::layers::Sources) {
+                let flags = $crate::config::layers::flags_of::<Self>();
+                $(
+                    if let Some((_, flag)) = flags.iter().find(|(id, _)| id == stringify!($field)) {
+                        sources.name_flag(
+                            $crate::config::layers::OptionKey {
+                                section: $section,
+                                key: stringify!($field),
+                            },
+                            flag.clone(),
+                        );
+                    }
+                )*
+            }
+
+            #[allow(unused_mut, unused_variables)]
+            fn default_texts() -> Vec<(&'static str, String)> {
+                let defaults = Self::defaults();
+                let mut out = Vec::new();
+                $($(
+                    let _ = stringify!($default);
+                    if let Some(value) = &defaults.$field {
+                        out.push((stringify!($field), value.to_string()));
+                    }
+                )?)*
+                out
+            }
+        }
+    };
+    (@default) => { Default::default() };
+    (@default $default:expr) => { Some($default) };
+}
