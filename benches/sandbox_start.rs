@@ -47,9 +47,10 @@ fn main() {
             let _ = p.shutdown(Duration::from_secs(5)).await;
             let plain_t = t.elapsed();
             let t = Instant::now();
-            let mut started = ServerProcess::spawn_sandboxed(&spec, &config, Some(&exe))
-                .await
-                .expect("sandbox");
+            let mut started =
+                ServerProcess::spawn_sandboxed(&spec, &config, Some(&exe), |sockets| sockets)
+                    .await
+                    .expect("sandbox");
             drop(started.pipes);
             let _ = started.process.shutdown(Duration::from_secs(5)).await;
             let sandbox_t = t.elapsed();

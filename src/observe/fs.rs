@@ -1097,7 +1097,7 @@ const MAPPINGS_FRESH_FOR: std::time::Duration = std::time::Duration::from_millis
 /// The files (device, inode) that `root` or any of its descendants has mapped shared and
 /// writable (`rw-s` in `/proc/PID/maps`).
 fn mapped_shared_writable(root: u32) -> HashSet<(u64, u64)> {
-    super::activity::ProcessTree::new(root)
+    crate::sandbox::tree::ProcessTree::new(root)
         .pids()
         .into_iter()
         .filter_map(|pid| std::fs::read_to_string(format!("/proc/{pid}/maps")).ok())

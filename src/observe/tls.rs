@@ -42,13 +42,7 @@ pub const BUNDLE_VARIABLES: [&str; 7] = [
 /// Node's variable: extra certificates beside its built-in list.
 pub const NODE_VARIABLE: &str = "NODE_EXTRA_CA_CERTS";
 
-/// Where distributions keep the system bundle; the sandbox shows its own bundle there.
-pub const SYSTEM_BUNDLES: [&str; 4] = [
-    "/etc/ssl/certs/ca-certificates.crt",
-    "/etc/pki/tls/certs/ca-bundle.crt",
-    "/etc/ssl/cert.pem",
-    "/etc/pki/tls/cert.pem",
-];
+use crate::sandbox::policy::SYSTEM_BUNDLES;
 
 /// A certificate authority for one run, and the certificates it made.
 pub struct Authority {

@@ -14,9 +14,10 @@ use super::server::{Live, RunContext, limit_reason, probe_background, start_serv
 use crate::evidence::{CallRecord, CallTiming, ControlRequest, Phase, PhaseObservation};
 use crate::mcp::client::CallOutcome;
 use crate::mcp::tool::ToolDecl;
-use crate::observe::activity::{ProcessTree, ran_between, settle};
+use crate::observe::activity::{ran_between, settle};
 use crate::observe::{Observation, Recorder};
 use crate::sandbox::SandboxLevel;
+use crate::sandbox::tree::ProcessTree;
 
 use crate::exercise::explore::{Host, ObservedCall};
 use crate::observe::ThreadPin;

@@ -10,8 +10,8 @@ use super::server::{Live, RunContext, probe_background, stop_server};
 use crate::evidence::{Coverage, Phase, PhaseObservation};
 use crate::mcp::client::Inventory;
 use crate::observe::Recorder;
-use crate::observe::activity::ProcessTree;
 use crate::sandbox::SandboxLevel;
+use crate::sandbox::tree::ProcessTree;
 
 /// The server's tools and what it did before the first call.
 pub(super) struct Listed {

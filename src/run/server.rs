@@ -9,7 +9,7 @@ use tokio::sync::watch;
 use super::collect::Collected;
 use crate::config::{RootsOffer, RunConfig};
 use crate::mcp::client::{ClientOptions, HandshakeError, McpClient, ProtocolNote};
-use crate::observe::activity::{ProcessTree, ran_between};
+use crate::observe::activity::ran_between;
 use crate::observe::net::NetHandle;
 use crate::observe::{Recorder, ServerStart};
 use crate::rpc::session::{Session, SessionOptions};
@@ -19,9 +19,10 @@ use crate::sandbox::control::StepFailure;
 use crate::sandbox::notify::AttemptQueue;
 use crate::sandbox::policy::{Limits, named_tmp_entries};
 use crate::sandbox::process::{
-    ExitSummary, LaunchSpec, ServerPipes, ServerProcess, resolve_program,
+    ExitSummary, LaunchSpec, NetworkSockets, ServerPipes, ServerProcess, resolve_program,
 };
 use crate::sandbox::scratch::Scratch;
+use crate::sandbox::tree::ProcessTree;
 use crate::sandbox::watchdog::{LimitFlag, WatchLimits, Watchdog};
 use crate::sandbox::{Enforcement, LaunchError, SandboxConfig, SandboxLevel};
 use crate::text::error_chain;
@@ -424,10 +425,17 @@ async fn spawn(
         .ok();
     }
     let sandbox_config = sandbox_config(ctx, level, program, cgroup.as_ref(), limits);
+    // The network observer serves the namespace's sockets at once (the server may look names
+    // up while it starts), answering HTTPS with the run's authority.
+    let authority = ctx.tls.as_ref().map(|(a, _)| a.clone());
+    let observe_network = move |sockets: NetworkSockets| {
+        crate::observe::net::start(sockets.dns, sockets.listeners, sockets.packets, authority)
+    };
     match ServerProcess::spawn_sandboxed(
         &ctx.spec,
         &sandbox_config,
         ctx.config.sandbox.exe.as_deref(),
+        observe_network,
     )
     .await
     {
@@ -504,7 +512,6 @@ fn sandbox_config(
         harness_pid: std::process::id() as i32,
         resolv_conf: format!("nameserver {SANDBOX_RESOLVER}\noptions timeout:1 attempts:1\n"),
         ca_bundle: ctx.tls.as_ref().map(|(_, bundle)| bundle.clone()),
-        authority: ctx.tls.as_ref().map(|(a, _)| a.clone()),
         simulate_failure: crate::sandbox::policy::simulated_failure(),
         hostname: crate::sandbox::sandbox_hostname().to_string(),
         host_network: false,

@@ -141,7 +141,6 @@ pub fn probe_setup(
         harness_pid: std::process::id() as i32,
         resolv_conf: "nameserver 127.0.0.1\n".into(),
         ca_bundle: None,
-        authority: None,
         limits: Limits::default(),
         simulate_failure: super::policy::simulated_failure(),
         hostname: super::sandbox_hostname().to_string(),
@@ -179,7 +178,8 @@ async fn probe_sandbox(level: SandboxLevel) -> Result<(Enforcement, HttpProbe), 
     config.network_observer = true;
     config.observe_ports = vec![80, 443, 8080, 8443];
     config.connector = true;
-    match ServerProcess::spawn_sandboxed(&spec, &config, None).await {
+    // The namespace's sockets are only checked to be handed over: nothing serves them.
+    match ServerProcess::spawn_sandboxed(&spec, &config, None, |sockets| sockets).await {
         Ok(mut started) => {
             drop(started.pipes);
             // Port 9 (discard): nothing listens there in a fresh namespace.

@@ -873,7 +873,7 @@ impl Init {
             return;
         };
         let mut done: Vec<PathBuf> = Vec::new();
-        for path in crate::observe::tls::SYSTEM_BUNDLES {
+        for path in super::policy::SYSTEM_BUNDLES {
             let target = resolve_link(Path::new(path));
             if !target.is_file() || done.contains(&target) {
                 continue;

@@ -17,6 +17,7 @@ pub mod preflight;
 pub mod process;
 pub mod scratch;
 pub mod seccomp;
+pub mod tree;
 pub mod watchdog;
 
 pub use policy::{Enforcement, SandboxConfig, SandboxLevel};

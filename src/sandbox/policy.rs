@@ -6,6 +6,15 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+/// Where distributions keep the system bundle of certificate authorities; the sandbox shows
+/// the run's bundle there (see `SandboxConfig::ca_bundle`).
+pub const SYSTEM_BUNDLES: [&str; 4] = [
+    "/etc/ssl/certs/ca-certificates.crt",
+    "/etc/pki/tls/certs/ca-bundle.crt",
+    "/etc/ssl/cert.pem",
+    "/etc/pki/tls/cert.pem",
+];
+
 /// How strict the sandbox must be.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -85,9 +94,6 @@ pub struct SandboxConfig {
     /// and nowhere else.
     #[serde(default)]
     pub ca_bundle: Option<PathBuf>,
-    /// The run's certificate authority, for the observer's TLS listeners (harness side only).
-    #[serde(skip)]
-    pub authority: Option<std::sync::Arc<crate::observe::tls::Authority>>,
     /// Resource limits for the server.
     pub limits: Limits,
     /// Whether to route every address to `lo` and hand the harness a DNS stub socket and TCP

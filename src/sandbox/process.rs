@@ -136,8 +136,22 @@ pub struct ServerProcess {
     _registered: Registered,
 }
 
-/// A server started in the sandbox, with what the sandbox handed over.
-pub struct Sandboxed {
+/// The sockets of the sandbox's network namespace that the harness serves (every address
+/// inside is routed to `lo`): the DNS stub's, a listener per observed port, and the packet
+/// socket on `lo` when it could be opened. The sandbox hands them over and knows nothing of
+/// what serves them.
+pub struct NetworkSockets {
+    /// The DNS stub's UDP socket (port 53 on `lo`).
+    pub dns: std::net::UdpSocket,
+    /// A TCP listener per observed port.
+    pub listeners: Vec<(u16, std::net::TcpListener)>,
+    /// The packet socket on `lo`.
+    pub packets: Option<OwnedFd>,
+}
+
+/// A server started in the sandbox, with what the sandbox handed over; `N` is what the
+/// caller made of the network namespace's sockets (see [`ServerProcess::spawn_sandboxed`]).
+pub struct Sandboxed<N> {
     /// The process (the sandbox's init, outside).
     pub process: ServerProcess,
     /// The server's pipes.
@@ -146,8 +160,8 @@ pub struct Sandboxed {
     pub enforcement: Enforcement,
     /// The seccomp recorder's queue, when attempts are reported.
     pub attempts: Option<super::notify::AttemptQueue>,
-    /// The network observer, when it was set up.
-    pub network: Option<crate::observe::net::NetHandle>,
+    /// What serves the network namespace's sockets, when they were handed over.
+    pub network: Option<N>,
     /// Connections into the sandbox's network namespace, when asked for.
     pub connector: Option<super::connector::Connector>,
 }
@@ -276,11 +290,12 @@ impl ServerProcess {
 
     /// Starts the server inside the sandbox: the sandbox init with the control
     /// socket on fd 3. Returns once the server was executed, with what was enforced.
-    pub async fn spawn_sandboxed(
+    pub async fn spawn_sandboxed<N: Send + 'static>(
         spec: &LaunchSpec,
         config: &SandboxConfig,
         exe_override: Option<&Path>,
-    ) -> Result<Sandboxed, LaunchError> {
+        serve_network: impl FnOnce(NetworkSockets) -> N + Send + 'static,
+    ) -> Result<Sandboxed<N>, LaunchError> {
         let exe = InitExe::open(exe_override)?;
         let sandbox_err = step_error;
         let (host_end, init_end) = control::pair().map_err(|e| sandbox_err("socketpair", e))?;
@@ -310,7 +325,7 @@ impl ServerProcess {
         // From now on other runs' sweeps leave it alone (it is ours, not an orphan).
         let registered = Registered::new(&child);
         drop(init_end);
-        let authority = config.authority.clone();
+        let mut serve_network = Some(serve_network);
         let lock_places = lock_places(config);
         let reader = tokio::task::spawn_blocking(move || {
             let mut enforced = None;
@@ -337,12 +352,13 @@ impl ServerProcess {
                                 None => fds.next(),
                                 Some(_) => None,
                             };
-                            network = Some(crate::observe::net::start(
-                                std::net::UdpSocket::from(dns),
-                                listeners,
-                                packets,
-                                authority.clone(),
-                            ));
+                            network = serve_network.take().map(|serve| {
+                                serve(NetworkSockets {
+                                    dns: std::net::UdpSocket::from(dns),
+                                    listeners,
+                                    packets,
+                                })
+                            });
                         }
                     }
                     Ok(Some((ControlRecord::Connector, mut fds))) => {

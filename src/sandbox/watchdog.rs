@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::observe::activity::ProcessTree;
+use super::tree::ProcessTree;
 
 /// Why the watchdog ended the server, once it did.
 pub type LimitFlag = Arc<Mutex<Option<String>>>;

@@ -320,7 +320,6 @@ fn start_confined(
         harness_pid: std::process::id() as i32,
         resolv_conf: std::fs::read_to_string("/etc/resolv.conf").unwrap_or_default(),
         ca_bundle: None,
-        authority: None,
         limits: Limits::for_uid(
             run_as
                 .map(|r| r.0)
