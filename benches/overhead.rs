@@ -407,18 +407,23 @@ fn scale_figures(hintcheck: &Path, dir: &Path) {
 fn real_figures(hintcheck: &Path, root: &Path, scenario: &str) {
     let s = hintcheck::scenario::Scenario::load(&root.join("scenarios").join(scenario))
         .expect("scenario");
-    let mut limits =
-        hintcheck::setup::SetupLimits::within(hintcheck::setup::DEFAULT_SETUP_TIMEOUT, true);
+    let mut limits = hintcheck::fleet::setup::SetupLimits::within(
+        hintcheck::fleet::setup::DEFAULT_SETUP_TIMEOUT,
+        true,
+    );
     // The installers' sandbox re-executes hintcheck, which this benchmark binary is not.
     limits.confinement.exe = Some(hintcheck.to_path_buf());
-    let installed =
-        match hintcheck::setup::ensure(&s.setup, &root.join("target/hintcheck-cache"), &limits) {
-            Ok(i) => i,
-            Err(e) => {
-                println!("{scenario}: skipped ({e})");
-                return;
-            }
-        };
+    let installed = match hintcheck::fleet::setup::ensure(
+        &s.setup,
+        &root.join("target/hintcheck-cache"),
+        &limits,
+    ) {
+        Ok(i) => i,
+        Err(e) => {
+            println!("{scenario}: skipped ({e})");
+            return;
+        }
+    };
     let package = scenario.trim_start_matches("real-");
     let entry = installed
         .npm

@@ -34,7 +34,8 @@ impl Error {
     pub fn exit_code(&self) -> i32 {
         match self {
             Error::Config(ConfigError::Setup(
-                crate::setup::SetupError::Invalid(_) | crate::setup::SetupError::BadTimeout(_),
+                crate::fleet::setup::SetupError::Invalid(_)
+                | crate::fleet::setup::SetupError::BadTimeout(_),
             )) => exit_code::USAGE,
             Error::Config(ConfigError::Setup(_)) => exit_code::HARNESS,
             Error::Config(_) => exit_code::USAGE,

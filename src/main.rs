@@ -6,13 +6,13 @@
 use std::io::Write;
 use std::process::ExitCode;
 
-use clap::ValueEnum;
 use hintcheck::cli::{
     Cli, Command, DoctorArgs, DoctorFormat, ExplainArgs, MergeArgs, MergeFormat, ScanArgs,
     VerifyArgs,
 };
 use hintcheck::config::{RunConfig, parse_duration};
 use hintcheck::error::Error;
+use hintcheck::fleet::scan::{ScanError, ScanLine, ScanOutcome, ScanTarget};
 use hintcheck::output::{self, Mode};
 use hintcheck::progress::{Display, Lines};
 use hintcheck::report::exit_code;
@@ -140,7 +140,7 @@ fn verify(a: &VerifyArgs, mode: Mode) -> Result<i32, Error> {
     // The setup as written, for one more try with `mcp<2` should the server die under the
     // 2.x SDK its dependencies resolved to.
     let sdk_retry = config.pending_setup.as_ref().and_then(|p| {
-        hintcheck::setup::runtime::with_mcp_below_2(&p.section).map(|section| {
+        hintcheck::fleet::setup::runtime::with_mcp_below_2(&p.section).map(|section| {
             let mut pending = p.clone();
             pending.section = section;
             (
@@ -198,7 +198,7 @@ fn verify(a: &VerifyArgs, mode: Mode) -> Result<i32, Error> {
                     .installed
                     .as_ref()
                     .and_then(|i| i.venv.as_deref())
-                    .and_then(hintcheck::setup::runtime::mcp_version)
+                    .and_then(hintcheck::fleet::setup::runtime::mcp_version)
                     .map_or_else(|| "mcp<2".to_string(), |v| format!("mcp {v}"));
                 notes.push(format!(
                     "the server died at start under the mcp 2.x SDK its dependencies resolved to ({death}); it was installed again with mcp<2, and this report is of the run on {sdk}"
@@ -234,10 +234,10 @@ fn verify(a: &VerifyArgs, mode: Mode) -> Result<i32, Error> {
 /// format asked.
 fn never_started(
     config: &RunConfig,
-    e: hintcheck::setup::SetupError,
+    e: hintcheck::fleet::setup::SetupError,
     mode: Mode,
 ) -> Result<i32, Error> {
-    let stopped = matches!(e, hintcheck::setup::SetupError::Stopped { .. });
+    let stopped = matches!(e, hintcheck::fleet::setup::SetupError::Stopped { .. });
     let mut v = hintcheck::run::never_started(config, e.to_string(), stopped);
     v.report.notes.splice(0..0, setup_notes(config));
     output::emit(&v, config, mode)?;
@@ -264,14 +264,14 @@ fn died_under_sdk_2(config: &RunConfig, report: &hintcheck::report::Report) -> O
     let venv = config.installed.as_ref()?.venv.as_deref()?;
     if report.server.start_error.is_none()
         || report.partial.is_some()
-        || hintcheck::setup::runtime::mcp_version(venv)?
+        || hintcheck::fleet::setup::runtime::mcp_version(venv)?
             .split('.')
             .next()?
             != "2"
     {
         return None;
     }
-    hintcheck::setup::runtime::died_like_a_1x_server(&report.server.stderr)
+    hintcheck::fleet::setup::runtime::died_like_a_1x_server(&report.server.stderr)
 }
 
 fn usage_error(e: impl std::fmt::Display) -> i32 {
@@ -282,50 +282,14 @@ fn usage_error(e: impl std::fmt::Display) -> i32 {
 /// `hintcheck scan`: exit 0 when every server is clean (with --check: meets its
 /// expectations), 1 on findings (unmet expectations), 3 when a server gave no report.
 fn scan(a: &ScanArgs) -> i32 {
-    use hintcheck::scan;
+    use hintcheck::fleet::{merge, scan};
     hintcheck::interrupt::install();
-    // Scenarios written for registry entries live in the cache, beside the installs.
-    let registry_dir = a
-        .cache_dir
-        .clone()
-        .unwrap_or_else(hintcheck::setup::cache_root)
-        .join("registry");
-    let all = match scan::expand(&a.paths, &registry_dir) {
+    let (all, shard, targets) = match scan_targets(a) {
         Ok(t) => t,
         Err(e) => return usage_error(e),
     };
-    let shard = match a
-        .shard
-        .as_deref()
-        .map(|s| scan::resolve_shard(s, |name| std::env::var(name).ok()))
-        .transpose()
-    {
-        Ok(s) => s,
-        Err(e) => return usage_error(e),
-    };
-    if let Some(((k, n), source)) = &shard
-        && source != "--shard"
-    {
-        say!("hintcheck: shard {k}/{n} (from {source})");
-    }
-    let shard = shard.map(|(s, _)| s);
-    let targets = match shard {
-        Some(s) => scan::shard(&all, s),
-        None => all.clone(),
-    };
     if a.list {
-        let mut out = std::io::stdout().lock();
-        for t in &targets {
-            let _ = match &t.plan {
-                Ok(_) => writeln!(out, "{}", hintcheck::text::escape::terminal(&t.label)),
-                Err(why) => writeln!(
-                    out,
-                    "{} (skipped: {})",
-                    hintcheck::text::escape::terminal(&t.label),
-                    hintcheck::text::escape::terminal(why)
-                ),
-            };
-        }
+        print_targets(&targets);
         return 0;
     }
     let timeout = match a
@@ -334,67 +298,23 @@ fn scan(a: &ScanArgs) -> i32 {
         .map(|t| parse_duration("--timeout", t))
         .transpose()
     {
-        Ok(t) => t.unwrap_or(std::time::Duration::from_secs(900)),
+        Ok(t) => t.unwrap_or(hintcheck::config::DEFAULT_RUN_TIMEOUT),
         Err(e) => return usage_error(e),
     };
     if a.jobs == Some(0) {
         return usage_error("--jobs: 0 is not a number of jobs (at least 1)");
     }
-    // A scenario's own [run] timeout holds unless the scan sets one for all.
-    let mut verify_args = Vec::new();
-    if a.timeout.is_some() {
-        verify_args.extend([
-            "--timeout".to_string(),
-            format!("{}s", timeout.as_secs().max(1)),
-        ]);
-    }
-    // The scan's flags pass to every verify by their names.
-    let name = |v: Option<clap::builder::PossibleValue>| v.map(|v| v.get_name().to_string());
-    if let Some(f) = a.fail_on.and_then(|f| name(f.to_possible_value())) {
-        verify_args.extend(["--fail-on".to_string(), f]);
-    }
-    if !a.fail_except.is_empty() {
-        verify_args.extend(["--fail-except".to_string(), a.fail_except.join(",")]);
-    }
-    if let Some(s) = a.sandbox.and_then(|s| name(s.to_possible_value())) {
-        verify_args.extend(["--sandbox".to_string(), s]);
-    }
-    if let Some(d) = &a.cache_dir {
-        verify_args.extend(["--cache-dir".to_string(), d.display().to_string()]);
-    }
-    if a.allow_source_builds {
-        verify_args.push("--allow-source-builds".to_string());
-    }
+    let verify_args = scan::verify_flags(a, timeout);
     let jobs = a.jobs.unwrap_or_else(|| {
         std::thread::available_parallelism()
             .map(|n| n.get())
             .unwrap_or(1)
     });
     // --resume: what the results file already holds at this version is kept, not run again.
-    let mut kept = Vec::new();
-    let mut targets = targets;
-    if a.resume
-        && let Some(path) = &a.output
-    {
-        let (previous, cut) = match scan::load_for_resume(path) {
-            Ok(p) => p,
-            Err(e) => return usage_error(e),
-        };
-        if cut {
-            say!(
-                "hintcheck: {}: removed a last line cut off by the earlier scan's end",
-                path.display()
-            );
-        }
-        let selected = targets.len();
-        (kept, targets) = scan::resume(previous, targets, &verify_args, a.check);
-        say!(
-            "hintcheck: resuming {}: {} of {selected} server(s) already verified (same hintcheck version, scenario and options), {} to run",
-            path.display(),
-            kept.len(),
-            targets.len()
-        );
-    }
+    let (kept, targets) = match resumed(a, targets, &verify_args) {
+        Ok(r) => r,
+        Err(e) => return usage_error(e),
+    };
     let plan = scan::ScanPlan {
         shard,
         total: all.len(),
@@ -405,22 +325,9 @@ fn scan(a: &ScanArgs) -> i32 {
         exe: std::env::current_exe().unwrap_or_else(|_| "hintcheck".into()),
         child_limit: timeout + std::time::Duration::from_secs(60),
     };
-    let mut out: Box<dyn Write> = match &a.output {
-        Some(p) => match if a.resume {
-            std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(p)
-        } else {
-            std::fs::File::create(p)
-        } {
-            Ok(f) => Box::new(std::io::BufWriter::new(f)),
-            Err(e) => {
-                say!("hintcheck: error: cannot write {}: {e}", p.display());
-                return exit_code::HARNESS;
-            }
-        },
-        None => Box::new(std::io::stdout().lock()),
+    let mut out = match results_file(a) {
+        Ok(out) => out,
+        Err(code) => return code,
     };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -440,23 +347,131 @@ fn scan(a: &ScanArgs) -> i32 {
     });
     let _ = out.flush();
     let resumed = kept.len();
-    kept.append(&mut outcome.lines);
-    outcome.lines = kept;
-    let totals = scan::totals(&outcome.lines);
-    let mut code = scan::exit_code_of(&outcome.lines);
-    if outcome.interrupted {
-        code = exit_code::HARNESS;
+    let mut lines = kept;
+    lines.append(&mut outcome.lines);
+    outcome.lines = lines;
+    let code = if outcome.interrupted {
+        exit_code::HARNESS
+    } else {
+        merge::exit_code_of(&outcome.lines)
+    };
+    say_scanned(a, &outcome, total, selected < total, resumed, jobs, code);
+    code
+}
+
+/// The K-th of N shards (1-based), when the scan is one.
+type Shard = Option<(usize, usize)>;
+
+/// The scan's targets: every server its paths name, the shard (from `--shard`, or the
+/// environment a fleet sets, which is said), and the targets of that shard.
+fn scan_targets(a: &ScanArgs) -> Result<(Vec<ScanTarget>, Shard, Vec<ScanTarget>), ScanError> {
+    use hintcheck::fleet::scan;
+    // Scenarios written for registry entries live in the cache, beside the installs.
+    let registry_dir = a
+        .cache_dir
+        .clone()
+        .unwrap_or_else(hintcheck::fleet::setup::cache_root)
+        .join("registry");
+    let all = scan::expand(&a.paths, &registry_dir)?;
+    let shard = a
+        .shard
+        .as_deref()
+        .map(|s| scan::resolve_shard(s, |name| std::env::var(name).ok()))
+        .transpose()?;
+    if let Some(((k, n), source)) = &shard
+        && source != "--shard"
+    {
+        say!("hintcheck: shard {k}/{n} (from {source})");
     }
+    let shard = shard.map(|(s, _)| s);
+    let targets = match shard {
+        Some(s) => scan::shard(&all, s),
+        None => all.clone(),
+    };
+    Ok((all, shard, targets))
+}
+
+/// `scan --list`: the shard's scenario files, and why any is skipped.
+fn print_targets(targets: &[ScanTarget]) {
+    use hintcheck::text::escape::terminal;
+    let mut out = std::io::stdout().lock();
+    for t in targets {
+        let _ = match &t.plan {
+            Ok(_) => writeln!(out, "{}", terminal(&t.label)),
+            Err(why) => writeln!(out, "{} (skipped: {})", terminal(&t.label), terminal(why)),
+        };
+    }
+}
+
+/// With `--resume`, the lines the results file keeps and the targets still to run; else
+/// nothing kept and every target.
+fn resumed(
+    a: &ScanArgs,
+    targets: Vec<ScanTarget>,
+    verify_args: &[String],
+) -> Result<(Vec<ScanLine>, Vec<ScanTarget>), ScanError> {
+    use hintcheck::fleet::scan;
+    let (true, Some(path)) = (a.resume, &a.output) else {
+        return Ok((Vec::new(), targets));
+    };
+    let (previous, cut) = scan::load_for_resume(path)?;
+    if cut {
+        say!(
+            "hintcheck: {}: removed a last line cut off by the earlier scan's end",
+            path.display()
+        );
+    }
+    let selected = targets.len();
+    let (kept, targets) = scan::resume(previous, targets, verify_args, a.check);
+    say!(
+        "hintcheck: resuming {}: {} of {selected} server(s) already verified (same hintcheck version, scenario and options), {} to run",
+        path.display(),
+        kept.len(),
+        targets.len()
+    );
+    Ok((kept, targets))
+}
+
+/// Where the scan's lines go: `--output` (appended to with `--resume`), else stdout; the exit
+/// code when the file cannot be written.
+fn results_file(a: &ScanArgs) -> Result<Box<dyn Write>, i32> {
+    let Some(p) = &a.output else {
+        return Ok(Box::new(std::io::stdout().lock()));
+    };
+    let opened = if a.resume {
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(p)
+    } else {
+        std::fs::File::create(p)
+    };
+    match opened {
+        Ok(f) => Ok(Box::new(std::io::BufWriter::new(f))),
+        Err(e) => {
+            say!("hintcheck: error: cannot write {}: {e}", p.display());
+            Err(exit_code::HARNESS)
+        }
+    }
+}
+
+/// The scan's closing lines on stderr: how many servers, how fast, what they found.
+fn say_scanned(
+    a: &ScanArgs,
+    outcome: &ScanOutcome,
+    total: usize,
+    sharded: bool,
+    resumed: usize,
+    jobs: usize,
+    code: i32,
+) {
+    let totals = hintcheck::fleet::merge::totals(&outcome.lines);
     let ran_ms: u64 = outcome.lines[resumed..].iter().map(|l| l.duration_ms).sum();
     let speedup = ran_ms as f64 / outcome.wall.as_millis().max(1) as f64;
     say!(
         "hintcheck: scanned {} of {total} server(s){}{} in {:.1} s (the runs took {:.1} s in all: {speedup:.2}x with --jobs {jobs}); {} contradicted hint(s), {} error(s){} (exit {code})",
         outcome.lines.len(),
-        if selected < total {
-            " (this shard)"
-        } else {
-            ""
-        },
+        if sharded { " (this shard)" } else { "" },
         if resumed > 0 {
             format!(", {resumed} of them kept from the earlier scan,")
         } else {
@@ -480,21 +495,20 @@ fn scan(a: &ScanArgs) -> i32 {
             "hintcheck: the scan was interrupted; the lines written are complete reports or partial ones"
         );
     }
-    code
 }
 
 /// `hintcheck merge`: the combined summary of scan results, exiting as the scan would have.
 fn merge(a: &MergeArgs) -> i32 {
-    use hintcheck::scan;
-    let lines = match scan::read_lines(&a.files) {
+    use hintcheck::fleet::merge;
+    let lines = match merge::read_lines(&a.files) {
         Ok(l) => l,
         Err(e) => return usage_error(e),
     };
     let text = match a.format {
-        MergeFormat::Text => scan::render_text(&lines),
-        MergeFormat::Json => scan::render_json(&lines),
-        MergeFormat::Markdown => scan::render_markdown(&lines),
-        MergeFormat::Html => scan::render_html(&lines),
+        MergeFormat::Text => merge::render_text(&lines),
+        MergeFormat::Json => merge::render_json(&lines),
+        MergeFormat::Markdown => merge::render_markdown(&lines),
+        MergeFormat::Html => merge::render_html(&lines),
     };
     match &a.output {
         Some(p) => {
@@ -508,5 +522,5 @@ fn merge(a: &MergeArgs) -> i32 {
             let _ = std::io::stdout().lock().write_all(text.as_bytes());
         }
     }
-    scan::exit_code_of(&lines)
+    merge::exit_code_of(&lines)
 }

@@ -49,7 +49,7 @@ pub struct Scenario {
     pub run: RunOptions,
     /// What to install before the run (outside the sandbox).
     #[serde(default)]
-    pub setup: crate::setup::SetupSection,
+    pub setup: crate::fleet::setup::SetupSection,
     /// Expectations.
     #[serde(default)]
     pub expect: Option<Expect>,

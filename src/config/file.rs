@@ -50,7 +50,7 @@ pub struct ConfigFile {
     pub run: RunOptions,
     /// What to install before the run (as in scenarios).
     #[serde(default)]
-    pub setup: crate::setup::SetupSection,
+    pub setup: crate::fleet::setup::SetupSection,
     /// Sandbox policy.
     #[serde(default)]
     pub sandbox: SandboxOptions,

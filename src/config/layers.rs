@@ -187,14 +187,45 @@ impl<T> Merge for Option<T> {
     }
 }
 
-impl<T> Merge for Vec<T> {
-    fn absorb(&mut self, mut lower: Self) -> bool {
-        if lower.is_empty() {
-            return false;
-        }
-        lower.append(self);
-        *self = lower;
-        true
+/// Lists join, the lower layer's items first.
+fn join<T>(upper: &mut Vec<T>, mut lower: Vec<T>) -> bool {
+    if lower.is_empty() {
+        return false;
+    }
+    lower.append(upper);
+    *upper = lower;
+    true
+}
+
+impl Merge for Vec<PathBuf> {
+    fn absorb(&mut self, lower: Self) -> bool {
+        join(self, lower)
+    }
+}
+
+impl Merge for Vec<u16> {
+    fn absorb(&mut self, lower: Self) -> bool {
+        join(self, lower)
+    }
+}
+
+/// Tools' arguments join; the higher layer's come last, so they win per tool.
+impl Merge for Vec<(String, serde_json::Value)> {
+    fn absorb(&mut self, lower: Self) -> bool {
+        join(self, lower)
+    }
+}
+
+/// Named values (environment variables, headers) join, but a name the higher layer gives
+/// replaces the lower layer's values of that name; a name repeated within one layer keeps
+/// every value (a header sent twice).
+impl Merge for Vec<(String, String)> {
+    fn absorb(&mut self, lower: Self) -> bool {
+        let kept: Vec<(String, String)> = lower
+            .into_iter()
+            .filter(|(name, _)| !self.iter().any(|(upper, _)| upper == name))
+            .collect();
+        join(self, kept)
     }
 }
 

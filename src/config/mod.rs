@@ -16,14 +16,14 @@ use serde_json::Value;
 use crate::baseline::{Baseline, BaselineError};
 use crate::cli::{ColorArg, VerifyArgs};
 use crate::finding::FailRule;
+use crate::fleet::setup::{Installed, SetupError, SetupSection, network_launcher_advice};
 use crate::mcp::client::EraChoice;
 use crate::progress::ProgressHook;
 use crate::sandbox::SandboxLevel;
 use crate::scenario::{Scenario, ScenarioError};
-use crate::setup::{Installed, SetupError, SetupSection, network_launcher_advice};
 use file::ConfigFileError;
 use layers::{Layer, Sources};
-use options::{Format, RunOptions};
+use options::{Format, ReportOptions, RunOptions};
 use resolve::Given;
 
 /// Errors in the user's input.
@@ -365,7 +365,7 @@ pub struct PendingSetup {
     /// The cache it goes into.
     pub cache: PathBuf,
     /// The deadline and whether progress is printed.
-    pub limits: crate::setup::SetupLimits,
+    pub limits: crate::fleet::setup::SetupLimits,
 }
 
 /// Where the reports of a run go.
@@ -584,7 +584,8 @@ impl RunConfig {
     /// the command and the environment; what they take counts against `--timeout`.
     pub fn install_setup(&mut self) -> Result<(), SetupError> {
         if let Some(p) = self.pending_setup.take() {
-            let mut installed: Installed = crate::setup::ensure(&p.section, &p.cache, &p.limits)?;
+            let mut installed: Installed =
+                crate::fleet::setup::ensure(&p.section, &p.cache, &p.limits)?;
             let args: Vec<String> = self
                 .server
                 .command
@@ -620,7 +621,7 @@ impl RunConfig {
                 _ => "junit",
             };
             return Err(ConfigError::BadValue {
-                flag: "--annotations".into(),
+                flag: self.sources.name(ReportOptions::SECTION, "annotations"),
                 message: format!(
                     "GitHub annotations are printed on stdout, where --format {name} writes its report: write the report to a file (--output FILE) or use --format text or markdown"
                 ),
@@ -632,25 +633,27 @@ impl RunConfig {
     /// Durations that cannot work: a zero timeout (nothing could ever answer) or a settle
     /// period longer than the longest settle.
     fn check_durations(&self) -> Result<(), ConfigError> {
-        for (flag, d) in [
-            ("--call-timeout", self.waits.call_timeout),
-            ("--handshake-timeout", self.waits.handshake_timeout),
-            ("--discover-timeout", self.waits.discover_timeout),
-            ("--timeout", self.waits.run_timeout),
+        let name = |key| self.sources.name(RunOptions::SECTION, key);
+        for (key, d) in [
+            ("call_timeout", self.waits.call_timeout),
+            ("handshake_timeout", self.waits.handshake_timeout),
+            ("discover_timeout", self.waits.discover_timeout),
+            ("timeout", self.waits.run_timeout),
         ] {
             if d.is_zero() {
                 return Err(ConfigError::BadValue {
-                    flag: flag.into(),
+                    flag: name(key),
                     message: "a timeout of zero leaves no time for any answer".into(),
                 });
             }
         }
         if self.waits.settle > self.waits.settle_max {
             return Err(ConfigError::BadValue {
-                flag: "--settle".into(),
+                flag: name("settle"),
                 message: format!(
-                    "{} ms is longer than --settle-max ({} ms): a window could never settle",
+                    "{} ms is longer than {} ({} ms): a window could never settle",
                     self.waits.settle.as_millis(),
+                    name("settle_max"),
                     self.waits.settle_max.as_millis()
                 ),
             });

@@ -288,7 +288,7 @@ crate::options! {
         pub disk_limit: Option<String> = "4GiB".into(),
         /// Longest time for the whole run; the report is then marked partial.
         #[arg(long, value_name = "DURATION")]
-        pub timeout: Option<String> = "15m".into(),
+        pub timeout: Option<String> = crate::text::format_duration(super::DEFAULT_RUN_TIMEOUT),
         /// Cover a host directory with an overlay: the server may write there, its writes stay
         /// in the sandbox and are observed (for servers that write next to their own files).
         #[arg(long = "overlay", value_name = "DIR")]
@@ -502,6 +502,34 @@ mod tests {
         assert!(
             !described.iter().any(|d| d.contains("jobs")),
             "defaults are not listed"
+        );
+    }
+
+    #[test]
+    fn a_header_given_higher_up_replaces_the_lower_ones_and_repeats_within_a_place_stay() {
+        let flags = RunOptions {
+            headers: vec![("Accept".into(), "a".into()), ("Accept".into(), "b".into())],
+            ..RunOptions::default()
+        };
+        let file: RunOptions =
+            toml::from_str("[headers]\nAccept = \"file\"\nAuthorization = \"Bearer x\"\n")
+                .expect("file");
+        let (merged, _) = RunOptions::merge(vec![
+            (Source::Flag, flags),
+            (Source::ConfigFile("/p/hintcheck.toml".into()), file),
+        ]);
+        let pairs: Vec<(&str, &str)> = merged
+            .headers
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        assert_eq!(
+            pairs,
+            [
+                ("Authorization", "Bearer x"),
+                ("Accept", "a"),
+                ("Accept", "b")
+            ]
         );
     }
 

@@ -21,10 +21,10 @@ use super::{
 };
 use crate::cli::VerifyArgs;
 use crate::finding::{Category, FailOn, FailRule};
+use crate::fleet::setup::{SetupError, SetupSection};
 use crate::mcp::client::EraChoice;
 use crate::sandbox::SandboxLevel;
 use crate::scenario::Scenario;
-use crate::setup::{SetupError, SetupSection};
 use crate::text::format_duration;
 
 /// The server's extra environment, in order.
@@ -278,21 +278,24 @@ pub fn pending_setup(
         (None, Some(f)) if !f.setup.is_empty() && a.command.is_empty() => &f.setup,
         _ => return Ok(None),
     };
-    crate::setup::check_pins(setup)?;
-    let cache = a.cache_dir.clone().unwrap_or_else(crate::setup::cache_root);
+    crate::fleet::setup::check_pins(setup)?;
+    let cache = a
+        .cache_dir
+        .clone()
+        .unwrap_or_else(crate::fleet::setup::cache_root);
     // The installs end at `[setup] timeout` and, the run's timeout bounding the command as
     // a whole, at `--timeout`.
     let own = match &setup.timeout {
         Some(t) => parse_duration("[setup] timeout", t)
             .map_err(|e| SetupError::BadTimeout(e.to_string()))?,
-        None => crate::setup::DEFAULT_SETUP_TIMEOUT,
+        None => crate::fleet::setup::DEFAULT_SETUP_TIMEOUT,
     };
-    let mut limits = crate::setup::SetupLimits::within(own.min(run_timeout), !a.no_progress);
+    let mut limits = crate::fleet::setup::SetupLimits::within(own.min(run_timeout), !a.no_progress);
     if run_timeout < own {
         limits.deadline_name = format!("the run timeout ({})", format_duration(run_timeout));
     }
     // The installers are confined as the server is (see `setup::confine`).
-    limits.confinement = crate::setup::Confinement {
+    limits.confinement = crate::fleet::setup::Confinement {
         level: sandbox,
         exe: None,
         allow_source_builds: a.allow_source_builds || setup.allow_source_builds,
@@ -384,7 +387,7 @@ pub fn protocol(given: &Given) -> Result<(RootsOffer, EraChoice, (String, String
 pub fn transport(given: &Given) -> Result<Transport, ConfigError> {
     let section = RunOptions::SECTION;
     let run = &given.run;
-    let http_flags = ["http_path", "headers", "http_port"];
+    let http_flags = ["http_path", "http_port", "headers"];
     match given.choice(section, "transport", &run.transport)? {
         Some(TransportArg::Stdio) | None => {
             match http_flags
@@ -406,12 +409,7 @@ pub fn transport(given: &Given) -> Result<Transport, ConfigError> {
                     message: format!("{path:?} is not an absolute path without spaces"),
                 });
             }
-            // A header given again, higher up, replaces the lower one.
-            let mut headers: Vec<(String, String)> = Vec::new();
-            for (k, v) in &run.headers {
-                headers.retain(|(old, _)| old != k);
-                headers.push((k.clone(), v.clone()));
-            }
+            let headers = run.headers.clone();
             for (k, v) in &headers {
                 if hyper::header::HeaderName::from_bytes(k.as_bytes()).is_err()
                     || hyper::header::HeaderValue::from_str(v).is_err()
@@ -627,6 +625,8 @@ pub fn host_dirs(given: &Given) -> Result<(Vec<PathBuf>, Vec<PathBuf>), ConfigEr
             overlays.push(abs);
         }
     }
+    // A directory is covered before those inside it, so that no overlay hides another.
+    overlays.sort_by_key(|d| d.components().count());
     let mut expose = Vec::new();
     for d in &given.run.expose {
         let flag = || given.name(section, "expose");
@@ -646,6 +646,8 @@ pub fn host_dirs(given: &Given) -> Result<(Vec<PathBuf>, Vec<PathBuf>), ConfigEr
             expose.push(abs);
         }
     }
+    // A directory is shown before those inside it, so that no bind hides another.
+    expose.sort_by_key(|d| d.components().count());
     Ok((overlays, expose))
 }
 

@@ -7,8 +7,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use hintcheck::fleet::setup::Installed;
 use hintcheck::scenario::Scenario;
-use hintcheck::setup::Installed;
 
 use crate::util::{
     assert_four_verdicts, cache, first_success, hint_verdict, installers_present, repo,
@@ -22,11 +22,13 @@ fn installed(scenario: &str) -> Option<Installed> {
         return None;
     }
     let s = Scenario::load(&repo().join("scenarios").join(scenario)).expect("scenario");
-    let mut limits =
-        hintcheck::setup::SetupLimits::within(hintcheck::setup::DEFAULT_SETUP_TIMEOUT, false);
+    let mut limits = hintcheck::fleet::setup::SetupLimits::within(
+        hintcheck::fleet::setup::DEFAULT_SETUP_TIMEOUT,
+        false,
+    );
     // The installers' sandbox re-executes hintcheck, which this test binary is not.
     limits.confinement.exe = Some(crate::util::hintcheck_bin());
-    match hintcheck::setup::ensure(&s.setup, std::path::Path::new(&cache()), &limits) {
+    match hintcheck::fleet::setup::ensure(&s.setup, std::path::Path::new(&cache()), &limits) {
         Ok(i) => Some(i),
         Err(e) => panic!("[setup] of {scenario}: {e}"),
     }

@@ -578,7 +578,8 @@ fn the_real_server_suite_meets_its_expectations() {
     let o = scan(&["--check", "--jobs", "2", &suite]);
     let got = lines(&o.stdout);
     let none = tempfile::tempdir().expect("tmp");
-    let all = hintcheck::scan::expand(&[repo().join("scenarios")], none.path()).expect("expand");
+    let all =
+        hintcheck::fleet::scan::expand(&[repo().join("scenarios")], none.path()).expect("expand");
     assert_eq!(got.len(), all.len(), "{}", o.stderr);
     let failures: Vec<String> = got
         .iter()

@@ -162,9 +162,9 @@ pub fn scenario_for(server: &Value) -> Result<String, String> {
         .as_str()
         .filter(|i| {
             if npm {
-                crate::setup::requirement::is_npm_name(i)
+                crate::fleet::setup::requirement::is_npm_name(i)
             } else {
-                crate::setup::requirement::is_pypi_name(i)
+                crate::fleet::setup::requirement::is_pypi_name(i)
             }
         })
         .ok_or_else(|| {
@@ -177,9 +177,9 @@ pub fn scenario_for(server: &Value) -> Result<String, String> {
         .as_str()
         .filter(|v| {
             if npm {
-                crate::setup::requirement::is_npm_version(v)
+                crate::fleet::setup::requirement::is_npm_version(v)
             } else {
-                crate::setup::requirement::is_pypi_version(v)
+                crate::fleet::setup::requirement::is_pypi_version(v)
             }
         })
         .ok_or_else(|| {

