@@ -435,7 +435,7 @@ fn real_figures(hintcheck: &Path, root: &Path, scenario: &str) {
     // same calls.
     let mut scratch = hintcheck::sandbox::scratch::Scratch::create().expect("scratch");
     // The words of seed 0, which the hintcheck runs below pin.
-    let words = hintcheck::exercise::vocab::Vocabulary::of(0);
+    let words = hintcheck::workspace::vocab::Vocabulary::of(0);
     scratch
         .seed_default(&words.seed_files(), &words.draft())
         .expect("seed");

@@ -238,7 +238,7 @@ pub fn fingerprint(server: &str, f: &Finding, words: &[String]) -> String {
 /// Sets the fingerprint of every finding of the report.
 pub fn fingerprint_findings(report: &mut Report) {
     let server = server_key(report);
-    let words = crate::exercise::vocab::Vocabulary::of(report.settings.seed).words();
+    let words = crate::workspace::vocab::Vocabulary::of(report.settings.seed).words();
     for f in &mut report.findings {
         f.fingerprint = fingerprint(&server, f, &words);
     }
@@ -332,7 +332,7 @@ mod tests {
 
     #[test]
     fn fingerprints_do_not_depend_on_the_runs_words() {
-        use crate::exercise::vocab::Vocabulary;
+        use crate::workspace::vocab::Vocabulary;
         let (one, two) = (Vocabulary::of(1), Vocabulary::of(2));
         let said = |v: &Vocabulary| {
             finding(

@@ -544,7 +544,7 @@ impl RunConfig {
             seed: given
                 .run
                 .seed
-                .unwrap_or_else(crate::exercise::vocab::fresh_seed),
+                .unwrap_or_else(crate::workspace::vocab::fresh_seed),
             begun,
             pending_setup,
             installed: None,

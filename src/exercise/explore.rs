@@ -151,7 +151,7 @@ impl<'a> Explorer<'a> {
         let facts = facts_of(workspace, &given);
         let planned = plan(
             tools,
-            super::vocab::SYNTHESIS_SEED,
+            crate::workspace::vocab::SYNTHESIS_SEED,
             &options.overrides,
             Some(&facts),
             options.attempts,
@@ -862,7 +862,7 @@ impl<'a> Explorer<'a> {
         let facts = facts_of(&self.workspace, &self.given);
         let mut candidates = plan(
             std::slice::from_ref(tool),
-            super::vocab::SYNTHESIS_SEED,
+            crate::workspace::vocab::SYNTHESIS_SEED,
             &self.options.overrides,
             Some(&facts),
             self.options.attempts,
@@ -890,7 +890,7 @@ impl<'a> Explorer<'a> {
         if let Some(facts) = &self.steer {
             let c = steered_candidate(
                 tool,
-                super::vocab::SYNTHESIS_SEED,
+                crate::workspace::vocab::SYNTHESIS_SEED,
                 &self.options.overrides,
                 facts,
             );
@@ -925,7 +925,7 @@ impl<'a> Explorer<'a> {
     ) -> Vec<Value> {
         kind_candidate(
             tool,
-            super::vocab::SYNTHESIS_SEED,
+            crate::workspace::vocab::SYNTHESIS_SEED,
             &self.options.overrides,
             facts,
             kind,
@@ -994,7 +994,7 @@ impl<'a> Explorer<'a> {
             let facts = facts_of(&dir, &self.given);
             let c = steered_candidate(
                 tool,
-                super::vocab::SYNTHESIS_SEED,
+                crate::workspace::vocab::SYNTHESIS_SEED,
                 &self.options.overrides,
                 &facts,
             );
@@ -1195,7 +1195,7 @@ impl Given {
 fn facts_of(dir: &std::path::Path, given: &Given) -> WorkspaceFacts {
     let mut facts = WorkspaceFacts::scan(dir);
     facts.allowed_commands = given.allowed_commands.clone();
-    facts.vocab = super::vocab::Vocabulary::of(given.seed);
+    facts.vocab = crate::workspace::vocab::Vocabulary::of(given.seed);
     // Files the run made itself (under the names it gives new files) come after the others:
     // a seeded document is the better input, and a made one may be gone by the next call.
     let made = |f: &String| facts.vocab.made_by_the_run(f);

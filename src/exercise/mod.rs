@@ -14,4 +14,3 @@ pub mod pool;
 pub mod rng;
 pub mod semantics;
 pub mod synth;
-pub mod vocab;

@@ -28,7 +28,7 @@ pub struct WorkspaceFacts {
     /// `--allowed-commands ls,cat` on its command line).
     pub allowed_commands: Vec<String>,
     /// The run's words (file names, text, addresses), from its seed.
-    pub vocab: super::vocab::Vocabulary,
+    pub vocab: crate::workspace::vocab::Vocabulary,
 }
 
 impl WorkspaceFacts {
@@ -1099,7 +1099,7 @@ mod tests {
             dirs: vec!["docs".into()],
             sqlite: Some("data/app.db".into()),
             allowed_commands: Vec::new(),
-            vocab: crate::exercise::vocab::Vocabulary::default(),
+            vocab: crate::workspace::vocab::Vocabulary::default(),
         };
         let tool =
             parse_tool(&json!({"name": name, "inputSchema": {"type": "object"}}), 0).expect("tool");
@@ -1108,7 +1108,7 @@ mod tests {
 
     #[test]
     fn paths_follow_what_the_tool_does() {
-        let v = crate::exercise::vocab::Vocabulary::default();
+        let v = crate::workspace::vocab::Vocabulary::default();
         let s = json!({"type": "string"});
         let s = s.as_object().expect("obj");
         let cases = [

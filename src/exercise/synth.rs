@@ -46,7 +46,7 @@ pub struct Synthesis {
 /// Whether `s` is a string synthesis invented without meaning (`blue-harbor`), which can
 /// name nothing that exists.
 pub fn is_invented(s: &str) -> bool {
-    super::vocab::is_made_up(s)
+    crate::workspace::vocab::is_made_up(s)
 }
 
 /// Limits of one synthesis.
@@ -291,7 +291,9 @@ impl Synth<'_> {
             return Value::Null;
         }
         match schema {
-            Value::Bool(true) => return json!(super::vocab::made_up(self.rng.below(64))),
+            Value::Bool(true) => {
+                return json!(crate::workspace::vocab::made_up(self.rng.below(64)));
+            }
             Value::Bool(false) => {
                 self.note(at, "schema `false` allows no value");
                 return Value::Null;
@@ -679,7 +681,7 @@ impl Synth<'_> {
             }
         }
         let from_rule = value.is_some();
-        let mut v = value.unwrap_or_else(|| super::vocab::made_up(self.rng.below(64)));
+        let mut v = value.unwrap_or_else(|| crate::workspace::vocab::made_up(self.rng.below(64)));
         let len = v.chars().count() as u64;
         if len < min {
             if from_rule {
@@ -1375,7 +1377,7 @@ mod corpus_tests {
             dirs: vec![],
             sqlite: None,
             allowed_commands: Vec::new(),
-            vocab: crate::exercise::vocab::Vocabulary::default(),
+            vocab: crate::workspace::vocab::Vocabulary::default(),
         };
         let mut n = 0;
         for e in std::fs::read_dir(&dir).expect("toolsnaps") {

@@ -39,7 +39,7 @@ const MAX_TOOLS_FOR_LIST_CONTROL: usize = 1000;
 /// A tool name the server does not list, for the control call: a plausible one (never a
 /// word that names hintcheck), from the run's vocabulary.
 fn unknown_tool_name(seed: u64, tools: &[ToolDecl]) -> String {
-    let term = crate::exercise::vocab::Vocabulary::of(seed).term();
+    let term = crate::workspace::vocab::Vocabulary::of(seed).term();
     ["summarize", "archive", "export", "sync"]
         .iter()
         .map(|verb| format!("{verb}_{term}"))

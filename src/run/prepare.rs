@@ -152,7 +152,7 @@ fn seeded_scratch(config: &RunConfig) -> Result<Scratch, (String, &'static str)>
     match &config.server.workspace_seed {
         Some(seed) => scratch.seed_from(seed),
         None => {
-            let words = crate::exercise::vocab::Vocabulary::of(config.seed);
+            let words = crate::workspace::vocab::Vocabulary::of(config.seed);
             scratch.seed_default(&words.seed_files(), &words.draft())
         }
     }

@@ -144,7 +144,7 @@ fn server_filesystem_limited_to_a_subdirectory_is_steered_by_its_errors() {
     let write = report_tool(&r, "write_file");
     let ok = first_success(write);
     let words =
-        hintcheck::exercise::vocab::Vocabulary::of(r["settings"]["seed"].as_u64().expect("seed"));
+        hintcheck::workspace::vocab::Vocabulary::of(r["settings"]["seed"].as_u64().expect("seed"));
     assert!(
         ok["arguments"]["path"]
             .as_str()
@@ -257,7 +257,7 @@ fn mcp_server_git_works_on_the_seeded_repository() {
     assert_eq!(commit["outcome"], "ok", "{commit}");
     let branch = tool("git_create_branch");
     let words =
-        hintcheck::exercise::vocab::Vocabulary::of(r["settings"]["seed"].as_u64().expect("seed"));
+        hintcheck::workspace::vocab::Vocabulary::of(r["settings"]["seed"].as_u64().expect("seed"));
     assert!(
         branch["calls"][0]["observations"]
             .as_array()
@@ -319,7 +319,7 @@ fn server_filesystem_gets_a_verdict_for_every_tool() {
     let read = report_tool(&r, "read_text_file");
     let text = read["calls"][0]["detail"]["text"].as_str().unwrap_or("");
     let words =
-        hintcheck::exercise::vocab::Vocabulary::of(r["settings"]["seed"].as_u64().expect("seed"));
+        hintcheck::workspace::vocab::Vocabulary::of(r["settings"]["seed"].as_u64().expect("seed"));
     assert!(text.contains(&format!("{} draft", words.title)), "{text}");
     // Every write tool shows its write.
     for name in ["write_file", "edit_file", "create_directory", "move_file"] {
