@@ -160,19 +160,34 @@ impl Scenario {
 /// Checks a report against `[expect]`; returns one line per unmet expectation.
 pub fn check(expect: &Expect, report: &Report) -> Vec<String> {
     let mut failures = Vec::new();
-    if let Some(code) = expect.exit {
-        if report.exit_code != code {
-            failures.push(format!("exit code {} (expected {code})", report.exit_code));
-        }
+    check_run(expect, report, &mut failures);
+    check_verdicts(expect, report, &mut failures);
+    check_findings(expect, report, &mut failures);
+    check_suggestions(expect, report, &mut failures);
+    check_categories(expect, report, &mut failures);
+    check_reach(expect, report, &mut failures);
+    failures
+}
+
+/// The exit code and the transport.
+fn check_run(expect: &Expect, report: &Report, failures: &mut Vec<String>) {
+    if let Some(code) = expect.exit
+        && report.exit_code != code
+    {
+        failures.push(format!("exit code {} (expected {code})", report.exit_code));
     }
-    if let Some(want) = &expect.transport {
-        if &report.settings.transport != want {
-            failures.push(format!(
-                "transport {} (expected {want})",
-                report.settings.transport
-            ));
-        }
+    if let Some(want) = &expect.transport
+        && &report.settings.transport != want
+    {
+        failures.push(format!(
+            "transport {} (expected {want})",
+            report.settings.transport
+        ));
     }
+}
+
+/// The verdicts listed, and (unless turned off) no contradiction beyond those listed.
+fn check_verdicts(expect: &Expect, report: &Report, failures: &mut Vec<String>) {
     let verdict_of = |pair: &str| -> Result<Option<&str>, String> {
         let (tool, hint) = pair
             .split_once(':')
@@ -213,6 +228,10 @@ pub fn check(expect: &Expect, report: &Report) -> Vec<String> {
             }
         }
     }
+}
+
+/// Findings present and absent, and tools skipped.
+fn check_findings(expect: &Expect, report: &Report, failures: &mut Vec<String>) {
     let has_finding = |spec: &str| -> bool {
         let (audit, tool) = match spec.split_once(':') {
             Some((a, t)) => (a, Some(t)),
@@ -240,6 +259,10 @@ pub fn check(expect: &Expect, report: &Report) -> Vec<String> {
             None => failures.push(format!("{tool}: not in the report")),
         }
     }
+}
+
+/// The annotations the observations must support (`hintcheck suggest`).
+fn check_suggestions(expect: &Expect, report: &Report, failures: &mut Vec<String>) {
     for spec in &expect.suggested {
         let parsed = spec.split_once(':').and_then(|(tool, rest)| {
             let (hint, value) = rest.split_once('=')?;
@@ -264,6 +287,10 @@ pub fn check(expect: &Expect, report: &Report) -> Vec<String> {
             None => failures.push(format!("{tool}:{hint}: no such tool or hint in the report")),
         }
     }
+}
+
+/// The categories findings must have.
+fn check_categories(expect: &Expect, report: &Report, failures: &mut Vec<String>) {
     for spec in &expect.categorised {
         let Some((what, category)) = spec.split_once('=') else {
             failures.push(format!(
@@ -297,6 +324,10 @@ pub fn check(expect: &Expect, report: &Report) -> Vec<String> {
             ));
         }
     }
+}
+
+/// The tools that must be reached, and the least share reached.
+fn check_reach(expect: &Expect, report: &Report, failures: &mut Vec<String>) {
     for tool in &expect.reached {
         match report.tools.iter().find(|t| &t.name == tool) {
             Some(t) if t.calls.iter().any(|c| c.outcome.is_success()) => {}
@@ -326,7 +357,6 @@ pub fn check(expect: &Expect, report: &Report) -> Vec<String> {
             ));
         }
     }
-    failures
 }
 
 /// Tools with a successful call, and tools that can work here: listed, not skipped, and not

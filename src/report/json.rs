@@ -404,6 +404,61 @@ fn observer(o: &crate::report::ObserverSummary) -> ObserverV1<'_> {
 
 /// Builds the v1 DTO of a report.
 pub fn to_v1(r: &Report) -> ReportV1<'_> {
+    ReportV1 {
+        schema_version: SCHEMA_VERSION,
+        hintcheck_version: &r.hintcheck_version,
+        started_unix_ms: r.started_unix_ms,
+        duration_ms: r.duration_ms,
+        exit_code: r.exit_code,
+        exit_reason: &r.exit_reason,
+        partial: r.partial.as_deref(),
+        limits_hit: &r.limits_hit,
+        summary: summary_of(r),
+        server: server_of(r),
+        sandbox: SandboxV1 {
+            level: &r.sandbox.level,
+            requested: &r.sandbox.requested,
+            summary: &r.sandbox.summary,
+            enforced: &r.sandbox.enforced,
+            not_enforced: &r.sandbox.not_enforced,
+        },
+        coverage: coverage_of(r),
+        settings: SettingsV1 {
+            repeat: r.settings.repeat,
+            seed: r.settings.seed,
+            settle_ms: r.settings.settle_ms,
+            call_timeout_ms: r.settings.call_timeout_ms,
+            era: &r.settings.era,
+            roots: &r.settings.roots,
+            transport: &r.settings.transport,
+            fail_on: r.settings.fail.on.as_str(),
+            fail_except: r.settings.fail.except.iter().map(|c| c.as_str()).collect(),
+        },
+        seeded: &r.seeded,
+        tools: r.tools.iter().map(tool).collect(),
+        replays: &r.replays,
+        controls: &r.controls,
+        out_of_window: r
+            .phases
+            .iter()
+            .map(|p| PhaseV1 {
+                phase: p.phase.name(),
+                after_tool: p.after_tool.as_deref(),
+                description: p.observation.describe(),
+                observation: &p.observation,
+            })
+            .collect(),
+        findings: r.findings.iter().map(finding).collect(),
+        wire: wire_of(r),
+        notes: &r.notes,
+        expectations: r.expectations.as_ref(),
+        outputs: None,
+        baseline: r.baseline.as_ref().map(baseline),
+    }
+}
+
+/// The v1 summary: verdicts by kind and findings by severity.
+fn summary_of(r: &Report) -> SummaryV1 {
     let mut summary = SummaryV1 {
         tools: r.tools.len(),
         contradicted: 0,
@@ -426,156 +481,127 @@ pub fn to_v1(r: &Report) -> ReportV1<'_> {
             .entry(finding(f).severity)
             .or_default() += 1;
     }
+    summary
+}
+
+/// The v1 server record.
+fn server_of(r: &Report) -> ServerV1<'_> {
     let identity = r.server.identity.as_ref();
-    ReportV1 {
-        schema_version: SCHEMA_VERSION,
-        hintcheck_version: &r.hintcheck_version,
-        started_unix_ms: r.started_unix_ms,
-        duration_ms: r.duration_ms,
-        exit_code: r.exit_code,
-        exit_reason: &r.exit_reason,
-        partial: r.partial.as_deref(),
-        limits_hit: &r.limits_hit,
-        summary,
-        server: ServerV1 {
-            command: &r.server.command,
-            era: identity.map(|i| match i.era {
-                crate::mcp::client::Era::Modern(_) => "modern",
-                crate::mcp::client::Era::Legacy(_) => "legacy",
-            }),
-            protocol_version: identity.map(|i| i.era.version()),
-            server_info: identity.and_then(|i| i.server_info.as_ref()),
-            instructions: identity.and_then(|i| i.instructions.as_deref()),
-            start_error: r.server.start_error.as_deref(),
-            restarts: r.server.restarts,
-            exits: r
-                .server
-                .exits
-                .iter()
-                .map(|e| ExitV1 {
-                    code: e.code,
-                    signal: e.signal,
-                    how: &e.how,
-                    stragglers_killed: &e.stragglers_killed,
-                })
-                .collect(),
-            stderr: &r.server.stderr,
-            stderr_bytes: r.server.stderr_bytes,
-            tools_sha256: r.server.tools_sha256.as_deref(),
-            startup_us: r.server.startup_us,
-        },
-        sandbox: SandboxV1 {
-            level: &r.sandbox.level,
-            requested: &r.sandbox.requested,
-            summary: &r.sandbox.summary,
-            enforced: &r.sandbox.enforced,
-            not_enforced: &r.sandbox.not_enforced,
-        },
-        coverage: CoverageV1 {
-            files_observed: r.coverage.files_observed,
-            network_observed: r.coverage.network_observed,
-            observers: r.coverage.observers.iter().map(observer).collect(),
-            tools_listed: r.coverage.tools_listed,
-            tools_succeeded: r.coverage.tools_succeeded,
-            tools_failed: r.coverage.tools_failed,
-            tools_skipped: r.coverage.tools_skipped,
-            tools_not_called: r.coverage.tools_not_called,
-            calls: r.coverage.calls,
-            inventory_incomplete: r.coverage.inventory_incomplete.as_deref(),
-            background_threads: r.coverage.background_threads,
-            values_learned: r.coverage.values_learned,
-            unreached: r
-                .coverage
-                .unreached
-                .iter()
-                .map(|u| UnreachedV1 {
-                    tool: &u.tool,
-                    outcome: &u.outcome,
-                    said: u.said.as_deref(),
-                    missing: u.missing.as_deref(),
-                    unavailable_here: u.unavailable_here,
-                })
-                .collect(),
-        },
-        settings: SettingsV1 {
-            repeat: r.settings.repeat,
-            seed: r.settings.seed,
-            settle_ms: r.settings.settle_ms,
-            call_timeout_ms: r.settings.call_timeout_ms,
-            era: &r.settings.era,
-            roots: &r.settings.roots,
-            transport: &r.settings.transport,
-            fail_on: r.settings.fail.on.as_str(),
-            fail_except: r.settings.fail.except.iter().map(|c| c.as_str()).collect(),
-        },
-        seeded: &r.seeded,
-        tools: r
-            .tools
-            .iter()
-            .map(|t| ToolV1 {
-                name: &t.name,
-                title: t.title.as_deref(),
-                description: t.description.as_deref(),
-                index: t.index,
-                definition_sha256: &t.definition_sha256,
-                declared: &t.declared,
-                skipped: t.skipped.as_deref(),
-                arguments: &t.arguments,
-                arguments_overridden: &t.overridden,
-                synthesis_notes: &t.synthesis_notes,
-                calls: t.calls.iter().map(call).collect(),
-                verdicts: t.verdicts.iter().map(verdict).collect(),
-                suggestions: t.suggestions.iter().map(suggestion).collect(),
-                supported: &t.supported,
-            })
-            .collect(),
-        replays: &r.replays,
-        controls: &r.controls,
-        out_of_window: r
-            .phases
-            .iter()
-            .map(|p| PhaseV1 {
-                phase: p.phase.name(),
-                after_tool: p.after_tool.as_deref(),
-                description: p.observation.describe(),
-                observation: &p.observation,
-            })
-            .collect(),
-        findings: r.findings.iter().map(finding).collect(),
-        wire: WireV1 {
-            lines_sent: r.wire.stats.sent,
-            lines_received: r.wire.stats.received,
-            garbage_lines: r.wire.stats.garbage,
-            unknown_id_responses: r.wire.stats.unknown_id,
-            server_requests: r
-                .wire
-                .server_requests
-                .iter()
-                .take(200)
-                .map(|s| ServerRequestV1 {
-                    method: &s.method,
-                    answer: &s.answer,
-                })
-                .collect(),
-            notifications: &r.wire.notifications,
-        },
-        notes: &r.notes,
-        expectations: r.expectations.as_ref(),
-        outputs: None,
-        baseline: r.baseline.as_ref().map(|b| BaselineV1 {
-            path: &b.path,
-            accepted: b.accepted,
-            stale: &b.stale,
-            changed_definitions: b
-                .changed_definitions
-                .iter()
-                .map(|(tool, then, now)| ChangedDefinitionV1 {
-                    tool,
-                    accepted_sha256: then,
-                    current_sha256: now,
-                })
-                .collect(),
+    ServerV1 {
+        command: &r.server.command,
+        era: identity.map(|i| match i.era {
+            crate::mcp::client::Era::Modern(_) => "modern",
+            crate::mcp::client::Era::Legacy(_) => "legacy",
         }),
+        protocol_version: identity.map(|i| i.era.version()),
+        server_info: identity.and_then(|i| i.server_info.as_ref()),
+        instructions: identity.and_then(|i| i.instructions.as_deref()),
+        start_error: r.server.start_error.as_deref(),
+        restarts: r.server.restarts,
+        exits: r
+            .server
+            .exits
+            .iter()
+            .map(|e| ExitV1 {
+                code: e.code,
+                signal: e.signal,
+                how: &e.how,
+                stragglers_killed: &e.stragglers_killed,
+            })
+            .collect(),
+        stderr: &r.server.stderr,
+        stderr_bytes: r.server.stderr_bytes,
+        tools_sha256: r.server.tools_sha256.as_deref(),
+        startup_us: r.server.startup_us,
+    }
+}
+
+/// The v1 coverage record.
+fn coverage_of(r: &Report) -> CoverageV1<'_> {
+    CoverageV1 {
+        files_observed: r.coverage.files_observed,
+        network_observed: r.coverage.network_observed,
+        observers: r.coverage.observers.iter().map(observer).collect(),
+        tools_listed: r.coverage.tools_listed,
+        tools_succeeded: r.coverage.tools_succeeded,
+        tools_failed: r.coverage.tools_failed,
+        tools_skipped: r.coverage.tools_skipped,
+        tools_not_called: r.coverage.tools_not_called,
+        calls: r.coverage.calls,
+        inventory_incomplete: r.coverage.inventory_incomplete.as_deref(),
+        background_threads: r.coverage.background_threads,
+        values_learned: r.coverage.values_learned,
+        unreached: r
+            .coverage
+            .unreached
+            .iter()
+            .map(|u| UnreachedV1 {
+                tool: &u.tool,
+                outcome: &u.outcome,
+                said: u.said.as_deref(),
+                missing: u.missing.as_deref(),
+                unavailable_here: u.unavailable_here,
+            })
+            .collect(),
+    }
+}
+
+/// The v1 record of one tool.
+fn tool(t: &crate::report::ToolReport) -> ToolV1<'_> {
+    ToolV1 {
+        name: &t.name,
+        title: t.title.as_deref(),
+        description: t.description.as_deref(),
+        index: t.index,
+        definition_sha256: &t.definition_sha256,
+        declared: &t.declared,
+        skipped: t.skipped.as_deref(),
+        arguments: &t.arguments,
+        arguments_overridden: &t.overridden,
+        synthesis_notes: &t.synthesis_notes,
+        calls: t.calls.iter().map(call).collect(),
+        verdicts: t.verdicts.iter().map(verdict).collect(),
+        suggestions: t.suggestions.iter().map(suggestion).collect(),
+        supported: &t.supported,
+    }
+}
+
+/// The v1 wire record.
+fn wire_of(r: &Report) -> WireV1<'_> {
+    WireV1 {
+        lines_sent: r.wire.stats.sent,
+        lines_received: r.wire.stats.received,
+        garbage_lines: r.wire.stats.garbage,
+        unknown_id_responses: r.wire.stats.unknown_id,
+        server_requests: r
+            .wire
+            .server_requests
+            .iter()
+            .take(200)
+            .map(|s| ServerRequestV1 {
+                method: &s.method,
+                answer: &s.answer,
+            })
+            .collect(),
+        notifications: &r.wire.notifications,
+    }
+}
+
+/// The v1 baseline record.
+fn baseline(b: &crate::report::BaselineOutcome) -> BaselineV1<'_> {
+    BaselineV1 {
+        path: &b.path,
+        accepted: b.accepted,
+        stale: &b.stale,
+        changed_definitions: b
+            .changed_definitions
+            .iter()
+            .map(|(tool, then, now)| ChangedDefinitionV1 {
+                tool,
+                accepted_sha256: then,
+                current_sha256: now,
+            })
+            .collect(),
     }
 }
 
