@@ -156,6 +156,30 @@ fn runnable_package(server: &Value) -> Result<&Value, String> {
 /// The scenario (TOML) for a server, or why it cannot be run.
 pub fn scenario_for(server: &Value) -> Result<String, String> {
     let package = runnable_package(server)?;
+    let pinned = pinned(package)?;
+    let endpoint = endpoint(package)?;
+    let port_variable = endpoint.as_ref().and_then(|e| e.port_variable.as_deref());
+    let (args, env) = launch(package, port_variable)?;
+    write_scenario(server, pinned, args, env, endpoint)
+}
+
+/// Where a server that speaks HTTP listens: the endpoint's path, and its port named by a
+/// variable (one hintcheck chooses) or fixed.
+struct Endpoint {
+    path: String,
+    port_variable: Option<String>,
+    fixed_port: Option<u16>,
+}
+
+/// A package pinned by its registry, name and version.
+struct Pinned<'a> {
+    registry: &'a str,
+    identifier: &'a str,
+    version: &'a str,
+}
+
+/// The package's registry, name and version, each checked to be one pinned package.
+fn pinned(package: &Value) -> Result<Pinned<'_>, String> {
     let registry = package["registryType"].as_str().unwrap_or_default();
     let npm = registry == "npm";
     let identifier = package["identifier"]
@@ -188,7 +212,16 @@ pub fn scenario_for(server: &Value) -> Result<String, String> {
                 shorten(&package["version"].to_string(), 80)
             )
         })?;
-    // How the server speaks: stdio, or HTTP on a port hintcheck chooses.
+    Ok(Pinned {
+        registry,
+        identifier,
+        version,
+    })
+}
+
+/// How the server speaks: stdio (`None`), or HTTP at a path on a port hintcheck chooses (named
+/// by a variable) or on a fixed one.
+fn endpoint(package: &Value) -> Result<Option<Endpoint>, String> {
     let transport = &package["transport"];
     let kind = transport["type"].as_str().unwrap_or("stdio");
     let mut http: Option<(String, UrlPort)> = None;
@@ -224,8 +257,21 @@ pub fn scenario_for(server: &Value) -> Result<String, String> {
         }
         _ => None,
     };
+    Ok(http.map(|(path, _)| Endpoint {
+        path,
+        port_variable,
+        fixed_port,
+    }))
+}
+
+/// The server's arguments and environment, from the package's inputs; none may name a path
+/// on the scanning machine, and a port variable the URL names must be set by one of them.
+fn launch(
+    package: &Value,
+    port_variable: Option<&str>,
+) -> Result<(Vec<String>, BTreeMap<String, String>), String> {
     let mut inputs = Inputs {
-        port_variable: port_variable.as_deref(),
+        port_variable,
         port_used: false,
     };
     let mut args: Vec<String> = Vec::new();
@@ -263,13 +309,30 @@ pub fn scenario_for(server: &Value) -> Result<String, String> {
             env.insert(name.to_string(), value);
         }
     }
-    if let Some(v) = &port_variable
+    if let Some(v) = port_variable
         && !inputs.port_used
     {
         return Err(format!(
             "the transport's URL names its port by {{{v}}}, which no argument or environment variable of the package sets"
         ));
     }
+    Ok((args, env))
+}
+
+/// The scenario's TOML: `[meta]` from the registry entry, `[setup]` with the pin, `[server]`
+/// with the installed command, and `[run]` for HTTP.
+fn write_scenario(
+    server: &Value,
+    package: Pinned<'_>,
+    args: Vec<String>,
+    env: BTreeMap<String, String>,
+    http: Option<Endpoint>,
+) -> Result<String, String> {
+    let Pinned {
+        registry,
+        identifier,
+        version,
+    } = package;
     let (setup_key, pin, command) = match registry {
         "npm" => (
             "npm",
@@ -315,7 +378,10 @@ pub fn scenario_for(server: &Value) -> Result<String, String> {
         );
     }
     doc.insert("server".into(), server_table.into());
-    if let Some((path, _)) = http {
+    if let Some(Endpoint {
+        path, fixed_port, ..
+    }) = http
+    {
         let mut run = toml::Table::new();
         run.insert("transport".into(), "http".into());
         run.insert("http_path".into(), path.into());
