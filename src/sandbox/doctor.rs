@@ -211,6 +211,43 @@ async fn probe_sandbox(level: SandboxLevel) -> Result<(Enforcement, HttpProbe), 
 pub async fn diagnose() -> DoctorReport {
     let mut checks = Vec::new();
     let root = rustix::process::getuid().is_root();
+    check_privileges(root, &mut checks);
+    let required = probe_sandbox(SandboxLevel::Required).await;
+    let best = match &required {
+        Ok(e) => Ok(e.clone()),
+        Err(_) => probe_sandbox(SandboxLevel::BestEffort).await,
+    };
+    let (best, http) = match best {
+        Ok((e, http)) => (Ok(e), Some(http)),
+        Err(f) => (Err(f), None),
+    };
+    match &required {
+        Ok(_) => checks.push(check(
+            "sandbox (required)",
+            "ok",
+            "every isolation step succeeded",
+            None,
+        )),
+        Err(f) => checks.push(check(
+            "sandbox (required)",
+            "missing",
+            format!("step {} failed: {}", f.step, f.message),
+            remedy(f).or_else(|| Some("run under sudo, or use --sandbox best-effort".into())),
+        )),
+    }
+    let (level, enforced) = check_best_effort(&best, &mut checks);
+    checks.push(http_check(http));
+    check_host(&mut checks);
+    DoctorReport {
+        required_sandbox_available: required.is_ok(),
+        level,
+        checks,
+        enforced,
+    }
+}
+
+/// Who runs hintcheck, and what keeps an unprivileged user from user namespaces.
+fn check_privileges(root: bool, checks: &mut Vec<Check>) {
     checks.push(check(
         "privileges",
         "info",
@@ -250,31 +287,16 @@ pub async fn diagnose() -> DoctorReport {
             checks.push(c);
         }
     }
-    let required = probe_sandbox(SandboxLevel::Required).await;
-    let best = match &required {
-        Ok(e) => Ok(e.clone()),
-        Err(_) => probe_sandbox(SandboxLevel::BestEffort).await,
-    };
-    let (best, http) = match best {
-        Ok((e, http)) => (Ok(e), Some(http)),
-        Err(f) => (Err(f), None),
-    };
-    match &required {
-        Ok(_) => checks.push(check(
-            "sandbox (required)",
-            "ok",
-            "every isolation step succeeded",
-            None,
-        )),
-        Err(f) => checks.push(check(
-            "sandbox (required)",
-            "missing",
-            format!("step {} failed: {}", f.step, f.message),
-            remedy(f).or_else(|| Some("run under sudo, or use --sandbox best-effort".into())),
-        )),
-    }
+}
+
+/// What the best the sandbox can do here enforces (Landlock, seccomp, namespaces, degraded
+/// steps): the level a run would get and what it enforces.
+fn check_best_effort(
+    best: &Result<Enforcement, StepFailure>,
+    checks: &mut Vec<Check>,
+) -> (String, Vec<String>) {
     let mut enforced = Vec::new();
-    let level = match &best {
+    let level = match best {
         Ok(e) => {
             let status = SandboxStatus::from_enforcement(e, SandboxLevel::BestEffort);
             let landlock_remedy = (e.landlock != "full").then(|| {
@@ -335,7 +357,12 @@ pub async fn diagnose() -> DoctorReport {
             "none".into()
         }
     };
-    checks.push(match http {
+    (level, enforced)
+}
+
+/// Whether servers that speak HTTP can be reached in the sandbox.
+fn http_check(http: Option<Result<(), String>>) -> Check {
+    match http {
         Some(Ok(())) => check(
             "transport http",
             "ok",
@@ -354,7 +381,11 @@ pub async fn diagnose() -> DoctorReport {
             "no sandbox: `--transport http` works only with --no-sandbox (on the host's loopback)",
             None,
         ),
-    });
+    }
+}
+
+/// What the host offers beyond the sandbox's steps: seccomp user notification, TUN, cgroup v2.
+fn check_host(checks: &mut Vec<Check>) {
     let notif = read_trimmed("/proc/sys/kernel/seccomp/actions_avail")
         .is_some_and(|a| a.split_whitespace().any(|x| x == "user_notif"));
     checks.push(check(
@@ -390,12 +421,6 @@ pub async fn diagnose() -> DoctorReport {
         if cgroup { "present" } else { "not mounted" },
         None,
     ));
-    DoctorReport {
-        required_sandbox_available: required.is_ok(),
-        level,
-        checks,
-        enforced,
-    }
 }
 
 /// The doctor's report as text.
