@@ -432,32 +432,10 @@ async fn post(state: &Arc<State>, line: String, request_id: Option<Value>) {
         }
         return;
     }
-    let Some(mut request) = request(
-        state,
-        hyper::Method::POST,
-        Full::new(Bytes::from(line.clone())),
-    ) else {
+    let Some(request) = post_request(state, line.clone(), &message) else {
         return;
     };
-    for (name, value) in routing_headers(&message) {
-        if let Ok(value) = hyper::header::HeaderValue::from_str(&value) {
-            request.headers_mut().insert(name, value);
-        }
-    }
-    for (name, value) in param_headers(state, &message) {
-        if let (Ok(name), Ok(value)) = (
-            hyper::header::HeaderName::from_bytes(name.as_bytes()),
-            hyper::header::HeaderValue::from_str(&value),
-        ) {
-            request.headers_mut().insert(name, value);
-        }
-    }
-    let fail = |why: String| async {
-        match &request_id {
-            Some(id) => state.fail(id, why).await,
-            None => state.note(why),
-        }
-    };
+    let fail = |why: String| fail_or_note(state, request_id.as_ref(), why);
     let response = match send(state, request).await {
         Ok(r) => r,
         Err(why) => return fail(why).await,
@@ -511,32 +489,86 @@ async fn post(state: &Arc<State>, line: String, request_id: Option<Value>) {
     }
     let mut body = response.into_body();
     if content_type.starts_with("text/event-stream") {
-        let mut events = SseParser::new(state.target.max_message_bytes);
-        let mut answered = relay_parsed(state, &mut body, request_id.as_ref(), &mut events).await;
-        // A stream that ended before the answer but named its events is resumed (the
-        // 2025-11-25 revision lets a server close it on purpose and expect that).
-        let mut resumed = 0;
-        while !answered && request_id.is_some() && resumed < MAX_RESUMES {
-            let Some(last) = events.last_id.clone() else {
-                break;
-            };
-            resumed += 1;
-            tokio::time::sleep(events.retry.min(MAX_RETRY_WAIT)).await;
-            let Some(mut body) = resume(state, &last).await else {
-                break;
-            };
-            events = events.resumed();
-            answered = relay_parsed(state, &mut body, request_id.as_ref(), &mut events).await;
-        }
-        if !answered && request_id.is_some() {
-            fail(format!(
-                "the event stream ended without the answer (HTTP {status})"
-            ))
-            .await;
-        }
+        relay_stream(state, &mut body, request_id.as_ref(), status).await;
         return;
     }
     // One JSON body (or whatever the server sent instead), capped.
+    let Some(text) = read_capped(state, &mut body).await else {
+        return fail(format!(
+            "a response body longer than {} bytes",
+            state.target.max_message_bytes
+        ))
+        .await;
+    };
+    deliver_body(state, status, &content_type, &text, request_id.as_ref()).await;
+}
+
+/// The POST of one line, with the headers the spec asks for (routing, `Mcp-Param-*`).
+fn post_request(
+    state: &Arc<State>,
+    line: String,
+    message: &Value,
+) -> Option<hyper::Request<Full<Bytes>>> {
+    let mut request = request(state, hyper::Method::POST, Full::new(Bytes::from(line)))?;
+    for (name, value) in routing_headers(message) {
+        if let Ok(value) = hyper::header::HeaderValue::from_str(&value) {
+            request.headers_mut().insert(name, value);
+        }
+    }
+    for (name, value) in param_headers(state, message) {
+        if let (Ok(name), Ok(value)) = (
+            hyper::header::HeaderName::from_bytes(name.as_bytes()),
+            hyper::header::HeaderValue::from_str(&value),
+        ) {
+            request.headers_mut().insert(name, value);
+        }
+    }
+    Some(request)
+}
+
+/// The request failed with `why`: it is answered with that error (a notification's failure
+/// is noted).
+async fn fail_or_note(state: &State, request_id: Option<&Value>, why: String) {
+    match request_id {
+        Some(id) => state.fail(id, why).await,
+        None => state.note(why),
+    }
+}
+
+/// Relays an event stream until it answers `request_id`, resuming it where it named its
+/// events; a stream that ends without the answer fails the request.
+async fn relay_stream(
+    state: &State,
+    body: &mut hyper::body::Incoming,
+    request_id: Option<&Value>,
+    status: hyper::StatusCode,
+) {
+    let mut events = SseParser::new(state.target.max_message_bytes);
+    let mut answered = relay_parsed(state, body, request_id, &mut events).await;
+    // A stream that ended before the answer but named its events is resumed (the
+    // 2025-11-25 revision lets a server close it on purpose and expect that).
+    let mut resumed = 0;
+    while !answered && request_id.is_some() && resumed < MAX_RESUMES {
+        let Some(last) = events.last_id.clone() else {
+            break;
+        };
+        resumed += 1;
+        tokio::time::sleep(events.retry.min(MAX_RETRY_WAIT)).await;
+        let Some(mut resumed_body) = resume(state, &last).await else {
+            break;
+        };
+        events = events.resumed();
+        answered = relay_parsed(state, &mut resumed_body, request_id, &mut events).await;
+    }
+    if !answered && request_id.is_some() {
+        let why = format!("the event stream ended without the answer (HTTP {status})");
+        fail_or_note(state, request_id, why).await;
+    }
+}
+
+/// The response body, or `None` past the message cap (a broken body is noted and what came
+/// is kept).
+async fn read_capped(state: &State, body: &mut hyper::body::Incoming) -> Option<Vec<u8>> {
     let mut text: Vec<u8> = Vec::new();
     let mut capped = false;
     while let Some(frame) = body.frame().await {
@@ -556,13 +588,19 @@ async fn post(state: &Arc<State>, line: String, request_id: Option<Value>) {
             }
         }
     }
-    if capped {
-        return fail(format!(
-            "a response body longer than {} bytes",
-            state.target.max_message_bytes
-        ))
-        .await;
-    }
+    (!capped).then_some(text)
+}
+
+/// Delivers a response body to the session: an answer (or messages) as they are; a refusal
+/// at the HTTP level as the request's error answer; anything that does not answer the
+/// request fails it, so that nobody waits for a response that cannot come.
+async fn deliver_body(
+    state: &State,
+    status: hyper::StatusCode,
+    content_type: &str,
+    text: &[u8],
+    request_id: Option<&Value>,
+) {
     let is_json = content_type.starts_with("application/json");
     if !is_json && status.is_success() {
         state.note(format!(
@@ -570,43 +608,46 @@ async fn post(state: &Arc<State>, line: String, request_id: Option<Value>) {
             if content_type.is_empty() {
                 "(none)"
             } else {
-                content_type.as_str()
+                content_type
             }
         ));
     }
     if text.is_empty() {
         if request_id.is_some() {
-            fail(format!("HTTP {status} with an empty body")).await;
+            fail_or_note(
+                state,
+                request_id,
+                format!("HTTP {status} with an empty body"),
+            )
+            .await;
         }
         return;
     }
-    let answers = is_answer_to(&text, request_id.as_ref());
+    let answers = is_answer_to(text, request_id);
     if !status.is_success() && !answers {
         // A refusal at the HTTP level (the spec's 400 for a request before `initialize`, a
         // 404 for an unknown session, a 500): the request is answered with it, and the body
         // (an error with id null, typically) is not a message of the exchange. A server error
         // is noted; a refusal is the server's answer, judged like any error answer.
-        let said = serde_json::from_slice::<Value>(&text)
+        let said = serde_json::from_slice::<Value>(text)
             .ok()
             .and_then(|v| v["error"]["message"].as_str().map(str::to_string))
-            .unwrap_or_else(|| String::from_utf8_lossy(&text).chars().take(200).collect());
+            .unwrap_or_else(|| String::from_utf8_lossy(text).chars().take(200).collect());
         let why = format!("HTTP {status}: {said}");
-        match &request_id {
+        match request_id {
             Some(id) if status.is_server_error() => state.fail(id, why).await,
             Some(id) => state.answer_for(id, why).await,
             None => state.note(why),
         }
         return;
     }
-    remember_answer(state, &text);
-    state.deliver(&text).await;
+    remember_answer(state, text);
+    state.deliver(text).await;
     // A success whose body does not answer the request the POST carried: the request is
     // answered for it so that nobody waits for a response that cannot come.
     if request_id.is_some() && !answers {
-        fail(format!(
-            "HTTP {status} with a body that does not answer the request"
-        ))
-        .await;
+        let why = format!("HTTP {status} with a body that does not answer the request");
+        fail_or_note(state, request_id, why).await;
     }
 }
 
