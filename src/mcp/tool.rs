@@ -314,36 +314,7 @@ pub fn parse_tool(raw: &Value, index: usize) -> Result<ToolDecl, UnusableTool> {
             "name is not 1–128 characters of [A-Za-z0-9_.-] as the spec recommends".to_string(),
         );
     }
-    let input_schema = match obj.get("inputSchema") {
-        Some(Value::Object(s)) => {
-            if let Some(t) = s.get("type") {
-                if t != "object" {
-                    problem(
-                        "malformed-tool",
-                        format!("inputSchema.type is {t}, not \"object\""),
-                    );
-                }
-            }
-            Value::Object(s.clone())
-        }
-        Some(other) => {
-            problem(
-                "malformed-tool",
-                format!(
-                    "inputSchema is a {}, not an object; calling with no arguments",
-                    json_type_name(other)
-                ),
-            );
-            Value::Object(Map::new())
-        }
-        None => {
-            problem(
-                "malformed-tool",
-                "inputSchema is missing; calling with no arguments".into(),
-            );
-            Value::Object(Map::new())
-        }
-    };
+    let input_schema = input_schema_of(obj, &mut problem);
     for why in param_headers(&input_schema).1 {
         problem("malformed-tool", why);
     }
@@ -357,44 +328,7 @@ pub fn parse_tool(raw: &Value, index: usize) -> Result<ToolDecl, UnusableTool> {
             if title.is_none() {
                 title = ann.get("title").and_then(Value::as_str).map(str::to_string);
             }
-            let hints = Hints {
-                read_only: Hint::from_raw(ann.get("readOnlyHint")),
-                destructive: Hint::from_raw(ann.get("destructiveHint")),
-                idempotent: Hint::from_raw(ann.get("idempotentHint")),
-                open_world: Hint::from_raw(ann.get("openWorldHint")),
-            };
-            for name in HintName::ALL {
-                if let Hint::WrongType(v) = hints.get(name) {
-                    problem(
-                        "annotation-type",
-                        format!(
-                            "annotations.{} is {} ({}), not a boolean; hosts may read it either way, hintcheck judges it as absent",
-                            name.key(),
-                            shorten(&v.to_string(), 60),
-                            json_type_name(v)
-                        ),
-                    );
-                }
-            }
-            for key in ann.keys() {
-                let lower = key.to_ascii_lowercase();
-                let near = HintName::ALL.into_iter().find(|h| {
-                    h.key().to_ascii_lowercase() == lower
-                        || h.key().to_ascii_lowercase() == format!("{lower}hint")
-                });
-                if let Some(h) = near {
-                    if h.key() != key {
-                        problem(
-                            "annotation-type",
-                            format!(
-                                "annotations has key {key:?}; the spec's key is {:?} (keys are case-sensitive)",
-                                h.key()
-                            ),
-                        );
-                    }
-                }
-            }
-            hints
+            hints_of(ann, &mut problem)
         }
         Some(other) => {
             problem(
@@ -436,6 +370,86 @@ pub fn parse_tool(raw: &Value, index: usize) -> Result<ToolDecl, UnusableTool> {
         definition: raw.clone(),
         index,
     })
+}
+
+/// The tool's input schema: an object schema as given, else an empty one with the problem.
+fn input_schema_of(
+    obj: &Map<String, Value>,
+    problem: &mut impl FnMut(&'static str, String),
+) -> Value {
+    match obj.get("inputSchema") {
+        Some(Value::Object(s)) => {
+            if let Some(t) = s.get("type") {
+                if t != "object" {
+                    problem(
+                        "malformed-tool",
+                        format!("inputSchema.type is {t}, not \"object\""),
+                    );
+                }
+            }
+            Value::Object(s.clone())
+        }
+        Some(other) => {
+            problem(
+                "malformed-tool",
+                format!(
+                    "inputSchema is a {}, not an object; calling with no arguments",
+                    json_type_name(other)
+                ),
+            );
+            Value::Object(Map::new())
+        }
+        None => {
+            problem(
+                "malformed-tool",
+                "inputSchema is missing; calling with no arguments".into(),
+            );
+            Value::Object(Map::new())
+        }
+    }
+}
+
+/// The four hints of an `annotations` object, with what is wrong in it: a hint that is not a
+/// boolean, a key that is a hint's in the wrong case or without `Hint`.
+fn hints_of(ann: &Map<String, Value>, problem: &mut impl FnMut(&'static str, String)) -> Hints {
+    let hints = Hints {
+        read_only: Hint::from_raw(ann.get("readOnlyHint")),
+        destructive: Hint::from_raw(ann.get("destructiveHint")),
+        idempotent: Hint::from_raw(ann.get("idempotentHint")),
+        open_world: Hint::from_raw(ann.get("openWorldHint")),
+    };
+    for name in HintName::ALL {
+        if let Hint::WrongType(v) = hints.get(name) {
+            problem(
+                "annotation-type",
+                format!(
+                    "annotations.{} is {} ({}), not a boolean; hosts may read it either way, hintcheck judges it as absent",
+                    name.key(),
+                    shorten(&v.to_string(), 60),
+                    json_type_name(v)
+                ),
+            );
+        }
+    }
+    for key in ann.keys() {
+        let lower = key.to_ascii_lowercase();
+        let near = HintName::ALL.into_iter().find(|h| {
+            h.key().to_ascii_lowercase() == lower
+                || h.key().to_ascii_lowercase() == format!("{lower}hint")
+        });
+        if let Some(h) = near {
+            if h.key() != key {
+                problem(
+                    "annotation-type",
+                    format!(
+                        "annotations has key {key:?}; the spec's key is {:?} (keys are case-sensitive)",
+                        h.key()
+                    ),
+                );
+            }
+        }
+    }
+    hints
 }
 
 /// Lowercase hex SHA-256.
