@@ -516,21 +516,7 @@ impl FsSnapshotObserver {
                 }
                 return None;
             };
-            let parent = if parent_rel.is_empty() {
-                Some(root_fd.try_clone().ok()?)
-            } else {
-                match open_beneath(root_fd, parent_rel) {
-                    Ok(fd) => Some(fd),
-                    // Gone, or no longer reachable without a symlink: the walk would not
-                    // see it either.
-                    Err(
-                        rustix::io::Errno::NOENT
-                        | rustix::io::Errno::NOTDIR
-                        | rustix::io::Errno::LOOP,
-                    ) => None,
-                    Err(_) => return None,
-                }
-            };
+            let parent = open_parent(root_fd, parent_rel)?;
             let was = self.last.get(path.as_str());
             let now = parent.as_ref().and_then(|fd| {
                 walk.entry(fd, name.as_bytes(), path)
@@ -605,21 +591,41 @@ impl FsSnapshotObserver {
         self.notes.append(&mut walk.notes);
         drop(walk);
         self.kept_total = (self.kept_total + kept_now).saturating_sub(removed_content);
-        // The overlays: their upper layers are walked whole (they hold only what changed).
-        if !self.overlays.is_empty() {
-            let (view, touched, before) = self.overlay_views();
-            for (p, e) in before {
-                self.last.entry(p).or_insert(e);
-            }
-            self.overlay_touched.extend(touched);
-            for ov in &self.overlays {
-                old.extend(
-                    entries_below(&self.last, &ov.label).map(|(p, e)| (p.clone(), e.clone())),
-                );
-            }
-            new.extend(view);
-        }
+        self.add_overlay_views(&mut old, &mut new);
         Some((old, new))
+    }
+
+    /// The overlays' share of a checkpoint: their upper layers are walked whole (they hold
+    /// only what changed), their entries before into `old`, their view now into `new`.
+    fn add_overlay_views(&mut self, old: &mut Snapshot, new: &mut Snapshot) {
+        if self.overlays.is_empty() {
+            return;
+        }
+        let (view, touched, before) = self.overlay_views();
+        for (p, e) in before {
+            self.last.entry(p).or_insert(e);
+        }
+        self.overlay_touched.extend(touched);
+        for ov in &self.overlays {
+            old.extend(entries_below(&self.last, &ov.label).map(|(p, e)| (p.clone(), e.clone())));
+        }
+        new.extend(view);
+    }
+}
+
+/// The directory `parent_rel` beneath the root (the root itself when empty): `Some(None)`
+/// when it is gone or no longer reachable without a symlink (the walk would not see it
+/// either), `None` on any other error (a full walk is needed).
+fn open_parent(root_fd: &OwnedFd, parent_rel: &str) -> Option<Option<OwnedFd>> {
+    if parent_rel.is_empty() {
+        return Some(Some(root_fd.try_clone().ok()?));
+    }
+    match open_beneath(root_fd, parent_rel) {
+        Ok(fd) => Some(Some(fd)),
+        Err(rustix::io::Errno::NOENT | rustix::io::Errno::NOTDIR | rustix::io::Errno::LOOP) => {
+            Some(None)
+        }
+        Err(_) => None,
     }
 }
 
