@@ -300,14 +300,6 @@ pub fn name_of(nr: i32) -> &'static str {
 /// address of the program path the sandbox's own `execve` passes: that `execve` is allowed,
 /// every other one (and every `execveat`) fails with `EPERM`.
 pub fn filter(notify: bool, single_exec: Option<u64>) -> Vec<Insn> {
-    let stmt = |code, k| Insn {
-        code,
-        jt: 0,
-        jf: 0,
-        k,
-    };
-    let jump = |code, k, jt, jf| Insn { code, jt, jf, k };
-    let ret = |k| stmt(BPF_RET_K, k);
     let enosys = SECCOMP_RET_ERRNO | ENOSYS;
     // Every test jumps at most a few instructions: each rule carries its own returns.
     let mut p = vec![
@@ -336,39 +328,7 @@ pub fn filter(notify: bool, single_exec: Option<u64>) -> Vec<Insn> {
         })
     };
     let allow = ret(SECCOMP_RET_ALLOW);
-    // socket: inet and inet6 with the protocols a server needs, routing netlink; unix refused
-    // silently; the rest reported. Layout (offsets from the block's first instruction):
-    //   0 nr?  1 ld family  2 inet?  3 inet6?  4 unix?  5 EACCES  6 netlink?  7 EAFNOSUPPORT
-    //   8 ld protocol (netlink)  9 route?  10 EPROTONOSUPPORT
-    //   11 ld protocol (inet)  12.. one test per allowed protocol, then EPROTONOSUPPORT, allow
-    let allow_at = 12 + INET_PROTOCOLS.len() + 1;
-    let inet_at = 11;
-    let mut block = vec![
-        jump(BPF_JEQ_K, libc::SYS_socket as u32, 0, allow_at as u8),
-        stmt(BPF_LD_W_ABS, arg_low(0)),
-        jump(BPF_JEQ_K, AF_INET, (inet_at - 3) as u8, 0),
-        jump(BPF_JEQ_K, AF_INET6, (inet_at - 4) as u8, 0),
-        jump(BPF_JEQ_K, AF_UNIX, 0, 1),
-        ret(SECCOMP_RET_ERRNO | EACCES),
-        jump(BPF_JEQ_K, AF_NETLINK, 1, 0),
-        refuse(EAFNOSUPPORT),
-        stmt(BPF_LD_W_ABS, arg_low(2)),
-        jump(BPF_JEQ_K, NETLINK_ROUTE, (allow_at - 10) as u8, 0),
-        refuse(EPROTONOSUPPORT),
-        stmt(BPF_LD_W_ABS, arg_low(2)),
-    ];
-    for (i, protocol) in INET_PROTOCOLS.iter().enumerate() {
-        block.push(jump(
-            BPF_JEQ_K,
-            *protocol,
-            (allow_at - (12 + i) - 1) as u8,
-            0,
-        ));
-    }
-    block.push(refuse(EPROTONOSUPPORT));
-    block.push(allow);
-    debug_assert_eq!(block.len(), allow_at + 1);
-    p.extend(block);
+    p.extend(socket_rules(&refuse));
     // socketpair: unix only.
     p.extend([
         jump(BPF_JEQ_K, libc::SYS_socketpair as u32, 0, 4),
@@ -410,50 +370,115 @@ pub fn filter(notify: bool, single_exec: Option<u64>) -> Vec<Insn> {
         ]);
     }
     if notify {
-        for (nr, when, _) in rules() {
-            match when {
-                When::Always => {
-                    p.push(jump(BPF_JEQ_K, nr, 0, 1));
-                    p.push(ret(SECCOMP_RET_USER_NOTIF));
+        p.extend(notify_rules());
+    }
+    p.push(ret(SECCOMP_RET_ALLOW));
+    p
+}
+
+/// A BPF statement.
+fn stmt(code: u16, k: u32) -> Insn {
+    Insn {
+        code,
+        jt: 0,
+        jf: 0,
+        k,
+    }
+}
+
+/// A BPF conditional jump.
+fn jump(code: u16, k: u32, jt: u8, jf: u8) -> Insn {
+    Insn { code, jt, jf, k }
+}
+
+/// A BPF return.
+fn ret(k: u32) -> Insn {
+    stmt(BPF_RET_K, k)
+}
+
+/// The rules of `socket`: inet and inet6 with the protocols a server needs, routing netlink;
+/// unix refused silently; the rest refused by `refuse` (reported with a listener).
+fn socket_rules(refuse: &dyn Fn(u32) -> Insn) -> Vec<Insn> {
+    let allow = ret(SECCOMP_RET_ALLOW);
+    // Layout (offsets from the block's first instruction):
+    //   0 nr?  1 ld family  2 inet?  3 inet6?  4 unix?  5 EACCES  6 netlink?  7 EAFNOSUPPORT
+    //   8 ld protocol (netlink)  9 route?  10 EPROTONOSUPPORT
+    //   11 ld protocol (inet)  12.. one test per allowed protocol, then EPROTONOSUPPORT, allow
+    let allow_at = 12 + INET_PROTOCOLS.len() + 1;
+    let inet_at = 11;
+    let mut block = vec![
+        jump(BPF_JEQ_K, libc::SYS_socket as u32, 0, allow_at as u8),
+        stmt(BPF_LD_W_ABS, arg_low(0)),
+        jump(BPF_JEQ_K, AF_INET, (inet_at - 3) as u8, 0),
+        jump(BPF_JEQ_K, AF_INET6, (inet_at - 4) as u8, 0),
+        jump(BPF_JEQ_K, AF_UNIX, 0, 1),
+        ret(SECCOMP_RET_ERRNO | EACCES),
+        jump(BPF_JEQ_K, AF_NETLINK, 1, 0),
+        refuse(EAFNOSUPPORT),
+        stmt(BPF_LD_W_ABS, arg_low(2)),
+        jump(BPF_JEQ_K, NETLINK_ROUTE, (allow_at - 10) as u8, 0),
+        refuse(EPROTONOSUPPORT),
+        stmt(BPF_LD_W_ABS, arg_low(2)),
+    ];
+    for (i, protocol) in INET_PROTOCOLS.iter().enumerate() {
+        block.push(jump(
+            BPF_JEQ_K,
+            *protocol,
+            (allow_at - (12 + i) - 1) as u8,
+            0,
+        ));
+    }
+    block.push(refuse(EPROTONOSUPPORT));
+    block.push(allow);
+    debug_assert_eq!(block.len(), allow_at + 1);
+    block
+}
+
+/// The user-notification rules: every system call the recorder reports, under its condition.
+fn notify_rules() -> Vec<Insn> {
+    let mut p = Vec::new();
+    for (nr, when, _) in rules() {
+        match when {
+            When::Always => {
+                p.push(jump(BPF_JEQ_K, nr, 0, 1));
+                p.push(ret(SECCOMP_RET_USER_NOTIF));
+            }
+            When::FlagsIn(arg, mask) => {
+                p.push(jump(BPF_JEQ_K, nr, 0, 4));
+                p.push(stmt(BPF_LD_W_ABS, arg_low(arg)));
+                p.push(jump(BPF_JSET_K, mask, 0, 1));
+                p.push(ret(SECCOMP_RET_USER_NOTIF));
+                p.push(ret(SECCOMP_RET_ALLOW));
+            }
+            When::FlagsInNotIn(arg, any, none) => {
+                p.push(jump(BPF_JEQ_K, nr, 0, 5));
+                p.push(stmt(BPF_LD_W_ABS, arg_low(arg)));
+                p.push(jump(BPF_JSET_K, any, 0, 2));
+                p.push(jump(BPF_JSET_K, none, 1, 0));
+                p.push(ret(SECCOMP_RET_USER_NOTIF));
+                p.push(ret(SECCOMP_RET_ALLOW));
+            }
+            When::OneOf(arg, values) => {
+                p.push(jump(BPF_JEQ_K, nr, 0, 7));
+                p.push(stmt(BPF_LD_W_ABS, arg_low(arg)));
+                for (i, v) in values.iter().enumerate() {
+                    p.push(jump(BPF_JEQ_K, *v, (4 - i) as u8, 0));
                 }
-                When::FlagsIn(arg, mask) => {
-                    p.push(jump(BPF_JEQ_K, nr, 0, 4));
-                    p.push(stmt(BPF_LD_W_ABS, arg_low(arg)));
-                    p.push(jump(BPF_JSET_K, mask, 0, 1));
-                    p.push(ret(SECCOMP_RET_USER_NOTIF));
-                    p.push(ret(SECCOMP_RET_ALLOW));
-                }
-                When::FlagsInNotIn(arg, any, none) => {
-                    p.push(jump(BPF_JEQ_K, nr, 0, 5));
-                    p.push(stmt(BPF_LD_W_ABS, arg_low(arg)));
-                    p.push(jump(BPF_JSET_K, any, 0, 2));
-                    p.push(jump(BPF_JSET_K, none, 1, 0));
-                    p.push(ret(SECCOMP_RET_USER_NOTIF));
-                    p.push(ret(SECCOMP_RET_ALLOW));
-                }
-                When::OneOf(arg, values) => {
-                    p.push(jump(BPF_JEQ_K, nr, 0, 7));
-                    p.push(stmt(BPF_LD_W_ABS, arg_low(arg)));
-                    for (i, v) in values.iter().enumerate() {
-                        p.push(jump(BPF_JEQ_K, *v, (4 - i) as u8, 0));
-                    }
-                    p.push(ret(SECCOMP_RET_ALLOW));
-                    p.push(ret(SECCOMP_RET_USER_NOTIF));
-                }
-                When::NonZero(arg) => {
-                    // A 64-bit pointer is non-zero when either word is.
-                    p.push(jump(BPF_JEQ_K, nr, 0, 6));
-                    p.push(stmt(BPF_LD_W_ABS, arg_low(arg)));
-                    p.push(jump(BPF_JEQ_K, 0, 0, 2));
-                    p.push(stmt(BPF_LD_W_ABS, arg_low(arg) + 4));
-                    p.push(jump(BPF_JEQ_K, 0, 1, 0));
-                    p.push(ret(SECCOMP_RET_USER_NOTIF));
-                    p.push(ret(SECCOMP_RET_ALLOW));
-                }
+                p.push(ret(SECCOMP_RET_ALLOW));
+                p.push(ret(SECCOMP_RET_USER_NOTIF));
+            }
+            When::NonZero(arg) => {
+                // A 64-bit pointer is non-zero when either word is.
+                p.push(jump(BPF_JEQ_K, nr, 0, 6));
+                p.push(stmt(BPF_LD_W_ABS, arg_low(arg)));
+                p.push(jump(BPF_JEQ_K, 0, 0, 2));
+                p.push(stmt(BPF_LD_W_ABS, arg_low(arg) + 4));
+                p.push(jump(BPF_JEQ_K, 0, 1, 0));
+                p.push(ret(SECCOMP_RET_USER_NOTIF));
+                p.push(ret(SECCOMP_RET_ALLOW));
             }
         }
     }
-    p.push(ret(SECCOMP_RET_ALLOW));
     p
 }
 
