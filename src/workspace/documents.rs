@@ -213,93 +213,107 @@ pub fn docx() -> Vec<u8> {
     ])
 }
 
-/// A presentation of one title slide, with the parts a reader needs to add slides: a slide
-/// master, the usual layouts (title, title and content, section header, two content,
-/// comparison, title only, blank; the indexes servers ask for by number) and a theme.
-pub fn pptx() -> Vec<u8> {
-    const NS: &str = r#"xmlns:a="http://schemas.openxmlformats.org/drawingml/2006/main" xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/relationships" xmlns:p="http://schemas.openxmlformats.org/presentationml/2006/main""#;
-    const HEAD: &str = r#"<?xml version="1.0" encoding="UTF-8" standalone="yes"?>"#;
-    const GROUP: &str = r#"<p:nvGrpSpPr><p:cNvPr id="1" name=""/><p:cNvGrpSpPr/><p:nvPr/></p:nvGrpSpPr><p:grpSpPr/>"#;
-    const PML: &str = "application/vnd.openxmlformats-officedocument.presentationml";
-    // (placeholder type or "" for a body, index, name, x, y, cx, cy) in EMU.
-    type Placeholder = (&'static str, u32, &'static str, u32, u32, u32, u32);
-    let shape = |id: usize, (kind, idx, name, x, y, cx, cy): Placeholder, text: &str| {
-        let ph = match (kind, idx) {
-            ("", idx) => format!(r#"<p:ph idx="{idx}"/>"#),
-            (kind, 0) => format!(r#"<p:ph type="{kind}"/>"#),
-            (kind, idx) => format!(r#"<p:ph type="{kind}" idx="{idx}"/>"#),
-        };
-        let paragraph = if text.is_empty() {
-            r#"<a:p><a:endParaRPr lang="en-US"/></a:p>"#.to_string()
-        } else {
-            format!(r#"<a:p><a:r><a:rPr lang="en-US"/><a:t>{text}</a:t></a:r></a:p>"#)
-        };
-        format!(
-            r#"<p:sp><p:nvSpPr><p:cNvPr id="{id}" name="{name}"/><p:cNvSpPr><a:spLocks noGrp="1"/></p:cNvSpPr><p:nvPr>{ph}</p:nvPr></p:nvSpPr><p:spPr><a:xfrm><a:off x="{x}" y="{y}"/><a:ext cx="{cx}" cy="{cy}"/></a:xfrm></p:spPr><p:txBody><a:bodyPr/><a:lstStyle/>{paragraph}</p:txBody></p:sp>"#
-        )
+/// The namespaces of a presentation's parts.
+const PPTX_NS: &str = r#"xmlns:a="http://schemas.openxmlformats.org/drawingml/2006/main" xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/relationships" xmlns:p="http://schemas.openxmlformats.org/presentationml/2006/main""#;
+/// An XML part's declaration.
+const XML_HEAD: &str = r#"<?xml version="1.0" encoding="UTF-8" standalone="yes"?>"#;
+/// A shape tree's group properties.
+const PPTX_GROUP: &str =
+    r#"<p:nvGrpSpPr><p:cNvPr id="1" name=""/><p:cNvGrpSpPr/><p:nvPr/></p:nvGrpSpPr><p:grpSpPr/>"#;
+/// The presentation content types' prefix.
+const PML: &str = "application/vnd.openxmlformats-officedocument.presentationml";
+/// A placeholder: its type ("" for a body), index, name, and x, y, cx, cy in EMU.
+type Placeholder = (&'static str, u32, &'static str, u32, u32, u32, u32);
+
+const TITLE: Placeholder = ("title", 0, "Title 1", 457200, 274638, 8229600, 1143000);
+const CENTER_TITLE: Placeholder = ("ctrTitle", 0, "Title 1", 685800, 2130425, 7772400, 1470025);
+const SUBTITLE: Placeholder = (
+    "subTitle",
+    1,
+    "Subtitle 2",
+    1371600,
+    3886200,
+    6400800,
+    1752600,
+);
+const BODY: Placeholder = (
+    "",
+    1,
+    "Content Placeholder 2",
+    457200,
+    1600200,
+    8229600,
+    4525963,
+);
+const LEFT: Placeholder = (
+    "",
+    1,
+    "Content Placeholder 2",
+    457200,
+    1600200,
+    4038600,
+    4525963,
+);
+const RIGHT: Placeholder = (
+    "",
+    2,
+    "Content Placeholder 3",
+    4648200,
+    1600200,
+    4038600,
+    4525963,
+);
+const TEXT_BODY: Placeholder = (
+    "body",
+    1,
+    "Text Placeholder 2",
+    722313,
+    2906713,
+    7772400,
+    1500187,
+);
+
+/// The slide layouts: type, name, placeholders.
+const LAYOUTS: [(&str, &str, &[Placeholder]); 7] = [
+    ("title", "Title Slide", &[CENTER_TITLE, SUBTITLE]),
+    ("obj", "Title and Content", &[TITLE, BODY]),
+    ("secHead", "Section Header", &[TITLE, TEXT_BODY]),
+    ("twoObj", "Two Content", &[TITLE, LEFT, RIGHT]),
+    ("twoTxTwoObj", "Comparison", &[TITLE, LEFT, RIGHT]),
+    ("titleOnly", "Title Only", &[TITLE]),
+    ("blank", "Blank", &[]),
+];
+
+/// A placeholder shape, with `text` (or an empty paragraph).
+fn placeholder_shape(
+    id: usize,
+    (kind, idx, name, x, y, cx, cy): Placeholder,
+    text: &str,
+) -> String {
+    let ph = match (kind, idx) {
+        ("", idx) => format!(r#"<p:ph idx="{idx}"/>"#),
+        (kind, 0) => format!(r#"<p:ph type="{kind}"/>"#),
+        (kind, idx) => format!(r#"<p:ph type="{kind}" idx="{idx}"/>"#),
     };
-    let title: Placeholder = ("title", 0, "Title 1", 457200, 274638, 8229600, 1143000);
-    let center_title: Placeholder = ("ctrTitle", 0, "Title 1", 685800, 2130425, 7772400, 1470025);
-    let subtitle: Placeholder = (
-        "subTitle",
-        1,
-        "Subtitle 2",
-        1371600,
-        3886200,
-        6400800,
-        1752600,
-    );
-    let body: Placeholder = (
-        "",
-        1,
-        "Content Placeholder 2",
-        457200,
-        1600200,
-        8229600,
-        4525963,
-    );
-    let left: Placeholder = (
-        "",
-        1,
-        "Content Placeholder 2",
-        457200,
-        1600200,
-        4038600,
-        4525963,
-    );
-    let right: Placeholder = (
-        "",
-        2,
-        "Content Placeholder 3",
-        4648200,
-        1600200,
-        4038600,
-        4525963,
-    );
-    let text_body: Placeholder = (
-        "body",
-        1,
-        "Text Placeholder 2",
-        722313,
-        2906713,
-        7772400,
-        1500187,
-    );
-    let layouts: [(&str, &str, Vec<Placeholder>); 7] = [
-        ("title", "Title Slide", vec![center_title, subtitle]),
-        ("obj", "Title and Content", vec![title, body]),
-        ("secHead", "Section Header", vec![title, text_body]),
-        ("twoObj", "Two Content", vec![title, left, right]),
-        ("twoTxTwoObj", "Comparison", vec![title, left, right]),
-        ("titleOnly", "Title Only", vec![title]),
-        ("blank", "Blank", vec![]),
-    ];
+    let paragraph = if text.is_empty() {
+        r#"<a:p><a:endParaRPr lang="en-US"/></a:p>"#.to_string()
+    } else {
+        format!(r#"<a:p><a:r><a:rPr lang="en-US"/><a:t>{text}</a:t></a:r></a:p>"#)
+    };
+    format!(
+        r#"<p:sp><p:nvSpPr><p:cNvPr id="{id}" name="{name}"/><p:cNvSpPr><a:spLocks noGrp="1"/></p:cNvSpPr><p:nvPr>{ph}</p:nvPr></p:nvSpPr><p:spPr><a:xfrm><a:off x="{x}" y="{y}"/><a:ext cx="{cx}" cy="{cy}"/></a:xfrm></p:spPr><p:txBody><a:bodyPr/><a:lstStyle/>{paragraph}</p:txBody></p:sp>"#
+    )
+}
+
+/// The layouts' parts (each with its relationships), their content types' overrides and the
+/// master's list of their ids.
+fn layout_parts() -> (Vec<(String, String)>, String, String) {
     let mut parts: Vec<(String, String)> = Vec::new();
     let mut types = format!(
         r#"{CONTENT_TYPES_HEAD}<Override PartName="/ppt/presentation.xml" ContentType="{PML}.presentation.main+xml"/><Override PartName="/ppt/slideMasters/slideMaster1.xml" ContentType="{PML}.slideMaster+xml"/><Override PartName="/ppt/slides/slide1.xml" ContentType="{PML}.slide+xml"/><Override PartName="/ppt/theme/theme1.xml" ContentType="application/vnd.openxmlformats-officedocument.theme+xml"/>"#
     );
     let mut layout_ids = String::new();
-    for (n, (kind, name, placeholders)) in layouts.iter().enumerate() {
+    for (n, (kind, name, placeholders)) in LAYOUTS.iter().enumerate() {
         let k = n + 1;
         types.push_str(&format!(
             r#"<Override PartName="/ppt/slideLayouts/slideLayout{k}.xml" ContentType="{PML}.slideLayout+xml"/>"#
@@ -311,12 +325,12 @@ pub fn pptx() -> Vec<u8> {
         let shapes: String = placeholders
             .iter()
             .enumerate()
-            .map(|(m, p)| shape(m + 2, *p, ""))
+            .map(|(m, p)| placeholder_shape(m + 2, *p, ""))
             .collect();
         parts.push((
             format!("ppt/slideLayouts/slideLayout{k}.xml"),
             format!(
-                r#"{HEAD}<p:sldLayout {NS} type="{kind}" preserve="1"><p:cSld name="{name}"><p:spTree>{GROUP}{shapes}</p:spTree></p:cSld><p:clrMapOvr><a:masterClrMapping/></p:clrMapOvr></p:sldLayout>"#
+                r#"{XML_HEAD}<p:sldLayout {PPTX_NS} type="{kind}" preserve="1"><p:cSld name="{name}"><p:spTree>{PPTX_GROUP}{shapes}</p:spTree></p:cSld><p:clrMapOvr><a:masterClrMapping/></p:clrMapOvr></p:sldLayout>"#
             ),
         ));
         parts.push((
@@ -325,31 +339,11 @@ pub fn pptx() -> Vec<u8> {
         ));
     }
     types.push_str("</Types>");
-    let master_shapes = format!(
-        "{}{}",
-        shape(2, title, ""),
-        shape(
-            3,
-            (
-                "body",
-                1,
-                "Text Placeholder 2",
-                457200,
-                1600200,
-                8229600,
-                4525963
-            ),
-            ""
-        )
-    );
-    let layout_targets: Vec<String> = (1..=layouts.len())
-        .map(|k| format!("../slideLayouts/slideLayout{k}.xml"))
-        .collect();
-    let mut master_rels: Vec<(&str, &str)> = layout_targets
-        .iter()
-        .map(|t| ("slideLayout", t.as_str()))
-        .collect();
-    master_rels.push(("theme", "../theme/theme1.xml"));
+    (parts, types, layout_ids)
+}
+
+/// The theme: Office's colours, fonts and formats.
+fn pptx_theme() -> String {
     let colors = [
         ("dk1", r#"<a:sysClr val="windowText" lastClr="000000"/>"#),
         ("lt1", r#"<a:sysClr val="window" lastClr="FFFFFF"/>"#),
@@ -371,13 +365,46 @@ pub fn pptx() -> Vec<u8> {
     let fill = r#"<a:solidFill><a:schemeClr val="phClr"/></a:solidFill>"#;
     let line = format!(r#"<a:ln w="9525">{fill}</a:ln>"#);
     let font = r#"<a:latin typeface="Calibri"/><a:ea typeface=""/><a:cs typeface=""/>"#;
-    let theme = format!(
-        r#"{HEAD}<a:theme xmlns:a="http://schemas.openxmlformats.org/drawingml/2006/main" name="Office Theme"><a:themeElements><a:clrScheme name="Office">{scheme}</a:clrScheme><a:fontScheme name="Office"><a:majorFont>{font}</a:majorFont><a:minorFont>{font}</a:minorFont></a:fontScheme><a:fmtScheme name="Office"><a:fillStyleLst>{fill}{fill}{fill}</a:fillStyleLst><a:lnStyleLst>{line}{line}{line}</a:lnStyleLst><a:effectStyleLst><a:effectStyle><a:effectLst/></a:effectStyle><a:effectStyle><a:effectLst/></a:effectStyle><a:effectStyle><a:effectLst/></a:effectStyle></a:effectStyleLst><a:bgFillStyleLst>{fill}{fill}{fill}</a:bgFillStyleLst></a:fmtScheme></a:themeElements></a:theme>"#
+    format!(
+        r#"{XML_HEAD}<a:theme xmlns:a="http://schemas.openxmlformats.org/drawingml/2006/main" name="Office Theme"><a:themeElements><a:clrScheme name="Office">{scheme}</a:clrScheme><a:fontScheme name="Office"><a:majorFont>{font}</a:majorFont><a:minorFont>{font}</a:minorFont></a:fontScheme><a:fmtScheme name="Office"><a:fillStyleLst>{fill}{fill}{fill}</a:fillStyleLst><a:lnStyleLst>{line}{line}{line}</a:lnStyleLst><a:effectStyleLst><a:effectStyle><a:effectLst/></a:effectStyle><a:effectStyle><a:effectLst/></a:effectStyle><a:effectStyle><a:effectLst/></a:effectStyle></a:effectStyleLst><a:bgFillStyleLst>{fill}{fill}{fill}</a:bgFillStyleLst></a:fmtScheme></a:themeElements></a:theme>"#
+    )
+}
+
+/// A presentation of one title slide, with the parts a reader needs to add slides: a slide
+/// master, the usual layouts (title, title and content, section header, two content,
+/// comparison, title only, blank; the indexes servers ask for by number) and a theme.
+pub fn pptx() -> Vec<u8> {
+    let (parts, types, layout_ids) = layout_parts();
+    let master_shapes = format!(
+        "{}{}",
+        placeholder_shape(2, TITLE, ""),
+        placeholder_shape(
+            3,
+            (
+                "body",
+                1,
+                "Text Placeholder 2",
+                457200,
+                1600200,
+                8229600,
+                4525963
+            ),
+            ""
+        )
     );
+    let layout_targets: Vec<String> = (1..=LAYOUTS.len())
+        .map(|k| format!("../slideLayouts/slideLayout{k}.xml"))
+        .collect();
+    let mut master_rels: Vec<(&str, &str)> = layout_targets
+        .iter()
+        .map(|t| ("slideLayout", t.as_str()))
+        .collect();
+    master_rels.push(("theme", "../theme/theme1.xml"));
+    let theme = pptx_theme();
     let slide_shapes = format!(
         "{}{}",
-        shape(2, center_title, "Quarterly review"),
-        shape(3, subtitle, "Sales grew in every region")
+        placeholder_shape(2, CENTER_TITLE, "Quarterly review"),
+        placeholder_shape(3, SUBTITLE, "Sales grew in every region")
     );
     let mut all: Vec<(String, String)> = vec![
         ("[Content_Types].xml".into(), types),
@@ -388,7 +415,7 @@ pub fn pptx() -> Vec<u8> {
         (
             "ppt/presentation.xml".into(),
             format!(
-                r#"{HEAD}<p:presentation {NS}><p:sldMasterIdLst><p:sldMasterId id="2147483648" r:id="rId1"/></p:sldMasterIdLst><p:sldIdLst><p:sldId id="256" r:id="rId2"/></p:sldIdLst><p:sldSz cx="9144000" cy="6858000"/><p:notesSz cx="6858000" cy="9144000"/></p:presentation>"#
+                r#"{XML_HEAD}<p:presentation {PPTX_NS}><p:sldMasterIdLst><p:sldMasterId id="2147483648" r:id="rId1"/></p:sldMasterIdLst><p:sldIdLst><p:sldId id="256" r:id="rId2"/></p:sldIdLst><p:sldSz cx="9144000" cy="6858000"/><p:notesSz cx="6858000" cy="9144000"/></p:presentation>"#
             ),
         ),
         (
@@ -402,7 +429,7 @@ pub fn pptx() -> Vec<u8> {
         (
             "ppt/slideMasters/slideMaster1.xml".into(),
             format!(
-                r#"{HEAD}<p:sldMaster {NS}><p:cSld><p:spTree>{GROUP}{master_shapes}</p:spTree></p:cSld><p:clrMap bg1="lt1" tx1="dk1" bg2="lt2" tx2="dk2" accent1="accent1" accent2="accent2" accent3="accent3" accent4="accent4" accent5="accent5" accent6="accent6" hlink="hlink" folHlink="folHlink"/><p:sldLayoutIdLst>{layout_ids}</p:sldLayoutIdLst></p:sldMaster>"#
+                r#"{XML_HEAD}<p:sldMaster {PPTX_NS}><p:cSld><p:spTree>{PPTX_GROUP}{master_shapes}</p:spTree></p:cSld><p:clrMap bg1="lt1" tx1="dk1" bg2="lt2" tx2="dk2" accent1="accent1" accent2="accent2" accent3="accent3" accent4="accent4" accent5="accent5" accent6="accent6" hlink="hlink" folHlink="folHlink"/><p:sldLayoutIdLst>{layout_ids}</p:sldLayoutIdLst></p:sldMaster>"#
             ),
         ),
         (
@@ -412,7 +439,7 @@ pub fn pptx() -> Vec<u8> {
         (
             "ppt/slides/slide1.xml".into(),
             format!(
-                r#"{HEAD}<p:sld {NS}><p:cSld><p:spTree>{GROUP}{slide_shapes}</p:spTree></p:cSld><p:clrMapOvr><a:masterClrMapping/></p:clrMapOvr></p:sld>"#
+                r#"{XML_HEAD}<p:sld {PPTX_NS}><p:cSld><p:spTree>{PPTX_GROUP}{slide_shapes}</p:spTree></p:cSld><p:clrMapOvr><a:masterClrMapping/></p:clrMapOvr></p:sld>"#
             ),
         ),
         (
