@@ -47,8 +47,15 @@ pub fn corrections(text: &str, schema: &Value, arguments: &Value, others: &[Valu
     let Some(properties) = schema.get("properties").and_then(Value::as_object) else {
         return Vec::new();
     };
-    let current = arguments.as_object().cloned().unwrap_or_default();
-    let lowered = text.to_lowercase();
+    let refusal = Refusal {
+        text,
+        lowered: text.to_lowercase(),
+        schema,
+        properties,
+        arguments,
+        current: arguments.as_object().cloned().unwrap_or_default(),
+        others,
+    };
     let mut out: Vec<Value> = Vec::new();
     let mut push = |candidate: Map<String, Value>| {
         let v = Value::Object(candidate);
@@ -56,6 +63,56 @@ pub fn corrections(text: &str, schema: &Value, arguments: &Value, others: &[Valu
             out.push(v);
         }
     };
+    // In this order: the first sets made are the ones tried.
+    for rule in RULES {
+        rule(&refusal, &mut push);
+    }
+    out
+}
+
+/// An error and the argument set it refused, as the rules read them.
+struct Refusal<'a> {
+    /// The error.
+    text: &'a str,
+    /// The error in lower case.
+    lowered: String,
+    /// The tool's input schema.
+    schema: &'a Value,
+    /// Its properties.
+    properties: &'a Map<String, Value>,
+    /// The refused set.
+    arguments: &'a Value,
+    /// The refused set's members.
+    current: Map<String, Value>,
+    /// The tool's other candidate sets.
+    others: &'a [Value],
+}
+
+/// A rule: the argument sets an error leads to, pushed.
+type Rule = fn(&Refusal<'_>, &mut dyn FnMut(Map<String, Value>));
+
+/// The rules, in the order their sets are tried.
+const RULES: [Rule; 11] = [
+    offered,
+    already_exists,
+    flags,
+    missing_thing,
+    received,
+    underscores,
+    one_line,
+    overlap,
+    exclusive_alone,
+    inner_fields,
+    missing_fields,
+];
+
+/// Values a field is offered, put in that field, or in place of the value quoted back.
+fn offered(r: &Refusal<'_>, push: &mut dyn FnMut(Map<String, Value>)) {
+    let text = r.text;
+    let lowered = r.lowered.as_str();
+    let properties = r.properties;
+    let arguments = r.arguments;
+    let current = &r.current;
     // Values offered for a field. A value that was sent and is quoted back before the list
     // ("Field 'x' not found. Available fields: 'name', 'amount'") is replaced where it is,
     // also deep inside an object or array argument and as the sheet of a reference
@@ -84,7 +141,7 @@ pub fn corrections(text: &str, schema: &Value, arguments: &Value, others: &[Valu
                     }
                 }
             }
-        } else if let Some(field) = field_of(&lowered, at, properties, &current) {
+        } else if let Some(field) = field_of(lowered, at, properties, current) {
             for value in values {
                 let mut c = current.clone();
                 c.insert(field.clone(), typed(&value, &properties[&field]));
@@ -92,6 +149,12 @@ pub fn corrections(text: &str, schema: &Value, arguments: &Value, others: &[Valu
             }
         }
     }
+}
+
+/// A value that already exists, made new.
+fn already_exists(r: &Refusal<'_>, push: &mut dyn FnMut(Map<String, Value>)) {
+    let lowered = r.lowered.as_str();
+    let current = &r.current;
     // "A sheet named 'x' already exists": the value quoted back, made new (before a flag
     // that would overwrite it: what exists may be what other tools work on).
     if lowered.contains("already exist") {
@@ -130,6 +193,13 @@ pub fn corrections(text: &str, schema: &Value, arguments: &Value, others: &[Valu
             push(c);
         }
     }
+}
+
+/// The boolean properties the error names, set.
+fn flags(r: &Refusal<'_>, push: &mut dyn FnMut(Map<String, Value>)) {
+    let lowered = r.lowered.as_str();
+    let properties = r.properties;
+    let current = &r.current;
     // A flag the error asks for ("set confirm to true to delete"): the boolean properties it
     // names, set.
     let flags: Vec<&String> = properties
@@ -137,7 +207,7 @@ pub fn corrections(text: &str, schema: &Value, arguments: &Value, others: &[Valu
         .filter(|(k, p)| {
             p.get("type").and_then(Value::as_str) == Some("boolean")
                 && current.get(*k) != Some(&Value::Bool(true))
-                && mentions(&lowered, &k.to_lowercase()).is_some()
+                && mentions(lowered, &k.to_lowercase()).is_some()
         })
         .map(|(k, _)| k)
         .collect();
@@ -148,13 +218,20 @@ pub fn corrections(text: &str, schema: &Value, arguments: &Value, others: &[Valu
         }
         push(c);
     }
+}
+
+/// An optional invented name that cannot refer to anything, left out.
+fn missing_thing(r: &Refusal<'_>, push: &mut dyn FnMut(Map<String, Value>)) {
+    let lowered = r.lowered.as_str();
+    let schema = r.schema;
+    let current = &r.current;
     // "Sheet 'x' has no charts", "not found": an optional property holding an invented
     // name ("replace": a chart to replace) cannot refer to anything; left out.
     static MISSING_THING: LazyLock<Regex> = LazyLock::new(|| {
         Regex::new(r"\b(has no|have no|there (are|is) no|not found|does not exist|doesn't exist|no such|unknown)\b")
             .expect("static regex")
     });
-    if MISSING_THING.is_match(&lowered) {
+    if MISSING_THING.is_match(lowered) {
         let required: Vec<&str> = schema
             .get("required")
             .and_then(Value::as_array)
@@ -168,12 +245,24 @@ pub fn corrections(text: &str, schema: &Value, arguments: &Value, others: &[Valu
             push(c);
         }
     }
+}
+
+/// A validator's issue list applied.
+fn received(r: &Refusal<'_>, push: &mut dyn FnMut(Map<String, Value>)) {
+    let text = r.text;
+    let arguments = r.arguments;
     // A validator's issue list (zod, ajv) that says which value it received and which it
     // allows: that value replaced wherever it is, also inside a string that carries JSON.
     let replaced = replace_received(text, arguments);
     if let Some(Value::Object(c)) = replaced {
         push(c);
     }
+}
+
+/// Hyphens and spaces made underscores.
+fn underscores(r: &Refusal<'_>, push: &mut dyn FnMut(Map<String, Value>)) {
+    let lowered = r.lowered.as_str();
+    let current = &r.current;
     // "Use only letters, digits and underscores": hyphens and spaces become underscores in
     // the value the error quotes back.
     if lowered.contains("underscore") || lowered.contains("only letters") {
@@ -191,12 +280,18 @@ pub fn corrections(text: &str, schema: &Value, arguments: &Value, others: &[Valu
             push(c);
         }
     }
+}
+
+/// A block reference cut to one row or column.
+fn one_line(r: &Refusal<'_>, push: &mut dyn FnMut(Map<String, Value>)) {
+    let lowered = r.lowered.as_str();
+    let current = &r.current;
     // "The range must be one row or one column of cells": a block reference (`A1:B3`) cut to
     // its first column (or row), in the field the error names, else in every such field.
     static ONE_LINE: LazyLock<Regex> = LazyLock::new(|| {
         Regex::new(r"\b(one|a single|single)\s+(row|column)s?\b").expect("static regex")
     });
-    if let Some(m) = ONE_LINE.captures(&lowered) {
+    if let Some(m) = ONE_LINE.captures(lowered) {
         let column = lowered[m.get(0).map_or(0, |g| g.start())..].contains("column");
         let blocks: Vec<(&String, String)> = current
             .iter()
@@ -204,7 +299,7 @@ pub fn corrections(text: &str, schema: &Value, arguments: &Value, others: &[Valu
             .collect();
         let named: Vec<&(&String, String)> = blocks
             .iter()
-            .filter(|(k, _)| mentions(&lowered, &k.to_lowercase()).is_some())
+            .filter(|(k, _)| mentions(lowered, &k.to_lowercase()).is_some())
             .collect();
         let chosen: Vec<&(&String, String)> = if named.is_empty() {
             blocks.iter().collect()
@@ -219,13 +314,19 @@ pub fn corrections(text: &str, schema: &Value, arguments: &Value, others: &[Valu
             push(c);
         }
     }
+}
+
+/// A cell moved out of the blocks it would cover.
+fn overlap(r: &Refusal<'_>, push: &mut dyn FnMut(Map<String, Value>)) {
+    let lowered = r.lowered.as_str();
+    let current = &r.current;
     // "The PivotTable would cover its own source data A1:B3. Choose a `at` outside it": a
     // single cell the error names moved to the right of the blocks the call names.
     static OVERLAP: LazyLock<Regex> = LazyLock::new(|| {
         Regex::new(r"\b(overlap|overlaps|overlapping|cover|covers|outside|intersects?)\b")
             .expect("static regex")
     });
-    if OVERLAP.is_match(&lowered) {
+    if OVERLAP.is_match(lowered) {
         let right_of = current
             .values()
             .filter_map(|v| block_columns(v.as_str()?))
@@ -234,9 +335,9 @@ pub fn corrections(text: &str, schema: &Value, arguments: &Value, others: &[Valu
         if let Some(last) = right_of {
             let mut c = current.clone();
             let mut changed = false;
-            for (k, v) in &current {
+            for (k, v) in current {
                 let single = v.as_str().is_some_and(|s| SINGLE_CELL.is_match(s));
-                if single && mentions(&lowered, &k.to_lowercase()).is_some() {
+                if single && mentions(lowered, &k.to_lowercase()).is_some() {
                     c.insert(
                         k.clone(),
                         Value::String(format!("{}1", column_name(last + 2))),
@@ -249,13 +350,29 @@ pub fn corrections(text: &str, schema: &Value, arguments: &Value, others: &[Valu
             }
         }
     }
+}
+
+/// One of two exclusive arguments, alone.
+fn exclusive_alone(r: &Refusal<'_>, push: &mut dyn FnMut(Map<String, Value>)) {
+    let lowered = r.lowered.as_str();
+    let properties = r.properties;
+    let current = &r.current;
+    let others = r.others;
     // "Pass either source or series, not both": one of them, alone (also inside an object
     // argument, like a rule's fields).
-    for (x, y) in either_or(&lowered) {
-        for c in exclusive_choices(&current, properties, others, &x, &y) {
+    for (x, y) in either_or(lowered) {
+        for c in exclusive_choices(current, properties, others, &x, &y) {
             push(c);
         }
     }
+}
+
+/// A missing field of an object argument, filled.
+fn inner_fields(r: &Refusal<'_>, push: &mut dyn FnMut(Map<String, Value>)) {
+    let lowered = r.lowered.as_str();
+    let properties = r.properties;
+    let current = &r.current;
+    let others = r.others;
     // "date rules need a period", "custom validation needs a formula": a field of an object
     // argument that is missing there, taken from the other candidates.
     if ["need", "requires", "required", "missing"]
@@ -264,11 +381,10 @@ pub fn corrections(text: &str, schema: &Value, arguments: &Value, others: &[Valu
     {
         let mut c = current.clone();
         let mut changed = false;
-        for (param, inner, inner_props) in object_arguments(&current, properties) {
+        for (param, inner, inner_props) in object_arguments(current, properties) {
             let mut filled = inner.clone();
             for field in inner_props.keys() {
-                if inner.contains_key(field) || mentions(&lowered, &field.to_lowercase()).is_none()
-                {
+                if inner.contains_key(field) || mentions(lowered, &field.to_lowercase()).is_none() {
                     continue;
                 }
                 let v = others
@@ -287,13 +403,19 @@ pub fn corrections(text: &str, schema: &Value, arguments: &Value, others: &[Valu
             push(c);
         }
     }
+}
+
+/// Fields named as missing, filled.
+fn missing_fields(r: &Refusal<'_>, push: &mut dyn FnMut(Map<String, Value>)) {
+    let lowered = r.lowered.as_str();
+    let properties = r.properties;
+    let current = &r.current;
+    let others = r.others;
     // Fields named as missing.
     if lowered.contains("required") || lowered.contains("missing") {
         let missing: Vec<&String> = properties
             .keys()
-            .filter(|k| {
-                !current.contains_key(*k) && mentions(&lowered, &k.to_lowercase()).is_some()
-            })
+            .filter(|k| !current.contains_key(*k) && mentions(lowered, &k.to_lowercase()).is_some())
             .collect();
         if !missing.is_empty() {
             let mut c = current.clone();
@@ -305,7 +427,6 @@ pub fn corrections(text: &str, schema: &Value, arguments: &Value, others: &[Valu
             push(c);
         }
     }
-    out
 }
 
 /// `arguments` corrected by a validator's issue list (zod, ajv), when the error carries one
