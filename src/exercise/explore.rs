@@ -89,6 +89,19 @@ pub struct Explored {
     pub pooled_values: usize,
 }
 
+/// Argument sets with pooled values, and which earlier answer gave each value.
+type Provenance = Vec<(Value, BTreeMap<String, String>)>;
+
+/// What a failed call's error led to (see `Explorer::prerequisite_asked`).
+enum Asked {
+    /// Nothing it asked for could be done.
+    Nothing,
+    /// A prerequisite ran: the same arguments are worth another try.
+    RetrySame,
+    /// A new argument set was made for the tool.
+    NewCandidate,
+}
+
 /// The explorer of one run.
 pub struct Explorer<'a> {
     tools: &'a [ToolDecl],
@@ -348,19 +361,7 @@ impl<'a> Explorer<'a> {
     /// One turn of tool `i`: its first call, tried with candidate argument sets in turn while
     /// it fails, then its repeats. `depth` is 1 for a tool called as another's prerequisite.
     async fn turn<H: Host>(&mut self, i: usize, host: &mut H, depth: usize) {
-        let k = self.plan_of[i];
-        let tool = &self.tools[i];
-        let first_turn = !self.taken[i];
-        self.taken[i] = true;
-        if first_turn {
-            self.progress.emit(ProgressEvent::Tool {
-                position: self.position,
-                name: &tool.name,
-            });
-            self.position += 1;
-            self.runs[i].synthesis_notes = self.planned[k].notes.clone();
-            self.runs[i].overridden = self.planned[k].overridden.clone();
-        }
+        let first_turn = self.begin_turn(i);
         if let Some(why) = self.refusal(i) {
             self.runs[i].skipped = Some(why);
             return;
@@ -371,18 +372,8 @@ impl<'a> Explorer<'a> {
         if self.partial.is_some() {
             return;
         }
-        // Tools its description says must run first ("call list_vaults first").
         if depth == 0 && first_turn {
-            let description = tool.description.clone().unwrap_or_default();
-            for j in self.prerequisites_named(&description, i, true) {
-                if !self.taken[j] {
-                    self.runs[i].synthesis_notes.push(format!(
-                        "its description asks for {} first: called before it",
-                        self.tools[j].name
-                    ));
-                    Box::pin(self.turn(j, host, depth + 1)).await;
-                }
-            }
+            self.named_prerequisites_first(i, host, depth).await;
         }
         if self.options.isolate {
             self.called[i] = true;
@@ -390,56 +381,15 @@ impl<'a> Explorer<'a> {
                 turns.push(i);
                 return;
             }
-            let result = host.isolated(&tool.name).await;
+            let result = host.isolated(&self.tools[i].name).await;
             self.keep_isolated(i, result);
             self.partial = self.partial.take().or_else(|| host.must_stop());
             return;
         }
-        // Every candidate takes the references the pool can fill (an invented id never
-        // works where a real one is known).
-        let mut provenance: Vec<(Value, BTreeMap<String, String>)> = Vec::new();
-        let mut candidates: Vec<Value> = Vec::new();
-        for c in self.candidates_for(i) {
-            let c = match self.pooled_candidate(i, &c) {
-                Some((pooled, sources)) => {
-                    if provenance.is_empty() {
-                        self.runs[i].synthesis_notes.push(format!(
-                            "values from earlier responses: {}",
-                            sources
-                                .iter()
-                                .map(|(k, s)| format!("{k} from {s}"))
-                                .collect::<Vec<_>>()
-                                .join("; ")
-                        ));
-                    }
-                    provenance.push((pooled.clone(), sources));
-                    pooled
-                }
-                None => c,
-            };
-            if !candidates.contains(&c) {
-                candidates.push(c);
-            }
-        }
-        // A later turn does not repeat what failed before (unless what it lacked was made
-        // since).
-        let tried: Vec<Value> = self.runs[i]
-            .calls
-            .iter()
-            .filter(|c| c.number == 1)
-            .map(|c| c.arguments.clone())
-            .collect();
-        if !tried.is_empty() {
-            candidates.retain(|c| !tried.contains(c));
-        }
-        if let Some(first) = self.next_first[i].take() {
-            candidates.retain(|c| *c != first);
-            candidates.insert(0, first);
-        }
+        let (mut candidates, mut provenance, previous_attempts) = self.turn_candidates(i);
         if candidates.is_empty() {
             return;
         }
-        let previous_attempts = tried.len();
         let mut budget = self.options.attempts.max(1);
         let max_budget = budget * 3;
         let mut errors_seen: Vec<String> = Vec::new();
@@ -458,43 +408,17 @@ impl<'a> Explorer<'a> {
                 self.notes.push(why);
                 break;
             }
-            host.between_calls(self.last_tool.as_deref());
-            self.called[i] = true;
-            self.last_tool = Some(tool.name.clone());
             let arguments = candidates[attempt - 1].clone();
-            let shown_attempt = previous_attempts + attempt;
-            let label = if number == 1 && shown_attempt > 1 {
-                format!("call 1 (attempt {shown_attempt})")
-            } else if number == 1 {
-                "call 1".to_string()
-            } else {
-                format!("repeat {number}")
-            };
-            let observed = host
-                .call(&tool.name, &format!("{} {label}", tool.name), &arguments)
+            let (outcome, result, broken, interrupted) = self
+                .call_once(
+                    i,
+                    host,
+                    &arguments,
+                    number,
+                    previous_attempts + attempt,
+                    &provenance,
+                )
                 .await;
-            let ObservedCall {
-                mut record,
-                result,
-                broken,
-                interrupted,
-            } = observed;
-            record.number = number;
-            record.attempt = shown_attempt;
-            record.pooled = provenance
-                .iter()
-                .find(|(c, _)| *c == arguments)
-                .map(|(_, s)| s.clone())
-                .unwrap_or_default();
-            let outcome = record.outcome.clone();
-            if let (true, Some(r)) = (outcome.is_success(), &result) {
-                if removes(tool) {
-                    self.pool.forget(&tool.name, &arguments);
-                }
-                self.pool.learn(&tool.name, &label, r);
-                self.made[i] = Some((arguments.clone(), r.clone()));
-            }
-            self.runs[i].calls.push(record);
             if interrupted {
                 self.partial = Some("interrupted by a signal".into());
             }
@@ -534,51 +458,24 @@ impl<'a> Explorer<'a> {
                     }
                     errors_seen.push(error_text.clone());
                 }
-                // "No working directory set; use set_working_dir first": run that tool,
-                // then try the same arguments again.
-                if depth == 0 && self.prerequisites[i] < MAX_PREREQUISITES_PER_TOOL {
-                    if let Some(j) = self
-                        .prerequisites_named(&error_text, i, false)
-                        .first()
-                        .copied()
-                    {
-                        self.prerequisites[i] += 1;
-                        if self.satisfy(j, i, host).await {
-                            retry_same = true;
-                            budget += 1;
-                        }
+                match self
+                    .prerequisite_asked(
+                        i,
+                        depth,
+                        &error_text,
+                        &arguments,
+                        attempt,
+                        &mut candidates,
+                        host,
+                    )
+                    .await
+                {
+                    Asked::Nothing => {}
+                    Asked::RetrySame => {
+                        retry_same = true;
+                        budget += 1;
                     }
-                }
-                if !retry_same && depth == 0 && self.prerequisites[i] < MAX_PREREQUISITES_PER_TOOL {
-                    if let Some((j, action)) = self.action_first(i, &error_text, &arguments) {
-                        // "Unmerge them first": the tool with that action, on the same place.
-                        self.prerequisites[i] += 1;
-                        self.runs[i].synthesis_notes.push(format!(
-                            "its error asked to {} first: {} was called with that action",
-                            action.1, self.tools[j].name
-                        ));
-                        let args = action.0;
-                        if self.call_for(j, i, &args, host).await.is_some() {
-                            retry_same = true;
-                            budget += 1;
-                        }
-                    }
-                }
-                if !retry_same && depth == 0 && self.prerequisites[i] < MAX_PREREQUISITES_PER_TOOL {
-                    // A creator that already ran without making anything cannot help.
-                    let creator = self
-                        .creator_for(i, &error_text)
-                        .filter(|&j| !self.taken[j] || self.made[j].is_some());
-                    if let Some(j) = creator {
-                        // "Sheet 'x' has no charts": the tool that makes one runs, then this
-                        // one is tried on what it made.
-                        self.prerequisites[i] += 1;
-                        if let Some(next) = self.make_object(j, i, &arguments, host).await {
-                            candidates.retain(|c| *c != next);
-                            candidates.insert(attempt.min(candidates.len()), next);
-                            budget += 1;
-                        }
-                    }
+                    Asked::NewCandidate => budget += 1,
                 }
             }
             if self.partial.is_some() {
@@ -608,6 +505,196 @@ impl<'a> Explorer<'a> {
         }
         self.pool_at_turn[i] = self.pool.len() + self.lessons;
         self.lessons_at_turn[i] = self.lessons;
+    }
+
+    /// Takes tool `i`'s turn: its first is shown in the progress and starts its record with
+    /// the plan's notes. Whether it is the first.
+    fn begin_turn(&mut self, i: usize) -> bool {
+        let first_turn = !self.taken[i];
+        self.taken[i] = true;
+        if first_turn {
+            let k = self.plan_of[i];
+            self.progress.emit(ProgressEvent::Tool {
+                position: self.position,
+                name: &self.tools[i].name,
+            });
+            self.position += 1;
+            self.runs[i].synthesis_notes = self.planned[k].notes.clone();
+            self.runs[i].overridden = self.planned[k].overridden.clone();
+        }
+        first_turn
+    }
+
+    /// One call of tool `i` with `arguments` (its `number`, the first or a repeat, and its
+    /// attempt as shown), recorded; what a successful one answered goes to the pool. The
+    /// outcome, the result, and whether the server broke or the run was interrupted.
+    async fn call_once<H: Host>(
+        &mut self,
+        i: usize,
+        host: &mut H,
+        arguments: &Value,
+        number: usize,
+        shown_attempt: usize,
+        provenance: &Provenance,
+    ) -> (CallOutcome, Option<Value>, bool, bool) {
+        let tool = &self.tools[i];
+        host.between_calls(self.last_tool.as_deref());
+        self.called[i] = true;
+        self.last_tool = Some(tool.name.clone());
+        let label = if number == 1 && shown_attempt > 1 {
+            format!("call 1 (attempt {shown_attempt})")
+        } else if number == 1 {
+            "call 1".to_string()
+        } else {
+            format!("repeat {number}")
+        };
+        let observed = host
+            .call(&tool.name, &format!("{} {label}", tool.name), arguments)
+            .await;
+        let ObservedCall {
+            mut record,
+            result,
+            broken,
+            interrupted,
+        } = observed;
+        record.number = number;
+        record.attempt = shown_attempt;
+        record.pooled = provenance
+            .iter()
+            .find(|(c, _)| c == arguments)
+            .map(|(_, s)| s.clone())
+            .unwrap_or_default();
+        let outcome = record.outcome.clone();
+        if let (true, Some(r)) = (outcome.is_success(), &result) {
+            if removes(tool) {
+                self.pool.forget(&tool.name, arguments);
+            }
+            self.pool.learn(&tool.name, &label, r);
+            self.made[i] = Some((arguments.clone(), r.clone()));
+        }
+        self.runs[i].calls.push(record);
+        (outcome, result, broken, interrupted)
+    }
+
+    /// Tools its description says must run first ("call list_vaults first"), called first.
+    async fn named_prerequisites_first<H: Host>(&mut self, i: usize, host: &mut H, depth: usize) {
+        let description = self.tools[i].description.clone().unwrap_or_default();
+        for j in self.prerequisites_named(&description, i, true) {
+            if !self.taken[j] {
+                self.runs[i].synthesis_notes.push(format!(
+                    "its description asks for {} first: called before it",
+                    self.tools[j].name
+                ));
+                Box::pin(self.turn(j, host, depth + 1)).await;
+            }
+        }
+    }
+
+    /// The argument sets of a turn of tool `i`, in order, each with the references the pool
+    /// can fill (an invented id never works where a real one is known), without those a
+    /// turn before tried (unless what it lacked was made since), a set made for it first;
+    /// with where pooled values came from and how many attempts earlier turns made.
+    fn turn_candidates(&mut self, i: usize) -> (Vec<Value>, Provenance, usize) {
+        let mut provenance: Provenance = Vec::new();
+        let mut candidates: Vec<Value> = Vec::new();
+        for c in self.candidates_for(i) {
+            let c = match self.pooled_candidate(i, &c) {
+                Some((pooled, sources)) => {
+                    if provenance.is_empty() {
+                        self.runs[i].synthesis_notes.push(format!(
+                            "values from earlier responses: {}",
+                            sources
+                                .iter()
+                                .map(|(k, s)| format!("{k} from {s}"))
+                                .collect::<Vec<_>>()
+                                .join("; ")
+                        ));
+                    }
+                    provenance.push((pooled.clone(), sources));
+                    pooled
+                }
+                None => c,
+            };
+            if !candidates.contains(&c) {
+                candidates.push(c);
+            }
+        }
+        let tried: Vec<Value> = self.runs[i]
+            .calls
+            .iter()
+            .filter(|c| c.number == 1)
+            .map(|c| c.arguments.clone())
+            .collect();
+        if !tried.is_empty() {
+            candidates.retain(|c| !tried.contains(c));
+        }
+        if let Some(first) = self.next_first[i].take() {
+            candidates.retain(|c| *c != first);
+            candidates.insert(0, first);
+        }
+        (candidates, provenance, tried.len())
+    }
+
+    /// What tool `i`'s error asks to happen first, made to happen: a prerequisite tool it
+    /// names ("use set_working_dir first"), a tool with the action it names ("unmerge them
+    /// first"), or the tool that makes the object it lacks ("Sheet 'x' has no charts"), which
+    /// puts a new set in `candidates` at `attempt`.
+    #[allow(clippy::too_many_arguments)]
+    async fn prerequisite_asked<H: Host>(
+        &mut self,
+        i: usize,
+        depth: usize,
+        error_text: &str,
+        arguments: &Value,
+        attempt: usize,
+        candidates: &mut Vec<Value>,
+        host: &mut H,
+    ) -> Asked {
+        // "No working directory set; use set_working_dir first": run that tool,
+        // then try the same arguments again.
+        if depth == 0 && self.prerequisites[i] < MAX_PREREQUISITES_PER_TOOL {
+            if let Some(j) = self
+                .prerequisites_named(error_text, i, false)
+                .first()
+                .copied()
+            {
+                self.prerequisites[i] += 1;
+                if self.satisfy(j, i, host).await {
+                    return Asked::RetrySame;
+                }
+            }
+        }
+        if depth == 0 && self.prerequisites[i] < MAX_PREREQUISITES_PER_TOOL {
+            if let Some((j, action)) = self.action_first(i, error_text, arguments) {
+                // "Unmerge them first": the tool with that action, on the same place.
+                self.prerequisites[i] += 1;
+                self.runs[i].synthesis_notes.push(format!(
+                    "its error asked to {} first: {} was called with that action",
+                    action.1, self.tools[j].name
+                ));
+                let args = action.0;
+                if self.call_for(j, i, &args, host).await.is_some() {
+                    return Asked::RetrySame;
+                }
+            }
+        }
+        if depth == 0 && self.prerequisites[i] < MAX_PREREQUISITES_PER_TOOL {
+            // A creator that already ran without making anything cannot help.
+            let creator = self
+                .creator_for(i, error_text)
+                .filter(|&j| !self.taken[j] || self.made[j].is_some());
+            if let Some(j) = creator {
+                // "Sheet 'x' has no charts": the tool that makes one runs, then this
+                // one is tried on what it made.
+                self.prerequisites[i] += 1;
+                if let Some(next) = self.make_object(j, i, arguments, host).await {
+                    candidates.retain(|c| *c != next);
+                    candidates.insert(attempt.min(candidates.len()), next);
+                    return Asked::NewCandidate;
+                }
+            }
+        }
+        Asked::Nothing
     }
 
     /// Makes prerequisite `j` of tool `i` happen: its own turn when it had none, else a call
