@@ -459,9 +459,18 @@ impl Semantics {
     }
 
     fn choose(&self, name: &str, hint: &str) -> Option<Value> {
-        let ws = words(name);
-        let has = |list: &[&str]| ws.iter().any(|w| list.contains(&w.as_str()));
-        let last = ws.last().map(String::as_str).unwrap_or("");
+        let p = ParamWords { ws: words(name) };
+        self.choose_place(&p, name, hint)
+            .or_else(|| self.choose_text_value(&p, name, hint))
+            .or_else(|| self.choose_program(&p, name, hint))
+            .or_else(|| self.choose_by_words(&p, hint))
+    }
+
+    /// A place: a URL, a git branch or revision, a file's content as base64, a spreadsheet's cell, range or column, the seeded database, a path.
+    fn choose_place(&self, p: &ParamWords, name: &str, hint: &str) -> Option<Value> {
+        let ws = &p.ws;
+        let has = |list: &[&str]| p.has(list);
+        let last = p.last();
         let text = |s: &str| Some(Value::String(s.to_string()));
         if has(&["url", "uri", "link", "href", "endpoint", "website"]) {
             return text(TEST_URL);
@@ -518,11 +527,19 @@ impl Semantics {
             let kind = own.or(self.file_kind);
             // A file the parameter names a kind for (`image_path`, `csv_file`) is an input
             // the tool reads, unless its name says it is written.
-            if own.is_some() && !self.fresh_words(&ws) && !has(&["dir", "directory", "folder"]) {
+            if own.is_some() && !self.fresh_words(ws) && !has(&["dir", "directory", "folder"]) {
                 return Some(self.existing_file_of(kind));
             }
-            return Some(self.path_for(&ws, kind));
+            return Some(self.path_for(ws, kind));
         }
+        None
+    }
+
+    /// Text and scalars: words the tool's file contains or new ones, ids, an email address, a time zone, a time, a date.
+    fn choose_text_value(&self, p: &ParamWords, name: &str, hint: &str) -> Option<Value> {
+        let has = |list: &[&str]| p.has(list);
+        let last = p.last();
+        let text = |s: &str| Some(Value::String(s.to_string()));
         // Text to find, replace or anchor at: words the file the tool works on contains.
         if has(&[
             "old", "search", "find", "target", "anchor", "header", "heading", "match",
@@ -557,6 +574,13 @@ impl Semantics {
         if has(&["timestamp", "datetime"]) {
             return text("2026-01-15T12:30:00Z");
         }
+        None
+    }
+
+    /// Something to run: SQL on the seeded database, a command the server allows, code, a language.
+    fn choose_program(&self, p: &ParamWords, name: &str, hint: &str) -> Option<Value> {
+        let has = |list: &[&str]| p.has(list);
+        let text = |s: &str| Some(Value::String(s.to_string()));
         if has(&["sql"]) || (has(&["query"]) && hint.to_ascii_lowercase().contains("sql")) {
             // A statement that does what the tool is for, on the seeded database's `items`
             // table (`id`, `name`) when there is one: a read, an insert, an update, or a new
@@ -619,6 +643,13 @@ impl Semantics {
                     .any(|w| hint.to_lowercase().contains(w));
             return text(example_in(hint).unwrap_or(if code { "python" } else { "en" }));
         }
+        None
+    }
+
+    /// What the description shows or the name's words ask for: a structured example, a quoted example, a pattern, a search term, a name, a message, content.
+    fn choose_by_words(&self, p: &ParamWords, hint: &str) -> Option<Value> {
+        let has = |list: &[&str]| p.has(list);
+        let text = |s: &str| Some(Value::String(s.to_string()));
         // A string that carries JSON: the structured example its description gives
         // ("example: [{name: 'a', ...}]", in JSON or JavaScript literal syntax), as JSON.
         if let Some(example) = structured_example_in(hint) {
@@ -1084,6 +1115,23 @@ pub fn example_in(text: &str) -> Option<&str> {
         i += 1;
     }
     None
+}
+
+/// A parameter name's words.
+struct ParamWords {
+    ws: Vec<String>,
+}
+
+impl ParamWords {
+    /// Whether any word is in `list`.
+    fn has(&self, list: &[&str]) -> bool {
+        self.ws.iter().any(|w| list.contains(&w.as_str()))
+    }
+
+    /// The last word ("" for none).
+    fn last(&self) -> &str {
+        self.ws.last().map(String::as_str).unwrap_or("")
+    }
 }
 
 #[cfg(test)]
