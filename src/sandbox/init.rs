@@ -185,9 +185,52 @@ impl Init {
 
     /// The first process: namespaces, then PID 1.
     fn outer(&mut self) -> Result<i32, ()> {
-        // If the harness dies (even by SIGKILL), this process gets SIGUSR2: it then kills the
-        // sandbox and removes the scratch directories, which nobody else is left to remove.
-        // The handler only sets a flag; the work happens in the wait loop.
+        let scratch_parent = self.tie_to_harness()?;
+        let cgroup_dir = self.open_run_cgroup()?;
+        // SAFETY: getppid cannot fail.
+        if unsafe { libc::getppid() } != self.config.harness_pid {
+            return Ok(122); // The harness is already gone.
+        }
+        self.enter_namespaces()?;
+        let (death_r, death_w) = match rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC) {
+            Ok(p) => p,
+            Err(e) => {
+                self.fail("pipe", io_err("pipe", e.into()));
+                return Err(());
+            }
+        };
+        let (pid1, in_cgroup) = self.fork_pid1(cgroup_dir.as_ref())?;
+        // In both processes: PID 1 reports the enforcement to the harness.
+        if in_cgroup {
+            self.enforcement.cgroup = self.config.cgroup_enforces.clone();
+        }
+        if pid1 == 0 {
+            drop(death_w);
+            self.connector = None;
+            let code = self.pid1(death_r);
+            // SAFETY: leave without running destructors shared with the parent.
+            unsafe { libc::_exit(code) };
+        }
+        drop(death_r);
+        self.ctl = None;
+        // Held until this process exits: PID 1 sees the pipe close when we are gone.
+        let _death_w = death_w;
+        quiet_stdio();
+        // Connections into this network namespace for the harness, until PID 1 ends.
+        let status = match self.connector.take() {
+            Some(connector) => wait_answering(pid1, &connector),
+            None => wait_for(pid1),
+        };
+        if ORPHANED.load(std::sync::atomic::Ordering::SeqCst) {
+            remove_scratch(scratch_parent.as_ref(), &self.config.scratch_root);
+        }
+        Ok(status)
+    }
+
+    /// Ties this process to the harness: if the harness dies (even by SIGKILL), this process
+    /// gets SIGUSR2 and then kills the sandbox and removes the scratch directories, which
+    /// nobody else is left to remove. The scratch directories' parent, opened for that.
+    fn tie_to_harness(&mut self) -> Result<Option<OwnedFd>, ()> {
         let scratch_parent = self.config.scratch_root.parent().and_then(|p| {
             rustix::fs::open(
                 p,
@@ -198,6 +241,7 @@ impl Init {
             )
             .ok()
         });
+        // The handler only sets a flag; the work happens in the wait loop.
         install_orphan_handler();
         // SAFETY: prctl with integer arguments.
         let r = unsafe {
@@ -218,8 +262,12 @@ impl Init {
                 Err(os_err("PR_SET_PDEATHSIG"))
             },
         )?;
-        // The run's cgroup: PID 1 is forked straight into it (every process of the sandbox
-        // starts inside). Opened now, while the host's cgroup tree is in view.
+        Ok(scratch_parent)
+    }
+
+    /// The run's cgroup: PID 1 is forked straight into it (every process of the sandbox
+    /// starts inside). Opened now, while the host's cgroup tree is in view.
+    fn open_run_cgroup(&mut self) -> Result<Option<OwnedFd>, ()> {
         let mut cgroup_dir: Option<OwnedFd> = None;
         if let Some(cg) = self.config.cgroup.clone() {
             let r = rustix::fs::open(
@@ -233,10 +281,12 @@ impl Init {
             .map_err(|e| io_err("opening the run's cgroup", e.into()));
             self.step("cgroup", false, r)?;
         }
-        // SAFETY: getppid cannot fail.
-        if unsafe { libc::getppid() } != self.config.harness_pid {
-            return Ok(122); // The harness is already gone.
-        }
+        Ok(cgroup_dir)
+    }
+
+    /// The namespaces (a user namespace when unprivileged, with its maps), the host name,
+    /// private mounts, `lo`, the network observer's sockets and the connector.
+    fn enter_namespaces(&mut self) -> Result<(), ()> {
         // SAFETY: getuid/getgid cannot fail.
         let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
         let userns = uid != 0;
@@ -314,14 +364,13 @@ impl Init {
             let r = self.hand_over_connector();
             self.step("connector", true, r)?;
         }
-        let (death_r, death_w) = match rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC) {
-            Ok(p) => p,
-            Err(e) => {
-                self.fail("pipe", io_err("pipe", e.into()));
-                return Err(());
-            }
-        };
-        let (pid1, in_cgroup) = match cgroup_dir.as_ref().map(fork_into_cgroup) {
+        Ok(())
+    }
+
+    /// Forks PID 1, into the run's cgroup where `clone3` can (else it joins the cgroup
+    /// first): its pid (0 in the child) and whether it is in the cgroup.
+    fn fork_pid1(&mut self, cgroup_dir: Option<&OwnedFd>) -> Result<(libc::pid_t, bool), ()> {
+        let (pid1, in_cgroup) = match cgroup_dir.map(fork_into_cgroup) {
             Some(Ok(pid)) => (pid, true),
             // No clone3 or no CLONE_INTO_CGROUP (old kernel, a filter): join, then fork.
             Some(Err(_)) => {
@@ -342,31 +391,7 @@ impl Init {
             self.fail("fork", os_err("fork of PID 1"));
             return Err(());
         }
-        // In both processes: PID 1 reports the enforcement to the harness.
-        if in_cgroup {
-            self.enforcement.cgroup = self.config.cgroup_enforces.clone();
-        }
-        if pid1 == 0 {
-            drop(death_w);
-            self.connector = None;
-            let code = self.pid1(death_r);
-            // SAFETY: leave without running destructors shared with the parent.
-            unsafe { libc::_exit(code) };
-        }
-        drop(death_r);
-        self.ctl = None;
-        // Held until this process exits: PID 1 sees the pipe close when we are gone.
-        let _death_w = death_w;
-        quiet_stdio();
-        // Connections into this network namespace for the harness, until PID 1 ends.
-        let status = match self.connector.take() {
-            Some(connector) => wait_answering(pid1, &connector),
-            None => wait_for(pid1),
-        };
-        if ORPHANED.load(std::sync::atomic::Ordering::SeqCst) {
-            remove_scratch(scratch_parent.as_ref(), &self.config.scratch_root);
-        }
-        Ok(status)
+        Ok((pid1, in_cgroup))
     }
 
     /// Routes everything to `lo`, binds the observer's sockets and hands them to the harness.
@@ -918,6 +943,15 @@ impl Init {
     fn confine(&mut self, program: u64) -> Result<(), ()> {
         // SAFETY: setsid has no arguments; failure only means we already lead a session.
         unsafe { libc::setsid() };
+        self.set_rlimits()?;
+        self.restrict_landlock()?;
+        self.drop_privileges()?;
+        let listener = self.install_filter(program)?;
+        self.report_enforced(listener)
+    }
+
+    /// The resource limits.
+    fn set_rlimits(&mut self) -> Result<(), ()> {
         let limits = self.config.limits.clone();
         let rl = vec![
             (libc::RLIMIT_CORE, 0, "core 0".to_string()),
@@ -963,6 +997,11 @@ impl Init {
                 self.enforcement.rlimits.push(label);
             }
         }
+        Ok(())
+    }
+
+    /// Landlock, with what it lets the server read beyond the system's directories.
+    fn restrict_landlock(&mut self) -> Result<(), ()> {
         match super::landlock::restrict(&self.config) {
             Ok((status, abi)) => {
                 let none = status == "none";
@@ -991,6 +1030,12 @@ impl Init {
                 self.step("landlock", false, Err((None, e)))?;
             }
         }
+        Ok(())
+    }
+
+    /// The bounding set, the uid switch (as root, to `run_as`), every capability, and
+    /// no_new_privs.
+    fn drop_privileges(&mut self) -> Result<(), ()> {
         // Drop the bounding set while we still hold CAP_SETPCAP (before any uid switch).
         for cap in caps::all() {
             if caps::has_cap(None, caps::CapSet::Bounding, cap).unwrap_or(false) {
@@ -1061,6 +1106,12 @@ impl Init {
             },
         )?;
         self.enforcement.no_new_privs = true;
+        Ok(())
+    }
+
+    /// The seccomp filter (with its listener when attempts are reported), and what it refuses
+    /// in words.
+    fn install_filter(&mut self, program: u64) -> Result<Option<OwnedFd>, ()> {
         let single_exec = self.config.single_exec.then_some(program);
         let listener = match install_seccomp(self.config.notify, single_exec) {
             Ok(l) => l,
@@ -1093,6 +1144,12 @@ nested namespaces (unshare and clone with CLONE_NEW*, setns) refused{}{}",
                 }
             )
         };
+        Ok(listener)
+    }
+
+    /// Sends the enforcement record (with the seccomp listener) to the harness; the server
+    /// does not keep the listener.
+    fn report_enforced(&mut self, listener: Option<OwnedFd>) -> Result<(), ()> {
         // SAFETY: getuid/getgid cannot fail.
         let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
         self.enforcement.host_uid = self
