@@ -73,65 +73,34 @@ impl Given {
         if scenario.is_some() && !a.command.is_empty() {
             return Err(ConfigError::ScenarioAndCommand);
         }
-        let mut sources = Sources::default();
         let flag_server = ServerOptions {
             command: (!a.command.is_empty()).then(|| a.command.clone()),
             ..a.server.clone()
         };
-        let server = merged(
-            &mut sources,
-            with_files(
-                flag_server,
-                scenario_server(a, scenario.as_ref())?,
-                file.as_ref().map(file_server),
-                &scenario,
-                &file,
-            ),
-        );
-        let run = merged(
-            &mut sources,
-            with_files(
-                a.run.clone(),
-                scenario.as_ref().map(|s| s.run.clone()),
-                file.as_ref().map(|f| f.run.clone()),
-                &scenario,
-                &file,
-            ),
-        );
         let mut flag_sandbox = a.sandbox.clone();
         if a.no_sandbox {
             flag_sandbox.level = Some(SandboxArg::Off.into());
         }
-        let sandbox = merged(
-            &mut sources,
-            with_files(
-                flag_sandbox,
-                None,
-                file.as_ref().map(|f| f.sandbox.clone()),
-                &scenario,
-                &file,
-            ),
+        let mut layering = Layering {
+            scenario: scenario.as_ref(),
+            file: file.as_ref(),
+            sources: Sources::default(),
+        };
+        let in_file = file.as_ref();
+        let server = layering.merge(
+            flag_server,
+            scenario_server(a, scenario.as_ref())?,
+            in_file.map(file_server),
         );
-        let fail = merged(
-            &mut sources,
-            with_files(
-                a.fail.clone(),
-                None,
-                file.as_ref().map(|f| f.fail.clone()),
-                &scenario,
-                &file,
-            ),
+        let run = layering.merge(
+            a.run.clone(),
+            scenario.as_ref().map(|s| s.run.clone()),
+            in_file.map(|f| f.run.clone()),
         );
-        let report = merged(
-            &mut sources,
-            with_files(
-                a.report.clone(),
-                None,
-                file.as_ref().map(|f| f.report.clone()),
-                &scenario,
-                &file,
-            ),
-        );
+        let sandbox = layering.merge(flag_sandbox, None, in_file.map(|f| f.sandbox.clone()));
+        let fail = layering.merge(a.fail.clone(), None, in_file.map(|f| f.fail.clone()));
+        let report = layering.merge(a.report.clone(), None, in_file.map(|f| f.report.clone()));
+        let sources = layering.sources;
         Ok(Given {
             file,
             scenario,
@@ -176,33 +145,32 @@ impl Given {
     }
 }
 
-/// One option struct's layers merged, where its values came from added to `sources`.
-fn merged<T: Layer>(sources: &mut Sources, layers: Vec<(Source, T)>) -> T {
-    let (value, from) = T::merge(layers);
-    sources.extend(from);
-    value
+/// The places options are read from besides the command line, and where each merged value
+/// came from.
+struct Layering<'a> {
+    scenario: Option<&'a Scenario>,
+    file: Option<&'a ConfigFile>,
+    sources: Sources,
 }
 
-/// The layers of one option struct, highest first: the command line's, the scenario's (its
-/// paths relative to the scenario's directory), the config file's (relative to the project
-/// directory).
-fn with_files<T: Layer>(
-    flags: T,
-    in_scenario: Option<T>,
-    in_file: Option<T>,
-    scenario: &Option<Scenario>,
-    file: &Option<ConfigFile>,
-) -> Vec<(Source, T)> {
-    let mut layers = vec![(Source::Flag, flags)];
-    if let (Some(mut layer), Some(s)) = (in_scenario, scenario) {
-        layer.rebase(&s.dir());
-        layers.push((Source::Scenario(s.path.clone()), layer));
+impl Layering<'_> {
+    /// One option struct's layers merged, highest first: the command line's, the
+    /// scenario's (its paths relative to the scenario's directory), the config file's
+    /// (relative to the project directory), then the defaults.
+    fn merge<T: Layer>(&mut self, flags: T, in_scenario: Option<T>, in_file: Option<T>) -> T {
+        let mut layers = vec![(Source::Flag, flags)];
+        if let (Some(mut layer), Some(s)) = (in_scenario, self.scenario) {
+            layer.rebase(&s.dir());
+            layers.push((Source::Scenario(s.path.clone()), layer));
+        }
+        if let (Some(mut layer), Some(f)) = (in_file, self.file) {
+            layer.rebase(&f.base);
+            layers.push((Source::ConfigFile(f.path.clone()), layer));
+        }
+        let (value, from) = T::merge(layers);
+        self.sources.extend(from);
+        value
     }
-    if let (Some(mut layer), Some(f)) = (in_file, file) {
-        layer.rebase(&f.base);
-        layers.push((Source::ConfigFile(f.path.clone()), layer));
-    }
-    layers
 }
 
 /// A scenario's `[server]`, its command made whole: the harness's fake server reading the
