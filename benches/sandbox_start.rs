@@ -48,7 +48,10 @@ fn main() {
             let plain_t = t.elapsed();
             let t = Instant::now();
             let mut started =
-                ServerProcess::spawn_sandboxed(&spec, &config, Some(&exe), |sockets| sockets)
+                // The network observer serves the sockets, as in a run.
+                ServerProcess::spawn_sandboxed(&spec, &config, Some(&exe), |s| {
+                    hintcheck::observe::net::start(s.dns, s.listeners, s.packets, None)
+                })
                     .await
                     .expect("sandbox");
             drop(started.pipes);

@@ -466,7 +466,8 @@ impl Semantics {
             .or_else(|| self.choose_by_words(&p, hint))
     }
 
-    /// A place: a URL, a git branch or revision, a file's content as base64, a spreadsheet's cell, range or column, the seeded database, a path.
+    /// A place: a URL, a git branch or revision, a file's content as base64, a spreadsheet's
+    /// cell, range or column, the seeded database, a path.
     fn choose_place(&self, p: &ParamWords, name: &str, hint: &str) -> Option<Value> {
         let ws = &p.ws;
         let has = |list: &[&str]| p.has(list);
@@ -490,8 +491,8 @@ impl Semantics {
         }
         // Content as base64: a seeded file of the tool's kind, encoded.
         if has(&["base64", "b64"]) {
-            if let Some(p) = self.existing_file_of(self.file_kind).as_str() {
-                if let Ok(bytes) = std::fs::read(self.facts.root.join(p)) {
+            if let Some(file) = self.existing_file_of(self.file_kind).as_str() {
+                if let Ok(bytes) = std::fs::read(self.facts.root.join(file)) {
                     use base64::Engine as _;
                     return text(&base64::engine::general_purpose::STANDARD.encode(bytes));
                 }
@@ -535,7 +536,8 @@ impl Semantics {
         None
     }
 
-    /// Text and scalars: words the tool's file contains or new ones, ids, an email address, a time zone, a time, a date.
+    /// Text and scalars: words the tool's file contains or new ones, ids, an email address, a
+    /// time zone, a time, a date.
     fn choose_text_value(&self, p: &ParamWords, name: &str, hint: &str) -> Option<Value> {
         let has = |list: &[&str]| p.has(list);
         let last = p.last();
@@ -577,7 +579,8 @@ impl Semantics {
         None
     }
 
-    /// Something to run: SQL on the seeded database, a command the server allows, code, a language.
+    /// Something to run: SQL on the seeded database, a command the server allows, code, a
+    /// language.
     fn choose_program(&self, p: &ParamWords, name: &str, hint: &str) -> Option<Value> {
         let has = |list: &[&str]| p.has(list);
         let text = |s: &str| Some(Value::String(s.to_string()));
@@ -646,7 +649,8 @@ impl Semantics {
         None
     }
 
-    /// What the description shows or the name's words ask for: a structured example, a quoted example, a pattern, a search term, a name, a message, content.
+    /// What the description shows or the name's words ask for: a structured example, a quoted
+    /// example, a pattern, a search term, a name, a message, content.
     fn choose_by_words(&self, p: &ParamWords, hint: &str) -> Option<Value> {
         let has = |list: &[&str]| p.has(list);
         let text = |s: &str| Some(Value::String(s.to_string()));

@@ -15,6 +15,8 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 use rustls::server::{ClientHello, ResolvesServerCert, ServerConfig, ServerConnection};
 use rustls::sign::CertifiedKey;
 
+use crate::sandbox::policy::SYSTEM_BUNDLES;
+
 /// Errors making the authority or a certificate.
 #[derive(Debug, thiserror::Error)]
 pub enum TlsError {
@@ -41,8 +43,6 @@ pub const BUNDLE_VARIABLES: [&str; 7] = [
 
 /// Node's variable: extra certificates beside its built-in list.
 pub const NODE_VARIABLE: &str = "NODE_EXTRA_CA_CERTS";
-
-use crate::sandbox::policy::SYSTEM_BUNDLES;
 
 /// A certificate authority for one run, and the certificates it made.
 pub struct Authority {

@@ -173,12 +173,13 @@ async fn probe_sandbox(level: SandboxLevel) -> Result<(Enforcement, HttpProbe), 
             config.args = spec.args.clone();
         }
     }
-    // As a run sets it up: the recorder and the network observer are part of what it enforces.
+    // As a run sets it up: the recorder and the network observer's sockets (routes to `lo`,
+    // the DNS stub's and listeners' sockets handed over) are part of what it enforces. The
+    // sockets are only checked to be handed over: nothing serves them here.
     config.notify = true;
     config.network_observer = true;
     config.observe_ports = vec![80, 443, 8080, 8443];
     config.connector = true;
-    // The namespace's sockets are only checked to be handed over: nothing serves them.
     match ServerProcess::spawn_sandboxed(&spec, &config, None, |sockets| sockets).await {
         Ok(mut started) => {
             drop(started.pipes);
