@@ -1,6 +1,6 @@
 //! `destructive`: a tool that declares `destructiveHint: false` may only make additive updates.
 
-use super::{AuditMeta, HintJudgement, evidence_of, outcomes_summary};
+use super::{AuditMeta, HintJudgement, evidence_of};
 use crate::evidence::{Coverage, ToolRun};
 use crate::finding::{Suggestion, SuggestionBasis, Verdict};
 use crate::mcp::tool::{HintName, ToolDecl};
@@ -112,10 +112,7 @@ fn judge_declared(
                 };
                 HintJudgement::new(Verdict::Consistent, what)
             } else {
-                HintJudgement::new(
-                    Verdict::Unexercised,
-                    format!("no call succeeded ({})", outcomes_summary(run)),
-                )
+                HintJudgement::unexercised_as_no_call_succeeded(run)
             }
         }
     }

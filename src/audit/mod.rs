@@ -101,6 +101,14 @@ impl HintJudgement {
             suggestion: None,
         }
     }
+
+    /// A hint its tool's calls could not show: none of them succeeded.
+    fn unexercised_as_no_call_succeeded(run: &ToolRun) -> Self {
+        Self::new(
+            Verdict::Unexercised,
+            format!("no call succeeded ({})", outcomes_summary(run)),
+        )
+    }
 }
 
 /// What the audits concluded about one tool.

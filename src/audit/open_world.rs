@@ -1,6 +1,6 @@
 //! `open-world`: a tool that declares `openWorldHint: false` must not reach external entities.
 
-use super::{AuditMeta, HintJudgement, evidence_of, outcomes_summary};
+use super::{AuditMeta, HintJudgement, evidence_of};
 use crate::evidence::{Coverage, ToolRun};
 use crate::finding::{Suggestion, SuggestionBasis, Verdict};
 use crate::mcp::tool::{HintName, ToolDecl};
@@ -85,10 +85,7 @@ pub fn judge(tool: &ToolDecl, run: &ToolRun, coverage: &Coverage) -> HintJudgeme
                     },
                 )
             } else {
-                HintJudgement::new(
-                    Verdict::Unexercised,
-                    format!("no call succeeded ({})", outcomes_summary(run)),
-                )
+                HintJudgement::unexercised_as_no_call_succeeded(run)
             }
         }
     }
