@@ -441,29 +441,28 @@ impl ServerProcess {
         !matches!(self.child.try_wait(), Ok(None))
     }
 
+    /// The server's exit status, if it exits within `limit`.
+    async fn exit_within(&mut self, limit: Duration) -> Option<std::process::ExitStatus> {
+        tokio::time::timeout(limit, self.child.wait())
+            .await
+            .ok()
+            .and_then(Result::ok)
+    }
+
     /// Ends the server: waits `grace` for it to exit by itself (stdin should be closed first),
     /// then SIGTERM to its group, then SIGKILL, then sweeps stragglers.
     pub async fn shutdown(&mut self, grace: Duration) -> ExitSummary {
         let mut how = "stdin-closed";
-        let mut status = tokio::time::timeout(grace, self.child.wait())
-            .await
-            .ok()
-            .and_then(Result::ok);
+        let mut status = self.exit_within(grace).await;
         if status.is_none() {
             how = "terminated";
             self.signal_group(Signal::TERM);
-            status = tokio::time::timeout(Duration::from_secs(1), self.child.wait())
-                .await
-                .ok()
-                .and_then(Result::ok);
+            status = self.exit_within(Duration::from_secs(1)).await;
         }
         if status.is_none() {
             how = "killed";
             self.signal_group(Signal::KILL);
-            status = tokio::time::timeout(Duration::from_secs(2), self.child.wait())
-                .await
-                .ok()
-                .and_then(Result::ok);
+            status = self.exit_within(Duration::from_secs(2)).await;
         }
         // Whatever is left in the group has outlived the server.
         self.signal_group(Signal::KILL);
