@@ -76,15 +76,14 @@ impl Sources {
     }
 
     /// The layers `option`'s value came from (empty: unset, no default).
-    pub fn of(&self, section: &str, key: &str) -> &[Source] {
+    pub fn of(&self, section: &'static str, key: &'static str) -> &[Source] {
         self.by_option
-            .iter()
-            .find(|(k, _)| k.section == section && k.key == key)
-            .map_or(&[], |(_, v)| v.as_slice())
+            .get(&OptionKey { section, key })
+            .map_or(&[], Vec::as_slice)
     }
 
     /// Whether the command line set `option`.
-    pub fn from_flag(&self, section: &str, key: &str) -> bool {
+    pub fn from_flag(&self, section: &'static str, key: &'static str) -> bool {
         self.of(section, key).contains(&Source::Flag)
     }
 

@@ -575,48 +575,44 @@ pub fn observe_ports(given: &Given, transport: &Transport) -> Result<Vec<u16>, C
 
 /// Host directories covered by an overlay and those kept visible, absolute and existing.
 pub fn host_dirs(given: &Given) -> Result<(Vec<PathBuf>, Vec<PathBuf>), ConfigError> {
-    let section = RunOptions::SECTION;
-    let mut overlays = Vec::new();
-    for d in &given.run.overlays {
-        let flag = || given.name(section, "overlays");
-        let abs = std::fs::canonicalize(d).map_err(|e| ConfigError::BadValue {
-            flag: flag(),
-            message: format!("{}: {e}", d.display()),
-        })?;
-        if !abs.is_dir() || abs == Path::new("/") {
-            return Err(ConfigError::BadValue {
-                flag: flag(),
-                message: format!("{} is not a directory other than /", d.display()),
-            });
-        }
-        if !overlays.contains(&abs) {
-            overlays.push(abs);
-        }
-    }
-    // A directory is covered before those inside it, so that no overlay hides another.
-    overlays.sort_by_key(|d| d.components().count());
-    let mut expose = Vec::new();
-    for d in &given.run.expose {
-        let flag = || given.name(section, "expose");
-        let abs = std::fs::canonicalize(d).map_err(|e| ConfigError::BadValue {
-            flag: flag(),
-            message: format!("{}: {e}", d.display()),
-        })?;
-        if abs == Path::new("/") {
-            return Err(ConfigError::BadValue {
-                flag: flag(),
-                message:
-                    "/ is visible anyway; name the directory to keep visible in a hidden place"
-                        .into(),
-            });
-        }
-        if !expose.contains(&abs) {
-            expose.push(abs);
-        }
-    }
-    // A directory is shown before those inside it, so that no bind hides another.
-    expose.sort_by_key(|d| d.components().count());
+    // A directory is covered (or shown) before those inside it, so that no overlay (or
+    // bind) hides another.
+    let overlays = absolute_dirs(given, "overlays", &given.run.overlays, |d, abs| {
+        (!abs.is_dir() || abs == Path::new("/"))
+            .then(|| format!("{} is not a directory other than /", d.display()))
+    })?;
+    let expose = absolute_dirs(given, "expose", &given.run.expose, |_, abs| {
+        (abs == Path::new("/")).then(|| {
+            "/ is visible anyway; name the directory to keep visible in a hidden place".into()
+        })
+    })?;
     Ok((overlays, expose))
+}
+
+/// The host directories option `key` names, made absolute, each once, parents first;
+/// `refused` says what is wrong with one (given as written, and absolute), if anything.
+fn absolute_dirs(
+    given: &Given,
+    key: &'static str,
+    dirs: &[PathBuf],
+    refused: impl Fn(&Path, &Path) -> Option<String>,
+) -> Result<Vec<PathBuf>, ConfigError> {
+    let bad = |message| ConfigError::BadValue {
+        flag: given.name(RunOptions::SECTION, key),
+        message,
+    };
+    let mut out: Vec<PathBuf> = Vec::new();
+    for d in dirs {
+        let abs = std::fs::canonicalize(d).map_err(|e| bad(format!("{}: {e}", d.display())))?;
+        if let Some(why) = refused(d, &abs) {
+            return Err(bad(why));
+        }
+        if !out.contains(&abs) {
+            out.push(abs);
+        }
+    }
+    out.sort_by_key(|d| d.components().count());
+    Ok(out)
 }
 
 /// Argument overrides by tool (a higher layer's win).
