@@ -180,38 +180,30 @@ struct Pinned<'a> {
 
 /// The package's registry, name and version, each checked to be one pinned package.
 fn pinned(package: &Value) -> Result<Pinned<'_>, String> {
+    use crate::fleet::setup::requirement::{
+        is_npm_name, is_npm_version, is_pypi_name, is_pypi_version,
+    };
     let registry = package["registryType"].as_str().unwrap_or_default();
     let npm = registry == "npm";
-    let identifier = package["identifier"]
-        .as_str()
-        .filter(|i| {
-            if npm {
-                crate::fleet::setup::requirement::is_npm_name(i)
-            } else {
-                crate::fleet::setup::requirement::is_pypi_name(i)
-            }
-        })
-        .ok_or_else(|| {
-            format!(
-                "package identifier {} is not a package name",
-                shorten(&package["identifier"].to_string(), 80)
-            )
-        })?;
-    let version = package["version"]
-        .as_str()
-        .filter(|v| {
-            if npm {
-                crate::fleet::setup::requirement::is_npm_version(v)
-            } else {
-                crate::fleet::setup::requirement::is_pypi_version(v)
-            }
-        })
-        .ok_or_else(|| {
-            format!(
-                "package version {} is not one pinned version",
-                shorten(&package["version"].to_string(), 80)
-            )
-        })?;
+    // A field that must be one thing of the package's registry, said as `what` when it is not.
+    let checked = |field: &str, on_npm: fn(&str) -> bool, on_pypi: fn(&str) -> bool, what: &str| {
+        package[field]
+            .as_str()
+            .filter(|v| if npm { on_npm(v) } else { on_pypi(v) })
+            .ok_or_else(|| {
+                format!(
+                    "package {field} {} is not {what}",
+                    shorten(&package[field].to_string(), 80)
+                )
+            })
+    };
+    let identifier = checked("identifier", is_npm_name, is_pypi_name, "a package name")?;
+    let version = checked(
+        "version",
+        is_npm_version,
+        is_pypi_version,
+        "one pinned version",
+    )?;
     Ok(Pinned {
         registry,
         identifier,
