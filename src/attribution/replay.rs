@@ -8,10 +8,10 @@ use std::time::{Duration, Instant};
 
 use super::server_wide::ServersOwn;
 use super::{NestedPlan, NestedRuns, ReplayWaits};
+use crate::evidence::Observation;
+use crate::evidence::at_or_under;
 use crate::evidence::{CallRecord, Phase, PhaseObservation, ReplayRecord, ToolRun};
 use crate::mcp::tool::{HintName, ToolDecl};
-use crate::observe::Observation;
-use crate::observe::at_or_under;
 
 /// Most tools replayed in one run.
 pub(crate) const MAX_REPLAYS: usize = 6;
@@ -992,7 +992,7 @@ fn initialisation_candidate(o: &Observation, created_in_call: &[&str]) -> bool {
         || f.kind.creates_or_rewrites()
             && created_in_call
                 .iter()
-                .any(|c| crate::observe::at_or_under(&f.path, c))
+                .any(|c| crate::evidence::at_or_under(&f.path, c))
 }
 
 /// Tells the server's first-call initialisation apart from the first tool's writes: what
@@ -1028,7 +1028,7 @@ pub(crate) async fn first_call_initialisation(
     let created_paths: Vec<String> = observations
         .iter()
         .filter_map(|o| o.as_file())
-        .filter(|f| f.kind == crate::observe::FileEffectKind::Created)
+        .filter(|f| f.kind == crate::evidence::FileEffectKind::Created)
         .map(|f| f.path.clone())
         .collect();
     let created: Vec<&str> = created_paths.iter().map(String::as_str).collect();
@@ -1122,7 +1122,7 @@ pub(crate) async fn lazy_set_up(
         let created: Vec<String> = runs[i]
             .observations()
             .filter_map(|(_, o)| o.as_file())
-            .filter(|f| f.kind == crate::observe::FileEffectKind::Created)
+            .filter(|f| f.kind == crate::evidence::FileEffectKind::Created)
             .map(|f| f.path.clone())
             .collect();
         let inside = |path: &str| created.iter().any(|c| at_or_under(path, c));
@@ -1161,7 +1161,7 @@ pub(crate) async fn lazy_set_up(
                         // Made by the other tool in the replay, and then not touched at all
                         // by this one (a tool that overwrote what the other made is a writer).
                         let touched = o.as_file().is_some_and(|f| {
-                            let shape = format!(" {}", crate::observe::path_shape(&f.path));
+                            let shape = format!(" {}", crate::evidence::path_shape(&f.path));
                             replayed.in_focus.iter().any(|k| k.ends_with(&shape))
                         });
                         o.as_file().is_some_and(|f| inside(&f.path))
@@ -1309,7 +1309,7 @@ mod tests {
     #[test]
     fn the_state_prefix_keeps_earlier_writers_and_argument_sources_in_call_order() {
         use crate::audit::testing::{call, file, ok, run};
-        use crate::observe::FileEffectKind;
+        use crate::evidence::FileEffectKind;
         let at = |ms: u64, mut c: CallRecord| {
             c.started_ms = ms;
             c
@@ -1347,7 +1347,7 @@ mod tests {
     #[test]
     fn the_state_prefix_keeps_the_tool_that_made_what_the_call_touched() {
         use crate::audit::testing::{call, file, ok, run};
-        use crate::observe::FileEffectKind;
+        use crate::evidence::FileEffectKind;
         let writer = |ms: u64, path: &str| {
             let mut c = call(1, ok(), vec![file(path, FileEffectKind::Created)]);
             c.started_ms = ms;

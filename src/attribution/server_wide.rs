@@ -11,10 +11,10 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use crate::evidence::{FileEffect, FileEffectKind, Observation, at_or_under, path_shape};
 use crate::evidence::{Phase, PhaseObservation, ToolRun};
 use crate::finding::Category;
 use crate::mcp::tool::ToolDecl;
-use crate::observe::{FileEffect, FileEffectKind, Observation, at_or_under, path_shape};
 
 /// Where the user's data lives in observed paths: never bookkeeping.
 const WORKSPACE: &str = "$WORKSPACE";
@@ -357,7 +357,7 @@ pub fn discount_per_request(
             p.observation
                 .shape_key()
                 .into_iter()
-                .chain(wrote.map(|f| crate::observe::write_key(&f.path)))
+                .chain(wrote.map(|f| crate::evidence::write_key(&f.path)))
         })
         .collect();
     if controls.is_empty() {

@@ -68,7 +68,7 @@ fn judge_declared(
     tool: &ToolDecl,
     run: &ToolRun,
     coverage: &Coverage,
-    destructive: Vec<(&crate::evidence::CallRecord, &crate::observe::Observation)>,
+    destructive: Vec<(&crate::evidence::CallRecord, &crate::evidence::Observation)>,
     any_write: bool,
     database_change: Option<String>,
 ) -> HintJudgement {
@@ -122,14 +122,14 @@ fn judge_declared(
 mod tests {
     use super::*;
     use crate::audit::testing::*;
-    use crate::observe::FileEffectKind;
+    use crate::evidence::FileEffectKind;
     use serde_json::json;
 
     #[test]
     fn a_database_changed_in_place_is_neither_evidence_nor_proof() {
         let t = tool(json!({"destructiveHint": false}));
         let mut change = file("$WORKSPACE/app.db", FileEffectKind::Overwritten);
-        if let crate::observe::Observation::File(f) = &mut change {
+        if let crate::evidence::Observation::File(f) = &mut change {
             f.database = true;
         }
         let r = run(vec![call(1, ok(), vec![change])]);

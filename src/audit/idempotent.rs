@@ -3,9 +3,9 @@
 
 use super::{AuditMeta, HintJudgement, evidence_of, outcomes_summary};
 use crate::evidence::{Coverage, ToolRun};
+use crate::evidence::{FileEffectKind, Observation};
 use crate::finding::{Confidence, Suggestion, SuggestionBasis, Verdict};
 use crate::mcp::tool::{HintName, ToolDecl};
-use crate::observe::{FileEffectKind, Observation};
 
 /// Metadata.
 pub const META: AuditMeta = AuditMeta {

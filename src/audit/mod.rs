@@ -17,12 +17,12 @@ pub mod resource_limit;
 pub mod sandbox_evasion;
 pub mod suggest;
 
+use crate::evidence::Observation;
 use crate::evidence::{CallRecord, Coverage, ToolRun};
 use crate::finding::{
     Category, Confidence, Evidence, Finding, HintVerdict, Severity, Suggestion, Verdict,
 };
 use crate::mcp::tool::{HintName, ToolDecl};
-use crate::observe::Observation;
 
 /// Static description of an audit: what `hintcheck explain` prints and SARIF `rules[]` reuses.
 #[derive(Debug)]
@@ -341,8 +341,8 @@ pub(crate) fn category_of(call: &CallRecord, o: &Observation) -> Option<Category
         return Some(*c);
     }
     match &o.as_file()?.kind {
-        crate::observe::FileEffectKind::Transient { .. } => Some(Category::Transient),
-        crate::observe::FileEffectKind::StoreChanged {
+        crate::evidence::FileEffectKind::Transient { .. } => Some(Category::Transient),
+        crate::evidence::FileEffectKind::StoreChanged {
             changed,
             removed: 0,
             ..
@@ -439,9 +439,9 @@ pub(crate) fn outcomes_summary(run: &ToolRun) -> String {
 pub(crate) mod testing {
     //! Builders of synthetic tools and runs for the audit tests.
     use super::*;
+    use crate::evidence::{FileEffect, FileEffectKind, Mechanism, NetEvent, NetKind, ObjectKind};
     use crate::mcp::client::CallOutcome;
     use crate::mcp::tool::parse_tool;
-    use crate::observe::{FileEffect, FileEffectKind, Mechanism, NetEvent, NetKind, ObjectKind};
     use serde_json::{Value, json};
 
     pub(crate) fn tool(annotations: Value) -> ToolDecl {
@@ -483,7 +483,7 @@ pub(crate) mod testing {
 
     /// A write the sandbox refused (an `openat` for writing outside the writable places).
     pub(crate) fn denied_attempt(path: &str) -> Observation {
-        Observation::Attempt(crate::observe::WriteAttempt {
+        Observation::Attempt(crate::evidence::WriteAttempt {
             syscall: "openat".into(),
             path: path.into(),
             target: None,
@@ -525,7 +525,7 @@ pub(crate) mod testing {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::observe::FileEffectKind;
+    use crate::evidence::FileEffectKind;
     use serde_json::json;
     use std::collections::HashSet;
     use testing::*;

@@ -95,7 +95,7 @@ pub fn judge(tool: &ToolDecl, run: &ToolRun, coverage: &Coverage) -> HintJudgeme
 mod tests {
     use super::*;
     use crate::audit::testing::*;
-    use crate::observe::NetKind;
+    use crate::evidence::NetKind;
     use serde_json::json;
 
     #[test]

@@ -4,9 +4,9 @@
 use std::collections::BTreeMap;
 
 use super::AuditMeta;
+use crate::evidence::{FileEffectKind, Observation};
 use crate::evidence::{Phase, PhaseObservation};
 use crate::finding::{Category, Confidence, Evidence, Finding, Severity};
-use crate::observe::{FileEffectKind, Observation};
 
 /// Metadata.
 pub const META: AuditMeta = AuditMeta {

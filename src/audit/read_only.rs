@@ -95,8 +95,8 @@ pub fn judge(tool: &ToolDecl, run: &ToolRun, coverage: &Coverage) -> HintJudgeme
 mod tests {
     use super::*;
     use crate::audit::testing::*;
+    use crate::evidence::FileEffectKind;
     use crate::mcp::client::CallOutcome;
-    use crate::observe::FileEffectKind;
     use serde_json::json;
 
     #[test]

@@ -7,9 +7,9 @@
 use std::collections::BTreeMap;
 
 use super::AuditMeta;
+use crate::evidence::Observation;
 use crate::evidence::{CallRecord, PhaseObservation};
 use crate::finding::{Confidence, Evidence, Finding, Severity};
-use crate::observe::Observation;
 
 /// Metadata.
 pub const META: AuditMeta = AuditMeta {
@@ -96,7 +96,7 @@ pub fn findings<'a>(
 mod tests {
     use super::*;
     use crate::evidence::Phase;
-    use crate::observe::{Mechanism, RefusedCall};
+    use crate::evidence::{Mechanism, RefusedCall};
 
     fn refused(what: &str) -> Observation {
         Observation::Refused(RefusedCall {

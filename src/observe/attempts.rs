@@ -8,9 +8,9 @@
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 
-use super::{
-    Mechanism, NetEvent, NetKind, Observation, ObserveError, Observer, ObserverStatus, PinKey,
-    ProcessEvent, RefusedCall, ServerStart, ThreadPin, WriteAttempt,
+use super::{ObserveError, Observer, ObserverStatus, PinKey, ServerStart, ThreadPin};
+use crate::evidence::{
+    Mechanism, NetEvent, NetKind, Observation, ProcessEvent, RefusedCall, WriteAttempt,
 };
 use crate::sandbox::notify::{AttemptKind, AttemptQueue};
 

@@ -15,10 +15,8 @@ use rustix::fs::{AtFlags, Dir, FileType, Mode, OFlags};
 use sha2::{Digest, Sha256};
 
 use super::inotify::{ChangeFeed, Changes};
-use super::{
-    FileEffect, FileEffectKind, Mechanism, ObjectKind, Observation, ObserveError, Observer,
-    ObserverStatus,
-};
+use super::{ObserveError, Observer, ObserverStatus};
+use crate::evidence::{FileEffect, FileEffectKind, Mechanism, ObjectKind, Observation};
 
 /// A directory tree to watch, shown in reports under `label` (e.g. `$WORKSPACE`).
 #[derive(Debug, Clone)]

@@ -15,7 +15,7 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use super::{FileEffect, FileEffectKind};
+use crate::evidence::{FileEffect, FileEffectKind};
 
 /// Commits visited at most to decide whether one descends from another.
 const MAX_WALK: usize = 100_000;
@@ -226,7 +226,7 @@ pub fn reclassify_worktree(
             FileEffectKind::Overwritten | FileEffectKind::Truncated => false,
             _ => continue,
         };
-        if effect.path.contains("/.git/") || effect.object != super::ObjectKind::File {
+        if effect.path.contains("/.git/") || effect.object != crate::evidence::ObjectKind::File {
             continue;
         }
         // The nearest directory above the file that holds a `.git` directory.

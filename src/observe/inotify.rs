@@ -15,10 +15,8 @@ use std::sync::{Arc, Mutex};
 use rustix::fs::inotify::{self, CreateFlags, ReadFlags, WatchFlags};
 
 use super::fs::{OverlayRoot, SandboxDir, SnapshotRoot};
-use super::{
-    FileEffect, FileEffectKind, Mechanism, ObjectKind, Observation, ObserveError, Observer,
-    ObserverStatus,
-};
+use super::{ObserveError, Observer, ObserverStatus};
+use crate::evidence::{FileEffect, FileEffectKind, Mechanism, ObjectKind, Observation};
 
 /// Most directories watched (each costs a watch descriptor of the user's inotify budget).
 const MAX_WATCHES: usize = 8_192;

@@ -13,9 +13,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use super::{
-    Mechanism, NetEvent, NetKind, Observation, ObserveError, Observer, ObserverStatus, ServerStart,
-};
+use super::{ObserveError, Observer, ObserverStatus, ServerStart};
+use crate::evidence::{Mechanism, NetEvent, NetKind, Observation};
 
 /// Names the DNS stub handed out, both ways.
 #[derive(Debug, Default)]

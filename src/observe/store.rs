@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use serde_json::Value;
 
-use super::{FileEffect, FileEffectKind};
+use crate::evidence::{FileEffect, FileEffectKind};
 
 /// Rows compared per table at most; a larger table is left to its byte-wise kind.
 const MAX_ROWS: usize = 100_000;

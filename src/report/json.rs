@@ -9,9 +9,10 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::Report;
-use crate::evidence::CallRecord;
+use crate::evidence::{
+    CallRecord, FileEffect, FileEffectKind, Mechanism, NetKind, ObjectKind, Observation,
+};
 use crate::finding::{Category, Evidence, Finding, HintVerdict, Suggestion};
-use crate::observe::Observation;
 
 /// The version of this format.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -223,12 +224,108 @@ struct CallV1<'a> {
     observations: Vec<ObservationV1<'a>>,
 }
 
-/// Observations keep their own serialization (kind, mechanism, paths): it is part of v1.
+/// An observation as v1 writes it: a line for humans, then its record.
 #[derive(Debug, Serialize)]
 struct ObservationV1<'a> {
     description: String,
     #[serde(flatten)]
-    record: &'a Observation,
+    record: RecordV1<'a>,
+}
+
+/// v1's record of one observation, written out field by field: the evidence records carry
+/// no serialization of their own, so a change to them cannot move the report's schema.
+#[derive(Debug, Serialize)]
+#[serde(tag = "type", rename_all = "kebab-case")]
+enum RecordV1<'a> {
+    File(FileV1<'a>),
+    Network(NetworkV1<'a>),
+    Attempt(AttemptV1<'a>),
+    Process(ProcessV1<'a>),
+    Refused(RefusedV1<'a>),
+}
+
+/// A file effect: its kind's own fields (a rename's source, a ref's old and new commit, a
+/// store's counts) follow `kind`, each present only for the kinds that have it.
+#[derive(Debug, Default, Serialize)]
+struct FileV1<'a> {
+    path: &'a str,
+    kind: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    from: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    over_existing: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    to: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    was_deleted: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reference: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    added: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    changed: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    removed: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    detail: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    created: Option<bool>,
+    object: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    size_before: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    size_after: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    sha256_before: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    sha256_after: Option<&'a str>,
+    mechanism: &'static str,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    database: bool,
+}
+
+#[derive(Debug, Serialize)]
+struct NetworkV1<'a> {
+    kind: &'static str,
+    destination: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    port: Option<u16>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    name: Option<&'a str>,
+    loopback: bool,
+    mechanism: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    payload: Option<&'a str>,
+}
+
+#[derive(Debug, Serialize)]
+struct AttemptV1<'a> {
+    syscall: &'a str,
+    path: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    target: Option<&'a str>,
+    denied: bool,
+    destructive: bool,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    beyond_snapshot: bool,
+    pid: u32,
+    mechanism: &'static str,
+}
+
+#[derive(Debug, Serialize)]
+struct ProcessV1<'a> {
+    program: &'a str,
+    argv: &'a [String],
+    pid: u32,
+    mechanism: &'static str,
+}
+
+#[derive(Debug, Serialize)]
+struct RefusedV1<'a> {
+    syscall: &'a str,
+    what: &'a str,
+    pid: u32,
+    mechanism: &'static str,
 }
 
 #[derive(Debug, Serialize)]
@@ -286,7 +383,7 @@ struct PhaseV1<'a> {
     phase: &'static str,
     after_tool: Option<&'a str>,
     description: String,
-    observation: &'a Observation,
+    observation: RecordV1<'a>,
 }
 
 #[derive(Debug, Serialize)]
@@ -317,6 +414,140 @@ fn evidence(e: &[Evidence]) -> Vec<EvidenceV1<'_>> {
         .collect()
 }
 
+fn observation(o: &Observation) -> ObservationV1<'_> {
+    ObservationV1 {
+        description: o.describe(),
+        record: record(o),
+    }
+}
+
+fn record(o: &Observation) -> RecordV1<'_> {
+    match o {
+        Observation::File(f) => RecordV1::File(file(f)),
+        Observation::Network(n) => RecordV1::Network(NetworkV1 {
+            kind: match n.kind {
+                NetKind::Dns => "dns",
+                NetKind::Connect => "connect",
+                NetKind::Datagram => "datagram",
+                NetKind::Packet => "packet",
+            },
+            destination: &n.destination,
+            port: n.port,
+            name: n.name.as_deref(),
+            loopback: n.loopback,
+            mechanism: mechanism(n.mechanism),
+            payload: n.payload.as_deref(),
+        }),
+        Observation::Attempt(a) => RecordV1::Attempt(AttemptV1 {
+            syscall: &a.syscall,
+            path: &a.path,
+            target: a.target.as_deref(),
+            denied: a.denied,
+            destructive: a.destructive,
+            beyond_snapshot: a.beyond_snapshot,
+            pid: a.pid,
+            mechanism: mechanism(a.mechanism),
+        }),
+        Observation::Process(p) => RecordV1::Process(ProcessV1 {
+            program: &p.program,
+            argv: &p.argv,
+            pid: p.pid,
+            mechanism: mechanism(p.mechanism),
+        }),
+        Observation::Refused(r) => RecordV1::Refused(RefusedV1 {
+            syscall: &r.syscall,
+            what: &r.what,
+            pid: r.pid,
+            mechanism: mechanism(r.mechanism),
+        }),
+    }
+}
+
+fn file(f: &FileEffect) -> FileV1<'_> {
+    let mut v1 = FileV1 {
+        path: &f.path,
+        object: match f.object {
+            ObjectKind::File => "file",
+            ObjectKind::Dir => "dir",
+            ObjectKind::Symlink => "symlink",
+            ObjectKind::Special => "special",
+        },
+        size_before: f.size_before,
+        size_after: f.size_after,
+        sha256_before: f.sha256_before.as_deref(),
+        sha256_after: f.sha256_after.as_deref(),
+        mechanism: mechanism(f.mechanism),
+        database: f.database,
+        ..FileV1::default()
+    };
+    v1.kind = match &f.kind {
+        FileEffectKind::Created => "created",
+        FileEffectKind::Appended => "appended",
+        FileEffectKind::Overwritten => "overwritten",
+        FileEffectKind::Extended => "extended",
+        FileEffectKind::Truncated => "truncated",
+        FileEffectKind::Deleted => "deleted",
+        FileEffectKind::Replaced => "replaced",
+        FileEffectKind::Retargeted => "retargeted",
+        FileEffectKind::Rewritten => "rewritten",
+        FileEffectKind::GitBookkeeping => "git-bookkeeping",
+        FileEffectKind::Renamed {
+            from,
+            over_existing,
+        } => {
+            v1.from = Some(from);
+            v1.over_existing = Some(*over_existing);
+            "renamed"
+        }
+        FileEffectKind::ModeChanged { from, to } => {
+            (v1.from, v1.to) = (Some(from.as_str()), Some(to.as_str()));
+            "mode-changed"
+        }
+        FileEffectKind::RefAdvanced { from, to } => {
+            (v1.from, v1.to) = (Some(from.as_str()), Some(to.as_str()));
+            "ref-advanced"
+        }
+        FileEffectKind::RefRewound { from, to } => {
+            (v1.from, v1.to) = (Some(from.as_str()), Some(to.as_str()));
+            "ref-rewound"
+        }
+        FileEffectKind::WorkTreeKept {
+            was_deleted,
+            reference,
+        } => {
+            v1.was_deleted = Some(*was_deleted);
+            v1.reference = Some(reference);
+            "work-tree-kept"
+        }
+        FileEffectKind::StoreChanged {
+            added,
+            changed,
+            removed,
+            detail,
+        } => {
+            (v1.added, v1.changed, v1.removed) = (Some(*added), Some(*changed), Some(*removed));
+            v1.detail = Some(detail);
+            "store-changed"
+        }
+        FileEffectKind::Transient { created } => {
+            v1.created = Some(*created);
+            "transient"
+        }
+    };
+    v1
+}
+
+fn mechanism(m: Mechanism) -> &'static str {
+    match m {
+        Mechanism::Snapshot => "snapshot",
+        Mechanism::Attempt => "attempt",
+        Mechanism::Packet => "packet",
+        Mechanism::Dns => "dns",
+        Mechanism::Payload => "payload",
+        Mechanism::Notify => "notify",
+    }
+}
+
 fn call(c: &CallRecord) -> CallV1<'_> {
     let mut detail = serde_json::to_value(&c.outcome).unwrap_or(Value::Null);
     if let Value::Object(m) = &mut detail {
@@ -340,14 +571,7 @@ fn call(c: &CallRecord) -> CallV1<'_> {
         pooled: &c.pooled,
         prerequisite_for: c.prerequisite_for.as_deref(),
         wire_anomalies: c.wire_anomalies,
-        observations: c
-            .observations
-            .iter()
-            .map(|o| ObservationV1 {
-                description: o.describe(),
-                record: o,
-            })
-            .collect(),
+        observations: c.observations.iter().map(observation).collect(),
     }
 }
 
@@ -445,7 +669,7 @@ pub fn to_v1(r: &Report) -> ReportV1<'_> {
                 phase: p.phase.name(),
                 after_tool: p.after_tool.as_deref(),
                 description: p.observation.describe(),
-                observation: &p.observation,
+                observation: record(&p.observation),
             })
             .collect(),
         findings: r.findings.iter().map(finding).collect(),
@@ -624,4 +848,189 @@ pub fn render_with_outputs(
         serde_json::to_string_pretty(&v1).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"));
     s.push('\n');
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::evidence::{
+        FileEffect, FileEffectKind, Mechanism, NetEvent, NetKind, ObjectKind, ProcessEvent,
+        RefusedCall, WriteAttempt,
+    };
+
+    /// One observation of every type and every file-effect kind, every optional field set
+    /// somewhere and left out somewhere.
+    fn every_observation() -> Vec<Observation> {
+        let file =
+            |kind, object| FileEffect::bare("$WORKSPACE/a.txt", kind, object, Mechanism::Snapshot);
+        let mut sized = file(FileEffectKind::Overwritten, ObjectKind::File);
+        sized.size_before = Some(12);
+        sized.size_after = Some(3);
+        sized.sha256_before = Some("ab".repeat(32));
+        sized.sha256_after = Some("cd".repeat(32));
+        let mut db = file(
+            FileEffectKind::StoreChanged {
+                added: 1,
+                changed: 2,
+                removed: 3,
+                detail: "table notes: 1 row added".into(),
+            },
+            ObjectKind::File,
+        );
+        db.database = true;
+        db.mechanism = Mechanism::Notify;
+        let kinds = [
+            (FileEffectKind::Created, ObjectKind::Dir),
+            (FileEffectKind::Appended, ObjectKind::File),
+            (FileEffectKind::Extended, ObjectKind::File),
+            (FileEffectKind::Truncated, ObjectKind::File),
+            (FileEffectKind::Deleted, ObjectKind::Symlink),
+            (
+                FileEffectKind::Renamed {
+                    from: "$WORKSPACE/b.txt".into(),
+                    over_existing: true,
+                },
+                ObjectKind::File,
+            ),
+            (
+                FileEffectKind::ModeChanged {
+                    from: "644".into(),
+                    to: "755".into(),
+                },
+                ObjectKind::Special,
+            ),
+            (FileEffectKind::Replaced, ObjectKind::File),
+            (FileEffectKind::Retargeted, ObjectKind::Symlink),
+            (FileEffectKind::Rewritten, ObjectKind::File),
+            (
+                FileEffectKind::RefAdvanced {
+                    from: "1a".into(),
+                    to: "2b".into(),
+                },
+                ObjectKind::File,
+            ),
+            (
+                FileEffectKind::RefRewound {
+                    from: "2b".into(),
+                    to: "1a".into(),
+                },
+                ObjectKind::File,
+            ),
+            (FileEffectKind::GitBookkeeping, ObjectKind::File),
+            (
+                FileEffectKind::WorkTreeKept {
+                    was_deleted: true,
+                    reference: "HEAD".into(),
+                },
+                ObjectKind::File,
+            ),
+            (
+                FileEffectKind::Transient { created: false },
+                ObjectKind::File,
+            ),
+        ];
+        let mut all: Vec<Observation> = kinds
+            .into_iter()
+            .map(|(k, o)| Observation::File(file(k, o)))
+            .collect();
+        all.push(Observation::File(sized));
+        all.push(Observation::File(db));
+        for (kind, mechanism, port, name, payload) in [
+            (
+                NetKind::Dns,
+                Mechanism::Dns,
+                None,
+                Some("api.example.test"),
+                None,
+            ),
+            (
+                NetKind::Connect,
+                Mechanism::Payload,
+                Some(443),
+                Some("api.example.test"),
+                Some("POST /v1/track"),
+            ),
+            (NetKind::Datagram, Mechanism::Attempt, Some(53), None, None),
+            (NetKind::Packet, Mechanism::Packet, Some(80), None, None),
+        ] {
+            all.push(Observation::Network(NetEvent {
+                kind,
+                destination: "192.0.2.1".into(),
+                port,
+                name: name.map(Into::into),
+                loopback: port == Some(80),
+                mechanism,
+                payload: payload.map(Into::into),
+            }));
+        }
+        for (target, beyond_snapshot) in [(Some("$WORKSPACE/c.txt"), true), (None, false)] {
+            all.push(Observation::Attempt(WriteAttempt {
+                syscall: "renameat2".into(),
+                path: "/etc/passwd".into(),
+                target: target.map(Into::into),
+                denied: true,
+                destructive: beyond_snapshot,
+                beyond_snapshot,
+                pid: 41,
+                mechanism: Mechanism::Attempt,
+            }));
+        }
+        all.push(Observation::Process(ProcessEvent {
+            program: "/usr/bin/git".into(),
+            argv: vec!["git".into(), "status".into()],
+            pid: 42,
+            mechanism: Mechanism::Attempt,
+        }));
+        all.push(Observation::Refused(RefusedCall {
+            syscall: "socket".into(),
+            what: "socket(AF_VSOCK)".into(),
+            pid: 43,
+            mechanism: Mechanism::Attempt,
+        }));
+        all
+    }
+
+    /// The v1 lines of [`every_observation`], as the report has written them since v1.
+    const V1_LINES: &str = r#"{"description":"created directory $WORKSPACE/a.txt","type":"file","path":"$WORKSPACE/a.txt","kind":"created","object":"dir","mechanism":"snapshot"}
+{"description":"appended to $WORKSPACE/a.txt","type":"file","path":"$WORKSPACE/a.txt","kind":"appended","object":"file","mechanism":"snapshot"}
+{"description":"extended (only additions) $WORKSPACE/a.txt","type":"file","path":"$WORKSPACE/a.txt","kind":"extended","object":"file","mechanism":"snapshot"}
+{"description":"truncated $WORKSPACE/a.txt","type":"file","path":"$WORKSPACE/a.txt","kind":"truncated","object":"file","mechanism":"snapshot"}
+{"description":"deleted $WORKSPACE/a.txt","type":"file","path":"$WORKSPACE/a.txt","kind":"deleted","object":"symlink","mechanism":"snapshot"}
+{"description":"$WORKSPACE/b.txt renamed over $WORKSPACE/a.txt","type":"file","path":"$WORKSPACE/a.txt","kind":"renamed","from":"$WORKSPACE/b.txt","over_existing":true,"object":"file","mechanism":"snapshot"}
+{"description":"changed mode of $WORKSPACE/a.txt (644 → 755)","type":"file","path":"$WORKSPACE/a.txt","kind":"mode-changed","from":"644","to":"755","object":"special","mechanism":"snapshot"}
+{"description":"replaced $WORKSPACE/a.txt","type":"file","path":"$WORKSPACE/a.txt","kind":"replaced","object":"file","mechanism":"snapshot"}
+{"description":"retargeted symlink $WORKSPACE/a.txt","type":"file","path":"$WORKSPACE/a.txt","kind":"retargeted","object":"symlink","mechanism":"snapshot"}
+{"description":"rewrote (same content) $WORKSPACE/a.txt","type":"file","path":"$WORKSPACE/a.txt","kind":"rewritten","object":"file","mechanism":"snapshot"}
+{"description":"moved forward git ref $WORKSPACE/a.txt (1a → 2b)","type":"file","path":"$WORKSPACE/a.txt","kind":"ref-advanced","from":"1a","to":"2b","object":"file","mechanism":"snapshot"}
+{"description":"moved git ref to a commit that does not descend from the old one: $WORKSPACE/a.txt (2b → 1a)","type":"file","path":"$WORKSPACE/a.txt","kind":"ref-rewound","from":"2b","to":"1a","object":"file","mechanism":"snapshot"}
+{"description":"updated git's own bookkeeping file $WORKSPACE/a.txt","type":"file","path":"$WORKSPACE/a.txt","kind":"git-bookkeeping","object":"file","mechanism":"snapshot"}
+{"description":"removed $WORKSPACE/a.txt, whose old content the repository keeps (HEAD holds it)","type":"file","path":"$WORKSPACE/a.txt","kind":"work-tree-kept","was_deleted":true,"reference":"HEAD","object":"file","mechanism":"snapshot"}
+{"description":"wrote to $WORKSPACE/a.txt without a lasting change","type":"file","path":"$WORKSPACE/a.txt","kind":"transient","created":false,"object":"file","mechanism":"snapshot"}
+{"description":"overwrote $WORKSPACE/a.txt (12 → 3 bytes)","type":"file","path":"$WORKSPACE/a.txt","kind":"overwritten","object":"file","size_before":12,"size_after":3,"sha256_before":"abababababababababababababababababababababababababababababababab","sha256_after":"cdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcd","mechanism":"snapshot"}
+{"description":"changed $WORKSPACE/a.txt (1 added, 2 changed, 3 removed: table notes: 1 row added)","type":"file","path":"$WORKSPACE/a.txt","kind":"store-changed","added":1,"changed":2,"removed":3,"detail":"table notes: 1 row added","object":"file","mechanism":"notify","database":true}
+{"description":"looked up 192.0.2.1","type":"network","kind":"dns","destination":"192.0.2.1","name":"api.example.test","loopback":false,"mechanism":"dns"}
+{"description":"connected to 192.0.2.1:443 (api.example.test): POST /v1/track","type":"network","kind":"connect","destination":"192.0.2.1","port":443,"name":"api.example.test","loopback":false,"mechanism":"payload","payload":"POST /v1/track"}
+{"description":"sent or aimed UDP at 192.0.2.1:53","type":"network","kind":"datagram","destination":"192.0.2.1","port":53,"loopback":false,"mechanism":"attempt"}
+{"description":"sent an IP packet to 192.0.2.1","type":"network","kind":"packet","destination":"192.0.2.1","port":80,"loopback":true,"mechanism":"packet"}
+{"description":"tried renameat2 /etc/passwd -> $WORKSPACE/c.txt, denied by the sandbox","type":"attempt","syscall":"renameat2","path":"/etc/passwd","target":"$WORKSPACE/c.txt","denied":true,"destructive":true,"beyond_snapshot":true,"pid":41,"mechanism":"attempt"}
+{"description":"tried renameat2 /etc/passwd, denied by the sandbox","type":"attempt","syscall":"renameat2","path":"/etc/passwd","denied":true,"destructive":false,"pid":41,"mechanism":"attempt"}
+{"description":"started git status","type":"process","program":"/usr/bin/git","argv":["git","status"],"pid":42,"mechanism":"attempt"}
+{"description":"tried socket(AF_VSOCK), refused by the sandbox","type":"refused","syscall":"socket","what":"socket(AF_VSOCK)","pid":43,"mechanism":"attempt"}
+"#;
+
+    #[test]
+    fn observations_keep_their_v1_shape() {
+        let written: Vec<String> = every_observation()
+            .iter()
+            .map(|o| serde_json::to_string(&observation(o)).expect("serialises"))
+            .collect();
+        for (got, want) in written.iter().zip(V1_LINES.lines()) {
+            assert_eq!(got, want);
+        }
+        assert_eq!(written.len(), V1_LINES.lines().count());
+        // A phase's observation is the record alone.
+        let phase = serde_json::to_value(record(&every_observation()[0])).expect("serialises");
+        assert_eq!(phase["type"], "file");
+        assert!(phase.get("description").is_none());
+    }
 }

@@ -11,11 +11,12 @@ use tokio::sync::watch;
 use super::collect::Collected;
 use super::nested;
 use super::server::{Live, RunContext, limit_reason, probe_background, start_server, stop_server};
+use crate::evidence::Observation;
 use crate::evidence::{CallRecord, CallTiming, ControlRequest, Phase, PhaseObservation};
 use crate::mcp::client::CallOutcome;
 use crate::mcp::tool::ToolDecl;
+use crate::observe::Recorder;
 use crate::observe::activity::{ran_between, settle};
-use crate::observe::{Observation, Recorder};
 use crate::sandbox::SandboxLevel;
 use crate::sandbox::tree::ProcessTree;
 

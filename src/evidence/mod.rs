@@ -1,15 +1,23 @@
-//! What the exercise and observe stages hand to the audits: every call made to every tool,
-//! how it ended and what was observed in its window, plus the observations that fell outside
-//! every call window (startup, idle, shutdown). Audits read these records and nothing else.
+//! What the exercise and observe stages hand to attribution, the audits and the report:
+//! every call made to every tool, how it ended and what was observed in its window
+//! ([`observation`]), plus the observations that fell outside every call window (startup,
+//! idle, shutdown). Audits read these records and nothing else. Calls and observations carry
+//! no serialization of their own: the report writes them field by field.
 
 use serde::Serialize;
 use serde_json::Value;
 
+pub mod observation;
+
+pub use observation::{
+    FileEffect, FileEffectKind, Mechanism, NetEvent, NetKind, ObjectKind, Observation,
+    ProcessEvent, RefusedCall, WriteAttempt, at_or_under, path_shape, write_key,
+};
+
 use crate::mcp::client::CallOutcome;
-use crate::observe::Observation;
 
 /// One call of a tool.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone)]
 pub struct CallRecord {
     /// 1 for the first call, 2.. for the identical repeats.
     pub number: usize,
@@ -36,44 +44,35 @@ pub struct CallRecord {
     /// window: its observations may be theirs (attribution is then uncertain).
     pub concurrent_with: Vec<String>,
     /// The tools of `concurrent_with`.
-    #[serde(skip)]
     pub concurrent_tools: Vec<String>,
     /// Whether threads the server runs on its own (not started by any call) ran during this
     /// call's window (then listed in `concurrent_with` too).
-    #[serde(skip)]
     pub background_ran: bool,
     /// Every piece of evidence of this window was made by the call's own threads (the system
     /// calls behind it name them): other threads that ran did not do it.
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub pinned_on_own_threads: bool,
     /// Every piece of evidence of this window was made by the call's own threads, whatever
     /// else ran (see `pinned_on_own_threads`, which is kept only where it ruled something out).
-    #[serde(skip)]
     pub own_threads_did_it: bool,
     /// Observations of this call that a replay of the tool alone, on a fresh server,
     /// reproduced (attribution confirmed), as descriptions.
     pub confirmed_by_replay: Vec<String>,
     /// Which replay confirmed them ("replay 2: show_note alone on a fresh server").
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub confirmed_by: Option<String>,
     /// Writes of this call, by description, to a file the server made during the run that
     /// other tools' calls wrote too (its own state, or data several tools share): firm only
     /// once a replay of the tool (alone, or after the calls its state depends on) did it
     /// again, since the server may write it for whichever call comes when its timer or
     /// counter fires. Set before the replays.
-    #[serde(skip)]
     pub shared_state: Vec<String>,
     /// Observations of this call that are not plainly its tool's own change, by description:
     /// the server's per-call bookkeeping (a journal every tool appends to). Set before judging.
-    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub categories: std::collections::BTreeMap<String, crate::finding::Category>,
     /// Arguments taken from what earlier calls returned: argument name → where the value
     /// came from ("create_task call 1: structuredContent.task.id").
-    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub pooled: std::collections::BTreeMap<String, String>,
     /// Set on a call made because another tool's error or description asked for this one
     /// first (its number is 0: neither a first call nor a repeat).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub prerequisite_for: Option<String>,
 }
 
@@ -146,7 +145,7 @@ pub struct CallTiming {
 }
 
 /// Everything done with one tool.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default)]
 pub struct ToolRun {
     /// The calls, in order.
     pub calls: Vec<CallRecord>,
@@ -283,17 +282,15 @@ impl ReplayRecord {
 }
 
 /// Observations outside every call window.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone)]
 pub struct PhaseObservation {
     /// The phase.
     pub phase: Phase,
     /// The tool whose call came last before it, for idle windows.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub after_tool: Option<String>,
     /// The tool whose call started the threads or processes whose system calls did it, when
     /// that is one tool (a timer a call left, or a pool worker it made and a later call
     /// handed a job): replays ask it first, then `after_tool`.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub started_by: Option<String>,
     /// What was seen.
     pub observation: Observation,
