@@ -24,8 +24,27 @@ impl Cli {
     /// Parses the command line, with each option's default shown in `--help` as the option
     /// declares it (see [`crate::config::options`]).
     pub fn try_parse_showing_defaults() -> Result<Cli, clap::Error> {
-        let matches = Cli::command_showing_defaults().try_get_matches()?;
-        Cli::from_arg_matches(&matches)
+        Cli::try_parse_showing_defaults_from(std::env::args_os())
+    }
+
+    /// [`Cli::try_parse_showing_defaults`] of the given words (the first is the program).
+    pub fn try_parse_showing_defaults_from<I, T>(words: I) -> Result<Cli, clap::Error>
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<std::ffi::OsString> + Clone,
+    {
+        let command = Cli::command_showing_defaults();
+        let matches = command.clone().try_get_matches_from(words)?;
+        let mut cli = Cli::from_arg_matches(&matches)?;
+        if let (Command::Scan(a), Some(("scan", scan_matches))) =
+            (&mut cli.command, matches.subcommand())
+        {
+            let scan = command
+                .find_subcommand("scan")
+                .expect("scan is a subcommand");
+            a.passed_on = passed_on_flags(scan, scan_matches);
+        }
+        Ok(cli)
     }
 
     /// The command, with every layered option's default appended to its help.
@@ -54,9 +73,27 @@ impl Cli {
             }
             command
         };
-        Cli::command()
+        let command = Cli::command()
             .mut_subcommand("verify", show)
-            .mut_subcommand("suggest", show)
+            .mut_subcommand("suggest", show);
+        let verify = command
+            .find_subcommand("verify")
+            .expect("verify is a subcommand")
+            .clone();
+        command.mut_subcommand("scan", |mut scan| {
+            for id in PASSED_ON {
+                if scan.get_arguments().any(|a| a.get_id() == *id) {
+                    scan = scan.mut_arg(*id, |a| a.help_heading(PASSED_ON_HEADING));
+                    continue;
+                }
+                let arg = verify
+                    .get_arguments()
+                    .find(|a| a.get_id() == *id)
+                    .expect("every passed-on option is a verify option");
+                scan = scan.arg(arg.clone().help_heading(PASSED_ON_HEADING));
+            }
+            scan
+        })
     }
 }
 
@@ -172,18 +209,68 @@ pub struct VerifyArgs {
     /// met, 1 when one is not (each is printed).
     #[arg(long, requires = "scenario", help_heading = "Reports")]
     pub check: bool,
+    /// How `[setup]` installs servers.
+    #[command(flatten, next_help_heading = "Installing")]
+    pub install: InstallOptions,
+    /// The server command; `{workspace}`, `{home}` and `{tmp}` are replaced by the scratch paths.
+    #[arg(last = true, value_name = "CMD")]
+    pub command: Vec<String>,
+}
+
+/// Where and how `[setup]` installs servers: `verify` uses them, `scan` too (its registry
+/// scenarios live in the cache) and passes them on.
+#[derive(Debug, Default, Args)]
+pub struct InstallOptions {
     /// Where `[setup]` installs servers [default: HINTCHECK_CACHE, /var/cache/hintcheck as
     /// root, else ~/.cache/hintcheck].
-    #[arg(long, value_name = "DIR", help_heading = "Installing")]
+    #[arg(long, value_name = "DIR")]
     pub cache_dir: Option<PathBuf>,
     /// Let `[setup]` build packages from source (pip) and start the programs a package needs
     /// (npm's git dependencies), inside the installers' sandbox: a source build runs the
     /// package's own code. Without it such an install is refused.
-    #[arg(long, help_heading = "Installing")]
+    #[arg(long)]
     pub allow_source_builds: bool,
-    /// The server command; `{workspace}`, `{home}` and `{tmp}` are replaced by the scratch paths.
-    #[arg(last = true, value_name = "CMD")]
-    pub command: Vec<String>,
+}
+
+/// The `verify` options `scan` takes and passes on to every verify it starts, by argument
+/// id: their declarations (doc, value parser, default) are `verify`'s own, copied onto
+/// `scan` (see [`Cli::command_showing_defaults`]), and what was given is passed on as it was
+/// written (see [`passed_on_flags`]).
+pub const PASSED_ON: &[&str] = &[
+    "on",
+    "except",
+    "require_hints",
+    "level",
+    "no_sandbox",
+    "run_as",
+    "cache_dir",
+    "allow_source_builds",
+];
+
+/// The heading the passed-on options have in `scan --help`.
+const PASSED_ON_HEADING: &str = "Passed to every verify";
+
+/// The passed-on options given on `scan`'s command line, as flags for `verify`
+/// (`--fail-on=warning`, `--allow-source-builds`), in [`PASSED_ON`] order.
+fn passed_on_flags(scan: &clap::Command, matches: &clap::ArgMatches) -> Vec<String> {
+    let mut flags = Vec::new();
+    for id in PASSED_ON {
+        if matches.value_source(id) != Some(clap::parser::ValueSource::CommandLine) {
+            continue;
+        }
+        let Some(arg) = scan.get_arguments().find(|a| a.get_id() == *id) else {
+            continue;
+        };
+        let long = arg.get_long().unwrap_or(id);
+        if !arg.get_action().takes_values() {
+            flags.push(format!("--{long}"));
+            continue;
+        }
+        for value in matches.get_raw(id).into_iter().flatten() {
+            flags.push(format!("--{long}={}", value.to_string_lossy()));
+        }
+    }
+    flags
 }
 
 /// `hintcheck scan`
@@ -225,22 +312,13 @@ pub struct ScanArgs {
     /// Longest time for one server's run [default: the scenario's [run] timeout, else 15m].
     #[arg(long, value_name = "DURATION")]
     pub timeout: Option<String>,
-    /// Passed to every verify: the lowest finding severity that fails a server.
-    #[arg(long, value_enum)]
-    pub fail_on: Option<FailOnArg>,
-    /// Passed to every verify: categories whose findings never fail a server.
-    #[arg(long, value_name = "CATEGORY", value_delimiter = ',')]
-    pub fail_except: Vec<String>,
-    /// Passed to every verify: how strict the sandbox must be.
-    #[arg(long, value_enum)]
-    pub sandbox: Option<SandboxArg>,
-    /// Where `[setup]` installs servers (shared by all jobs).
-    #[arg(long, value_name = "DIR")]
-    pub cache_dir: Option<PathBuf>,
-    /// Passed to every verify: let `[setup]` build packages from source inside the
-    /// installers' sandbox.
-    #[arg(long)]
-    pub allow_source_builds: bool,
+    /// Where `[setup]` installs servers (shared by all jobs; passed to every verify).
+    #[command(flatten)]
+    pub install: InstallOptions,
+    /// The options of [`PASSED_ON`] given on the command line, as flags for every verify
+    /// (read from the parse by [`Cli::try_parse_showing_defaults`]).
+    #[arg(skip)]
+    pub passed_on: Vec<String>,
 }
 
 /// `hintcheck merge`
@@ -277,4 +355,71 @@ pub enum MergeFormat {
 pub struct ExplainArgs {
     /// The audit id (e.g. read-only); without it, every audit is listed.
     pub audit: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scan_of(words: &[&str]) -> ScanArgs {
+        let words = ["hintcheck", "scan"].iter().chain(words);
+        match Cli::try_parse_showing_defaults_from(words).map(|c| c.command) {
+            Ok(Command::Scan(a)) => a,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn scan_passes_on_what_it_was_given_as_verify_reads_it() {
+        let a = scan_of(&[
+            "--fail-except",
+            "bookkeeping,transient",
+            "--fail-on",
+            "warning",
+            "--no-sandbox",
+            "--require-hints",
+            "--cache-dir",
+            "/c",
+            "--run-as",
+            "0",
+            "s/",
+        ]);
+        assert_eq!(
+            a.passed_on,
+            [
+                "--fail-on=warning",
+                "--fail-except=bookkeeping",
+                "--fail-except=transient",
+                "--require-hints=true",
+                "--no-sandbox",
+                "--run-as=0",
+                "--cache-dir=/c",
+            ]
+        );
+        assert_eq!(
+            a.install.cache_dir.as_deref(),
+            Some(std::path::Path::new("/c"))
+        );
+        // Nothing given, nothing passed on (verify's own defaults hold there).
+        assert!(scan_of(&["s/"]).passed_on.is_empty());
+        // The flags parse as verify's.
+        let mut verify = vec!["hintcheck", "verify"];
+        let given = scan_of(&["--sandbox", "best-effort", "--allow-source-builds", "s/"]);
+        verify.extend(given.passed_on.iter().map(String::as_str));
+        verify.extend(["--", "server"]);
+        let Ok(Command::Verify(v)) =
+            Cli::try_parse_showing_defaults_from(verify).map(|c| c.command)
+        else {
+            panic!("verify takes what scan passes on");
+        };
+        assert!(v.install.allow_source_builds);
+        assert_eq!(
+            v.sandbox.level.map(|c| c.known()),
+            Some(Ok(SandboxArg::BestEffort))
+        );
+        // A wrong value is refused by the scan, with verify's choices.
+        let wrong =
+            Cli::try_parse_showing_defaults_from(["hintcheck", "scan", "--fail-on", "x", "s/"]);
+        assert!(wrong.is_err_and(|e| e.to_string().contains("warning")));
+    }
 }

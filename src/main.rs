@@ -368,6 +368,7 @@ fn scan_targets(a: &ScanArgs) -> Result<(Vec<ScanTarget>, Shard, Vec<ScanTarget>
     use hintcheck::fleet::scan;
     // Scenarios written for registry entries live in the cache, beside the installs.
     let registry_dir = a
+        .install
         .cache_dir
         .clone()
         .unwrap_or_else(hintcheck::fleet::setup::cache_root)

@@ -336,7 +336,7 @@ crate::options! {
     pub struct FailOptions in "[fail]" {
         /// The lowest finding severity that fails the run (exit 1): by default a contradicted
         /// hint.
-        #[arg(long = "fail-on", value_parser = Choice::<FailOnArg>::parser())]
+        #[arg(long = "fail-on", value_name = "SEVERITY", value_parser = Choice::<FailOnArg>::parser())]
         pub on: Option<Choice<FailOnArg>> = FailOnArg::Error.into(),
         /// Findings of this category never fail the run, whatever their severity: bookkeeping,
         /// first-call-initialisation, transient, update, own-installation (repeatable, or

@@ -248,6 +248,7 @@ pub fn pending_setup(
     };
     crate::fleet::setup::check_pins(setup)?;
     let cache = a
+        .install
         .cache_dir
         .clone()
         .unwrap_or_else(crate::fleet::setup::cache_root);
@@ -266,7 +267,7 @@ pub fn pending_setup(
     limits.confinement = crate::fleet::setup::Confinement {
         level: sandbox,
         exe: None,
-        allow_source_builds: a.allow_source_builds || setup.allow_source_builds,
+        allow_source_builds: a.install.allow_source_builds || setup.allow_source_builds,
     };
     Ok(Some(PendingSetup {
         section: setup.clone(),

@@ -725,13 +725,10 @@ pub fn resume(
     (kept, todo)
 }
 
-/// The flags a scan passes to every verify: those of its own options that were given
-/// (`--timeout`, `--fail-on`, `--fail-except`, `--sandbox`, `--cache-dir`,
-/// `--allow-source-builds`), by their names. A scenario's own `[run] timeout` holds unless the
-/// scan sets one for all.
+/// The flags a scan passes to every verify: `--timeout` when the scan sets one for all (a
+/// scenario's own `[run] timeout` holds otherwise), then the options of
+/// [`crate::cli::PASSED_ON`] given to the scan, as written.
 pub fn verify_flags(a: &crate::cli::ScanArgs, timeout: Duration) -> Vec<String> {
-    use clap::ValueEnum;
-    let name = |v: Option<clap::builder::PossibleValue>| v.map(|v| v.get_name().to_string());
     let mut flags = Vec::new();
     if a.timeout.is_some() {
         flags.extend([
@@ -739,21 +736,7 @@ pub fn verify_flags(a: &crate::cli::ScanArgs, timeout: Duration) -> Vec<String> 
             format!("{}s", timeout.as_secs().max(1)),
         ]);
     }
-    if let Some(f) = a.fail_on.and_then(|f| name(f.to_possible_value())) {
-        flags.extend(["--fail-on".to_string(), f]);
-    }
-    if !a.fail_except.is_empty() {
-        flags.extend(["--fail-except".to_string(), a.fail_except.join(",")]);
-    }
-    if let Some(s) = a.sandbox.and_then(|s| name(s.to_possible_value())) {
-        flags.extend(["--sandbox".to_string(), s]);
-    }
-    if let Some(d) = &a.cache_dir {
-        flags.extend(["--cache-dir".to_string(), d.display().to_string()]);
-    }
-    if a.allow_source_builds {
-        flags.push("--allow-source-builds".to_string());
-    }
+    flags.extend(a.passed_on.iter().cloned());
     flags
 }
 
