@@ -249,6 +249,19 @@ fn transport_cell(l: &ScanLine) -> String {
     l.transport.clone().unwrap_or_else(|| "-".into())
 }
 
+/// A server's row of the text and Markdown tables: server, exit, transport, contradicted,
+/// seconds and status, each escaped by `esc` for the medium.
+fn row_cells(l: &ScanLine, esc: fn(&str) -> String) -> [String; 6] {
+    [
+        esc(&l.id),
+        l.exit_code.to_string(),
+        esc(&transport_cell(l)),
+        contradicted_cell(l),
+        format!("{:.1}", l.duration_ms as f64 / 1000.0),
+        esc(&row_status(l)),
+    ]
+}
+
 fn row_status(l: &ScanLine) -> String {
     if let Some(why) = &l.skipped {
         return format!("skipped: {why}");
@@ -285,15 +298,16 @@ pub fn render_text(lines: &[ScanLine]) -> String {
         "server", "exit", "transport", "contradicted", "seconds", "status"
     ));
     for l in lines {
-        let contradicted = contradicted_cell(l);
+        let [server, exit, transport, contradicted, seconds, status] = row_cells(l, esc);
+        // A name longer than the column is cut (whole in the JSON and HTML summaries), so
+        // that the columns stay aligned.
+        let server = if server.chars().count() > width {
+            crate::mcp::tool::shorten(&server, width - 1)
+        } else {
+            server
+        };
         o.push_str(&format!(
-            "{:<width$}  {:>4}  {:<9}  {:>12}  {:>8.1}  {}\n",
-            esc(&l.id),
-            l.exit_code,
-            esc(&transport_cell(l)),
-            contradicted,
-            l.duration_ms as f64 / 1000.0,
-            row_status(l)
+            "{server:<width$}  {exit:>4}  {transport:<9}  {contradicted:>12}  {seconds:>8}  {status}\n",
         ));
         if let Some(e) = &l.expectations {
             for u in e["unmet"].as_array().into_iter().flatten().take(5) {
@@ -331,16 +345,7 @@ pub fn render_markdown(lines: &[ScanLine]) -> String {
         "## hintcheck scan\n\n| server | exit | transport | contradicted | seconds | status |\n|---|---|---|---|---|---|\n",
     );
     for l in lines {
-        let contradicted = contradicted_cell(l);
-        o.push_str(&format!(
-            "| {} | {} | {} | {} | {:.1} | {} |\n",
-            md(&l.id),
-            l.exit_code,
-            md(&transport_cell(l)),
-            contradicted,
-            l.duration_ms as f64 / 1000.0,
-            md(&row_status(l))
-        ));
+        o.push_str(&format!("| {} |\n", row_cells(l, md).join(" | ")));
     }
     o.push_str(&format!(
         "\n{} server(s) · {} contradicted hint(s) · {} error(s) · {} skipped · expectations {} met, {} unmet\n",
@@ -430,6 +435,24 @@ mod tests {
             list_size: None,
             run_key: None,
         }
+    }
+
+    #[test]
+    fn long_names_are_cut_so_that_the_text_table_stays_aligned() {
+        let long = ScanLine {
+            id: format!("io.example/{}", "very-long-server-name-".repeat(4)),
+            ..line(1, true)
+        };
+        let text = render_text(&[long.clone(), line(0, true)]);
+        let rows: Vec<&str> = text.lines().take(3).collect();
+        let exit_column = |row: &str| row.chars().take_while(|c| !c.is_ascii_digit()).count();
+        assert_eq!(exit_column(rows[1]), exit_column(rows[2]), "{text}");
+        assert!(
+            rows[1].starts_with("io.example/very-long") && rows[1].contains('…'),
+            "{text}"
+        );
+        // Markdown keeps the whole name.
+        assert!(render_markdown(&[long.clone()]).contains(&long.id));
     }
 
     #[test]

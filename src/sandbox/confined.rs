@@ -7,15 +7,15 @@
 
 #![allow(unsafe_code)]
 
-use std::os::fd::{AsFd, AsRawFd};
-use std::os::unix::process::CommandExt;
+use std::os::fd::AsFd;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::time::Duration;
 
 use super::LaunchError;
 use super::control::{self, ControlRecord, StepFailure};
-use super::policy::{CONFIG_ENV, Enforcement, SandboxConfig};
+use super::policy::{Enforcement, SandboxConfig};
+use super::process::InitLaunch;
 
 /// How long the sandbox may take to start the program.
 const START_TIMEOUT: Duration = Duration::from_secs(15);
@@ -39,28 +39,14 @@ pub fn spawn(
     stdout: Stdio,
     stderr: Stdio,
 ) -> Result<Confined, LaunchError> {
-    let exe = super::process::InitExe::open(exe)?;
-    let step_err = super::process::step_error;
-    let (host_end, init_end) = control::pair().map_err(|e| step_err("socketpair", e))?;
-    let json =
-        serde_json::to_string(config).map_err(|e| step_err("config", std::io::Error::other(e)))?;
-    let mut cmd = Command::new(exe.path());
-    cmd.arg0(super::init::INIT_ARGV0)
-        .env_clear()
-        .env(CONFIG_ENV, json)
-        .stdin(Stdio::null())
-        .stdout(stdout)
-        .stderr(stderr)
-        .process_group(0);
-    let init_fd = init_end.as_raw_fd();
-    // SAFETY: the hook makes only async-signal-safe system calls (see onto_control_fd).
-    unsafe {
-        cmd.pre_exec(control::onto_control_fd(init_fd));
-    }
-    let mut child = cmd.spawn().map_err(|source| LaunchError::Spawn {
-        program: "hintcheck (sandbox init)".into(),
-        source,
-    })?;
+    let InitLaunch {
+        exe: _exe,
+        host_end,
+        init_end,
+        mut command,
+    } = InitLaunch::prepare(config, exe)?;
+    command.stdin(Stdio::null()).stdout(stdout).stderr(stderr);
+    let mut child = command.spawn().map_err(InitLaunch::spawn_failed)?;
     drop(init_end);
     // Read until the program's execve closes the channel (or a step fails), in a thread so
     // that a stuck init cannot hold the caller past the timeout.

@@ -61,6 +61,62 @@ pub(crate) enum InitExe {
     Opened(OwnedFd),
 }
 
+/// What starting the sandbox's init takes, whoever waits for it: the executable, both ends
+/// of the control channel, and the command with what every init gets (its argv\[0\], only
+/// the configuration in its environment, a process group of its own, the control channel on
+/// [`super::init::CONTROL_FD`]). The caller adds its standard streams and spawns it.
+pub(crate) struct InitLaunch {
+    /// Kept open until the command has been spawned (the command executes it by descriptor).
+    pub exe: InitExe,
+    /// hintcheck's end of the control channel.
+    pub host_end: OwnedFd,
+    /// The init's end: to be dropped once the command has been spawned.
+    pub init_end: OwnedFd,
+    /// The command.
+    pub command: std::process::Command,
+}
+
+impl InitLaunch {
+    /// The init's command for `config`, run from `exe_override` or this executable.
+    pub(crate) fn prepare(
+        config: &SandboxConfig,
+        exe_override: Option<&Path>,
+    ) -> Result<InitLaunch, LaunchError> {
+        use std::os::unix::process::CommandExt;
+        let exe = InitExe::open(exe_override)?;
+        let (host_end, init_end) = control::pair().map_err(|e| step_error("socketpair", e))?;
+        let json = serde_json::to_string(config)
+            .map_err(|e| step_error("config", std::io::Error::other(e)))?;
+        let mut command = std::process::Command::new(exe.path());
+        // PID 1 of the sandbox is a fork of this process: its command line is all the server
+        // can read of it, and it must look like any container's init.
+        command
+            .arg0(super::init::INIT_ARGV0)
+            .env_clear()
+            .env(CONFIG_ENV, json)
+            .process_group(0);
+        let init_fd = init_end.as_raw_fd();
+        // SAFETY: the hook makes only async-signal-safe system calls (see onto_control_fd).
+        unsafe {
+            command.pre_exec(control::onto_control_fd(init_fd));
+        }
+        Ok(InitLaunch {
+            exe,
+            host_end,
+            init_end,
+            command,
+        })
+    }
+
+    /// The error of a spawn that failed.
+    pub(crate) fn spawn_failed(source: std::io::Error) -> LaunchError {
+        LaunchError::Spawn {
+            program: "hintcheck (sandbox init)".into(),
+            source,
+        }
+    }
+}
+
 impl InitExe {
     /// This executable, or the binary at `path`.
     pub(crate) fn open(path: Option<&Path>) -> Result<InitExe, LaunchError> {
@@ -296,32 +352,19 @@ impl ServerProcess {
         exe_override: Option<&Path>,
         serve_network: impl FnOnce(NetworkSockets) -> N + Send + 'static,
     ) -> Result<Sandboxed<N>, LaunchError> {
-        let exe = InitExe::open(exe_override)?;
-        let sandbox_err = step_error;
-        let (host_end, init_end) = control::pair().map_err(|e| sandbox_err("socketpair", e))?;
-        let json = serde_json::to_string(config)
-            .map_err(|e| sandbox_err("config", std::io::Error::other(e)))?;
-        let mut cmd = Command::new(exe.path());
-        // PID 1 of the sandbox is a fork of this process: its command line is all the server
-        // can read of it, and it must look like any container's init.
-        cmd.arg0(super::init::INIT_ARGV0)
-            .env_clear()
-            .env(CONFIG_ENV, json)
-            .env(RUN_MARKER, &spec.run_id)
+        let InitLaunch {
+            exe: _exe,
+            host_end,
+            init_end,
+            command,
+        } = InitLaunch::prepare(config, exe_override)?;
+        let mut cmd = Command::from(command);
+        cmd.env(RUN_MARKER, &spec.run_id)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
-            .process_group(0)
             .kill_on_drop(true);
-        let init_fd = init_end.as_raw_fd();
-        // SAFETY: the hook makes only async-signal-safe system calls (see onto_control_fd).
-        unsafe {
-            cmd.pre_exec(control::onto_control_fd(init_fd));
-        }
-        let mut child = cmd.spawn().map_err(|source| LaunchError::Spawn {
-            program: "hintcheck (sandbox init)".into(),
-            source,
-        })?;
+        let mut child = cmd.spawn().map_err(InitLaunch::spawn_failed)?;
         // From now on other runs' sweeps leave it alone (it is ours, not an orphan).
         let registered = Registered::new(&child);
         drop(init_end);
@@ -585,18 +628,11 @@ fn sweep(run_id: &str, server: Option<Pid>) -> Vec<String> {
         .collect();
     let mut killed = Vec::new();
     for _ in 0..50 {
-        let Ok(dir) = std::fs::read_dir("/proc") else {
+        let Some(pids) = all_pids() else {
             break;
         };
         let mut found = false;
-        for entry in dir.flatten() {
-            let Some(pid) = entry
-                .file_name()
-                .to_str()
-                .and_then(|s| s.parse::<i32>().ok())
-            else {
-                continue;
-            };
+        for pid in pids {
             if pid == me || others.contains(&pid) {
                 continue;
             }
@@ -635,18 +671,19 @@ fn sweep(run_id: &str, server: Option<Pid>) -> Vec<String> {
     killed
 }
 
-fn reap_orphans(me: i32, server: Option<i32>, others: &std::collections::BTreeSet<i32>) {
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return;
-    };
-    for entry in dir.flatten() {
-        let Some(pid) = entry
+/// The pids /proc lists now, or `None` when it cannot be read.
+fn all_pids() -> Option<impl Iterator<Item = i32>> {
+    let dir = std::fs::read_dir("/proc").ok()?;
+    Some(dir.flatten().filter_map(|entry| {
+        entry
             .file_name()
             .to_str()
-            .and_then(|s| s.parse::<i32>().ok())
-        else {
-            continue;
-        };
+            .and_then(|name| name.parse::<i32>().ok())
+    }))
+}
+
+fn reap_orphans(me: i32, server: Option<i32>, others: &std::collections::BTreeSet<i32>) {
+    for pid in all_pids().into_iter().flatten() {
         if Some(pid) == server || others.contains(&pid) {
             continue;
         }
