@@ -452,7 +452,7 @@ mod tests {
             "{text}"
         );
         // Markdown keeps the whole name.
-        assert!(render_markdown(&[long.clone()]).contains(&long.id));
+        assert!(render_markdown(std::slice::from_ref(&long)).contains(&long.id));
     }
 
     #[test]
