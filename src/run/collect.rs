@@ -68,6 +68,15 @@ pub(super) enum RunEvent {
     Findings(Vec<Finding>),
     /// The run did not complete, and why (the first reason given holds).
     Partial(String),
+    /// A server instance ended (it was stopped, or it could not be started or greeted): what
+    /// its session recorded (when it had one), the protocol notes, how it exited, and
+    /// whether it turned out to speak the older HTTP+SSE transport.
+    InstanceEnded {
+        session: Option<Box<Session>>,
+        notes: Vec<ProtocolNote>,
+        exit: Option<ExitSummary>,
+        legacy_http: bool,
+    },
 }
 
 /// How the run ended: what decides its exit code.
@@ -88,29 +97,24 @@ pub(super) enum Ending {
 
 /// What is collected from every server instance of a run.
 #[derive(Default)]
-pub(super) struct Collected {
-    pub(super) exits: Vec<ExitSummary>,
-    pub(super) notes: Vec<ProtocolNote>,
-    pub(super) anomalies: Vec<Entry>,
-    pub(super) stats: TranscriptStats,
-    pub(super) server_requests: Vec<ServerRequestRecord>,
-    pub(super) notifications: BTreeMap<String, usize>,
-    pub(super) stderr: String,
-    pub(super) stderr_bytes: u64,
-    pub(super) transcripts: Vec<Vec<Entry>>,
+struct Collected {
+    exits: Vec<ExitSummary>,
+    notes: Vec<ProtocolNote>,
+    anomalies: Vec<Entry>,
+    stats: TranscriptStats,
+    server_requests: Vec<ServerRequestRecord>,
+    notifications: BTreeMap<String, usize>,
+    stderr: String,
+    stderr_bytes: u64,
+    transcripts: Vec<Vec<Entry>>,
     /// The transport as the servers spoke it, where it differs from the configured one's
     /// name (`http+sse`: the older HTTP+SSE transport).
-    pub(super) transport: Option<&'static str>,
+    transport: Option<&'static str>,
 }
 
 impl Collected {
     /// Takes in what a server instance's session recorded.
-    pub(super) fn absorb(
-        &mut self,
-        session: &Session,
-        notes: Vec<ProtocolNote>,
-        keep_transcript: bool,
-    ) {
+    fn absorb(&mut self, session: &Session, notes: Vec<ProtocolNote>, keep_transcript: bool) {
         let rec = session.record();
         self.notes.extend(notes);
         self.anomalies.extend(rec.anomalies);
@@ -164,9 +168,10 @@ pub(super) struct RunLog {
     started: Instant,
     progress: ProgressHook,
     report: Report,
-    /// What every server instance of the run said (the stages that start and stop servers
-    /// add to it).
-    pub(super) instances: Collected,
+    /// Whether the transcript is kept (`--transcript`).
+    keep_transcript: bool,
+    /// What every server instance of the run said ([`RunEvent::InstanceEnded`]).
+    instances: Collected,
 }
 
 impl RunLog {
@@ -212,6 +217,7 @@ impl RunLog {
             started,
             progress: config.progress.clone(),
             report,
+            keep_transcript: config.outputs.transcript.is_some(),
             instances: Collected::default(),
         }
     }
@@ -245,7 +251,28 @@ impl RunLog {
             RunEvent::Partial(why) => {
                 r.partial.get_or_insert(why);
             }
+            RunEvent::InstanceEnded {
+                session,
+                notes,
+                exit,
+                legacy_http,
+            } => {
+                let instances = &mut self.instances;
+                match session {
+                    Some(session) => instances.absorb(&session, notes, self.keep_transcript),
+                    None => instances.notes.extend(notes),
+                }
+                instances.exits.extend(exit);
+                if legacy_http {
+                    instances.transport = Some(crate::config::Transport::LEGACY_HTTP);
+                }
+            }
         }
+    }
+
+    /// The lines of the servers' output that were not JSON-RPC, so far.
+    pub(super) fn instance_anomalies(&self) -> &[Entry] {
+        &self.instances.anomalies
     }
 
     /// When the run began (the calls' start times count from it).

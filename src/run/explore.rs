@@ -79,7 +79,7 @@ pub(super) async fn explore(
         ctx,
         sandbox_level,
         recorder: &mut recorder,
-        collected: &mut log.instances,
+        log,
         live,
         restarts: 0,
         phases,
@@ -142,7 +142,7 @@ pub(super) async fn explore(
 
     // Shutdown.
     if let Some(l) = live {
-        stop_server(l, ctx, &mut log.instances, &mut recorder).await;
+        stop_server(l, ctx, log, &mut recorder).await;
     }
     phases.extend(PhaseObservation::all_in(
         Phase::Shutdown,

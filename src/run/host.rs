@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use tokio::sync::watch;
 
-use super::collect::Collected;
+use super::collect::RunLog;
 use super::nested;
 use super::server::{Live, RunContext, limit_reason, probe_background, start_server, stop_server};
 use crate::evidence::Observation;
@@ -137,7 +137,7 @@ pub(super) struct ServerHost<'r, 'c> {
     pub(super) ctx: &'r RunContext<'c>,
     pub(super) sandbox_level: Option<SandboxLevel>,
     pub(super) recorder: &'r mut Recorder,
-    pub(super) collected: &'r mut Collected,
+    pub(super) log: &'r mut RunLog,
     pub(super) live: Option<Live>,
     pub(super) restarts: usize,
     pub(super) phases: Vec<PhaseObservation>,
@@ -498,12 +498,8 @@ impl Host for ServerHost<'_, '_> {
                     .extend(PhaseObservation::all_in(Phase::Startup, wait.observations));
                 Ok(())
             }
-            Err(f) => {
-                if let Some((s, n)) = f.session {
-                    self.collected
-                        .absorb(&s, n, config.outputs.transcript.is_some());
-                }
-                self.collected.exits.extend(f.exit);
+            Err(mut f) => {
+                self.log.emit(f.instance_ended());
                 self.notes
                     .push(format!("restart {} failed: {}", self.restarts, f.message));
                 Err("not called: the server could not be restarted".into())
@@ -630,7 +626,7 @@ impl Host for ServerHost<'_, '_> {
         // A crashed or hung server cannot be trusted for later calls: the next one starts
         // afresh.
         if let Some(l) = self.live.take() {
-            stop_server(l, self.ctx, self.collected, self.recorder).await;
+            stop_server(l, self.ctx, self.log, self.recorder).await;
         }
         self.between_calls(last_tool);
     }

@@ -80,7 +80,7 @@ pub(super) async fn list(ctx: &RunContext<'_>, launched: Launched, log: &mut Run
         );
         // The listing server is not used for calls: each tool gets its own.
         if let Some(l) = live.take() {
-            stop_server(l, ctx, &mut log.instances, &mut recorder).await;
+            stop_server(l, ctx, log, &mut recorder).await;
         }
         phases.extend(PhaseObservation::all_in(Phase::Idle, recorder.checkpoint()));
     }

@@ -92,20 +92,15 @@ pub(super) async fn launch(
 /// said, what it wrote while it started, what the sandbox enforced) and ends the run.
 fn start_failed(
     ctx: &RunContext<'_>,
-    f: StartFailure,
+    mut f: StartFailure,
     mut sandbox: SandboxStatus,
     recorder: &mut Recorder,
     log: &mut RunLog,
 ) -> Ending {
-    if let Some((s, n)) = f.session {
-        log.instances
-            .absorb(&s, n, ctx.config.outputs.transcript.is_some());
-    }
-    log.instances.exits.extend(f.exit);
+    log.emit(f.instance_ended());
     let mut cause = f.message.clone();
     if let Some(line) = log
-        .instances
-        .anomalies
+        .instance_anomalies()
         .iter()
         .find(|e| e.class.starts_with("not-json"))
     {

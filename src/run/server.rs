@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 use tokio::sync::watch;
 
-use super::collect::Collected;
+use super::collect::{RunEvent, RunLog};
 use crate::config::{RootsOffer, RunConfig};
 use crate::mcp::client::{ClientOptions, HandshakeError, McpClient, ProtocolNote};
 use crate::observe::activity::ran_between;
@@ -284,6 +284,21 @@ pub(super) struct StartFailure {
 }
 
 impl StartFailure {
+    /// What the failed instance said and how it exited, for the collector (taken out of
+    /// the failure).
+    pub(super) fn instance_ended(&mut self) -> RunEvent {
+        let (session, notes) = match self.session.take() {
+            Some((session, notes)) => (Some(Box::new(session)), notes),
+            None => (None, Vec::new()),
+        };
+        RunEvent::InstanceEnded {
+            session,
+            notes,
+            exit: self.exit.take(),
+            legacy_http: false,
+        }
+    }
+
     pub(super) fn plain(message: String) -> Self {
         Self {
             message,
@@ -686,10 +701,9 @@ async fn greeting_failed(
 pub(super) async fn stop_server(
     live: Live,
     ctx: &RunContext<'_>,
-    collected: &mut Collected,
+    log: &mut RunLog,
     recorder: &mut Recorder,
 ) {
-    let keep_transcript = ctx.config.outputs.transcript.is_some();
     let Live {
         mut process,
         client,
@@ -713,16 +727,19 @@ pub(super) async fn stop_server(
             None => EXIT_GRACE,
         }
     };
+    let mut legacy_http = false;
     if let Some(link) = http {
         notes.extend(http_notes(&link.notes));
-        if link.legacy.load(std::sync::atomic::Ordering::SeqCst) {
-            collected.transport = Some(crate::config::Transport::LEGACY_HTTP);
-        }
+        legacy_http = link.legacy.load(std::sync::atomic::Ordering::SeqCst);
     }
     let exit = process.shutdown(grace).await;
     session.drain(Duration::from_millis(500)).await;
-    collected.absorb(&session, notes, keep_transcript);
-    collected.exits.push(exit);
+    log.emit(RunEvent::InstanceEnded {
+        session: Some(Box::new(session)),
+        notes,
+        exit: Some(exit),
+        legacy_http,
+    });
     drop(cgroup);
     // The sandbox's private directories are gone with it.
     recorder.server_started(&ServerStart::default());
