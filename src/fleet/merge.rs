@@ -11,6 +11,7 @@ use serde_json::Value;
 
 use super::scan::{SCAN_VERSION, ScanError, ScanLine, parse_shard};
 use crate::report::exit_code;
+use crate::report::status::{ServerStatus, StatusFacts};
 
 /// Totals over scan lines.
 #[derive(Debug, Clone, Default, Serialize)]
@@ -53,12 +54,21 @@ pub fn totals(lines: &[ScanLine]) -> Totals {
         }
         if l.skipped.is_some() {
             t.skipped += 1;
-        } else if l.report.is_none() {
+        } else if l.report.is_none() || is_error_code(l.exit_code) {
+            // An interrupted or failed run writes a report too: its exit code says it erred.
             t.errors += 1;
         }
         t.sum_of_runs_ms += l.duration_ms;
     }
     t
+}
+
+/// Whether a verify's exit code says the run erred (usage, harness, sandbox).
+fn is_error_code(code: i32) -> bool {
+    matches!(
+        code,
+        exit_code::USAGE | exit_code::HARNESS | exit_code::SANDBOX_UNAVAILABLE
+    )
 }
 
 /// The exit code of a scan (or a merge): a server without a report or with a harness error
@@ -69,12 +79,7 @@ pub fn exit_code_of(lines: &[ScanLine]) -> i32 {
     if lines
         .iter()
         .any(|l| l.report.is_none() && l.skipped.is_none())
-        || codes.iter().any(|c| {
-            matches!(
-                *c,
-                exit_code::USAGE | exit_code::HARNESS | exit_code::SANDBOX_UNAVAILABLE
-            )
-        })
+        || codes.iter().any(|c| is_error_code(*c))
     {
         exit_code::HARNESS
     } else if codes.contains(&exit_code::CONTRADICTIONS) {
@@ -254,32 +259,38 @@ fn transport_cell(l: &ScanLine) -> String {
 fn row_cells(l: &ScanLine, esc: fn(&str) -> String) -> [String; 6] {
     [
         esc(&l.id),
-        l.exit_code.to_string(),
+        status_of(l).exit_cell(l.exit_code),
         esc(&transport_cell(l)),
         contradicted_cell(l),
         format!("{:.1}", l.duration_ms as f64 / 1000.0),
-        esc(&row_status(l)),
+        esc(&status_of(l).line()),
     ]
 }
 
-fn row_status(l: &ScanLine) -> String {
-    if let Some(why) = &l.skipped {
-        return format!("skipped: {why}");
+/// `text` in at most `width` characters: a longer one loses its middle (registry names
+/// share their beginnings; the package and version at the end tell them apart).
+fn cut_middle(text: &str, width: usize) -> String {
+    let chars: Vec<char> = text.chars().collect();
+    if chars.len() <= width {
+        return text.to_string();
     }
-    match (&l.expectations, &l.error) {
-        (_, Some(_)) => "error".into(),
-        (Some(e), None) => match e["unmet"].as_array() {
-            Some(u) if u.is_empty() => "expectations met".into(),
-            Some(u) => format!("{} expectation(s) unmet", u.len()),
-            None => "checked".into(),
-        },
-        (None, None) => match l.exit_code {
-            0 => "clean".into(),
-            1 => "findings".into(),
-            4 => "nothing verified".into(),
-            _ => "error".into(),
-        },
-    }
+    let head = (width - 1) / 3;
+    let tail = width - 1 - head;
+    let mut out: String = chars[..head].iter().collect();
+    out.push('…');
+    out.extend(&chars[chars.len() - tail..]);
+    out
+}
+
+/// A line's outcome, in the words every rendering of a scan shares.
+fn status_of(l: &ScanLine) -> ServerStatus {
+    ServerStatus::of(StatusFacts {
+        exit_code: l.exit_code,
+        skipped: l.skipped.as_deref(),
+        has_report: l.report.is_some(),
+        expectations: l.expectations.as_ref(),
+        summary: l.summary.as_ref(),
+    })
 }
 
 /// The combined summary as text.
@@ -292,7 +303,7 @@ pub fn render_text(lines: &[ScanLine]) -> String {
         .map(|l| l.id.chars().count())
         .max()
         .unwrap_or(6)
-        .clamp(6, 40);
+        .clamp(6, 60);
     o.push_str(&format!(
         "{:<width$}  {:>4}  {:<9}  {:>12}  {:>8}  {}\n",
         "server", "exit", "transport", "contradicted", "seconds", "status"
@@ -301,11 +312,7 @@ pub fn render_text(lines: &[ScanLine]) -> String {
         let [server, exit, transport, contradicted, seconds, status] = row_cells(l, esc);
         // A name longer than the column is cut (whole in the JSON and HTML summaries), so
         // that the columns stay aligned.
-        let server = if server.chars().count() > width {
-            crate::mcp::tool::shorten(&server, width - 1)
-        } else {
-            server
-        };
+        let server = cut_middle(&server, width);
         o.push_str(&format!(
             "{server:<width$}  {exit:>4}  {transport:<9}  {contradicted:>12}  {seconds:>8}  {status}\n",
         ));
@@ -448,7 +455,8 @@ mod tests {
         let exit_column = |row: &str| row.chars().take_while(|c| !c.is_ascii_digit()).count();
         assert_eq!(exit_column(rows[1]), exit_column(rows[2]), "{text}");
         assert!(
-            rows[1].starts_with("io.example/very-long") && rows[1].contains('…'),
+            rows[1].starts_with("io.example/very-lon…")
+                && rows[1].contains("-name-very-long-server-name-  "),
             "{text}"
         );
         // Markdown keeps the whole name.

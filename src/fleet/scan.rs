@@ -28,7 +28,7 @@ pub const SCAN_VERSION: u32 = 1;
 #[derive(Debug, thiserror::Error)]
 pub enum ScanError {
     /// A path holds no scenario.
-    #[error("{}: no scenario here (a scenario.toml, a directory holding one, or a directory of such directories)", path.display())]
+    #[error("{}: no scenario here (a scenario.toml or a registry server.json, a directory holding one, or a directory of such directories)", path.display())]
     NoScenario {
         /// The path.
         path: PathBuf,
@@ -167,9 +167,16 @@ pub fn expand(paths: &[PathBuf], registry_dir: &Path) -> Result<Vec<ScanTarget>,
     let mut scenarios = Vec::new();
     let mut out = Vec::new();
     for p in paths {
-        if crate::fleet::registry::is_registry_document(p) {
+        let documents = if crate::fleet::registry::is_registry_document(p) {
+            vec![p.clone()]
+        } else {
+            let (found, documents) = scenario_files(p)?;
+            scenarios.extend(found);
+            documents
+        };
+        for document in documents {
             out.extend(
-                crate::fleet::registry::targets(p, registry_dir)?
+                crate::fleet::registry::targets(&document, registry_dir)?
                     .into_iter()
                     .map(|t| ScanTarget {
                         label: t.origin,
@@ -177,8 +184,6 @@ pub fn expand(paths: &[PathBuf], registry_dir: &Path) -> Result<Vec<ScanTarget>,
                         plan: t.plan,
                     }),
             );
-        } else if let Some(found) = scenario_files(p)? {
-            scenarios.extend(found);
         }
     }
     out.extend(scenarios.into_iter().map(|path| ScanTarget {
@@ -191,37 +196,53 @@ pub fn expand(paths: &[PathBuf], registry_dir: &Path) -> Result<Vec<ScanTarget>,
     Ok(out)
 }
 
-/// The scenario files a path holds (see [`expand`]).
-fn scenario_files(p: &Path) -> Result<Option<Vec<PathBuf>>, ScanError> {
-    let mut out = Vec::new();
-    {
-        if p.is_file() {
-            out.push(p.to_path_buf());
-        } else if p.join("scenario.toml").is_file() {
-            out.push(p.join("scenario.toml"));
-        } else if p.is_dir() {
-            let mut found: Vec<PathBuf> = std::fs::read_dir(p)
-                .map_err(|source| ScanError::Read {
-                    path: p.to_path_buf(),
-                    source,
-                })?
-                .flatten()
-                .map(|e| e.path().join("scenario.toml"))
-                .filter(|f| f.is_file())
-                .collect();
-            if found.is_empty() {
-                return Err(ScanError::NoScenario {
-                    path: p.to_path_buf(),
-                });
-            }
-            out.append(&mut found);
-        } else {
-            return Err(ScanError::NoScenario {
-                path: p.to_path_buf(),
-            });
-        }
+/// The scenario files a path holds, and the registry documents (`server.json`) of a
+/// directory: a scenario file itself, a directory holding `scenario.toml` or `server.json`,
+/// or a directory of such directories (see [`expand`]).
+fn scenario_files(p: &Path) -> Result<(Vec<PathBuf>, Vec<PathBuf>), ScanError> {
+    let none = || ScanError::NoScenario {
+        path: p.to_path_buf(),
+    };
+    if p.is_file() {
+        return Ok((vec![p.to_path_buf()], Vec::new()));
     }
-    Ok(Some(out))
+    if !p.is_dir() {
+        return Err(none());
+    }
+    let in_dir = |dir: &Path| {
+        let scenario = dir.join("scenario.toml");
+        let document = dir.join("server.json");
+        (
+            scenario.is_file().then_some(scenario),
+            document.is_file().then_some(document),
+        )
+    };
+    let (scenario, document) = in_dir(p);
+    if scenario.is_some() || document.is_some() {
+        return Ok((
+            scenario.into_iter().collect(),
+            document.into_iter().collect(),
+        ));
+    }
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(p)
+        .map_err(|source| ScanError::Read {
+            path: p.to_path_buf(),
+            source,
+        })?
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    dirs.sort();
+    let (mut scenarios, mut documents) = (Vec::new(), Vec::new());
+    for dir in dirs {
+        let (scenario, document) = in_dir(&dir);
+        scenarios.extend(scenario);
+        documents.extend(document);
+    }
+    if scenarios.is_empty() && documents.is_empty() {
+        return Err(none());
+    }
+    Ok((scenarios, documents))
 }
 
 /// Where fleets put a worker's index (and the number of workers): the variable of the index,
@@ -743,6 +764,39 @@ pub fn verify_flags(a: &crate::cli::ScanArgs, timeout: Duration) -> Vec<String> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_directory_of_servers_json_is_scanned_as_registry_entries() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let server = |name: &str| {
+            serde_json::json!({
+                "name": format!("io.example/{name}"),
+                "description": "remote only",
+                "version": "1.0.0",
+                "remotes": [{"type": "streamable-http", "url": "https://mcp.example.test/mcp"}]
+            })
+            .to_string()
+        };
+        for name in ["a", "b"] {
+            std::fs::create_dir(dir.path().join(name)).expect("dir");
+            std::fs::write(dir.path().join(name).join("server.json"), server(name)).expect("w");
+        }
+        let registry = dir.path().join("registry");
+        let found = expand(&[dir.path().to_path_buf()], &registry).expect("found");
+        let ids: Vec<&str> = found.iter().map(|t| t.id.as_str()).collect();
+        assert_eq!(
+            ids,
+            ["io.example/a@1.0.0", "io.example/b@1.0.0"],
+            "{found:?}"
+        );
+        // One server.json in the directory named.
+        let one = expand(&[dir.path().join("a")], &registry).expect("found");
+        assert_eq!(one.len(), 1);
+        // Nothing to scan is named.
+        let empty = tempfile::tempdir().expect("tempdir");
+        let err = expand(&[empty.path().to_path_buf()], &registry).expect_err("empty");
+        assert!(err.to_string().contains("server.json"), "{err}");
+    }
 
     #[test]
     fn the_shard_comes_from_the_environment_fleets_set() {

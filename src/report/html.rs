@@ -9,6 +9,8 @@
 use maud::{DOCTYPE, Markup, PreEscaped, html};
 use serde_json::Value;
 
+use super::status::{ServerStatus, StatusFacts};
+
 /// The four hints, in the order the page shows them.
 const HINTS: [&str; 4] = [
     "readOnlyHint",
@@ -422,35 +424,19 @@ fn chart(f: &Figures) -> Markup {
 
 /// A server's status in a few words, its class, and the detail to show under it.
 fn status(e: &Entry<'_>) -> (String, &'static str, Option<String>) {
-    let (text, class) = status_badge(e);
+    let status = ServerStatus::of(StatusFacts {
+        exit_code: e.exit_code,
+        skipped: e.skipped,
+        has_report: e.report.is_some(),
+        expectations: e.expectations,
+        summary: e.report.map(|r| &r["summary"]),
+    });
     let detail = match (e.skipped, e.error) {
         (Some(why), _) => Some(shown_cut(why, 300)),
         (None, Some(err)) => Some(shown_cut(err.lines().last().unwrap_or(""), 300)),
         (None, None) => None,
     };
-    (text, class, detail)
-}
-
-/// A server's status in a few words, and its class.
-fn status_badge(e: &Entry<'_>) -> (String, &'static str) {
-    if e.skipped.is_some() {
-        return ("skipped".into(), "skipped");
-    }
-    if e.report.is_none() {
-        return ("no report".into(), "error");
-    }
-    if let Some(x) = e.expectations {
-        let unmet = x["unmet"].as_array().map_or(0, Vec::len);
-        if unmet > 0 {
-            return (format!("{unmet} expectation(s) unmet"), "error");
-        }
-    }
-    match e.exit_code {
-        0 => ("clean".into(), "clean"),
-        1 => ("contradicted".into(), "contradicted"),
-        4 => ("nothing verified".into(), "unexercised"),
-        _ => ("error".into(), "error"),
-    }
+    (status.words(), status.class(), detail)
 }
 
 /// The server's name and version from its report.
@@ -714,7 +700,7 @@ td.n, th.n, table.numbers td, table.numbers th { text-align: right; }
 table.numbers td:first-child, table.numbers th:first-child { text-align: left; }
 .v { display: inline-block; border-radius: 10px; padding: 0 8px; font-size: 12px; font-weight: 600; color: #fff; background: var(--grey); white-space: nowrap; }
 .v-contradicted { background: var(--red); } .v-consistent, .v-clean { background: var(--green); } .v-unexercised { background: var(--amber); }
-.v-error { background: #6a1b9a; } .v-skipped, .v-na { background: var(--grey); }
+.v-error { background: #6a1b9a; } .v-warning { background: var(--amber); } .v-skipped, .v-na { background: var(--grey); }
 .declared { font: 12px ui-monospace, Menlo, Consolas, monospace; color: var(--muted); }
 details.server { border: 1px solid var(--line); border-radius: 8px; padding: 8px 12px; margin: 10px 0; }
 details.server > summary { cursor: pointer; font-size: 16px; }

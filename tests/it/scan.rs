@@ -418,7 +418,7 @@ fn a_registry_page_is_scanned_with_the_right_skips() {
         merged.stdout
     );
     assert!(
-        merged.stdout.contains("skipped: remote only"),
+        merged.stdout.contains("skipped (remote only:"),
         "{}",
         merged.stdout
     );
