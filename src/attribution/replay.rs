@@ -607,6 +607,20 @@ async fn replay_keys(
     })
 }
 
+/// What the attribution steps work on: the tools with their names, every tool's calls (whose
+/// evidence they confirm or move) and the observations of no call (where moved evidence
+/// goes).
+pub(crate) struct Attributing<'a> {
+    /// The tools, in listing order.
+    pub tools: &'a [ToolDecl],
+    /// Their names, in the same order.
+    pub names: &'a [String],
+    /// Every tool's calls.
+    pub runs: &'a mut [ToolRun],
+    /// The observations of no call.
+    pub phases: &'a mut Vec<PhaseObservation>,
+}
+
 /// Confirms or corrects uncertain attributions: a call whose window other calls' processes
 /// shared keeps what a replay of its tool alone reproduces, or else what a differential
 /// replay (the calls its state depends on, with and without the tool) pins on it; and
@@ -614,11 +628,11 @@ async fn replay_keys(
 /// reproduces them. Returns notes for the report.
 pub(crate) async fn replay_ambiguous(
     replays: &mut Replays<'_, impl NestedRuns>,
-    (tools, names): (&[ToolDecl], &[String]),
-    runs: &mut [ToolRun],
-    phases: &mut Vec<PhaseObservation>,
+    evidence: &mut Attributing<'_>,
     servers: &ServersOwn,
 ) -> Vec<String> {
+    let (tools, names) = (evidence.tools, evidence.names);
+    let (runs, phases) = (&mut *evidence.runs, &mut *evidence.phases);
     let mut notes = Vec::new();
     // Replays of the tools whose threads acted after their calls wait for them.
     replays.waiting_for(phases.iter().filter_map(|p| p.started_by.clone()));
@@ -1002,10 +1016,10 @@ fn initialisation_candidate(o: &Observation, created_in_call: &[&str]) -> bool {
 /// The other tool is one whose calls wrote nothing in the run, if any succeeded.
 pub(crate) async fn first_call_initialisation(
     replays: &mut Replays<'_, impl NestedRuns>,
-    (tools, names): (&[ToolDecl], &[String]),
-    runs: &mut [ToolRun],
-    phases: &mut Vec<PhaseObservation>,
+    evidence: &mut Attributing<'_>,
 ) -> Vec<String> {
+    let (tools, names) = (evidence.tools, evidence.names);
+    let (runs, phases) = (&mut *evidence.runs, &mut *evidence.phases);
     let mut notes = Vec::new();
     let first = runs
         .iter()
@@ -1108,10 +1122,10 @@ pub(crate) async fn first_call_initialisation(
 /// server's set-up, reported once as first-call initialisation, not the tool's evidence.
 pub(crate) async fn lazy_set_up(
     replays: &mut Replays<'_, impl NestedRuns>,
-    (tools, names): (&[ToolDecl], &[String]),
-    runs: &mut [ToolRun],
-    phases: &mut Vec<PhaseObservation>,
+    evidence: &mut Attributing<'_>,
 ) -> Vec<String> {
+    let (tools, names) = (evidence.tools, evidence.names);
+    let (runs, phases) = (&mut *evidence.runs, &mut *evidence.phases);
     let mut notes = Vec::new();
     for i in 0..runs.len() {
         if tools[i].hints.read_only.declared() != Some(true) {

@@ -9,7 +9,7 @@ use super::explore::{Evidence, Exercised, Reached};
 use super::nested::Nested;
 use super::server::RunContext;
 use crate::attribution::replay::{
-    Replays, first_call_initialisation, lazy_set_up, replay_ambiguous,
+    Attributing, Replays, first_call_initialisation, lazy_set_up, replay_ambiguous,
 };
 use crate::attribution::server_wide;
 
@@ -71,21 +71,18 @@ pub(super) async fn attribute(
         .side_by_side(reached.side_by_side);
     if config.nested.replay && log.partial().is_none() {
         log.emit(RunEvent::Stage("confirming attributions"));
-        let notes = replay_ambiguous(
-            &mut replays,
-            (tools, &names),
-            &mut runs,
-            &mut phases,
-            &servers_own,
-        )
-        .await;
+        let mut evidence = Attributing {
+            tools,
+            names: &names,
+            runs: &mut runs,
+            phases: &mut phases,
+        };
+        let notes = replay_ambiguous(&mut replays, &mut evidence, &servers_own).await;
         log.emit(RunEvent::Notes(notes));
         if !config.explore.isolate {
-            let notes =
-                first_call_initialisation(&mut replays, (tools, &names), &mut runs, &mut phases)
-                    .await;
+            let notes = first_call_initialisation(&mut replays, &mut evidence).await;
             log.emit(RunEvent::Notes(notes));
-            let notes = lazy_set_up(&mut replays, (tools, &names), &mut runs, &mut phases).await;
+            let notes = lazy_set_up(&mut replays, &mut evidence).await;
             log.emit(RunEvent::Notes(notes));
         }
     }
