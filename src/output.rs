@@ -86,6 +86,7 @@ impl Sarif<'_> {
             &inventory,
             &at,
             &outputs.source_root,
+            wanted,
         );
         let text = report::sarif::render(self.report, &anchors);
         self.text = Some(text.clone());

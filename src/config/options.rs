@@ -393,8 +393,8 @@ crate::options! {
         #[arg(long, value_name = "FILE")]
         pub summary: Option<PathBuf>,
         /// Where to write the tool inventory SARIF results point at when no anchor names a tool
-        /// [default: hintcheck-tools.json next to the SARIF file, or in the working directory
-        /// when SARIF goes to stdout].
+        /// [default: hintcheck-tools.json next to the SARIF file; SARIF on stdout carries the
+        /// inventory itself and writes no file].
         #[arg(long, value_name = "FILE")]
         pub inventory: Option<PathBuf>,
         /// A file to anchor SARIF results on (the server's source or manifest): each tool's

@@ -29,6 +29,8 @@ pub struct Anchor {
     pub start_column: usize,
     /// 1-based column after the last one.
     pub end_column: usize,
+    /// Whether it points into the tool inventory.
+    pub in_inventory: bool,
 }
 
 /// The anchors of one run.
@@ -40,6 +42,9 @@ pub struct Anchors {
     pub tools: BTreeMap<String, Anchor>,
     /// For findings about the server rather than one tool.
     pub server: Anchor,
+    /// The inventory's text when no file holds it (SARIF on stdout without `--inventory`):
+    /// the SARIF then carries it, so that its locations resolve.
+    pub embedded_inventory: Option<String>,
 }
 
 /// The tool inventory: its text and the line of each tool (and of the server entry).
@@ -186,6 +191,7 @@ pub fn locate(
     inventory: &Inventory,
     inventory_at: &Path,
     source_root: &Path,
+    inventory_written: bool,
 ) -> Anchors {
     let files: Vec<(PathBuf, String)> = anchor_files
         .iter()
@@ -198,6 +204,7 @@ pub fn locate(
         line,
         start_column: 1,
         end_column: len + 1,
+        in_inventory: true,
     };
     let mut tools = BTreeMap::new();
     for t in &report.tools {
@@ -210,6 +217,7 @@ pub fn locate(
                 line,
                 start_column: start,
                 end_column: end,
+                in_inventory: false,
             })
         });
         let anchor = found.unwrap_or_else(|| {
@@ -226,6 +234,7 @@ pub fn locate(
                 line: 1,
                 start_column: 1,
                 end_column: text.lines().next().map(|l| l.chars().count()).unwrap_or(0) + 1,
+                in_inventory: false,
             }
         }
         None => in_inventory(inventory.server_line),
@@ -235,10 +244,12 @@ pub fn locate(
     if !source_root_uri.ends_with('/') {
         source_root_uri.push('/');
     }
+    let used = server.in_inventory || tools.values().any(|a| a.in_inventory);
     Anchors {
         source_root_uri,
         tools,
         server,
+        embedded_inventory: (used && !inventory_written).then(|| inventory.text.clone()),
     }
 }
 

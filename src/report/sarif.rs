@@ -95,10 +95,14 @@ fn rule(meta: &AuditMeta) -> Value {
     })
 }
 
-fn physical(anchor: &Anchor) -> Value {
+fn physical(anchor: &Anchor, embedded: bool) -> Value {
     let mut artifact = json!({ "uri": anchor.uri });
     if anchor.relative {
         artifact["uriBaseId"] = json!("%SRCROOT%");
+    }
+    if anchor.in_inventory && embedded {
+        // The run's first artifact: the inventory, carried in the SARIF itself.
+        artifact["index"] = json!(0);
     }
     json!({
         "artifactLocation": artifact,
@@ -164,7 +168,7 @@ fn result(r: &Report, f: &Finding, anchors: &Anchors, server: &str) -> Value {
         "level": f.severity.as_str(),
         "message": { "text": truncate(&f.message, 4096) },
         "locations": [{
-            "physicalLocation": physical(anchor),
+            "physicalLocation": physical(anchor, anchors.embedded_inventory.is_some()),
             "logicalLocations": logical,
         }],
         "partialFingerprints": {
@@ -284,6 +288,26 @@ pub fn render(r: &Report, anchors: &Anchors) -> String {
     // Every string a server could have supplied, wherever it landed: no raw control or
     // bidirectional character reaches a SARIF viewer.
     let mut log = log;
+    if let Some(text) = &anchors.embedded_inventory {
+        // Nothing on disk holds the inventory the locations point at: the run carries it.
+        let at = anchors
+            .tools
+            .values()
+            .chain([&anchors.server])
+            .find(|a| a.in_inventory)
+            .map(|a| {
+                let mut location = physical(a, false)["artifactLocation"].clone();
+                location["description"] = json!({ "text": "the tool inventory" });
+                location
+            })
+            .unwrap_or(Value::Null);
+        log["runs"][0]["artifacts"] = json!([{
+            "location": at,
+            "mimeType": "application/json",
+            "contents": { "text": text },
+            "description": { "text": "hintcheck's inventory of the server's tools, one per line (embedded: SARIF went to stdout and no --inventory file was asked for)" },
+        }]);
+    }
     crate::text::escape::json_strings(&mut log);
     let mut text = serde_json::to_string_pretty(&log).unwrap_or_default();
     text.push('\n');

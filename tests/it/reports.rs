@@ -236,6 +236,43 @@ fn sarif_for_the_demo_is_valid_and_anchored_on_the_inventory_or_the_named_source
     assert_eq!(location_of("get_status"), ("server.py".into(), 3, 7));
     assert_eq!(location_of("reset_items"), ("server.py".into(), 6, 10));
     assert_eq!(location_of("tidy_notes").0, "inv.json", "not in the source");
+
+    // SARIF on stdout with no --inventory writes no file: it carries the inventory its
+    // locations point at, as the run's first artifact.
+    let cwd = tempfile::tempdir().expect("tmp");
+    let stdout = demo(&["--format", "sarif"], Some(cwd.path()));
+    assert_eq!(stdout.code, 1, "{}", stdout.stderr);
+    assert_eq!(
+        std::fs::read_dir(cwd.path()).expect("cwd").count(),
+        0,
+        "no file left behind"
+    );
+    let log = stdout.json();
+    let errors: Vec<String> = validator
+        .iter_errors(&log)
+        .map(|e| format!("{} at {}", e, e.instance_path()))
+        .collect();
+    assert!(errors.is_empty(), "schema errors: {errors:#?}");
+    let artifact = &log["runs"][0]["artifacts"][0];
+    let embedded = artifact["contents"]["text"]
+        .as_str()
+        .expect("embedded inventory");
+    let lines: Vec<&str> = embedded.lines().collect();
+    for r in log["runs"][0]["results"].as_array().expect("results") {
+        let loc = &r["locations"][0]["physicalLocation"];
+        assert_eq!(loc["artifactLocation"]["index"], 0, "{loc}");
+        assert_eq!(
+            loc["artifactLocation"]["uri"], artifact["location"]["uri"],
+            "{loc}"
+        );
+        if let Some(tool) = r["locations"][0]["logicalLocations"][0]["name"].as_str() {
+            let line = lines[loc["region"]["startLine"].as_u64().expect("line") as usize - 1];
+            assert!(
+                line.starts_with(&format!("{{\"name\":\"{tool}\"")),
+                "{tool}: {line}"
+            );
+        }
+    }
 }
 
 #[test]
