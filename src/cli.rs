@@ -156,6 +156,10 @@ pub enum ColorArg {
 /// `hintcheck verify` (the `Default` is the command line with no option given).
 #[derive(Debug, Default, Args)]
 pub struct VerifyArgs {
+    // First, so that `--help` lists it under Arguments, before any heading.
+    /// The server command; `{workspace}`, `{home}` and `{tmp}` are replaced by the scratch paths.
+    #[arg(last = true, value_name = "CMD")]
+    pub command: Vec<String>,
     /// Verify the server of a scenario file (or directory holding scenario.toml).
     #[arg(long, value_name = "FILE")]
     pub scenario: Option<PathBuf>,
@@ -212,9 +216,6 @@ pub struct VerifyArgs {
     /// How `[setup]` installs servers.
     #[command(flatten, next_help_heading = "Installing")]
     pub install: InstallOptions,
-    /// The server command; `{workspace}`, `{home}` and `{tmp}` are replaced by the scratch paths.
-    #[arg(last = true, value_name = "CMD")]
-    pub command: Vec<String>,
 }
 
 /// Where and how `[setup]` installs servers: `verify` uses them, `scan` too (its registry
@@ -250,8 +251,10 @@ pub const PASSED_ON: &[&str] = &[
 /// The heading the passed-on options have in `scan --help`.
 const PASSED_ON_HEADING: &str = "Passed to every verify";
 
-/// The passed-on options given on `scan`'s command line, as flags for `verify`
-/// (`--fail-on=warning`, `--allow-source-builds`), in [`PASSED_ON`] order.
+/// The passed-on options given on `scan`'s command line, as flags for `verify`, in
+/// [`PASSED_ON`] order and in the form scans wrote before (`--fail-on warning`,
+/// `--fail-except a,b`, `--allow-source-builds`; `--require-hints=true` where the flag takes
+/// its value after `=` only), so that `--resume` keeps the lines of an earlier scan.
 fn passed_on_flags(scan: &clap::Command, matches: &clap::ArgMatches) -> Vec<String> {
     let mut flags = Vec::new();
     for id in PASSED_ON {
@@ -266,8 +269,20 @@ fn passed_on_flags(scan: &clap::Command, matches: &clap::ArgMatches) -> Vec<Stri
             flags.push(format!("--{long}"));
             continue;
         }
-        for value in matches.get_raw(id).into_iter().flatten() {
-            flags.push(format!("--{long}={}", value.to_string_lossy()));
+        let values: Vec<String> = matches
+            .get_raw(id)
+            .into_iter()
+            .flatten()
+            .map(|v| v.to_string_lossy().into_owned())
+            .collect();
+        if arg.is_require_equals_set() {
+            flags.extend(values.iter().map(|v| format!("--{long}={v}")));
+        } else if let Some(delimiter) = arg.get_value_delimiter() {
+            flags.extend([format!("--{long}"), values.join(&delimiter.to_string())]);
+        } else {
+            for v in values {
+                flags.extend([format!("--{long}"), v]);
+            }
         }
     }
     flags
@@ -387,13 +402,16 @@ mod tests {
         assert_eq!(
             a.passed_on,
             [
-                "--fail-on=warning",
-                "--fail-except=bookkeeping",
-                "--fail-except=transient",
+                "--fail-on",
+                "warning",
+                "--fail-except",
+                "bookkeeping,transient",
                 "--require-hints=true",
                 "--no-sandbox",
-                "--run-as=0",
-                "--cache-dir=/c",
+                "--run-as",
+                "0",
+                "--cache-dir",
+                "/c",
             ]
         );
         assert_eq!(

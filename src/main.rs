@@ -351,7 +351,7 @@ fn scan(a: &ScanArgs) -> i32 {
     lines.append(&mut outcome.lines);
     outcome.lines = lines;
     let code = if outcome.interrupted {
-        exit_code::HARNESS
+        hintcheck::interrupt::exit_code().unwrap_or(exit_code::HARNESS)
     } else {
         merge::exit_code_of(&outcome.lines)
     };

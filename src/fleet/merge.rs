@@ -26,7 +26,8 @@ pub struct Totals {
     pub expectations_met: usize,
     /// Servers whose expectations were checked and not met.
     pub expectations_unmet: usize,
-    /// Servers without a report (skipped ones aside).
+    /// Servers without a report, or whose run erred or was interrupted (exit 2, 3, 5, 130,
+    /// 143), skipped ones aside.
     pub errors: usize,
     /// Registry entries not run, with their reason in their line.
     pub skipped: usize,
@@ -63,11 +64,16 @@ pub fn totals(lines: &[ScanLine]) -> Totals {
     t
 }
 
-/// Whether a verify's exit code says the run erred (usage, harness, sandbox).
+/// Whether a verify's exit code says the run erred (usage, harness, sandbox) or was
+/// interrupted.
 fn is_error_code(code: i32) -> bool {
     matches!(
         code,
-        exit_code::USAGE | exit_code::HARNESS | exit_code::SANDBOX_UNAVAILABLE
+        exit_code::USAGE
+            | exit_code::HARNESS
+            | exit_code::SANDBOX_UNAVAILABLE
+            | exit_code::INTERRUPTED_BY_SIGINT
+            | exit_code::INTERRUPTED_BY_SIGTERM
     )
 }
 
@@ -289,7 +295,7 @@ fn status_of(l: &ScanLine) -> ServerStatus {
         skipped: l.skipped.as_deref(),
         has_report: l.report.is_some(),
         expectations: l.expectations.as_ref(),
-        summary: l.summary.as_ref(),
+        report: l.report.as_ref(),
     })
 }
 
@@ -300,7 +306,7 @@ pub fn render_text(lines: &[ScanLine]) -> String {
     let mut o = String::new();
     let width = lines
         .iter()
-        .map(|l| l.id.chars().count())
+        .map(|l| esc(&l.id).chars().count())
         .max()
         .unwrap_or(6)
         .clamp(6, 60);

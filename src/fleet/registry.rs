@@ -67,6 +67,21 @@ pub fn is_registry_document(path: &Path) -> bool {
     path.is_file() && path.extension().is_some_and(|e| e == "json")
 }
 
+/// Whether a `server.json` found in a directory is a registry document: a JSON object naming
+/// a server (`name`) with its `packages` or `remotes`, or a list page (`servers`). Another
+/// file of that name (a server's own settings) is not scanned.
+pub fn looks_like_registry_entry(path: &Path) -> bool {
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return false;
+    };
+    let Ok(Value::Object(doc)) = serde_json::from_str::<Value>(&text) else {
+        return false;
+    };
+    doc.get("servers").is_some_and(Value::is_array)
+        || (doc.get("name").is_some_and(Value::is_string)
+            && (doc.contains_key("packages") || doc.contains_key("remotes")))
+}
+
 /// Reads a document and writes a scenario for each runnable server under `out_dir`.
 pub fn targets(path: &Path, out_dir: &Path) -> Result<Vec<RegistryTarget>, RegistryError> {
     let text = std::fs::read_to_string(path).map_err(|source| RegistryError::Read {

@@ -198,7 +198,10 @@ pub fn expand(paths: &[PathBuf], registry_dir: &Path) -> Result<Vec<ScanTarget>,
 
 /// The scenario files a path holds, and the registry documents (`server.json`) of a
 /// directory: a scenario file itself, a directory holding `scenario.toml` or `server.json`,
-/// or a directory of such directories (see [`expand`]).
+/// or a directory of such directories (see [`expand`]). A directory's scenario wins over its
+/// `server.json` (a server's repository keeps its registry manifest beside the scenario
+/// written for it: the scenario runs the checkout, the manifest would install the published
+/// package), and a `server.json` that is not a registry entry is not taken.
 fn scenario_files(p: &Path) -> Result<(Vec<PathBuf>, Vec<PathBuf>), ScanError> {
     let none = || ScanError::NoScenario {
         path: p.to_path_buf(),
@@ -211,11 +214,12 @@ fn scenario_files(p: &Path) -> Result<(Vec<PathBuf>, Vec<PathBuf>), ScanError> {
     }
     let in_dir = |dir: &Path| {
         let scenario = dir.join("scenario.toml");
+        if scenario.is_file() {
+            return (Some(scenario), None);
+        }
         let document = dir.join("server.json");
-        (
-            scenario.is_file().then_some(scenario),
-            document.is_file().then_some(document),
-        )
+        let entry = crate::fleet::registry::looks_like_registry_entry(&document);
+        (None, entry.then_some(document))
     };
     let (scenario, document) = in_dir(p);
     if scenario.is_some() || document.is_some() {
@@ -792,6 +796,19 @@ mod tests {
         // One server.json in the directory named.
         let one = expand(&[dir.path().join("a")], &registry).expect("found");
         assert_eq!(one.len(), 1);
+        // A scenario beside a server.json wins; a server.json that is no registry entry is
+        // not taken.
+        std::fs::write(dir.path().join("a").join("scenario.toml"), "[meta]\n").expect("w");
+        std::fs::create_dir(dir.path().join("c")).expect("dir");
+        std::fs::write(
+            dir.path().join("c").join("server.json"),
+            r#"{"port": 3000}"#,
+        )
+        .expect("w");
+        let found = expand(&[dir.path().to_path_buf()], &registry).expect("found");
+        let ids: Vec<&str> = found.iter().map(|t| t.id.as_str()).collect();
+        assert_eq!(ids.len(), 2, "{ids:?}");
+        assert!(ids.contains(&"io.example/b@1.0.0") && !ids.contains(&"io.example/a@1.0.0"));
         // Nothing to scan is named.
         let empty = tempfile::tempdir().expect("tempdir");
         let err = expand(&[empty.path().to_path_buf()], &registry).expect_err("empty");

@@ -429,7 +429,7 @@ fn status(e: &Entry<'_>) -> (String, &'static str, Option<String>) {
         skipped: e.skipped,
         has_report: e.report.is_some(),
         expectations: e.expectations,
-        summary: e.report.map(|r| &r["summary"]),
+        report: e.report,
     });
     let detail = match (e.skipped, e.error) {
         (Some(why), _) => Some(shown_cut(why, 300)),

@@ -416,6 +416,10 @@ pub mod exit_code {
     pub const NOTHING_VERIFIED: i32 = 4;
     /// The sandbox was required (the default) but could not be set up; nothing was started.
     pub const SANDBOX_UNAVAILABLE: i32 = 5;
+    /// SIGINT interrupted the run (128 + 2); the report written is partial.
+    pub const INTERRUPTED_BY_SIGINT: i32 = 130;
+    /// SIGTERM interrupted the run (128 + 15); the report written is partial.
+    pub const INTERRUPTED_BY_SIGTERM: i32 = 143;
 }
 
 /// What a person needs on stderr when the server could not be started or greeted, whatever

@@ -1,6 +1,6 @@
 //! One vocabulary for a scanned server's outcome, whatever renders it (the scan's text and
 //! Markdown summaries, its HTML page): skipped with its reason, no report, expectations met
-//! or unmet, failed, passed with warnings, clean, nothing verified, error. A server whose run
+//! or unmet, failed, passed with warnings, clean, nothing verified, interrupted, error. A server whose run
 //! passed but whose report holds findings (a weak contradiction, a warning) is "passed with
 //! warnings", never "clean" beside a contradicted count.
 
@@ -19,8 +19,8 @@ pub struct StatusFacts<'a> {
     pub has_report: bool,
     /// With `--check`: the expectation outcome (`unmet`: the lines not met).
     pub expectations: Option<&'a Value>,
-    /// The report's `summary` (verdict counts, findings by severity).
-    pub summary: Option<&'a Value>,
+    /// The JSON report, when one came back.
+    pub report: Option<&'a Value>,
 }
 
 /// A scanned server's outcome.
@@ -36,13 +36,15 @@ pub enum ServerStatus {
     ExpectationsMet,
     /// Findings failed the run (exit 1).
     Failed,
-    /// The run passed, and its report still holds findings (weak contradictions, warnings,
-    /// notes).
+    /// The run passed, and its report still holds warnings or errors no baseline accepted
+    /// (a weak contradiction, with `--fail-on never` a firm one).
     PassedWithWarnings,
-    /// The run passed with no finding.
+    /// The run passed with no warning or error left (notes and accepted findings aside).
     Clean,
     /// Nothing was verified (exit 4).
     NothingVerified,
+    /// A signal interrupted the run (exit 130 or 143); its report is partial.
+    Interrupted,
     /// The run ended in a harness, usage or sandbox error.
     Error,
 }
@@ -65,8 +67,11 @@ impl ServerStatus {
         match facts.exit_code {
             exit_code::CONTRADICTIONS => ServerStatus::Failed,
             exit_code::NOTHING_VERIFIED => ServerStatus::NothingVerified,
-            exit_code::OK if has_findings(facts.summary) => ServerStatus::PassedWithWarnings,
+            exit_code::OK if has_warnings(facts.report) => ServerStatus::PassedWithWarnings,
             exit_code::OK => ServerStatus::Clean,
+            exit_code::INTERRUPTED_BY_SIGINT | exit_code::INTERRUPTED_BY_SIGTERM => {
+                ServerStatus::Interrupted
+            }
             _ => ServerStatus::Error,
         }
     }
@@ -82,6 +87,7 @@ impl ServerStatus {
             ServerStatus::PassedWithWarnings => "passed with warnings".into(),
             ServerStatus::Clean => "clean".into(),
             ServerStatus::NothingVerified => "nothing verified".into(),
+            ServerStatus::Interrupted => "interrupted".into(),
             ServerStatus::Error => "error".into(),
         }
     }
@@ -99,7 +105,10 @@ impl ServerStatus {
     pub fn class(&self) -> &'static str {
         match self {
             ServerStatus::Skipped(_) => "skipped",
-            ServerStatus::NoReport | ServerStatus::Unmet(_) | ServerStatus::Error => "error",
+            ServerStatus::NoReport
+            | ServerStatus::Unmet(_)
+            | ServerStatus::Error
+            | ServerStatus::Interrupted => "error",
             ServerStatus::ExpectationsMet | ServerStatus::Clean => "clean",
             ServerStatus::Failed => "contradicted",
             ServerStatus::PassedWithWarnings => "warning",
@@ -116,17 +125,16 @@ impl ServerStatus {
     }
 }
 
-/// Whether a report's summary counts a contradicted verdict or any finding.
-fn has_findings(summary: Option<&Value>) -> bool {
-    let Some(summary) = summary else {
-        return false;
-    };
-    let contradicted = summary["contradicted"].as_u64().unwrap_or(0);
-    let findings: u64 = summary["findings_by_severity"]
-        .as_object()
-        .map(|by| by.values().filter_map(Value::as_u64).sum())
-        .unwrap_or(0);
-    contradicted + findings > 0
+/// Whether a report holds a warning or an error that no baseline accepted (a contradicted
+/// hint is one of them).
+fn has_warnings(report: Option<&Value>) -> bool {
+    report
+        .and_then(|r| r["findings"].as_array())
+        .into_iter()
+        .flatten()
+        .any(|f| {
+            matches!(f["severity"].as_str(), Some("warning" | "error")) && f["accepted"].is_null()
+        })
 }
 
 #[cfg(test)]
@@ -134,27 +142,34 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn of(exit_code: i32, summary: Value) -> ServerStatus {
+    fn of(exit_code: i32, report: Value) -> ServerStatus {
         ServerStatus::of(StatusFacts {
             exit_code,
             skipped: None,
             has_report: true,
             expectations: None,
-            summary: Some(&summary),
+            report: Some(&report),
         })
     }
 
     #[test]
     fn a_passed_run_with_findings_is_not_clean() {
-        let weak = json!({"contradicted": 1, "findings_by_severity": {"warning": 1}});
+        let weak = json!({"findings": [{"severity": "warning"}, {"severity": "note"}]});
         assert_eq!(of(0, weak).line(), "passed with warnings");
-        let note_only = json!({"contradicted": 0, "findings_by_severity": {"note": 2}});
-        assert_eq!(of(0, note_only).class(), "warning");
-        let none = json!({"contradicted": 0, "findings_by_severity": {}});
-        assert_eq!(of(0, none).line(), "clean");
+        assert_eq!(
+            of(0, json!({"findings": [{"severity": "error"}]})).class(),
+            "warning"
+        );
+        // Notes, and what a baseline accepted, leave a run clean.
+        let notes = json!({"findings": [{"severity": "note"}]});
+        assert_eq!(of(0, notes).line(), "clean");
+        let accepted = json!({"findings": [{"severity": "warning", "accepted": "known"}]});
+        assert_eq!(of(0, accepted).line(), "clean");
+        assert_eq!(of(0, json!({"findings": []})).line(), "clean");
         assert_eq!(of(1, json!({})).line(), "failed");
         assert_eq!(of(4, json!({})).line(), "nothing verified");
         assert_eq!(of(3, json!({})).class(), "error");
+        assert_eq!(of(130, json!({})).line(), "interrupted");
     }
 
     #[test]
@@ -164,7 +179,7 @@ mod tests {
             skipped: Some("remote only"),
             has_report: false,
             expectations: None,
-            summary: None,
+            report: None,
         });
         assert_eq!(skipped.line(), "skipped (remote only)");
         assert_eq!(skipped.exit_cell(0), "-");
@@ -174,7 +189,7 @@ mod tests {
             skipped: None,
             has_report: true,
             expectations: Some(&unmet),
-            summary: None,
+            report: None,
         });
         assert_eq!(checked.line(), "1 expectation(s) unmet");
     }

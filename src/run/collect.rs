@@ -343,6 +343,19 @@ impl RunLog {
                 r.exit_reason = reason;
             }
         }
+        // A run a signal cut short exits as shells expect (130 for SIGINT), whatever else
+        // it found: the report says what it has, and that it is partial.
+        if let (Some(_), Some(code), Some(name)) = (
+            &r.partial,
+            crate::interrupt::exit_code(),
+            crate::interrupt::signal_name(),
+        ) {
+            r.exit_code = code;
+            r.exit_reason = format!(
+                "interrupted by {name}: the report is partial (before the interrupt: {})",
+                r.exit_reason
+            );
+        }
         if let Some(mut s) = scratch {
             if let Err(e) = s.remove() {
                 r.notes.push(e);

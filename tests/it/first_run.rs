@@ -80,7 +80,11 @@ fn an_interrupt_while_the_server_starts_ends_the_run_at_once_with_a_partial_repo
     std::thread::sleep(Duration::from_millis(300));
     signal(&child, rustix::process::Signal::INT);
     let (code, stderr, took) = finish(child, Duration::from_secs(30));
-    assert_eq!(code, 3, "{stderr}");
+    assert_eq!(code, 130, "128 + SIGINT, as shells expect: {stderr}");
+    assert!(
+        stderr.contains("interrupted by SIGINT: the report is partial"),
+        "{stderr}"
+    );
     assert!(took < Duration::from_secs(5), "took {took:?} after SIGINT");
     assert!(stderr.contains("interrupted by a signal"), "{stderr}");
     assert_partial(&read_json(&report), "interrupted");
@@ -453,7 +457,7 @@ fn an_interrupt_stops_setup_installs_and_everything_they_started() {
     std::thread::sleep(Duration::from_millis(500));
     signal(&child, rustix::process::Signal::TERM);
     let (code, stderr, took) = finish(child, Duration::from_secs(30));
-    assert_eq!(code, 3, "{stderr}");
+    assert_eq!(code, 143, "128 + SIGTERM: {stderr}");
     assert!(took < Duration::from_secs(5), "took {took:?} after SIGTERM");
     assert!(stderr.contains("interrupted by a signal"), "{stderr}");
     assert!(

@@ -641,9 +641,10 @@ steps = [{ action = "spawn", argv = ["sleep", "4344"] }, { action = "hang" }]
         Duration::from_secs(20),
         "hintcheck after SIGTERM",
     );
-    assert_eq!(status.code(), Some(3));
+    assert_eq!(status.code(), Some(143), "128 + SIGTERM");
     let r = crate::util::read_json(&report);
     crate::util::assert_partial(&r, "interrupted");
+    assert_eq!(r["exit_code"], 143);
     let quick = r["tools"]
         .as_array()
         .expect("tools")

@@ -658,11 +658,18 @@ fn an_interrupted_scan_keeps_partial_reports_and_leaves_nothing_running() {
         Duration::from_secs(60),
         "the scan after SIGTERM",
     );
-    assert_eq!(status.code(), Some(3), "an interrupted scan exits 3");
+    assert_eq!(
+        status.code(),
+        Some(143),
+        "an interrupted scan exits 128 + SIGTERM"
+    );
     let got = lines(&std::fs::read_to_string(&out).expect("jsonl"));
     assert_eq!(got.len(), 2, "both servers have their line");
     for l in &got {
-        assert_eq!(l["exit_code"], 3, "{l}");
+        assert_eq!(
+            l["exit_code"], 143,
+            "each server's run was interrupted too: {l}"
+        );
         assert!(
             l["report"]["partial"]
                 .as_str()
