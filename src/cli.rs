@@ -207,8 +207,12 @@ pub struct VerifyArgs {
     pub no_progress: bool,
     /// The text report in full: what every observer sees, the arguments, calls and
     /// suggestions of every tool (without it, tools with nothing to say take one line).
-    #[arg(long, short, help_heading = "Reports")]
+    #[arg(long, short, help_heading = "Reports", conflicts_with = "quiet")]
     pub verbose: bool,
+    /// Nothing on stderr but errors: no progress, no closing line for a run that completed
+    /// (exit 0, 1 or 4); the report goes where it would.
+    #[arg(long, short, help_heading = "Reports")]
+    pub quiet: bool,
     /// Check the report against the scenario's `[expect]`: exit 0 when every expectation is
     /// met, 1 when one is not (each is printed).
     #[arg(long, requires = "scenario", help_heading = "Reports")]

@@ -226,7 +226,14 @@ fn verify(a: &VerifyArgs, mode: Mode) -> Result<i32, Error> {
     for line in hintcheck::report::start_failure_detail(report) {
         say!("hintcheck: {line}");
     }
-    say!("hintcheck: {} (exit {code})", report.exit_reason);
+    // --quiet: a run that completed says nothing more; errors are always said.
+    let completed = matches!(
+        code,
+        exit_code::OK | exit_code::CONTRADICTIONS | exit_code::NOTHING_VERIFIED
+    );
+    if !(config.terminal.quiet && completed) {
+        say!("hintcheck: {} (exit {code})", report.exit_reason);
+    }
     Ok(code)
 }
 

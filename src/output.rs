@@ -221,8 +221,21 @@ pub fn emit(v: &Verification, config: &RunConfig, mode: Mode) -> Result<(), Erro
     }
     if let Some(path) = &outputs.write_baseline {
         let text = baseline::render(r, config.judge.baseline.as_ref());
-        if let Err(e) = write_file("the baseline", path, &text) {
-            first_error.get_or_insert(e);
+        match write_file("the baseline", path, &text) {
+            Ok(()) if config.terminal.quiet => {}
+            Ok(()) => {
+                let entries: std::collections::BTreeSet<&str> =
+                    r.findings.iter().map(|f| f.fingerprint.as_str()).collect();
+                eprintln!(
+                    "hintcheck: wrote the baseline to {} ({} finding(s); --baseline {} accepts them)",
+                    path.display(),
+                    entries.len(),
+                    path.display()
+                );
+            }
+            Err(e) => {
+                first_error.get_or_insert(e);
+            }
         }
     }
     match first_error {

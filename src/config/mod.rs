@@ -409,6 +409,8 @@ pub struct Terminal {
     pub progress_lines: bool,
     /// The text report in full (`--verbose`).
     pub verbose: bool,
+    /// Nothing on stderr but errors (`--quiet`).
+    pub quiet: bool,
 }
 
 impl Terminal {
@@ -432,6 +434,7 @@ impl Terminal {
             progress: !no_progress && bar,
             progress_lines: !no_progress && !bar,
             verbose: false,
+            quiet: false,
         }
     }
 }
@@ -539,7 +542,8 @@ impl RunConfig {
             outputs,
             terminal: Terminal {
                 verbose: a.verbose,
-                ..Terminal::resolve(a.color, a.no_progress)
+                quiet: a.quiet,
+                ..Terminal::resolve(a.color, a.no_progress || a.quiet)
             },
             seed: given
                 .run

@@ -259,7 +259,8 @@ pub fn pending_setup(
             .map_err(|e| SetupError::BadTimeout(e.to_string()))?,
         None => crate::fleet::setup::DEFAULT_SETUP_TIMEOUT,
     };
-    let mut limits = crate::fleet::setup::SetupLimits::within(own.min(run_timeout), !a.no_progress);
+    let mut limits =
+        crate::fleet::setup::SetupLimits::within(own.min(run_timeout), !a.no_progress && !a.quiet);
     if run_timeout < own {
         limits.deadline_name = format!("the run timeout ({})", format_duration(run_timeout));
     }

@@ -541,6 +541,18 @@ fn passing_in_words(report: &Report, config: &RunConfig) -> String {
     } else {
         String::new()
     };
+    // Contradicted hints a baseline accepts are still contradicted: said so, not "no
+    // contradiction".
+    let accepted = report
+        .findings
+        .iter()
+        .filter(|f| f.accepted.is_some() && f.hint.is_some() && f.severity == Severity::Error)
+        .count();
+    let accepted_note = if accepted > 0 {
+        format!(" ({accepted} contradicted hint(s) accepted by the baseline)")
+    } else {
+        String::new()
+    };
     let exercised = report.coverage.tools_succeeded;
     if below > 0 {
         format!(
@@ -549,8 +561,13 @@ fn passing_in_words(report: &Report, config: &RunConfig) -> String {
         )
     } else {
         format!(
-            "no {}contradiction in {exercised} exercised tool(s){weak_note}",
-            if weak > 0 { "firm " } else { "" }
+            "no {}contradiction {}in {exercised} exercised tool(s){accepted_note}{weak_note}",
+            if weak > 0 { "firm " } else { "" },
+            if accepted > 0 {
+                "outside the baseline "
+            } else {
+                ""
+            }
         )
     }
 }

@@ -253,7 +253,7 @@ fn check_privileges(root: bool, checks: &mut Vec<Check>) {
         "privileges",
         "info",
         if root {
-            "running as root: namespaces without a user namespace; the server runs as uid 65534"
+            "running as root: namespaces without a user namespace; the server runs as a uid of its own for each run (from 1610612736 up, or 65534 when none is free; --run-as chooses one)"
         } else {
             "running unprivileged: the sandbox needs user namespaces"
         },

@@ -600,6 +600,12 @@ fn a_baseline_accepts_known_findings_reports_stale_ones_and_changed_tools() {
     let b = baseline.display().to_string();
     let out = demo(&["--write-baseline", &b, "-o", "/dev/null"], None);
     assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains(&format!("wrote the baseline to {b} (8 finding(s)")),
+        "{}",
+        out.stderr
+    );
     let written = read_json(&baseline);
     assert_eq!(written["findings"].as_array().expect("findings").len(), 8);
 
@@ -618,6 +624,14 @@ fn a_baseline_accepts_known_findings_reports_stale_ones_and_changed_tools() {
         accepted
             .stderr
             .contains("; 8 finding(s) accepted by the baseline")
+    );
+    // The accepted lies are still called contradicted, not "no contradiction".
+    assert!(
+        accepted.stderr.contains(
+            "no contradiction outside the baseline in 11 exercised tool(s) (7 contradicted hint(s) accepted by the baseline)"
+        ),
+        "{}",
+        accepted.stderr
     );
 
     // Drop one accepted finding, add a stale entry, mark a tool as changed.
@@ -1107,5 +1121,29 @@ fn server_supplied_text_reaches_no_medium_raw() {
             .iter()
             .any(|t| t["name"] == "notes\u{1b}]52;c;ZWNobyBwd25lZA==\u{7}"),
         "{json}"
+    );
+}
+
+#[test]
+fn quiet_says_nothing_on_stderr_but_errors() {
+    let out = demo(&["-q", "--format", "json"], None);
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(out.stderr.trim().is_empty(), "{}", out.stderr);
+    assert_eq!(
+        out.json()["summary"]["contradicted"],
+        7,
+        "the report is whole"
+    );
+    // An error is still said.
+    let failed = run(
+        &["verify", "-q", "--", "/nonexistent/hintcheck-server"],
+        &[],
+        LIMIT,
+    );
+    assert!(
+        failed.code >= 2 && failed.stderr.contains("hintcheck"),
+        "{}: {}",
+        failed.code,
+        failed.stderr
     );
 }
