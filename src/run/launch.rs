@@ -88,6 +88,18 @@ pub(super) async fn launch(
     }
 }
 
+/// What to try when a server that started could not be greeted with the era left to
+/// detection: the two eras' flags, named with the probe's wait in force.
+fn greeting_remedy(config: &crate::config::RunConfig) -> String {
+    if config.server.era != crate::mcp::client::EraChoice::Auto {
+        return String::new();
+    }
+    format!(
+        "; if the server speaks the 2026-07-28 protocol and answers server/discover slowly, try --era modern or a --discover-timeout longer than {}; if it speaks an older one, --era legacy skips the probe",
+        crate::text::format_duration(config.waits.discover_timeout)
+    )
+}
+
 /// Tells the collector what a server that could not be started or greeted left (what it
 /// said, what it wrote while it started, what the sandbox enforced) and ends the run.
 fn start_failed(
@@ -149,7 +161,10 @@ fn start_failed(
         ),
         None => (
             exit_code::HARNESS,
-            format!("harness error: the server could not be greeted: {cause}"),
+            format!(
+                "harness error: the server could not be greeted: {cause}{}",
+                greeting_remedy(ctx.config)
+            ),
         ),
     };
     log.emit(RunEvent::Sandbox(sandbox));
