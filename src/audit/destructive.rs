@@ -1,7 +1,7 @@
 //! `destructive`: a tool that declares `destructiveHint: false` may only make additive updates.
 
 use super::{AuditMeta, HintJudgement, evidence_of};
-use crate::evidence::{Coverage, ToolRun};
+use crate::evidence::{Coverage, FileEffectKind, ToolRun};
 use crate::finding::{Suggestion, SuggestionBasis, Verdict};
 use crate::mcp::tool::{HintName, ToolDecl};
 
@@ -27,6 +27,20 @@ pub fn judge(tool: &ToolDecl, run: &ToolRun, coverage: &Coverage) -> HintJudgeme
         .filter(|(_, o)| o.is_destructive())
         .collect();
     let any_write = run.observations().any(|(_, o)| o.is_write());
+    // Whether a write met content that existed before it and kept it (an append, entries
+    // added to a store, a ref moved forward): only then was the case that could destroy
+    // content tried. A tool seen creating new paths only may still overwrite old ones.
+    let wrote_onto_existing = run.observations().any(|(_, o)| {
+        o.as_file().is_some_and(|f| {
+            matches!(
+                f.kind,
+                FileEffectKind::Appended
+                    | FileEffectKind::Extended
+                    | FileEffectKind::StoreChanged { .. }
+                    | FileEffectKind::RefAdvanced { .. }
+            )
+        })
+    });
     // Changes inside a database file are writes whose kind the file cannot tell.
     let database_change = run
         .observations()
@@ -41,12 +55,12 @@ pub fn judge(tool: &ToolDecl, run: &ToolRun, coverage: &Coverage) -> HintJudgeme
             basis: SuggestionBasis::Observed,
             reason: format!("the tool destroyed existing content: {}", o.describe()),
         })
-    } else if any_write && run.succeeded() && database_change.is_none() {
+    } else if any_write && run.succeeded() && database_change.is_none() && wrote_onto_existing {
         Some(Suggestion {
             hint: HintName::Destructive,
             value: false,
             basis: SuggestionBasis::Consistent,
-            reason: "every observed write was additive (created or appended)".into(),
+            reason: "every observed write was additive, onto existing content too (appended, or entries only added)".into(),
         })
     } else {
         None
@@ -59,7 +73,16 @@ pub fn judge(tool: &ToolDecl, run: &ToolRun, coverage: &Coverage) -> HintJudgeme
         HintName::Destructive,
         tool.hints.destructive.declared().is_some(),
         suggestion,
-        || judge_declared(tool, run, coverage, destructive, any_write, database_change),
+        || {
+            let mut j =
+                judge_declared(tool, run, coverage, destructive, any_write, database_change);
+            if any_write && !wrote_onto_existing && j.verdict == Verdict::NotApplicable {
+                j.reason.push_str(
+                    "; every write observed made a new path, so an overwrite of existing content was not tried",
+                );
+            }
+            j
+        },
     )
 }
 
@@ -124,6 +147,33 @@ mod tests {
     use crate::audit::testing::*;
     use crate::evidence::FileEffectKind;
     use serde_json::json;
+
+    #[test]
+    fn no_write_onto_existing_content_no_relaxed_suggestion() {
+        // write_file made a new file: whether it overwrites an existing one was not tried.
+        let cautious = tool(json!({"destructiveHint": true}));
+        let created = run(vec![call(
+            1,
+            ok(),
+            vec![file("$WORKSPACE/new.txt", FileEffectKind::Created)],
+        )]);
+        let j = judge(&cautious, &created, &full_coverage());
+        assert!(j.suggestion.is_none(), "{:?}", j.suggestion);
+        assert!(
+            j.reason
+                .contains("an overwrite of existing content was not tried"),
+            "{}",
+            j.reason
+        );
+        // An append onto existing content was tried and kept it: additive.
+        let appended = run(vec![call(
+            1,
+            ok(),
+            vec![file("$WORKSPACE/log.txt", FileEffectKind::Appended)],
+        )]);
+        let s = judge(&tool(json!({})), &appended, &full_coverage()).suggestion;
+        assert_eq!(s.map(|s| s.value), Some(false));
+    }
 
     #[test]
     fn a_database_changed_in_place_is_neither_evidence_nor_proof() {

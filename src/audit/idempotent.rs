@@ -51,6 +51,9 @@ pub fn judge(tool: &ToolDecl, run: &ToolRun, coverage: &Coverage) -> HintJudgeme
         .first_call()
         .is_some_and(|c| c.observations.iter().any(|o| counts(o) && c.counts(o)));
     let answered_repeats = repeats.iter().filter(|c| c.outcome.answered()).count();
+    // Only a repeat that succeeded shows what repeating does: one that failed (the file to
+    // move is gone) proves nothing about a repeat that works.
+    let succeeded_repeats = repeats.iter().filter(|c| c.outcome.is_success()).count();
     // What the repeats support, for an absent hint and for a tool whose readOnlyHint: true
     // its writes contradict.
     let suggestion = if !(first_ok && answered_repeats > 0) {
@@ -65,7 +68,7 @@ pub fn judge(tool: &ToolDecl, run: &ToolRun, coverage: &Coverage) -> HintJudgeme
                 o.describe()
             ),
         })
-    } else if first_effects {
+    } else if first_effects && succeeded_repeats > 0 {
         Some(Suggestion {
             hint: HintName::Idempotent,
             value: true,
@@ -174,6 +177,30 @@ mod tests {
     use crate::audit::testing::*;
     use crate::mcp::client::CallOutcome;
     use serde_json::json;
+
+    #[test]
+    fn a_failed_repeat_supports_no_idempotent_suggestion() {
+        use crate::evidence::FileEffectKind;
+        let moved = file("$WORKSPACE/b.txt", FileEffectKind::Created);
+        let failed = crate::mcp::client::CallOutcome::ToolError {
+            text: "a.txt: no such file".into(),
+            result_sha256: "x".into(),
+        };
+        let r = run(vec![
+            call(1, ok(), vec![moved.clone()]),
+            call(2, failed, vec![]),
+        ]);
+        let j = judge(
+            &tool(json!({"idempotentHint": false})),
+            &r,
+            &full_coverage(),
+        );
+        assert!(j.suggestion.is_none(), "{:?}", j.suggestion);
+        // A repeat that succeeded and changed nothing supports true.
+        let r = run(vec![call(1, ok(), vec![moved]), call(2, ok(), vec![])]);
+        let j = judge(&tool(json!({})), &r, &full_coverage());
+        assert_eq!(j.suggestion.map(|s| s.value), Some(true));
+    }
 
     #[test]
     fn a_repeat_with_its_own_effect_contradicts() {

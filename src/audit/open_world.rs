@@ -21,6 +21,32 @@ no network observer was active (for example with --no-sandbox), because nobody w
 Fix: declare `openWorldHint: true`, or remove the network access from the tool.",
 };
 
+/// Whether the tool's way to the network was tried: a tool that takes an address (a `url`,
+/// `uri`, `endpoint`, `host` …) must have succeeded with one given; otherwise calls that
+/// reached nothing (a local path, an empty query) cannot say it stays closed.
+fn address_tried(tool: &ToolDecl, run: &ToolRun) -> bool {
+    const ADDRESS_WORDS: [&str; 8] = [
+        "url", "uri", "link", "href", "endpoint", "website", "host", "domain",
+    ];
+    let takes_address = tool
+        .input_schema
+        .get("properties")
+        .and_then(serde_json::Value::as_object)
+        .is_some_and(|props| {
+            props.keys().any(|k| {
+                let k = k.to_lowercase();
+                ADDRESS_WORDS.iter().any(|w| k.contains(w))
+            })
+        });
+    !takes_address
+        || run.calls.iter().any(|c| {
+            c.outcome.is_success() && {
+                let args = c.arguments.to_string();
+                args.contains("http://") || args.contains("https://")
+            }
+        })
+}
+
 /// Judges `openWorldHint`.
 pub fn judge(tool: &ToolDecl, run: &ToolRun, coverage: &Coverage) -> HintJudgement {
     let external: Vec<_> = run
@@ -44,7 +70,7 @@ pub fn judge(tool: &ToolDecl, run: &ToolRun, coverage: &Coverage) -> HintJudgeme
                     basis: SuggestionBasis::Observed,
                     reason: format!("the tool reached for the network: {}", o.describe()),
                 })
-            } else if coverage.network.is_some() && run.succeeded() {
+            } else if coverage.network.is_some() && run.succeeded() && address_tried(tool, run) {
                 Some(Suggestion {
                     hint: HintName::OpenWorld,
                     value: false,
@@ -97,6 +123,26 @@ mod tests {
     use crate::audit::testing::*;
     use crate::evidence::NetKind;
     use serde_json::json;
+
+    #[test]
+    fn a_tool_that_takes_an_address_must_have_been_given_one() {
+        let fetch = crate::mcp::tool::parse_tool(
+            &json!({"name": "fetch", "inputSchema": {"type": "object",
+                "properties": {"url": {"type": "string"}}}}),
+            0,
+        )
+        .expect("tool");
+        let without = run(vec![call(1, ok(), vec![])]);
+        let j = judge(&fetch, &without, &full_coverage());
+        assert!(j.suggestion.is_none(), "{:?}", j.suggestion);
+        let mut with = call(1, ok(), vec![]);
+        with.arguments = json!({"url": "https://hintcheck.example.test/"});
+        let j = judge(&fetch, &run(vec![with]), &full_coverage());
+        assert_eq!(j.suggestion.map(|s| s.value), Some(false));
+        // A tool with no address to give keeps the suggestion.
+        let j = judge(&tool(json!({})), &without, &full_coverage());
+        assert_eq!(j.suggestion.map(|s| s.value), Some(false));
+    }
 
     #[test]
     fn external_attempts_contradict_loopback_does_not() {
