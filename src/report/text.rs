@@ -9,7 +9,8 @@
 use std::fmt::Write;
 
 use super::{Report, ToolReport};
-use crate::finding::{Finding, Severity, SuggestionBasis, Verdict};
+use crate::audit::suggest::{SupportBasis, SupportedHint};
+use crate::finding::{Finding, Severity, Verdict};
 use crate::mcp::tool::shorten;
 use crate::text::escape::terminal as esc;
 
@@ -420,11 +421,20 @@ fn write_tool(
     for n in t.synthesis_notes.iter().take(3) {
         writeln!(o, "    note:      {}", esc(n))?;
     }
+    // What to declare: every hint whose supported value differs from the declared one and
+    // that something backs, the fixes of contradicted hints first (observed), then the values
+    // that fit everything exercised.
+    let mut changes: Vec<&SupportedHint> = t
+        .supported
+        .iter()
+        .filter(|s| s.changed && s.basis != SupportBasis::Unverified)
+        .collect();
+    changes.sort_by_key(|s| s.basis != SupportBasis::Observed);
     if verbose {
-        for s in &t.suggestions {
+        for s in &changes {
             let basis = match s.basis {
-                SuggestionBasis::Observed => "observed",
-                SuggestionBasis::Consistent => "consistent with what was exercised",
+                SupportBasis::Observed => "observed",
+                _ => "consistent with what was exercised",
             };
             writeln!(
                 o,
@@ -434,9 +444,8 @@ fn write_tool(
                 esc(&s.reason)
             )?;
         }
-    } else if !t.suggestions.is_empty() {
-        let values: Vec<String> = t
-            .suggestions
+    } else if !changes.is_empty() {
+        let values: Vec<String> = changes
             .iter()
             .map(|s| format!("{}: {}", s.hint.key(), s.value))
             .collect();
