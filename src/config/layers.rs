@@ -121,6 +121,36 @@ impl Sources {
             .collect()
     }
 
+    /// The options set anywhere but by default, grouped by where they came from (the command
+    /// line first, then the scenario, then the config file): `("the command line",
+    /// ["--timeout"])`, `("the scenario s.toml", ["[run] repeat"])`.
+    pub fn grouped(&self) -> Vec<(String, Vec<String>)> {
+        let mut groups: Vec<(&Source, Vec<String>)> = Vec::new();
+        for (option, sources) in &self.by_option {
+            for source in sources.iter().filter(|s| **s != Source::Default) {
+                let name = match (source, self.flags.get(option)) {
+                    (Source::Flag, Some(flag)) => flag.clone(),
+                    _ => option.to_string(),
+                };
+                match groups.iter_mut().find(|(s, _)| *s == source) {
+                    Some((_, names)) => names.push(name),
+                    None => groups.push((source, vec![name])),
+                }
+            }
+        }
+        let rank = |s: &Source| match s {
+            Source::Flag => 0,
+            Source::Scenario(_) => 1,
+            Source::ConfigFile(_) => 2,
+            Source::Default => 3,
+        };
+        groups.sort_by_key(|(s, _)| rank(s));
+        groups
+            .into_iter()
+            .map(|(s, names)| (s.to_string(), names))
+            .collect()
+    }
+
     /// Takes in what `other` recorded.
     pub fn extend(&mut self, other: Sources) {
         for (option, sources) in other.by_option {

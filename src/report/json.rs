@@ -167,6 +167,19 @@ struct SettingsV1<'a> {
     /// Categories whose findings do not fail the run (additive).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     fail_except: Vec<&'static str>,
+    /// The config file read (additive).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    config_file: Option<&'a str>,
+    /// Where the options set other than by default came from (additive).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    sources: Vec<SourceV1<'a>>,
+}
+
+/// Options that came from one place.
+#[derive(Debug, Serialize)]
+struct SourceV1<'a> {
+    from: &'a str,
+    options: &'a [String],
 }
 
 #[derive(Debug, Serialize)]
@@ -657,6 +670,13 @@ pub fn to_v1(r: &Report) -> ReportV1<'_> {
             transport: &r.settings.transport,
             fail_on: r.settings.fail.on.as_str(),
             fail_except: r.settings.fail.except.iter().map(|c| c.as_str()).collect(),
+            config_file: r.settings.config_file.as_deref(),
+            sources: r
+                .settings
+                .sources
+                .iter()
+                .map(|(from, options)| SourceV1 { from, options })
+                .collect(),
         },
         seeded: &r.seeded,
         tools: r.tools.iter().map(tool).collect(),

@@ -212,6 +212,14 @@ pub fn render(r: &Report) -> String {
                 .join(","),
         ),
         ("exit_code", r.exit_code.to_string()),
+        (
+            "config_file",
+            r.settings.config_file.clone().unwrap_or_default(),
+        ),
+        (
+            "settings_from",
+            r.settings.sources_line().unwrap_or_default(),
+        ),
     ];
     for (k, v) in properties {
         let _ = writeln!(o, "      <property name=\"{k}\" value=\"{}\"/>", escape(&v));

@@ -288,11 +288,17 @@ fn replays(o: &mut String, r: &Report) {
     }
 }
 
-/// The version, seed and settings the run used.
+/// The version, seed and settings the run used, and where they came from.
 fn footer(o: &mut String, r: &Report) {
+    let config = r
+        .settings
+        .config_file
+        .as_ref()
+        .map(|f| format!(" · config {}", md(f)))
+        .unwrap_or_default();
     let _ = writeln!(
         o,
-        "\n<sub>hintcheck {} · seed {} · {} call(s) per tool · fail on {} · {:.1} s</sub>",
+        "\n<sub>hintcheck {} · seed {} · {} call(s) per tool · fail on {} · {:.1} s{config}</sub>",
         md(&r.hintcheck_version),
         r.settings.seed,
         r.settings.repeat,

@@ -304,6 +304,24 @@ pub struct Settings {
     pub transport: String,
     /// What fails the run: the lowest severity and the categories excepted.
     pub fail: crate::finding::FailRule,
+    /// The config file read, if one was.
+    pub config_file: Option<String>,
+    /// The options set other than by default, grouped by where they came from (the
+    /// command line, the scenario, the config file), as they were named there.
+    pub sources: Vec<(String, Vec<String>)>,
+}
+
+impl Settings {
+    /// `--timeout from the command line; [run] repeat, [run] call_timeout from the scenario
+    /// s.toml`, or `None` when every option has its default.
+    pub fn sources_line(&self) -> Option<String> {
+        let groups: Vec<String> = self
+            .sources
+            .iter()
+            .map(|(from, names)| format!("{} from {from}", names.join(", ")))
+            .collect();
+        (!groups.is_empty()).then(|| groups.join("; "))
+    }
 }
 
 /// One tool.

@@ -282,6 +282,8 @@ pub fn render(r: &Report, anchors: &Anchors) -> String {
                 },
                 "failOn": r.settings.fail.on.as_str(),
                 "failExcept": r.settings.fail.except,
+                "configFile": r.settings.config_file,
+                "settingsFrom": r.settings.sources_line(),
             },
         }],
     });

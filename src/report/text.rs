@@ -323,6 +323,12 @@ fn run_facts(o: &mut String, r: &Report, verbose: bool) -> std::fmt::Result {
         "seed:     {} (--seed {} repeats this run's words and arguments)",
         r.settings.seed, r.settings.seed
     )?;
+    if let Some(file) = &r.settings.config_file {
+        writeln!(o, "config:   read {}", esc(file))?;
+    }
+    if let Some(line) = r.settings.sources_line() {
+        writeln!(o, "set:      {}", esc(&line))?;
+    }
     Ok(())
 }
 

@@ -402,6 +402,8 @@ fn settings_of(config: &RunConfig) -> Settings {
         .into(),
         transport: config.server.transport.name().into(),
         fail: config.judge.fail.clone(),
+        config_file: config.config_file.as_ref().map(|p| p.display().to_string()),
+        sources: config.sources.grouped(),
     }
 }
 

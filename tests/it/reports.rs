@@ -1126,13 +1126,23 @@ fn server_supplied_text_reaches_no_medium_raw() {
 
 #[test]
 fn quiet_says_nothing_on_stderr_but_errors() {
-    let out = demo(&["-q", "--format", "json"], None);
+    let out = demo(&["-q", "--format", "json", "--call-timeout", "20s"], None);
     assert_eq!(out.code, 1, "{}", out.stderr);
     assert!(out.stderr.trim().is_empty(), "{}", out.stderr);
+    let r = out.json();
+    assert_eq!(r["summary"]["contradicted"], 7, "the report is whole");
+    // The report says where its settings came from.
+    let sources = &r["settings"]["sources"];
+    assert_eq!(sources[0]["from"], "the command line", "{sources}");
     assert_eq!(
-        out.json()["summary"]["contradicted"],
-        7,
-        "the report is whole"
+        sources[0]["options"],
+        serde_json::json!(["--format", "--call-timeout"])
+    );
+    assert!(
+        sources[1]["from"]
+            .as_str()
+            .is_some_and(|f| f.starts_with("the scenario ")),
+        "{sources}"
     );
     // An error is still said.
     let failed = run(
