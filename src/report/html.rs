@@ -439,6 +439,30 @@ fn status(e: &Entry<'_>) -> (String, &'static str, Option<String>) {
     (status.words(), status.class(), detail)
 }
 
+/// Where the run's settings came from, from the JSON report's `settings.sources`:
+/// `--timeout from the command line; [run] repeat from the scenario …` (empty: all defaults).
+fn settings_sources(settings: &Value) -> String {
+    settings["sources"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|group| {
+            let options: Vec<&str> = group["options"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .collect();
+            format!(
+                "{} from {}",
+                options.join(", "),
+                group["from"].as_str().unwrap_or("?")
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
 /// The server's name and version from its report.
 fn server_name(report: &Value) -> String {
     let info = &report["server"]["server_info"];
@@ -553,6 +577,13 @@ fn server_detail(i: usize, e: &Entry<'_>, report: &Value, open: bool) -> Markup 
                     "; " (coverage["calls"].as_u64().unwrap_or(0)) " call(s), "
                     (coverage["tools_succeeded"].as_u64().unwrap_or(0)) " of "
                     (coverage["tools_listed"].as_u64().unwrap_or(0)) " tool(s) answered a call successfully"
+                }
+                @if let Some(file) = report["settings"]["config_file"].as_str() {
+                    dt { "config" } dd { (shown_cut(file, 300)) }
+                }
+                @let set = settings_sources(&report["settings"]);
+                @if !set.is_empty() {
+                    dt { "set" } dd { (shown_cut(&set, 600)) }
                 }
             }
             table.tools {

@@ -444,6 +444,11 @@ fn the_html_page_of_the_demo_shows_every_lie_with_its_evidence_in_a_browser() {
     assert_eq!(out.code, 1, "{}", out.stderr);
     let text = std::fs::read_to_string(&page).expect("html written");
     assert_self_contained(&text);
+    // Where the settings came from, as in every report.
+    assert!(
+        text.contains("<dt>set</dt><dd>--format, --output from the command line; [server] command"),
+        "{text}"
+    );
     let Some(browser) = chromium() else {
         return;
     };
