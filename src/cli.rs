@@ -105,6 +105,18 @@ pub enum Command {
     /// Examples: hintcheck verify --scenario scenarios/demo;
     /// hintcheck verify -- node node_modules/@modelcontextprotocol/server-filesystem/dist/index.js {workspace}
     Verify(Box<VerifyArgs>),
+    /// Verify the demo server built into hintcheck (honest tools and liars), as `verify` does
+    ///
+    /// The demo is a small notes server whose tools include honest ones and liars; it runs from
+    /// the binary alone. Every verify option that is not about the server applies.
+    ///
+    /// Examples: hintcheck demo; hintcheck demo --format html --output demo.html
+    #[command(
+        mut_arg("command", |a| a.hide(true)),
+        mut_arg("scenario", |a| a.hide(true)),
+        mut_arg("check", |a| a.hide(true))
+    )]
+    Demo(Box<VerifyArgs>),
     /// Verify the server (as `verify` does) and print, for every tool, the annotations the
     /// observations support, each with its basis: a table, or JSON ready to paste
     /// (--format json).

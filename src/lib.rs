@@ -36,6 +36,7 @@ pub mod audit;
 pub mod baseline;
 pub mod cli;
 pub mod config;
+pub mod demo;
 pub mod error;
 pub mod evidence;
 pub mod exercise;

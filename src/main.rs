@@ -35,6 +35,12 @@ fn main() -> ExitCode {
         let code = hintcheck::sandbox::init::main();
         return ExitCode::from(code.clamp(0, 255) as u8);
     }
+    // The fake server the demo (and any scenario without a command) runs, when no
+    // `hintcheck-fake-server` lies beside this binary: words after it are the server's own.
+    let args: Vec<String> = std::env::args().collect();
+    if args.get(1).map(String::as_str) == Some(hintcheck::config::FAKE_SERVER_SUBCOMMAND) {
+        hintcheck_harness::run(&args[2..], &[hintcheck::config::FAKE_SERVER_SUBCOMMAND]);
+    }
     let cli = match Cli::try_parse_showing_defaults() {
         Ok(c) => c,
         Err(e) => {
@@ -52,24 +58,43 @@ fn main() -> ExitCode {
                 e.exit_code()
             }
         },
-        Command::Verify(a) => match verify(&a, Mode::Verify) {
-            Ok(code) => code,
-            Err(e) => {
-                say!("hintcheck: error: {}", hintcheck::text::error_chain(&e));
-                e.exit_code()
-            }
-        },
+        Command::Verify(a) => verifying(&a, Mode::Verify),
+        Command::Demo(a) => demo(*a),
         Command::Scan(a) => scan(&a),
         Command::Merge(a) => merge(&a),
-        Command::Suggest(a) => match verify(&a, Mode::Suggest) {
-            Ok(code) => code,
-            Err(e) => {
-                say!("hintcheck: error: {}", hintcheck::text::error_chain(&e));
-                e.exit_code()
-            }
-        },
+        Command::Suggest(a) => verifying(&a, Mode::Suggest),
     };
     ExitCode::from(code as u8)
+}
+
+/// `hintcheck demo`: the demo scenario carried by the binary, laid out in a temporary
+/// directory for the run, verified as `verify --scenario` would.
+fn demo(mut a: VerifyArgs) -> i32 {
+    if !a.command.is_empty() || a.scenario.is_some() {
+        return usage_error(
+            "demo runs the server built into hintcheck; to verify yours: hintcheck verify -- CMD (or --scenario FILE)",
+        );
+    }
+    let laid = match hintcheck::demo::DemoScenario::lay_out() {
+        Ok(l) => l,
+        Err(e) => {
+            say!("hintcheck: error: {e}");
+            return exit_code::HARNESS;
+        }
+    };
+    a.scenario = Some(laid.path().to_path_buf());
+    verifying(&a, Mode::Verify)
+}
+
+/// `verify` (or `suggest`) with its error said on stderr and mapped to its exit code.
+fn verifying(a: &VerifyArgs, mode: Mode) -> i32 {
+    match verify(a, mode) {
+        Ok(code) => code,
+        Err(e) => {
+            say!("hintcheck: error: {}", hintcheck::text::error_chain(&e));
+            e.exit_code()
+        }
+    }
 }
 
 fn explain(a: &ExplainArgs) -> i32 {

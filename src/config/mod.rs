@@ -8,7 +8,7 @@ pub mod options;
 pub mod resolve;
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -60,14 +60,6 @@ pub enum ConfigError {
     /// The command downloads its server at run time, which the sandbox forbids.
     #[error("{0}")]
     NetworkLauncher(String),
-    /// The fake server of the harness was not found.
-    #[error(
-        "the scenario needs the harness's fake server, which was not found next to hintcheck ({searched}); build it with `cargo build --workspace` or set HINTCHECK_FAKE_SERVER"
-    )]
-    NoFakeServer {
-        /// Where we looked.
-        searched: String,
-    },
 }
 
 /// Roots offered to the server.
@@ -335,26 +327,30 @@ pub fn parse_size(flag: &str, s: &str) -> Result<u64, ConfigError> {
     Ok(bytes)
 }
 
-/// The harness's fake server: `HINTCHECK_FAKE_SERVER`, or next to our own binary.
-pub fn find_fake_server() -> Result<PathBuf, ConfigError> {
+/// The name of the hidden subcommand that runs the fake server inside the hintcheck binary.
+pub const FAKE_SERVER_SUBCOMMAND: &str = "fake-server";
+
+/// The command that starts the harness's fake server: `HINTCHECK_FAKE_SERVER`, the
+/// `hintcheck-fake-server` program next to our own binary (a build of the workspace), or our
+/// own binary's `fake-server` subcommand (the released binary alone).
+pub fn fake_server_command() -> Vec<String> {
     if let Ok(p) = std::env::var("HINTCHECK_FAKE_SERVER") {
-        return Ok(PathBuf::from(p));
+        return vec![p];
     }
     let exe = std::env::current_exe().unwrap_or_default();
-    let mut searched = Vec::new();
-    let mut dir = exe.parent().map(Path::to_path_buf);
-    for _ in 0..2 {
-        let Some(d) = dir else { break };
-        let candidate = d.join("hintcheck-fake-server");
-        if candidate.is_file() {
-            return Ok(candidate);
-        }
-        searched.push(candidate.display().to_string());
-        dir = d.parent().map(Path::to_path_buf);
+    let beside = exe
+        .ancestors()
+        .skip(1)
+        .take(2)
+        .map(|d| d.join("hintcheck-fake-server"))
+        .find(|c| c.is_file());
+    match beside {
+        Some(program) => vec![program.display().to_string()],
+        None => vec![
+            exe.display().to_string(),
+            FAKE_SERVER_SUBCOMMAND.to_string(),
+        ],
     }
-    Err(ConfigError::NoFakeServer {
-        searched: searched.join(", "),
-    })
 }
 
 /// `[setup]` installs still to do, with where and within what.

@@ -16,7 +16,7 @@ use super::options::{
     SandboxOptions, ServerOptions, TransportArg,
 };
 use super::{
-    ConfigError, Outputs, PendingSetup, RootsOffer, Transport, Waits, find_fake_server,
+    ConfigError, Outputs, PendingSetup, RootsOffer, Transport, Waits, fake_server_command,
     parse_duration, parse_size,
 };
 use crate::cli::VerifyArgs;
@@ -198,25 +198,36 @@ fn scenario_server(
             c
         }
     };
-    let fake = if command.iter().any(|c| c.contains("{fake_server}")) {
-        Some(find_fake_server()?.display().to_string())
-    } else {
-        None
-    };
+    if command.iter().any(|c| c.contains("{fake_server}")) {
+        command = with_fake_server(command, &fake_server_command());
+    }
     let scenario_path = s.path.display().to_string();
     let scenario_dir = s.dir().display().to_string();
     for c in &mut command {
         *c = c
             .replace("{scenario}", &scenario_path)
             .replace("{scenario_dir}", &scenario_dir);
-        if let Some(f) = &fake {
-            *c = c.replace("{fake_server}", f);
-        }
     }
     Ok(Some(ServerOptions {
         command: Some(command),
         ..s.server.clone()
     }))
+}
+
+/// `command` with `{fake_server}` replaced by the words that start it: a word that is the
+/// placeholder alone becomes those words, one that holds it inside other text (a shell line)
+/// gets them joined by spaces.
+fn with_fake_server(command: Vec<String>, fake: &[String]) -> Vec<String> {
+    command
+        .into_iter()
+        .flat_map(|c| {
+            if c == "{fake_server}" {
+                fake.to_vec()
+            } else {
+                vec![c.replace("{fake_server}", &fake.join(" "))]
+            }
+        })
+        .collect()
 }
 
 /// The config file's `[server]`, `{config_dir}` in its command replaced.
@@ -639,4 +650,30 @@ pub fn command(given: &Given, transport: &Transport) -> Result<(Vec<String>, Env
         });
     }
     Ok((command, env))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_fake_server_placeholder_becomes_the_words_that_start_it() {
+        let words = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let built_in = words(&["/opt/hintcheck", "fake-server"]);
+        assert_eq!(
+            with_fake_server(
+                words(&["{fake_server}", "--scenario", "{scenario}"]),
+                &built_in
+            ),
+            words(&["/opt/hintcheck", "fake-server", "--scenario", "{scenario}"])
+        );
+        // Inside a shell line the words are joined.
+        assert_eq!(
+            with_fake_server(
+                words(&["sh", "-c", "exec {fake_server} --scenario x"]),
+                &built_in
+            ),
+            words(&["sh", "-c", "exec /opt/hintcheck fake-server --scenario x"])
+        );
+    }
 }

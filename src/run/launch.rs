@@ -32,7 +32,7 @@ pub(super) async fn launch(
     scratch: &Scratch,
     log: &mut RunLog,
 ) -> Result<Launched, Ending> {
-    let (mut recorder, coverage) = observers::build(ctx.config, scratch, &ctx.command, ctx);
+    let (mut recorder, coverage) = observers::build(ctx.config, scratch, ctx);
     let mut sandbox_level = ctx.config.sandbox.level;
     let mut sandbox_status = SandboxStatus::scratch_only(ctx.subreaper);
     let launched = std::time::Instant::now();

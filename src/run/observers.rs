@@ -14,14 +14,13 @@ use crate::observe::fs::{
     FsSnapshotObserver, OverlayRoot, SandboxDir, SnapshotLimits, SnapshotRoot,
 };
 use crate::observe::inotify::InotifyObserver;
-use crate::sandbox::policy::named_tmp_entries;
+use crate::sandbox::policy::TEMPORARY_PLACES;
 use crate::sandbox::scratch::Scratch;
 
 /// The recorder over every observer of the run, and what they cover.
 pub(super) fn build(
     config: &RunConfig,
     scratch: &Scratch,
-    command: &[String],
     ctx: &RunContext<'_>,
 ) -> (Recorder, Coverage) {
     let scratch_roots = vec![
@@ -35,38 +34,28 @@ pub(super) fn build(
     let notified = inotify_observer.is_active();
     let mut fs_observer = FsSnapshotObserver::new(scratch_roots, SnapshotLimits::default());
     fs_observer.follow(inotify_observer.feed());
-    let mut read_only_tmp: Vec<PathBuf> = Vec::new();
+    let read_only_shown = &ctx.placement.shown_temporary;
     if config.sandbox.level.is_some() {
-        // In the sandbox's /tmp, the scratch root is watched through the scratch roots, the
-        // overlays through their own roots, and the read-only /tmp entries named on the
-        // command line cannot change: walk none of them twice.
-        let top_name = |p: &std::path::Path| -> Option<String> {
-            p.strip_prefix("/tmp")
-                .ok()
-                .and_then(|rel| rel.components().next())
-                .map(|c| c.as_os_str().to_string_lossy().into_owned())
-        };
-        let words: Vec<&str> = command
-            .iter()
-            .map(String::as_str)
-            .chain(config.server.env.iter().map(|(_, v)| v.as_str()))
-            .collect();
+        // In the sandbox's temporary places, the scratch root is watched through the scratch
+        // roots, the overlays through their own roots, and the read-only entries the server
+        // runs on cannot change: walk none of them twice.
         let scratch_root = scratch.root().map(|p| p.to_path_buf()).unwrap_or_default();
-        read_only_tmp = named_tmp_entries(words, &scratch_root);
-        let mut skip_in_tmp: Vec<String> = read_only_tmp
+        let sandbox_dirs: Vec<SandboxDir> = TEMPORARY_PLACES
             .iter()
-            .chain(config.sandbox.overlays.iter())
-            .chain(std::iter::once(&scratch_root))
-            .filter_map(|p| top_name(p))
+            .map(|place| {
+                let mut skip: Vec<String> = read_only_shown
+                    .iter()
+                    .chain(config.sandbox.overlays.iter())
+                    .chain(std::iter::once(&scratch_root))
+                    .filter_map(|p| p.strip_prefix(place).ok())
+                    .filter_map(|rel| rel.components().next())
+                    .map(|c| c.as_os_str().to_string_lossy().into_owned())
+                    .collect();
+                skip.sort();
+                skip.dedup();
+                SandboxDir::new(place, skip)
+            })
             .collect();
-        skip_in_tmp.sort();
-        skip_in_tmp.dedup();
-        let scratch_name = skip_in_tmp;
-        let sandbox_dirs = vec![
-            SandboxDir::new("/tmp", scratch_name),
-            SandboxDir::new("/var/tmp", Vec::new()),
-            SandboxDir::new("/dev/shm", Vec::new()),
-        ];
         inotify_observer.watch_sandbox_dirs(sandbox_dirs.clone());
         fs_observer.watch_sandbox_dirs(sandbox_dirs);
         // Overlays through their layers: only what the upper layer holds is walked (and
@@ -93,17 +82,15 @@ pub(super) fn build(
             scratch.workspace.clone(),
             scratch.home.clone(),
             scratch.tmp.clone(),
-            PathBuf::from("/tmp"),
-            PathBuf::from("/var/tmp"),
-            PathBuf::from("/dev/shm"),
         ];
+        writable.extend(TEMPORARY_PLACES.map(PathBuf::from));
         writable.extend(config.sandbox.overlays.iter().cloned());
         writable.extend(ctx.placement.identity.home.clone());
         let resolver = SANDBOX_RESOLVER
             .parse()
             .unwrap_or(std::net::IpAddr::from([192, 0, 2, 53]));
         // The scratch root itself is read-only inside (only its three directories are not).
-        let mut read_only = read_only_tmp.clone();
+        let mut read_only = read_only_shown.clone();
         read_only.extend(scratch.root().map(|p| p.to_path_buf()));
         observers.push(Box::new(
             AttemptObserver::new(writable, read_only, resolver)

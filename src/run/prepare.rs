@@ -96,7 +96,8 @@ pub(super) fn prepare<'a>(
         Placement::default()
     };
     // Before launch: can the server's account reach its program, interpreter and script?
-    if let Err(cause) = preflight(config, &command, run_as, &placement) {
+    let scratch_root = scratch.root().unwrap_or(Path::new("/"));
+    if let Err(cause) = preflight(config, &command, run_as, &placement, scratch_root) {
         let reason = format!("harness error: the server cannot be started: {cause}");
         return Err(not_started(log, cause, &reason));
     }
@@ -135,7 +136,6 @@ pub(super) fn prepare<'a>(
         subreaper,
         deadline,
         http_port,
-        command,
     };
     Ok(Prepared { scratch, ctx })
 }
@@ -170,17 +170,27 @@ fn seeded_scratch(config: &RunConfig) -> Result<Scratch, (String, &'static str)>
 }
 
 /// Whether the server's account can reach its program, interpreter and script as the
-/// sandbox will show them; `Err` says what it cannot reach.
+/// sandbox will show them (the private places and the temporary places covered, what the
+/// placement shows in them and the scratch root visible); `Err` says what it cannot reach.
 fn preflight(
     config: &RunConfig,
     command: &[String],
     run_as: Option<(u32, u32)>,
     placement: &Placement,
+    scratch_root: &Path,
 ) -> Result<(), String> {
     let path_var = std::env::var("PATH").ok();
     let Ok(program) = resolve_program(&command[0], path_var.as_deref()) else {
         return Ok(());
     };
+    let mut hidden = placement.hidden.clone();
+    let mut exposed = placement.exposed.clone();
+    if config.sandbox.level.is_some() {
+        hidden.extend(crate::sandbox::policy::TEMPORARY_PLACES.map(PathBuf::from));
+        exposed.extend(placement.shown_temporary.iter().cloned());
+        exposed.extend(config.sandbox.overlays.iter().cloned());
+        exposed.push(scratch_root.to_path_buf());
+    }
     let account = match (config.sandbox.level, run_as) {
         (Some(_), Some((uid, gid))) => crate::sandbox::preflight::Account::Ids(uid, gid),
         _ => crate::sandbox::preflight::Account::Current,
@@ -191,8 +201,8 @@ fn preflight(
         account,
         path_var.as_deref(),
         crate::sandbox::preflight::View {
-            hidden: &placement.hidden,
-            exposed: &placement.exposed,
+            hidden: &hidden,
+            exposed: &exposed,
         },
     )
     .map_err(|e| e.to_string())

@@ -17,7 +17,7 @@ use crate::sandbox::cgroup::RunCgroup;
 use crate::sandbox::connector::Connector;
 use crate::sandbox::control::StepFailure;
 use crate::sandbox::notify::AttemptQueue;
-use crate::sandbox::policy::{Limits, named_tmp_entries};
+use crate::sandbox::policy::{Limits, named_temporary_entries};
 use crate::sandbox::process::{
     ExitSummary, LaunchSpec, NetworkSockets, ServerPipes, ServerProcess, resolve_program,
 };
@@ -81,8 +81,6 @@ pub(super) struct RunContext<'a> {
     pub(super) stop: watch::Receiver<bool>,
     /// Whether hintcheck reaps the server's orphans (it is a child subreaper).
     pub(super) subreaper: bool,
-    /// The command as the server is started (its placeholders filled).
-    pub(super) command: Vec<String>,
     /// When the run's `--timeout` passes.
     pub(super) deadline: Instant,
 }
@@ -127,9 +125,10 @@ impl RunContext<'_> {
 /// for every server start of a run.
 #[derive(Debug, Clone, Default)]
 pub(super) struct Placement {
-    /// /tmp entries the server must see: its files on the command line, in its environment,
+    /// Entries of /tmp, /var/tmp and /dev/shm the server must see: its program and
+    /// interpreters, its files on the command line and in its environment, `--expose` paths
     /// and the lower layers of overlays.
-    pub(super) visible_tmp: Vec<PathBuf>,
+    pub(super) shown_temporary: Vec<PathBuf>,
     pub(super) hidden: Vec<PathBuf>,
     pub(super) exposed: Vec<PathBuf>,
     /// Where the server may read and execute (see `SandboxConfig::readable`).
@@ -164,7 +163,23 @@ impl Placement {
             .chain(config.server.env.iter().map(|(_, v)| v.as_str()))
             .chain(overlays.iter().map(String::as_str))
             .collect();
-        let visible_tmp = named_tmp_entries(words.iter().copied(), scratch_root);
+        // What runs (the program as found on PATH, its #! interpreters) and what the user
+        // asked to see counts as named wherever it lies.
+        let running: Vec<String> = std::iter::once(program.clone())
+            .chain(crate::sandbox::preflight::shebang_interpreters(
+                &program,
+                path_var.as_deref(),
+            ))
+            .chain(config.sandbox.expose.iter().cloned())
+            .map(|p| p.display().to_string())
+            .collect();
+        let shown_temporary = named_temporary_entries(
+            words
+                .iter()
+                .copied()
+                .chain(running.iter().map(String::as_str)),
+            scratch_root,
+        );
         let exposed = crate::sandbox::policy::exposed_paths(
             &hidden,
             words.iter().copied(),
@@ -197,7 +212,7 @@ impl Placement {
             }
         }
         Placement {
-            visible_tmp,
+            shown_temporary,
             hidden,
             exposed,
             readable,
@@ -503,7 +518,7 @@ fn sandbox_config(
         cgroup: cgroup.map(|c| c.path().to_path_buf()),
         cgroup_enforces: cgroup.map(|c| c.enforces.clone()).unwrap_or_default(),
         level,
-        visible_tmp: ctx.placement.visible_tmp.clone(),
+        shown_temporary: ctx.placement.shown_temporary.clone(),
         hidden: ctx.placement.hidden.clone(),
         exposed: ctx.placement.exposed.clone(),
         overlays: ctx.config.sandbox.overlays.clone(),

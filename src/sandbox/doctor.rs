@@ -126,7 +126,7 @@ pub fn probe_setup(
             scratch.home.clone(),
             scratch.tmp.clone(),
         ],
-        visible_tmp: Vec::new(),
+        shown_temporary: Vec::new(),
         hidden,
         exposed,
         overlays: Vec::new(),

@@ -15,7 +15,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use super::control::{self, ControlRecord, StepFailure};
-use super::policy::{CONFIG_ENV, Enforcement, SandboxConfig, SandboxLevel};
+use super::policy::{CONFIG_ENV, Enforcement, SandboxConfig, SandboxLevel, TEMPORARY_PLACES};
 
 /// The file descriptor the harness puts the control socket on.
 pub const CONTROL_FD: RawFd = 3;
@@ -610,24 +610,33 @@ impl Init {
             )?;
         }
         self.hide_private()?;
-        let r = self.new_tmp();
-        self.mounted(
-            "mount-tmp",
-            r,
-            "tmpfs over /tmp (the scratch directories bound inside)",
-        )?;
-        for dir in ["/var/tmp", "/dev/shm"] {
-            if Path::new(dir).is_dir() {
-                let r = mount(
-                    Some("tmpfs"),
-                    Path::new(dir),
-                    Some("tmpfs"),
-                    nodev,
-                    Some("mode=1777,size=256m"),
-                );
-                let name = format!("mount-{}", dir.trim_start_matches('/').replace('/', "-"));
-                self.mounted(&name, r, &format!("tmpfs over {dir}"))?;
+        for dir in TEMPORARY_PLACES.map(Path::new) {
+            if !dir.is_dir() {
+                continue;
             }
+            let r = self.new_temporary(dir);
+            let name = format!(
+                "mount-{}",
+                dir.display()
+                    .to_string()
+                    .trim_start_matches('/')
+                    .replace('/', "-")
+            );
+            let label = if self.config.scratch_root.starts_with(dir) {
+                format!(
+                    "tmpfs over {} (the scratch directories bound inside)",
+                    dir.display()
+                )
+            } else {
+                format!("tmpfs over {}", dir.display())
+            };
+            self.mounted(&name, r, &label)?;
+        }
+        for p in &self.config.shown_temporary {
+            self.enforcement.mounts.push(format!(
+                "{} visible read-only (the server runs on it or is given it)",
+                p.display()
+            ));
         }
         let r = self.bind_resolv_conf(&resolv_target);
         self.mounted("resolv-conf", r, "own /etc/resolv.conf")?;
@@ -687,25 +696,20 @@ impl Init {
         Ok(())
     }
 
-    /// A fresh tmpfs over /tmp that still holds the scratch root at its usual path, and,
-    /// read-only, the /tmp entries the server's command line names.
-    fn new_tmp(&mut self) -> Step {
+    /// A fresh tmpfs over a temporary place (/tmp, /var/tmp, /dev/shm) that still holds the
+    /// scratch root at its usual path when it lies there, and, read-only, the entries of the
+    /// place the server runs on.
+    fn new_temporary(&self, place: &Path) -> Step {
         // An entry that is an overlay stays writable: the overlay is what the server writes.
         let mut binds: Vec<Bind> = self
             .config
-            .visible_tmp
+            .shown_temporary
             .iter()
+            .filter(|p| p.starts_with(place))
             .map(|p| Bind::same(p, !self.config.overlays.contains(p)))
             .collect();
-        binds.extend(self.scratch_binds(Path::new("/tmp")));
-        cover_with_tmpfs(Path::new("/tmp"), &binds, "mode=1777,size=256m")?;
-        for p in &self.config.visible_tmp {
-            self.enforcement.mounts.push(format!(
-                "{} visible read-only (named on the command line)",
-                p.display()
-            ));
-        }
-        Ok(())
+        binds.extend(self.scratch_binds(place));
+        cover_with_tmpfs(place, &binds, "mode=1777,size=256m")
     }
 
     /// The binds that keep the scratch root visible inside `place` (when it lies there): the

@@ -59,9 +59,11 @@ pub struct SandboxConfig {
     /// its writes land in `scratch_root/.state/overlay-N/upper` and never reach the host.
     #[serde(default)]
     pub overlays: Vec<PathBuf>,
-    /// Entries of the host's /tmp that the command line names: visible read-only inside,
-    /// where /tmp is otherwise a fresh tmpfs.
-    pub visible_tmp: Vec<PathBuf>,
+    /// Entries of the host's temporary places ([`TEMPORARY_PLACES`]) that the server runs on
+    /// or is given (its program, interpreters, script, the paths of its command line and
+    /// environment, `--expose` paths): visible read-only inside, at their own paths, where each
+    /// of these places is otherwise a fresh tmpfs.
+    pub shown_temporary: Vec<PathBuf>,
     /// Places that hold users' private files (home directories, /root): each is covered by an
     /// empty tmpfs inside, so that no key, token or history of the invoking user is readable.
     #[serde(default)]
@@ -254,29 +256,36 @@ pub struct Enforcement {
     pub readable_beyond_system: Option<Vec<String>>,
 }
 
-/// The top-level entries of /tmp that `words` (a command line, environment values) name,
-/// except the scratch root's: the sandbox shows them read-only.
-pub fn named_tmp_entries<'a>(
+/// The places every user may write to that the sandbox covers with a tmpfs of its own: what
+/// the host keeps there is out of sight except the entries the server runs on
+/// ([`named_temporary_entries`]) and the scratch root.
+pub const TEMPORARY_PLACES: [&str; 3] = ["/tmp", "/var/tmp", "/dev/shm"];
+
+/// The top-level entries of the [`TEMPORARY_PLACES`] that `words` (a command line, its
+/// program and interpreters, environment values, `--expose` paths) name, except the scratch
+/// root's: the sandbox shows them read-only.
+pub fn named_temporary_entries<'a>(
     words: impl IntoIterator<Item = &'a str>,
     scratch_root: &std::path::Path,
 ) -> Vec<PathBuf> {
     let mut out: Vec<PathBuf> = Vec::new();
-    // Entries inside the scratch root are bound read-write anyway.
-    let scratch_top = (scratch_root.parent() == Some(std::path::Path::new("/tmp")))
-        .then(|| scratch_root.to_path_buf());
     for word in words {
         for candidate in std::iter::once(word).chain(word.split_once('=').map(|(_, v)| v)) {
-            let Ok(rel) = std::path::Path::new(candidate).strip_prefix("/tmp") else {
-                continue;
-            };
-            let Some(first) = rel.components().next() else {
-                continue;
-            };
-            let top = std::path::Path::new("/tmp").join(first);
-            if Some(&top) == scratch_top.as_ref() || !top.exists() || out.contains(&top) {
-                continue;
+            let candidate = std::path::Path::new(candidate);
+            for place in TEMPORARY_PLACES.map(std::path::Path::new) {
+                let Ok(rel) = candidate.strip_prefix(place) else {
+                    continue;
+                };
+                let Some(first) = rel.components().next() else {
+                    continue;
+                };
+                let top = place.join(first);
+                // Entries inside the scratch root are bound read-write anyway.
+                if top == scratch_root || !top.exists() || out.contains(&top) {
+                    continue;
+                }
+                out.push(top);
             }
-            out.push(top);
         }
     }
     out
@@ -694,6 +703,36 @@ pub fn exposed_paths<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn entries_of_every_temporary_place_are_named_by_their_top_directory() {
+        let var_tmp = tempfile::Builder::new()
+            .prefix("hintcheck-named-")
+            .tempdir_in("/var/tmp")
+            .expect("a directory under /var/tmp");
+        let tmp = tempfile::Builder::new()
+            .prefix("hintcheck-named-")
+            .tempdir_in("/tmp")
+            .expect("a directory under /tmp");
+        let program = var_tmp.path().join("bin/server");
+        let script = tmp.path().join("lib/main.py");
+        let words = [
+            program.display().to_string(),
+            format!("--data={}", script.display()),
+            "/var/tmp".to_string(),
+            "/dev/shm/not-there".to_string(),
+        ];
+        let scratch = tempfile::tempdir().expect("scratch");
+        let named = named_temporary_entries(words.iter().map(String::as_str), scratch.path());
+        // The top entries that exist, once each; a place itself and missing entries are not.
+        assert_eq!(
+            named,
+            vec![var_tmp.path().to_path_buf(), tmp.path().to_path_buf()]
+        );
+        // The scratch root is bound read-write anyway.
+        let inside = scratch.path().join("workspace").display().to_string();
+        assert!(named_temporary_entries([inside.as_str()], scratch.path()).is_empty());
+    }
 
     #[test]
     fn the_server_gets_an_ordinary_account_and_home() {

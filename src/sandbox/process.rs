@@ -706,10 +706,10 @@ fn lock_places(config: &SandboxConfig) -> super::notify::LockPlaces {
         .cloned()
         .collect();
     own.extend(config.home_inside.clone());
-    own.extend(["/tmp", "/var/tmp", "/dev/shm"].map(PathBuf::from));
+    own.extend(super::policy::TEMPORARY_PLACES.map(PathBuf::from));
     super::notify::LockPlaces {
         own,
-        shared: config.visible_tmp.clone(),
+        shared: config.shown_temporary.clone(),
     }
 }
 

@@ -4,6 +4,8 @@
 mod action;
 /// The command line: usage errors, formats, exit codes, explain, cleanup.
 mod cli;
+/// The demo from the binary alone and from a checkout, under /tmp, /var/tmp and a home.
+mod demo;
 /// A first run that explains itself: interrupts, causes, pre-flight, stdout, [setup].
 mod first_run;
 /// The ready fleet files (Kubernetes Indexed Job, GitHub matrix workflow), run here.

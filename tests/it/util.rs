@@ -71,15 +71,19 @@ pub(crate) fn run_in(
     ] {
         cmd.env_remove(k);
     }
-    cmd.args(args)
-        .env("HINTCHECK_FAKE_SERVER", fake_server())
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+    cmd.args(args).env("HINTCHECK_FAKE_SERVER", fake_server());
     for (k, v) in env {
         cmd.env(k, v);
     }
-    let mut child = cmd.spawn().expect("spawn hintcheck");
+    capture(cmd, limit, &format!("hintcheck {args:?}"))
+}
+
+/// Runs `cmd` with stdin closed, its output captured and a wall-clock limit.
+pub(crate) fn capture(mut cmd: Command, limit: Duration, what: &str) -> Outcome {
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().unwrap_or_else(|e| panic!("spawn {what}: {e}"));
     let mut out = child.stdout.take().expect("stdout");
     let mut err = child.stderr.take().expect("stderr");
     let out_reader = std::thread::spawn(move || {
@@ -92,7 +96,7 @@ pub(crate) fn run_in(
         let _ = err.read_to_string(&mut s);
         s
     });
-    let status = wait_within(&mut child, limit, &format!("hintcheck {args:?}"));
+    let status = wait_within(&mut child, limit, what);
     Outcome {
         code: status.code().unwrap_or(-1),
         stdout: out_reader.join().unwrap_or_default(),

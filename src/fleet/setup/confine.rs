@@ -306,7 +306,7 @@ fn start_confined(
         scratch_root: root.clone(),
         writable,
         overlays: Vec::new(),
-        visible_tmp: crate::sandbox::policy::named_tmp_entries(
+        shown_temporary: crate::sandbox::policy::named_temporary_entries(
             words.iter().map(String::as_str),
             &root,
         ),
