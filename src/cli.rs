@@ -449,7 +449,7 @@ mod tests {
         assert!(v.install.allow_source_builds);
         assert_eq!(
             v.sandbox.level.map(|c| c.known()),
-            Some(Ok(SandboxArg::BestEffort))
+            Some(SandboxArg::BestEffort)
         );
         // A wrong value is refused by the scan, with verify's choices.
         let wrong =

@@ -151,10 +151,7 @@ fn verify(a: &VerifyArgs, mode: Mode) -> Result<i32, Error> {
         use hintcheck::cli::Format;
         if matches!(
             a.report.format.as_ref().map(|f| f.known()),
-            Some(Ok(Format::Sarif
-                | Format::Junit
-                | Format::Markdown
-                | Format::Html))
+            Some(Format::Sarif | Format::Junit | Format::Markdown | Format::Html)
         ) {
             return Ok(usage_error(
                 "suggest prints --format text (a table) or --format json (annotations to paste)",

@@ -1,7 +1,8 @@
 //! Scenario files (`scenarios/<name>/scenario.toml`): a server to verify (the harness's fake
 //! server by default, or a real command), run settings, and what the report must and must not
 //! contain. hintcheck reads `[meta]`, `[server]`, `[run]` and `[expect]`; `[fake]` and
-//! `[[tools]]` are the fake server's and are checked by it. The format is documented in
+//! `[[tools]]` are the fake server's, checked when the file is loaded with the fake
+//! server's own types. The format is documented in
 //! `scenarios/README.md`.
 
 use std::path::{Path, PathBuf};
@@ -25,12 +26,12 @@ pub enum ScenarioError {
         source: std::io::Error,
     },
     /// The file is not a valid scenario.
-    #[error("invalid scenario {}: {message}", path.display())]
+    #[error("invalid scenario {}{}: {problem}", path.display(), problem.location())]
     Invalid {
         /// The file.
         path: PathBuf,
-        /// What is wrong, with the line when known.
-        message: String,
+        /// What is wrong, and where.
+        problem: Box<crate::text::toml::TomlProblem>,
     },
 }
 
@@ -142,8 +143,16 @@ impl Scenario {
         })?;
         let mut s: Scenario = toml::from_str(&text).map_err(|e| ScenarioError::Invalid {
             path: file.clone(),
-            message: e.to_string().trim().replace('\n', " "),
+            problem: Box::new(crate::text::toml::TomlProblem::new(&text, &e)),
         })?;
+        // The fake server's sections, checked now as it will read them: a mistake there
+        // would otherwise end the run as a server that died before the handshake.
+        if s.fake.is_some() || s.tools.is_some() {
+            hintcheck_harness::check_scenario(&text).map_err(|e| ScenarioError::Invalid {
+                path: file.clone(),
+                problem: Box::new(crate::text::toml::TomlProblem::new(&text, &e)),
+            })?;
+        }
         s.path = std::path::absolute(&file).unwrap_or(file);
         Ok(s)
     }

@@ -33,7 +33,7 @@ struct ScenarioFile {
 #[serde(deny_unknown_fields)]
 struct Fake {
     /// `legacy`, `modern` or `both`.
-    #[serde(default = "legacy")]
+    #[serde(default = "legacy", deserialize_with = "era_name")]
     era: String,
     protocol_version: Option<String>,
     #[serde(default = "default_name")]
@@ -131,6 +131,7 @@ struct ToolSpec {
 #[derive(Debug, Deserialize, Clone)]
 #[serde(deny_unknown_fields)]
 struct Step {
+    #[serde(deserialize_with = "action_name")]
     action: String,
     /// Run only on this call of the tool (1-based).
     on_call: Option<u32>,
@@ -310,25 +311,43 @@ fn load(path: &Path) -> ScenarioFile {
             result_text: None,
         });
     }
-    for t in &file.tools {
-        for s in &t.steps {
-            if !ACTIONS.contains(&s.action.as_str()) {
-                die(&format!(
-                    "tool {}: unknown action {:?}; known: {}",
-                    t.name,
-                    s.action,
-                    ACTIONS.join(", ")
-                ));
-            }
-        }
-    }
-    if !["legacy", "modern", "both"].contains(&file.fake.era.as_str()) {
-        die(&format!(
-            "[fake] era {:?} is not legacy, modern or both",
-            file.fake.era
-        ));
-    }
     file
+}
+
+/// Checks the fake server's part of a scenario file (`[fake]` and `[[tools]]`: their keys,
+/// step actions and era) as the fake server will read it; the error carries its place in
+/// `text`.
+pub fn check_scenario(text: &str) -> Result<(), toml::de::Error> {
+    toml::from_str::<ScenarioFile>(text).map(|_| ())
+}
+
+/// A name among `known`, or an error that lists them.
+fn one_of<'de, D: serde::Deserializer<'de>>(
+    d: D,
+    what: &str,
+    known: &[&str],
+) -> Result<String, D::Error> {
+    let name = String::deserialize(d)?;
+    if known.contains(&name.as_str()) {
+        Ok(name)
+    } else {
+        Err(serde::de::Error::custom(format!(
+            "unknown {what} `{name}`, expected one of {}",
+            known
+                .iter()
+                .map(|k| format!("`{k}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )))
+    }
+}
+
+fn action_name<'de, D: serde::Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    one_of(d, "action", ACTIONS)
+}
+
+fn era_name<'de, D: serde::Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    one_of(d, "era", &["legacy", "modern", "both"])
 }
 
 fn definition(t: &ToolSpec) -> Value {

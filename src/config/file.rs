@@ -29,12 +29,12 @@ pub enum ConfigFileError {
         source: std::io::Error,
     },
     /// The file is not a valid config.
-    #[error("invalid config file {}: {message}", path.display())]
+    #[error("invalid config file {}{}: {problem}", path.display(), problem.location())]
     Invalid {
         /// The file.
         path: PathBuf,
-        /// What is wrong, with the line when known.
-        message: String,
+        /// What is wrong, and where.
+        problem: Box<crate::text::toml::TomlProblem>,
     },
 }
 
@@ -77,7 +77,7 @@ impl ConfigFile {
         })?;
         let mut file: ConfigFile = toml::from_str(&text).map_err(|e| ConfigFileError::Invalid {
             path: path.to_path_buf(),
-            message: e.to_string().trim().replace('\n', " "),
+            problem: Box::new(crate::text::toml::TomlProblem::new(&text, &e)),
         })?;
         let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
         let dir = abs.parent().map(Path::to_path_buf).unwrap_or_default();
@@ -138,7 +138,12 @@ mod tests {
         let text = err.to_string();
         assert!(text.contains("hintcheck.toml"), "{text}");
         assert!(text.contains("onn"), "{text}");
-        assert!(text.contains("line 5"), "{text}");
+        assert!(
+            text.contains("hintcheck.toml:5:1: unknown field `onn`"),
+            "{text}"
+        );
+        assert!(text.contains("(did you mean `on`?)"), "{text}");
+        assert!(text.contains("\n5 | onn = \"warning\"\n"), "{text}");
     }
 
     #[test]

@@ -88,7 +88,8 @@ impl Sources {
     }
 
     /// How an error about `option`'s value names it: its flag when the command line set it,
-    /// else its section and key (`[run] call_timeout`).
+    /// else its section and key, after the file, line and column of its value when a file
+    /// set it (`hintcheck.toml:4:16: [run] call_timeout`).
     pub fn name(&self, section: &'static str, key: &'static str) -> String {
         let option = OptionKey { section, key };
         let flag = self.flags.get(&option);
@@ -96,6 +97,23 @@ impl Sources {
             (Some(Source::Flag), Some(flag)) => flag.clone(),
             // A default is named as the flag that would change it.
             (Some(Source::Default) | None, Some(flag)) => flag.clone(),
+            (Some(Source::Scenario(file) | Source::ConfigFile(file)), _) => {
+                let path: Vec<&str> = section
+                    .trim_start_matches('[')
+                    .trim_end_matches(']')
+                    .split('.')
+                    .chain([key])
+                    .collect();
+                let at = std::fs::read_to_string(file)
+                    .ok()
+                    .and_then(|text| crate::text::toml::value_location(&text, &path));
+                match at {
+                    Some((line, column)) => {
+                        format!("{}:{line}:{column}: {option}", file.display())
+                    }
+                    None => format!("{} ({})", option, file.display()),
+                }
+            }
             _ => option.to_string(),
         }
     }
@@ -307,59 +325,53 @@ not_paths!(
 impl<T> Rebase for Option<Choice<T>> {}
 
 /// A value among fixed choices (`--era auto|modern|legacy`): checked by clap when it comes
-/// from a flag, kept as written when it comes from a file and checked when the run's options
-/// are resolved, so that the error names the file's key.
+/// from a flag, and when the file is read when it comes from a file, so that the error shows
+/// the file's line and column, the choices, and the closest one.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Choice<T> {
-    /// A value clap checked.
-    Known(T),
-    /// A value as a file wrote it.
-    Named(String),
-}
+pub struct Choice<T>(T);
 
 impl<T: ValueEnum + Clone + Send + Sync + 'static> Choice<T> {
     /// The value parser of a flag taking one of `T`'s values (they show in `--help`).
     pub fn parser() -> impl TypedValueParser<Value = Choice<T>> {
-        clap::builder::EnumValueParser::<T>::new().map(Choice::Known)
+        clap::builder::EnumValueParser::<T>::new().map(Choice)
     }
 
-    /// The choice, or what is wrong with the name a file gave.
-    pub fn known(&self) -> Result<T, String> {
-        match self {
-            Choice::Known(t) => Ok(t.clone()),
-            Choice::Named(name) => T::from_str(name, false).map_err(|_| {
-                let names: Vec<String> = T::value_variants()
-                    .iter()
-                    .filter_map(|v| v.to_possible_value())
-                    .map(|v| v.get_name().to_string())
-                    .collect();
-                format!("{name:?} is not {}", crate::text::one_of(&names))
-            }),
-        }
+    /// The choice.
+    pub fn known(&self) -> T {
+        self.0.clone()
     }
 }
 
 impl<T> From<T> for Choice<T> {
     fn from(t: T) -> Self {
-        Choice::Known(t)
+        Choice(t)
     }
 }
 
 impl<T: ValueEnum> fmt::Display for Choice<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Choice::Known(t) => match t.to_possible_value() {
-                Some(v) => f.write_str(v.get_name()),
-                None => f.write_str("?"),
-            },
-            Choice::Named(name) => f.write_str(name),
+        match self.0.to_possible_value() {
+            Some(v) => f.write_str(v.get_name()),
+            None => f.write_str("?"),
         }
     }
 }
 
-impl<'de, T> serde::Deserialize<'de> for Choice<T> {
+impl<'de, T: ValueEnum> serde::Deserialize<'de> for Choice<T> {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        String::deserialize(d).map(Choice::Named)
+        let name = String::deserialize(d)?;
+        T::from_str(&name, false).map(Choice).map_err(|_| {
+            let names: Vec<String> = T::value_variants()
+                .iter()
+                .filter_map(|v| v.to_possible_value())
+                .map(|v| v.get_name().to_string())
+                .collect();
+            let mut message = format!("{name:?} is not {}", crate::text::one_of(&names));
+            if let Some(close) = crate::text::closest(&name, names.iter().map(String::as_str)) {
+                message.push_str(&format!("; did you mean {close:?}?"));
+            }
+            serde::de::Error::custom(message)
+        })
     }
 }
 

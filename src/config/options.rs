@@ -469,7 +469,11 @@ mod tests {
         assert_eq!(args["u"], serde_json::json!({"b": 1}));
         assert_eq!(sources.of("[run]", "call_timeout"), [Source::Flag]);
         assert_eq!(sources.name("[run]", "call_timeout"), "--call-timeout");
-        assert_eq!(sources.name("[run]", "repeat"), "[run] repeat");
+        // Set by a file: named with the file (and the line, when the file can be read).
+        assert_eq!(
+            sources.name("[run]", "repeat"),
+            "[run] repeat (/scenarios/x/scenario.toml)"
+        );
         assert_eq!(
             sources.name("[run]", "overlays"),
             "--overlay",
@@ -534,10 +538,15 @@ mod tests {
     }
 
     #[test]
-    fn a_file_choice_is_checked_late_and_named_by_its_key() {
-        let file: FailOptions = toml::from_str("on = \"sometimes\"\n").expect("parses");
-        let err = file.on.expect("set").known().expect_err("not a choice");
-        assert_eq!(err, "\"sometimes\" is not never, note, warning or error");
+    fn a_file_choice_is_checked_when_read_with_its_line_and_the_closest_choice() {
+        let err = toml::from_str::<FailOptions>("\non = \"warnin\"\n").expect_err("not a choice");
+        assert_eq!(err.span(), Some(6..14));
+        assert_eq!(
+            err.message(),
+            "\"warnin\" is not never, note, warning or error; did you mean \"warning\"?"
+        );
+        let file: FailOptions = toml::from_str("on = \"note\"\n").expect("a choice");
+        assert_eq!(file.on.map(|c| c.known()), Some(FailOnArg::Note));
         let flags = <FailOptions as clap::Args>::augment_args(clap::Command::new("t"))
             .try_get_matches_from(["t", "--fail-on", "sometimes"]);
         assert!(flags.is_err(), "clap checks a flag's choice itself");

@@ -126,23 +126,6 @@ impl Given {
             text.as_deref().unwrap_or_default(),
         )
     }
-
-    /// A choice option, checked.
-    fn choice<T: clap::ValueEnum + Clone + Send + Sync + 'static>(
-        &self,
-        section: &'static str,
-        key: &'static str,
-        value: &Option<Choice<T>>,
-    ) -> Result<Option<T>, ConfigError> {
-        value
-            .as_ref()
-            .map(|c| c.known())
-            .transpose()
-            .map_err(|message| ConfigError::BadValue {
-                flag: self.name(section, key),
-                message,
-            })
-    }
 }
 
 /// The places options are read from besides the command line, and where each merged value
@@ -191,7 +174,7 @@ fn scenario_server(
                 "--scenario".into(),
                 "{scenario}".into(),
             ];
-            let http = |t: &Option<Choice<TransportArg>>| matches!(t, Some(c) if c.known() == Ok(TransportArg::Http));
+            let http = |t: &Option<Choice<TransportArg>>| matches!(t, Some(c) if c.known() == TransportArg::Http);
             if http(&a.run.transport) || http(&s.run.transport) {
                 c.extend(["--http".into(), "{port}".into()]);
             }
@@ -212,6 +195,13 @@ fn scenario_server(
         command: Some(command),
         ..s.server.clone()
     }))
+}
+
+/// A choice option (checked where it was given: by clap, or when its file was read).
+fn choice<T: clap::ValueEnum + Clone + Send + Sync + 'static>(
+    value: &Option<Choice<T>>,
+) -> Option<T> {
+    value.as_ref().map(Choice::known)
 }
 
 /// `command` with `{fake_server}` replaced by the words that start it: a word that is the
@@ -336,11 +326,11 @@ pub fn waits(given: &Given) -> Result<Waits, ConfigError> {
 /// Roots, era and the name hintcheck gives itself.
 pub fn protocol(given: &Given) -> Result<(RootsOffer, EraChoice, (String, String)), ConfigError> {
     let section = RunOptions::SECTION;
-    let roots = match given.choice(section, "roots", &given.run.roots)? {
+    let roots = match choice(&given.run.roots) {
         Some(RootsArg::Workspace) => RootsOffer::Workspace,
         Some(RootsArg::None) | None => RootsOffer::None,
     };
-    let era = match given.choice(section, "era", &given.run.era)? {
+    let era = match choice(&given.run.era) {
         Some(EraArg::Modern) => EraChoice::Modern,
         Some(EraArg::Legacy) => EraChoice::Legacy,
         Some(EraArg::Auto) | None => EraChoice::Auto,
@@ -369,7 +359,7 @@ pub fn transport(given: &Given) -> Result<Transport, ConfigError> {
     let section = RunOptions::SECTION;
     let run = &given.run;
     let http_flags = ["http_path", "http_port", "headers"];
-    match given.choice(section, "transport", &run.transport)? {
+    match choice(&run.transport) {
         Some(TransportArg::Stdio) | None => {
             match http_flags
                 .iter()
@@ -423,7 +413,7 @@ pub fn transport(given: &Given) -> Result<Transport, ConfigError> {
 /// The sandbox level (`None`: no sandbox) and, as root, whom the server runs as.
 pub fn sandbox(given: &Given) -> Result<(Option<SandboxLevel>, Option<RunAs>), ConfigError> {
     let section = SandboxOptions::SECTION;
-    let level = match given.choice(section, "level", &given.sandbox.level)? {
+    let level = match choice(&given.sandbox.level) {
         Some(SandboxArg::Required) | None => Some(SandboxLevel::Required),
         Some(SandboxArg::BestEffort) => Some(SandboxLevel::BestEffort),
         Some(SandboxArg::Off) => None,
@@ -438,7 +428,7 @@ pub fn sandbox(given: &Given) -> Result<(Option<SandboxLevel>, Option<RunAs>), C
 /// What fails the run: the lowest severity and the categories excepted.
 pub fn fail_rule(given: &Given) -> Result<FailRule, ConfigError> {
     let section = FailOptions::SECTION;
-    let on = match given.choice(section, "on", &given.fail.on)? {
+    let on = match choice(&given.fail.on) {
         Some(FailOnArg::Never) => FailOn::Never,
         Some(FailOnArg::Note) => FailOn::Note,
         Some(FailOnArg::Warning) => FailOn::Warning,
@@ -476,9 +466,7 @@ pub fn outputs(a: &VerifyArgs, given: &Given, cwd: &Path) -> Result<Outputs, Con
         })
     };
     let outputs = Outputs {
-        format: given
-            .choice(ReportOptions::SECTION, "format", &report.format)?
-            .unwrap_or_default(),
+        format: choice(&report.format).unwrap_or_default(),
         main: report.output.clone(),
         transcript: a.transcript.clone(),
         sarif: report.sarif.clone(),

@@ -1,8 +1,11 @@
 //! Leaf helpers that import nothing of the crate: escaping of untrusted text for each medium
 //! it lands in ([`escape`]), an error with its causes on one line ([`error_chain`]), a
-//! duration as a person writes it ([`format_duration`]) and a list of choices ([`one_of`]).
+//! duration as a person writes it ([`format_duration`]), a list of choices ([`one_of`]), the
+//! closest of them to a misspelt word ([`closest`]) and a TOML error as a person reads it
+//! ([`toml`]).
 
 pub mod escape;
+pub mod toml;
 
 use std::time::Duration;
 
@@ -30,6 +33,20 @@ pub fn format_duration(d: Duration) -> String {
     } else {
         format!("{:.1}s", d.as_secs_f64())
     }
+}
+
+/// The candidate closest to `word` when it is close enough to be what was meant (a typo, a
+/// letter case or separator slip), for "did you mean …?".
+pub fn closest<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+    let fold = |s: &str| s.to_lowercase().replace(['-', '_'], "");
+    let word_folded = fold(word);
+    candidates
+        .into_iter()
+        .filter(|c| *c != word)
+        .map(|c| (strsim::jaro_winkler(&word_folded, &fold(c)), c))
+        .filter(|(score, _)| *score >= 0.85)
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, c)| c)
 }
 
 /// Choices as a sentence lists them: `a`, `a or b`, `a, b or c`.

@@ -837,11 +837,72 @@ fn an_unknown_config_key_names_the_key_the_file_and_the_line() {
         "{}",
         out.stderr
     );
-    assert!(out.stderr.contains("line 6"), "{}", out.stderr);
-    let dir = project("[fail]\non = \"sometimes\"\n[server]\ncommand = [\"true\"]\n");
+    assert!(
+        out.stderr
+            .contains(".config/hintcheck.toml:6:1: unknown field `sarif_file`"),
+        "{}",
+        out.stderr
+    );
+    // The line itself, marked, with its line breaks.
+    assert!(
+        out.stderr
+            .contains("\n  |\n6 | sarif_file = \"x.sarif\"\n  | ^^^^^^^^^^\n"),
+        "{}",
+        out.stderr
+    );
+    // A misspelt choice: its place and the closest choice.
+    let dir = project("[fail]\non = \"warnings\"\n[server]\ncommand = [\"true\"]\n");
     let out = run_in(Some(dir.path()), &["verify"], &[], LIMIT);
     assert_eq!(out.code, 2);
-    assert!(out.stderr.contains("[fail] on"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains(".config/hintcheck.toml:2:6: \"warnings\" is not never, note, warning or error; did you mean \"warning\"?"),
+        "{}",
+        out.stderr
+    );
+    // A value checked later names its file, line and column too.
+    let dir = project("[run]\ntimeout =  \"3 parsecs\"\n[server]\ncommand = [\"true\"]\n");
+    let out = run_in(Some(dir.path()), &["verify"], &[], LIMIT);
+    assert_eq!(out.code, 2);
+    assert!(
+        out.stderr.contains(
+            ".config/hintcheck.toml:2:12: [run] timeout: \"3 parsecs\" has an unknown unit"
+        ),
+        "{}",
+        out.stderr
+    );
+}
+
+/// A mistake in a scenario's `[[tools]]` (read by the fake server) is a scenario error with
+/// its place and the closest key, before anything starts; not a server that died in the
+/// handshake.
+#[test]
+fn a_typo_in_a_scenarios_tools_is_a_scenario_error() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let scenario = dir.path().join("scenario.toml");
+    for (text, expected) in [
+        (
+            "[meta]\nid = \"t\"\n\n[[tools]]\nname = \"a\"\nanotations = { readOnlyHint = true }\n",
+            "scenario.toml:6:1: unknown field `anotations` (did you mean `annotations`?)",
+        ),
+        (
+            "[[tools]]\nname = \"a\"\nsteps = [{ action = \"apend\", path = \"x\" }]\n",
+            "scenario.toml:3:21: unknown action `apend` (did you mean `append`?)",
+        ),
+        (
+            "[fake]\nera = \"moden\"\n",
+            "scenario.toml:2:7: unknown era `moden` (did you mean `modern`?)",
+        ),
+    ] {
+        std::fs::write(&scenario, text).expect("write");
+        let out = crate::util::run(
+            &["verify", "--scenario", &scenario.display().to_string()],
+            &[],
+            LIMIT,
+        );
+        assert_eq!(out.code, 2, "{}", out.stderr);
+        assert!(out.stderr.contains(expected), "{}", out.stderr);
+        assert!(!out.stderr.contains("handshake"), "{}", out.stderr);
+    }
 }
 
 /// Runs hintcheck on a pseudo-terminal (Python's `pty`), returning everything it drew.
