@@ -230,6 +230,12 @@ pub fn render(title: &str, entries: &[Entry<'_>], notes: &[String]) -> String {
         .iter()
         .find_map(|e| e.report.and_then(|r| r["hintcheck_version"].as_str()))
         .unwrap_or(env!("CARGO_PKG_VERSION"));
+    // One server: its result and its contradictions open the page; the figures of a scan
+    // follow its details.
+    let single = match entries {
+        [e] => e.ran().map(|r| (e, r)),
+        _ => None,
+    };
     let page = html! {
         (DOCTYPE)
         html lang="en" {
@@ -245,19 +251,25 @@ pub fn render(title: &str, entries: &[Entry<'_>], notes: &[String]) -> String {
                 header {
                     h1 { (title) }
                     p.lede {
-                        "hintcheck " (shown(generated_by)) " launched each server in its sandbox, called its tools with arguments made from their schemas, and judged each declared hint by what it saw. A hint is "
+                        "hintcheck " (shown(generated_by)) " launched " (if single.is_some() { "the server" } else { "each server" }) " in its sandbox, called its tools with arguments made from their schemas, and judged each declared hint by what it saw. A hint is "
                         span.v.v-contradicted { "contradicted" } " when an observation goes against it, "
                         span.v.v-consistent { "consistent" } " when calls succeeded and nothing went against it, and "
                         span.v.v-unexercised { "unexercised" } " when no successful call reached it. A clean result proves only what was exercised."
                     }
                 }
-                (summary(&figures))
+                @if let Some((e, report)) = single {
+                    (single_result(e, report))
+                } @else {
+                    (summary(&figures))
+                }
                 @for note in notes {
                     p.note { strong { "Note: " } (note) }
                 }
-                (server_table(entries))
+                @if single.is_none() {
+                    (server_table(entries))
+                }
                 section #servers-in-detail {
-                    h2 { "Servers in detail" }
+                    h2 { @if single.is_some() { "The server in detail" } @else { "Servers in detail" } }
                     @for (i, e) in entries.iter().enumerate() {
                         @if let Some(report) = e.ran() {
                             (server_detail(i, e, report, entries.len() == 1))
@@ -266,6 +278,9 @@ pub fn render(title: &str, entries: &[Entry<'_>], notes: &[String]) -> String {
                     @if figures.servers_run == 0 {
                         p.muted { "No server produced a report." }
                     }
+                }
+                @if single.is_some() {
+                    (summary(&figures))
                 }
                 footer {
                     p.muted {
@@ -307,6 +322,51 @@ pub fn render_report(r: &super::Report) -> String {
         &[entry],
         &[],
     )
+}
+
+/// The result of a one-server page, first: its status and exit, and every contradicted hint
+/// with the observation that contradicts it.
+fn single_result(e: &Entry<'_>, report: &Value) -> Markup {
+    let (text, class, _) = status(e);
+    let contradicted: Vec<(&str, &Value)> = tools(report)
+        .flat_map(|t| {
+            let name = t["name"].as_str().unwrap_or("?");
+            t["verdicts"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter(|v| v["verdict"] == "contradicted")
+                .map(move |v| (name, v))
+        })
+        .collect();
+    html! {
+        section #result {
+            h2 { "Result" }
+            p.result {
+                span class=(format!("v v-{class}")) { (text) } " "
+                (shown_cut(e.exit_reason, 300)) " (exit " (e.exit_code) ")"
+            }
+            @if !contradicted.is_empty() {
+                table #contradictions {
+                    thead { tr { th { "tool" } th { "hint" } th { "declared" } th { "what was seen" } } }
+                    tbody {
+                        @for (tool, v) in &contradicted {
+                            tr {
+                                td { code { (shown_cut(tool, 120)) } }
+                                td { code { (shown(v["hint"].as_str().unwrap_or(""))) } }
+                                td { (shown(v["declared"].as_str().unwrap_or(""))) }
+                                td {
+                                    (shown_cut(v["evidence"][0]["source"].as_str().unwrap_or(""), 60)) ": "
+                                    (shown_cut(v["evidence"][0]["text"].as_str().unwrap_or(v["reason"].as_str().unwrap_or("")), 300))
+                                    @if v["uncertain"] == true { " " span.muted { "(uncertain)" } }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
 }
 
 /// The summary: the figures and the chart.

@@ -125,7 +125,7 @@ fn result_line(r: &Report, paint: Paint) -> String {
 /// The first screen: who, the result, and what decided it.
 fn write_summary(o: &mut String, r: &Report, paint: Paint, verbose: bool) -> std::fmt::Result {
     summary_head(o, r, paint)?;
-    contradicted_hints(o, r)?;
+    contradicted_hints(o, r, verbose)?;
     other_findings(o, r, verbose)?;
     run_facts(o, r, verbose)
 }
@@ -165,9 +165,16 @@ fn summary_head(o: &mut String, r: &Report, paint: Paint) -> std::fmt::Result {
     Ok(())
 }
 
-/// The contradicted hints, one line each: the failing ones, the weak ones (warnings), the
-/// accepted ones.
-fn contradicted_hints(o: &mut String, r: &Report) -> std::fmt::Result {
+/// How many lines the first screen holds: every contradicted tool is named on it.
+const FIRST_SCREEN: usize = 20;
+
+/// One contradicted hint: the tool, `hint: declared`, the evidence, its category.
+type ContradictionRow<'a> = (String, String, String, Option<&'a str>);
+
+/// The contradicted hints: the failing ones, the weak ones (warnings), the accepted ones; one
+/// line each when they fit on the first screen (or with `verbose`), else one line per tool,
+/// else the tools' names.
+fn contradicted_hints(o: &mut String, r: &Report, verbose: bool) -> std::fmt::Result {
     let mut firm = Vec::new();
     let mut weak = Vec::new();
     let mut accepted = Vec::new();
@@ -196,26 +203,94 @@ fn contradicted_hints(o: &mut String, r: &Report) -> std::fmt::Result {
             }
         }
     }
-    let rows = firm.iter().chain(&weak).chain(&accepted);
-    let name_w = rows.clone().map(|r| width(&r.0)).max().unwrap_or(0);
-    let hint_w = rows.map(|r| width(&r.1)).max().unwrap_or(0);
-    for (title, group, sign) in [
-        ("contradicted:", &firm, "✗"),
+    let groups = [
+        ("contradicted", firm, "✗"),
         (
-            "contradicted, held as warnings (uncertain, or writes that did not last):",
-            &weak,
+            "contradicted, held as warnings (uncertain, or writes that did not last)",
+            weak,
             "!",
         ),
         (
-            "contradicted, accepted by the baseline (reported, not failing the run):",
-            &accepted,
+            "contradicted, accepted by the baseline (reported, not failing the run)",
+            accepted,
             "·",
         ),
-    ] {
+    ];
+    let room = FIRST_SCREEN.saturating_sub(o.lines().count());
+    // Each group takes a blank line and its title.
+    let lines_for = |count: &dyn Fn(&[ContradictionRow<'_>]) -> usize| -> usize {
+        groups
+            .iter()
+            .filter(|g| !g.1.is_empty())
+            .map(|g| 2 + count(&g.1))
+            .sum()
+    };
+    if verbose || lines_for(&|rows| rows.len()) <= room {
+        return hint_lines(o, &groups);
+    }
+    let by_tool: Vec<_> = groups
+        .iter()
+        .map(|(title, rows, sign)| (*title, per_tool(rows), *sign))
+        .collect();
+    if lines_for(&|rows| per_tool(rows).len()) <= room {
+        return hint_lines(o, &by_tool);
+    }
+    // Only the names fit: as many to a line as a terminal's width holds.
+    for (title, rows, sign) in &by_tool {
+        if rows.is_empty() {
+            continue;
+        }
+        writeln!(
+            o,
+            "\n{title}: {} tool(s) (--verbose: each hint)",
+            rows.len()
+        )?;
+        let mut line = String::new();
+        for (tool, ..) in rows {
+            if !line.is_empty() && width(&line) + width(tool) + 2 > 96 {
+                writeln!(o, "  {sign} {line}")?;
+                line.clear();
+            }
+            if !line.is_empty() {
+                line.push_str(", ");
+            }
+            line.push_str(tool);
+        }
+        if !line.is_empty() {
+            writeln!(o, "  {sign} {line}")?;
+        }
+    }
+    Ok(())
+}
+
+/// The rows of one tool made one: its hints joined, its first evidence.
+fn per_tool<'a>(rows: &[ContradictionRow<'a>]) -> Vec<ContradictionRow<'a>> {
+    let mut out: Vec<ContradictionRow<'a>> = Vec::new();
+    for row in rows {
+        match out.iter_mut().find(|r| r.0 == row.0) {
+            Some(r) => {
+                r.1.push_str(", ");
+                r.1.push_str(&row.1);
+            }
+            None => out.push(row.clone()),
+        }
+    }
+    out
+}
+
+/// One line per row, the columns aligned across the groups.
+fn hint_lines(
+    o: &mut String,
+    groups: &[(&str, Vec<ContradictionRow<'_>>, &str)],
+) -> std::fmt::Result {
+    let rows = groups.iter().flat_map(|g| g.1.iter());
+    let name_w = rows.clone().map(|r| width(&r.0)).max().unwrap_or(0);
+    let hint_w = rows.map(|r| width(&r.1)).max().unwrap_or(0);
+    for (title, group, sign) in groups {
         if group.is_empty() {
             continue;
         }
-        writeln!(o, "\n{title}")?;
+        writeln!(o, "\n{title}:")?;
         for (tool, hint, evidence, category) in group.iter() {
             let tag = category.map(|c| format!(" [{c}]")).unwrap_or_default();
             writeln!(

@@ -449,6 +449,32 @@ fn the_html_page_of_the_demo_shows_every_lie_with_its_evidence_in_a_browser() {
         text.contains("<dt>set</dt><dd>--format, --output from the command line; [server] command"),
         "{text}"
     );
+    // One server: the page opens with its result and every contradiction, the details and
+    // the scan's figures after them.
+    let at = |id: &str| {
+        text.find(&format!("id=\"{id}\""))
+            .unwrap_or_else(|| panic!("no #{id}"))
+    };
+    assert!(at("result") < at("servers-in-detail"));
+    assert!(at("servers-in-detail") < at("summary"));
+    assert!(
+        !text.contains("id=\"server-table\""),
+        "no table of one server"
+    );
+    let result = &text[at("result")..at("servers-in-detail")];
+    assert!(
+        result.contains("<span class=\"v v-contradicted\">failed</span>"),
+        "{result}"
+    );
+    for lie in DEMO_LIES {
+        let (tool, hint) = lie.split_once(": ").expect("tool: hint");
+        assert!(
+            result.contains(&format!(
+                "<td><code>{tool}</code></td><td><code>{hint}</code></td>"
+            )),
+            "{lie} opens the page: {result}"
+        );
+    }
     let Some(browser) = chromium() else {
         return;
     };
@@ -1222,4 +1248,43 @@ fn quiet_says_nothing_on_stderr_but_errors() {
         failed.code,
         failed.stderr
     );
+}
+
+/// However many tools lie, the text report's first screen (20 lines) names every one of
+/// them; `--verbose` gives each hint its own line.
+#[test]
+fn the_first_screen_names_every_contradicted_tool() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let mut scenario = String::from("[meta]\nid = \"many-lies\"\n");
+    let names: Vec<String> = (0..25)
+        .map(|i| format!("lying_tool_with_a_long_name_{i:02}"))
+        .collect();
+    for (i, name) in names.iter().enumerate() {
+        scenario.push_str(&format!(
+            "\n[[tools]]\nname = \"{name}\"\nannotations = {{ readOnlyHint = true, idempotentHint = true }}\nsteps = [{{ action = \"append\", path = \"log-{i:02}.txt\", content = \"x\\n\" }}]\n"
+        ));
+    }
+    let file = dir.path().join("scenario.toml");
+    std::fs::write(&file, scenario).expect("write");
+    let file = file.display().to_string();
+    let out = run(&["verify", "--scenario", &file], &[], LIMIT);
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    let first_screen: Vec<&str> = out.stdout.lines().take(20).collect();
+    for name in &names {
+        assert!(
+            first_screen.iter().any(|l| l.contains(name.as_str())),
+            "{name} is not on the first screen:\n{}",
+            out.stdout
+        );
+    }
+    let out = run(&["verify", "--scenario", &file, "--verbose"], &[], LIMIT);
+    for name in &names {
+        assert!(
+            out.stdout
+                .lines()
+                .any(|l| l.contains(name.as_str()) && l.contains("readOnlyHint: true")),
+            "{name} has its hint's line with --verbose:\n{}",
+            out.stdout
+        );
+    }
 }
