@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use tokio::io::AsyncReadExt;
+use tokio::io::{AsyncBufReadExt, AsyncReadExt};
 use tokio::sync::{Semaphore, watch};
 
 use crate::report::exit_code;
@@ -423,7 +423,12 @@ fn tail(bytes: &[u8], max: usize) -> String {
 }
 
 /// Runs one target in a child `hintcheck verify` (a skipped one only gets its line).
-async fn run_one(plan: &ScanPlan, target: &ScanTarget, stop: watch::Receiver<bool>) -> ScanLine {
+async fn run_one(
+    plan: &ScanPlan,
+    target: &ScanTarget,
+    stop: watch::Receiver<bool>,
+    board: &Board,
+) -> ScanLine {
     let mut line = ScanLine {
         scan_version: SCAN_VERSION,
         target: target.label.clone(),
@@ -445,7 +450,7 @@ async fn run_one(plan: &ScanPlan, target: &ScanTarget, stop: watch::Receiver<boo
     match &target.plan {
         Ok(scenario) => {
             line.run_key = run_key(scenario, &plan.verify_args, plan.check);
-            verify_one(plan, scenario, line, stop).await
+            verify_one(plan, scenario, line, stop, board).await
         }
         Err(why) => {
             line.exit_reason = format!("skipped: {why}");
@@ -455,25 +460,100 @@ async fn run_one(plan: &ScanPlan, target: &ScanTarget, stop: watch::Receiver<boo
     }
 }
 
-/// Verifies one scenario in a child `hintcheck verify`, filling in `line`.
+/// What each running child is doing: its start and its last progress line (an install, the
+/// tool it calls), by target id.
+#[derive(Debug, Clone, Default)]
+struct Board(Arc<std::sync::Mutex<BTreeMap<String, (Instant, String)>>>);
+
+impl Board {
+    fn set(&self, id: &str, doing: Option<String>) {
+        let mut running = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        match doing {
+            Some(d) => {
+                running
+                    .entry(id.to_string())
+                    .or_insert_with(|| (Instant::now(), String::new()))
+                    .1 = d;
+            }
+            None => {
+                running.remove(id);
+            }
+        }
+    }
+
+    /// One line on the children running for at least `after`, the longest first: `running
+    /// 2: a (45 s, [setup] npm install …), b (12 s)`; `None` when there are none.
+    fn line(&self, after: Duration) -> Option<String> {
+        let running = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let mut long: Vec<(&String, &(Instant, String))> = running
+            .iter()
+            .filter(|(_, (since, _))| since.elapsed() >= after)
+            .collect();
+        if long.is_empty() {
+            return None;
+        }
+        long.sort_by_key(|(_, (since, _))| *since);
+        let shown: Vec<String> = long
+            .iter()
+            .take(4)
+            .map(|(id, (since, doing))| {
+                let secs = since.elapsed().as_secs();
+                let id = crate::text::escape::terminal(&crate::mcp::tool::shorten(id, 60));
+                if doing.is_empty() {
+                    format!("{id} ({secs} s)")
+                } else {
+                    format!("{id} ({secs} s, {doing})")
+                }
+            })
+            .collect();
+        let more = long.len().saturating_sub(4);
+        Some(format!(
+            "hintcheck: still running {}: {}{}",
+            long.len(),
+            shown.join("; "),
+            if more > 0 {
+                format!("; and {more} more")
+            } else {
+                String::new()
+            }
+        ))
+    }
+}
+
+/// How long a child runs before the scan's progress names it, and how often it does.
+const SCAN_PROGRESS_EVERY: Duration = Duration::from_secs(10);
+
+/// What a child's stderr line says it is doing, when it is one of its progress lines
+/// (`hintcheck: [setup] …`, `hintcheck: 15 s: calling tool 3 of 12 (…)`).
+fn child_progress(line: &str) -> Option<String> {
+    let rest = line.strip_prefix("hintcheck: ")?;
+    if rest.starts_with("[setup] ") {
+        return Some(crate::text::escape::terminal(&crate::mcp::tool::shorten(
+            rest, 100,
+        )));
+    }
+    let (secs, doing) = rest.split_once(" s: ")?;
+    secs.parse::<u64>()
+        .ok()
+        .map(|_| crate::text::escape::terminal(&crate::mcp::tool::shorten(doing, 100)))
+}
+
+/// Verifies one scenario in a child `hintcheck verify`, filling in `line`. The child's
+/// progress lines go to `board`, not into the error kept from its stderr.
 async fn verify_one(
     plan: &ScanPlan,
     target: &Path,
     mut line: ScanLine,
     mut stop: watch::Receiver<bool>,
+    board: &Board,
 ) -> ScanLine {
     let started = Instant::now();
+    board.set(&line.id, Some(String::new()));
     let mut cmd = tokio::process::Command::new(&plan.exe);
     cmd.arg("verify")
         .arg("--scenario")
         .arg(target)
-        .args([
-            "--format",
-            "json",
-            "--no-summary",
-            "--no-progress",
-            "--no-config",
-        ])
+        .args(["--format", "json", "--no-summary", "--no-config"])
         .args(&plan.verify_args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -500,10 +580,19 @@ async fn verify_one(
         }
         buf
     };
+    let id = line.id.clone();
     let read_err = async {
         let mut buf = Vec::new();
         if let Some(e) = err.as_mut() {
-            let _ = e.read_to_end(&mut buf).await;
+            let mut lines = tokio::io::BufReader::new(e);
+            let mut one = Vec::new();
+            while lines.read_until(b'\n', &mut one).await.unwrap_or(0) > 0 {
+                match child_progress(String::from_utf8_lossy(&one).trim_end()) {
+                    Some(doing) => board.set(&id, Some(doing)),
+                    None => buf.extend_from_slice(&one),
+                }
+                one.clear();
+            }
         }
         buf
     };
@@ -536,6 +625,7 @@ async fn verify_one(
         }
     };
     let (stdout, stderr, code) = tokio::join!(read_out, read_err, wait);
+    board.set(&line.id, None);
     line.duration_ms = started.elapsed().as_millis() as u64;
     match serde_json::from_slice::<Value>(&stdout) {
         Ok(report) if report.get("schema_version").is_some() => {
@@ -584,9 +674,11 @@ fn unavailable_here(report: &Value) -> Option<&str> {
 }
 
 /// Runs the plan, writing each line to `out` as it completes and a progress line per server
-/// to stderr.
+/// to stderr, and every few seconds a line on the servers that have been running a while
+/// (their installs, the tools they call).
 pub async fn scan(plan: ScanPlan, out: &mut dyn Write, stop: watch::Receiver<bool>) -> ScanOutcome {
     let started = Instant::now();
+    let board = Board::default();
     let semaphore = Arc::new(Semaphore::new(plan.jobs.max(1)));
     let plan = Arc::new(plan);
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
@@ -595,6 +687,7 @@ pub async fn scan(plan: ScanPlan, out: &mut dyn Write, stop: watch::Receiver<boo
         let semaphore = semaphore.clone();
         let tx = tx.clone();
         let stop = stop.clone();
+        let board = board.clone();
         tokio::spawn(async move {
             let Ok(_permit) = semaphore.acquire_owned().await else {
                 return;
@@ -602,14 +695,30 @@ pub async fn scan(plan: ScanPlan, out: &mut dyn Write, stop: watch::Receiver<boo
             if *stop.borrow() {
                 return;
             }
-            let line = run_one(&plan, &target, stop).await;
+            let line = run_one(&plan, &target, stop, &board).await;
             let _ = tx.send(line);
         });
     }
     drop(tx);
     let mut outcome = ScanOutcome::default();
     let count = plan.targets.len();
-    while let Some(line) = rx.recv().await {
+    let mut tick = tokio::time::interval_at(
+        (Instant::now() + SCAN_PROGRESS_EVERY).into(),
+        SCAN_PROGRESS_EVERY,
+    );
+    loop {
+        let line = tokio::select! {
+            line = rx.recv() => match line {
+                Some(l) => l,
+                None => break,
+            },
+            _ = tick.tick() => {
+                if let Some(running) = board.line(SCAN_PROGRESS_EVERY) {
+                    eprintln!("{running}");
+                }
+                continue;
+            }
+        };
         let mut text = serde_json::to_string(&line).unwrap_or_default();
         text.push('\n');
         let _ = out.write_all(text.as_bytes());
@@ -768,6 +877,52 @@ pub fn verify_flags(a: &crate::cli::ScanArgs, timeout: Duration) -> Vec<String> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_childs_progress_lines_say_what_it_does_and_nothing_else_does() {
+        assert_eq!(
+            child_progress("hintcheck: 15 s: calling tool 3 of 12 (search)").as_deref(),
+            Some("calling tool 3 of 12 (search)")
+        );
+        assert_eq!(
+            child_progress("hintcheck: [setup] npm install pkg@1.0.0").as_deref(),
+            Some("[setup] npm install pkg@1.0.0")
+        );
+        for other in [
+            "hintcheck: harness error: the server could not be started (exit 3)",
+            "hintcheck: the server's last stderr lines:",
+            "hintcheck: x s: not a count",
+            "[setup] not ours",
+        ] {
+            assert_eq!(child_progress(other), None, "{other}");
+        }
+    }
+
+    #[test]
+    fn the_board_names_the_longest_running_first_and_forgets_the_finished() {
+        let board = Board::default();
+        assert_eq!(board.line(Duration::ZERO), None);
+        board.set("first", Some(String::new()));
+        board.set("second", Some(String::new()));
+        board.set("first", Some("[setup] npm install a".into()));
+        assert_eq!(
+            board.line(Duration::ZERO).as_deref().map(|l| l.starts_with(
+                "hintcheck: still running 2: first (0 s, [setup] npm install a); second (0 s)"
+            )),
+            Some(true)
+        );
+        assert_eq!(
+            board.line(Duration::from_secs(3600)),
+            None,
+            "none running that long"
+        );
+        board.set("first", None);
+        assert!(
+            board
+                .line(Duration::ZERO)
+                .is_some_and(|l| l.starts_with("hintcheck: still running 1: second"))
+        );
+    }
 
     #[test]
     fn a_directory_of_servers_json_is_scanned_as_registry_entries() {

@@ -210,6 +210,17 @@ impl Shared {
     }
 }
 
+/// Reads the counts of a session owned elsewhere.
+#[derive(Clone)]
+pub struct SessionWatch(Arc<Shared>);
+
+impl SessionWatch {
+    /// The transcript's counts so far.
+    pub fn stats(&self) -> TranscriptStats {
+        self.0.lock().transcript.stats()
+    }
+}
+
 /// A live JSON-RPC session over the server's stdio.
 pub struct Session {
     shared: Arc<Shared>,
@@ -418,6 +429,12 @@ impl Session {
     /// A copy of the full transcript.
     pub fn transcript(&self) -> Vec<Entry> {
         self.shared.lock().transcript.entries().to_vec()
+    }
+
+    /// A handle that reads the session's counts while another part owns the session (the
+    /// progress of a greeting).
+    pub fn watch(&self) -> SessionWatch {
+        SessionWatch(Arc::clone(&self.shared))
     }
 
     /// Everything recorded so far.

@@ -651,26 +651,60 @@ async fn greet(
         client_version: config.server.client_info.1.clone(),
         ..Default::default()
     };
+    let watch = session.watch();
     let connect = McpClient::connect(session, options);
     tokio::pin!(connect);
-    tokio::select! {
-        c = &mut connect => match c {
-            Ok(client) => (Greeting::Greeted(Box::new(client)), None),
-            Err((session, e, notes)) => (Greeting::Failed((session, Some(e), notes)), None),
-        },
-        why = ctx.interruption() => {
-            process.kill_now();
-            let greeting = match tokio::time::timeout(Duration::from_secs(2), &mut connect).await {
-                Ok(Ok(client)) => {
-                    let (session, notes) = client.into_session();
-                    Greeting::Failed((session, None, notes))
+    let began = Instant::now();
+    let mut tick = tokio::time::interval(GREETING_PROGRESS_EVERY);
+    loop {
+        tokio::select! {
+            c = &mut connect => return match c {
+                Ok(client) => (Greeting::Greeted(Box::new(client)), None),
+                Err((session, e, notes)) => (Greeting::Failed((session, Some(e), notes)), None),
+            },
+            why = ctx.interruption() => {
+                process.kill_now();
+                let greeting = match tokio::time::timeout(Duration::from_secs(2), &mut connect).await {
+                    Ok(Ok(client)) => {
+                        let (session, notes) = client.into_session();
+                        Greeting::Failed((session, None, notes))
+                    }
+                    Ok(Err((session, e, notes))) => Greeting::Failed((session, Some(e), notes)),
+                    Err(_) => Greeting::Stuck,
+                };
+                return (greeting, Some(why));
+            }
+            _ = tick.tick() => {
+                if let Some(words) = greeting_progress(began.elapsed(), &watch.stats()) {
+                    config.progress.emit(crate::progress::ProgressEvent::Stage(&words));
                 }
-                Ok(Err((session, e, notes))) => Greeting::Failed((session, Some(e), notes)),
-                Err(_) => Greeting::Stuck,
-            };
-            (greeting, Some(why))
+            }
         }
     }
+}
+
+/// How often a greeting that takes its time says how it goes.
+const GREETING_PROGRESS_EVERY: Duration = Duration::from_secs(1);
+
+/// What a greeting that is taking its time has seen so far (nothing in its first seconds):
+/// how long it has waited, and the lines on the server's stdout that were not JSON-RPC.
+fn greeting_progress(
+    waited: Duration,
+    stats: &crate::rpc::transcript::TranscriptStats,
+) -> Option<String> {
+    if waited < Duration::from_secs(2) && stats.garbage == 0 {
+        return None;
+    }
+    let mut words = format!("greeting the server: {} s", waited.as_secs());
+    if stats.garbage > 0 {
+        words.push_str(&format!(
+            ", {} line(s) on its stdout that are not JSON-RPC",
+            stats.garbage
+        ));
+    } else {
+        words.push_str(", no answer yet");
+    }
+    Some(words)
 }
 
 /// Why a started server could not be greeted: the client's error or the interruption, and

@@ -613,3 +613,43 @@ fn a_log_gets_a_plain_progress_line_every_few_seconds_on_long_runs() {
         quiet.stderr
     );
 }
+
+/// A server that prints something other than JSON-RPC and never answers: the progress says
+/// how long the greeting has waited and what came instead of an answer, before the error.
+#[test]
+fn a_greeting_that_gets_garbage_says_so_while_it_waits() {
+    let dir = tempfile::tempdir().expect("tmp");
+    std::fs::write(
+        dir.path().join("scenario.toml"),
+        "[meta]\nid = \"garbage-then-silence\"\n\n[fake]\ngarbage_before_handshake = [\"Loading model weights...\", \"42%\", \"{not json\"]\nnever_answer_initialize = true\n",
+    )
+    .expect("write");
+    let scenario = dir.path().display().to_string();
+    let child = spawn(
+        &[
+            "verify",
+            "--scenario",
+            &scenario,
+            "--era",
+            "legacy",
+            "--handshake-timeout",
+            "7s",
+        ],
+        &[],
+    );
+    let (code, stderr, _) = finish(child, LIMIT);
+    assert_eq!(code, 3, "{stderr}");
+    let progress = stderr
+        .lines()
+        .find(|l| l.contains("greeting the server:"))
+        .unwrap_or_else(|| panic!("no greeting progress:\n{stderr}"));
+    assert!(
+        progress.contains("3 line(s) on its stdout that are not JSON-RPC"),
+        "{progress}"
+    );
+    let error_at = stderr.find("could not be greeted").expect("the error");
+    assert!(
+        stderr.find(progress).is_some_and(|p| p < error_at),
+        "{stderr}"
+    );
+}

@@ -684,3 +684,31 @@ fn an_interrupted_scan_keeps_partial_reports_and_leaves_nothing_running() {
         "a process of the scan outlived it"
     );
 }
+
+/// A server that takes its time is named while it runs, with what its child verify says it
+/// is doing (the tool it calls; an install, when it has one); its progress lines stay out of
+/// its line's error.
+#[test]
+fn a_long_running_server_is_named_with_what_it_is_doing() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let scenario = dir.path().join("scenario.toml");
+    std::fs::write(
+        &scenario,
+        "[meta]\nid = \"slow-one\"\n\n[run]\ncall_timeout = \"30s\"\n\n[[tools]]\nname = \"nap\"\nannotations = { readOnlyHint = true }\nsteps = [{ action = \"sleep\", ms = 6500 }]\n",
+    )
+    .expect("write");
+    let out = run(
+        &["scan", &scenario.display().to_string()],
+        &[],
+        Duration::from_secs(120),
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .lines()
+            .any(|l| l.starts_with("hintcheck: still running 1: slow-one (")
+                && l.contains("calling tool 1 of 1 (nap)")),
+        "{}",
+        out.stderr
+    );
+}
