@@ -93,7 +93,7 @@ fn run_from(who_prefix: &[String], program: &Path, args: &[&str], cwd: &Path) ->
 }
 
 /// The demo's report found every lie and accused no honest tool.
-fn assert_demo_lies(o: &Outcome, place: &Path) {
+pub(crate) fn assert_demo_lies(o: &Outcome, place: &Path) {
     assert_eq!(
         o.code,
         1,

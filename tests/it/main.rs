@@ -16,6 +16,8 @@ mod fuzz;
 mod hostile;
 /// Attacks on installs: package code never runs on the host; what runs, runs confined.
 mod install;
+/// The PyPI and npm packages: built, installed from their files, running the demo.
+mod packaging;
 /// Real MCP servers from npm, when installed.
 mod real_servers;
 /// SARIF, JUnit, Markdown, suggest, baselines, the config file, progress and colour.
