@@ -88,6 +88,14 @@ impl Sarif<'_> {
             &outputs.source_root,
             wanted,
         );
+        if !self.config.terminal.quiet {
+            for file in &anchors.unused_files {
+                eprintln!(
+                    "hintcheck: --anchor {} quotes none of the server's tools: their results point at the tool inventory",
+                    crate::text::escape::terminal(&file.display().to_string())
+                );
+            }
+        }
         let text = report::sarif::render(self.report, &anchors);
         self.text = Some(text.clone());
         text

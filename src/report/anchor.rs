@@ -45,6 +45,9 @@ pub struct Anchors {
     /// The inventory's text when no file holds it (SARIF on stdout without `--inventory`):
     /// the SARIF then carries it, so that its locations resolve.
     pub embedded_inventory: Option<String>,
+    /// Anchor files that quote none of the server's tools (or could not be read): no result
+    /// points at them.
+    pub unused_files: Vec<PathBuf>,
 }
 
 /// The tool inventory: its text and the line of each tool (and of the server entry).
@@ -245,11 +248,20 @@ pub fn locate(
         source_root_uri.push('/');
     }
     let used = server.in_inventory || tools.values().any(|a| a.in_inventory);
+    let unused_files = anchor_files
+        .iter()
+        .filter(|p| {
+            let (uri, _) = artifact_uri(p, source_root);
+            !tools.values().any(|a| a.uri == uri)
+        })
+        .cloned()
+        .collect();
     Anchors {
         source_root_uri,
         tools,
         server,
         embedded_inventory: (used && !inventory_written).then(|| inventory.text.clone()),
+        unused_files,
     }
 }
 

@@ -37,7 +37,11 @@ fn demo_through(program: &Path) {
         .env_remove("HINTCHECK_FAKE_SERVER")
         .env_remove("HINTCHECK_CONFIG")
         .env_remove("GITHUB_STEP_SUMMARY");
-    let o = capture(cmd, Duration::from_secs(120), &program.display().to_string());
+    let o = capture(
+        cmd,
+        Duration::from_secs(120),
+        &program.display().to_string(),
+    );
     assert_demo_lies(&o, program);
     assert_eq!(
         o.json()["server"]["command"][1],

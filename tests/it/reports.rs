@@ -237,6 +237,55 @@ fn sarif_for_the_demo_is_valid_and_anchored_on_the_inventory_or_the_named_source
     assert_eq!(location_of("reset_items"), ("server.py".into(), 6, 10));
     assert_eq!(location_of("tidy_notes").0, "inv.json", "not in the source");
 
+    // An anchor outside the source root is used with its absolute URI; one that quotes no
+    // tool is named on stderr, its tools anchored on the inventory.
+    let elsewhere = tempfile::tempdir().expect("tmp");
+    let outside = elsewhere.path().join("tools.ts");
+    std::fs::write(&outside, "server.tool(\"tidy_notes\", {}, h);\n").expect("write");
+    let quoting_none = elsewhere.path().join("README.md");
+    std::fs::write(&quoting_none, "# a server\n").expect("write");
+    let out = demo(
+        &[
+            "--format",
+            "sarif",
+            "--anchor",
+            &quoting_none.display().to_string(),
+            "--anchor",
+            &outside.display().to_string(),
+            "--source-root",
+            &root,
+            "--inventory",
+            &dir.path().join("inv.json").display().to_string(),
+        ],
+        None,
+    );
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    let log = out.json();
+    let tidy = log["runs"][0]["results"]
+        .as_array()
+        .expect("results")
+        .iter()
+        .find(|r| r["locations"][0]["logicalLocations"][0]["name"] == "tidy_notes")
+        .expect("tidy_notes");
+    assert_eq!(
+        tidy["locations"][0]["physicalLocation"]["artifactLocation"]["uri"],
+        format!("file://{}", outside.display())
+    );
+    assert!(
+        out.stderr.contains(&format!(
+            "--anchor {} quotes none of the server's tools",
+            quoting_none.display()
+        )),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        !out.stderr
+            .contains(&format!("--anchor {} quotes none", outside.display())),
+        "{}",
+        out.stderr
+    );
+
     // SARIF on stdout with no --inventory writes no file: it carries the inventory its
     // locations point at, as the run's first artifact.
     let cwd = tempfile::tempdir().expect("tmp");
