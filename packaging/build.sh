@@ -6,7 +6,7 @@
 #   OUT/npm/hintcheck-VERSION.tgz                     hintcheck: `npx hintcheck`, which runs the
 #                                                     binary of the platform package installed
 #
-#   packaging/build.sh [--profile release|dev] [--out DIR] [--no-wheel]
+#   packaging/build.sh [--profile release|dev] [--out DIR] [--no-wheel] [--no-npm]
 #                      [--binary PATH --arch x86_64|aarch64]...
 #
 # The wheel is built by maturin (MATURIN, default `maturin` on PATH) for this machine, with
@@ -19,6 +19,7 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 profile=release
 out="$root/packaging/dist"
 wheel=1
+npm=1
 binaries=()
 arches=()
 while [ $# -gt 0 ]; do
@@ -26,7 +27,8 @@ while [ $# -gt 0 ]; do
     --profile) profile="$2"; shift 2 ;;
     --out) out="$2"; shift 2 ;;
     --no-wheel) wheel=0; shift ;;
-    --binary) binaries+=("$2"); shift 2 ;;
+    --no-npm) npm=0; shift ;;
+    --binary) binaries+=("$(cd "$(dirname "$2")" && pwd)/$(basename "$2")"); shift 2 ;;
     --arch) arches+=("$2"); shift 2 ;;
     *) echo "build.sh: unknown option $1" >&2; exit 2 ;;
   esac
@@ -37,6 +39,8 @@ if [ "${#binaries[@]}" -ne "${#arches[@]}" ]; then
 fi
 version="$(sed -n 's/^version = "\(.*\)"/\1/p' "$root/Cargo.toml" | head -n1)"
 mkdir -p "$out/pypi" "$out/npm"
+# The steps below run in other directories.
+out="$(cd "$out" && pwd)"
 
 if [ "$wheel" -eq 1 ]; then
   echo "== the wheel (maturin, profile $profile)"
@@ -47,9 +51,13 @@ fi
 
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
+if [ "$npm" -eq 0 ]; then
+  ls -l "$out"/pypi/*.whl
+  exit 0
+fi
 if [ "${#binaries[@]}" -eq 0 ]; then
   # The binary the wheel carries (stripped by maturin): both packages run the same one.
-  wheel_file="$(ls -t "$out"/pypi/hintcheck-"$version"-*.whl 2>/dev/null | head -n1)"
+  wheel_file="$(ls -t "$out"/pypi/hintcheck-"$version"-*.whl 2>/dev/null | head -n1 || true)"
   if [ -z "$wheel_file" ]; then
     echo "build.sh: no wheel to take the binary from: give --binary PATH --arch ARCH" >&2
     exit 2

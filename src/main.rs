@@ -37,9 +37,17 @@ fn main() -> ExitCode {
     }
     // The fake server the demo (and any scenario without a command) runs, when no
     // `hintcheck-fake-server` lies beside this binary: words after it are the server's own.
-    let args: Vec<String> = std::env::args().collect();
-    if args.get(1).map(String::as_str) == Some(hintcheck::config::FAKE_SERVER_SUBCOMMAND) {
-        hintcheck_harness::run(&args[2..], &[hintcheck::config::FAKE_SERVER_SUBCOMMAND]);
+    // (Only its words are read as text: hintcheck's own may be any bytes, as paths are.)
+    if std::env::args_os().nth(1).as_deref()
+        == Some(std::ffi::OsStr::new(
+            hintcheck::config::FAKE_SERVER_SUBCOMMAND,
+        ))
+    {
+        let words: Vec<String> = std::env::args_os()
+            .skip(2)
+            .map(|w| w.to_string_lossy().into_owned())
+            .collect();
+        hintcheck_harness::run(&words, &[hintcheck::config::FAKE_SERVER_SUBCOMMAND]);
     }
     let cli = match Cli::try_parse_showing_defaults() {
         Ok(c) => c,
@@ -83,6 +91,11 @@ fn demo(mut a: VerifyArgs) -> i32 {
         }
     };
     a.scenario = Some(laid.path().to_path_buf());
+    // The demo is the same everywhere: a config file found around it is not read unless
+    // --config names one.
+    if a.config.is_none() {
+        a.no_config = true;
+    }
     verifying(&a, Mode::Verify)
 }
 

@@ -89,9 +89,9 @@ impl Sarif<'_> {
             wanted,
         );
         if !self.config.terminal.quiet {
-            for file in &anchors.unused_files {
+            for (file, why) in &anchors.unused_files {
                 eprintln!(
-                    "hintcheck: --anchor {} quotes none of the server's tools: their results point at the tool inventory",
+                    "hintcheck: --anchor {} {why}: no SARIF result points at it",
                     crate::text::escape::terminal(&file.display().to_string())
                 );
             }

@@ -466,19 +466,21 @@ async fn run_one(
 struct Board(Arc<std::sync::Mutex<BTreeMap<String, (Instant, String)>>>);
 
 impl Board {
-    fn set(&self, id: &str, doing: Option<String>) {
+    fn set(&self, id: &str, doing: String) {
         let mut running = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        match doing {
-            Some(d) => {
-                running
-                    .entry(id.to_string())
-                    .or_insert_with(|| (Instant::now(), String::new()))
-                    .1 = d;
-            }
-            None => {
-                running.remove(id);
-            }
-        }
+        running
+            .entry(id.to_string())
+            .or_insert_with(|| (Instant::now(), String::new()))
+            .1 = doing;
+    }
+
+    /// Takes `id` off the board; what it was last doing (empty: nothing said).
+    fn finish(&self, id: &str) -> String {
+        let mut running = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        running
+            .remove(id)
+            .map(|(_, doing)| doing)
+            .unwrap_or_default()
     }
 
     /// One line on the children running for at least `after`, the longest first: `running
@@ -487,7 +489,9 @@ impl Board {
         let running = self.0.lock().unwrap_or_else(|p| p.into_inner());
         let mut long: Vec<(&String, &(Instant, String))> = running
             .iter()
-            .filter(|(_, (since, _))| since.elapsed() >= after)
+            // A child registers just after the scan's clock starts: a second's grace, or the
+            // first tick would miss every child it is meant to name.
+            .filter(|(_, (since, _))| since.elapsed() + Duration::from_secs(1) >= after)
             .collect();
         if long.is_empty() {
             return None;
@@ -548,7 +552,7 @@ async fn verify_one(
     board: &Board,
 ) -> ScanLine {
     let started = Instant::now();
-    board.set(&line.id, Some(String::new()));
+    board.set(&line.id, String::new());
     let mut cmd = tokio::process::Command::new(&plan.exe);
     cmd.arg("verify")
         .arg("--scenario")
@@ -587,8 +591,14 @@ async fn verify_one(
             let mut lines = tokio::io::BufReader::new(e);
             let mut one = Vec::new();
             while lines.read_until(b'\n', &mut one).await.unwrap_or(0) > 0 {
-                match child_progress(String::from_utf8_lossy(&one).trim_end()) {
-                    Some(doing) => board.set(&id, Some(doing)),
+                let text = String::from_utf8_lossy(&one);
+                match child_progress(text.trim_end()) {
+                    // What installs say stays in the error too (a failed try, a slow one).
+                    Some(doing) if text.starts_with("hintcheck: [setup] ") => {
+                        board.set(&id, doing);
+                        buf.extend_from_slice(&one);
+                    }
+                    Some(doing) => board.set(&id, doing),
                     None => buf.extend_from_slice(&one),
                 }
                 one.clear();
@@ -625,7 +635,7 @@ async fn verify_one(
         }
     };
     let (stdout, stderr, code) = tokio::join!(read_out, read_err, wait);
-    board.set(&line.id, None);
+    let last_doing = board.finish(&line.id);
     line.duration_ms = started.elapsed().as_millis() as u64;
     match serde_json::from_slice::<Value>(&stdout) {
         Ok(report) if report.get("schema_version").is_some() => {
@@ -651,14 +661,22 @@ async fn verify_one(
                 Some(c) if c != exit_code::OK && c != exit_code::CONTRADICTIONS => c,
                 _ => exit_code::HARNESS,
             };
-            let why = tail(&stderr, 2000);
+            let mut why = tail(&stderr, 2000);
             line.exit_reason = match code {
                 None => format!(
-                    "no report: hintcheck verify was stopped after {} s",
-                    plan.child_limit.as_secs()
+                    "no report: hintcheck verify was stopped after {} s{}",
+                    plan.child_limit.as_secs(),
+                    if last_doing.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" while {last_doing}")
+                    }
                 ),
                 Some(_) => format!("no report: {}", why.lines().last().unwrap_or("")),
             };
+            if !last_doing.is_empty() {
+                why.push_str(&format!("\n(last progress: {last_doing})"));
+            }
             line.error = Some(why);
         }
     }
@@ -902,9 +920,9 @@ mod tests {
     fn the_board_names_the_longest_running_first_and_forgets_the_finished() {
         let board = Board::default();
         assert_eq!(board.line(Duration::ZERO), None);
-        board.set("first", Some(String::new()));
-        board.set("second", Some(String::new()));
-        board.set("first", Some("[setup] npm install a".into()));
+        board.set("first", String::new());
+        board.set("second", String::new());
+        board.set("first", "[setup] npm install a".into());
         assert_eq!(
             board.line(Duration::ZERO).as_deref().map(|l| l.starts_with(
                 "hintcheck: still running 2: first (0 s, [setup] npm install a); second (0 s)"
@@ -916,7 +934,7 @@ mod tests {
             None,
             "none running that long"
         );
-        board.set("first", None);
+        assert_eq!(board.finish("first"), "[setup] npm install a");
         assert!(
             board
                 .line(Duration::ZERO)

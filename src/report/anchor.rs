@@ -45,9 +45,9 @@ pub struct Anchors {
     /// The inventory's text when no file holds it (SARIF on stdout without `--inventory`):
     /// the SARIF then carries it, so that its locations resolve.
     pub embedded_inventory: Option<String>,
-    /// Anchor files that quote none of the server's tools (or could not be read): no result
-    /// points at them.
-    pub unused_files: Vec<PathBuf>,
+    /// Anchor files no result points at, each with why: it could not be read, or it quotes
+    /// none of the tools it could have anchored (none when the server listed no tool).
+    pub unused_files: Vec<(PathBuf, &'static str)>,
 }
 
 /// The tool inventory: its text and the line of each tool (and of the server entry).
@@ -250,11 +250,19 @@ pub fn locate(
     let used = server.in_inventory || tools.values().any(|a| a.in_inventory);
     let unused_files = anchor_files
         .iter()
-        .filter(|p| {
+        .filter_map(|p| {
             let (uri, _) = artifact_uri(p, source_root);
-            !tools.values().any(|a| a.uri == uri)
+            if tools.is_empty() || tools.values().any(|a| a.uri == uri) {
+                None
+            } else if files.iter().any(|(f, _)| f == p) {
+                Some((
+                    p.clone(),
+                    "quotes none of the server's tools (or only tools an earlier --anchor quotes)",
+                ))
+            } else {
+                Some((p.clone(), "could not be read"))
+            }
         })
-        .cloned()
         .collect();
     Anchors {
         source_root_uri,

@@ -356,7 +356,9 @@ fn single_result(e: &Entry<'_>, report: &Value) -> Markup {
                                 td { code { (shown(v["hint"].as_str().unwrap_or(""))) } }
                                 td { (shown(v["declared"].as_str().unwrap_or(""))) }
                                 td {
-                                    (shown_cut(v["evidence"][0]["source"].as_str().unwrap_or(""), 60)) ": "
+                                    @if let Some(source) = v["evidence"][0]["source"].as_str() {
+                                        (shown_cut(source, 60)) ": "
+                                    }
                                     (shown_cut(v["evidence"][0]["text"].as_str().unwrap_or(v["reason"].as_str().unwrap_or("")), 300))
                                     @if v["uncertain"] == true { " " span.muted { "(uncertain)" } }
                                 }

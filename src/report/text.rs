@@ -190,7 +190,7 @@ fn contradicted_hints(o: &mut String, r: &Report, verbose: bool) -> std::fmt::Re
                 None => esc(&shorten(&v.reason, 120)),
             };
             let row = (
-                esc(&shorten(&t.name, 40)),
+                esc(&t.name),
                 format!("{}: {}", v.hint.key(), esc(&v.declared)),
                 evidence,
                 f.and_then(|f| f.category).map(|c| c.as_str()),
@@ -247,14 +247,15 @@ fn contradicted_hints(o: &mut String, r: &Report, verbose: bool) -> std::fmt::Re
         )?;
         let mut line = String::new();
         for (tool, ..) in rows {
-            if !line.is_empty() && width(&line) + width(tool) + 2 > 96 {
+            let tool = shorten(tool, 40);
+            if !line.is_empty() && width(&line) + width(&tool) + 2 > 96 {
                 writeln!(o, "  {sign} {line}")?;
                 line.clear();
             }
             if !line.is_empty() {
                 line.push_str(", ");
             }
-            line.push_str(tool);
+            line.push_str(&tool);
         }
         if !line.is_empty() {
             writeln!(o, "  {sign} {line}")?;
@@ -284,7 +285,11 @@ fn hint_lines(
     groups: &[(&str, Vec<ContradictionRow<'_>>, &str)],
 ) -> std::fmt::Result {
     let rows = groups.iter().flat_map(|g| g.1.iter());
-    let name_w = rows.clone().map(|r| width(&r.0)).max().unwrap_or(0);
+    let name_w = rows
+        .clone()
+        .map(|r| width(&shorten(&r.0, 40)))
+        .max()
+        .unwrap_or(0);
     let hint_w = rows.map(|r| width(&r.1)).max().unwrap_or(0);
     for (title, group, sign) in groups {
         if group.is_empty() {
@@ -296,7 +301,7 @@ fn hint_lines(
             writeln!(
                 o,
                 "  {sign} {}  {}  {evidence}{tag}",
-                pad(tool, name_w),
+                pad(&shorten(tool, 40), name_w),
                 pad(hint, hint_w)
             )?;
         }

@@ -163,13 +163,10 @@ impl Placement {
             .chain(config.server.env.iter().map(|(_, v)| v.as_str()))
             .chain(overlays.iter().map(String::as_str))
             .collect();
-        // What runs (the program as found on PATH, its #! interpreters) and what the user
-        // asked to see counts as named wherever it lies.
+        // The program as found on PATH, and what the user asked to see, count as named
+        // wherever they lie (not the program's #! interpreters: the package chose those, and
+        // in a scan it is not trusted).
         let running: Vec<String> = std::iter::once(program.clone())
-            .chain(crate::sandbox::preflight::shebang_interpreters(
-                &program,
-                path_var.as_deref(),
-            ))
             .chain(config.sandbox.expose.iter().cloned())
             .map(|p| p.display().to_string())
             .collect();

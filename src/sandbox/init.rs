@@ -1312,6 +1312,19 @@ fn cover_with_tmpfs(target: &Path, binds: &[Bind], options: &str) -> Step {
         let Ok(rel) = b.inside.strip_prefix(target) else {
             continue;
         };
+        // Only plain names below the covered place: never `..` out of the staging tmpfs.
+        if !rel
+            .components()
+            .all(|c| matches!(c, std::path::Component::Normal(_)))
+        {
+            return Err(io_err(
+                &format!("a bind into {}", target.display()),
+                std::io::Error::new(
+                    std::io::ErrorKind::InvalidInput,
+                    format!("{} is not a plain path below it", b.inside.display()),
+                ),
+            ));
+        }
         let inner = stage.join(rel);
         let made = if b.source.is_dir() {
             std::fs::create_dir_all(&inner)

@@ -272,16 +272,26 @@ pub fn named_temporary_entries<'a>(
     for word in words {
         for candidate in std::iter::once(word).chain(word.split_once('=').map(|(_, v)| v)) {
             let candidate = std::path::Path::new(candidate);
+            // A path that climbs (`/tmp/../etc`) names no entry of a place.
+            if candidate
+                .components()
+                .any(|c| matches!(c, std::path::Component::ParentDir))
+            {
+                continue;
+            }
             for place in TEMPORARY_PLACES.map(std::path::Path::new) {
                 let Ok(rel) = candidate.strip_prefix(place) else {
                     continue;
                 };
-                let Some(first) = rel.components().next() else {
+                let Some(std::path::Component::Normal(first)) = rel.components().next() else {
                     continue;
                 };
                 let top = place.join(first);
-                // Entries inside the scratch root are bound read-write anyway.
-                if top == scratch_root || !top.exists() || out.contains(&top) {
+                // Entries inside the scratch root are bound read-write anyway; a symbolic
+                // link (anyone may make one there) would show what it points at.
+                let plain =
+                    std::fs::symlink_metadata(&top).is_ok_and(|m| !m.file_type().is_symlink());
+                if top == scratch_root || !plain || out.contains(&top) {
                     continue;
                 }
                 out.push(top);
@@ -716,15 +726,21 @@ mod tests {
             .expect("a directory under /tmp");
         let program = var_tmp.path().join("bin/server");
         let script = tmp.path().join("lib/main.py");
+        let link = tmp.path().with_extension("link");
+        std::os::unix::fs::symlink("/etc", &link).expect("symlink");
         let words = [
             program.display().to_string(),
             format!("--data={}", script.display()),
             "/var/tmp".to_string(),
             "/dev/shm/not-there".to_string(),
+            "/tmp/../etc/passwd".to_string(),
+            format!("{}/x", link.display()),
         ];
         let scratch = tempfile::tempdir().expect("scratch");
         let named = named_temporary_entries(words.iter().map(String::as_str), scratch.path());
-        // The top entries that exist, once each; a place itself and missing entries are not.
+        // The top entries that exist, once each; a place itself, missing entries, a path that
+        // climbs out and a symbolic link are not.
+        let _ = std::fs::remove_file(&link);
         assert_eq!(
             named,
             vec![var_tmp.path().to_path_buf(), tmp.path().to_path_buf()]

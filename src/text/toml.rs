@@ -40,15 +40,19 @@ impl TomlProblem {
                 expected,
             };
         };
-        let start = span.start.min(text.len());
+        let mut start = span.start.min(text.len());
+        while !text.is_char_boundary(start) {
+            start -= 1;
+        }
         let line_start = text[..start].rfind('\n').map_or(0, |i| i + 1);
         let line_end = text[start..].find('\n').map_or(text.len(), |i| start + i);
         let (line_no, column) = line_and_column(text, start);
         let line = super::escape::terminal(text[line_start..line_end].trim_end_matches('\r'));
-        let width = text[start..span.end.clamp(start, line_end)]
-            .chars()
-            .count()
-            .max(1);
+        let mut end = span.end.clamp(start, line_end);
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        let width = text[start..end].chars().count().max(1);
         let gutter = " ".repeat(line_no.to_string().len());
         let excerpt = format!(
             "{gutter} |\n{line_no} | {line}\n{gutter} | {}{}",
@@ -86,7 +90,10 @@ impl fmt::Display for TomlProblem {
 
 /// The line and column (1-based) of byte `offset` of `text`.
 fn line_and_column(text: &str, offset: usize) -> (usize, usize) {
-    let offset = offset.min(text.len());
+    let mut offset = offset.min(text.len());
+    while !text.is_char_boundary(offset) {
+        offset -= 1;
+    }
     let line_start = text[..offset].rfind('\n').map_or(0, |i| i + 1);
     (
         text[..offset].matches('\n').count() + 1,

@@ -633,7 +633,7 @@ fn a_greeting_that_gets_garbage_says_so_while_it_waits() {
             "--era",
             "legacy",
             "--handshake-timeout",
-            "7s",
+            "12s",
         ],
         &[],
     );

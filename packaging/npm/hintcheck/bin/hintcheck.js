@@ -1,10 +1,13 @@
 #!/usr/bin/env node
 // The `hintcheck` command of the npm package: runs the binary of the platform package npm
-// installed beside it (@hintcheck/linux-x64 or @hintcheck/linux-arm64), with the same
-// arguments, standard streams and exit status (a signal that ends it ends this process too).
+// installed beside it (@hintcheck/linux-x64 or @hintcheck/linux-arm64) with the same
+// arguments and standard streams. Signals sent to this process (a CI timeout's SIGTERM, a
+// SIGHUP) are passed on, Ctrl-C reaches both from the terminal, and this process waits for
+// hintcheck (which writes its partial report when interrupted) and ends as it ended: with
+// its exit status, or by the same signal.
 "use strict";
 
-const { spawnSync } = require("child_process");
+const { spawn } = require("child_process");
 const path = require("path");
 
 const PLATFORMS = {
@@ -35,12 +38,29 @@ function binary() {
   }
 }
 
-const result = spawnSync(binary(), process.argv.slice(2), { stdio: "inherit" });
-if (result.error) {
-  console.error(`hintcheck: cannot run ${binary()}: ${result.error.message}`);
+const program = binary();
+const child = spawn(program, process.argv.slice(2), { stdio: "inherit" });
+// SIGINT comes from the terminal to the whole process group: hintcheck gets it too, and this
+// process only waits. The others are sent to this process alone: pass them on.
+const handlers = {
+  SIGINT: () => {},
+  SIGTERM: () => child.kill("SIGTERM"),
+  SIGHUP: () => child.kill("SIGHUP"),
+};
+for (const [signal, handler] of Object.entries(handlers)) {
+  process.on(signal, handler);
+}
+child.on("error", (error) => {
+  console.error(`hintcheck: cannot run ${program}: ${error.message}`);
   process.exit(2);
-}
-if (result.signal) {
-  process.kill(process.pid, result.signal);
-}
-process.exit(result.status === null ? 1 : result.status);
+});
+child.on("exit", (code, signal) => {
+  for (const [name, handler] of Object.entries(handlers)) {
+    process.removeListener(name, handler);
+  }
+  if (signal) {
+    process.kill(process.pid, signal);
+    return;
+  }
+  process.exit(code === null ? 1 : code);
+});
