@@ -212,25 +212,17 @@ fn checkout_runs_the_readme_command(who: As) {
     }
 }
 
-#[test]
-fn the_binary_alone_runs_the_demo_anywhere_as_root() {
-    binary_alone_runs_the_demo(As::Root);
-}
+as_root_and_unprivileged!(
+    the_binary_alone_runs_the_demo_anywhere_as_root,
+    the_binary_alone_runs_the_demo_anywhere_unprivileged,
+    binary_alone_runs_the_demo
+);
 
-#[test]
-fn the_binary_alone_runs_the_demo_anywhere_unprivileged() {
-    binary_alone_runs_the_demo(As::Unprivileged);
-}
-
-#[test]
-fn a_checkout_runs_the_demo_anywhere_as_root() {
-    checkout_runs_the_readme_command(As::Root);
-}
-
-#[test]
-fn a_checkout_runs_the_demo_anywhere_unprivileged() {
-    checkout_runs_the_readme_command(As::Unprivileged);
-}
+as_root_and_unprivileged!(
+    a_checkout_runs_the_demo_anywhere_as_root,
+    a_checkout_runs_the_demo_anywhere_unprivileged,
+    checkout_runs_the_readme_command
+);
 
 /// The demo runs the server built in: a command or a scenario of the user's is refused, with
 /// the way to verify it.

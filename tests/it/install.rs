@@ -238,15 +238,11 @@ fn no_package_code_runs(who: As) {
     assert!(!o.stderr.contains("[setup]"), "installed: {}", o.stderr);
 }
 
-#[test]
-fn installs_run_no_package_code_as_root() {
-    no_package_code_runs(As::Root);
-}
-
-#[test]
-fn installs_run_no_package_code_unprivileged() {
-    no_package_code_runs(As::Unprivileged);
-}
+as_root_and_unprivileged!(
+    installs_run_no_package_code_as_root,
+    installs_run_no_package_code_unprivileged,
+    no_package_code_runs
+);
 
 /// With `--allow-source-builds` a source build runs, inside the installers' sandbox: it cannot
 /// write on the host, read the user's files or see the user's environment.
@@ -319,15 +315,11 @@ fn source_builds_run_confined(who: As) {
     }
 }
 
-#[test]
-fn source_builds_run_confined_as_root() {
-    source_builds_run_confined(As::Root);
-}
-
-#[test]
-fn source_builds_run_confined_unprivileged() {
-    source_builds_run_confined(As::Unprivileged);
-}
+as_root_and_unprivileged!(
+    source_builds_run_confined_as_root,
+    source_builds_run_confined_unprivileged,
+    source_builds_run_confined
+);
 
 /// A working directory holding `pkgs/src`, a source tree whose `setup.py` leaves the returned
 /// marker when something builds it.
@@ -582,12 +574,8 @@ steps = [{{ action = "flock", path = "notes.txt" }}]
     );
 }
 
-#[test]
-fn servers_read_only_what_they_run_on_as_root() {
-    servers_read_only_what_they_run_on(As::Root);
-}
-
-#[test]
-fn servers_read_only_what_they_run_on_unprivileged() {
-    servers_read_only_what_they_run_on(As::Unprivileged);
-}
+as_root_and_unprivileged!(
+    servers_read_only_what_they_run_on_as_root,
+    servers_read_only_what_they_run_on_unprivileged,
+    servers_read_only_what_they_run_on
+);

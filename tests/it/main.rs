@@ -1,5 +1,21 @@
 //! The integration test binary (one link step for all of them).
 
+/// Two tests that run `$run` as root and as an unprivileged user (through user namespaces);
+/// defined before the modules that use it.
+macro_rules! as_root_and_unprivileged {
+    ($root:ident, $unprivileged:ident, $run:path) => {
+        #[test]
+        fn $root() {
+            $run(crate::sandbox::As::Root);
+        }
+
+        #[test]
+        fn $unprivileged() {
+            $run(crate::sandbox::As::Unprivileged);
+        }
+    };
+}
+
 /// The GitHub Action's scripts, run as the runner runs them.
 mod action;
 /// The command line: usage errors, formats, exit codes, explain, cleanup.

@@ -142,21 +142,6 @@ pub(crate) enum As {
     Unprivileged,
 }
 
-/// Two tests that run `$run` as root and as an unprivileged user (through user namespaces).
-macro_rules! as_root_and_unprivileged {
-    ($root:ident, $unprivileged:ident, $run:path) => {
-        #[test]
-        fn $root() {
-            $run(As::Root);
-        }
-
-        #[test]
-        fn $unprivileged() {
-            $run(As::Unprivileged);
-        }
-    };
-}
-
 /// The command prefix for running hintcheck as `who`, optionally inside a fresh network
 /// namespace that the test itself creates; `None` (with the reason printed) when impossible.
 pub(crate) fn prefix(who: As, own_netns: bool) -> Option<Vec<String>> {
