@@ -11,6 +11,7 @@ use serde::Deserialize;
 
 use crate::audit::suggest::SupportBasis;
 use crate::config::options::{RunOptions, ServerOptions};
+use crate::finding::Severity;
 use crate::report::Report;
 
 /// Errors reading a scenario.
@@ -87,6 +88,13 @@ pub struct Expect {
     /// `tool:hintName` pairs that must be contradicted.
     #[serde(default)]
     pub contradicted: Vec<String>,
+    /// `tool:hintName` pairs of `contradicted` whose contradiction must stay a warning (no
+    /// piece of its evidence firm: uncertain, unconfirmed, of a softening category). Every
+    /// other pair of `contradicted` must be firm (an error), so that an expected lie cannot
+    /// turn weak unnoticed; pairs listed in `categorised` say by their category why they are
+    /// weak and need not be listed here.
+    #[serde(default)]
+    pub weak: Vec<String>,
     /// `tool:hintName` pairs that must be consistent.
     #[serde(default)]
     pub consistent: Vec<String>,
@@ -225,6 +233,7 @@ fn check_verdicts(expect: &Expect, report: &Report, failures: &mut Vec<String>) 
             }
         }
     }
+    check_firmness(expect, report, failures);
     if expect.only_listed_contradictions {
         for t in &report.tools {
             for v in &t.verdicts {
@@ -235,6 +244,46 @@ fn check_verdicts(expect: &Expect, report: &Report, failures: &mut Vec<String>) 
                     ));
                 }
             }
+        }
+    }
+}
+
+/// Each expected contradiction is firm (an error), unless it is listed as weak or by its
+/// category; each listed as weak is a warning.
+fn check_firmness(expect: &Expect, report: &Report, failures: &mut Vec<String>) {
+    let severity_of = |pair: &str| {
+        let (tool, hint) = pair.split_once(':')?;
+        report
+            .findings
+            .iter()
+            .find(|f| f.tool.as_deref() == Some(tool) && f.hint.is_some_and(|h| h.key() == hint))
+            .map(|f| f.severity)
+    };
+    let categorised = |pair: &str| {
+        expect
+            .categorised
+            .iter()
+            .any(|c| c.split_once('=').is_some_and(|(what, _)| what == pair))
+    };
+    for pair in &expect.weak {
+        if !expect.contradicted.contains(pair) {
+            failures.push(format!("{pair}: listed as weak but not as contradicted"));
+        } else if severity_of(pair) == Some(Severity::Error) {
+            failures.push(format!(
+                "{pair}: a firm contradiction (an error), expected weak (a warning)"
+            ));
+        }
+    }
+    for pair in &expect.contradicted {
+        if expect.weak.contains(pair) || categorised(pair) {
+            continue;
+        }
+        match severity_of(pair) {
+            Some(Severity::Error) | None => {}
+            Some(other) => failures.push(format!(
+                "{pair}: a weak contradiction ({}), expected firm (an error); list it under weak if that is right",
+                other.as_str()
+            )),
         }
     }
 }

@@ -6,7 +6,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
-use super::server_wide::ServersOwn;
+use super::server_wide::{OwnPlaces, ServersOwn};
 use super::{NestedPlan, NestedRuns, ReplayWaits};
 use crate::evidence::Observation;
 use crate::evidence::at_or_under;
@@ -375,7 +375,8 @@ fn shared_state_calls(
             let described = o.describe();
             c.shared_state.contains(&described)
                 && !c.confirmed_by_replay.contains(&described)
-                && bears_on_an_open_hint(&tools[i], &firm[i], o)
+                && (bears_on_an_open_hint(&tools[i], &firm[i], o)
+                    || c.number > 1 && crate::audit::bears_on_declared_idempotence(&tools[i], o))
         })
     })
 }
@@ -771,6 +772,7 @@ async fn replay_call(
         }
     }
     let mut differential = differential.into_iter();
+    let servers_before = left.servers_own.len();
     let mut own = Vec::new();
     let mut unsure = Vec::new();
     let mut cited: Vec<String> = Vec::new();
@@ -829,6 +831,27 @@ async fn replay_call(
     }
     own.extend(unsure);
     own.extend(not_judged);
+    // A directory the window created for what the replays showed to be the server's shared
+    // state (the state directory its first flush made) is the server's too.
+    let servers_here: Vec<String> = left.servers_own[servers_before..]
+        .iter()
+        .filter_map(|p| p.observation.as_file().map(|f| f.path.clone()))
+        .collect();
+    let (containers, own): (Vec<Observation>, Vec<Observation>) = own.into_iter().partition(|o| {
+        o.as_file().is_some_and(|f| {
+            f.kind.is_creation()
+                && servers_here
+                    .iter()
+                    .any(|p| p != &f.path && at_or_under(p, &f.path))
+        })
+    });
+    left.servers_own
+        .extend(containers.into_iter().map(|observation| PhaseObservation {
+            started_by: None,
+            phase: Phase::ServerState,
+            after_tool: Some(tool.to_string()),
+            observation,
+        }));
     call.observations = own;
 }
 
@@ -1064,10 +1087,12 @@ pub(crate) async fn first_call_initialisation(
         }
         return notes;
     };
-    if !observations
-        .iter()
-        .any(|o| initialisation_candidate(o, &created))
-    {
+    // A place the tool writes on every call and no other tool touches is its own, however
+    // alike the other tool's paths look (replays match effects by path shape).
+    let own_places = OwnPlaces::of(runs);
+    let candidate =
+        |o: &Observation| initialisation_candidate(o, &created) && !own_places.holds(tool, o);
+    if !runs[tool].calls[call].observations.iter().any(candidate) {
         return notes;
     }
     let purpose = format!(
@@ -1088,9 +1113,7 @@ pub(crate) async fn first_call_initialisation(
     let (server, own): (Vec<Observation>, Vec<Observation>) =
         std::mem::take(&mut first_call.observations)
             .into_iter()
-            .partition(|o| {
-                initialisation_candidate(o, &created) && replayed.judge(o) != ReplayVerdict::Absent
-            });
+            .partition(|o| candidate(o) && replayed.judge(o) != ReplayVerdict::Absent);
     first_call.observations = own;
     if !server.is_empty() {
         let described: Vec<String> = server.iter().map(|o| o.describe()).collect();

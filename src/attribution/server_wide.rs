@@ -19,6 +19,68 @@ use crate::mcp::tool::ToolDecl;
 /// Where the user's data lives in observed paths: never bookkeeping.
 const WORKSPACE: &str = "$WORKSPACE";
 
+/// The path a write or a write attempt names, with the shape it is grouped by.
+fn written_path(o: &Observation) -> Option<&str> {
+    match o {
+        Observation::File(f) => Some(&f.path),
+        Observation::Attempt(a) => Some(&a.path),
+        _ => None,
+    }
+}
+
+/// The places each tool keeps to itself, as (tool, path): a path that every successful call
+/// of the tool wrote (at least two calls) and no other tool's call did, while the tool's
+/// calls wrote no other path of its shape. Several tools that each append to a log of their
+/// own (`log_1.txt`, `log_2.txt`) share a shape but no file: that is each tool's own write,
+/// not what the server keeps for several tools, and not its per-call bookkeeping either. A
+/// journal flushed on a timer under a new name each time lands in whichever window is open
+/// and names a new file each flush, so it never passes for a tool's own place.
+pub struct OwnPlaces(BTreeSet<(usize, String)>);
+
+impl OwnPlaces {
+    /// What the calls of `runs` show.
+    pub fn of(runs: &[ToolRun]) -> OwnPlaces {
+        // Per path: the tools whose calls wrote it. Per tool and shape: the paths written.
+        let mut writers: BTreeMap<&str, BTreeSet<usize>> = BTreeMap::new();
+        let mut paths: BTreeMap<(usize, String), BTreeSet<&str>> = BTreeMap::new();
+        for (i, run) in runs.iter().enumerate() {
+            for (_, o) in run.all_observations() {
+                if let Some(path) = written_path(o).filter(|_| o.is_write()) {
+                    writers.entry(path).or_default().insert(i);
+                    paths.entry((i, path_shape(path))).or_default().insert(path);
+                }
+            }
+        }
+        let mut own = BTreeSet::new();
+        for ((i, _), written) in paths {
+            let [path] = written.into_iter().collect::<Vec<_>>()[..] else {
+                continue;
+            };
+            let successes: Vec<_> = runs[i]
+                .calls
+                .iter()
+                .filter(|c| c.outcome.is_success())
+                .collect();
+            let every_call_wrote_it = successes.len() >= 2
+                && successes.iter().all(|c| {
+                    c.observations
+                        .iter()
+                        .any(|o| o.is_write() && written_path(o) == Some(path))
+                });
+            if every_call_wrote_it && writers.get(path).is_some_and(|w| w.len() == 1) {
+                own.insert((i, path.to_string()));
+            }
+        }
+        OwnPlaces(own)
+    }
+
+    /// Whether `o`, an observation of a call of tool `tool`, writes a place that tool keeps
+    /// to itself.
+    pub fn holds(&self, tool: usize, o: &Observation) -> bool {
+        written_path(o).is_some_and(|p| self.0.contains(&(tool, p.to_string())))
+    }
+}
+
 /// An effect that can be bookkeeping: outside the workspace, and adding to or rewriting the
 /// server's own file (removals, moves and changes of kind never are).
 fn candidate(o: &Observation) -> Option<&FileEffect> {
@@ -92,12 +154,13 @@ impl Bookkeeping {
                 note(f, None);
             }
         }
+        let own_places = OwnPlaces::of(runs);
         for (i, run) in runs.iter().enumerate() {
             for (_, o) in run.all_observations() {
                 if let Some(f) = o.as_file().filter(|f| created(f)) {
                     made.insert(f.path.clone());
                 }
-                if let Some(f) = candidate(o) {
+                if let Some(f) = candidate(o).filter(|_| !own_places.holds(i, o)) {
                     note(f, Some(i));
                 }
             }
@@ -175,10 +238,12 @@ impl ServersOwn {
 }
 
 /// Marks the writes whose firmness a replay has to earn (see [`CallRecord::shared_state`]):
-/// in each call, the lasting writes that bear on a hint its tool declared, to a path the
+/// in each call, the lasting writes that bear on a hint its tool declared (in a repeat,
+/// `idempotentHint: true` included), to a path the
 /// server made during the run (or inside one) whose shape the calls of at least two tools
 /// wrote, and the refused write attempts of a kind and shape at least two tools' calls made;
-/// never what stays a warning anyway (see [`ServersOwn::stays_a_warning`]). Returns how many calls have some.
+/// never what stays a warning anyway (see [`ServersOwn::stays_a_warning`]), nor a write to a
+/// place its tool keeps to itself (see [`OwnPlaces`]). Returns how many calls have some.
 pub fn mark_shared_state(tools: &[ToolDecl], runs: &mut [ToolRun], own: &ServersOwn) -> usize {
     // By path shape (file effects) or kind and shape (attempts the sandbox refused).
     let key = |o: &Observation| match o {
@@ -186,10 +251,11 @@ pub fn mark_shared_state(tools: &[ToolDecl], runs: &mut [ToolRun], own: &Servers
         Observation::Attempt(_) => o.shape_key(),
         _ => None,
     };
+    let own_places = OwnPlaces::of(runs);
     let mut writers: BTreeMap<String, BTreeSet<usize>> = BTreeMap::new();
     for (i, run) in runs.iter().enumerate() {
         for (_, o) in run.all_observations() {
-            if let Some(k) = key(o) {
+            if let Some(k) = key(o).filter(|_| !own_places.holds(i, o)) {
                 writers.entry(k).or_default().insert(i);
             }
         }
@@ -199,9 +265,11 @@ pub fn mark_shared_state(tools: &[ToolDecl], runs: &mut [ToolRun], own: &Servers
             .and_then(|k| writers.get(&k))
             .is_some_and(|w| w.len() >= 2)
     };
-    // What stays a warning whatever a replay shows has nothing to earn.
-    let shared = |o: &Observation| {
+    // What stays a warning whatever a replay shows has nothing to earn; nor does a write
+    // to a place the tool keeps to itself.
+    let shared = |i: usize, o: &Observation| {
         !own.stays_a_warning(o)
+            && !own_places.holds(i, o)
             && several(o)
             && match o {
                 Observation::File(f) => own.bookkeeping.server_made(&f.path),
@@ -212,12 +280,19 @@ pub fn mark_shared_state(tools: &[ToolDecl], runs: &mut [ToolRun], own: &Servers
             }
     };
     let mut marked = 0;
-    for (tool, run) in tools.iter().zip(runs.iter_mut()) {
+    for (i, (tool, run)) in tools.iter().zip(runs.iter_mut()).enumerate() {
         for call in &mut run.calls {
+            // In a repeat, a write to the shared state also bears on idempotentHint: true (a
+            // counter flushed in the repeat's window is no additional effect of the tool's).
+            let repeat = call.number > 1;
+            let bears = |o: &Observation| {
+                crate::audit::bears_on_declared(tool, o)
+                    || repeat && crate::audit::bears_on_declared_idempotence(tool, o)
+            };
             call.shared_state = call
                 .observations
                 .iter()
-                .filter(|o| shared(o) && crate::audit::bears_on_declared(tool, o))
+                .filter(|o| shared(i, o) && bears(o))
                 .map(Observation::describe)
                 .collect();
             marked += usize::from(!call.shared_state.is_empty());
@@ -567,6 +642,106 @@ mod tests {
         let writer = tool(serde_json::json!({"readOnlyHint": false}));
         let tools = vec![writer.clone(), writer, reader(), reader(), reader()];
         assert_eq!(mark_shared_state(&tools, &mut runs, &own), 0);
+    }
+
+    /// A tool whose two calls each appended to `path` (created by the first).
+    fn own_log_run(path: &str) -> ToolRun {
+        run(vec![
+            call(1, ok(), vec![file(path, FileEffectKind::Created)]),
+            call(2, ok(), vec![file(path, FileEffectKind::Appended)]),
+        ])
+    }
+
+    #[test]
+    fn tools_that_each_write_a_file_of_their_own_share_no_state_and_keep_no_books() {
+        // Twenty-five read-only tools, each appending to its own log on every call: one
+        // shape, no shared file. Each write is its tool's, in the workspace or in the home.
+        for dir in ["$WORKSPACE", "$HOME/.liars"] {
+            let tools: Vec<ToolDecl> = (0..25)
+                .map(|_| tool(serde_json::json!({"readOnlyHint": true})))
+                .collect();
+            let mut runs: Vec<ToolRun> = (0..25)
+                .map(|i| own_log_run(&format!("{dir}/log_{i}.txt")))
+                .collect();
+            let own = ServersOwn::of(&runs, &[], Vec::new());
+            assert!(!own.bookkeeping.holds(&runs[3].calls[1].observations[0]));
+            assert_eq!(mark_shared_state(&tools, &mut runs, &own), 0, "{dir}");
+        }
+        // A journal flushed under a new name each time is no tool's own place, even when a
+        // tool's two calls both caught a flush: its calls wrote two paths of the shape.
+        let tools: Vec<ToolDecl> = (0..3)
+            .map(|_| tool(serde_json::json!({"readOnlyHint": true})))
+            .collect();
+        let flush = |n: u32| {
+            file(
+                &format!("$WORKSPACE/.srv/journal-{n}.log"),
+                FileEffectKind::Created,
+            )
+        };
+        let mut runs = vec![
+            run(vec![
+                call(1, ok(), vec![flush(1)]),
+                call(2, ok(), vec![flush(2)]),
+            ]),
+            run(vec![call(1, ok(), vec![flush(3)]), call(2, ok(), vec![])]),
+            run(vec![call(1, ok(), vec![]), call(2, ok(), vec![flush(4)])]),
+        ];
+        let own = ServersOwn::of(&runs, &[], Vec::new());
+        assert_eq!(mark_shared_state(&tools, &mut runs, &own), 4);
+        // One path that two tools wrote is shared, however often each wrote it.
+        let counters = "$WORKSPACE/.srv/counters.json";
+        let mut runs = vec![
+            own_log_run(counters),
+            own_log_run(counters),
+            own_log_run("$WORKSPACE/x"),
+        ];
+        let own = ServersOwn::of(&runs, &[], Vec::new());
+        assert_eq!(mark_shared_state(&tools, &mut runs, &own), 4);
+    }
+
+    #[test]
+    fn a_counter_flushed_in_a_repeat_must_be_earned_against_idempotent_hint_too() {
+        // Three writers that declare idempotentHint: true; the server's counter file, made
+        // in the first tool's call, is flushed in the repeats of two of them.
+        let counters = "$WORKSPACE/.srv/counters.json";
+        let writer = || {
+            tool(
+                serde_json::json!({"readOnlyHint": false, "destructiveHint": true, "idempotentHint": true}),
+            )
+        };
+        let tools = vec![writer(), writer(), writer()];
+        let mut runs = vec![
+            run(vec![
+                call(1, ok(), vec![file("$WORKSPACE/.srv", FileEffectKind::Created)]),
+                call(2, ok(), vec![file(counters, FileEffectKind::Created)]),
+            ]),
+            run(vec![
+                call(1, ok(), vec![]),
+                call(2, ok(), vec![file(counters, FileEffectKind::Overwritten)]),
+            ]),
+            run(vec![call(1, ok(), vec![]), call(2, ok(), vec![])]),
+        ];
+        let own = ServersOwn::of(&runs, &[], Vec::new());
+        assert_eq!(mark_shared_state(&tools, &mut runs, &own), 2);
+        assert_eq!(
+            runs[1].calls[1].shared_state,
+            ["overwrote $WORKSPACE/.srv/counters.json"]
+        );
+        // A first call's write bears on no idempotence: only the repeats are marked for it.
+        let mut runs = vec![
+            run(vec![call(
+                1,
+                ok(),
+                vec![file(counters, FileEffectKind::Created)],
+            )]),
+            run(vec![call(
+                1,
+                ok(),
+                vec![file(counters, FileEffectKind::Overwritten)],
+            )]),
+        ];
+        let own = ServersOwn::of(&runs, &[], Vec::new());
+        assert_eq!(mark_shared_state(&tools[..2], &mut runs, &own), 0);
     }
 
     #[test]

@@ -24,7 +24,8 @@ The verdict is `unexercised` when the first call did not succeed or no repeat wa
 Fix: declare `idempotentHint: false`, or make the repeated call a no-op.",
 };
 
-fn counts(o: &Observation) -> bool {
+/// Whether `o`, in a repeat, is an additional effect: a lasting change of a file.
+pub(crate) fn counts(o: &Observation) -> bool {
     match o {
         Observation::File(f) => f.kind != FileEffectKind::Rewritten && !f.kind.is_transient(),
         Observation::Network(_)

@@ -248,6 +248,12 @@ pub(crate) fn bears_on_declared(tool: &ToolDecl, o: &Observation) -> bool {
     !declared_hints_it_bears_on(tool, o).is_empty()
 }
 
+/// Whether `o`, seen in an identical repeat of a call of `tool`, could contradict the
+/// `idempotentHint: true` it declared (a lasting change; see [`idempotent::counts`]).
+pub(crate) fn bears_on_declared_idempotence(tool: &ToolDecl, o: &Observation) -> bool {
+    tool.hints.idempotent.declared() == Some(true) && idempotent::counts(o)
+}
+
 /// The hints `tool` declared that `o` could contradict (see [`bears_on`]).
 pub(crate) fn declared_hints_it_bears_on(tool: &ToolDecl, o: &Observation) -> Vec<HintName> {
     HintName::ALL

@@ -75,6 +75,7 @@ pub(crate) fn stage() -> &'static Stage {
             "startup-work",
             "documents",
             "lazy-store",
+            "shared-counters",
         ] {
             let src = repo().join("tests/fixtures").join(fixture);
             let dst = dir.join("fixtures").join(fixture);
@@ -1925,6 +1926,36 @@ as_root_and_unprivileged!(
     a_store_made_on_first_access_is_the_servers_set_up_as_root,
     a_store_made_on_first_access_is_the_servers_set_up_unprivileged,
     lazy_store_run
+);
+
+fn shared_counters_run(who: As) {
+    let Some(r) = python_fixture_holds("shared-counters", who) else {
+        return;
+    };
+    // The flushes replays showed to be the server's, the state directory the first one made
+    // with them; one landed in a setter's repeat, where it bore on idempotentHint: true.
+    let servers: Vec<&str> = r["out_of_window"]
+        .as_array()
+        .expect("out_of_window")
+        .iter()
+        .filter(|p| p["phase"] == "server-state")
+        .filter_map(|p| p["description"].as_str())
+        .collect();
+    assert!(
+        servers.contains(&"created directory $WORKSPACE/.usage"),
+        "{servers:?}"
+    );
+    let replays = r["replays"].to_string();
+    assert!(
+        replays.contains("repeat 2 wrote files the server keeps for several tools"),
+        "{replays}"
+    );
+}
+
+as_root_and_unprivileged!(
+    counters_flushed_in_any_window_are_the_servers_as_root,
+    counters_flushed_in_any_window_are_the_servers_unprivileged,
+    shared_counters_run
 );
 
 fn lazy_database_run(who: As) {

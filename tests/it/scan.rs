@@ -217,10 +217,15 @@ fn a_rerun_resumes_keeping_servers_done_at_the_same_version() {
 #[test]
 fn check_judges_by_expectations_and_fails_on_a_false_accusation() {
     let dir = tempfile::tempdir().expect("tmp");
-    // The demo, expecting one lie fewer: the unlisted contradiction is unexpected.
+    // The demo, expecting one lie fewer (the unlisted contradiction is unexpected) and one
+    // firm lie as weak (firmness is checked both ways).
     let text = std::fs::read_to_string(repo().join("scenarios/demo/scenario.toml"))
         .expect("demo")
-        .replace("\"get_status:readOnlyHint\",", "");
+        .replace("\"get_status:readOnlyHint\",", "")
+        .replace(
+            "[expect]\n",
+            "[expect]\nweak = [\"add_item:idempotentHint\"]\n",
+        );
     let strict = dir.path().join("strict");
     std::fs::create_dir_all(&strict).expect("mkdir");
     std::fs::write(strict.join("scenario.toml"), &text).expect("write");
@@ -248,6 +253,12 @@ fn check_judges_by_expectations_and_fails_on_a_false_accusation() {
         unmet
             .to_string()
             .contains("get_status:readOnlyHint: contradicted"),
+        "{unmet}"
+    );
+    assert!(
+        unmet.to_string().contains(
+            "add_item:idempotentHint: a firm contradiction (an error), expected weak (a warning)"
+        ),
         "{unmet}"
     );
     assert!(
