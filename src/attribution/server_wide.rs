@@ -438,6 +438,17 @@ pub fn discount_per_request(
     if controls.is_empty() {
         return Vec::new();
     }
+    let control_paths: BTreeSet<String> = phases
+        .iter()
+        .filter(|p| p.phase == Phase::Control)
+        .filter_map(|p| written_path(&p.observation).map(str::to_string))
+        .collect();
+    // A place the tool keeps to itself that no control wrote is the tool's, however alike
+    // the controls' paths look.
+    let own_places = OwnPlaces::of(runs);
+    let tools_own = |i: usize, o: &Observation| {
+        own_places.holds(i, o) && written_path(o).is_some_and(|p| !control_paths.contains(p))
+    };
     // The same kind and shape, or an additive write of a path the controls wrote.
     let seen_in_controls = |o: &Observation| {
         o.shape_key().is_some_and(|k| controls.contains(&k))
@@ -451,7 +462,7 @@ pub fn discount_per_request(
             let (per_request, own): (Vec<Observation>, Vec<Observation>) =
                 std::mem::take(&mut call.observations)
                     .into_iter()
-                    .partition(|o| seen_in_controls(o));
+                    .partition(|o| seen_in_controls(o) && !tools_own(i, o));
             call.observations = own;
             for o in per_request {
                 let (_, tools) = moved
@@ -712,7 +723,11 @@ mod tests {
         let tools = vec![writer(), writer(), writer()];
         let mut runs = vec![
             run(vec![
-                call(1, ok(), vec![file("$WORKSPACE/.srv", FileEffectKind::Created)]),
+                call(
+                    1,
+                    ok(),
+                    vec![file("$WORKSPACE/.srv", FileEffectKind::Created)],
+                ),
                 call(2, ok(), vec![file(counters, FileEffectKind::Created)]),
             ]),
             run(vec![
@@ -742,6 +757,72 @@ mod tests {
         ];
         let own = ServersOwn::of(&runs, &[], Vec::new());
         assert_eq!(mark_shared_state(&tools[..2], &mut runs, &own), 0);
+    }
+
+    #[test]
+    fn what_the_controls_did_is_per_request_but_a_tools_own_log_of_that_shape_is_not() {
+        let last_used = "$WORKSPACE/.srv/last-used";
+        let mut phases = vec![
+            phase(Phase::Control, file(last_used, FileEffectKind::Overwritten)),
+            phase(
+                Phase::Control,
+                file("$WORKSPACE/logs/req_0.log", FileEffectKind::Created),
+            ),
+        ];
+        let stamp = || file(last_used, FileEffectKind::Overwritten);
+        let mut runs = vec![
+            // A tool that keeps a log of its own, named like the controls' log.
+            run(vec![
+                call(
+                    1,
+                    ok(),
+                    vec![
+                        stamp(),
+                        file("$WORKSPACE/logs/req_1.log", FileEffectKind::Created),
+                    ],
+                ),
+                call(
+                    2,
+                    ok(),
+                    vec![
+                        stamp(),
+                        file("$WORKSPACE/logs/req_1.log", FileEffectKind::Appended),
+                    ],
+                ),
+            ]),
+            // A tool whose every call writes a new log of that shape: per request.
+            run(vec![
+                call(
+                    1,
+                    ok(),
+                    vec![
+                        stamp(),
+                        file("$WORKSPACE/logs/req_2.log", FileEffectKind::Created),
+                    ],
+                ),
+                call(
+                    2,
+                    ok(),
+                    vec![
+                        stamp(),
+                        file("$WORKSPACE/logs/req_3.log", FileEffectKind::Created),
+                    ],
+                ),
+            ]),
+        ];
+        let notes = discount_per_request(&mut runs, &names(2), &mut phases);
+        assert_eq!(notes.len(), 2, "{notes:?}");
+        let kept = |r: &ToolRun| -> Vec<String> {
+            r.all_observations().map(|(_, o)| o.describe()).collect()
+        };
+        assert_eq!(
+            kept(&runs[0]),
+            [
+                "created $WORKSPACE/logs/req_1.log",
+                "appended to $WORKSPACE/logs/req_1.log"
+            ]
+        );
+        assert!(kept(&runs[1]).is_empty(), "{:?}", kept(&runs[1]));
     }
 
     #[test]
