@@ -269,6 +269,16 @@ impl<'a> Explorer<'a> {
             if run.calls.is_empty() || run.succeeded() || run.skipped.is_some() {
                 continue;
             }
+            // A tool whose last call got no answer (a timeout, a wait, a crash) is not
+            // retried with other arguments in its turn, nor here: each try would cost the
+            // call timeout again for a hang that arguments rarely cause.
+            if !run
+                .calls
+                .last()
+                .is_some_and(|c| c.outcome.worth_another_attempt())
+            {
+                continue;
+            }
             let grown = self.pool.len() + self.lessons > self.pool_at_turn[i];
             let useful = self.lessons > self.lessons_at_turn[i]
                 || self
@@ -499,6 +509,11 @@ impl<'a> Explorer<'a> {
                 && outcome.worth_another_attempt();
             if retry {
                 attempt += 1;
+            } else if number == 1 && !outcome.answered() {
+                // A first call that got no answer (the tool waits on something that does not
+                // come) is not repeated: the repeat would cost the call timeout again and
+                // judge nothing (idempotence needs a first call that succeeded).
+                break;
             } else {
                 number += 1;
             }
@@ -1425,6 +1440,15 @@ mod tests {
         async fn call(&mut self, tool: &str, _label: &str, arguments: &Value) -> ObservedCall {
             self.log.push((tool.to_string(), arguments.clone()));
             let result = (self.answer)(tool, arguments);
+            // `{"hang": true}`: no answer within the call timeout.
+            if result["hang"] == true {
+                return ObservedCall {
+                    record: CallRecord::bare(arguments, CallOutcome::Timeout { after_ms: 30_000 }),
+                    result: None,
+                    broken: false,
+                    interrupted: false,
+                };
+            }
             // `null`: the server was found dead.
             if result.is_null() {
                 return ObservedCall {
@@ -1551,6 +1575,45 @@ mod tests {
         );
         // Twice is the tool's own: no third try.
         assert_eq!(labels(2), ["server died", "server died"]);
+    }
+
+    #[test]
+    fn a_tool_that_got_no_answer_gets_no_second_turn() {
+        // Both readers take an item id, which make_item hands out (they wait for it): the
+        // one that hung is neither repeated nor tried again (each try would cost the call
+        // timeout and judge nothing).
+        let reader = |name: &str| {
+            json!({"name": name, "annotations": {"readOnlyHint": true},
+                   "inputSchema": {"type": "object", "required": ["itemId"],
+                                   "properties": {"itemId": {"type": "string"}}}})
+        };
+        let tools = tools_of(&[
+            reader("get_item"),
+            reader("watch_item"),
+            json!({"name": "make_item", "annotations": {"destructiveHint": false},
+                   "inputSchema": {"type": "object", "properties": {}}}),
+        ]);
+        let config = plain_config();
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut host = ScriptedHost {
+            answer: |tool: &str, a: &Value| match tool {
+                "make_item" => text("Created item with ID: it-7", false),
+                "get_item" if a["itemId"] == "it-7" => text("item it-7", false),
+                "get_item" => text(&format!("Item {} not found", a["itemId"]), true),
+                "watch_item" => json!({"hang": true}),
+                _ => text("unknown", true),
+            },
+            log: Vec::new(),
+        };
+        let explored = explore(&tools, &config, dir.path(), &mut host);
+        let calls_of = |name: &str| host.log.iter().filter(|(t, _)| t == name).count();
+        assert!(explored.runs[0].succeeded(), "{:?}", host.log);
+        assert_eq!(calls_of("watch_item"), 1, "{:?}", host.log);
+        assert!(
+            !explored.notes.iter().any(|n| n.starts_with("watch_item")),
+            "{:?}",
+            explored.notes
+        );
     }
 
     #[test]
