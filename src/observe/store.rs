@@ -67,13 +67,19 @@ pub fn reclassify(
             text_diff(&effect.path, &old, &new)
         };
         let Some(diff) = diff else { continue };
+        effect.database = false;
+        if diff.added + diff.changed + diff.removed == 0 {
+            // Nothing added, changed or removed in the store's own terms (rows replaced by
+            // equal ones, only timestamps moved, pages reorganised): the same content again.
+            effect.kind = FileEffectKind::Rewritten;
+            continue;
+        }
         effect.kind = FileEffectKind::StoreChanged {
             added: diff.added,
             changed: diff.changed,
             removed: diff.removed,
             detail: diff.details.join("; "),
         };
-        effect.database = false;
     }
 }
 
@@ -373,6 +379,9 @@ fn sqlite_diff(old: &[u8], new: &[u8]) -> Option<StoreDiff> {
         diff.added += 1;
         diff.note(format!("table {name} created"));
     }
+    // Rows whose only change is a counter raised by one (a version, a step count): with
+    // rows added beside them, the bookkeeping of that addition, not an update.
+    let mut bumps: Vec<String> = Vec::new();
     for (name, (without_rowid, before)) in &old {
         let Some((_, after)) = new.get(name) else {
             continue;
@@ -397,9 +406,17 @@ fn sqlite_diff(old: &[u8], new: &[u8]) -> Option<StoreDiff> {
         } else {
             let a: HashMap<i64, &Row> = before.iter().map(|(id, r)| (*id, r)).collect();
             let b: HashMap<i64, &Row> = after.iter().map(|(id, r)| (*id, r)).collect();
+            let mut gone: Vec<(i64, &Row)> = Vec::new();
+            let mut retimed = 0;
             for (id, r) in &a {
                 match b.get(id) {
-                    None => deleted += 1,
+                    None => gone.push((*id, r)),
+                    Some(s) if s != r && same_content((*id, r), (*id, s)) => retimed += 1,
+                    Some(s) if s != r && counter_raised(r, s) => bumps.push(format!(
+                        "table {name}: row {id} updated ({} → {})",
+                        row_text(r),
+                        row_text(s)
+                    )),
                     Some(s) if s != r => {
                         updated += 1;
                         if updated == 1 {
@@ -413,7 +430,38 @@ fn sqlite_diff(old: &[u8], new: &[u8]) -> Option<StoreDiff> {
                     _ => {}
                 }
             }
-            inserted = b.keys().filter(|id| !a.contains_key(id)).count();
+            // A deleted row and an inserted one equal but for the row's own id and its
+            // timestamps are the same row written again (INSERT OR REPLACE, delete-then-
+            // insert of the same values): neither a removal nor an addition.
+            let mut new_rows: Vec<(i64, &Row)> = b
+                .iter()
+                .filter(|(id, _)| !a.contains_key(id))
+                .map(|(id, r)| (*id, *r))
+                .collect();
+            new_rows.sort_by_key(|(id, _)| *id);
+            gone.sort_by_key(|(id, _)| *id);
+            let mut replaced = 0;
+            for old_row in gone {
+                match new_rows
+                    .iter()
+                    .position(|new_row| same_content(old_row, *new_row))
+                {
+                    Some(at) => {
+                        new_rows.remove(at);
+                        replaced += 1;
+                    }
+                    None => deleted += 1,
+                }
+            }
+            inserted = new_rows.len();
+            for (n, what) in [
+                (replaced, "replaced by equal rows"),
+                (retimed, "with only timestamps changed"),
+            ] {
+                if n > 0 {
+                    diff.note(format!("table {name}: {n} row(s) {what}"));
+                }
+            }
         }
         for (n, what) in [(inserted, "inserted"), (deleted, "deleted")] {
             if n > 0 {
@@ -427,7 +475,78 @@ fn sqlite_diff(old: &[u8], new: &[u8]) -> Option<StoreDiff> {
         diff.changed += updated;
         diff.removed += deleted;
     }
+    if diff.added > 0 {
+        if !bumps.is_empty() {
+            diff.note(format!(
+                "{} row(s) with a counter raised by one beside the rows added",
+                bumps.len()
+            ));
+        }
+    } else {
+        diff.changed += bumps.len();
+        for b in bumps {
+            diff.note(b);
+        }
+    }
     Some(diff)
+}
+
+/// Whether `new` is `old` with one or more integer cells raised by exactly one and every
+/// other cell equal (or a timestamp on both sides).
+fn counter_raised(old: &Row, new: &Row) -> bool {
+    use rusqlite::types::Value as V;
+    let mut raised = false;
+    let rest_same = old.iter().zip(new).all(|(a, b)| match (a, b) {
+        (V::Integer(x), V::Integer(y)) if x.checked_add(1) == Some(*y) => {
+            raised = true;
+            true
+        }
+        _ => a == b || same_content((0, &vec![a.clone()]), (0, &vec![b.clone()])),
+    });
+    old.len() == new.len() && rest_same && raised
+}
+
+/// Whether two rows (each with its rowid) hold the same content: every cell equal, but for
+/// a cell that is its row's own id on both sides (an `INTEGER PRIMARY KEY`) or a timestamp on
+/// both sides (a date and time in text, or seconds or milliseconds since the epoch a day
+/// apart at most).
+fn same_content((old_id, old): (i64, &Row), (new_id, new): (i64, &Row)) -> bool {
+    use rusqlite::types::Value as V;
+    if old.len() != new.len() {
+        return false;
+    }
+    let epoch = |v: &V| match v {
+        V::Integer(i) => Some(*i as f64),
+        V::Real(f) => Some(*f),
+        _ => None,
+    };
+    let timestamps = |a: &V, b: &V| match (a, b) {
+        (V::Text(a), V::Text(b)) => is_timestamp_text(a) && is_timestamp_text(b),
+        _ => match (epoch(a), epoch(b)) {
+            (Some(a), Some(b)) => [(1e9, 1e10, 86_400.0), (1e12, 1e13, 86_400_000.0)]
+                .iter()
+                .any(|(low, high, day)| {
+                    (*low..*high).contains(&a)
+                        && (*low..*high).contains(&b)
+                        && (b - a).abs() <= *day
+                }),
+            _ => false,
+        },
+    };
+    old.iter().zip(new).all(|(a, b)| {
+        a == b || (*a == V::Integer(old_id) && *b == V::Integer(new_id)) || timestamps(a, b)
+    })
+}
+
+/// A date with a time of day, as SQLite's `CURRENT_TIMESTAMP` and ISO 8601 write them.
+fn is_timestamp_text(s: &str) -> bool {
+    static STAMP: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(
+            r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?$",
+        )
+        .expect("timestamp pattern")
+    });
+    STAMP.is_match(s)
 }
 
 fn row_text(r: &Row) -> String {
@@ -532,5 +651,87 @@ mod tests {
             "{d:?}"
         );
         assert_eq!(sqlite_diff(b"SQLite format 3\0garbage", &changed), None);
+    }
+
+    #[test]
+    fn a_version_raised_beside_rows_added_is_their_bookkeeping_and_alone_an_update() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("a.db");
+        let db = rusqlite::Connection::open(&path).expect("open");
+        db.execute_batch(
+            "CREATE TABLE sessions(id TEXT PRIMARY KEY, title TEXT, version INTEGER);
+             CREATE TABLE steps(session TEXT, body TEXT);
+             INSERT INTO sessions VALUES ('s1', 'guide', 3);",
+        )
+        .expect("create");
+        let before = std::fs::read(&path).expect("read");
+        db.execute_batch(
+            "INSERT INTO steps VALUES ('s1', 'step one');
+             UPDATE sessions SET version = version + 1 WHERE id = 's1';",
+        )
+        .expect("add a step");
+        let added = std::fs::read(&path).expect("read");
+        let d = sqlite_diff(&before, &added).expect("diff");
+        assert_eq!((d.added, d.changed, d.removed), (1, 0, 0), "{d:?}");
+        db.execute_batch("UPDATE sessions SET version = version + 1 WHERE id = 's1';")
+            .expect("bump");
+        let bumped = std::fs::read(&path).expect("read");
+        let d = sqlite_diff(&added, &bumped).expect("diff");
+        assert_eq!((d.added, d.changed, d.removed), (0, 1, 0), "{d:?}");
+    }
+
+    #[test]
+    fn sqlite_rows_written_again_with_the_same_content_are_no_change() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("a.db");
+        let db = rusqlite::Connection::open(&path).expect("open");
+        db.execute_batch(
+            "CREATE TABLE obs(id INTEGER PRIMARY KEY AUTOINCREMENT, entity TEXT, content TEXT, \
+               created_at TEXT DEFAULT '2026-12-03 09:00:00');
+             CREATE TABLE kv(k TEXT UNIQUE, v TEXT, stamp INTEGER);
+             INSERT INTO obs(entity, content) VALUES ('e', 'swift-forest');
+             INSERT INTO kv VALUES ('theme', 'dark', 1796288400);",
+        )
+        .expect("create");
+        let before = std::fs::read(&path).expect("read");
+        // Delete-then-insert of the same values (a new id and creation time), and INSERT OR
+        // REPLACE of the same value a second later.
+        db.execute_batch(
+            "DELETE FROM obs WHERE entity = 'e';
+             INSERT INTO obs(entity, content, created_at) VALUES ('e', 'swift-forest', '2026-12-03 09:00:01');
+             INSERT OR REPLACE INTO kv VALUES ('theme', 'dark', 1796288401);",
+        )
+        .expect("again");
+        let again = std::fs::read(&path).expect("read");
+        let d = sqlite_diff(&before, &again).expect("diff");
+        assert_eq!((d.added, d.changed, d.removed), (0, 0, 0), "{d:?}");
+        assert!(
+            d.details
+                .iter()
+                .any(|s| s == "table obs: 1 row(s) replaced by equal rows"),
+            "{d:?}"
+        );
+        // The same content is a same-content rewrite, not a store change.
+        let mut effect = FileEffect::bare(
+            "a.db",
+            FileEffectKind::Overwritten,
+            crate::evidence::ObjectKind::File,
+            crate::evidence::Mechanism::Snapshot,
+        );
+        effect.database = true;
+        let mut effects = vec![effect];
+        reclassify(&mut effects, &|_| Some(before.clone()), &|_| {
+            Some(again.clone())
+        });
+        assert_eq!(effects[0].kind, FileEffectKind::Rewritten);
+        // Another value is a change, and a counter is no timestamp.
+        db.execute_batch(
+            "INSERT OR REPLACE INTO kv VALUES ('theme', 'light', 1796288402);
+             UPDATE obs SET id = id WHERE 0;",
+        )
+        .expect("change");
+        let changed = std::fs::read(&path).expect("read");
+        let d = sqlite_diff(&again, &changed).expect("diff");
+        assert_eq!((d.added, d.changed, d.removed), (1, 0, 1), "{d:?}");
     }
 }
