@@ -376,7 +376,9 @@ fn shared_state_calls(
             c.shared_state.contains(&described)
                 && !c.confirmed_by_replay.contains(&described)
                 && (bears_on_an_open_hint(&tools[i], &firm[i], o)
-                    || c.number > 1 && crate::audit::bears_on_declared_idempotence(&tools[i], o))
+                    || c.number > 1
+                        && !firm[i].contains(&HintName::Idempotent)
+                        && crate::audit::bears_on_declared_idempotence(&tools[i], o))
         })
     })
 }
@@ -837,13 +839,15 @@ async fn replay_call(
         .iter()
         .filter_map(|p| p.observation.as_file().map(|f| f.path.clone()))
         .collect();
+    let confirmed = &call.confirmed_by_replay;
     let (containers, own): (Vec<Observation>, Vec<Observation>) = own.into_iter().partition(|o| {
-        o.as_file().is_some_and(|f| {
-            f.kind.is_creation()
-                && servers_here
-                    .iter()
-                    .any(|p| p != &f.path && at_or_under(p, &f.path))
-        })
+        !confirmed.contains(&o.describe())
+            && o.as_file().is_some_and(|f| {
+                f.kind.is_creation()
+                    && servers_here
+                        .iter()
+                        .any(|p| p != &f.path && at_or_under(p, &f.path))
+            })
     });
     left.servers_own
         .extend(containers.into_iter().map(|observation| PhaseObservation {

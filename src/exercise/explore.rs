@@ -272,11 +272,7 @@ impl<'a> Explorer<'a> {
             // A tool whose last call got no answer (a timeout, a wait, a crash) is not
             // retried with other arguments in its turn, nor here: each try would cost the
             // call timeout again for a hang that arguments rarely cause.
-            if !run
-                .calls
-                .last()
-                .is_some_and(|c| c.outcome.worth_another_attempt())
-            {
+            if !run.calls.last().is_some_and(|c| c.outcome.answered()) {
                 continue;
             }
             let grown = self.pool.len() + self.lessons > self.pool_at_turn[i];

@@ -450,6 +450,22 @@ impl Semantics {
                 });
                 let plain_items = items.get("type").and_then(Value::as_str) == Some("string")
                     && is_plain(items, self.over_defaults);
+                // A command given as an argv array: the command chosen for a string, word by
+                // word (within what the server allows).
+                let argv = ws
+                    .iter()
+                    .any(|w| ["command", "cmd", "argv"].contains(&w.as_str()));
+                if argv && plain_items {
+                    let chosen = self.choose("command", &describe(items))?;
+                    let words: Vec<Value> = chosen
+                        .as_str()?
+                        .split_whitespace()
+                        .map(|w| Value::String(w.to_string()))
+                        .collect();
+                    let fits = (min..=max).contains(&(words.len() as u64))
+                        && words.iter().all(|w| fits_length(items, w));
+                    return fits.then_some(Value::Array(words));
+                }
                 (paths && plain_items && min <= 1 && max >= 1)
                     .then(|| Value::Array(vec![self.existing_file()]))
                     .filter(|v| v[0].as_str().is_some_and(|_| fits_length(items, &v[0])))
@@ -1156,6 +1172,33 @@ mod tests {
         let tool =
             parse_tool(&json!({"name": name, "inputSchema": {"type": "object"}}), 0).expect("tool");
         Semantics::new(&facts, &tool)
+    }
+
+    #[test]
+    fn a_command_given_as_an_argv_array_is_an_allowed_command_word_by_word() {
+        let facts = WorkspaceFacts {
+            root: PathBuf::from("/w"),
+            files: vec!["notes.txt".into()],
+            dirs: Vec::new(),
+            sqlite: None,
+            allowed_commands: Vec::new(),
+            vocab: crate::workspace::vocab::Vocabulary::default(),
+        };
+        let tool = parse_tool(
+            &json!({"name": "shell_execute", "inputSchema": {"type": "object"},
+                    "description": "Execute an allowed command.\nAllowed commands: touch, cat, find, wc\nDefault timeout: 30s"}),
+            0,
+        )
+        .expect("tool");
+        let argv = json!({"type": "array", "items": {"type": "string"}});
+        let argv = argv.as_object().expect("obj");
+        assert_eq!(
+            Semantics::new(&facts, &tool).value_for("command", argv),
+            Some(json!(["cat", "notes.txt"]))
+        );
+        // With nothing said about what is allowed, a harmless echo.
+        let v = sem("run").value_for("argv", argv).expect("argv");
+        assert_eq!(v[0], "echo", "{v}");
     }
 
     #[test]

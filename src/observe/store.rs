@@ -313,8 +313,20 @@ fn csv_diff(old: &str, new: &str, diff: &mut StoreDiff) {
 /// A row as the database gives it.
 type Row = Vec<rusqlite::types::Value>;
 
-/// A database's tables: name → (WITHOUT ROWID, rows with their rowid).
-type Tables = BTreeMap<String, (bool, Vec<(i64, Row)>)>;
+/// One table of a database, read whole.
+struct Table {
+    /// Declared `WITHOUT ROWID` (rows are compared whole).
+    without_rowid: bool,
+    /// The column that holds the rowid (an `INTEGER PRIMARY KEY`), if any.
+    rowid_column: Option<usize>,
+    /// The column names.
+    columns: Vec<String>,
+    /// The rows with their rowid.
+    rows: Vec<(i64, Row)>,
+}
+
+/// A database's tables by name.
+type Tables = BTreeMap<String, Table>;
 
 /// Tables, and the rows of each, of a database held in `bytes`; `None` when it cannot be
 /// read whole.
@@ -347,8 +359,22 @@ fn sqlite_tables(bytes: &[u8]) -> Option<Tables> {
         } else {
             format!("SELECT rowid, * FROM {quoted}")
         };
+        // (name, declared type, primary-key position) of each column.
+        let info: Vec<(String, String, i64)> = {
+            let mut st = db.prepare(&format!("PRAGMA table_info({quoted})")).ok()?;
+            st.query_map([], |r| Ok((r.get(1)?, r.get(2)?, r.get(5)?)))
+                .ok()?
+                .collect::<Result<_, _>>()
+                .ok()?
+        };
+        let keys: Vec<usize> = (0..info.len()).filter(|&i| info[i].2 > 0).collect();
+        let rowid_column = match keys[..] {
+            [k] if !without_rowid && info[k].1.eq_ignore_ascii_case("INTEGER") => Some(k),
+            _ => None,
+        };
+        let columns: Vec<String> = info.into_iter().map(|(name, ..)| name).collect();
         let mut st = db.prepare(&query).ok()?;
-        let columns = st.column_count();
+        let count = st.column_count();
         let mut rows = Vec::new();
         let mut q = st.query([]).ok()?;
         while let Some(r) = q.next().ok()? {
@@ -356,13 +382,21 @@ fn sqlite_tables(bytes: &[u8]) -> Option<Tables> {
                 return None;
             }
             let id: i64 = r.get(0).ok()?;
-            let values: Row = (1..columns)
+            let values: Row = (1..count)
                 .map(|c| r.get(c))
                 .collect::<Result<_, _>>()
                 .ok()?;
             rows.push((id, values));
         }
-        out.insert(name, (without_rowid, rows));
+        out.insert(
+            name,
+            Table {
+                without_rowid,
+                rowid_column,
+                columns,
+                rows,
+            },
+        );
     }
     Some(out)
 }
@@ -382,12 +416,19 @@ fn sqlite_diff(old: &[u8], new: &[u8]) -> Option<StoreDiff> {
     // Rows whose only change is a counter raised by one (a version, a step count): with
     // rows added beside them, the bookkeeping of that addition, not an update.
     let mut bumps: Vec<String> = Vec::new();
-    for (name, (without_rowid, before)) in &old {
-        let Some((_, after)) = new.get(name) else {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64());
+    for (name, table) in &old {
+        let Some(after_table) = new.get(name) else {
             continue;
         };
+        let (before, after) = (&table.rows, &after_table.rows);
+        let same_content = |old_row: (i64, &Row), new_row: (i64, &Row)| {
+            same_content(old_row, new_row, table.rowid_column, now)
+        };
         let (mut inserted, mut updated, mut deleted) = (0, 0, 0);
-        if *without_rowid {
+        if table.without_rowid {
             // Rows compared whole (values have no total order or hash: REAL).
             let mut count: HashMap<String, i64> = HashMap::new();
             for (_, r) in before {
@@ -412,11 +453,13 @@ fn sqlite_diff(old: &[u8], new: &[u8]) -> Option<StoreDiff> {
                 match b.get(id) {
                     None => gone.push((*id, r)),
                     Some(s) if s != r && same_content((*id, r), (*id, s)) => retimed += 1,
-                    Some(s) if s != r && counter_raised(r, s) => bumps.push(format!(
-                        "table {name}: row {id} updated ({} → {})",
-                        row_text(r),
-                        row_text(s)
-                    )),
+                    Some(s) if s != r && counter_raised(&table.columns, r, s, now) => {
+                        bumps.push(format!(
+                            "table {name}: row {id} updated ({} → {})",
+                            row_text(r),
+                            row_text(s)
+                        ))
+                    }
                     Some(s) if s != r => {
                         updated += 1;
                         if updated == 1 {
@@ -491,62 +534,107 @@ fn sqlite_diff(old: &[u8], new: &[u8]) -> Option<StoreDiff> {
     Some(diff)
 }
 
-/// Whether `new` is `old` with one or more integer cells raised by exactly one and every
-/// other cell equal (or a timestamp on both sides).
-fn counter_raised(old: &Row, new: &Row) -> bool {
+/// Whether `new` is `old` with one or more counters raised by exactly one (integer cells of
+/// columns named like a counter: a version, a revision, a count, a total, a sequence) and
+/// every other cell equal or a fresh timestamp. A flag set from 0 to 1 (`archived`) is no
+/// counter.
+fn counter_raised(columns: &[String], old: &Row, new: &Row, now: f64) -> bool {
     use rusqlite::types::Value as V;
+    const COUNTER_WORDS: &[&str] = &[
+        "version", "revision", "count", "counter", "total", "seq", "sequence",
+    ];
+    let counter = |i: usize| {
+        columns.get(i).is_some_and(|c| {
+            c.to_ascii_lowercase()
+                .split(|ch: char| !ch.is_ascii_alphanumeric())
+                .any(|w| COUNTER_WORDS.contains(&w))
+        })
+    };
     let mut raised = false;
-    let rest_same = old.iter().zip(new).all(|(a, b)| match (a, b) {
-        (V::Integer(x), V::Integer(y)) if x.checked_add(1) == Some(*y) => {
-            raised = true;
-            true
-        }
-        _ => a == b || same_content((0, &vec![a.clone()]), (0, &vec![b.clone()])),
-    });
+    let rest_same = old
+        .iter()
+        .zip(new)
+        .enumerate()
+        .all(|(i, (a, b))| match (a, b) {
+            (V::Integer(x), V::Integer(y)) if counter(i) && x.checked_add(1) == Some(*y) => {
+                raised = true;
+                true
+            }
+            _ => a == b || fresh_timestamps(a, b, now),
+        });
     old.len() == new.len() && rest_same && raised
 }
 
 /// Whether two rows (each with its rowid) hold the same content: every cell equal, but for
-/// a cell that is its row's own id on both sides (an `INTEGER PRIMARY KEY`) or a timestamp on
-/// both sides (a date and time in text, or seconds or milliseconds since the epoch a day
-/// apart at most).
-fn same_content((old_id, old): (i64, &Row), (new_id, new): (i64, &Row)) -> bool {
+/// the table's rowid column (an `INTEGER PRIMARY KEY`) and fresh timestamps (see
+/// [`fresh_timestamps`]).
+fn same_content(
+    (old_id, old): (i64, &Row),
+    (new_id, new): (i64, &Row),
+    rowid_column: Option<usize>,
+    now: f64,
+) -> bool {
     use rusqlite::types::Value as V;
-    if old.len() != new.len() {
-        return false;
-    }
-    let epoch = |v: &V| match v {
-        V::Integer(i) => Some(*i as f64),
-        V::Real(f) => Some(*f),
-        _ => None,
-    };
-    let timestamps = |a: &V, b: &V| match (a, b) {
-        (V::Text(a), V::Text(b)) => is_timestamp_text(a) && is_timestamp_text(b),
-        _ => match (epoch(a), epoch(b)) {
-            (Some(a), Some(b)) => [(1e9, 1e10, 86_400.0), (1e12, 1e13, 86_400_000.0)]
-                .iter()
-                .any(|(low, high, day)| {
-                    (*low..*high).contains(&a)
-                        && (*low..*high).contains(&b)
-                        && (b - a).abs() <= *day
-                }),
-            _ => false,
-        },
-    };
-    old.iter().zip(new).all(|(a, b)| {
-        a == b || (*a == V::Integer(old_id) && *b == V::Integer(new_id)) || timestamps(a, b)
-    })
+    old.len() == new.len()
+        && old.iter().zip(new).enumerate().all(|(i, (a, b))| {
+            a == b
+                || (rowid_column == Some(i) && *a == V::Integer(old_id) && *b == V::Integer(new_id))
+                || fresh_timestamps(a, b, now)
+        })
 }
 
-/// A date with a time of day, as SQLite's `CURRENT_TIMESTAMP` and ISO 8601 write them.
-fn is_timestamp_text(s: &str) -> bool {
+/// Whether `a` and `b` are both timestamps, at most a day apart, `b` written about now (the
+/// time a store records on every save, not a date the tool was asked to move): a date and
+/// time in text (within 15 hours of now, for it may be local time) or seconds or
+/// milliseconds since the epoch (within an hour of now).
+fn fresh_timestamps(a: &rusqlite::types::Value, b: &rusqlite::types::Value, now: f64) -> bool {
+    use rusqlite::types::Value as V;
+    const DAY: f64 = 86_400.0;
+    // Seconds since the epoch, and how far from now a fresh one may be.
+    let seconds = |v: &V| -> Option<(f64, f64)> {
+        let n = match v {
+            V::Text(t) => return text_timestamp(t).map(|s| (s, 15.0 * 3600.0)),
+            V::Integer(i) => *i as f64,
+            V::Real(f) => *f,
+            _ => return None,
+        };
+        if (1e9..1e10).contains(&n) {
+            Some((n, 3600.0))
+        } else if (1e12..1e13).contains(&n) {
+            Some((n / 1000.0, 3600.0))
+        } else {
+            None
+        }
+    };
+    match (seconds(a), seconds(b)) {
+        (Some((a, _)), Some((b, fresh))) => (b - a).abs() <= DAY && (b - now).abs() <= fresh,
+        _ => false,
+    }
+}
+
+/// Seconds since the epoch of a date with a time of day, as SQLite's `CURRENT_TIMESTAMP` and
+/// ISO 8601 write them (a time without an offset read as UTC).
+fn text_timestamp(s: &str) -> Option<f64> {
     static STAMP: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
         regex::Regex::new(
             r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?$",
         )
         .expect("timestamp pattern")
     });
-    STAMP.is_match(s)
+    if !STAMP.is_match(s) {
+        return None;
+    }
+    let iso = s.replacen(' ', "T", 1);
+    let timestamp = match iso.parse::<jiff::Timestamp>() {
+        Ok(t) => t,
+        Err(_) => iso
+            .parse::<jiff::civil::DateTime>()
+            .ok()?
+            .to_zoned(jiff::tz::TimeZone::UTC)
+            .ok()?
+            .timestamp(),
+    };
+    Some(timestamp.as_millisecond() as f64 / 1000.0)
 }
 
 fn row_text(r: &Row) -> String {
@@ -687,10 +775,10 @@ mod tests {
         let db = rusqlite::Connection::open(&path).expect("open");
         db.execute_batch(
             "CREATE TABLE obs(id INTEGER PRIMARY KEY AUTOINCREMENT, entity TEXT, content TEXT, \
-               created_at TEXT DEFAULT '2026-12-03 09:00:00');
+               created_at TEXT DEFAULT (datetime('now')));
              CREATE TABLE kv(k TEXT UNIQUE, v TEXT, stamp INTEGER);
              INSERT INTO obs(entity, content) VALUES ('e', 'swift-forest');
-             INSERT INTO kv VALUES ('theme', 'dark', 1796288400);",
+             INSERT INTO kv VALUES ('theme', 'dark', unixepoch());",
         )
         .expect("create");
         let before = std::fs::read(&path).expect("read");
@@ -698,8 +786,9 @@ mod tests {
         // REPLACE of the same value a second later.
         db.execute_batch(
             "DELETE FROM obs WHERE entity = 'e';
-             INSERT INTO obs(entity, content, created_at) VALUES ('e', 'swift-forest', '2026-12-03 09:00:01');
-             INSERT OR REPLACE INTO kv VALUES ('theme', 'dark', 1796288401);",
+             INSERT INTO obs(entity, content, created_at)
+               VALUES ('e', 'swift-forest', datetime('now', '+1 second'));
+             INSERT OR REPLACE INTO kv VALUES ('theme', 'dark', unixepoch() + 1);",
         )
         .expect("again");
         let again = std::fs::read(&path).expect("read");
@@ -724,14 +813,44 @@ mod tests {
             Some(again.clone())
         });
         assert_eq!(effects[0].kind, FileEffectKind::Rewritten);
-        // Another value is a change, and a counter is no timestamp.
-        db.execute_batch(
-            "INSERT OR REPLACE INTO kv VALUES ('theme', 'light', 1796288402);
-             UPDATE obs SET id = id WHERE 0;",
-        )
-        .expect("change");
+        // Another value is a change.
+        db.execute_batch("INSERT OR REPLACE INTO kv VALUES ('theme', 'light', unixepoch());")
+            .expect("change");
         let changed = std::fs::read(&path).expect("read");
         let d = sqlite_diff(&again, &changed).expect("diff");
         assert_eq!((d.added, d.changed, d.removed), (1, 0, 1), "{d:?}");
+    }
+
+    #[test]
+    fn only_the_rowid_column_and_fresh_timestamps_are_set_aside() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("a.db");
+        let db = rusqlite::Connection::open(&path).expect("open");
+        db.execute_batch(
+            "CREATE TABLE stock(id INTEGER PRIMARY KEY, qty INTEGER);
+             CREATE TABLE tasks(id INTEGER PRIMARY KEY, title TEXT, due_at TEXT, archived INTEGER);
+             CREATE TABLE log(line TEXT);
+             INSERT INTO stock VALUES (5, 5);
+             INSERT INTO tasks VALUES (1, 'plan', datetime('now'), 0);",
+        )
+        .expect("create");
+        let before = std::fs::read(&path).expect("read");
+        // A row whose other cell happens to follow the id is another row; a due date moved
+        // by a week is an update; a flag set beside a row added is an update too.
+        db.execute_batch(
+            "DELETE FROM stock; INSERT INTO stock VALUES (6, 6);
+             UPDATE tasks SET due_at = datetime('now', '+7 days');",
+        )
+        .expect("change");
+        let changed = std::fs::read(&path).expect("read");
+        let d = sqlite_diff(&before, &changed).expect("diff");
+        assert_eq!((d.added, d.changed, d.removed), (1, 1, 1), "{d:?}");
+        db.execute_batch(
+            "UPDATE tasks SET archived = 1; INSERT INTO log VALUES ('archived plan');",
+        )
+        .expect("archive");
+        let archived = std::fs::read(&path).expect("read");
+        let d = sqlite_diff(&changed, &archived).expect("diff");
+        assert_eq!((d.added, d.changed, d.removed), (1, 1, 0), "{d:?}");
     }
 }
