@@ -756,7 +756,7 @@ impl Semantics {
 pub fn allowed_commands_in(text: &str) -> Vec<String> {
     static PHRASE: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
         regex::Regex::new(
-            r"(?i)\b(?:allowed|permitted|whitelisted|supported|only)\s+commands?(?:\s+(?:are|is|include))?\s*[:=]?\s*([^.\n]{1,300})",
+            r"(?i)\b(?:allowed|permitted|whitelisted|supported|only)\s+commands?\s*(?:(?:are|is|include)\b\s*:?|[:=])\s*([^.\n]{1,300})",
         )
         .expect("static regex")
     });
@@ -1367,6 +1367,18 @@ mod tests {
             ["ls", "cat", "git"]
         );
         assert!(allowed_commands_in("Runs a command.").is_empty());
+        // "an allowed command as an argv array" is prose, not the list that follows.
+        assert_eq!(
+            allowed_commands_in(
+                "Execute an allowed command as an argv array on the host. Allowed commands run with \
+                 the server's authority.\nAllowed commands: touch, cat, ls\nAllowed patterns: "
+            ),
+            ["touch", "cat", "ls"]
+        );
+        assert_eq!(
+            allowed_commands_in("The allowed commands are ls and pwd."),
+            ["ls", "pwd"]
+        );
         let dir = tempfile::tempdir().expect("tempdir");
         let docx = dir.path().join("r.docx");
         std::fs::write(&docx, crate::workspace::documents::docx()).expect("write");
