@@ -123,8 +123,13 @@ fn created(f: &FileEffect) -> bool {
 }
 
 impl Bookkeeping {
-    /// What `runs` and the observations outside calls (`phases`) show.
-    pub fn of(runs: &[ToolRun], phases: &[PhaseObservation]) -> Bookkeeping {
+    /// What `runs` and the observations outside calls (`phases`) show; writes to a place
+    /// their tool keeps to itself (`own_places`) are no bookkeeping.
+    pub fn of(
+        runs: &[ToolRun],
+        phases: &[PhaseObservation],
+        own_places: &OwnPlaces,
+    ) -> Bookkeeping {
         let mut made: BTreeSet<String> = BTreeSet::new();
         let mut writes: BTreeMap<String, Writes> = BTreeMap::new();
         let mut note = |f: &FileEffect, tool: Option<usize>| {
@@ -154,7 +159,6 @@ impl Bookkeeping {
                 note(f, None);
             }
         }
-        let own_places = OwnPlaces::of(runs);
         for (i, run) in runs.iter().enumerate() {
             for (_, o) in run.all_observations() {
                 if let Some(f) = o.as_file().filter(|f| created(f)) {
@@ -205,6 +209,8 @@ impl Bookkeeping {
 pub struct ServersOwn {
     /// Its per-call bookkeeping.
     pub bookkeeping: Bookkeeping,
+    /// The places each tool keeps to itself, which are neither.
+    pub own_places: OwnPlaces,
     /// The roots of its installation (see [`installation_roots`]).
     pub installation: Vec<String>,
 }
@@ -212,20 +218,19 @@ pub struct ServersOwn {
 impl ServersOwn {
     /// What `runs` and `phases` show, given the roots of the server's installation.
     pub fn of(runs: &[ToolRun], phases: &[PhaseObservation], installation: Vec<String>) -> Self {
+        let own_places = OwnPlaces::of(runs);
         ServersOwn {
-            bookkeeping: Bookkeeping::of(runs, phases),
+            bookkeeping: Bookkeeping::of(runs, phases, &own_places),
+            own_places,
             installation,
         }
     }
 
     /// Whether `o` is a write on the server's own installed files.
     pub fn on_installation(&self, o: &Observation) -> bool {
-        let path = match o {
-            Observation::File(f) => f.path.as_str(),
-            Observation::Attempt(a) => a.path.as_str(),
-            _ => return false,
-        };
-        o.is_write() && self.installation.iter().any(|r| at_or_under(path, r))
+        written_path(o).is_some_and(|path| {
+            o.is_write() && self.installation.iter().any(|r| at_or_under(path, r))
+        })
     }
 
     /// Whether `o` stays a warning whatever a replay shows: a write that did not last, the
@@ -251,7 +256,7 @@ pub fn mark_shared_state(tools: &[ToolDecl], runs: &mut [ToolRun], own: &Servers
         Observation::Attempt(_) => o.shape_key(),
         _ => None,
     };
-    let own_places = OwnPlaces::of(runs);
+    let own_places = &own.own_places;
     let mut writers: BTreeMap<String, BTreeSet<usize>> = BTreeMap::new();
     for (i, run) in runs.iter().enumerate() {
         for (_, o) in run.all_observations() {
@@ -379,7 +384,7 @@ pub fn mark_bookkeeping(
     names: &[String],
     phases: &[PhaseObservation],
 ) -> Vec<String> {
-    let bookkeeping = Bookkeeping::of(runs, phases);
+    let bookkeeping = Bookkeeping::of(runs, phases, &OwnPlaces::of(runs));
     let mut notes = Vec::new();
     let mut noted: BTreeSet<String> = BTreeSet::new();
     for run in runs.iter_mut() {
@@ -769,46 +774,27 @@ mod tests {
                 file("$WORKSPACE/logs/req_0.log", FileEffectKind::Created),
             ),
         ];
-        let stamp = || file(last_used, FileEffectKind::Overwritten);
+        // Two calls, each rewriting the last-used stamp and writing a log.
+        let logging = |first: &str, second: &str, kind: FileEffectKind| {
+            let stamp = || file(last_used, FileEffectKind::Overwritten);
+            run(vec![
+                call(1, ok(), vec![stamp(), file(first, FileEffectKind::Created)]),
+                call(2, ok(), vec![stamp(), file(second, kind)]),
+            ])
+        };
         let mut runs = vec![
             // A tool that keeps a log of its own, named like the controls' log.
-            run(vec![
-                call(
-                    1,
-                    ok(),
-                    vec![
-                        stamp(),
-                        file("$WORKSPACE/logs/req_1.log", FileEffectKind::Created),
-                    ],
-                ),
-                call(
-                    2,
-                    ok(),
-                    vec![
-                        stamp(),
-                        file("$WORKSPACE/logs/req_1.log", FileEffectKind::Appended),
-                    ],
-                ),
-            ]),
+            logging(
+                "$WORKSPACE/logs/req_1.log",
+                "$WORKSPACE/logs/req_1.log",
+                FileEffectKind::Appended,
+            ),
             // A tool whose every call writes a new log of that shape: per request.
-            run(vec![
-                call(
-                    1,
-                    ok(),
-                    vec![
-                        stamp(),
-                        file("$WORKSPACE/logs/req_2.log", FileEffectKind::Created),
-                    ],
-                ),
-                call(
-                    2,
-                    ok(),
-                    vec![
-                        stamp(),
-                        file("$WORKSPACE/logs/req_3.log", FileEffectKind::Created),
-                    ],
-                ),
-            ]),
+            logging(
+                "$WORKSPACE/logs/req_2.log",
+                "$WORKSPACE/logs/req_3.log",
+                FileEffectKind::Created,
+            ),
         ];
         let notes = discount_per_request(&mut runs, &names(2), &mut phases);
         assert_eq!(notes.len(), 2, "{notes:?}");

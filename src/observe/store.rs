@@ -712,88 +712,96 @@ mod tests {
         assert!(d.details[0].contains("b,2 → b,3"), "{d:?}");
     }
 
+    /// A SQLite database in a temporary directory, changed a step at a time: each step's
+    /// change as `sqlite_diff` tells it, with the bytes before and after.
+    struct Steps {
+        _dir: tempfile::TempDir,
+        path: std::path::PathBuf,
+        db: rusqlite::Connection,
+        bytes: Vec<u8>,
+    }
+
+    impl Steps {
+        fn new(schema: &str) -> Steps {
+            let dir = tempfile::tempdir().expect("tempdir");
+            let path = dir.path().join("a.db");
+            let db = rusqlite::Connection::open(&path).expect("open");
+            db.execute_batch(schema).expect("schema");
+            let bytes = std::fs::read(&path).expect("read");
+            Steps {
+                _dir: dir,
+                path,
+                db,
+                bytes,
+            }
+        }
+
+        /// Runs `sql`; the change it made (and the bytes before it).
+        fn step(&mut self, sql: &str) -> (StoreDiff, Vec<u8>) {
+            self.db.execute_batch(sql).expect(sql);
+            let after = std::fs::read(&self.path).expect("read");
+            let before = std::mem::replace(&mut self.bytes, after);
+            (sqlite_diff(&before, &self.bytes).expect("diff"), before)
+        }
+    }
+
+    /// A change's (added, changed, removed).
+    fn counts(d: &StoreDiff) -> (usize, usize, usize) {
+        (d.added, d.changed, d.removed)
+    }
+
     #[test]
     fn sqlite_rows_are_told_inserted_updated_and_deleted() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let path = dir.path().join("a.db");
-        let db = rusqlite::Connection::open(&path).expect("open");
-        db.execute_batch(
+        let mut db = Steps::new(
             "CREATE TABLE items(name TEXT, n INTEGER); INSERT INTO items VALUES ('a', 1), ('b', 2);",
-        )
-        .expect("create");
-        let before = std::fs::read(&path).expect("read");
-        db.execute_batch("INSERT INTO items VALUES ('c', 3);")
-            .expect("insert");
-        let inserted = std::fs::read(&path).expect("read");
-        let d = sqlite_diff(&before, &inserted).expect("diff");
-        assert_eq!((d.added, d.changed, d.removed), (1, 0, 0), "{d:?}");
-        db.execute_batch("UPDATE items SET n = 5 WHERE name = 'a'; DELETE FROM items WHERE name = 'b'; CREATE TABLE t(x);")
-            .expect("update");
-        let changed = std::fs::read(&path).expect("read");
-        let d = sqlite_diff(&inserted, &changed).expect("diff");
-        assert_eq!((d.added, d.changed, d.removed), (1, 1, 1), "{d:?}");
+        );
+        let (d, _) = db.step("INSERT INTO items VALUES ('c', 3);");
+        assert_eq!(counts(&d), (1, 0, 0), "{d:?}");
+        let (d, _) = db.step("UPDATE items SET n = 5 WHERE name = 'a'; DELETE FROM items WHERE name = 'b'; CREATE TABLE t(x);");
+        assert_eq!(counts(&d), (1, 1, 1), "{d:?}");
         assert!(
             d.details
                 .iter()
                 .any(|s| s == "table items: row 1 updated (\"a\", 1 → \"a\", 5)"),
             "{d:?}"
         );
-        assert_eq!(sqlite_diff(b"SQLite format 3\0garbage", &changed), None);
+        assert_eq!(sqlite_diff(b"SQLite format 3\0garbage", &db.bytes), None);
     }
 
     #[test]
     fn a_version_raised_beside_rows_added_is_their_bookkeeping_and_alone_an_update() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let path = dir.path().join("a.db");
-        let db = rusqlite::Connection::open(&path).expect("open");
-        db.execute_batch(
+        let mut db = Steps::new(
             "CREATE TABLE sessions(id TEXT PRIMARY KEY, title TEXT, version INTEGER);
              CREATE TABLE steps(session TEXT, body TEXT);
              INSERT INTO sessions VALUES ('s1', 'guide', 3);",
-        )
-        .expect("create");
-        let before = std::fs::read(&path).expect("read");
-        db.execute_batch(
+        );
+        let (d, _) = db.step(
             "INSERT INTO steps VALUES ('s1', 'step one');
-             UPDATE sessions SET version = version + 1 WHERE id = 's1';",
-        )
-        .expect("add a step");
-        let added = std::fs::read(&path).expect("read");
-        let d = sqlite_diff(&before, &added).expect("diff");
-        assert_eq!((d.added, d.changed, d.removed), (1, 0, 0), "{d:?}");
-        db.execute_batch("UPDATE sessions SET version = version + 1 WHERE id = 's1';")
-            .expect("bump");
-        let bumped = std::fs::read(&path).expect("read");
-        let d = sqlite_diff(&added, &bumped).expect("diff");
-        assert_eq!((d.added, d.changed, d.removed), (0, 1, 0), "{d:?}");
+                 UPDATE sessions SET version = version + 1 WHERE id = 's1';",
+        );
+        assert_eq!(counts(&d), (1, 0, 0), "{d:?}");
+        let (d, _) = db.step("UPDATE sessions SET version = version + 1 WHERE id = 's1';");
+        assert_eq!(counts(&d), (0, 1, 0), "{d:?}");
     }
 
     #[test]
     fn sqlite_rows_written_again_with_the_same_content_are_no_change() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let path = dir.path().join("a.db");
-        let db = rusqlite::Connection::open(&path).expect("open");
-        db.execute_batch(
+        let mut db = Steps::new(
             "CREATE TABLE obs(id INTEGER PRIMARY KEY AUTOINCREMENT, entity TEXT, content TEXT, \
                created_at TEXT DEFAULT (datetime('now')));
              CREATE TABLE kv(k TEXT UNIQUE, v TEXT, stamp INTEGER);
              INSERT INTO obs(entity, content) VALUES ('e', 'swift-forest');
              INSERT INTO kv VALUES ('theme', 'dark', unixepoch());",
-        )
-        .expect("create");
-        let before = std::fs::read(&path).expect("read");
+        );
         // Delete-then-insert of the same values (a new id and creation time), and INSERT OR
         // REPLACE of the same value a second later.
-        db.execute_batch(
+        let (d, before) = db.step(
             "DELETE FROM obs WHERE entity = 'e';
              INSERT INTO obs(entity, content, created_at)
                VALUES ('e', 'swift-forest', datetime('now', '+1 second'));
              INSERT OR REPLACE INTO kv VALUES ('theme', 'dark', unixepoch() + 1);",
-        )
-        .expect("again");
-        let again = std::fs::read(&path).expect("read");
-        let d = sqlite_diff(&before, &again).expect("diff");
-        assert_eq!((d.added, d.changed, d.removed), (0, 0, 0), "{d:?}");
+        );
+        assert_eq!(counts(&d), (0, 0, 0), "{d:?}");
         assert!(
             d.details
                 .iter()
@@ -809,48 +817,34 @@ mod tests {
         );
         effect.database = true;
         let mut effects = vec![effect];
+        let again = db.bytes.clone();
         reclassify(&mut effects, &|_| Some(before.clone()), &|_| {
             Some(again.clone())
         });
         assert_eq!(effects[0].kind, FileEffectKind::Rewritten);
         // Another value is a change.
-        db.execute_batch("INSERT OR REPLACE INTO kv VALUES ('theme', 'light', unixepoch());")
-            .expect("change");
-        let changed = std::fs::read(&path).expect("read");
-        let d = sqlite_diff(&again, &changed).expect("diff");
-        assert_eq!((d.added, d.changed, d.removed), (1, 0, 1), "{d:?}");
+        let (d, _) = db.step("INSERT OR REPLACE INTO kv VALUES ('theme', 'light', unixepoch());");
+        assert_eq!(counts(&d), (1, 0, 1), "{d:?}");
     }
 
     #[test]
     fn only_the_rowid_column_and_fresh_timestamps_are_set_aside() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let path = dir.path().join("a.db");
-        let db = rusqlite::Connection::open(&path).expect("open");
-        db.execute_batch(
+        let mut db = Steps::new(
             "CREATE TABLE stock(id INTEGER PRIMARY KEY, qty INTEGER);
              CREATE TABLE tasks(id INTEGER PRIMARY KEY, title TEXT, due_at TEXT, archived INTEGER);
              CREATE TABLE log(line TEXT);
              INSERT INTO stock VALUES (5, 5);
              INSERT INTO tasks VALUES (1, 'plan', datetime('now'), 0);",
-        )
-        .expect("create");
-        let before = std::fs::read(&path).expect("read");
+        );
         // A row whose other cell happens to follow the id is another row; a due date moved
         // by a week is an update; a flag set beside a row added is an update too.
-        db.execute_batch(
+        let (d, _) = db.step(
             "DELETE FROM stock; INSERT INTO stock VALUES (6, 6);
-             UPDATE tasks SET due_at = datetime('now', '+7 days');",
-        )
-        .expect("change");
-        let changed = std::fs::read(&path).expect("read");
-        let d = sqlite_diff(&before, &changed).expect("diff");
-        assert_eq!((d.added, d.changed, d.removed), (1, 1, 1), "{d:?}");
-        db.execute_batch(
-            "UPDATE tasks SET archived = 1; INSERT INTO log VALUES ('archived plan');",
-        )
-        .expect("archive");
-        let archived = std::fs::read(&path).expect("read");
-        let d = sqlite_diff(&changed, &archived).expect("diff");
-        assert_eq!((d.added, d.changed, d.removed), (1, 1, 0), "{d:?}");
+                 UPDATE tasks SET due_at = datetime('now', '+7 days');",
+        );
+        assert_eq!(counts(&d), (1, 1, 1), "{d:?}");
+        let (d, _) =
+            db.step("UPDATE tasks SET archived = 1; INSERT INTO log VALUES ('archived plan');");
+        assert_eq!(counts(&d), (1, 1, 0), "{d:?}");
     }
 }

@@ -1079,12 +1079,7 @@ fn python_run(who: As) {
         verdict("second_call_writer", "destructiveHint").0,
         "consistent"
     );
-    let out_of_window: Vec<&str> = r["out_of_window"]
-        .as_array()
-        .expect("oow")
-        .iter()
-        .filter_map(|p| p["description"].as_str())
-        .collect();
+    let out_of_window = crate::util::out_of_window(&r, None);
     assert!(
         out_of_window
             .iter()
@@ -1121,12 +1116,7 @@ fn python_background_run(who: As) {
         let firm = ro["verdict"] == "contradicted" && ro["uncertain"] == false;
         assert!(!firm, "{} accused: {ro}", t["name"]);
     }
-    let oow: Vec<&str> = r["out_of_window"]
-        .as_array()
-        .expect("oow")
-        .iter()
-        .filter_map(|p| p["description"].as_str())
-        .collect();
+    let oow = crate::util::out_of_window(&r, None);
     assert!(
         oow.iter().any(|d| d.contains("bg.txt")),
         "the background writes are reported out of window: {oow:?}"
@@ -1870,12 +1860,7 @@ fn startup_work_run(who: As) {
     };
     // The update check and the index sync are reported outside every call, whichever way
     // they were told apart (the start-up wait, the controls, the replay without any call).
-    let outside: Vec<&str> = r["out_of_window"]
-        .as_array()
-        .expect("out_of_window")
-        .iter()
-        .filter_map(|p| p["description"].as_str())
-        .collect();
+    let outside = crate::util::out_of_window(&r, None);
     for work in ["update-check.json", "$WORKSPACE/.index"] {
         assert!(
             outside.iter().any(|d| d.contains(work)),
@@ -1934,13 +1919,7 @@ fn shared_counters_run(who: As) {
     };
     // The flushes replays showed to be the server's, the state directory the first one made
     // with them; one landed in a setter's repeat, where it bore on idempotentHint: true.
-    let servers: Vec<&str> = r["out_of_window"]
-        .as_array()
-        .expect("out_of_window")
-        .iter()
-        .filter(|p| p["phase"] == "server-state")
-        .filter_map(|p| p["description"].as_str())
-        .collect();
+    let servers = crate::util::out_of_window(&r, Some("server-state"));
     assert!(
         servers.contains(&"created directory $WORKSPACE/.usage"),
         "{servers:?}"
@@ -1971,13 +1950,7 @@ fn lazy_database_run(who: As) {
             .is_some_and(|p| p.contains("first-call initialisation")),
         "{replays:?}"
     );
-    let first_call: Vec<&str> = r["out_of_window"]
-        .as_array()
-        .expect("out_of_window")
-        .iter()
-        .filter(|p| p["phase"] == "first-call")
-        .filter_map(|p| p["description"].as_str())
-        .collect();
+    let first_call = crate::util::out_of_window(&r, Some("first-call"));
     assert!(
         first_call
             .iter()

@@ -215,6 +215,18 @@ pub(crate) fn hint_verdict<'a>(tool: &'a serde_json::Value, hint: &str) -> &'a s
         .unwrap_or_else(|| panic!("{}: no verdict on {hint}", tool["name"]))
 }
 
+/// The descriptions of the observations outside every call in JSON report `r`, of `phase`
+/// only when one is named (`"first-call"`, `"server-state"`).
+pub(crate) fn out_of_window<'a>(r: &'a serde_json::Value, phase: Option<&str>) -> Vec<&'a str> {
+    r["out_of_window"]
+        .as_array()
+        .expect("out_of_window")
+        .iter()
+        .filter(|p| phase.is_none_or(|phase| p["phase"] == phase))
+        .filter_map(|p| p["description"].as_str())
+        .collect()
+}
+
 /// The first evidence line of `hint`'s verdict on tool `name` in JSON report `r` ("" when none).
 pub(crate) fn first_evidence(r: &serde_json::Value, name: &str, hint: &str) -> String {
     hint_verdict(report_tool(r, name), hint)["evidence"][0]["text"]
