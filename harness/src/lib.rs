@@ -135,6 +135,9 @@ struct Step {
     action: String,
     /// Run only on this call of the tool (1-based).
     on_call: Option<u32>,
+    /// Run only when each named argument has this value.
+    #[serde(default)]
+    when: std::collections::BTreeMap<String, toml::Value>,
     path: Option<String>,
     content: Option<String>,
     from: Option<String>,
@@ -676,6 +679,12 @@ fn call(s: &mut Server, id: &Value, params: &Value) {
     let mut failures = Vec::new();
     for step in &steps {
         if step.on_call.is_some_and(|k| k != n) {
+            continue;
+        }
+        let differs = |(name, want): (&String, &toml::Value)| {
+            serde_json::to_value(want).ok().as_ref() != args.get(name)
+        };
+        if step.when.iter().any(differs) {
             continue;
         }
         // A tool that waits for an event that never comes: its call is never answered, while

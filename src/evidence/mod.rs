@@ -74,6 +74,10 @@ pub struct CallRecord {
     /// Set on a call made because another tool's error or description asked for this one
     /// first (its number is 0: neither a first call nor a repeat).
     pub prerequisite_for: Option<String>,
+    /// Set on a call made once the tool had succeeded, to try a riskier case of it: another
+    /// operation its enum offers, a flag set the other way, an existing target instead of a
+    /// new one (`"action: delete"`). Its number is 0: neither a first call nor a repeat.
+    pub variant: Option<String>,
 }
 
 impl CallRecord {
@@ -102,6 +106,7 @@ impl CallRecord {
             confirmed_by: None,
             pooled: Default::default(),
             prerequisite_for: None,
+            variant: None,
         }
     }
 
@@ -123,6 +128,8 @@ impl CallRecord {
     pub fn label(&self) -> String {
         if let Some(other) = &self.prerequisite_for {
             format!("call before {other}")
+        } else if let Some(variant) = &self.variant {
+            format!("variant ({variant})")
         } else if self.number == 1 && self.attempt > 1 {
             format!("call 1 (attempt {})", self.attempt)
         } else if self.number == 1 {

@@ -303,6 +303,7 @@ impl<'a> Explorer<'a> {
                 Box::pin(self.turn(i, host, 0)).await;
             }
         }
+        self.riskier_cases(host).await;
         let planned_arguments = (0..self.tools.len())
             .map(|i| self.planned[self.plan_of[i]].arguments().clone())
             .collect();
@@ -314,6 +315,101 @@ impl<'a> Explorer<'a> {
             notes: self.notes,
             pooled_values: self.pool.len(),
         }
+    }
+
+    /// Each tool that succeeded, called once for each riskier case of it (its other
+    /// operations, its flags set the other way, an existing target: see
+    /// [`super::variants`]), in the plan's order, after every tool had its turns (so that what
+    /// a case removes was there for the others). A case refused with an error gets one more
+    /// attempt with what the error says to change, when that keeps the case.
+    async fn riskier_cases<H: Host>(&mut self, host: &mut H) {
+        if self.options.isolate {
+            return;
+        }
+        for k in 0..self.planned.len() {
+            let i = self.planned[k].tool_index;
+            if self.partial.is_some() {
+                return;
+            }
+            if self.refusal(i).is_some() || is_session_setup(&self.tools[i]) {
+                continue;
+            }
+            let Some(worked) = self.runs[i]
+                .calls
+                .iter()
+                .find(|c| c.number == 1 && c.outcome.is_success())
+                .map(|c| c.arguments.clone())
+            else {
+                continue;
+            };
+            let root = self
+                .steer
+                .as_ref()
+                .map_or(self.workspace.clone(), |f| f.root.clone());
+            let facts = facts_of(&root, &self.given);
+            let cases =
+                super::variants::variants(&self.tools[i], &self.schemas[i], &worked, &facts);
+            for case in cases {
+                let Some(text) = self.call_variant(i, &case, &case.arguments, host).await else {
+                    continue;
+                };
+                let mut others = vec![worked.clone()];
+                others.extend(self.planned[k].candidates.iter().cloned());
+                let next = corrections(&text, &self.schemas[i], &case.arguments, &others)
+                    .into_iter()
+                    .find(|c| c.get(&case.parameter) == case.arguments.get(&case.parameter));
+                if let Some(next) = next {
+                    self.call_variant(i, &case, &next, host).await;
+                }
+            }
+        }
+    }
+
+    /// Calls tool `i` with `arguments` for riskier case `case` (numbered 0, marked with the
+    /// case). The error text when it failed with an answer worth another attempt.
+    async fn call_variant<H: Host>(
+        &mut self,
+        i: usize,
+        case: &super::variants::Variant,
+        arguments: &Value,
+        host: &mut H,
+    ) -> Option<String> {
+        if let Some(why) = host.must_stop() {
+            self.partial.get_or_insert(why);
+            return None;
+        }
+        if host.ready().await.is_err() {
+            return None;
+        }
+        let name = self.tools[i].name.clone();
+        host.between_calls(self.last_tool.as_deref());
+        self.last_tool = Some(name.clone());
+        let label = format!("variant ({})", case.what);
+        let observed = host
+            .call(&name, &format!("{name} {label}"), arguments)
+            .await;
+        let mut record = observed.record;
+        record.number = 0;
+        record.attempt = 0;
+        record.variant = Some(case.what.clone());
+        let outcome = record.outcome.clone();
+        if let (true, Some(r)) = (outcome.is_success(), &observed.result) {
+            if case.removes || removes(&self.tools[i]) {
+                self.pool.forget(&name, arguments);
+            }
+            self.pool.learn(&name, &label, r);
+        }
+        self.runs[i].calls.push(record);
+        if observed.broken || observed.interrupted {
+            if observed.interrupted {
+                self.partial = Some("interrupted by a signal".into());
+            }
+            host.discard(self.last_tool.as_deref()).await;
+            return None;
+        }
+        outcome
+            .worth_another_attempt()
+            .then(|| error_text(&outcome, observed.result.as_ref()))
     }
 
     /// Whether tool `i` requires a reference (an id, a pid, a session) that the pool cannot
@@ -1571,6 +1667,72 @@ mod tests {
         );
         // Twice is the tool's own: no third try.
         assert_eq!(labels(2), ["server died", "server died"]);
+    }
+
+    #[test]
+    fn riskier_cases_come_after_every_turn_removals_last_and_follow_their_errors() {
+        let tools = tools_of(&[
+            json!({"name": "manage_items", "annotations": {"readOnlyHint": true},
+                   "inputSchema": {"type": "object", "required": ["action"], "properties": {
+                       "action": {"type": "string", "enum": ["list", "purge", "rename"]},
+                       "newName": {"type": "string"}}}}),
+            json!({"name": "count_items", "annotations": {"readOnlyHint": true},
+                   "inputSchema": {"type": "object", "properties": {}}}),
+        ]);
+        let config = plain_config();
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut host = ScriptedHost {
+            answer: |tool: &str, a: &Value| match (tool, a["action"].as_str()) {
+                ("manage_items", Some("rename")) if a.get("newName").is_none() => {
+                    text("Missing required argument: newName", true)
+                }
+                // An error that would undo the case: its correction is not taken.
+                ("manage_items", Some("purge")) => {
+                    text("action must be one of: list, rename", true)
+                }
+                _ => text("fine", false),
+            },
+            log: Vec::new(),
+        };
+        let explored = explore(&tools, &config, dir.path(), &mut host);
+        let order: Vec<String> = host
+            .log
+            .iter()
+            .map(|(t, a)| format!("{t} {}", a["action"].as_str().unwrap_or("")))
+            .collect();
+        assert_eq!(
+            order,
+            [
+                "manage_items list",
+                "manage_items list",
+                "count_items ",
+                "count_items ",
+                "manage_items rename",
+                "manage_items rename",
+                "manage_items purge",
+            ],
+            "{:?}",
+            host.log
+        );
+        // The rename's second try carries the field its error named.
+        assert!(host.log[5].1.get("newName").is_some(), "{:?}", host.log[5]);
+        let variants: Vec<(usize, Option<&str>, &str)> = explored.runs[0]
+            .calls
+            .iter()
+            .map(|c| (c.number, c.variant.as_deref(), c.outcome.label()))
+            .collect();
+        assert_eq!(
+            variants[2..],
+            [
+                (0, Some("action: rename"), "isError"),
+                (0, Some("action: rename"), "ok"),
+                (0, Some("action: purge"), "isError"),
+            ]
+        );
+        assert_eq!(
+            explored.runs[0].calls[2].label(),
+            "variant (action: rename)"
+        );
     }
 
     #[test]

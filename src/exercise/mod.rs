@@ -3,7 +3,8 @@
 //! values from every response ([`pool`]) and from errors ([`feedback`]), runs the tools others
 //! need first, and says what a tool that never succeeded was missing ([`missing`]). [`synth`] builds arguments from a tool's `inputSchema` ([`pattern`] for
 //! `pattern` strings, [`rng`] for determinism, [`semantics`] for parameters whose names say
-//! what they are).
+//! what they are). [`variants`] makes the riskier cases of a tool that worked: its other
+//! operations, its flags set, an existing target.
 
 pub mod explore;
 pub mod feedback;
@@ -14,3 +15,4 @@ pub mod pool;
 pub mod rng;
 pub mod semantics;
 pub mod synth;
+pub mod variants;

@@ -233,6 +233,9 @@ struct CallV1<'a> {
     /// The tool this call was made for, when another tool needed it first.
     #[serde(skip_serializing_if = "Option::is_none")]
     prerequisite_for: Option<&'a str>,
+    /// The riskier case this call tried, once the tool had succeeded (`action: delete`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    variant: Option<&'a str>,
     wire_anomalies: usize,
     observations: Vec<ObservationV1<'a>>,
 }
@@ -583,6 +586,7 @@ fn call(c: &CallRecord) -> CallV1<'_> {
         categories: &c.categories,
         pooled: &c.pooled,
         prerequisite_for: c.prerequisite_for.as_deref(),
+        variant: c.variant.as_deref(),
         wire_anomalies: c.wire_anomalies,
         observations: c.observations.iter().map(observation).collect(),
     }
