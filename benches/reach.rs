@@ -1,9 +1,10 @@
 //! How much of each real server the explorer reaches with no hand-written arguments: for
 //! every real scenario (`scenarios/real-*`, installed first so installs are not timed), the
-//! tools with a successful (not error-like) call out of the tools listed, the tools left out
-//! because they need what this machine cannot give (a network service, a program that is not
+//! tools with a successful (not error-like) call out of the tools listed, with every domain
+//! pack in force and with none (the core alone, `--packs none`), the tools left out because
+//! they need what this machine cannot give (a network service, a program that is not
 //! installed), the calls made, the values learned from responses, and the seconds the run
-//! took. Prints a Markdown table (the README's reach table). Run with
+//! took (with the packs). Prints a Markdown table (the README's reach table). Run with
 //! `cargo bench --bench reach` (needs npm and python3 with venv; installs into
 //! target/hintcheck-cache). Not a timed test: the figures are for reading.
 
@@ -12,7 +13,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-fn verify(exe: &Path, scenario: &Path, cache: &str) -> Option<serde_json::Value> {
+fn verify(exe: &Path, scenario: &Path, cache: &str, packs: &str) -> Option<serde_json::Value> {
     let out = Command::new(exe)
         .args([
             "verify",
@@ -20,6 +21,8 @@ fn verify(exe: &Path, scenario: &Path, cache: &str) -> Option<serde_json::Value>
             "json",
             "--cache-dir",
             cache,
+            "--packs",
+            packs,
             // One seed for every measurement: the same words and arguments each time.
             "--seed",
             "0",
@@ -43,24 +46,28 @@ fn main() {
         .collect();
     targets.sort();
     println!(
-        "| scenario | reached / listed | cannot work here | reach of the rest | calls | values learned | seconds |"
+        "| scenario | reached / listed | without packs | cannot work here | reach of the rest | without packs | calls | values learned | seconds |"
     );
-    println!("|---|---|---|---|---|---|---|");
-    let (mut reached_all, mut possible_all) = (0usize, 0usize);
+    println!("|---|---|---|---|---|---|---|---|---|");
+    let (mut reached_all, mut bare_all, mut possible_all) = (0usize, 0usize, 0usize);
     for t in &targets {
         // Install and warm up first.
-        let _ = verify(&exe, t, &cache);
+        let _ = verify(&exe, t, &cache, "all");
         let name = t
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
-        let Some(r) = verify(&exe, t, &cache) else {
-            println!("| {name} | no report | | | | | |");
+        let (Some(r), Some(bare)) = (
+            verify(&exe, t, &cache, "all"),
+            verify(&exe, t, &cache, "none"),
+        ) else {
+            println!("| {name} | no report | | | | | | | |");
             continue;
         };
         let c = &r["coverage"];
         let listed = c["tools_listed"].as_u64().unwrap_or(0) as usize;
         let reached = c["tools_succeeded"].as_u64().unwrap_or(0) as usize;
+        let reached_bare = bare["coverage"]["tools_succeeded"].as_u64().unwrap_or(0) as usize;
         let unavailable = c["unreached"]
             .as_array()
             .map(|u| u.iter().filter(|u| u["unavailable_here"] == true).count())
@@ -68,17 +75,22 @@ fn main() {
         let skipped = c["tools_skipped"].as_u64().unwrap_or(0) as usize;
         let possible = listed.saturating_sub(unavailable + skipped);
         reached_all += reached;
+        bare_all += reached_bare;
         possible_all += possible;
+        let share = |n: usize| 100.0 * n as f64 / possible.max(1) as f64;
         println!(
-            "| {name} | {reached} / {listed} | {unavailable} | {:.0}% | {} | {} | {:.1} |",
-            100.0 * reached as f64 / possible.max(1) as f64,
+            "| {name} | {reached} / {listed} | {reached_bare} | {unavailable} | {:.0}% | {:.0}% | {} | {} | {:.1} |",
+            share(reached),
+            share(reached_bare),
             c["calls"].as_u64().unwrap_or(0),
             c["values_learned"].as_u64().unwrap_or(0),
             r["duration_ms"].as_f64().unwrap_or(0.0) / 1000.0
         );
     }
+    let share = |n: usize| 100.0 * n as f64 / possible_all.max(1) as f64;
     println!(
-        "\nreached {reached_all} of {possible_all} tools that can work here ({:.0}%)",
-        100.0 * reached_all as f64 / possible_all.max(1) as f64
+        "\nreached {reached_all} of {possible_all} tools that can work here ({:.0}%); {bare_all} ({:.0}%) without packs",
+        share(reached_all),
+        share(bare_all)
     );
 }

@@ -241,6 +241,8 @@ pub struct ExploreOptions {
     pub max_restarts: usize,
     /// One fresh server and workspace per tool.
     pub isolate: bool,
+    /// The explorer's domain packs in force.
+    pub packs: crate::exercise::packs::Packs,
 }
 
 /// Replays and isolated runs.
@@ -526,6 +528,7 @@ impl RunConfig {
                 keep_order: false,
                 max_restarts: 3,
                 isolate: given.run.isolate.unwrap_or(false),
+                packs: resolve::packs(&given)?,
             },
             nested: NestedOptions { replay: true, jobs },
             judge: JudgeOptions {

@@ -204,6 +204,11 @@ crate::options! {
         /// params).
         #[arg(long, value_name = "N")]
         pub attempts: Option<usize> = 4,
+        /// The explorer's domain packs in force: `all`, `none` (the core alone), or a
+        /// comma-separated list (git, notes, spreadsheets, sql): what it knows of one kind of
+        /// server beyond what any server's errors and descriptions say.
+        #[arg(long, value_name = "LIST")]
+        pub packs: Option<String> = "all".into(),
         /// Call every tool on a fresh server with a fresh workspace, so no tool's effects reach
         /// another (one server start per tool).
         #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true",

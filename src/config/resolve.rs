@@ -307,6 +307,15 @@ pub fn counts(given: &Given) -> Result<(usize, usize, usize), ConfigError> {
     Ok((repeat, attempts, jobs))
 }
 
+/// The explorer's domain packs in force.
+pub fn packs(given: &Given) -> Result<crate::exercise::packs::Packs, ConfigError> {
+    let value = given.run.packs.as_deref().unwrap_or("all");
+    crate::exercise::packs::Packs::parse(value).map_err(|e| ConfigError::BadValue {
+        flag: given.name(RunOptions::SECTION, "packs"),
+        message: e.to_string(),
+    })
+}
+
 /// The run's waits, parsed.
 pub fn waits(given: &Given) -> Result<Waits, ConfigError> {
     let run = &given.run;

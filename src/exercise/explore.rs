@@ -140,6 +140,8 @@ pub struct Explorer<'a> {
     file_kind: Option<&'static str>,
     /// The server's errors refused absolute paths: paths are relative to the workspace.
     relative_paths: bool,
+    /// Recognises an error that says a session is not set up (with the packs' contexts).
+    not_set_up: Regex,
     /// Server-wide lessons learned (a kind of file, relative paths): a tool that failed
     /// before one was learned gets another turn.
     lessons: usize,
@@ -194,7 +196,8 @@ impl<'a> Explorer<'a> {
             next_first: vec![None; n],
             pool_at_turn: vec![0; n],
             lessons_at_turn: vec![0; n],
-            pool: ValuePool::new(),
+            pool: ValuePool::with_packs(&options.packs),
+            not_set_up: not_set_up(&options.packs),
             steer: None,
             file_kind: None,
             relative_paths: false,
@@ -331,7 +334,7 @@ impl<'a> Explorer<'a> {
             if self.partial.is_some() {
                 return;
             }
-            if self.refusal(i).is_some() || is_session_setup(&self.tools[i]) {
+            if self.refusal(i).is_some() || is_session_setup(&self.tools[i], &self.options.packs) {
                 continue;
             }
             let Some(worked) = self.runs[i]
@@ -355,9 +358,15 @@ impl<'a> Explorer<'a> {
                 };
                 let mut others = vec![worked.clone()];
                 others.extend(self.planned[k].candidates.iter().cloned());
-                let next = corrections(&text, &self.schemas[i], &case.arguments, &others)
-                    .into_iter()
-                    .find(|c| c.get(&case.parameter) == case.arguments.get(&case.parameter));
+                let next = corrections(
+                    &text,
+                    &self.schemas[i],
+                    &case.arguments,
+                    &others,
+                    &self.options.packs,
+                )
+                .into_iter()
+                .find(|c| c.get(&case.parameter) == case.arguments.get(&case.parameter));
                 if let Some(next) = next {
                     self.call_variant(i, &case, &next, host).await;
                 }
@@ -452,7 +461,8 @@ impl<'a> Explorer<'a> {
             // A run limited to some tools (a replay, `--isolate`) still sets up the session
             // they work in.
             Some(only)
-                if !only.contains(&self.tools[i].name) && !is_session_setup(&self.tools[i]) =>
+                if !only.contains(&self.tools[i].name)
+                    && !is_session_setup(&self.tools[i], &self.options.packs) =>
             {
                 Some("not selected for this run".into())
             }
@@ -817,7 +827,7 @@ impl<'a> Explorer<'a> {
         }
         // A tool that already ran gave what it gives (its values are in the pool); only a
         // session set-up is worth repeating (a restarted server lost it).
-        if !is_session_setup(&self.tools[j]) {
+        if !is_session_setup(&self.tools[j], &self.options.packs) {
             return false;
         }
         let Some(arguments) = self.runs[j]
@@ -1095,12 +1105,12 @@ impl<'a> Explorer<'a> {
             candidates.retain(|x| *x != c);
             candidates.insert(n, c);
         }
-        if is_session_setup(tool) {
+        if is_session_setup(tool, &self.options.packs) {
             let root = self
                 .steer
                 .as_ref()
                 .map_or(self.workspace.clone(), |f| f.root.clone());
-            if let Some(c) = directory_candidate(tool, &candidates[0], &root) {
+            if let Some(c) = directory_candidate(tool, &candidates[0], &root, &self.options.packs) {
                 candidates.retain(|x| *x != c);
                 candidates.insert(0, c);
             }
@@ -1174,9 +1184,12 @@ impl<'a> Explorer<'a> {
         candidates: &mut Vec<Value>,
     ) -> usize {
         let tool = &self.tools[i];
-        if let Some((field, values)) =
-            super::feedback::offered_for(error_text, &self.schemas[i], arguments)
-        {
+        if let Some((field, values)) = super::feedback::offered_for(
+            error_text,
+            &self.schemas[i],
+            arguments,
+            &self.options.packs,
+        ) {
             let label = format!("call 1 (attempt {attempt})");
             self.pool.learn_offered(&tool.name, &label, &field, &values);
         }
@@ -1250,10 +1263,16 @@ impl<'a> Explorer<'a> {
                 }
             }
         }
-        let learned: Vec<Value> = corrections(error_text, &self.schemas[i], arguments, candidates)
-            .into_iter()
-            .filter(|c| !candidates[..attempt].contains(c))
-            .collect();
+        let learned: Vec<Value> = corrections(
+            error_text,
+            &self.schemas[i],
+            arguments,
+            candidates,
+            &self.options.packs,
+        )
+        .into_iter()
+        .filter(|c| !candidates[..attempt].contains(c))
+        .collect();
         let count = learned.len();
         for (n, c) in learned.into_iter().enumerate() {
             self.runs[i].synthesis_notes.push(format!(
@@ -1300,10 +1319,10 @@ impl<'a> Explorer<'a> {
                 out.push(j);
             }
         }
-        if out.is_empty() && !needs_cue && NOT_SET_UP.is_match(&lowered) {
+        if out.is_empty() && !needs_cue && self.not_set_up.is_match(&lowered) {
             out.extend(
                 (0..self.tools.len())
-                    .filter(|&j| j != i && is_session_setup(&self.tools[j]))
+                    .filter(|&j| j != i && is_session_setup(&self.tools[j], &self.options.packs))
                     .filter(|&j| self.planned[self.plan_of[j]].skip.is_none()),
             );
         }
@@ -1373,14 +1392,23 @@ pub struct Given {
     pub allowed_commands: Vec<String>,
     /// The seed of the run's words.
     pub seed: u64,
+    /// The domain packs in force.
+    pub packs: super::packs::Packs,
 }
 
 impl Given {
-    /// What a server started with `command` and `env` was told, and the run's `seed`.
-    pub fn new(command: &[String], env: &[(String, String)], seed: u64) -> Given {
+    /// What a server started with `command` and `env` was told, the run's `seed` and the
+    /// packs in force.
+    pub fn new(
+        command: &[String],
+        env: &[(String, String)],
+        seed: u64,
+        packs: &super::packs::Packs,
+    ) -> Given {
         Given {
             allowed_commands: super::semantics::allowed_commands_from(env, command),
             seed,
+            packs: packs.clone(),
         }
     }
 }
@@ -1390,6 +1418,7 @@ fn facts_of(dir: &std::path::Path, given: &Given) -> WorkspaceFacts {
     let mut facts = WorkspaceFacts::scan(dir);
     facts.allowed_commands = given.allowed_commands.clone();
     facts.vocab = crate::workspace::vocab::Vocabulary::of(given.seed);
+    facts.packs = given.packs.clone();
     // Files the run made itself (under the names it gives new files) come after the others:
     // a seeded document is the better input, and a made one may be gone by the next call.
     let made = |f: &String| facts.vocab.made_by_the_run(f);
@@ -1405,15 +1434,20 @@ static RELATIVE_ASKED: LazyLock<Regex> = LazyLock::new(|| {
 });
 
 /// "No working directory set", "no project is activated", "database not selected", "not
-/// initialized", "session not started".
-static NOT_SET_UP: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?x)
-        \b(no|not\ a|without\ an?)\s+(active\s+|current\s+|open\s+)?(working\s+directory|project|workspace|database|db|vault|repository|repo|session|directory|root|connection)\b
-        | \b(working\s+directory|project|workspace|database|vault|repository|session|connection)\b[^.]{0,30}\bnot\s+(been\s+)?(set|selected|active|activated|open|opened|initiali[sz]ed|loaded|connected|started|configured)\b
+/// initialized", "session not started", and the same of the contexts the packs in force name
+/// ("no vault selected").
+fn not_set_up(packs: &super::packs::Packs) -> Regex {
+    let contexts: String = packs
+        .contexts()
+        .map(|c| format!("|{}", regex::escape(c)))
+        .collect();
+    Regex::new(&format!(r"(?x)
+        \b(no|not\ a|without\ an?)\s+(active\s+|current\s+|open\s+)?(working\s+directory|project|workspace|database|db|repository|repo|session|directory|root|connection{contexts})\b
+        | \b(working\s+directory|project|workspace|database|repository|session|connection{contexts})\b[^.]{{0,30}}\bnot\s+(been\s+)?(set|selected|active|activated|open|opened|initiali[sz]ed|loaded|connected|started|configured)\b
         | \bnot\s+(initiali[sz]ed|connected|configured)\b
-        | \b(set|select|activate|open|initiali[sz]e|connect)\b[^.]{0,40}\bfirst\b")
-    .expect("static regex")
-});
+        | \b(set|select|activate|open|initiali[sz]e|connect)\b[^.]{{0,40}}\bfirst\b"))
+    .expect("a regex of escaped words")
+}
 
 /// A tool name distinctive enough to be looked for in prose (`set_working_dir`, `listVaults`,
 /// not `read` or `search`).
@@ -1474,8 +1508,14 @@ fn error_text(outcome: &CallOutcome, result: Option<&Value>) -> String {
 }
 
 /// For a session set-up tool: `base` with each parameter that means a directory or a project
-/// (`path`, `directory`, `project`, `root`, `cwd`, `repo`, `vault`) set to `root`.
-fn directory_candidate(tool: &ToolDecl, base: &Value, root: &std::path::Path) -> Option<Value> {
+/// (`path`, `directory`, `project`, `root`, `cwd`, `repo`, or a context a pack in force names)
+/// set to `root`.
+fn directory_candidate(
+    tool: &ToolDecl,
+    base: &Value,
+    root: &std::path::Path,
+    packs: &super::packs::Packs,
+) -> Option<Value> {
     const DIRECTORY_WORDS: &[&str] = &[
         "path",
         "dir",
@@ -1487,7 +1527,6 @@ fn directory_candidate(tool: &ToolDecl, base: &Value, root: &std::path::Path) ->
         "workspace",
         "repo",
         "repository",
-        "vault",
         "location",
     ];
     let props = tool.input_schema.get("properties")?.as_object()?;
@@ -1499,7 +1538,7 @@ fn directory_candidate(tool: &ToolDecl, base: &Value, root: &std::path::Path) ->
         if plain_string
             && words(name)
                 .iter()
-                .any(|w| DIRECTORY_WORDS.contains(&w.as_str()))
+                .any(|w| DIRECTORY_WORDS.contains(&w.as_str()) || packs.contexts().any(|c| c == w))
         {
             args.insert(name.clone(), Value::String(root.display().to_string()));
             changed = true;
@@ -1611,7 +1650,12 @@ mod tests {
                 Explorer::new(
                     tools,
                     &config.explore,
-                    Given::new(&config.server.command, &config.server.env, config.seed),
+                    Given::new(
+                        &config.server.command,
+                        &config.server.env,
+                        config.seed,
+                        &config.explore.packs,
+                    ),
                     &config.progress,
                     workspace,
                 )
@@ -1907,6 +1951,7 @@ mod tests {
 
     #[test]
     fn errors_that_say_a_session_is_missing_are_recognised() {
+        let not_set_up = not_set_up(&crate::exercise::packs::Packs::all());
         for t in [
             "No working directory set. Use set_working_dir first.",
             "Error: no active project. Activate a project first",
@@ -1914,14 +1959,14 @@ mod tests {
             "The workspace has not been initialized",
             "Please select a vault first",
         ] {
-            assert!(NOT_SET_UP.is_match(&t.to_lowercase()), "{t}");
+            assert!(not_set_up.is_match(&t.to_lowercase()), "{t}");
         }
         for t in [
             "File not found: a.txt",
             "Invalid argument: path",
             "no such file",
         ] {
-            assert!(!NOT_SET_UP.is_match(&t.to_lowercase()), "{t}");
+            assert!(!not_set_up.is_match(&t.to_lowercase()), "{t}");
         }
     }
 

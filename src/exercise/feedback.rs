@@ -5,11 +5,19 @@
 //! such a text into new argument sets: the field it is about set to each value offered, the
 //! boolean properties it names set, or the fields it names as missing filled from the other
 //! candidates. Only properties of the tool's own schema are ever set.
+//!
+//! Each rule is a [`Rule`]: its name, what triggers it, what it learns, and the real errors it
+//! was built from ([`Fixture`]s, checked by the tests). The rules here are the core: formats of
+//! validators and frameworks (zod, ajv, pydantic) and phrasings seen in unrelated servers; a
+//! rule seen in one kind of server only lives in a domain pack ([`super::packs`]), whose rules
+//! run after these when the pack is in force.
 
 use std::sync::LazyLock;
 
 use regex::Regex;
 use serde_json::{Map, Value};
+
+use super::packs::Packs;
 
 /// Phrases after which an error lists the values it accepts.
 const LIST_TRIGGERS: [&str; 21] = [
@@ -43,7 +51,13 @@ const MAX_CORRECTIONS: usize = 3;
 /// New argument sets that follow what `text` (an error) says, starting from `arguments` (the
 /// set that was refused); `others` are the tool's other candidates, whose values fill fields
 /// the error names as missing. Sets equal to `arguments` or to one another are left out.
-pub fn corrections(text: &str, schema: &Value, arguments: &Value, others: &[Value]) -> Vec<Value> {
+pub fn corrections(
+    text: &str,
+    schema: &Value,
+    arguments: &Value,
+    others: &[Value],
+    packs: &Packs,
+) -> Vec<Value> {
     let Some(properties) = schema.get("properties").and_then(Value::as_object) else {
         return Vec::new();
     };
@@ -55,6 +69,7 @@ pub fn corrections(text: &str, schema: &Value, arguments: &Value, others: &[Valu
         arguments,
         current: arguments.as_object().cloned().unwrap_or_default(),
         others,
+        packs,
     };
     let mut out: Vec<Value> = Vec::new();
     let mut push = |candidate: Map<String, Value>| {
@@ -63,47 +78,220 @@ pub fn corrections(text: &str, schema: &Value, arguments: &Value, others: &[Valu
             out.push(v);
         }
     };
-    // In this order: the first sets made are the ones tried.
-    for rule in RULES {
-        rule(&refusal, &mut push);
+    // In this order: the first sets made are the ones tried; the packs' rules after the core's.
+    for rule in CORE.iter().chain(packs.iter().flat_map(|p| p.rules.iter())) {
+        (rule.apply)(&refusal, &mut push);
     }
     out
 }
 
 /// An error and the argument set it refused, as the rules read them.
-struct Refusal<'a> {
+pub struct Refusal<'a> {
     /// The error.
-    text: &'a str,
+    pub text: &'a str,
     /// The error in lower case.
-    lowered: String,
+    pub lowered: String,
     /// The tool's input schema.
-    schema: &'a Value,
+    pub schema: &'a Value,
     /// Its properties.
-    properties: &'a Map<String, Value>,
+    pub properties: &'a Map<String, Value>,
     /// The refused set.
-    arguments: &'a Value,
+    pub arguments: &'a Value,
     /// The refused set's members.
-    current: Map<String, Value>,
+    pub current: Map<String, Value>,
     /// The tool's other candidate sets.
-    others: &'a [Value],
+    pub others: &'a [Value],
+    /// The packs in force (their notations: a refused name inside a reference).
+    pub packs: &'a Packs,
 }
 
-/// A rule: the argument sets an error leads to, pushed.
-type Rule = fn(&Refusal<'_>, &mut dyn FnMut(Map<String, Value>));
+/// One rule: what in an error triggers it and the argument sets it then makes.
+pub struct Rule {
+    /// A short name.
+    pub name: &'static str,
+    /// What in an error (and the refused set) triggers it.
+    pub trigger: &'static str,
+    /// What it changes in the refused set.
+    pub learns: &'static str,
+    /// Where its phrasing is seen (a validator's format, or which kinds of server).
+    pub seen_in: &'static str,
+    /// The real errors it was built from, each with what it must lead to.
+    pub built_from: &'static [Fixture],
+    /// Pushes the argument sets the error leads to.
+    pub apply: Apply,
+}
 
-/// The rules, in the order their sets are tried.
-const RULES: [Rule; 11] = [
-    offered,
-    already_exists,
-    flags,
-    missing_thing,
-    received,
-    underscores,
-    one_line,
-    overlap,
-    exclusive_alone,
-    inner_fields,
-    missing_fields,
+/// What a rule does: pushes the argument sets an error leads to.
+pub type Apply = fn(&Refusal<'_>, &mut dyn FnMut(Map<String, Value>));
+
+/// A real error a rule was built from: the tool's schema and the refused arguments (JSON), and
+/// an argument set the rule must make from them (JSON).
+pub struct Fixture {
+    /// The error text.
+    pub error: &'static str,
+    /// The tool's input schema.
+    pub schema: &'static str,
+    /// The arguments it refused.
+    pub sent: &'static str,
+    /// The tool's other candidate sets (a JSON array).
+    pub others: &'static str,
+    /// A set the rule must make.
+    pub leads_to: &'static str,
+}
+
+/// The core's rules, in the order their sets are tried.
+pub const CORE: &[Rule] = &[
+    Rule {
+        name: "offered values",
+        trigger: "a list of accepted values after a phrase such as 'Available', 'must be one of', 'Expected', 'Input should be', 'allowedValues'",
+        learns: "the field the list is about set to each value (typed as the schema says), or the value the error quotes back replaced where it was sent, also deep inside objects and arrays",
+        seen_in: "zod, pydantic, ajv and enum checks of many servers",
+        built_from: &[
+            Fixture {
+                error: "Sheet 'Sheet9' not found. Available sheets: 'Sheet1', 'Notes'",
+                schema: r#"{"type": "object", "properties": {"sheet": {"type": "string"}, "path": {"type": "string"}}}"#,
+                sent: r#"{"sheet": "Sheet9", "path": "/w/book.xlsx"}"#,
+                others: "[]",
+                leads_to: r#"{"sheet": "Sheet1", "path": "/w/book.xlsx"}"#,
+            },
+            Fixture {
+                error: "Field 'blue-harbor' not found. Available fields: 'name', 'amount'.",
+                schema: r#"{"type": "object", "properties": {"sheet": {"type": "string"}, "row_fields": {"type": "array", "items": {"type": "string"}}}}"#,
+                sent: r#"{"sheet": "S", "row_fields": ["blue-harbor"]}"#,
+                others: "[]",
+                leads_to: r#"{"sheet": "S", "row_fields": ["name"]}"#,
+            },
+            Fixture {
+                error: "limit must be one of 10, 50, 100",
+                schema: r#"{"type": "object", "properties": {"limit": {"type": "integer"}}}"#,
+                sent: r#"{}"#,
+                others: "[]",
+                leads_to: r#"{"limit": 10}"#,
+            },
+        ],
+        apply: offered,
+    },
+    Rule {
+        name: "already exists",
+        trigger: "'already exists' with a value of the refused set quoted (or a path's last parts)",
+        learns: "that value made new (`name-2`, `dir/file-2.ext`); where it is both the source and the new name, only the new one",
+        seen_in: "servers of files, spreadsheets and databases",
+        built_from: &[Fixture {
+            error: "A sheet named 'Summary' already exists.",
+            schema: r#"{"type": "object", "properties": {"sheet": {"type": "string"}, "new_name": {"type": "string"}, "path": {"type": "string"}}}"#,
+            sent: r#"{"sheet": "Summary", "new_name": "Summary", "path": "/w/a.xlsx"}"#,
+            others: "[]",
+            leads_to: r#"{"sheet": "Summary", "new_name": "Summary-2", "path": "/w/a.xlsx"}"#,
+        }],
+        apply: already_exists,
+    },
+    Rule {
+        name: "flag asked for",
+        trigger: "the name of a boolean property of the tool, not yet true",
+        learns: "those flags set to true",
+        seen_in: "confirmation flags of servers that delete (files, tasks, memories)",
+        built_from: &[Fixture {
+            error: "Refusing to delete without confirmation: pass confirm: true",
+            schema: r#"{"type": "object", "properties": {"path": {"type": "string"}, "confirm": {"type": "boolean"}}}"#,
+            sent: r#"{"path": "/w/a"}"#,
+            others: "[]",
+            leads_to: r#"{"path": "/w/a", "confirm": true}"#,
+        }],
+        apply: flags,
+    },
+    Rule {
+        name: "missing thing",
+        trigger: "'has no', 'not found', 'does not exist', 'no such', 'unknown'",
+        learns: "optional properties holding an invented name left out (they cannot refer to anything)",
+        seen_in: "servers of documents, spreadsheets and notes",
+        built_from: &[Fixture {
+            error: "Sheet 'S' has no charts.",
+            schema: r#"{"type": "object", "required": ["sheet"], "properties": {"sheet": {"type": "string"}, "replace": {"type": "string"}, "at": {"type": "string"}}}"#,
+            sent: r#"{"sheet": "blue-harbor", "replace": "quiet-river", "at": "B2"}"#,
+            others: "[]",
+            leads_to: r#"{"sheet": "blue-harbor", "at": "B2"}"#,
+        }],
+        apply: missing_thing,
+    },
+    Rule {
+        name: "validator issues",
+        trigger: "a JSON issue list (zod's `received`/`options`/`path`, ajv's `instancePath`/`allowedValues`, `too_small`/`too_big`)",
+        learns: "each issue's value, found by its path (also inside a string that carries JSON), set to an allowed value or to the length or bound it wants",
+        seen_in: "zod and ajv, as the TypeScript SDK's servers return them",
+        built_from: &[
+            Fixture {
+                error: r#"tasks format error: [ { "received": "file kind", "code": "invalid_enum_value", "options": ["TO_MODIFY", "REFERENCE"], "path": [0, "files", 0, "type"] } ]"#,
+                schema: r#"{"type": "object", "properties": {"tasksRaw": {"type": "string"}}}"#,
+                sent: r#"{"tasksRaw": "[{\"name\":\"a\",\"files\":[{\"type\":\"file kind\"}]}]"}"#,
+                others: "[]",
+                leads_to: r#"{"tasksRaw": "[{\"name\":\"a\",\"files\":[{\"type\":\"TO_MODIFY\"}]}]"}"#,
+            },
+            Fixture {
+                error: r#"[{"instancePath": "/mode", "keyword": "enum", "params": {"allowedValues": ["fast", "slow"]}}]"#,
+                schema: r#"{"type": "object", "properties": {"mode": {"type": "string"}}}"#,
+                sent: r#"{"mode": "x"}"#,
+                others: "[]",
+                leads_to: r#"{"mode": "fast"}"#,
+            },
+        ],
+        apply: received,
+    },
+    Rule {
+        name: "letters, digits and underscores",
+        trigger: "'underscore' or 'only letters' with a value of the refused set quoted",
+        learns: "hyphens and spaces in that value made underscores",
+        seen_in: "servers that name tables, sheets and identifiers",
+        built_from: &[Fixture {
+            error: "Invalid table name 'my-table'. Start with a letter or underscore and use only letters, digits and underscores.",
+            schema: r#"{"type": "object", "properties": {"new_name": {"type": "string"}}}"#,
+            sent: r#"{"new_name": "my-table"}"#,
+            others: "[]",
+            leads_to: r#"{"new_name": "my_table"}"#,
+        }],
+        apply: underscores,
+    },
+    Rule {
+        name: "one of two, alone",
+        trigger: "'either X … or Y' naming two properties (at the top or inside an object argument)",
+        learns: "a set with X alone and one with Y alone, values from the other candidates",
+        seen_in: "servers with alternative inputs (a block of data or series, options or a source)",
+        built_from: &[Fixture {
+            error: "Pass either source (a block of data) or series (explicit ranges), not both and not neither.",
+            schema: r#"{"type": "object", "properties": {"source": {"type": "string"}, "series": {"type": "array"}, "rule": {"type": "object", "properties": {"type": {"type": "string"}}}}}"#,
+            sent: r#"{"rule": {"type": "date"}}"#,
+            others: "[]",
+            leads_to: r#"{"rule": {"type": "date"}, "source": "notes"}"#,
+        }],
+        apply: exclusive_alone,
+    },
+    Rule {
+        name: "inner field needed",
+        trigger: "'need', 'requires', 'required' or 'missing' with the name of a field of an object argument",
+        learns: "that field filled, from the other candidates or with a plain value of its schema",
+        seen_in: "servers whose arguments are nested objects (rules, styles, series)",
+        built_from: &[Fixture {
+            error: "color_scale needs 2 or 3 colors.",
+            schema: r#"{"type": "object", "properties": {"rule": {"type": "object", "properties": {"type": {"type": "string"}, "colors": {"type": "array", "items": {"type": "string"}}}}}}"#,
+            sent: r#"{"rule": {"type": "color_scale"}}"#,
+            others: "[]",
+            leads_to: r#"{"rule": {"type": "color_scale", "colors": ["4472C4", "ED7D31"]}}"#,
+        }],
+        apply: inner_fields,
+    },
+    Rule {
+        name: "missing field",
+        trigger: "'required' or 'missing' with the name of a property not sent",
+        learns: "that property filled from the other candidates",
+        seen_in: "pydantic ('Field required'), the SDKs' argument checks and hand-written checks",
+        built_from: &[Fixture {
+            error: "Missing required argument: mode",
+            schema: r#"{"type": "object", "properties": {"path": {"type": "string"}, "mode": {"type": "string"}}}"#,
+            sent: r#"{"path": "/w/a"}"#,
+            others: r#"[{"path": "/w/a", "mode": "fast"}]"#,
+            leads_to: r#"{"path": "/w/a", "mode": "fast"}"#,
+        }],
+        apply: missing_fields,
+    },
 ];
 
 /// Values a field is offered, put in that field, or in place of the value quoted back.
@@ -118,7 +306,7 @@ fn offered(r: &Refusal<'_>, push: &mut dyn FnMut(Map<String, Value>)) {
     // also deep inside an object or array argument and as the sheet of a reference
     // (`Data!B2:B9`); values not sent yet come first.
     if let Some((at, values)) = offered_values(text) {
-        if let Some(q) = &refused_value(text, at, arguments) {
+        if let Some(q) = &refused_value(text, at, arguments, r.packs) {
             let (fresh, sent): (Vec<&String>, Vec<&String>) =
                 values.iter().partition(|v| !holds(arguments, v, 0));
             // "Field 'x' not found": where the same value was sent under several names, the
@@ -135,7 +323,7 @@ fn offered(r: &Refusal<'_>, push: &mut dyn FnMut(Map<String, Value>)) {
                 } else {
                     replace_deep(&mut c, q, &to, 0)
                 };
-                if replaced | replace_reference(&mut c, q, v, 0) {
+                if replaced | replace_embedded(&mut c, q, v, r.packs, 0) {
                     if let Value::Object(c) = c {
                         push(c);
                     }
@@ -278,76 +466,6 @@ fn underscores(r: &Refusal<'_>, push: &mut dyn FnMut(Map<String, Value>)) {
         }
         if changed {
             push(c);
-        }
-    }
-}
-
-/// A block reference cut to one row or column.
-fn one_line(r: &Refusal<'_>, push: &mut dyn FnMut(Map<String, Value>)) {
-    let lowered = r.lowered.as_str();
-    let current = &r.current;
-    // "The range must be one row or one column of cells": a block reference (`A1:B3`) cut to
-    // its first column (or row), in the field the error names, else in every such field.
-    static ONE_LINE: LazyLock<Regex> = LazyLock::new(|| {
-        Regex::new(r"\b(one|a single|single)\s+(row|column)s?\b").expect("static regex")
-    });
-    if let Some(m) = ONE_LINE.captures(lowered) {
-        let column = lowered[m.get(0).map_or(0, |g| g.start())..].contains("column");
-        let blocks: Vec<(&String, String)> = current
-            .iter()
-            .filter_map(|(k, v)| Some((k, cut_block(v.as_str()?, column)?)))
-            .collect();
-        let named: Vec<&(&String, String)> = blocks
-            .iter()
-            .filter(|(k, _)| mentions(lowered, &k.to_lowercase()).is_some())
-            .collect();
-        let chosen: Vec<&(&String, String)> = if named.is_empty() {
-            blocks.iter().collect()
-        } else {
-            named
-        };
-        if !chosen.is_empty() {
-            let mut c = current.clone();
-            for (k, cut) in chosen {
-                c.insert((*k).clone(), Value::String(cut.clone()));
-            }
-            push(c);
-        }
-    }
-}
-
-/// A cell moved out of the blocks it would cover.
-fn overlap(r: &Refusal<'_>, push: &mut dyn FnMut(Map<String, Value>)) {
-    let lowered = r.lowered.as_str();
-    let current = &r.current;
-    // "The PivotTable would cover its own source data A1:B3. Choose a `at` outside it": a
-    // single cell the error names moved to the right of the blocks the call names.
-    static OVERLAP: LazyLock<Regex> = LazyLock::new(|| {
-        Regex::new(r"\b(overlap|overlaps|overlapping|cover|covers|outside|intersects?)\b")
-            .expect("static regex")
-    });
-    if OVERLAP.is_match(lowered) {
-        let right_of = current
-            .values()
-            .filter_map(|v| block_columns(v.as_str()?))
-            .map(|(_, last)| last)
-            .max();
-        if let Some(last) = right_of {
-            let mut c = current.clone();
-            let mut changed = false;
-            for (k, v) in current {
-                let single = v.as_str().is_some_and(|s| SINGLE_CELL.is_match(s));
-                if single && mentions(lowered, &k.to_lowercase()).is_some() {
-                    c.insert(
-                        k.clone(),
-                        Value::String(format!("{}1", column_name(last + 2))),
-                    );
-                    changed = true;
-                }
-            }
-            if changed {
-                push(c);
-            }
         }
     }
 }
@@ -605,8 +723,9 @@ fn replace_deep(v: &mut Value, from: &str, to: &Value, depth: usize) -> bool {
 /// The value sent that an error quotes back just before its list of offered values at `at`
 /// ("Sheet 'S' has no PivotTable 'P'. Available: …" → `P`): the closest quoted value the
 /// arguments hold, where a quoted reference (`'Data!B2'`) gives way to the sheet quoted in it.
-fn refused_value(text: &str, at: usize, arguments: &Value) -> Option<String> {
+fn refused_value(text: &str, at: usize, arguments: &Value, packs: &Packs) -> Option<String> {
     let quoted = quoted_words(text.get(..at).unwrap_or(text));
+    let embedded_at = |s: &str, name: &str| packs.notations().any(|n| (n.at)(s, name).is_some());
     quoted
         .iter()
         .rev()
@@ -614,9 +733,9 @@ fn refused_value(text: &str, at: usize, arguments: &Value) -> Option<String> {
         .filter(|q| {
             !quoted
                 .iter()
-                .any(|r| r != *q && r.len() >= 2 && reference_at(q, r).is_some())
+                .any(|r| r != *q && r.len() >= 2 && embedded_at(q, r))
         })
-        .find(|q| holds(arguments, q, 0) || holds_reference(arguments, q, 0))
+        .find(|q| holds(arguments, q, 0) || holds_embedded(arguments, q, packs, 0))
         .cloned()
 }
 
@@ -709,62 +828,48 @@ fn holds(v: &Value, s: &str, depth: usize) -> bool {
         }
 }
 
-/// Whether a string in `v` refers to `sheet` as a spreadsheet reference does
-/// (`Data!B2:B9`, `='Data'!A1`).
-fn holds_reference(v: &Value, sheet: &str, depth: usize) -> bool {
+/// Whether a string in `v` embeds `name` in the notation of a pack in force (a sheet in
+/// `Data!B2:B9`).
+fn holds_embedded(v: &Value, name: &str, packs: &Packs, depth: usize) -> bool {
     depth <= 16
         && match v {
-            Value::String(x) => reference_at(x, sheet).is_some(),
-            Value::Array(items) => items.iter().any(|i| holds_reference(i, sheet, depth + 1)),
-            Value::Object(map) => map.values().any(|i| holds_reference(i, sheet, depth + 1)),
+            Value::String(x) => packs.notations().any(|n| (n.at)(x, name).is_some()),
+            Value::Array(items) => items
+                .iter()
+                .any(|i| holds_embedded(i, name, packs, depth + 1)),
+            Value::Object(map) => map
+                .values()
+                .any(|i| holds_embedded(i, name, packs, depth + 1)),
             _ => false,
         }
 }
 
-/// Where `sheet!` (or `'sheet'!`) begins a reference in `s`: the byte range of the sheet part.
-fn reference_at(s: &str, sheet: &str) -> Option<std::ops::Range<usize>> {
-    for form in [format!("'{sheet}'!"), format!("{sheet}!")] {
-        let mut from = 0;
-        while let Some(pos) = s[from..].find(&form).map(|p| p + from) {
-            let before = s[..pos].chars().next_back();
-            if !before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '\'') {
-                return Some(pos..pos + form.len() - 1);
-            }
-            from = pos + form.len();
-        }
-    }
-    None
-}
-
-/// Replaces the sheet `from` by `to` in the references of the strings of `v` (quoted where
-/// `to` is not a plain name); whether anything changed.
-fn replace_reference(v: &mut Value, from: &str, to: &str, depth: usize) -> bool {
+/// Replaces `from` by `to` where the strings of `v` embed it in the notation of a pack in
+/// force (written as that notation quotes it); whether anything changed.
+fn replace_embedded(v: &mut Value, from: &str, to: &str, packs: &Packs, depth: usize) -> bool {
     if depth > 16 {
         return false;
     }
     match v {
         Value::String(s) => {
             let mut changed = false;
-            let plain = to.chars().all(|c| c.is_alphanumeric() || c == '_');
-            let to = if plain {
-                to.to_string()
-            } else {
-                format!("'{}'", to.replace('\'', "''"))
-            };
-            for _ in 0..8 {
-                let Some(range) = reference_at(s, from) else {
-                    break;
-                };
-                s.replace_range(range, &to);
-                changed = true;
+            for notation in packs.notations() {
+                let to = (notation.quote)(to);
+                for _ in 0..8 {
+                    let Some(range) = (notation.at)(s, from) else {
+                        break;
+                    };
+                    s.replace_range(range, &to);
+                    changed = true;
+                }
             }
             changed
         }
         Value::Array(items) => items.iter_mut().fold(false, |acc, i| {
-            replace_reference(i, from, to, depth + 1) | acc
+            replace_embedded(i, from, to, packs, depth + 1) | acc
         }),
         Value::Object(map) => map.values_mut().fold(false, |acc, i| {
-            replace_reference(i, from, to, depth + 1) | acc
+            replace_embedded(i, from, to, packs, depth + 1) | acc
         }),
         _ => false,
     }
@@ -914,55 +1019,6 @@ fn plain_value_for(name: &str, schema: &Value) -> Option<Value> {
     plain_value(schema, 0)
 }
 
-/// A block reference (`A1:B3`, `Data!$A$1:$C$9`) of more than one row and column, cut to its
-/// first column (`A1:A3`) or first row (`A1:B1`).
-fn cut_block(s: &str, column: bool) -> Option<String> {
-    static BLOCK: LazyLock<Regex> = LazyLock::new(|| {
-        Regex::new(r"^(.*!)?\$?([A-Z]{1,3})\$?(\d+):\$?([A-Z]{1,3})\$?(\d+)$")
-            .expect("static regex")
-    });
-    let c = BLOCK.captures(s)?;
-    let prefix = c.get(1).map_or("", |m| m.as_str());
-    let (c1, r1, c2, r2) = (&c[2], &c[3], &c[4], &c[5]);
-    if c1 == c2 || r1 == r2 {
-        return None;
-    }
-    Some(if column {
-        format!("{prefix}{c1}{r1}:{c1}{r2}")
-    } else {
-        format!("{prefix}{c1}{r1}:{c2}{r1}")
-    })
-}
-
-/// A single cell in A1 notation (`B2`, `$C$10`).
-static SINGLE_CELL: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"^\$?[A-Z]{1,3}\$?\d+$").expect("static regex"));
-
-/// The first and last column numbers (A = 1) of a block reference (`A1:B4`, `Data!A1:C9`).
-fn block_columns(s: &str) -> Option<(u32, u32)> {
-    static BLOCK: LazyLock<Regex> = LazyLock::new(|| {
-        Regex::new(r"^(?:.*!)?\$?([A-Z]{1,3})\$?\d+:\$?([A-Z]{1,3})\$?\d+$").expect("static regex")
-    });
-    let c = BLOCK.captures(s)?;
-    let number = |letters: &str| {
-        letters
-            .bytes()
-            .fold(0u32, |n, b| n * 26 + u32::from(b - b'A' + 1))
-    };
-    Some((number(&c[1]), number(&c[2])))
-}
-
-/// The letters of column number `n` (1 = A, 27 = AA).
-fn column_name(mut n: u32) -> String {
-    let mut out = Vec::new();
-    while n > 0 {
-        let r = (n - 1) % 26;
-        out.push(char::from(b'A' + r as u8));
-        n = (n - 1) / 26;
-    }
-    out.iter().rev().collect()
-}
-
 /// A new name beside `s`: `name-2`, `dir/file-2.ext`.
 fn renamed(s: &str) -> String {
     let (dir, file) = match s.rfind('/') {
@@ -977,12 +1033,17 @@ fn renamed(s: &str) -> String {
 
 /// The parameter an error's list of offered values is about, and the values, when the error
 /// has such a list and names a property of `schema`.
-pub fn offered_for(text: &str, schema: &Value, arguments: &Value) -> Option<(String, Vec<String>)> {
+pub fn offered_for(
+    text: &str,
+    schema: &Value,
+    arguments: &Value,
+    packs: &Packs,
+) -> Option<(String, Vec<String>)> {
     let properties = schema.get("properties").and_then(Value::as_object)?;
     let current = arguments.as_object().cloned().unwrap_or_default();
     let (at, values) = offered_values(text)?;
     // The member that held the refused value, at any depth (`target.name` is a name).
-    let field = refused_value(text, at, arguments)
+    let field = refused_value(text, at, arguments, packs)
         .and_then(|q| key_holding(arguments, &q, 0))
         .or_else(|| field_of(&text.to_lowercase(), at, properties, &current))?;
     Some((field, values))
@@ -1115,7 +1176,7 @@ fn quoted_words(segment: &str) -> Vec<String> {
 }
 
 /// Where `name` is mentioned in `lowered` as a word (quoted or bare), if it is.
-fn mentions(lowered: &str, name: &str) -> Option<usize> {
+pub(crate) fn mentions(lowered: &str, name: &str) -> Option<usize> {
     let bytes = lowered.as_bytes();
     let word = |c: u8| c.is_ascii_alphanumeric() || c == b'_';
     let mut from = 0;
@@ -1207,6 +1268,59 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    /// The corrections with every pack in force.
+    fn corrections(text: &str, schema: &Value, arguments: &Value, others: &[Value]) -> Vec<Value> {
+        super::corrections(text, schema, arguments, others, &Packs::all())
+    }
+
+    fn offered_for(text: &str, schema: &Value, arguments: &Value) -> Option<(String, Vec<String>)> {
+        super::offered_for(text, schema, arguments, &Packs::all())
+    }
+
+    #[test]
+    fn every_rule_turns_the_errors_it_was_built_from_into_what_they_ask() {
+        let packs = Packs::all();
+        let json = |s: &str| serde_json::from_str::<Value>(s).expect(s);
+        let rules = CORE.iter().map(|r| ("core", r)).chain(
+            super::super::packs::ALL
+                .iter()
+                .flat_map(|p| p.rules.iter().map(|r| (p.name, r))),
+        );
+        for (pack, rule) in rules {
+            assert!(
+                !rule.built_from.is_empty(),
+                "{pack}: {} has no fixture",
+                rule.name
+            );
+            assert!(
+                !rule.trigger.is_empty() && !rule.learns.is_empty() && !rule.seen_in.is_empty()
+            );
+            for f in rule.built_from {
+                let schema = json(f.schema);
+                let sent = json(f.sent);
+                let others: Vec<Value> = serde_json::from_str(f.others).expect(f.others);
+                let refusal = Refusal {
+                    text: f.error,
+                    lowered: f.error.to_lowercase(),
+                    schema: &schema,
+                    properties: schema["properties"].as_object().expect("properties"),
+                    arguments: &sent,
+                    current: sent.as_object().cloned().unwrap_or_default(),
+                    others: &others,
+                    packs: &packs,
+                };
+                let mut made = Vec::new();
+                (rule.apply)(&refusal, &mut |c| made.push(Value::Object(c)));
+                assert!(
+                    made.contains(&json(f.leads_to)),
+                    "{pack}: {} on {:?} made {made:?}",
+                    rule.name,
+                    f.error
+                );
+            }
+        }
+    }
+
     fn schema() -> Value {
         json!({"type": "object", "properties": {
             "sheet": {"type": "string"},
@@ -1288,28 +1402,6 @@ mod tests {
     }
 
     #[test]
-    fn a_sheet_that_does_not_exist_is_replaced_inside_references() {
-        let schema = json!({"type": "object", "properties": {
-            "refers_to": {"type": "string"},
-            "series": {"type": "array", "items": {"type": "object", "properties": {"values": {"type": "string"}}}}}});
-        let c = corrections(
-            "'Data' in 'Data!$B$2:$B$100' is not a sheet of this workbook. Sheets: 'Main', 'my sheet'",
-            &schema,
-            &json!({"refers_to": "Data!$B$2:$B$100"}),
-            &[],
-        );
-        assert_eq!(c[0], json!({"refers_to": "Main!$B$2:$B$100"}));
-        assert_eq!(c[1], json!({"refers_to": "'my sheet'!$B$2:$B$100"}));
-        let c = corrections(
-            "Sheet 'Data' not found. Available sheets: 'Summary-1'.",
-            &schema,
-            &json!({"series": [{"values": "Data!B2:B13"}]}),
-            &[],
-        );
-        assert_eq!(c[0], json!({"series": [{"values": "'Summary-1'!B2:B13"}]}));
-    }
-
-    #[test]
     fn ranges_are_reshaped_as_errors_ask() {
         let schema = json!({"type": "object", "properties": {
             "range": {"type": "string"}, "source": {"type": "string"}, "at": {"type": "string"}}});
@@ -1327,9 +1419,6 @@ mod tests {
             &[],
         );
         assert_eq!(c[0], json!({"at": "D1", "source": "A1:B4"}));
-        assert_eq!(column_name(28), "AB");
-        assert_eq!(block_columns("Data!$AA$1:$AB$9"), Some((27, 28)));
-        assert_eq!(cut_block("B2:B9", true), None);
     }
 
     #[test]

@@ -55,7 +55,7 @@ static RULES: [Rule; 9] = [
         true
     ),
     rule!(
-        r"(?i)(no (active |current |open )?(working directory|project|workspace|database|vault|session|connection)|not (been )?(initiali[sz]ed|connected|selected|activated|opened)|(set|select|activate|open|initiali[sz]e|connect)\b[^.\n]{0,40}\bfirst)",
+        r"(?i)(no (active |current |open )?(working directory|project|workspace|database|session|connection)|not (been )?(initiali[sz]ed|connected|selected|activated|opened)|(set|select|activate|open|initiali[sz]e|connect)\b[^.\n]{0,40}\bfirst)",
         "a session set up first (the set-up it names did not succeed)",
         false
     ),

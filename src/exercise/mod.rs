@@ -9,6 +9,7 @@
 pub mod explore;
 pub mod feedback;
 pub mod missing;
+pub mod packs;
 pub mod pattern;
 pub mod plan;
 pub mod pool;

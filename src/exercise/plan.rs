@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
+use super::packs::Packs;
 use super::semantics::{Semantics, WorkspaceFacts};
 use super::synth::synthesize_arguments;
 use crate::mcp::tool::ToolDecl;
@@ -46,11 +47,13 @@ pub fn plan(
     workspace: Option<&WorkspaceFacts>,
     max_candidates: usize,
 ) -> Vec<PlannedTool> {
+    let all = Packs::all();
+    let packs = workspace.map_or(&all, |w| &w.packs);
     let mut order: Vec<usize> = (0..tools.len()).collect();
     order.sort_by_key(|&i| {
         let h = &tools[i].hints;
         // Session set-up (a working directory, a project) before everything that needs it.
-        let rank = if is_session_setup(&tools[i]) {
+        let rank = if is_session_setup(&tools[i], packs) {
             -1
         } else if h.read_only.declared() == Some(true) {
             0
@@ -160,9 +163,10 @@ pub fn removes(tool: &ToolDecl) -> bool {
 }
 
 /// Whether `tool` sets up a session the other tools work in: a working or project
-/// directory, an active project, workspace, vault or repository, a selected database
-/// (`set_working_dir`, `activate_project`, `open_vault`, `use_database`, `change_directory`).
-pub fn is_session_setup(tool: &ToolDecl) -> bool {
+/// directory, an active project, workspace or repository, a selected database, or a context
+/// a pack in force names (`set_working_dir`, `activate_project`, `use_database`,
+/// `change_directory`; `open_vault` with the notes pack).
+pub fn is_session_setup(tool: &ToolDecl, packs: &Packs) -> bool {
     const VERBS: &[&str] = &[
         "set",
         "change",
@@ -193,7 +197,6 @@ pub fn is_session_setup(tool: &ToolDecl) -> bool {
         "root",
         "database",
         "db",
-        "vault",
         "repo",
         "repository",
         "folder",
@@ -207,7 +210,8 @@ pub fn is_session_setup(tool: &ToolDecl) -> bool {
     if has(NOT) {
         return false;
     }
-    if ws.first().is_some_and(|w| VERBS.contains(&w.as_str())) && has(OBJECTS) {
+    let context = has(OBJECTS) || packs.contexts().any(|c| ws.iter().any(|w| w == c));
+    if ws.first().is_some_and(|w| VERBS.contains(&w.as_str())) && context {
         return true;
     }
     matches!(ws.as_slice(), [w] if w == "cd" || w == "chdir")

@@ -11,6 +11,8 @@ use std::sync::LazyLock;
 use regex::Regex;
 use serde_json::{Map, Value};
 
+use super::packs::Packs;
+
 use super::semantics::words;
 
 /// Values kept at most (the oldest go first).
@@ -45,9 +47,18 @@ pub struct Pick {
 }
 
 /// Everything learned from responses so far.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct ValuePool {
     values: Vec<Pooled>,
+    /// Words for things a server keeps by name: the core's and those of the packs in force.
+    entities: Vec<&'static str>,
+}
+
+impl Default for ValuePool {
+    /// An empty pool that knows the entities of every pack.
+    fn default() -> Self {
+        ValuePool::with_packs(&Packs::all())
+    }
 }
 
 /// Last words of a parameter name that mean it refers to something that already exists.
@@ -67,14 +78,10 @@ const REFERENCE_WORDS: &[&str] = &[
     "identifier",
 ];
 
-/// Words for things a server keeps by name.
+/// Words for things any kind of server keeps by name (packs add their own).
 const ENTITY_WORDS: &[&str] = &[
     "project",
-    "vault",
-    "sheet",
-    "worksheet",
     "table",
-    "branch",
     "tag",
     "entity",
     "collection",
@@ -187,6 +194,18 @@ impl ValuePool {
         ValuePool::default()
     }
 
+    /// An empty pool that knows the entities of `packs` besides the core's.
+    pub fn with_packs(packs: &Packs) -> ValuePool {
+        ValuePool {
+            values: Vec::new(),
+            entities: ENTITY_WORDS
+                .iter()
+                .copied()
+                .chain(packs.entities())
+                .collect(),
+        }
+    }
+
     /// Whether nothing was learned yet.
     pub fn is_empty(&self) -> bool {
         self.values.is_empty()
@@ -275,7 +294,7 @@ impl ValuePool {
                     // A list of strings under "vaults" holds vault names.
                     let kw: Vec<String> = match (child, key.last()) {
                         (Value::String(_), Some(last))
-                            if ENTITY_WORDS.contains(&singular(last).as_str()) =>
+                            if self.entities.contains(&singular(last).as_str()) =>
                         {
                             vec![singular(last), "name".into()]
                         }
@@ -287,7 +306,7 @@ impl ValuePool {
             Value::String(s) => {
                 let kept = key.last().is_some_and(|w| {
                     KEPT_KEYS.contains(&w.as_str())
-                        || ENTITY_WORDS.contains(&singular(w).as_str())
+                        || self.entities.contains(&singular(w).as_str())
                         || w.ends_with("id")
                 }) || UUID.is_match(s);
                 if kept
@@ -356,7 +375,7 @@ impl ValuePool {
         }
         for c in QUOTED_NAME.captures_iter(&text).take(20) {
             let entity = singular(&c[1].to_lowercase());
-            if ENTITY_WORDS.contains(&entity.as_str()) {
+            if self.entities.contains(&entity.as_str()) {
                 self.add(
                     Value::String(c[2].to_string()),
                     vec![entity, "name".into()],
@@ -465,8 +484,8 @@ impl ValuePool {
         let reference = REFERENCE_WORDS.contains(&last.as_str()) || last.ends_with("id");
         let entity_param = param
             .iter()
-            .any(|w| ENTITY_WORDS.contains(&singular(w).as_str()));
-        let entity_name = ENTITY_WORDS.contains(&last.as_str())
+            .any(|w| self.entities.contains(&singular(w).as_str()));
+        let entity_name = self.entities.contains(&last.as_str())
             || (entity_param && matches!(last.as_str(), "name" | "title"));
         if !(reference || entity_name) {
             return None;
@@ -479,7 +498,7 @@ impl ValuePool {
             if !matches_pattern(&value, item_schema(schema, array)) {
                 continue;
             }
-            let mut score = score(&param, &last, &p.key, &p.value);
+            let mut score = score(&param, &last, &p.key, &p.value, &self.entities);
             if score == 0 {
                 continue;
             }
@@ -511,7 +530,7 @@ impl ValuePool {
 }
 
 /// How well pooled key words `key` (and the value's shape) match a parameter.
-fn score(param: &[String], last: &str, key: &[String], value: &Value) -> u32 {
+fn score(param: &[String], last: &str, key: &[String], value: &Value, entities: &[&str]) -> u32 {
     let key_last = key.last().map(|w| singular(w)).unwrap_or_default();
     let joined = |ws: &[String]| ws.iter().map(|w| singular(w)).collect::<Vec<_>>().join(" ");
     if joined(param) == joined(key) {
@@ -544,13 +563,13 @@ fn score(param: &[String], last: &str, key: &[String], value: &Value) -> u32 {
         return 6;
     }
     // Entities by name: `vault`, `vaultName`, `sheet_name` against vault/name, sheet/name.
-    let entity = if ENTITY_WORDS.contains(&last) {
+    let entity = if entities.contains(&last) {
         Some(last.to_string())
     } else {
         others
             .iter()
             .rev()
-            .find(|w| ENTITY_WORDS.contains(&w.as_str()))
+            .find(|w| entities.contains(&w.as_str()))
             .cloned()
     };
     if let Some(entity) = entity {

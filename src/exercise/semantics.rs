@@ -11,6 +11,7 @@ use regex::Regex;
 
 use serde_json::{Map, Value};
 
+use super::packs::Stage;
 use crate::mcp::tool::ToolDecl;
 
 /// What the workspace holds, for choosing paths.
@@ -29,6 +30,8 @@ pub struct WorkspaceFacts {
     pub allowed_commands: Vec<String>,
     /// The run's words (file names, text, addresses), from its seed.
     pub vocab: crate::workspace::vocab::Vocabulary,
+    /// The domain packs in force.
+    pub packs: super::packs::Packs,
 }
 
 impl WorkspaceFacts {
@@ -210,20 +213,18 @@ const DIRECTORY_TOOL_WORDS: &[&str] = &[
 /// Meaning-based values for one tool.
 #[derive(Debug, Clone)]
 pub struct Semantics {
-    facts: WorkspaceFacts,
-    intent: Intent,
+    pub(crate) facts: WorkspaceFacts,
+    pub(crate) intent: Intent,
+    /// The words of the tool's name.
+    pub(crate) tool_words: Vec<String>,
     /// The tool's name says it works on directories (`list_directory`, `mkdir`).
     on_directories: bool,
-    /// The tool works with version control (`git_diff`, `create_branch`).
-    on_revisions: bool,
-    /// The tool works on database tables (`create_table`).
-    on_tables: bool,
     /// Meaning wins over a schema's `default` and `examples` too (a later attempt, when the
     /// defaults did not work).
     over_defaults: bool,
     /// The kind of file the tool works on, by extension (`xlsx` for an Excel tool), from its
     /// name and description or from an error that named it.
-    file_kind: Option<&'static str>,
+    pub(crate) file_kind: Option<&'static str>,
     /// Paths are relative to the workspace (a vault-relative server, or one whose errors
     /// refused absolute paths).
     relative: bool,
@@ -256,23 +257,18 @@ impl Semantics {
             on_directories: words(&tool.name)
                 .iter()
                 .any(|w| DIRECTORY_TOOL_WORDS.contains(&w.as_str())),
-            on_tables: words(&tool.name).iter().any(|w| w == "table"),
             parameters: tool
                 .input_schema
                 .get("properties")
                 .and_then(Value::as_object)
                 .map(|p| p.keys().cloned().collect())
                 .unwrap_or_default(),
-            on_revisions: words(&tool.name).iter().any(|w| {
-                [
-                    "git", "branch", "commit", "checkout", "diff", "revision", "merge", "rebase",
-                ]
-                .contains(&w.as_str())
-            }),
+            tool_words: words(&tool.name),
         }
     }
 
-    fn abs(&self, rel: &str) -> Value {
+    /// The workspace path `rel` as the tool takes paths (absolute, or relative to the root).
+    pub(crate) fn abs(&self, rel: &str) -> Value {
         if self.relative {
             return Value::String(if rel.is_empty() {
                 ".".into()
@@ -482,8 +478,7 @@ impl Semantics {
             .or_else(|| self.choose_by_words(&p, hint))
     }
 
-    /// A place: a URL, a git branch or revision, a file's content as base64, a spreadsheet's
-    /// cell, range or column, the seeded database, a path.
+    /// A place: a URL, a file's content as base64, what the packs know of places, a path.
     fn choose_place(&self, p: &ParamWords, name: &str, hint: &str) -> Option<Value> {
         let ws = &p.ws;
         let has = |list: &[&str]| p.has(list);
@@ -491,19 +486,6 @@ impl Semantics {
         let text = |s: &str| Some(Value::String(s.to_string()));
         if has(&["url", "uri", "link", "href", "endpoint", "website"]) {
             return text(TEST_URL);
-        }
-        // Version-control words: the seeded workspace is a git repository on branch `main`.
-        if self.on_revisions && has(&["branch"]) && matches!(last, "branch" | "name") {
-            return text(if self.intent == Intent::Create {
-                self.facts.vocab.branch
-            } else {
-                "main"
-            });
-        }
-        if has(&["revision", "rev", "ref", "commit", "sha", "treeish"])
-            || (self.on_revisions && has(&["target", "base"]))
-        {
-            return text("HEAD");
         }
         // Content as base64: a seeded file of the tool's kind, encoded.
         if has(&["base64", "b64"]) {
@@ -514,28 +496,9 @@ impl Semantics {
                 }
             }
         }
-        // Spreadsheet places in A1 notation: a cell, a range, a column letter.
-        let spreadsheet = self.file_kind == Some("xlsx") || has(&["sheet", "worksheet"]);
-        let a1 = hint.contains("A1") || hint.contains("'B2'");
-        if (spreadsheet || a1) && !has(&["text", "color", "colour", "style", "name", "path"]) {
-            if has(&["cell", "at", "anchor", "position"]) {
-                // "Formula cell to set": the seeded workbook's total.
-                if hint.to_lowercase().contains("formula") {
-                    return text(crate::workspace::documents::WORKBOOK_FORMULA_CELL);
-                }
-                return text("B2");
-            }
-            if has(&["column", "col"]) && !has(&["width", "index", "count"]) {
-                return text("A");
-            }
-            if has(&["range", "area", "cells", "source", "data", "block"]) || a1 {
-                return text(crate::workspace::documents::WORKBOOK_BLOCK);
-            }
-        }
-        if let Some(db) = &self.facts.sqlite {
-            if has(&["db", "database", "sqlite"]) && !has(&["name"]) {
-                return Some(self.abs(db));
-            }
+        // What the packs in force know of places (a revision, an A1 range, the database).
+        if let Some(v) = self.facts.packs.choose(Stage::Place, self, p, name, hint) {
+            return Some(v);
         }
         if PATH_WORDS.contains(&last) || (ws.len() == 1 && has(PATH_WORDS)) {
             // The parameter's own words name a kind (`image_path`, `csv_file`) before the
@@ -595,36 +558,14 @@ impl Semantics {
         None
     }
 
-    /// Something to run: SQL on the seeded database, a command the server allows, code, a
-    /// language.
+    /// Something to run: what the packs know of programs, a command the server allows, code,
+    /// a language.
     fn choose_program(&self, p: &ParamWords, name: &str, hint: &str) -> Option<Value> {
         let has = |list: &[&str]| p.has(list);
         let text = |s: &str| Some(Value::String(s.to_string()));
-        if has(&["sql"]) || (has(&["query"]) && hint.to_ascii_lowercase().contains("sql")) {
-            // A statement that does what the tool is for, on the seeded database's `items`
-            // table (`id`, `name`) when there is one: a read, an insert, an update, or a new
-            // table (idempotent by `IF NOT EXISTS`).
-            let v = &self.facts.vocab;
-            let new_table = format!(
-                "CREATE TABLE IF NOT EXISTS {} (id INTEGER PRIMARY KEY, note TEXT)",
-                v.table()
-            );
-            let seeded = self.facts.sqlite.is_some();
-            return text(&match self.intent {
-                Intent::Create if self.on_tables => new_table,
-                Intent::Create if seeded => {
-                    format!("INSERT INTO items (name) VALUES ('{}')", v.term())
-                }
-                Intent::Create => new_table,
-                Intent::Modify if seeded => {
-                    format!("UPDATE items SET name = '{}' WHERE id = 1", v.term())
-                }
-                _ if seeded => "SELECT * FROM items".into(),
-                _ => "SELECT 1".into(),
-            });
-        }
-        if self.facts.sqlite.is_some() && matches!(name, "table" | "table_name" | "tableName") {
-            return text("items");
+        // What the packs in force know of programs (a SQL statement).
+        if let Some(v) = self.facts.packs.choose(Stage::Program, self, p, name, hint) {
+            return Some(v);
         }
         if has(&["command", "cmd", "shell", "script"]) {
             // Within what the server allows, the most harmless command.
@@ -1138,18 +1079,18 @@ pub fn example_in(text: &str) -> Option<&str> {
 }
 
 /// A parameter name's words.
-struct ParamWords {
-    ws: Vec<String>,
+pub struct ParamWords {
+    pub(crate) ws: Vec<String>,
 }
 
 impl ParamWords {
     /// Whether any word is in `list`.
-    fn has(&self, list: &[&str]) -> bool {
+    pub(crate) fn has(&self, list: &[&str]) -> bool {
         self.ws.iter().any(|w| list.contains(&w.as_str()))
     }
 
     /// The last word ("" for none).
-    fn last(&self) -> &str {
+    pub(crate) fn last(&self) -> &str {
         self.ws.last().map(String::as_str).unwrap_or("")
     }
 }
@@ -1168,6 +1109,7 @@ mod tests {
             sqlite: Some("data/app.db".into()),
             allowed_commands: Vec::new(),
             vocab: crate::workspace::vocab::Vocabulary::default(),
+            packs: Default::default(),
         };
         let tool =
             parse_tool(&json!({"name": name, "inputSchema": {"type": "object"}}), 0).expect("tool");
@@ -1183,6 +1125,7 @@ mod tests {
             sqlite: None,
             allowed_commands: Vec::new(),
             vocab: crate::workspace::vocab::Vocabulary::default(),
+            packs: Default::default(),
         };
         let tool = parse_tool(
             &json!({"name": "shell_execute", "inputSchema": {"type": "object"},

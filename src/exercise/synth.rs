@@ -1378,6 +1378,7 @@ mod corpus_tests {
             sqlite: None,
             allowed_commands: Vec::new(),
             vocab: crate::workspace::vocab::Vocabulary::default(),
+            packs: Default::default(),
         };
         let mut n = 0;
         for e in std::fs::read_dir(&dir).expect("toolsnaps") {

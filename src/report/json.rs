@@ -163,6 +163,8 @@ struct SettingsV1<'a> {
     roots: &'a str,
     /// `stdio` or `http` (additive).
     transport: &'a str,
+    /// The explorer's domain packs in force (additive).
+    packs: &'a str,
     fail_on: &'static str,
     /// Categories whose findings do not fail the run (additive).
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -672,6 +674,7 @@ pub fn to_v1(r: &Report) -> ReportV1<'_> {
             era: &r.settings.era,
             roots: &r.settings.roots,
             transport: &r.settings.transport,
+            packs: &r.settings.packs,
             fail_on: r.settings.fail.on.as_str(),
             fail_except: r.settings.fail.except.iter().map(|c| c.as_str()).collect(),
             config_file: r.settings.config_file.as_deref(),

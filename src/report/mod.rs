@@ -302,6 +302,8 @@ pub struct Settings {
     pub roots: String,
     /// How the server spoke MCP (`stdio`, `http`).
     pub transport: String,
+    /// The explorer's domain packs in force (`git, spreadsheets, sql`, or `none`).
+    pub packs: String,
     /// What fails the run: the lowest severity and the categories excepted.
     pub fail: crate::finding::FailRule,
     /// The config file read, if one was.

@@ -401,6 +401,7 @@ fn settings_of(config: &RunConfig) -> Settings {
         }
         .into(),
         transport: config.server.transport.name().into(),
+        packs: config.explore.packs.describe(),
         fail: config.judge.fail.clone(),
         config_file: config.config_file.as_ref().map(|p| p.display().to_string()),
         sources: config.sources.grouped(),

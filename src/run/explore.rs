@@ -71,7 +71,12 @@ pub(super) async fn explore(
     let explorer = Explorer::new(
         &inventory.tools,
         &config.explore,
-        Given::new(&config.server.command, &config.server.env, config.seed),
+        Given::new(
+            &config.server.command,
+            &config.server.env,
+            config.seed,
+            &config.explore.packs,
+        ),
         &config.progress,
         &scratch.workspace,
     );
