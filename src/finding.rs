@@ -143,7 +143,9 @@ impl Verdict {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Category {
-    /// A write that did not last: a lock or temporary file created and removed in the window.
+    /// A write that did not last: a lock or temporary file created and removed in the window,
+    /// or a change to SQLite's shared-memory index (a `-shm` file: it holds no data, SQLite
+    /// rebuilds it, and readers write it).
     Transient,
     /// The server's per-call bookkeeping: a journal, log, history or counter that every tool
     /// writes on every call, in a file the server itself created outside the workspace.

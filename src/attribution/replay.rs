@@ -1029,7 +1029,11 @@ async fn reproduced_by(
 /// to what existed before the call never are.
 fn initialisation_candidate(o: &Observation, created_in_call: &[&str]) -> bool {
     let Some(f) = o.as_file() else { return false };
+    // A store's directory made private on first use (`chmod 700`) is set-up too, when a
+    // replay with another tool does the same.
+    let mode_changed = matches!(f.kind, crate::evidence::FileEffectKind::ModeChanged { .. });
     f.kind.is_creation()
+        || mode_changed
         || f.kind.creates_or_rewrites()
             && created_in_call
                 .iter()
@@ -1297,6 +1301,33 @@ async fn start_up_work(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn what_a_first_call_makes_or_makes_private_is_a_candidate_for_initialisation() {
+        use crate::audit::testing::file;
+        use crate::evidence::FileEffectKind;
+        let of = |path: &str, kind: FileEffectKind| file(path, kind);
+        let made = ["$WORKSPACE/memory/index.db"];
+        assert!(initialisation_candidate(
+            &of("$WORKSPACE/memory/index.db", FileEffectKind::Created),
+            &made
+        ));
+        assert!(initialisation_candidate(
+            &of(
+                "$WORKSPACE/memory",
+                FileEffectKind::ModeChanged {
+                    from: "755".into(),
+                    to: "700".into()
+                }
+            ),
+            &made
+        ));
+        // An existing file changed is the tool's (unless inside what the call made).
+        assert!(!initialisation_candidate(
+            &of("$WORKSPACE/notes.txt", FileEffectKind::Overwritten),
+            &made
+        ));
+    }
 
     #[test]
     fn a_replay_pins_clears_or_leaves_open_by_where_it_saw_the_observation() {

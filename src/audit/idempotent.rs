@@ -57,9 +57,22 @@ pub fn judge(tool: &ToolDecl, run: &ToolRun, coverage: &Coverage) -> HintJudgeme
     let succeeded_repeats = repeats.iter().filter(|c| c.outcome.is_success()).count();
     // What the repeats support, for an absent hint and for a tool whose readOnlyHint: true
     // its writes contradict.
+    // Effects of little weight or not the tool's own (a log every tool appends to) say
+    // nothing of what repeating the tool does.
+    let weighty = repeat_effects
+        .iter()
+        .find(|(c, o)| !super::category_of(c, o).is_some_and(crate::finding::Category::softens));
+    // A riskier case that appended (`append: true`) would append again if repeated: no
+    // suggestion that repeating changes nothing.
+    let a_case_appends = run
+        .calls
+        .iter()
+        .filter(|c| c.variant.is_some() && c.outcome.is_success())
+        .flat_map(|c| c.observations.iter())
+        .any(|o| matches!(o, Observation::File(f) if f.kind == FileEffectKind::Appended));
     let suggestion = if !(first_ok && answered_repeats > 0) {
         None
-    } else if let Some((_, o)) = repeat_effects.first() {
+    } else if let Some((_, o)) = weighty {
         Some(Suggestion {
             hint: HintName::Idempotent,
             value: false,
@@ -69,7 +82,8 @@ pub fn judge(tool: &ToolDecl, run: &ToolRun, coverage: &Coverage) -> HintJudgeme
                 o.describe()
             ),
         })
-    } else if first_effects && succeeded_repeats > 0 {
+    } else if first_effects && succeeded_repeats > 0 && repeat_effects.is_empty() && !a_case_appends
+    {
         Some(Suggestion {
             hint: HintName::Idempotent,
             value: true,
@@ -198,9 +212,35 @@ mod tests {
         );
         assert!(j.suggestion.is_none(), "{:?}", j.suggestion);
         // A repeat that succeeded and changed nothing supports true.
-        let r = run(vec![call(1, ok(), vec![moved]), call(2, ok(), vec![])]);
+        let r = run(vec![
+            call(1, ok(), vec![moved.clone()]),
+            call(2, ok(), vec![]),
+        ]);
         let j = judge(&tool(json!({})), &r, &full_coverage());
         assert_eq!(j.suggestion.map(|s| s.value), Some(true));
+        // Unless a riskier case appended (`append: true`): repeating it would append again.
+        let mut appending = call(
+            0,
+            ok(),
+            vec![file("$WORKSPACE/b.txt", FileEffectKind::Appended)],
+        );
+        appending.variant = Some("append: true".into());
+        let r = run(vec![
+            call(1, ok(), vec![moved.clone()]),
+            call(2, ok(), vec![]),
+            appending,
+        ]);
+        let j = judge(&tool(json!({})), &r, &full_coverage());
+        assert!(j.suggestion.is_none(), "{:?}", j.suggestion);
+        // A repeat whose only effect is bookkeeping (a log every tool appends to) says nothing.
+        let mut logged = call(2, ok(), vec![file("$HOME/.log", FileEffectKind::Appended)]);
+        logged.categories.insert(
+            logged.observations[0].describe(),
+            crate::finding::Category::Bookkeeping,
+        );
+        let r = run(vec![call(1, ok(), vec![moved]), logged]);
+        let j = judge(&tool(json!({})), &r, &full_coverage());
+        assert!(j.suggestion.is_none(), "{:?}", j.suggestion);
     }
 
     #[test]

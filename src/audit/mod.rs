@@ -346,7 +346,12 @@ pub(crate) fn category_of(call: &CallRecord, o: &Observation) -> Option<Category
     if let Some(c) = call.categories.get(&o.describe()) {
         return Some(*c);
     }
-    match &o.as_file()?.kind {
+    let file = o.as_file()?;
+    // SQLite's shared-memory index beside a database: no data, written by readers too.
+    if file.path.ends_with("-shm") {
+        return Some(Category::Transient);
+    }
+    match &file.kind {
         crate::evidence::FileEffectKind::Transient { .. } => Some(Category::Transient),
         crate::evidence::FileEffectKind::StoreChanged {
             changed,

@@ -33,13 +33,20 @@ pub fn judge(tool: &ToolDecl, run: &ToolRun, coverage: &Coverage) -> HintJudgeme
             },
         );
         if declared.is_none() {
-            j.suggestion = if !writes.is_empty() {
+            // Writes of little weight or not the tool's own (a log every tool appends to, a
+            // lock file) neither show that it writes nor that it does not.
+            let weighty = writes
+                .iter()
+                .find(|(c, o)| !category_of(c, o).is_some_and(Category::softens));
+            j.suggestion = if let Some((_, o)) = weighty {
                 Some(Suggestion {
                     hint: HintName::ReadOnly,
                     value: false,
                     basis: SuggestionBasis::Observed,
-                    reason: format!("the tool wrote: {}", writes[0].1.describe()),
+                    reason: format!("the tool wrote: {}", o.describe()),
                 })
+            } else if !writes.is_empty() {
+                None
             } else if run.succeeded() && coverage.files.is_some() {
                 Some(Suggestion {
                     hint: HintName::ReadOnly,
@@ -60,7 +67,7 @@ pub fn judge(tool: &ToolDecl, run: &ToolRun, coverage: &Coverage) -> HintJudgeme
             Verdict::Contradicted,
             match category {
                 Some(Category::Transient) => format!(
-                    "{n} write(s) were observed during its calls, none of them lasting (temporary or lock files)"
+                    "{n} write(s) were observed during its calls, none of them lasting (temporary, lock or SQLite shared-memory files)"
                 ),
                 Some(Category::Bookkeeping) => format!(
                     "{n} write(s) were observed during its calls, all of them the server's per-call bookkeeping (a file the server made outside the workspace, which every tool writes on every call)"
@@ -133,6 +140,24 @@ mod tests {
         let j = judge(&t, &run(vec![replayed]), &full_coverage());
         assert_eq!(j.verdict, Verdict::Contradicted);
         assert!(j.evidence[0].firm, "{:?}", j.evidence);
+    }
+
+    #[test]
+    fn a_reader_that_touches_sqlites_shared_memory_index_is_only_warned() {
+        let t = tool(json!({"readOnlyHint": true}));
+        let mut c = call(
+            1,
+            ok(),
+            vec![file(
+                "$WORKSPACE/index.sqlite3-shm",
+                FileEffectKind::Overwritten,
+            )],
+        );
+        c.confirmed_by_replay = vec![c.observations[0].describe()];
+        let j = judge(&t, &run(vec![c]), &full_coverage());
+        assert_eq!(j.verdict, Verdict::Contradicted);
+        assert!(!j.evidence[0].firm, "{:?}", j.evidence);
+        assert_eq!(j.evidence[0].category, Some(Category::Transient));
     }
 
     #[test]

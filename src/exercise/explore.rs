@@ -196,7 +196,8 @@ impl<'a> Explorer<'a> {
             next_first: vec![None; n],
             pool_at_turn: vec![0; n],
             lessons_at_turn: vec![0; n],
-            pool: ValuePool::with_packs(&options.packs),
+            pool: ValuePool::with_packs(&options.packs)
+                .knowing_listed(tools.iter().map(|t| t.name.as_str())),
             not_set_up: not_set_up(&options.packs),
             steer: None,
             file_kind: None,

@@ -20,7 +20,7 @@ use serde_json::{Map, Value};
 use super::packs::Packs;
 
 /// Phrases after which an error lists the values it accepts.
-const LIST_TRIGGERS: [&str; 21] = [
+const LIST_TRIGGERS: [&str; 23] = [
     "allowedvalues",
     "one of",
     "must be",
@@ -42,6 +42,8 @@ const LIST_TRIGGERS: [&str; 21] = [
     "such as",
     "for example",
     "e.g.",
+    "choose from",
+    "did you mean",
 ];
 
 /// Most values taken from one list, and most new argument sets from one error.
@@ -143,9 +145,9 @@ pub struct Fixture {
 pub const CORE: &[Rule] = &[
     Rule {
         name: "offered values",
-        trigger: "a list of accepted values after a phrase such as 'Available', 'must be one of', 'Expected', 'Input should be', 'allowedValues'",
+        trigger: "a list of accepted values after a phrase such as 'Available', 'must be one of', 'Expected', 'Input should be', 'allowedValues', 'choose from', 'Did you mean'",
         learns: "the field the list is about set to each value (typed as the schema says), or the value the error quotes back replaced where it was sent, also deep inside objects and arrays",
-        seen_in: "zod, pydantic, ajv and enum checks of many servers",
+        seen_in: "zod, pydantic, ajv, argparse, click and enum checks of many servers",
         built_from: &[
             Fixture {
                 error: "Sheet 'Sheet9' not found. Available sheets: 'Sheet1', 'Notes'",
@@ -160,6 +162,22 @@ pub const CORE: &[Rule] = &[
                 sent: r#"{"sheet": "S", "row_fields": ["blue-harbor"]}"#,
                 others: "[]",
                 leads_to: r#"{"sheet": "S", "row_fields": ["name"]}"#,
+            },
+            Fixture {
+                // argparse's refusal of a choice.
+                error: "argument mode: invalid choice: 'x' (choose from 'fast', 'slow')",
+                schema: r#"{"type": "object", "properties": {"mode": {"type": "string"}}}"#,
+                sent: r#"{"mode": "x"}"#,
+                others: "[]",
+                leads_to: r#"{"mode": "fast"}"#,
+            },
+            Fixture {
+                // click's suggestion for a name it does not know.
+                error: "No such command 'lst'. Did you mean 'list'?",
+                schema: r#"{"type": "object", "properties": {"command": {"type": "string"}}}"#,
+                sent: r#"{"command": "lst"}"#,
+                others: "[]",
+                leads_to: r#"{"command": "list"}"#,
             },
             Fixture {
                 error: "limit must be one of 10, 50, 100",

@@ -35,7 +35,7 @@ macro_rules! rule {
 
 static RULES: [Rule; 9] = [
     rule!(
-        r"(?i)(econnrefused|connection refused|enotfound|getaddrinfo|name or service not known|temporary failure in name resolution|network is unreachable|no route to host|fetch failed|failed to fetch|could not connect|couldn't connect|unable to connect|connect(ion)? (timed out|error|failed)|ssl|certificate|socket hang up|econnreset|eai_again)",
+        r"(?i)(econnrefused|connection refused|enotfound|getaddrinfo|name or service not known|temporary failure in name resolution|network is unreachable|no route to host|(^|\n|error:\s*)fetch failed\b|could not connect|couldn't connect|unable to connect|connect(ion)? (timed out|error|failed)|\bssl\b|certificate|socket hang up|econnreset|eai_again)",
         "a network service (the sandbox has no outside network)",
         true
     ),
@@ -114,6 +114,7 @@ mod tests {
                 false,
             ),
             ("Task 7 not found", "an existing object", false),
+            ("TypeError: fetch failed", "a network service", true),
             ("Missing required argument: mode", "arguments", false),
         ];
         for (said, what, _) in cases {
@@ -131,5 +132,8 @@ mod tests {
                 .unavailable_here
         );
         assert_eq!(diagnose("all good"), None);
+        // A tool's own "fetch" failing for a bad argument is not the network.
+        let git = "Error: Git fetch failed: Exit Code: 128\nStderr: fatal: 'i' does not appear to be a git repository";
+        assert!(diagnose(git).is_none_or(|m| !m.unavailable_here));
     }
 }

@@ -50,8 +50,9 @@ pub struct Pick {
 #[derive(Debug, Clone)]
 pub struct ValuePool {
     values: Vec<Pooled>,
-    /// Words for things a server keeps by name: the core's and those of the packs in force.
-    entities: Vec<&'static str>,
+    /// Words for things a server keeps by name: the core's, those of the packs in force and
+    /// those the server's own listing tools name (`list_vaults`: vault).
+    entities: Vec<String>,
 }
 
 impl Default for ValuePool {
@@ -202,8 +203,39 @@ impl ValuePool {
                 .iter()
                 .copied()
                 .chain(packs.entities())
+                .map(str::to_string)
                 .collect(),
         }
+    }
+
+    /// The same, knowing as well the things the server's listing tools list: the word after
+    /// `list` in a tool's name, when plural (`list_vaults`, `obsidian_list_vaults`: vault;
+    /// not files or directories, which are paths).
+    pub fn knowing_listed<'t>(
+        mut self,
+        tool_names: impl IntoIterator<Item = &'t str>,
+    ) -> ValuePool {
+        const PLACES: &[&str] = &["file", "dir", "directory", "folder", "path", "root", "tool"];
+        for name in tool_names {
+            let ws = words(name);
+            let listed = ws
+                .iter()
+                .position(|w| w == "list")
+                .and_then(|i| ws.get(i + 1))
+                .filter(|w| w.len() > 3 && w.ends_with('s'))
+                .map(|w| singular(w));
+            if let Some(noun) = listed.filter(|n| !PLACES.contains(&n.as_str())) {
+                if !self.entities.contains(&noun) {
+                    self.entities.push(noun);
+                }
+            }
+        }
+        self
+    }
+
+    /// Whether `w` names a thing the server keeps by name.
+    fn is_entity(&self, w: &str) -> bool {
+        self.entities.iter().any(|e| e == w)
     }
 
     /// Whether nothing was learned yet.
@@ -293,9 +325,7 @@ impl ValuePool {
                 for (i, child) in items.iter().take(MAX_ELEMENTS).enumerate() {
                     // A list of strings under "vaults" holds vault names.
                     let kw: Vec<String> = match (child, key.last()) {
-                        (Value::String(_), Some(last))
-                            if self.entities.contains(&singular(last).as_str()) =>
-                        {
+                        (Value::String(_), Some(last)) if self.is_entity(&singular(last)) => {
                             vec![singular(last), "name".into()]
                         }
                         _ => key.to_vec(),
@@ -306,7 +336,7 @@ impl ValuePool {
             Value::String(s) => {
                 let kept = key.last().is_some_and(|w| {
                     KEPT_KEYS.contains(&w.as_str())
-                        || self.entities.contains(&singular(w).as_str())
+                        || self.is_entity(&singular(w))
                         || w.ends_with("id")
                 }) || UUID.is_match(s);
                 if kept
@@ -375,7 +405,7 @@ impl ValuePool {
         }
         for c in QUOTED_NAME.captures_iter(&text).take(20) {
             let entity = singular(&c[1].to_lowercase());
-            if self.entities.contains(&entity.as_str()) {
+            if self.is_entity(&entity) {
                 self.add(
                     Value::String(c[2].to_string()),
                     vec![entity, "name".into()],
@@ -482,11 +512,9 @@ impl ValuePool {
         let last = param.last()?.clone();
         let last = singular(&last);
         let reference = REFERENCE_WORDS.contains(&last.as_str()) || last.ends_with("id");
-        let entity_param = param
-            .iter()
-            .any(|w| self.entities.contains(&singular(w).as_str()));
-        let entity_name = self.entities.contains(&last.as_str())
-            || (entity_param && matches!(last.as_str(), "name" | "title"));
+        let entity_param = param.iter().any(|w| self.is_entity(&singular(w)));
+        let entity_name =
+            self.is_entity(&last) || (entity_param && matches!(last.as_str(), "name" | "title"));
         if !(reference || entity_name) {
             return None;
         }
@@ -530,7 +558,7 @@ impl ValuePool {
 }
 
 /// How well pooled key words `key` (and the value's shape) match a parameter.
-fn score(param: &[String], last: &str, key: &[String], value: &Value, entities: &[&str]) -> u32 {
+fn score(param: &[String], last: &str, key: &[String], value: &Value, entities: &[String]) -> u32 {
     let key_last = key.last().map(|w| singular(w)).unwrap_or_default();
     let joined = |ws: &[String]| ws.iter().map(|w| singular(w)).collect::<Vec<_>>().join(" ");
     if joined(param) == joined(key) {
@@ -563,14 +591,10 @@ fn score(param: &[String], last: &str, key: &[String], value: &Value, entities: 
         return 6;
     }
     // Entities by name: `vault`, `vaultName`, `sheet_name` against vault/name, sheet/name.
-    let entity = if entities.contains(&last) {
+    let entity = if entities.iter().any(|e| e == last) {
         Some(last.to_string())
     } else {
-        others
-            .iter()
-            .rev()
-            .find(|w| entities.contains(&w.as_str()))
-            .cloned()
+        others.iter().rev().find(|w| entities.contains(w)).cloned()
     };
     if let Some(entity) = entity {
         if key_words.contains(&entity) && matches!(key_last.as_str(), "name" | "title") {
@@ -753,6 +777,25 @@ mod tests {
             &json!({"content": [{"type": "text", "text": "Session ID: s-77f. Use it for later calls."}]}),
         );
         assert_eq!(picked(&pool, "send", "sessionId"), json!("s-77f"));
+    }
+
+    #[test]
+    fn what_a_listing_tool_lists_is_an_entity_without_any_pack() {
+        let vaults = json!({"content": [{"type": "text", "text": "Available vaults:\n{\"vaults\": [\"Notes\", \"Work\"]}"}]});
+        let mut bare = ValuePool::with_packs(&Packs::none());
+        bare.learn("list_vaults", "call 1", &vaults);
+        assert!(
+            bare.pick("search_vault", "vault", &schema(json!({"type": "string"})))
+                .is_none()
+        );
+        let mut pool = ValuePool::with_packs(&Packs::none()).knowing_listed([
+            "obsidian_list_vaults",
+            "list_files",
+            "read_note",
+        ]);
+        pool.learn("obsidian_list_vaults", "call 1", &vaults);
+        assert_eq!(picked(&pool, "search_vault", "vault"), json!("Work"));
+        assert!(!pool.is_entity("file"));
     }
 
     #[test]

@@ -230,6 +230,9 @@ pub struct Semantics {
     relative: bool,
     /// Commands the tool's description says are allowed.
     allowed_commands: Vec<String>,
+    /// Other lists the tool's description gives ("Supported formats: png, svg"): the noun
+    /// (singular) and its values.
+    listed: Vec<(String, Vec<String>)>,
     /// The names of the tool's parameters: a description that quotes one ("keeping its name
     /// unless `name` is given") points at it, it does not give an example.
     parameters: Vec<String>,
@@ -253,6 +256,11 @@ impl Semantics {
                 .description
                 .as_deref()
                 .map(allowed_commands_in)
+                .unwrap_or_default(),
+            listed: tool
+                .description
+                .as_deref()
+                .map(allowed_lists_in)
                 .unwrap_or_default(),
             on_directories: words(&tool.name)
                 .iter()
@@ -473,17 +481,23 @@ impl Semantics {
     fn choose(&self, name: &str, hint: &str) -> Option<Value> {
         let p = ParamWords { ws: words(name) };
         self.choose_place(&p, name, hint)
+            .or_else(|| self.listed_value(&p, hint))
             .or_else(|| self.choose_text_value(&p, name, hint))
             .or_else(|| self.choose_program(&p, name, hint))
             .or_else(|| self.choose_by_words(&p, hint))
     }
 
-    /// A place: a URL, a file's content as base64, what the packs know of places, a path.
+    /// A place: what the packs know of places, a URL, a file's content as base64, a path.
     fn choose_place(&self, p: &ParamWords, name: &str, hint: &str) -> Option<Value> {
         let ws = &p.ws;
         let has = |list: &[&str]| p.has(list);
         let last = p.last();
         let text = |s: &str| Some(Value::String(s.to_string()));
+        // What the packs in force know of places (a repository to clone, a revision, an A1
+        // range, the database).
+        if let Some(v) = self.facts.packs.choose(Stage::Place, self, p, name, hint) {
+            return Some(v);
+        }
         if has(&["url", "uri", "link", "href", "endpoint", "website"]) {
             return text(TEST_URL);
         }
@@ -495,10 +509,6 @@ impl Semantics {
                     return text(&base64::engine::general_purpose::STANDARD.encode(bytes));
                 }
             }
-        }
-        // What the packs in force know of places (a revision, an A1 range, the database).
-        if let Some(v) = self.facts.packs.choose(Stage::Place, self, p, name, hint) {
-            return Some(v);
         }
         if PATH_WORDS.contains(&last) || (ws.len() == 1 && has(PATH_WORDS)) {
             // The parameter's own words name a kind (`image_path`, `csv_file`) before the
@@ -513,6 +523,38 @@ impl Semantics {
             return Some(self.path_for(ws, kind));
         }
         None
+    }
+
+    /// A value the server says it accepts: the first of a list in the parameter's own
+    /// description ("One of: png, svg"), else of a list the tool's description gives for a
+    /// noun the parameter is named by ("Supported formats: png, svg" for `format`,
+    /// `output_format`).
+    fn listed_value(&self, p: &ParamWords, hint: &str) -> Option<Value> {
+        const LIST_PHRASES: &[&str] = &[
+            "one of",
+            "supported",
+            "allowed",
+            "valid values",
+            "valid options",
+            "possible values",
+            "choices",
+            "available",
+            "options:",
+        ];
+        let lowered = hint.to_lowercase();
+        if LIST_PHRASES.iter().any(|w| lowered.contains(w)) {
+            if let Some((_, values)) = super::feedback::offered_values(hint) {
+                if let Some(first) = values.into_iter().next() {
+                    return Some(Value::String(first));
+                }
+            }
+        }
+        self.listed
+            .iter()
+            .filter(|(noun, _)| noun != "command")
+            .find(|(noun, _)| p.ws.iter().any(|w| super::pool::singular(w) == *noun))
+            .and_then(|(_, values)| values.first())
+            .map(|v| Value::String(v.clone()))
     }
 
     /// Text and scalars: words the tool's file contains or new ones, ids, an email address, a
@@ -715,6 +757,39 @@ pub fn allowed_commands_in(text: &str) -> Vec<String> {
                     .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
         })
         .map(str::to_string)
+        .collect()
+}
+
+/// Lists a text gives for a noun: "Supported formats: png, svg, pdf", "Allowed types are
+/// note, task", "Valid modes = fast | slow": the noun (singular, lower case) and the values.
+pub fn allowed_lists_in(text: &str) -> Vec<(String, Vec<String>)> {
+    static PHRASE: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(
+            r"(?i)\b(?:allowed|permitted|supported|valid|available|accepted)\s+([a-z]{3,20})\s*(?:(?:are|is|include)\b\s*:?|[:=])\s*([^.\n]{1,300})",
+        )
+        .expect("static regex")
+    });
+    PHRASE
+        .captures_iter(text)
+        .take(8)
+        .filter_map(|c| {
+            let noun = super::pool::singular(&c.get(1)?.as_str().to_lowercase());
+            let values: Vec<String> = c
+                .get(2)?
+                .as_str()
+                .split([',', ' ', '|', ';'])
+                .map(|w| w.trim_matches(|c: char| "`'\"()[]".contains(c)))
+                .filter(|w| {
+                    !w.is_empty()
+                        && !matches!(*w, "and" | "or" | "the")
+                        && w.len() <= 30
+                        && w.chars()
+                            .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+                })
+                .map(str::to_string)
+                .collect();
+            (!values.is_empty()).then_some((noun, values))
+        })
         .collect()
 }
 
@@ -1178,6 +1253,7 @@ mod tests {
             ("git_show", "revision", json!("HEAD")),
             ("git_create_branch", "branch_name", json!(v.branch)),
             ("git_checkout", "branch_name", json!("main")),
+            ("git_clone", "url", json!("/w")),
             ("send", "to_email", json!(v.email())),
             ("run", "command", json!(format!("echo {}", v.term()))),
             ("get_item", "item_id", json!("1")),
@@ -1274,6 +1350,61 @@ mod tests {
                 "{other}"
             );
         }
+    }
+
+    #[test]
+    fn values_a_description_lists_are_taken_for_the_parameter_they_are_for() {
+        let with = |description: &str, param: &str, param_description: &str| {
+            let tool = parse_tool(
+                &json!({"name": "render", "description": description,
+                        "inputSchema": {"type": "object", "properties": {
+                            param: {"type": "string", "description": param_description}}}}),
+                0,
+            )
+            .expect("tool");
+            let facts = WorkspaceFacts {
+                root: PathBuf::from("/w"),
+                ..Default::default()
+            };
+            Semantics::new(&facts, &tool).value_for(
+                param,
+                tool.input_schema["properties"][param]
+                    .as_object()
+                    .expect("schema"),
+            )
+        };
+        // The tool's description names the noun; the parameter is named by it.
+        assert_eq!(
+            with(
+                "Renders a diagram. Supported formats: svg, png, pdf.",
+                "output_format",
+                ""
+            ),
+            Some(json!("svg"))
+        );
+        // The parameter's own description lists its values.
+        assert_eq!(
+            with("Renders a diagram.", "theme", "One of: dark, light"),
+            Some(json!("dark"))
+        );
+        // A list for another noun says nothing of this parameter.
+        assert_eq!(
+            with("Supported formats: svg, png.", "theme", "The theme"),
+            None
+        );
+        assert_eq!(
+            allowed_lists_in("Allowed types are note, task. Valid modes = fast | slow"),
+            [
+                (
+                    "type".to_string(),
+                    vec!["note".to_string(), "task".to_string()]
+                ),
+                (
+                    "mode".to_string(),
+                    vec!["fast".to_string(), "slow".to_string()]
+                )
+            ]
+        );
     }
 
     #[test]

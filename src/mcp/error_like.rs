@@ -1,5 +1,6 @@
 //! Results that report a failure without saying `isError`: a text led by "Error:", "Failed
-//! to …", "… not found", or a JSON object whose main member is `error`. Many servers answer
+//! to …", "… not found", or a JSON object whose main member is `error`, or a short status
+//! object that says it failed (`{"success": false, "message": …}`, `{"status": "error", …}`). Many servers answer
 //! every failure this way, and a call that did nothing must not count as a success: the
 //! explorer tries its next candidate, and a `consistent` verdict needs a call whose result
 //! does not look like this. The rules are conservative (a document about errors is not an
@@ -42,7 +43,7 @@ const LEADERS: [&str; 29] = [
 ];
 
 /// Phrases that, in a short result, say it failed.
-const FAILURES: [&str; 15] = [
+const FAILURES: [&str; 22] = [
     "not found",
     "does not exist",
     "doesn't exist",
@@ -58,6 +59,14 @@ const FAILURES: [&str; 15] = [
     "不存在",
     "失敗",
     "失败",
+    // Chinese: not found, nothing open.
+    "未找到",
+    "没有找到",
+    "沒有找到",
+    "没有打开",
+    "沒有打開",
+    "未打开",
+    "未打開",
 ];
 
 /// Statements that the object asked about is not ready to be used, or that an argument is
@@ -109,6 +118,9 @@ pub fn error_like(result: &Map<String, Value>) -> Option<String> {
         if let Some(member) = error_member(structured) {
             return Some(format!("its structuredContent's main member is `{member}`"));
         }
+        if let Some(status) = failed_status(structured) {
+            return Some(format!("its structuredContent says `{status}`"));
+        }
     }
     let texts: Vec<&str> = match result.get("content") {
         Some(Value::Array(items)) => items
@@ -120,7 +132,10 @@ pub fn error_like(result: &Map<String, Value>) -> Option<String> {
     let first = texts.first()?.trim();
     if let Ok(Value::Object(json)) = serde_json::from_str::<Value>(first) {
         return error_member(&json)
-            .map(|m| format!("its text is a JSON object whose main member is `{m}`"));
+            .map(|m| format!("its text is a JSON object whose main member is `{m}`"))
+            .or_else(|| {
+                failed_status(&json).map(|s| format!("its text is a JSON object that says `{s}`"))
+            });
     }
     text_failure(first).or_else(|| {
         validation_issues(first)
@@ -145,6 +160,24 @@ fn error_member(object: &Map<String, Value>) -> Option<&'static str> {
         .iter()
         .any(|k| object.get(*k) == Some(&Value::Bool(false)));
     (object.len() <= 2 || flagged_failed).then_some(member)
+}
+
+/// A short status object that says it failed: `success` or `ok` false, or a `status` of
+/// `error`, `failed`, `failure` or `fail`, beside at most two other members (a message, a
+/// code: what a status report carries, not data).
+fn failed_status(object: &Map<String, Value>) -> Option<String> {
+    if object.len() > 3 {
+        return None;
+    }
+    if let Some(k) = ["success", "ok"]
+        .into_iter()
+        .find(|k| object.get(*k) == Some(&Value::Bool(false)))
+    {
+        return Some(format!("{k}: false"));
+    }
+    let status = object.get("status")?.as_str()?.to_lowercase();
+    matches!(status.as_str(), "error" | "failed" | "failure" | "fail")
+        .then(|| format!("status: {status}"))
 }
 
 /// Why a text says it failed: led by a failure, or short and naming one.
@@ -262,9 +295,14 @@ mod tests {
             "Traceback (most recent call last):\n  File \"x.py\"",
             "{\"error\": \"unknown sheet 'Sheet9'\"}",
             "{\"success\": false, \"error\": {\"code\": 3}, \"data\": null, \"hint\": \"x\"}",
+            // Status objects: a command server's refusal, a task server's.
+            "{\"success\": false, \"message\": \"Invalid command type\"}",
+            "{\"status\": \"error\", \"message\": \"Task not found\"}",
             "# Task Update Result\n\n## System Error\n\nTask with ID `x` could not be found after a long explanation that goes on and on and on and on and on and on and on and on and on and on and on and on and on and on and on and on and on and on.",
             "## 系統錯誤\n\n找不到ID為 `x` 的任務。",
             "找不到ID為 `x` 的任務。請確認任務ID是否正確。",
+            "没有打开的文档，请先打开文档",
+            "工具 'x' 未找到",
             "tasksRaw 參數格式錯誤，請確保格式正確",
             "tasks format: [ { \"received\": \"x\", \"code\": \"invalid_enum_value\", \"options\": [\"A\"], \"path\": [0, \"type\"], \"message\": \"Invalid enum value. Expected 'A', received 'x' and a long explanation after it that makes this text longer than two hundred characters in all\" } ]",
         ] {
@@ -322,6 +360,10 @@ mod tests {
             "Created note 'a.md'",
             "{\"result\": [1, 2], \"error\": null}",
             "{\"items\": [], \"errors\": [], \"total\": 0}",
+            "{\"status\": \"ok\", \"message\": \"saved\"}",
+            "{\"success\": true}",
+            // Data that happens to hold a false flag is not a status report.
+            "{\"name\": \"a\", \"ok\": false, \"size\": 3, \"kind\": \"file\"}",
             "[]",
             "",
             "Successfully wrote to /w/new.txt",
