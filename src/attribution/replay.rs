@@ -1030,8 +1030,9 @@ async fn reproduced_by(
 fn initialisation_candidate(o: &Observation, created_in_call: &[&str]) -> bool {
     let Some(f) = o.as_file() else { return false };
     // A store's directory made private on first use (`chmod 700`) is set-up too, when a
-    // replay with another tool does the same.
-    let mode_changed = matches!(f.kind, crate::evidence::FileEffectKind::ModeChanged { .. });
+    // replay with another tool does the same (a file's mode stays the tool's).
+    let mode_changed = matches!(f.kind, crate::evidence::FileEffectKind::ModeChanged { .. })
+        && f.object == crate::evidence::ObjectKind::Dir;
     f.kind.is_creation()
         || mode_changed
         || f.kind.creates_or_rewrites()
@@ -1312,14 +1313,26 @@ mod tests {
             &of("$WORKSPACE/memory/index.db", FileEffectKind::Created),
             &made
         ));
-        assert!(initialisation_candidate(
-            &of(
+        let made_private = |object| {
+            let mut o = of(
                 "$WORKSPACE/memory",
                 FileEffectKind::ModeChanged {
                     from: "755".into(),
-                    to: "700".into()
-                }
-            ),
+                    to: "700".into(),
+                },
+            );
+            if let Observation::File(f) = &mut o {
+                f.object = object;
+            }
+            o
+        };
+        assert!(initialisation_candidate(
+            &made_private(crate::evidence::ObjectKind::Dir),
+            &made
+        ));
+        // A file's mode is the tool's.
+        assert!(!initialisation_candidate(
+            &made_private(crate::evidence::ObjectKind::File),
             &made
         ));
         // An existing file changed is the tool's (unless inside what the call made).

@@ -68,8 +68,12 @@ pub fn judge(tool: &ToolDecl, run: &ToolRun, coverage: &Coverage) -> HintJudgeme
         .calls
         .iter()
         .filter(|c| c.variant.is_some() && c.outcome.is_success())
-        .flat_map(|c| c.observations.iter())
-        .any(|o| matches!(o, Observation::File(f) if f.kind == FileEffectKind::Appended));
+        .flat_map(|c| c.observations.iter().map(move |o| (c, o)))
+        .any(|(c, o)| {
+            matches!(o, Observation::File(f) if f.kind == FileEffectKind::Appended)
+                && c.counts(o)
+                && !super::category_of(c, o).is_some_and(crate::finding::Category::softens)
+        });
     let suggestion = if !(first_ok && answered_repeats > 0) {
         None
     } else if let Some((_, o)) = weighty {

@@ -348,7 +348,8 @@ pub(crate) fn category_of(call: &CallRecord, o: &Observation) -> Option<Category
     }
     let file = o.as_file()?;
     // SQLite's shared-memory index beside a database: no data, written by readers too.
-    if file.path.ends_with("-shm") {
+    let shm = [".db-shm", ".sqlite-shm", ".sqlite3-shm", ".db3-shm"];
+    if shm.iter().any(|s| file.path.ends_with(s)) {
         return Some(Category::Transient);
     }
     match &file.kind {

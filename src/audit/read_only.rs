@@ -158,6 +158,14 @@ mod tests {
         assert_eq!(j.verdict, Verdict::Contradicted);
         assert!(!j.evidence[0].firm, "{:?}", j.evidence);
         assert_eq!(j.evidence[0].category, Some(Category::Transient));
+        // A file of the user's that merely ends so is no index of a database.
+        let c = call(
+            1,
+            ok(),
+            vec![file("$WORKSPACE/report-shm", FileEffectKind::Overwritten)],
+        );
+        let j = judge(&t, &run(vec![c]), &full_coverage());
+        assert!(j.evidence[0].firm, "{:?}", j.evidence);
     }
 
     #[test]

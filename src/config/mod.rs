@@ -243,6 +243,9 @@ pub struct ExploreOptions {
     pub isolate: bool,
     /// The explorer's domain packs in force.
     pub packs: crate::exercise::packs::Packs,
+    /// Whether tools that succeeded are called in their riskier cases too (other operations,
+    /// flags set, existing targets); replays leave them out.
+    pub riskier_cases: bool,
 }
 
 /// Replays and isolated runs.
@@ -529,6 +532,7 @@ impl RunConfig {
                 max_restarts: 3,
                 isolate: given.run.isolate.unwrap_or(false),
                 packs: resolve::packs(&given)?,
+                riskier_cases: true,
             },
             nested: NestedOptions { replay: true, jobs },
             judge: JudgeOptions {

@@ -102,6 +102,18 @@ enum Asked {
     NewCandidate,
 }
 
+/// How a riskier case's call ended.
+enum CaseOutcome {
+    /// Answered, successfully or with an error that teaches nothing.
+    Done,
+    /// Refused with this error, worth one more attempt.
+    Refused(String),
+    /// No answer (a timeout, a wait): the tool's other cases would cost the same.
+    Unanswered,
+    /// The server broke or could not be made ready: why, for the notes.
+    Broken(String),
+}
+
 /// The explorer of one run.
 pub struct Explorer<'a> {
     tools: &'a [ToolDecl],
@@ -323,18 +335,24 @@ impl<'a> Explorer<'a> {
 
     /// Each tool that succeeded, called once for each riskier case of it (its other
     /// operations, its flags set the other way, an existing target: see
-    /// [`super::variants`]), in the plan's order, after every tool had its turns (so that what
-    /// a case removes was there for the others). A case refused with an error gets one more
-    /// attempt with what the error says to change, when that keeps the case.
+    /// [`super::variants`]), after every tool had its turns: every tool's cases that remove
+    /// after every tool's others (so that what a case removes was there for the rest), each
+    /// group in the plan's order. A case refused with an error gets one more attempt with what
+    /// the error says to change, when that keeps the case. A case that gets no answer ends its
+    /// tool's cases; one that breaks the server ends them all (a fresh server has lost the
+    /// session the cases were made in).
     async fn riskier_cases<H: Host>(&mut self, host: &mut H) {
-        if self.options.isolate {
+        if self.options.isolate || !self.options.riskier_cases {
             return;
         }
+        let root = self
+            .steer
+            .as_ref()
+            .map_or(self.workspace.clone(), |f| f.root.clone());
+        let facts = facts_of(&root, &self.given);
+        let mut cases: Vec<(usize, Value, super::variants::Variant)> = Vec::new();
         for k in 0..self.planned.len() {
             let i = self.planned[k].tool_index;
-            if self.partial.is_some() {
-                return;
-            }
             if self.refusal(i).is_some() || is_session_setup(&self.tools[i], &self.options.packs) {
                 continue;
             }
@@ -346,52 +364,82 @@ impl<'a> Explorer<'a> {
             else {
                 continue;
             };
-            let root = self
-                .steer
-                .as_ref()
-                .map_or(self.workspace.clone(), |f| f.root.clone());
-            let facts = facts_of(&root, &self.given);
-            let cases =
-                super::variants::variants(&self.tools[i], &self.schemas[i], &worked, &facts);
-            for case in cases {
-                let Some(text) = self.call_variant(i, &case, &case.arguments, host).await else {
+            let fixed: Vec<String> = self
+                .options
+                .overrides
+                .get(&self.tools[i].name)
+                .and_then(Value::as_object)
+                .map(|o| o.keys().cloned().collect())
+                .unwrap_or_default();
+            for case in
+                super::variants::variants(&self.tools[i], &self.schemas[i], &worked, &facts, &fixed)
+            {
+                cases.push((i, worked.clone(), case));
+            }
+        }
+        // Stable: within each group, the plan's order and each tool's own.
+        cases.sort_by_key(|(_, _, case)| case.removes);
+        let mut unanswered: Vec<usize> = Vec::new();
+        for (i, worked, case) in cases {
+            if self.partial.is_some() {
+                return;
+            }
+            if unanswered.contains(&i) {
+                continue;
+            }
+            let text = match self.call_variant(i, &case, &case.arguments, host).await {
+                CaseOutcome::Done => continue,
+                CaseOutcome::Unanswered => {
+                    unanswered.push(i);
                     continue;
-                };
-                let mut others = vec![worked.clone()];
-                others.extend(self.planned[k].candidates.iter().cloned());
-                let next = corrections(
-                    &text,
-                    &self.schemas[i],
-                    &case.arguments,
-                    &others,
-                    &self.options.packs,
-                )
-                .into_iter()
-                .find(|c| c.get(&case.parameter) == case.arguments.get(&case.parameter));
-                if let Some(next) = next {
-                    self.call_variant(i, &case, &next, host).await;
+                }
+                CaseOutcome::Broken(why) => {
+                    self.notes.push(why);
+                    return;
+                }
+                CaseOutcome::Refused(text) => text,
+            };
+            let k = self.plan_of[i];
+            let mut others = vec![worked];
+            others.extend(self.planned[k].candidates.iter().cloned());
+            let next = corrections(
+                &text,
+                &self.schemas[i],
+                &case.arguments,
+                &others,
+                &self.options.packs,
+            )
+            .into_iter()
+            .find(|c| c.get(&case.parameter) == case.arguments.get(&case.parameter));
+            if let Some(next) = next {
+                if let CaseOutcome::Broken(why) = self.call_variant(i, &case, &next, host).await {
+                    self.notes.push(why);
+                    return;
                 }
             }
         }
     }
 
     /// Calls tool `i` with `arguments` for riskier case `case` (numbered 0, marked with the
-    /// case). The error text when it failed with an answer worth another attempt.
+    /// case), and says how it ended.
     async fn call_variant<H: Host>(
         &mut self,
         i: usize,
         case: &super::variants::Variant,
         arguments: &Value,
         host: &mut H,
-    ) -> Option<String> {
+    ) -> CaseOutcome {
+        let name = self.tools[i].name.clone();
         if let Some(why) = host.must_stop() {
             self.partial.get_or_insert(why);
-            return None;
+            return CaseOutcome::Done;
         }
-        if host.ready().await.is_err() {
-            return None;
+        if let Err(why) = host.ready().await {
+            return CaseOutcome::Broken(format!(
+                "riskier cases stopped before {name}'s ({}): {why}",
+                case.what
+            ));
         }
-        let name = self.tools[i].name.clone();
         host.between_calls(self.last_tool.as_deref());
         self.last_tool = Some(name.clone());
         let label = format!("variant ({})", case.what);
@@ -415,11 +463,21 @@ impl<'a> Explorer<'a> {
                 self.partial = Some("interrupted by a signal".into());
             }
             host.discard(self.last_tool.as_deref()).await;
-            return None;
+            return CaseOutcome::Broken(format!(
+                "riskier cases stopped at {name}'s ({}): the server {}; a fresh one would lack \
+                 the session the other cases were made in",
+                case.what,
+                outcome.label()
+            ));
         }
-        outcome
-            .worth_another_attempt()
-            .then(|| error_text(&outcome, observed.result.as_ref()))
+        if !outcome.answered() {
+            return CaseOutcome::Unanswered;
+        }
+        if outcome.worth_another_attempt() {
+            CaseOutcome::Refused(error_text(&outcome, observed.result.as_ref()))
+        } else {
+            CaseOutcome::Done
+        }
     }
 
     /// Whether tool `i` requires a reference (an id, a pid, a session) that the pool cannot

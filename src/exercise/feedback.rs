@@ -80,8 +80,11 @@ pub fn corrections(
             out.push(v);
         }
     };
-    // In this order: the first sets made are the ones tried; the packs' rules after the core's.
-    for rule in CORE.iter().chain(packs.iter().flat_map(|p| p.rules.iter())) {
+    // In this order: the first sets made are the ones tried. The packs' rules come after the
+    // core's that read what the error offers, before those that fill what it says is missing.
+    let (reading, filling) = CORE.split_at(CORE_BEFORE_PACKS);
+    let pack_rules = packs.iter().flat_map(|p| p.rules.iter());
+    for rule in reading.iter().chain(pack_rules).chain(filling) {
         (rule.apply)(&refusal, &mut push);
     }
     out
@@ -140,6 +143,10 @@ pub struct Fixture {
     /// A set the rule must make.
     pub leads_to: &'static str,
 }
+
+/// How many of the core's rules run before the packs' (those that read what the error offers
+/// or quotes back); the rest (alternatives, missing fields) run after them.
+const CORE_BEFORE_PACKS: usize = 6;
 
 /// The core's rules, in the order their sets are tried.
 pub const CORE: &[Rule] = &[
@@ -1069,7 +1076,9 @@ pub fn offered_for(
 
 /// Where in `text` a list of accepted values begins, and its values.
 pub fn offered_values(text: &str) -> Option<(usize, Vec<String>)> {
-    let lowered = text.to_lowercase();
+    // ASCII lower case keeps every byte offset of `text` (the triggers are ASCII): a full
+    // lower-casing changes the length of some characters and would cut `text` mid-character.
+    let lowered = text.to_ascii_lowercase();
     for trigger in LIST_TRIGGERS {
         let mut from = 0;
         while let Some(pos) = lowered[from..].find(trigger).map(|p| p + from) {
@@ -1297,7 +1306,6 @@ mod tests {
 
     #[test]
     fn every_rule_turns_the_errors_it_was_built_from_into_what_they_ask() {
-        let packs = Packs::all();
         let json = |s: &str| serde_json::from_str::<Value>(s).expect(s);
         let rules = CORE.iter().map(|r| ("core", r)).chain(
             super::super::packs::ALL
@@ -1310,9 +1318,17 @@ mod tests {
                 "{pack}: {} has no fixture",
                 rule.name
             );
+            // The packs' rules run before the core's that fill what is missing.
+            assert_eq!(CORE[CORE_BEFORE_PACKS].name, "one of two, alone");
             assert!(
                 !rule.trigger.is_empty() && !rule.learns.is_empty() && !rule.seen_in.is_empty()
             );
+            // The core's rules stand alone: they run with no pack in force.
+            let packs = if pack == "core" {
+                Packs::none()
+            } else {
+                Packs::all()
+            };
             for f in rule.built_from {
                 let schema = json(f.schema);
                 let sent = json(f.sent);
@@ -1591,6 +1607,10 @@ mod tests {
         ] {
             let (_, got) = offered_values(text).unwrap_or_else(|| panic!("{text}"));
             assert_eq!(got, values, "{text}");
+        }
+        // Letters whose lower case is longer or shorter than they are cut nothing in half.
+        for hostile in ["İone ofé", "KKK one of: a, b", "ẞ must be 'x' or 'y'"] {
+            let _ = offered_values(hostile);
         }
         for prose in [
             "File not found",

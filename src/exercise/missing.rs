@@ -35,7 +35,7 @@ macro_rules! rule {
 
 static RULES: [Rule; 9] = [
     rule!(
-        r"(?i)(econnrefused|connection refused|enotfound|getaddrinfo|name or service not known|temporary failure in name resolution|network is unreachable|no route to host|(^|\n|error:\s*)fetch failed\b|could not connect|couldn't connect|unable to connect|connect(ion)? (timed out|error|failed)|\bssl\b|certificate|socket hang up|econnreset|eai_again)",
+        r#"(?i)(econnrefused|connection refused|enotfound|getaddrinfo|name or service not known|temporary failure in name resolution|network is unreachable|no route to host|(^|\n|error"?:\s*"?)(fetch failed|failed to fetch)\b|could not connect|couldn't connect|unable to connect|connect(ion)? (timed out|error|failed)|\bssl\b|certificate|socket hang up|econnreset|eai_again)"#,
         "a network service (the sandbox has no outside network)",
         true
     ),
@@ -55,7 +55,7 @@ static RULES: [Rule; 9] = [
         true
     ),
     rule!(
-        r"(?i)(no (active |current |open )?(working directory|project|workspace|database|session|connection)|not (been )?(initiali[sz]ed|connected|selected|activated|opened)|(set|select|activate|open|initiali[sz]e|connect)\b[^.\n]{0,40}\bfirst)",
+        r"(?i)(no (active|current|open|selected) [a-z]+|no (working directory|project|workspace|database|session|connection)|not (been )?(initiali[sz]ed|connected|selected|activated|opened)|(set|select|activate|open|initiali[sz]e|connect)\b[^.\n]{0,40}\bfirst)",
         "a session set up first (the set-up it names did not succeed)",
         false
     ),
@@ -115,6 +115,9 @@ mod tests {
             ),
             ("Task 7 not found", "an existing object", false),
             ("TypeError: fetch failed", "a network service", true),
+            ("TypeError: Failed to fetch", "a network service", true),
+            ("{\"error\": \"fetch failed\"}", "a network service", true),
+            ("No active vault", "a session", false),
             ("Missing required argument: mode", "arguments", false),
         ];
         for (said, what, _) in cases {

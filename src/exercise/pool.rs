@@ -215,7 +215,27 @@ impl ValuePool {
         mut self,
         tool_names: impl IntoIterator<Item = &'t str>,
     ) -> ValuePool {
-        const PLACES: &[&str] = &["file", "dir", "directory", "folder", "path", "root", "tool"];
+        // Paths, and words too general to name a kind of thing (`list_names`, `list_types`).
+        const NOT_ENTITIES: &[&str] = &[
+            "file",
+            "dir",
+            "directory",
+            "folder",
+            "path",
+            "root",
+            "tool",
+            "name",
+            "type",
+            "key",
+            "value",
+            "item",
+            "field",
+            "option",
+            "setting",
+            "command",
+            "resource",
+            "prompt",
+        ];
         for name in tool_names {
             let ws = words(name);
             let listed = ws
@@ -224,7 +244,7 @@ impl ValuePool {
                 .and_then(|i| ws.get(i + 1))
                 .filter(|w| w.len() > 3 && w.ends_with('s'))
                 .map(|w| singular(w));
-            if let Some(noun) = listed.filter(|n| !PLACES.contains(&n.as_str())) {
+            if let Some(noun) = listed.filter(|n| !NOT_ENTITIES.contains(&n.as_str())) {
                 if !self.entities.contains(&noun) {
                     self.entities.push(noun);
                 }

@@ -487,15 +487,15 @@ impl Semantics {
             .or_else(|| self.choose_by_words(&p, hint))
     }
 
-    /// A place: what the packs know of places, a URL, a file's content as base64, a path.
+    /// A place: a repository to clone (packs), a URL, a file's content as base64, what the
+    /// packs know of places, a path.
     fn choose_place(&self, p: &ParamWords, name: &str, hint: &str) -> Option<Value> {
         let ws = &p.ws;
         let has = |list: &[&str]| p.has(list);
         let last = p.last();
         let text = |s: &str| Some(Value::String(s.to_string()));
-        // What the packs in force know of places (a repository to clone, a revision, an A1
-        // range, the database).
-        if let Some(v) = self.facts.packs.choose(Stage::Place, self, p, name, hint) {
+        // What the packs in force know of addresses (a repository to clone).
+        if let Some(v) = self.facts.packs.choose(Stage::Address, self, p, name, hint) {
             return Some(v);
         }
         if has(&["url", "uri", "link", "href", "endpoint", "website"]) {
@@ -509,6 +509,10 @@ impl Semantics {
                     return text(&base64::engine::general_purpose::STANDARD.encode(bytes));
                 }
             }
+        }
+        // What the packs in force know of places (a revision, an A1 range, the database).
+        if let Some(v) = self.facts.packs.choose(Stage::Place, self, p, name, hint) {
+            return Some(v);
         }
         if PATH_WORDS.contains(&last) || (ws.len() == 1 && has(PATH_WORDS)) {
             // The parameter's own words name a kind (`image_path`, `csv_file`) before the
@@ -541,6 +545,21 @@ impl Semantics {
             "available",
             "options:",
         ];
+        // Things to run keep their own choice (the most harmless command, a statement that
+        // does what the tool is for), whatever a description lists.
+        if p.has(&[
+            "command",
+            "cmd",
+            "shell",
+            "script",
+            "sql",
+            "code",
+            "expression",
+            "expr",
+            "argv",
+        ]) {
+            return None;
+        }
         let lowered = hint.to_lowercase();
         if LIST_PHRASES.iter().any(|w| lowered.contains(w)) {
             if let Some((_, values)) = super::feedback::offered_values(hint) {
@@ -1386,6 +1405,11 @@ mod tests {
         assert_eq!(
             with("Renders a diagram.", "theme", "One of: dark, light"),
             Some(json!("dark"))
+        );
+        // A command keeps its own, stricter choice.
+        assert_ne!(
+            with("Runs a command.", "command", "One of: rm, ls"),
+            Some(json!("rm"))
         );
         // A list for another noun says nothing of this parameter.
         assert_eq!(

@@ -53,8 +53,6 @@ const RISKY_FLAG_WORDS: &[&str] = &[
     "write",
     "save",
     "create",
-    "dry",
-    "preview",
     "destructive",
     "hard",
     "prune",
@@ -102,12 +100,14 @@ pub struct Variant {
 
 /// The riskier cases of `tool` (input schema `schema`, its local references inlined) after a
 /// call with `worked` succeeded; `facts` is what the workspace holds now (for an existing
-/// target in place of a path the call made new).
+/// target in place of a path the call made new). Parameters in `fixed` (the user's overrides)
+/// are never changed.
 pub fn variants(
     tool: &ToolDecl,
     schema: &Value,
     worked: &Value,
     facts: &WorkspaceFacts,
+    fixed: &[String],
 ) -> Vec<Variant> {
     let Some(base) = worked.as_object() else {
         return Vec::new();
@@ -124,10 +124,18 @@ pub fn variants(
             });
         }
     };
-    for (param, values) in operations(schema) {
-        let sent = base.get(&param);
+    let free = |name: &str| !fixed.iter().any(|f| f == name);
+    for (param, values) in operations(schema).into_iter().filter(|(p, _)| free(p)) {
+        // What was sent, else the default the server applied.
+        let in_force = base.get(&param).cloned().or_else(|| {
+            schema
+                .get("properties")
+                .and_then(|p| p.get(&param))
+                .and_then(|p| p.get("default"))
+                .cloned()
+        });
         for value in values.iter().take(MAX_OPERATIONS) {
-            if sent == Some(value) {
+            if in_force.as_ref() == Some(value) {
                 continue;
             }
             let mut c = base.clone();
@@ -137,7 +145,8 @@ pub fn variants(
         }
     }
     let mut flags = flags(schema, base);
-    flags.sort_by_key(|(name, _)| !risky_flag(name));
+    flags.retain(|(name, _)| free(name));
+    flags.sort_by_key(|(name, value)| !risky_flag(name, *value));
     for (name, value) in flags.into_iter().take(MAX_FLAGS) {
         let mut c = base.clone();
         c.insert(name.clone(), Value::Bool(value));
@@ -148,7 +157,7 @@ pub fn variants(
                 .any(|w| REMOVING_WORDS.contains(&w.as_str()));
         push(c, &name, format!("{name}: {value}"), removes);
     }
-    if let Some((param, existing)) = existing_target(tool, base, facts) {
+    if let Some((param, existing)) = existing_target(tool, base, facts).filter(|(p, _)| free(p)) {
         let mut c = base.clone();
         c.insert(param.clone(), existing);
         push(c, &param, format!("{param}: an existing file"), false);
@@ -166,11 +175,17 @@ fn removing(value: &str) -> bool {
         .any(|w| REMOVING_WORDS.contains(&w.as_str()))
 }
 
-/// Whether a flag's name says its non-default setting is a risky one.
-fn risky_flag(name: &str) -> bool {
-    words(name)
+/// Whether setting flag `name` to `value` is a risky case: a flag that does more set
+/// (`force: true`), or one that holds back turned off (`dry_run: false`).
+fn risky_flag(name: &str, value: bool) -> bool {
+    let ws = words(name);
+    let holds_back = ws
         .iter()
-        .any(|w| RISKY_FLAG_WORDS.contains(&w.as_str()))
+        .any(|w| matches!(w.as_str(), "dry" | "preview" | "simulate" | "safe"));
+    if holds_back {
+        return !value;
+    }
+    value && ws.iter().any(|w| RISKY_FLAG_WORDS.contains(&w.as_str()))
 }
 
 /// The parameters that select an operation, with the values each offers: a string enum under
@@ -323,6 +338,37 @@ mod tests {
         parse_tool(&v, 0).expect("tool")
     }
 
+    fn variants_of(
+        t: &ToolDecl,
+        schema: &Value,
+        worked: &Value,
+        facts: &WorkspaceFacts,
+    ) -> Vec<Variant> {
+        variants(t, schema, worked, facts, &[])
+    }
+
+    #[test]
+    fn the_users_overrides_and_the_default_in_force_are_not_cases() {
+        let schema = json!({"type": "object", "properties": {
+            "action": {"type": "string", "enum": ["read", "delete"], "default": "read"},
+            "force": {"type": "boolean"}
+        }});
+        let t = tool(json!({"name": "manage", "inputSchema": schema}));
+        // `read` applied by default: only `delete` is new.
+        let vs = variants_of(&t, &schema, &json!({}), &WorkspaceFacts::default());
+        assert_eq!(whats(&vs), ["force: true", "action: delete"]);
+        // The user pinned both: nothing changes.
+        let fixed = ["action".to_string(), "force".to_string()];
+        let vs = variants(
+            &t,
+            &schema,
+            &json!({"action": "read"}),
+            &WorkspaceFacts::default(),
+            &fixed,
+        );
+        assert!(vs.is_empty(), "{vs:?}");
+    }
+
     fn whats(vs: &[Variant]) -> Vec<&str> {
         vs.iter().map(|v| v.what.as_str()).collect()
     }
@@ -335,7 +381,7 @@ mod tests {
             "format": {"type": "string", "enum": ["json", "text"]}
         }});
         let t = tool(json!({"name": "manage_notes", "inputSchema": schema}));
-        let vs = variants(
+        let vs = variants_of(
             &t,
             &schema,
             &json!({"action": "read", "path": "a.md"}),
@@ -354,7 +400,7 @@ mod tests {
             "sort": {"type": "string", "enum": ["asc", "desc"]}
         }});
         let t = tool(json!({"name": "prefs", "inputSchema": schema}));
-        let vs = variants(
+        let vs = variants_of(
             &t,
             &schema,
             &json!({"what": "get", "sort": "asc"}),
@@ -371,7 +417,7 @@ mod tests {
             {"properties": {"op": {"const": "delete"}, "path": {"type": "string"}}}
         ]});
         let t = tool(json!({"name": "files", "inputSchema": schema}));
-        let vs = variants(
+        let vs = variants_of(
             &t,
             &schema,
             &json!({"op": "read", "path": "a"}),
@@ -392,7 +438,7 @@ mod tests {
         }});
         let t = tool(json!({"name": "sync", "inputSchema": schema}));
         // `confirm` was already sent true: its risky case ran.
-        let vs = variants(
+        let vs = variants_of(
             &t,
             &schema,
             &json!({"confirm": true}),
@@ -422,7 +468,7 @@ mod tests {
         let new = format!("notes/{}.md", facts.vocab.new_stem());
         let schema = json!({"type": "object", "properties": {"path": {"type": "string"}, "content": {"type": "string"}}});
         let t = tool(json!({"name": "write_note", "inputSchema": schema}));
-        let vs = variants(
+        let vs = variants_of(
             &t,
             &schema,
             &json!({"path": format!("/ws/{new}"), "content": "x"}),
@@ -435,14 +481,14 @@ mod tests {
         );
         assert_eq!(vs[0].what, "path: an existing file");
         // Relative, as it was sent.
-        let vs = variants(&t, &schema, &json!({"path": new, "content": "x"}), &facts);
+        let vs = variants_of(&t, &schema, &json!({"path": new, "content": "x"}), &facts);
         assert_eq!(vs[0].arguments["path"], "notes/todo.md");
         // A file that was there already, a reader, a remover, or no file of that kind: none.
-        assert!(variants(&t, &schema, &json!({"path": "/ws/notes/todo.md"}), &facts).is_empty());
+        assert!(variants_of(&t, &schema, &json!({"path": "/ws/notes/todo.md"}), &facts).is_empty());
         for name in ["read_note", "delete_note"] {
             let other = tool(json!({"name": name, "inputSchema": schema}));
             assert!(
-                variants(
+                variants_of(
                     &other,
                     &schema,
                     &json!({"path": format!("/ws/{new}")}),
@@ -452,6 +498,6 @@ mod tests {
             );
         }
         let txt = format!("/ws/{}.txt", facts.vocab.new_stem());
-        assert!(variants(&t, &schema, &json!({"path": txt}), &facts).is_empty());
+        assert!(variants_of(&t, &schema, &json!({"path": txt}), &facts).is_empty());
     }
 }

@@ -163,10 +163,15 @@ fn error_member(object: &Map<String, Value>) -> Option<&'static str> {
 }
 
 /// A short status object that says it failed: `success` or `ok` false, or a `status` of
-/// `error`, `failed`, `failure` or `fail`, beside at most two other members (a message, a
-/// code: what a status report carries, not data).
+/// `error`, `failed`, `failure` or `fail`, beside at most two other members that a status
+/// report carries (a message, a code, details), not data (`{"id": 3, "status": "failed"}`
+/// is a job that failed, answered by a call that worked).
 fn failed_status(object: &Map<String, Value>) -> Option<String> {
-    if object.len() > 3 {
+    const REPORT_MEMBERS: &[&str] = &[
+        "success", "ok", "status", "message", "msg", "error", "reason", "detail", "details",
+        "code", "hint", "output",
+    ];
+    if object.len() > 3 || object.keys().any(|k| !REPORT_MEMBERS.contains(&k.as_str())) {
         return None;
     }
     if let Some(k) = ["success", "ok"]
@@ -364,6 +369,8 @@ mod tests {
             "{\"success\": true}",
             // Data that happens to hold a false flag is not a status report.
             "{\"name\": \"a\", \"ok\": false, \"size\": 3, \"kind\": \"file\"}",
+            "{\"id\": \"t1\", \"status\": \"failed\", \"name\": \"build\"}",
+            "{\"status\": \"failed\", \"passed\": 3, \"failed\": 1}",
             "[]",
             "",
             "Successfully wrote to /w/new.txt",

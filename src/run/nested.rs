@@ -64,6 +64,10 @@ fn narrowed(config: &RunConfig, plan: &NestedPlan<'_>) -> RunConfig {
         // own.
         Some(waits) => {
             cfg.explore.keep_order = true;
+            // A replay repeats the calls whose effect is in question; the riskier cases of
+            // the tools before the one in question would act outside its windows and blur
+            // what it showed.
+            cfg.explore.riskier_cases = false;
             cfg.waits.settle = Duration::from_millis(300);
             cfg.waits.settle_max = cfg.waits.settle_max.max(Duration::from_secs(5));
             // What the calls leave running (a timer, a sleeping thread) gets its time to

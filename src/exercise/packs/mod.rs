@@ -45,7 +45,9 @@ pub type Choose = fn(Stage, &Semantics, &ParamWords, &str, &str) -> Option<Value
 /// meaning wins).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Stage {
-    /// Among places (after web addresses, before paths).
+    /// Before web addresses (a repository to clone by its path).
+    Address,
+    /// Among places (after web addresses and base64 content, before paths).
     Place,
     /// Among things to run (before commands and code).
     Program,
@@ -101,12 +103,13 @@ impl Packs {
         Packs { names: Vec::new() }
     }
 
-    /// From `all`, `none`, or a comma-separated list of pack names.
+    /// From `all`, `none`, or a comma-separated list of pack names (`all` in it: every pack).
     pub fn parse(s: &str) -> Result<Packs, UnknownPack> {
-        match s.trim() {
-            "all" => return Ok(Packs::all()),
-            "none" | "" => return Ok(Packs::none()),
-            _ => {}
+        if s.trim() == "none" || s.trim().is_empty() {
+            return Ok(Packs::none());
+        }
+        if s.split(',').any(|n| n.trim() == "all") {
+            return Ok(Packs::all());
         }
         let mut names = Vec::new();
         for given in s.split(',').map(str::trim).filter(|n| !n.is_empty()) {
@@ -171,6 +174,7 @@ mod tests {
     #[test]
     fn packs_are_chosen_by_name_all_or_none() {
         assert_eq!(Packs::parse("all").expect("all"), Packs::all());
+        assert_eq!(Packs::parse("git, all").expect("all"), Packs::all());
         assert_eq!(Packs::parse("none").expect("none").describe(), "none");
         let some = Packs::parse("sql, git,sql").expect("list");
         assert_eq!(some.describe(), "sql, git");

@@ -2,7 +2,7 @@
 //! Values: for tools whose name speaks of branches, commits, diffs, merges or revisions, a
 //! branch is `main` (the seeded repository's branch) or, for a tool that creates one, the
 //! run's new branch name; a revision (`rev`, `ref`, `commit`, `sha`, a tool's `target` or
-//! `base`) is `HEAD`; what a clone copies (its `url`, `source`, `repo`) is the seeded
+//! `base`) is `HEAD`; what a clone copies (its `url`, `source`, `remote`) is the seeded
 //! repository itself, by its path (a clone needs no network then).
 
 use serde_json::Value;
@@ -28,6 +28,21 @@ const REVISION_TOOL_WORDS: &[&str] = &[
 
 /// A branch or a revision of the seeded repository.
 fn choose(stage: Stage, s: &Semantics, p: &ParamWords, _name: &str, _hint: &str) -> Option<Value> {
+    // What a clone copies (its address, not where the copy goes).
+    if stage == Stage::Address {
+        let clones = s.tool_words.iter().any(|w| w == "clone");
+        let source = p.has(&["url", "uri", "source", "remote", "from"])
+            && !p.has(&[
+                "dest",
+                "destination",
+                "target",
+                "to",
+                "into",
+                "dir",
+                "directory",
+            ]);
+        return (clones && source).then(|| s.abs(""));
+    }
     if stage != Stage::Place {
         return None;
     }
@@ -36,20 +51,6 @@ fn choose(stage: Stage, s: &Semantics, p: &ParamWords, _name: &str, _hint: &str)
         .iter()
         .any(|w| REVISION_TOOL_WORDS.contains(&w.as_str()));
     let text = |v: &str| Some(Value::String(v.to_string()));
-    let clones = s.tool_words.iter().any(|w| w == "clone");
-    if clones
-        && p.has(&[
-            "url",
-            "uri",
-            "source",
-            "repo",
-            "repository",
-            "remote",
-            "from",
-        ])
-    {
-        return Some(s.abs(""));
-    }
     // The seeded workspace is a git repository on branch `main`.
     if on_revisions && p.has(&["branch"]) && matches!(p.last(), "branch" | "name") {
         return text(if s.intent == Intent::Create {

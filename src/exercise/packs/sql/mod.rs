@@ -29,6 +29,7 @@ fn choose(stage: Stage, s: &Semantics, p: &ParamWords, name: &str, hint: &str) -
             let db = seeded?;
             (has(&["db", "database", "sqlite"]) && !has(&["name"])).then(|| s.abs(db))
         }
+        Stage::Address => None,
         Stage::Program => {
             if has(&["sql"]) || (has(&["query"]) && hint.to_ascii_lowercase().contains("sql")) {
                 let v = &s.facts.vocab;
