@@ -1249,6 +1249,12 @@ impl<'a> Explorer<'a> {
             arguments,
             &self.options.packs,
         ) {
+            // A tool's name an error quotes ("use 'set_working_dir' first") is a step to take,
+            // never a value.
+            let values: Vec<String> = values
+                .into_iter()
+                .filter(|v| !self.tools.iter().any(|t| t.name == *v))
+                .collect();
             let label = format!("call 1 (attempt {attempt})");
             self.pool.learn_offered(&tool.name, &label, &field, &values);
         }
@@ -1331,6 +1337,7 @@ impl<'a> Explorer<'a> {
         )
         .into_iter()
         .filter(|c| !candidates[..attempt].contains(c))
+        .filter(|c| !self.puts_a_tool_name(c, arguments))
         .collect();
         let count = learned.len();
         for (n, c) in learned.into_iter().enumerate() {
@@ -1342,6 +1349,30 @@ impl<'a> Explorer<'a> {
             candidates.insert((attempt + n).min(candidates.len()), c);
         }
         count
+    }
+
+    /// Whether `candidate` holds, where `sent` did not, a string that is the name of one of the
+    /// server's tools: an error that names a tool to call first ("use 'set_working_dir'
+    /// first") offers a step, not a value.
+    fn puts_a_tool_name(&self, candidate: &Value, sent: &Value) -> bool {
+        fn strings<'v>(v: &'v Value, out: &mut Vec<&'v str>, depth: usize) {
+            match v {
+                Value::String(s) => out.push(s),
+                Value::Array(items) if depth < 8 => {
+                    items.iter().for_each(|i| strings(i, out, depth + 1))
+                }
+                Value::Object(map) if depth < 8 => {
+                    map.values().for_each(|i| strings(i, out, depth + 1))
+                }
+                _ => {}
+            }
+        }
+        let (mut new, mut old) = (Vec::new(), Vec::new());
+        strings(candidate, &mut new, 0);
+        strings(sent, &mut old, 0);
+        new.iter()
+            .filter(|s| !old.contains(s))
+            .any(|s| self.tools.iter().any(|t| t.name == *s))
     }
 
     /// Other tools that `text` asks to run first: tools it names, or, when it says a session
@@ -1835,6 +1866,36 @@ mod tests {
         assert_eq!(
             explored.runs[0].calls[2].label(),
             "variant (action: rename)"
+        );
+    }
+
+    #[test]
+    fn a_tool_an_error_names_is_called_first_and_never_sent_as_a_value() {
+        let tools = tools_of(&[
+            json!({"name": "git_reset", "annotations": {"destructiveHint": true},
+                   "inputSchema": {"type": "object", "properties": {"path": {"type": "string"}}}}),
+            json!({"name": "git_set_working_dir", "annotations": {"readOnlyHint": false},
+                   "inputSchema": {"type": "object", "properties": {"dir": {"type": "string"}}}}),
+        ]);
+        let config = plain_config();
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut host = ScriptedHost {
+            answer: |tool: &str, _: &Value| match tool {
+                "git_reset" => text(
+                    "No session working directory set. Please specify a 'path' or use 'git_set_working_dir' first.",
+                    true,
+                ),
+                _ => text("ok", false),
+            },
+            log: Vec::new(),
+        };
+        let _ = explore(&tools, &config, dir.path(), &mut host);
+        assert!(
+            host.log
+                .iter()
+                .all(|(_, a)| a["path"] != "git_set_working_dir"),
+            "{:?}",
+            host.log
         );
     }
 
