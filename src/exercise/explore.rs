@@ -379,6 +379,21 @@ impl<'a> Explorer<'a> {
         }
         // Stable: within each group, the plan's order and each tool's own.
         cases.sort_by_key(|(_, _, case)| case.removes);
+        // The session the tools worked in may have been cleared or changed by a later tool
+        // (`clear_working_dir`): its set-up runs again, as it worked, before the cases.
+        if let Some((first, _, _)) = cases.first() {
+            let first = *first;
+            let setups: Vec<(usize, Value)> = (0..self.tools.len())
+                .filter(|&j| is_session_setup(&self.tools[j], &self.options.packs))
+                .filter_map(|j| {
+                    let worked = self.runs[j].calls.iter().find(|c| c.outcome.is_success())?;
+                    Some((j, worked.arguments.clone()))
+                })
+                .collect();
+            for (j, arguments) in setups {
+                self.call_for(j, first, &arguments, host).await;
+            }
+        }
         let mut unanswered: Vec<usize> = Vec::new();
         for (i, worked, case) in cases {
             if self.partial.is_some() {
@@ -410,6 +425,7 @@ impl<'a> Explorer<'a> {
                 &self.options.packs,
             )
             .into_iter()
+            .filter(|c| !self.puts_a_tool_name(c, &case.arguments))
             .find(|c| c.get(&case.parameter) == case.arguments.get(&case.parameter));
             if let Some(next) = next {
                 if let CaseOutcome::Broken(why) = self.call_variant(i, &case, &next, host).await {
