@@ -436,9 +436,7 @@ fn real_figures(hintcheck: &Path, root: &Path, scenario: &str) {
     let mut scratch = hintcheck::sandbox::scratch::Scratch::create().expect("scratch");
     // The words of seed 0, which the hintcheck runs below pin.
     let words = hintcheck::workspace::vocab::Vocabulary::of(0);
-    scratch
-        .seed_default(&words.seed_files(), &words.draft())
-        .expect("seed");
+    scratch.seed_default(&words).expect("seed");
     let w = scratch.workspace.display().to_string();
     let (args, env, names): (Vec<String>, Vec<(String, String)>, [&str; 3]) =
         if package == "filesystem" {

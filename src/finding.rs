@@ -144,8 +144,9 @@ impl Verdict {
 #[serde(rename_all = "kebab-case")]
 pub enum Category {
     /// A write that did not last: a lock or temporary file created and removed in the window,
-    /// or a change to SQLite's shared-memory index (a `-shm` file: it holds no data, SQLite
-    /// rebuilds it, and readers write it).
+    /// a change to SQLite's shared-memory index (a `-shm` file: it holds no data, SQLite
+    /// rebuilds it, and readers write it), or git's index rewritten byte for byte (its stat
+    /// cache refreshed).
     Transient,
     /// The server's per-call bookkeeping: a journal, log, history or counter that every tool
     /// writes on every call, in a file the server itself created outside the workspace.

@@ -1111,8 +1111,19 @@ pub(crate) async fn first_call_initialisation(
     let replayed = match replays.of(&names[other], purpose).await {
         Ok((_, r)) => r,
         Err(why) => {
+            // Unchecked, what it created cannot be firm evidence: a server may well make
+            // its state directory on whichever call comes first.
+            let first_call = &mut runs[tool].calls[call];
+            let unchecked: Vec<String> = first_call
+                .observations
+                .iter()
+                .filter(|o| candidate(o))
+                .map(Observation::describe)
+                .collect();
+            first_call.unchecked_initialisation = unchecked;
             notes.push(format!(
-                "what the first call ({}) created stays its own: {why}",
+                "what the first call ({}) created stays its own but is not firm evidence: \
+                 {why}, so no replay checked whether the server does it on any first call",
                 names[tool]
             ));
             return notes;
@@ -1267,8 +1278,15 @@ async fn start_up_work(
     let replayed = match replays.run((&[], None), purpose).await {
         Ok((id, r)) => (id, r),
         Err(why) => {
+            let first_call = &mut runs[tool].calls[call];
+            first_call.unchecked_initialisation = first_call
+                .observations
+                .iter()
+                .filter(|o| o.is_evidential())
+                .map(Observation::describe)
+                .collect();
             return vec![format!(
-                "what the first call ({} {label}) showed stays its own: no other tool had a successful call to replay it with, and {why}",
+                "what the first call ({} {label}) showed stays its own but is not firm evidence: no other tool had a successful call to replay it with, and {why}",
                 names[tool]
             )];
         }

@@ -18,7 +18,7 @@ says so. \
 hintcheck makes the first call, then repeats it with exactly the same arguments (`--repeat`, 2 calls \
 by default), and contradicts the hint when a repeat has an effect of its own: a file created, \
 appended to, overwritten, truncated, deleted or renamed again. Rewriting a file with identical \
-content is not an additional effect. A different response to the repeat is reported as a weak \
+content, or git updating its own bookkeeping files, is not an additional effect. A different response to the repeat is reported as a weak \
 signal of hidden state, never as a contradiction, because the spec defines idempotence by effects. \
 The verdict is `unexercised` when the first call did not succeed or no repeat was made.\n\n\
 Fix: declare `idempotentHint: false`, or make the repeated call a no-op.",
@@ -27,7 +27,14 @@ Fix: declare `idempotentHint: false`, or make the repeated call a no-op.",
 /// Whether `o`, in a repeat, is an additional effect: a lasting change of a file.
 pub(crate) fn counts(o: &Observation) -> bool {
     match o {
-        Observation::File(f) => f.kind != FileEffectKind::Rewritten && !f.kind.is_transient(),
+        // A same-content rewrite, and git's own bookkeeping (its index refreshed, ORIG_HEAD,
+        // FETCH_HEAD), change nothing a user keeps.
+        Observation::File(f) => {
+            !matches!(
+                f.kind,
+                FileEffectKind::Rewritten | FileEffectKind::GitBookkeeping
+            ) && !f.kind.is_transient()
+        }
         Observation::Network(_)
         | Observation::Attempt(_)
         | Observation::Process(_)

@@ -308,8 +308,11 @@ fn piece_of(c: &CallRecord, o: &Observation) -> Evidence {
     let confirmed = c.confirmed_by_replay.contains(&described);
     let uncertain = !confirmed && !c.concurrent_with.is_empty();
     let category = category_of(c, o);
-    // A write to the server's shared state earns firmness only from a replay.
-    let unearned = !confirmed && c.shared_state.contains(&described);
+    // A write to the server's shared state, or what the run's first call created where no
+    // replay checked the server's first-call initialisation, earns firmness only from a
+    // replay.
+    let unchecked = !confirmed && c.unchecked_initialisation.contains(&described);
+    let unearned = !confirmed && (c.shared_state.contains(&described) || unchecked);
     let firm = !uncertain && !unearned && c.counts(o) && !category.is_some_and(Category::softens);
     Evidence {
         category,
@@ -326,6 +329,10 @@ fn piece_of(c: &CallRecord, o: &Observation) -> Evidence {
             format!(
                 "{described} (uncertain: started by {} may have done it)",
                 c.concurrent_with.join(", ")
+            )
+        } else if unchecked {
+            format!(
+                "{described} (not confirmed: the run's first call, and no replay checked whether the server does this on any first call)"
             )
         } else if unearned {
             format!(
@@ -350,6 +357,12 @@ pub(crate) fn category_of(call: &CallRecord, o: &Observation) -> Option<Category
     // SQLite's shared-memory index beside a database: no data, written by readers too.
     let shm = [".db-shm", ".sqlite-shm", ".sqlite3-shm", ".db3-shm"];
     if shm.iter().any(|s| file.path.ends_with(s)) {
+        return Some(Category::Transient);
+    }
+    // git's index rewritten byte for byte: `git status` refreshing its stat cache after
+    // other calls touched the working tree; nothing of the repository changed.
+    if file.path.ends_with("/.git/index") && file.kind == crate::evidence::FileEffectKind::Rewritten
+    {
         return Some(Category::Transient);
     }
     match &file.kind {

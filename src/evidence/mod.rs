@@ -65,6 +65,10 @@ pub struct CallRecord {
     /// again, since the server may write it for whichever call comes when its timer or
     /// counter fires. Set before the replays.
     pub shared_state: Vec<String>,
+    /// What the run's first call created that may be the server's first-call
+    /// initialisation, by description, when no replay could check it (the replay budget was
+    /// spent): firm only once a replay confirms it is the tool's.
+    pub unchecked_initialisation: Vec<String>,
     /// Observations of this call that are not plainly its tool's own change, by description:
     /// the server's per-call bookkeeping (a journal every tool appends to). Set before judging.
     pub categories: std::collections::BTreeMap<String, crate::finding::Category>,
@@ -98,6 +102,7 @@ impl CallRecord {
             concurrent_with: Vec::new(),
             categories: Default::default(),
             shared_state: Vec::new(),
+            unchecked_initialisation: Vec::new(),
             pinned_on_own_threads: false,
             own_threads_did_it: false,
             concurrent_tools: Vec::new(),

@@ -188,6 +188,9 @@ impl<'a> Explorer<'a> {
             plan_of[p.tool_index] = k;
         }
         let n = tools.len();
+        let mut pool = ValuePool::with_packs(&options.packs)
+            .knowing_listed(tools.iter().map(|t| t.name.as_str()));
+        pool.know_workspace(&facts);
         Explorer {
             tools,
             schemas: tools
@@ -208,8 +211,7 @@ impl<'a> Explorer<'a> {
             next_first: vec![None; n],
             pool_at_turn: vec![0; n],
             lessons_at_turn: vec![0; n],
-            pool: ValuePool::with_packs(&options.packs)
-                .knowing_listed(tools.iter().map(|t| t.name.as_str())),
+            pool,
             not_set_up: not_set_up(&options.packs),
             steer: None,
             file_kind: None,
@@ -471,6 +473,7 @@ impl<'a> Explorer<'a> {
             if case.removes || removes(&self.tools[i]) {
                 self.pool.forget(&name, arguments);
             }
+            self.pool.end(&name, arguments);
             self.pool.learn(&name, &label, r);
         }
         self.runs[i].calls.push(record);
@@ -761,6 +764,7 @@ impl<'a> Explorer<'a> {
             if removes(tool) {
                 self.pool.forget(&tool.name, arguments);
             }
+            self.pool.end(&tool.name, arguments);
             self.pool.learn(&tool.name, &label, r);
             self.made[i] = Some((arguments.clone(), r.clone()));
         }
@@ -1233,9 +1237,20 @@ impl<'a> Explorer<'a> {
             if overrides.and_then(|o| o.get(name)).is_some() {
                 continue;
             }
-            // A tool that creates takes a fresh name, not an existing one.
-            let last = words(name).last().cloned().unwrap_or_default();
-            if creates && matches!(last.as_str(), "name" | "title") {
+            // A tool that creates takes a fresh name, not an existing one (a new branch's
+            // name is no branch that exists; the one it starts from is).
+            let ws = words(name);
+            let last = ws.last().cloned().unwrap_or_default();
+            let starts_from = ws.iter().any(|w| {
+                matches!(
+                    w.as_str(),
+                    "from" | "base" | "source" | "start" | "upstream"
+                )
+            });
+            if creates
+                && (matches!(last.as_str(), "name" | "title")
+                    || (matches!(last.as_str(), "branch" | "tag") && !starts_from))
+            {
                 continue;
             }
             if let Some(pick) = self.pool.pick(&tool.name, name, schema) {

@@ -211,7 +211,12 @@ pub fn is_session_setup(tool: &ToolDecl, packs: &Packs) -> bool {
         return false;
     }
     let context = has(OBJECTS) || packs.contexts().any(|c| ws.iter().any(|w| w == c));
-    if ws.first().is_some_and(|w| VERBS.contains(&w.as_str())) && context {
+    // The verb leads the name, or follows the server's prefix (`git_set_working_dir`).
+    let verb_first = ws
+        .iter()
+        .take(if ws.len() > 2 { 2 } else { 1 })
+        .any(|w| VERBS.contains(&w.as_str()));
+    if verb_first && context {
         return true;
     }
     matches!(ws.as_slice(), [w] if w == "cd" || w == "chdir")

@@ -1,10 +1,13 @@
 //! The value pool: what the server handed out, kept for later calls. Every response is read
 //! (structuredContent, text content, JSON inside text, resource links) for values that name
 //! things a later tool may take: ids, UUIDs, pids, session and cursor tokens, names of
-//! entities (projects, vaults, sheets, tables, branches), paths and URLs. Each value keeps the
-//! words of the key it came under and where it came from, so a later parameter (`taskId`,
-//! `pid`, `vault`) takes the best match by name and type, and the report can say where a
-//! pooled argument came from.
+//! entities (projects, vaults, sheets, tables, branches), revisions, paths and URLs; the
+//! seeded workspace adds its own (its repository's branches, commits and remotes). Each
+//! value is typed ([`ValueKind`]), keeps the words of the key it came under, where it came
+//! from ([`Provenance`]: a listing, a creation, an error's offer, the workspace) and whether
+//! the thing still exists (a process stopped or a session closed is not reused), so a later
+//! parameter (`taskId`, `pid`, `vault`, a revision) takes the best match by name, kind and
+//! origin, and the report can say where a pooled argument came from.
 
 use std::sync::LazyLock;
 
@@ -24,6 +27,90 @@ const MAX_ELEMENTS: usize = 25;
 /// How deep a response is walked.
 const MAX_DEPTH: usize = 8;
 
+/// What a pooled value names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ValueKind {
+    /// An identifier (`id`, `taskId`, a UUID).
+    Id,
+    /// A process id.
+    Pid,
+    /// A session, connection or cursor token.
+    Session,
+    /// A revision: a commit, a branch, a tag, a ref.
+    Revision,
+    /// A remote's name.
+    Remote,
+    /// A path or file name.
+    Path,
+    /// A URL or URI.
+    Url,
+    /// The name or title of a thing.
+    Name,
+}
+
+impl ValueKind {
+    /// The kind of a value kept under key words `key`.
+    fn of(key: &[String], value: &Value) -> ValueKind {
+        let has = |list: &[&str]| key.iter().any(|w| list.contains(&w.as_str()));
+        let last = key.last().map(String::as_str).unwrap_or("");
+        if last == "pid" {
+            ValueKind::Pid
+        } else if has(&["session", "cursor", "connection"]) {
+            ValueKind::Session
+        } else if has(&["remote"]) && matches!(last, "remote" | "name") {
+            ValueKind::Remote
+        } else if has(REVISION_WORDS) {
+            ValueKind::Revision
+        } else if has(&["path", "file", "filename", "filepath", "dir", "directory"]) {
+            ValueKind::Path
+        } else if has(&["uri", "url"]) {
+            ValueKind::Url
+        } else if REFERENCE_WORDS.contains(&last)
+            || last.ends_with("id")
+            || value.as_str().is_some_and(|s| UUID.is_match(s))
+        {
+            ValueKind::Id
+        } else {
+            ValueKind::Name
+        }
+    }
+}
+
+/// Words of keys and parameters about revisions.
+const REVISION_WORDS: &[&str] = &[
+    "commit", "commits", "sha", "hash", "revision", "rev", "branch", "branches", "tag", "oid",
+    "treeish", "upstream", "onto",
+];
+
+/// Where a pooled value came from; what the server listed, made or offered beats what the
+/// workspace was seeded with, which beats nothing (an invented value).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Provenance {
+    /// The seeded workspace's own facts (its repository's branches, commits, remotes).
+    Workspace,
+    /// An error's list of accepted values.
+    Offered,
+    /// Another kind of answer.
+    Answered,
+    /// What a tool that creates, starts or opens something answered.
+    Created,
+    /// What a tool that lists, reads or searches answered.
+    Listed,
+}
+
+impl Provenance {
+    /// How much a value of this origin is worth. What the server said of its current state
+    /// (a listing, a creation, an error's list of what exists) ranks alike: among those the
+    /// freshest wins, since a later answer may show a rename the listing before did not.
+    fn rank(self) -> u8 {
+        match self {
+            Provenance::Workspace => 0,
+            Provenance::Answered => 1,
+            Provenance::Offered | Provenance::Created | Provenance::Listed => 2,
+        }
+    }
+}
+
 /// One value the server handed out.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Pooled {
@@ -31,6 +118,13 @@ pub struct Pooled {
     pub value: Value,
     /// Words of the key it came under, with the enclosing key's (`tasks[0].id` → task, id).
     pub key: Vec<String>,
+    /// What it names.
+    pub kind: ValueKind,
+    /// Where it came from.
+    pub provenance: Provenance,
+    /// The thing it names is gone: a process stopped, a session closed, an object a response
+    /// said had ended. Never picked again.
+    pub ended: bool,
     /// The tool whose response held it.
     pub tool: String,
     /// Where it came from, for the report ("create_task call 1: structuredContent.task.id").
@@ -50,6 +144,10 @@ pub struct Pick {
 #[derive(Debug, Clone)]
 pub struct ValuePool {
     values: Vec<Pooled>,
+    /// The branch the workspace's repository is on, and the commit it names: a parameter
+    /// named for a branch takes it, one that names a revision to move to takes another.
+    current_branch: Option<String>,
+    head_commit: Option<String>,
     /// Words for things a server keeps by name: the core's, those of the packs in force and
     /// those the server's own listing tools name (`list_vaults`: vault).
     entities: Vec<String>,
@@ -133,6 +231,14 @@ const ENTITY_WORDS: &[&str] = &[
     "build",
     "deployment",
     "release",
+    "artifact",
+    "dataset",
+];
+
+/// Keys that only wrap an answer (`{"result": {"dataset": "sales"}}`): what they hold is
+/// about the tool's entity, as at the top level.
+const WRAPPER_KEYS: &[&str] = &[
+    "result", "results", "data", "response", "payload", "output", "body", "value",
 ];
 
 /// Keys whose values are names or ids worth keeping (besides entity words).
@@ -199,6 +305,8 @@ impl ValuePool {
     pub fn with_packs(packs: &Packs) -> ValuePool {
         ValuePool {
             values: Vec::new(),
+            current_branch: None,
+            head_commit: None,
             entities: ENTITY_WORDS
                 .iter()
                 .copied()
@@ -271,12 +379,19 @@ impl ValuePool {
     /// Learns from the result of `tool`'s call `label` (the result object without `_meta`).
     pub fn learn(&mut self, tool: &str, label: &str, result: &Value) {
         let origin = format!("{tool} {label}");
+        let provenance = provenance_of(tool);
         let tool_words: Vec<String> = words(tool);
         // What the response is about, for its top-level members: the tool's entity
         // (`register_project` answers `{"name": …}` about a project).
         let about: Vec<String> = objects_of(tool).into_iter().take(1).collect();
         if let Some(s) = result.get("structuredContent") {
-            self.walk(s, &about, &origin, "structuredContent", tool, 0);
+            let at = Walk {
+                origin: &origin,
+                tool,
+                provenance,
+                ended: false,
+            };
+            at.walk(self, s, &about, "structuredContent", 0);
         }
         let Some(Value::Array(items)) = result.get("content") else {
             return;
@@ -288,9 +403,15 @@ impl ValuePool {
                         continue;
                     };
                     let at = format!("content[{i}].text");
+                    let walk = Walk {
+                        origin: &origin,
+                        tool,
+                        provenance,
+                        ended: false,
+                    };
                     match json_in(text) {
-                        Some(v) => self.walk(&v, &about, &origin, &at, tool, 0),
-                        None => self.prose(text, &tool_words, &origin, &at, tool),
+                        Some(v) => walk.walk(self, &v, &about, &at, 0),
+                        None => walk.prose(self, text, &tool_words, &at),
                     }
                 }
                 Some("resource_link") | Some("resource") => {
@@ -299,7 +420,7 @@ impl ValuePool {
                         self.add(
                             Value::String(uri.into()),
                             vec!["uri".into()],
-                            tool,
+                            (tool, provenance, false),
                             format!("{origin}: content[{i}].uri"),
                         );
                     }
@@ -307,131 +428,12 @@ impl ValuePool {
                         self.add(
                             Value::String(name.into()),
                             vec!["resource".into(), "name".into()],
-                            tool,
+                            (tool, provenance, false),
                             format!("{origin}: content[{i}].name"),
                         );
                     }
                 }
                 _ => {}
-            }
-        }
-    }
-
-    fn walk(
-        &mut self,
-        v: &Value,
-        key: &[String],
-        origin: &str,
-        at: &str,
-        tool: &str,
-        depth: usize,
-    ) {
-        if depth > MAX_DEPTH {
-            return;
-        }
-        match v {
-            Value::Object(map) => {
-                for (k, child) in map.iter().take(100) {
-                    let mut kw: Vec<String> = key
-                        .last()
-                        .filter(|w| !KEPT_KEYS.contains(&w.as_str()))
-                        .map(|w| vec![singular(w)])
-                        .unwrap_or_default();
-                    kw.extend(words(k));
-                    self.walk(child, &kw, origin, &format!("{at}.{k}"), tool, depth + 1);
-                }
-            }
-            Value::Array(items) => {
-                for (i, child) in items.iter().take(MAX_ELEMENTS).enumerate() {
-                    // A list of strings under "vaults" holds vault names.
-                    let kw: Vec<String> = match (child, key.last()) {
-                        (Value::String(_), Some(last)) if self.is_entity(&singular(last)) => {
-                            vec![singular(last), "name".into()]
-                        }
-                        _ => key.to_vec(),
-                    };
-                    self.walk(child, &kw, origin, &format!("{at}[{i}]"), tool, depth + 1);
-                }
-            }
-            Value::String(s) => {
-                let kept = key.last().is_some_and(|w| {
-                    KEPT_KEYS.contains(&w.as_str())
-                        || self.is_entity(&singular(w))
-                        || w.ends_with("id")
-                }) || UUID.is_match(s);
-                if kept
-                    && !s.is_empty()
-                    && s.chars().count() <= MAX_VALUE_CHARS
-                    && !s.contains('\n')
-                {
-                    self.add(v.clone(), key.to_vec(), tool, format!("{origin}: {at}"));
-                }
-            }
-            Value::Number(_)
-                if key.last().is_some_and(|w| {
-                    REFERENCE_WORDS.contains(&w.as_str()) || w.ends_with("id")
-                }) =>
-            {
-                self.add(v.clone(), key.to_vec(), tool, format!("{origin}: {at}"));
-            }
-            _ => {}
-        }
-    }
-
-    fn prose(&mut self, text: &str, tool_words: &[String], origin: &str, at: &str, tool: &str) {
-        let text: String = text.chars().take(20_000).collect();
-        for c in LABELLED.captures_iter(&text).take(50) {
-            let label = c.get(2).map_or("", |m| m.as_str());
-            let quoted = c.get(3).is_some_and(|m| !m.as_str().is_empty());
-            let value = c.get(4).map_or("", |m| m.as_str());
-            let value = value.trim_end_matches(['.', ':', ',']);
-            // "the ID is required", "the task ID you provided" are no ids: a value is quoted,
-            // has a digit, or is a compound token.
-            let looks_like_id = quoted
-                || value.chars().any(|ch| ch.is_ascii_digit())
-                || (value.len() >= 4 && value.contains(['-', '_']));
-            if value.is_empty() || FILLER.contains(&value.to_lowercase().as_str()) || !looks_like_id
-            {
-                continue;
-            }
-            let mut key: Vec<String> = Vec::new();
-            match c.get(1).map(|m| m.as_str().to_lowercase()) {
-                Some(w) if !FILLER.contains(&w.as_str()) => key.extend(words(&w)),
-                // "with PID 4242": the entity is the tool's ("start_process").
-                _ => key.extend(objects_of(&tool_words.join("_")).into_iter().take(1)),
-            }
-            key.extend(words(label));
-            let value = match value.parse::<i64>() {
-                Ok(n) => Value::from(n),
-                Err(_) => Value::String(value.into()),
-            };
-            self.add(
-                value,
-                key,
-                tool,
-                format!(
-                    "{origin}: {at}, \"{}\"",
-                    shorten(c.get(0).map_or("", |m| m.as_str()))
-                ),
-            );
-        }
-        for m in UUID.find_iter(&text).take(20) {
-            self.add(
-                Value::String(m.as_str().into()),
-                vec!["uuid".into()],
-                tool,
-                format!("{origin}: {at}"),
-            );
-        }
-        for c in QUOTED_NAME.captures_iter(&text).take(20) {
-            let entity = singular(&c[1].to_lowercase());
-            if self.is_entity(&entity) {
-                self.add(
-                    Value::String(c[2].to_string()),
-                    vec![entity, "name".into()],
-                    tool,
-                    format!("{origin}: {at}, \"{}\"", shorten(&c[0])),
-                );
             }
         }
     }
@@ -444,21 +446,82 @@ impl ValuePool {
                 self.add(
                     Value::String(v.clone()),
                     words(field),
-                    tool,
+                    (tool, Provenance::Offered, false),
                     format!("{tool} {label}: the error's list of values for {field}"),
                 );
             }
         }
     }
 
-    fn add(&mut self, value: Value, key: Vec<String>, tool: &str, source: String) {
+    /// Learns the seeded workspace's own facts: its repository's branches (the current one
+    /// known as such), the commits they name, its tags and remotes.
+    pub fn know_workspace(&mut self, facts: &super::semantics::WorkspaceFacts) {
+        let Some(repo) = &facts.repository else {
+            return;
+        };
+        self.current_branch = repo.current.clone();
+        self.head_commit = repo.head_commit().map(str::to_string);
+        let from = ("", Provenance::Workspace, false);
+        let text = |s: &str| Value::String(s.to_string());
+        let source = |what: &str| format!("the workspace's repository: {what}");
+        // The freshest wins ties: the current branch and its commit go last.
+        for (branch, id) in repo.branches.iter().rev() {
+            self.add(
+                text(id),
+                vec!["commit".into(), "sha".into()],
+                from,
+                source(&format!("the commit of branch {branch}")),
+            );
+            self.add(
+                text(branch),
+                vec!["branch".into(), "name".into()],
+                from,
+                source("a branch"),
+            );
+        }
+        for tag in &repo.tags {
+            self.add(
+                text(tag),
+                vec!["tag".into(), "name".into()],
+                from,
+                source("a tag"),
+            );
+        }
+        for remote in &repo.remotes {
+            self.add(
+                text(remote),
+                vec!["remote".into(), "name".into()],
+                from,
+                source("a remote"),
+            );
+        }
+    }
+
+    fn add(
+        &mut self,
+        value: Value,
+        key: Vec<String>,
+        (tool, provenance, ended): (&str, Provenance, bool),
+        source: String,
+    ) {
+        let kind = ValueKind::of(&key, &value);
+        // Only processes and sessions end; a task reported `completed` still exists.
+        let ended = ended && matches!(kind, ValueKind::Pid | ValueKind::Session);
+        if ended {
+            self.end_value(&value_text(&value));
+        }
         if let Some(i) = self
             .values
             .iter()
             .position(|p| p.value == value && p.key == key)
         {
-            // Seen again: it moves to the end (the freshest wins ties).
-            let p = self.values.remove(i);
+            // Seen again: it moves to the end (the freshest wins ties), and what the server
+            // listed or made counts over what the workspace was seeded with.
+            let mut p = self.values.remove(i);
+            if provenance.rank() >= p.provenance.rank() {
+                p.provenance = provenance;
+            }
+            p.ended |= ended;
             self.values.push(p);
             return;
         }
@@ -468,9 +531,60 @@ impl ValuePool {
         self.values.push(Pooled {
             value,
             key,
+            kind,
+            provenance,
+            ended,
             tool: tool.into(),
             source,
         });
+    }
+
+    /// Marks the processes and sessions named `text` as ended.
+    fn end_value(&mut self, text: &str) {
+        for p in &mut self.values {
+            if matches!(p.kind, ValueKind::Pid | ValueKind::Session | ValueKind::Id)
+                && value_text(&p.value) == text
+            {
+                p.ended = true;
+            }
+        }
+    }
+
+    /// After a successful call of `tool` that stops, kills or closes something
+    /// (`kill_process(pid)`, `close_session(sessionId)`): the references it was given name
+    /// things that have ended.
+    pub fn end(&mut self, tool: &str, arguments: &Value) {
+        const ENDING: &[&str] = &[
+            "stop",
+            "kill",
+            "close",
+            "end",
+            "terminate",
+            "disconnect",
+            "exit",
+            "quit",
+            "cancel",
+            "shutdown",
+            "abort",
+        ];
+        if !words(tool).iter().any(|w| ENDING.contains(&w.as_str())) {
+            return;
+        }
+        let Value::Object(m) = arguments else {
+            return;
+        };
+        for (k, v) in m {
+            let last = words(k).last().map(|w| singular(w)).unwrap_or_default();
+            if REFERENCE_WORDS.contains(&last.as_str()) || last.ends_with("id") {
+                let items = match v {
+                    Value::Array(items) => items.iter().collect(),
+                    other => vec![other],
+                };
+                for item in items {
+                    self.end_value(&value_text(item));
+                }
+            }
+        }
     }
 
     /// Forgets the values a removing call of `tool` consumed: those of parameters that name
@@ -521,6 +635,9 @@ impl ValuePool {
             ),
             t => (t, false),
         };
+        if let Some(pick) = self.pick_revision(name, schema, ty, array) {
+            return Some(pick);
+        }
         let mut param = words(name);
         // A bare `name` or `id` of a tool about one thing is that thing's (`remove_project`'s
         // `name` is a project name).
@@ -538,8 +655,11 @@ impl ValuePool {
         if !(reference || entity_name) {
             return None;
         }
-        let mut best: Option<(u32, usize)> = None;
+        let mut best: Option<((u32, u8), usize)> = None;
         for (i, p) in self.values.iter().enumerate() {
+            if p.ended || matches!(p.kind, ValueKind::Revision | ValueKind::Remote) {
+                continue;
+            }
             let Some(value) = fitting(&p.value, ty) else {
                 continue;
             };
@@ -556,11 +676,13 @@ impl ValuePool {
                 score += 2;
             }
             let _ = value;
-            if best.is_none_or(|(s, _)| score >= s) {
-                best = Some((score, i));
+            // Among equal matches, what the server listed or made wins.
+            let rank = (score, p.provenance.rank());
+            if best.is_none_or(|(r, _)| rank >= r) {
+                best = Some((rank, i));
             }
         }
-        let (score, i) = best?;
+        let ((score, _), i) = best?;
         if score < 5 {
             return None;
         }
@@ -574,6 +696,330 @@ impl ValuePool {
             },
             source: p.source.clone(),
         })
+    }
+}
+
+/// What a parameter about revisions wants.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum RevisionWant {
+    /// The branch a tool works on (`branch`): the current one.
+    CurrentBranch,
+    /// A branch or revision to go to or take from (`target`, `upstream`, `from`): another.
+    OtherBranch,
+    /// A commit (`commit`, `sha`, `onto`, `commits`): another branch's.
+    Commit,
+    /// A remote (`remote`).
+    Remote,
+}
+
+impl RevisionWant {
+    /// What parameter `name` (described by `hint`) wants, if it names a revision or a
+    /// remote.
+    fn of(name: &str, hint: &str) -> Option<RevisionWant> {
+        static ABOUT_REVISIONS: LazyLock<Regex> = LazyLock::new(|| {
+            Regex::new(r"(?i)\b(commit (hash|sha|id|ref)|revision|branch|tag name|git ref|treeish|tree-ish)")
+                .expect("static regex")
+        });
+        static ABOUT_FILES: LazyLock<Regex> = LazyLock::new(|| {
+            Regex::new(r"(?i)\b(file|path|url|directory)\b").expect("static regex")
+        });
+        let ws: Vec<String> = words(name).iter().map(|w| singular(w)).collect();
+        let has = |list: &[&str]| ws.iter().any(|w| list.contains(&w.as_str()));
+        let last = ws.last()?.as_str();
+        if last == "remote" || (has(&["remote"]) && last == "name") {
+            return Some(RevisionWant::Remote);
+        }
+        if has(&["commit", "sha", "hash", "oid", "onto"]) {
+            return Some(RevisionWant::Commit);
+        }
+        if last == "branch" || (has(&["branch"]) && last == "name") {
+            return Some(if ws.len() == 1 || has(&["current", "local", "remote"]) {
+                RevisionWant::CurrentBranch
+            } else {
+                RevisionWant::OtherBranch
+            });
+        }
+        let named = has(&["revision", "rev", "ref", "treeish", "upstream"]);
+        let described = has(&[
+            "target", "object", "base", "source", "from", "to", "start", "end",
+        ]) && ABOUT_REVISIONS.is_match(hint)
+            && !ABOUT_FILES.is_match(&hint.replace("file(s)", ""));
+        (named && !ABOUT_FILES.is_match(hint) || described).then_some(RevisionWant::OtherBranch)
+    }
+}
+
+impl ValuePool {
+    /// A revision or remote for parameter `name`: what a listing gave or the workspace's
+    /// repository has, never an invented name. A branch to work on is the current one; a
+    /// revision to move to, merge or pick from is another branch or its commit.
+    fn pick_revision(
+        &self,
+        name: &str,
+        schema: &Map<String, Value>,
+        ty: Option<&str>,
+        array: bool,
+    ) -> Option<Pick> {
+        let hint = ["description", "title"]
+            .iter()
+            .filter_map(|k| schema.get(*k).and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .join(" ");
+        let want = RevisionWant::of(name, &hint)?;
+        let is_branch = |p: &Pooled| p.key.iter().any(|w| singular(w) == "branch");
+        let is_commit = |p: &Pooled| {
+            p.key
+                .iter()
+                .any(|w| matches!(w.as_str(), "commit" | "sha" | "hash" | "oid"))
+                || p.value.as_str().is_some_and(|s| {
+                    (7..=64).contains(&s.len()) && s.bytes().all(|b| b.is_ascii_hexdigit())
+                })
+        };
+        let current = |p: &Pooled| {
+            p.value.as_str().is_some_and(|v| {
+                let v = v.strip_prefix("refs/heads/").unwrap_or(v);
+                Some(v) == self.current_branch.as_deref() || Some(v) == self.head_commit.as_deref()
+            })
+        };
+        let mut best: Option<((u8, u8), usize)> = None;
+        for (i, p) in self.values.iter().enumerate() {
+            if p.ended || fitting(&p.value, ty).is_none() {
+                continue;
+            }
+            if !matches_pattern(&p.value, item_schema(schema, array)) {
+                continue;
+            }
+            let fit: u8 = match (want, p.kind) {
+                (RevisionWant::Remote, ValueKind::Remote) => 3,
+                (RevisionWant::Remote, _) | (_, ValueKind::Remote) => continue,
+                (_, kind) if kind != ValueKind::Revision => continue,
+                (RevisionWant::CurrentBranch, _) if is_branch(p) => 2 + u8::from(current(p)),
+                (RevisionWant::OtherBranch, _) if is_branch(p) => 2 + u8::from(!current(p)),
+                (RevisionWant::Commit, _) if is_commit(p) => 2 + u8::from(!current(p)),
+                _ => 1,
+            };
+            let rank = (fit, p.provenance.rank());
+            if best.is_none_or(|(r, _)| rank >= r) {
+                best = Some((rank, i));
+            }
+        }
+        let (_, i) = best?;
+        let p = &self.values[i];
+        let value = fitting(&p.value, ty)?;
+        Some(Pick {
+            value: if array {
+                Value::Array(vec![value])
+            } else {
+                value
+            },
+            source: p.source.clone(),
+        })
+    }
+}
+
+/// A status that says a process or session has ended.
+fn is_ended_state(s: &str) -> bool {
+    matches!(
+        s.to_ascii_lowercase().as_str(),
+        "exited"
+            | "ended"
+            | "terminated"
+            | "killed"
+            | "stopped"
+            | "closed"
+            | "dead"
+            | "finished"
+            | "completed"
+            | "done"
+            | "failed"
+            | "crashed"
+    )
+}
+
+/// "process 4242 exited", "session `s-1` has been closed".
+static ENDED_IN_PROSE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r#"(?i)\b(?:pid|process|session)(?:[ _-]?id)?\s*[:#=]?\s*[`'"]?([A-Za-z0-9][A-Za-z0-9_.:-]{0,80}?)[`'"]?\s+(?:has\s+|was\s+|is\s+)?(?:been\s+|already\s+)?(?:exited|ended|terminated|closed|stopped|killed|finished)\b"#,
+    )
+    .expect("static regex")
+});
+
+/// A value as text, for comparing a string with a number (`"42"` and `42`).
+fn value_text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// Where a response of `tool` puts what it holds: a listing, a creation, another answer.
+fn provenance_of(tool: &str) -> Provenance {
+    const CREATING: &[&str] = &[
+        "create", "add", "new", "make", "start", "open", "launch", "spawn", "register", "insert",
+        "init", "clone", "generate", "upload", "save", "run", "begin",
+    ];
+    const LISTING: &[&str] = &[
+        "list", "get", "read", "search", "find", "show", "query", "describe", "log", "status",
+        "view", "browse", "ls", "info", "history", "branches", "tags",
+    ];
+    let ws = words(tool);
+    if ws.iter().any(|w| CREATING.contains(&w.as_str())) {
+        Provenance::Created
+    } else if ws.iter().any(|w| LISTING.contains(&w.as_str())) {
+        Provenance::Listed
+    } else {
+        Provenance::Answered
+    }
+}
+
+/// One response being read: where it came from, and whether what it names has ended.
+#[derive(Clone, Copy)]
+struct Walk<'a> {
+    origin: &'a str,
+    tool: &'a str,
+    provenance: Provenance,
+    ended: bool,
+}
+
+impl Walk<'_> {
+    fn from(&self) -> (&str, Provenance, bool) {
+        (self.tool, self.provenance, self.ended)
+    }
+
+    fn walk(&self, pool: &mut ValuePool, v: &Value, key: &[String], at: &str, depth: usize) {
+        if depth > MAX_DEPTH {
+            return;
+        }
+        match v {
+            Value::Object(map) => {
+                // `{"pid": 7, "status": "exited"}`: what the object names has ended.
+                let ended = self.ended
+                    || map.iter().any(|(k, v)| {
+                        matches!(k.as_str(), "status" | "state")
+                            && v.as_str().is_some_and(is_ended_state)
+                    });
+                let inner = Walk { ended, ..*self };
+                for (k, child) in map.iter().take(100) {
+                    // A wrapper passes on what encloses it.
+                    let enclosing = match key.split_last() {
+                        Some((w, rest)) if WRAPPER_KEYS.contains(&w.as_str()) => rest.last(),
+                        _ => key.last(),
+                    };
+                    let mut kw: Vec<String> = enclosing
+                        .filter(|w| !KEPT_KEYS.contains(&w.as_str()))
+                        .map(|w| vec![singular(w)])
+                        .unwrap_or_default();
+                    kw.extend(words(k));
+                    inner.walk(pool, child, &kw, &format!("{at}.{k}"), depth + 1);
+                }
+            }
+            Value::Array(items) => {
+                for (i, child) in items.iter().take(MAX_ELEMENTS).enumerate() {
+                    // A list of strings under "vaults" holds vault names.
+                    let kw: Vec<String> = match (child, key.last()) {
+                        (Value::String(_), Some(last)) if pool.is_entity(&singular(last)) => {
+                            vec![singular(last), "name".into()]
+                        }
+                        _ => key.to_vec(),
+                    };
+                    self.walk(pool, child, &kw, &format!("{at}[{i}]"), depth + 1);
+                }
+            }
+            Value::String(s) => {
+                let kept = key.last().is_some_and(|w| {
+                    KEPT_KEYS.contains(&w.as_str())
+                        || pool.is_entity(&singular(w))
+                        || w.ends_with("id")
+                }) || UUID.is_match(s);
+                if kept
+                    && !s.is_empty()
+                    && s.chars().count() <= MAX_VALUE_CHARS
+                    && !s.contains('\n')
+                {
+                    pool.add(
+                        v.clone(),
+                        key.to_vec(),
+                        self.from(),
+                        format!("{}: {at}", self.origin),
+                    );
+                }
+            }
+            Value::Number(_)
+                if key.last().is_some_and(|w| {
+                    REFERENCE_WORDS.contains(&w.as_str()) || w.ends_with("id")
+                }) =>
+            {
+                pool.add(
+                    v.clone(),
+                    key.to_vec(),
+                    self.from(),
+                    format!("{}: {at}", self.origin),
+                );
+            }
+            _ => {}
+        }
+    }
+
+    fn prose(&self, pool: &mut ValuePool, text: &str, tool_words: &[String], at: &str) {
+        let origin = self.origin;
+        let text: String = text.chars().take(20_000).collect();
+        for c in LABELLED.captures_iter(&text).take(50) {
+            let label = c.get(2).map_or("", |m| m.as_str());
+            let quoted = c.get(3).is_some_and(|m| !m.as_str().is_empty());
+            let value = c.get(4).map_or("", |m| m.as_str());
+            let value = value.trim_end_matches(['.', ':', ',']);
+            // "the ID is required", "the task ID you provided" are no ids: a value is quoted,
+            // has a digit, or is a compound token.
+            let looks_like_id = quoted
+                || value.chars().any(|ch| ch.is_ascii_digit())
+                || (value.len() >= 4 && value.contains(['-', '_']));
+            if value.is_empty() || FILLER.contains(&value.to_lowercase().as_str()) || !looks_like_id
+            {
+                continue;
+            }
+            let mut key: Vec<String> = Vec::new();
+            match c.get(1).map(|m| m.as_str().to_lowercase()) {
+                Some(w) if !FILLER.contains(&w.as_str()) => key.extend(words(&w)),
+                // "with PID 4242": the entity is the tool's ("start_process").
+                _ => key.extend(objects_of(&tool_words.join("_")).into_iter().take(1)),
+            }
+            key.extend(words(label));
+            let value = match value.parse::<i64>() {
+                Ok(n) => Value::from(n),
+                Err(_) => Value::String(value.into()),
+            };
+            pool.add(
+                value,
+                key,
+                self.from(),
+                format!(
+                    "{origin}: {at}, \"{}\"",
+                    shorten(c.get(0).map_or("", |m| m.as_str()))
+                ),
+            );
+        }
+        for m in UUID.find_iter(&text).take(20) {
+            pool.add(
+                Value::String(m.as_str().into()),
+                vec!["uuid".into()],
+                self.from(),
+                format!("{origin}: {at}"),
+            );
+        }
+        for c in QUOTED_NAME.captures_iter(&text).take(20) {
+            let entity = singular(&c[1].to_lowercase());
+            if pool.is_entity(&entity) {
+                pool.add(
+                    Value::String(c[2].to_string()),
+                    vec![entity, "name".into()],
+                    self.from(),
+                    format!("{origin}: {at}, \"{}\"", shorten(&c[0])),
+                );
+            }
+        }
+        // "process 4242 exited", "session s-1 closed": what it named has ended.
+        for c in ENDED_IN_PROSE.captures_iter(&text).take(20) {
+            pool.end_value(&c[1]);
+        }
     }
 }
 
@@ -620,7 +1066,8 @@ fn score(param: &[String], last: &str, key: &[String], value: &Value, entities: 
         if key_words.contains(&entity) && matches!(key_last.as_str(), "name" | "title") {
             return 9;
         }
-        if key_words.len() == 1 && key_last == entity && value.is_string() {
+        // `{"dataset": "sales"}`, also inside what a tool answered about (`index.dataset`).
+        if key_last == entity && value.is_string() {
             return 7;
         }
     }
@@ -735,6 +1182,146 @@ mod tests {
         pool.pick(tool, name, &schema(json!({"type": "string"})))
             .expect("a pooled value")
             .value
+    }
+
+    #[test]
+    fn ended_processes_and_closed_sessions_are_not_reused() {
+        let mut pool = ValuePool::new();
+        let text = |t: &str| json!({"content": [{"type": "text", "text": t}]});
+        pool.learn(
+            "start_process",
+            "call 1",
+            &text("Started process with PID 4242"),
+        );
+        pool.learn(
+            "start_process",
+            "call 2",
+            &text("Started process with PID 4243"),
+        );
+        let pid = |pool: &ValuePool| {
+            pool.pick("read_output", "pid", &schema(json!({"type": "integer"})))
+                .map(|p| p.value)
+        };
+        assert_eq!(pid(&pool), Some(json!(4243)));
+        // A listing says the freshest has exited: the other one is taken.
+        pool.learn(
+            "list_processes",
+            "call 1",
+            &json!({"content": [], "structuredContent": {"processes": [{"pid": 4243, "status": "exited"}]}}),
+        );
+        assert_eq!(pid(&pool), Some(json!(4242)));
+        // A successful kill ends the one it was given.
+        pool.end("kill_process", &json!({"pid": 4242}));
+        assert_eq!(pid(&pool), None);
+        // Prose says a session closed; a task reported completed still exists.
+        pool.learn("open_session", "call 1", &text("Session ID: s-17 opened"));
+        pool.learn(
+            "session_info",
+            "call 1",
+            &text("session s-17 has been closed"),
+        );
+        assert!(
+            pool.pick("run_query", "sessionId", &schema(json!({"type": "string"})))
+                .is_none()
+        );
+        pool.learn(
+            "list_tasks",
+            "call 1",
+            &json!({"content": [], "structuredContent": {"tasks": [{"id": "t-9", "status": "completed"}]}}),
+        );
+        assert_eq!(picked(&pool, "get_task", "taskId"), json!("t-9"));
+    }
+
+    #[test]
+    fn revisions_and_remotes_come_from_the_workspace_and_listings_never_invented() {
+        let facts = crate::exercise::semantics::WorkspaceFacts {
+            repository: Some(crate::workspace::repository::Repository {
+                current: Some("main".into()),
+                branches: vec![
+                    ("main".into(), "a".repeat(40)),
+                    ("fix/date-parsing".into(), "b".repeat(40)),
+                ],
+                tags: Vec::new(),
+                remotes: vec!["origin".into()],
+                tracked: vec!["notes.txt".into()],
+            }),
+            ..Default::default()
+        };
+        let mut pool = ValuePool::new();
+        pool.know_workspace(&facts);
+        fn pick(pool: &ValuePool, tool: &str, name: &str, s: Value) -> Option<Value> {
+            pool.pick(tool, name, &schema(s)).map(|p| p.value)
+        }
+        let described = |d: &str| json!({"type": "string", "description": d});
+        // A branch to work on is the current one; one to move to is another.
+        assert_eq!(
+            pick(&pool, "git_push", "branch", described("")),
+            Some(json!("main"))
+        );
+        assert_eq!(
+            pick(
+                &pool,
+                "git_checkout",
+                "target",
+                described("Branch name, commit hash, or tag")
+            ),
+            Some(json!("fix/date-parsing"))
+        );
+        assert_eq!(
+            pick(&pool, "git_rebase", "upstream", described("")),
+            Some(json!("fix/date-parsing"))
+        );
+        // A commit to pick is the other branch's.
+        assert_eq!(
+            pick(
+                &pool,
+                "git_cherry_pick",
+                "commits",
+                json!({"type": "array", "items": {"type": "string"}})
+            ),
+            Some(json!(["b".repeat(40)]))
+        );
+        assert_eq!(
+            pick(&pool, "git_fetch", "remote", described("Remote name")),
+            Some(json!("origin"))
+        );
+        // A PDF tool's `ref` is a file, not a revision; a plain name is no revision.
+        assert_eq!(
+            pick(
+                &pool,
+                "pdf_read",
+                "ref",
+                described("PDF file path or artifact id")
+            ),
+            None
+        );
+        assert_eq!(pick(&pool, "create_note", "title", described("")), None);
+        // What a listing gave counts over the workspace's facts of the same rank.
+        pool.learn(
+            "git_branch",
+            "call 1",
+            &json!({"content": [], "structuredContent": {"branches": [{"name": "release/2.0"}]}}),
+        );
+        assert_eq!(
+            pick(
+                &pool,
+                "git_merge",
+                "source_branch",
+                described("Branch to merge")
+            ),
+            Some(json!("release/2.0"))
+        );
+    }
+
+    #[test]
+    fn values_under_a_wrapper_key_are_the_tools_own() {
+        let mut pool = ValuePool::new();
+        pool.learn(
+            "index_local",
+            "call 1",
+            &json!({"content": [], "structuredContent": {"result": {"dataset": "sales", "rows": 12}}}),
+        );
+        assert_eq!(picked(&pool, "describe_dataset", "dataset"), json!("sales"));
     }
 
     #[test]

@@ -32,6 +32,8 @@ pub struct WorkspaceFacts {
     pub vocab: crate::workspace::vocab::Vocabulary,
     /// The domain packs in force.
     pub packs: super::packs::Packs,
+    /// The workspace's git repository (its branches, commits, remotes, tracked files).
+    pub repository: Option<crate::workspace::repository::Repository>,
 }
 
 impl WorkspaceFacts {
@@ -68,11 +70,13 @@ impl WorkspaceFacts {
             .iter()
             .find(|f| {
                 let mut magic = [0u8; 16];
-                std::fs::File::open(root.join(f))
-                    .and_then(|mut file| std::io::Read::read_exact(&mut file, &mut magic))
-                    .is_ok_and(|()| &magic == b"SQLite format 3\0")
+                crate::workspace::open_regular(&root.join(f)).is_some_and(|mut file| {
+                    std::io::Read::read_exact(&mut file, &mut magic).is_ok()
+                        && &magic == b"SQLite format 3\0"
+                })
             })
             .cloned();
+        facts.repository = crate::workspace::repository::Repository::read(root);
         facts
     }
 }
@@ -403,7 +407,7 @@ impl Semantics {
                 None => relative,
             };
             let ws = words(name);
-            return Some(relative.path_for(&ws, kind));
+            return Some(relative.path_for(&ws, kind, &describe(schema)));
         }
         match schema.get("type").and_then(Value::as_str) {
             // A default that is a web address becomes the test address.
@@ -524,7 +528,7 @@ impl Semantics {
             if own.is_some() && !self.fresh_words(ws) && !has(&["dir", "directory", "folder"]) {
                 return Some(self.existing_file_of(kind));
             }
-            return Some(self.path_for(ws, kind));
+            return Some(self.path_for(ws, kind, hint));
         }
         None
     }
@@ -726,12 +730,36 @@ impl Semantics {
             .unwrap_or_else(|| self.facts.vocab.term().to_string())
     }
 
-    fn path_for(&self, ws: &[String], kind: Option<&str>) -> Value {
+    fn path_for(&self, ws: &[String], kind: Option<&str>, hint: &str) -> Value {
         let fresh_file = |stem: &str| match kind {
             Some(k) => self.abs(&format!("{stem}.{k}")),
             None => self.abs(&format!("{stem}.txt")),
         };
         let has = |list: &[&str]| ws.iter().any(|w| list.contains(&w.as_str()));
+        // "Path to the Git repository", "Root of the project": a directory.
+        static DESCRIBES_DIRECTORY: LazyLock<Regex> = LazyLock::new(|| {
+            Regex::new(
+                r"(?i)\b(path|root|location) (to|of) (the |a |an |your )?(git |project |local |target )?(repository|repo|directory|folder|working (directory|tree)|workspace|project)\b",
+            )
+            .expect("static regex")
+        });
+        if let Some(c) = DESCRIBES_DIRECTORY
+            .captures(hint)
+            .filter(|_| !has(&["file", "filename", "filepath"]))
+        {
+            // A repository, project or workspace is the existing one; a directory a tool
+            // that creates is given may be new.
+            let plain_directory = matches!(
+                c.get(5).map(|m| m.as_str().to_ascii_lowercase()).as_deref(),
+                Some("directory" | "folder")
+            );
+            return match self.intent {
+                Intent::Create if plain_directory && !has(&["repo", "repository", "root"]) => {
+                    self.abs(&self.facts.vocab.new_dir())
+                }
+                _ => self.existing_dir(),
+            };
+        }
         // A repository or root is always the existing workspace.
         if has(&["root", "cwd", "repo", "repository", "workspace", "project"]) {
             return self.existing_dir();
@@ -1204,6 +1232,7 @@ mod tests {
             allowed_commands: Vec::new(),
             vocab: crate::workspace::vocab::Vocabulary::default(),
             packs: Default::default(),
+            repository: None,
         };
         let tool =
             parse_tool(&json!({"name": name, "inputSchema": {"type": "object"}}), 0).expect("tool");
@@ -1220,6 +1249,7 @@ mod tests {
             allowed_commands: Vec::new(),
             vocab: crate::workspace::vocab::Vocabulary::default(),
             packs: Default::default(),
+            repository: None,
         };
         let tool = parse_tool(
             &json!({"name": "shell_execute", "inputSchema": {"type": "object"},

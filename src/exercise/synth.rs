@@ -670,9 +670,24 @@ impl Synth<'_> {
         }
         let mut value = None;
         if let Some(Value::String(p)) = s.get("pattern") {
-            match pattern::generate(p, &mut self.rng) {
-                Ok(v) => value = Some(v),
-                Err(why) => self.note(at, why),
+            // A made-up name where the pattern allows one (`^[a-zA-Z0-9._-]+$`): a value
+            // made from the pattern alone is a fragment (`qv`, `i`) that names nothing.
+            let named = crate::workspace::vocab::made_up(self.rng.below(64));
+            let wordlike = regex::Regex::new(p).ok().and_then(|re| {
+                [
+                    named.clone(),
+                    named.replace('-', "_"),
+                    named.replace('-', ""),
+                ]
+                .into_iter()
+                .find(|v| re.is_match(v))
+            });
+            match wordlike {
+                Some(v) => value = Some(v),
+                None => match pattern::generate(p, &mut self.rng) {
+                    Ok(v) => value = Some(v),
+                    Err(why) => self.note(at, why),
+                },
             }
         }
         if value.is_none() {
@@ -1191,6 +1206,27 @@ mod tests {
     }
 
     #[test]
+    fn a_pattern_that_allows_a_name_gets_a_name_not_a_fragment() {
+        // A git remote's pattern: a made-up name fits it; a fragment (`qv`, `i`) names nothing.
+        let s = json!({"type": "object", "required": ["remote"], "properties": {"remote":
+            {"type": "string", "pattern": "^[a-zA-Z0-9._]+(?:[-._a-zA-Z0-9]*)$"}}});
+        for seed in 0..20 {
+            let v = synthesize(&s, seed, "t").arguments["remote"].clone();
+            let v = v.as_str().expect("a string");
+            assert!(crate::workspace::vocab::is_made_up(v), "{v}");
+        }
+        // A pattern no name fits still gets a value made from it.
+        let s = json!({"type": "object", "required": ["id"], "properties": {"id":
+            {"type": "string", "pattern": "^[0-9a-f]{8}$"}}});
+        let v = synthesize(&s, 3, "t").arguments["id"].clone();
+        assert!(
+            regex::Regex::new("^[0-9a-f]{8}$")
+                .expect("re")
+                .is_match(v.as_str().expect("s"))
+        );
+    }
+
+    #[test]
     fn honours_bounds_formats_and_nullable_unions() {
         let schema = json!({
             "type":"object",
@@ -1379,6 +1415,7 @@ mod corpus_tests {
             allowed_commands: Vec::new(),
             vocab: crate::workspace::vocab::Vocabulary::default(),
             packs: Default::default(),
+            repository: None,
         };
         let mut n = 0;
         for e in std::fs::read_dir(&dir).expect("toolsnaps") {

@@ -5,8 +5,9 @@
 //! configuration; nothing the server says is used): a ref moved to a descendant of the
 //! commit it named is [`FileEffectKind::RefAdvanced`]; a ref moved elsewhere (reset, amend,
 //! rebase, a forced update) or a tag moved is [`FileEffectKind::RefRewound`]; git's scratch
-//! files, HEAD switched between branches, refs packed and loose objects that a pack still
-//! holds are [`FileEffectKind::GitBookkeeping`]. A deleted branch stays a deletion. A
+//! files, HEAD switched between branches, refs packed (and the ref directories that
+//! emptied) and loose objects that a pack still holds are
+//! [`FileEffectKind::GitBookkeeping`]. A deleted branch stays a deletion. A
 //! working-tree file a git command removed or replaced whose old content a branch's (or
 //! HEAD's) commit holds at the same path is [`FileEffectKind::WorkTreeKept`] (a checkout
 //! switched it; switching back restores it). What cannot be read (an object missing, a
@@ -164,6 +165,15 @@ pub fn reclassify(
             if let Some(k) = verdict {
                 effect.kind = k;
             }
+            continue;
+        }
+        // A directory of refs emptied by `git pack-refs` (`refs/heads/fix/`, `refs/remotes/
+        // origin/`): it held no data of its own; each ref file in it is judged on its own.
+        if is_ref
+            && effect.kind == FileEffectKind::Deleted
+            && effect.object == crate::evidence::observation::ObjectKind::Dir
+        {
+            effect.kind = FileEffectKind::GitBookkeeping;
             continue;
         }
         if is_ref && effect.kind == FileEffectKind::Deleted {

@@ -153,7 +153,7 @@ fn seeded_scratch(config: &RunConfig) -> Result<Scratch, (String, &'static str)>
         Some(seed) => scratch.seed_from(seed),
         None => {
             let words = crate::workspace::vocab::Vocabulary::of(config.seed);
-            scratch.seed_default(&words.seed_files(), &words.draft())
+            scratch.seed_default(&words)
         }
     }
     .and_then(|()| match &config.server.sqlite_seed {

@@ -50,16 +50,20 @@ impl Scratch {
         Ok(())
     }
 
-    /// Seeds the workspace with a few small files, for runs without a user seed: `files`
-    /// (path, content: a developer's notes, a readme, a JSON document, made from the run's
-    /// words so that edits find what synthesized arguments look for) and `draft`, left out of
-    /// the commit. Tools that read, edit or list then have something to work on. The
-    /// workspace is also made a git repository (branch `main`, one commit) when `git` is
-    /// installed. Files are dated an hour back, so that a read-only `git status` has no racy
-    /// index to refresh.
-    pub fn seed_default(&mut self, files: &[(&str, String)], draft: &str) -> Result<(), SeedError> {
+    /// Seeds the workspace with a few small files, for runs without a user seed: the
+    /// vocabulary's files (a developer's notes, a readme, a JSON document, made from the run's
+    /// words so that edits find what synthesized arguments look for) and its draft, left out
+    /// of the commits. Tools that read, edit or list then have something to work on. The
+    /// workspace is also made a git repository when `git` is installed: `main` with two
+    /// commits, a second branch one commit ahead of the first, and a remote `origin` (a bare
+    /// copy in the home, which `main` tracks), so that history, branch and remote tools have
+    /// real revisions and a remote that needs no network. Files are dated an hour back, so
+    /// that a read-only `git status` has no racy index to refresh.
+    pub fn seed_default(&mut self, words: &super::vocab::Vocabulary) -> Result<(), SeedError> {
         let mut seeded = Vec::new();
-        for (rel, content) in files {
+        let files = words.seed_files();
+        let draft = words.draft();
+        for (rel, content) in &files {
             let path = self.workspace.join(rel);
             let write = || -> std::io::Result<()> {
                 if let Some(parent) = path.parent() {
@@ -103,10 +107,12 @@ impl Scratch {
             path: draft_path.clone(),
             source,
         })?;
-        match self.seed_git_repository() {
-            Ok(()) => {
-                seeded.push(".git (repository, branch main, 1 commit; draft.txt untracked)".into())
-            }
+        match self.seed_git_repository(words) {
+            Ok(()) => seeded.push(format!(
+                ".git (repository: main with 2 commits, {} one commit ahead of the first, \
+                 remote origin; draft.txt untracked)",
+                words.seeded_branch
+            )),
             Err(why) => self
                 .seed_notes
                 .push(format!("the workspace is not a git repository: {why}")),
@@ -154,20 +160,122 @@ impl Scratch {
         Ok(())
     }
 
-    /// `git init` and one commit of everything in the workspace.
-    fn seed_git_repository(&self) -> Result<(), String> {
+    /// `git init`, a first commit of everything but the draft and one file, a second commit
+    /// of that file, a branch off the first commit with a file of its own, and `origin`: a
+    /// bare copy under the home that `main` tracks.
+    fn seed_git_repository(&self, words: &super::vocab::Vocabulary) -> Result<(), String> {
+        let second = super::vocab::Vocabulary::SECOND_COMMIT_FILE;
+        let (branch_file, branch_content, branch_message) = words.branch_commit();
+        let commit = |message: &str, date: &str| {
+            self.git_dated(
+                &[
+                    "commit",
+                    "--quiet",
+                    "--no-verify",
+                    &format!("--message={message}"),
+                ],
+                date,
+            )
+        };
         self.git(&["init", "--quiet", "--initial-branch=main"])?;
-        self.git(&["add", "--all", "--", ".", ":!draft.txt"])?;
         self.git(&[
-            "commit",
-            "--quiet",
-            "--no-verify",
-            "--message=Initial commit",
-        ])
+            "add",
+            "--all",
+            "--",
+            ".",
+            ":!draft.txt",
+            &format!(":!{second}"),
+        ])?;
+        commit("Initial commit", "2026-01-15T12:00:00Z")?;
+        if self.workspace.join(second).is_file() {
+            self.git(&["add", "--", second])?;
+            commit(&words.second_commit_message(), "2026-01-16T09:30:00Z")?;
+        }
+        // The other branch: one commit off the first, with a file `main` does not have.
+        self.git(&["branch", "--quiet", words.seeded_branch, "HEAD~1"])
+            .or_else(|_| self.git(&["branch", "--quiet", words.seeded_branch]))?;
+        let index = self.workspace.join(".git/hintcheck-branch-index");
+        let branch_commit = (|| -> Result<String, String> {
+            let env = [("GIT_INDEX_FILE", index.as_os_str())];
+            self.git_with(&["read-tree", words.seeded_branch], &env, None)?;
+            let blob = self.git_with(
+                &["hash-object", "-w", "--stdin"],
+                &env,
+                Some(branch_content.as_bytes()),
+            )?;
+            self.git_with(
+                &[
+                    "update-index",
+                    "--add",
+                    "--cacheinfo",
+                    &format!("100644,{},{branch_file}", blob.trim()),
+                ],
+                &env,
+                None,
+            )?;
+            let tree = self.git_with(&["write-tree"], &env, None)?;
+            let date = [
+                (
+                    "GIT_AUTHOR_DATE",
+                    std::ffi::OsStr::new("2026-01-17T14:10:00Z"),
+                ),
+                (
+                    "GIT_COMMITTER_DATE",
+                    std::ffi::OsStr::new("2026-01-17T14:10:00Z"),
+                ),
+            ];
+            self.git_with(
+                &[
+                    "commit-tree",
+                    tree.trim(),
+                    "-p",
+                    words.seeded_branch,
+                    "-m",
+                    &branch_message,
+                ],
+                &date,
+                None,
+            )
+        })();
+        let _ = fs::remove_file(&index);
+        let branch_commit = branch_commit?;
+        self.git(&[
+            "update-ref",
+            &format!("refs/heads/{}", words.seeded_branch),
+            branch_commit.trim(),
+        ])?;
+        // The remote: a bare copy of every branch, which `main` tracks.
+        let remote = self.home.join("git").join(format!("{}.git", words.topic));
+        let remote = remote.display().to_string();
+        self.git(&["clone", "--quiet", "--bare", ".", &remote])?;
+        self.git(&["remote", "add", "origin", &remote])?;
+        self.git(&["fetch", "--quiet", "origin"])?;
+        self.git(&["branch", "--quiet", "--set-upstream-to=origin/main", "main"])
     }
 
     /// Runs one git command in the workspace, isolated from the host's git configuration.
     fn git(&self, args: &[&str]) -> Result<(), String> {
+        self.git_with(args, &[], None).map(|_| ())
+    }
+
+    /// The same, dated `date` (author and committer).
+    fn git_dated(&self, args: &[&str], date: &str) -> Result<(), String> {
+        let date = std::ffi::OsStr::new(date);
+        self.git_with(
+            args,
+            &[("GIT_AUTHOR_DATE", date), ("GIT_COMMITTER_DATE", date)],
+            None,
+        )
+        .map(|_| ())
+    }
+
+    /// The same with more environment and `input` on stdin; its standard output.
+    fn git_with(
+        &self,
+        args: &[&str],
+        env: &[(&str, &std::ffi::OsStr)],
+        input: Option<&[u8]>,
+    ) -> Result<String, String> {
         let out = std::process::Command::new("git")
             .args([
                 "-c",
@@ -189,11 +297,24 @@ impl Scratch {
             .env("GIT_CONFIG_GLOBAL", "/dev/null")
             .env("GIT_AUTHOR_DATE", "2026-01-15T12:00:00Z")
             .env("GIT_COMMITTER_DATE", "2026-01-15T12:00:00Z")
-            .stdin(std::process::Stdio::null())
-            .output()
+            .envs(env.iter().copied())
+            .stdin(if input.is_some() {
+                std::process::Stdio::piped()
+            } else {
+                std::process::Stdio::null()
+            })
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .and_then(|mut child| {
+                if let (Some(bytes), Some(mut stdin)) = (input, child.stdin.take()) {
+                    std::io::Write::write_all(&mut stdin, bytes)?;
+                }
+                child.wait_with_output()
+            })
             .map_err(|e| format!("git could not be run ({e})"))?;
         if out.status.success() {
-            Ok(())
+            Ok(String::from_utf8_lossy(&out.stdout).into_owned())
         } else {
             Err(format!(
                 "git {} failed: {}",
@@ -261,6 +382,37 @@ mod tests {
         let root = s.root().expect("root").to_path_buf();
         s.remove().expect("removed");
         assert!(!root.exists());
+    }
+
+    #[test]
+    fn the_default_seed_has_history_a_second_branch_and_a_remote() {
+        if std::process::Command::new("git")
+            .arg("--version")
+            .output()
+            .is_err()
+        {
+            eprintln!("skipped: git is not installed");
+            return;
+        }
+        let words = super::super::vocab::Vocabulary::of(7);
+        let mut s = Scratch::create().expect("scratch");
+        s.seed_default(&words).expect("seeded");
+        let repo = super::super::repository::Repository::read(&s.workspace).expect("a repository");
+        assert_eq!(repo.current.as_deref(), Some("main"));
+        let branches: Vec<&str> = repo.branches.iter().map(|(b, _)| b.as_str()).collect();
+        assert_eq!(branches, ["main", words.seeded_branch]);
+        assert_ne!(repo.branches[0].1, repo.branches[1].1);
+        assert_eq!(repo.remotes, ["origin"]);
+        // The draft stays out of every commit; the branch's own file is not in the worktree.
+        assert!(!repo.tracked.iter().any(|f| f == "draft.txt"));
+        assert!(repo.tracked.iter().any(|f| f == "notes.txt"));
+        assert!(!s.workspace.join(words.branch_commit().0).exists());
+        // The remote lives in the home and `main` tracks it.
+        let config = fs::read_to_string(s.workspace.join(".git/config")).expect("config");
+        assert!(config.contains(&s.home.display().to_string()), "{config}");
+        assert!(config.contains("merge = refs/heads/main"), "{config}");
+        assert!(s.seeded.iter().any(|e| e.contains(words.seeded_branch)));
+        s.remove().expect("removed");
     }
 
     #[test]

@@ -57,8 +57,10 @@ pub struct Vocabulary {
     pub title: &'static str,
     /// A person (`alice`).
     pub person: &'static str,
-    /// A branch name (`feature/login-form`).
+    /// A branch name for a new branch (`feature/login-form`).
     pub branch: &'static str,
+    /// The branch the seeded repository already has besides `main` (`fix/date-parsing`).
+    pub seeded_branch: &'static str,
     /// A second subject, for new files and directories (`meeting-notes`).
     pub other: &'static str,
 }
@@ -86,11 +88,17 @@ impl Vocabulary {
         if o >= t {
             o += 1;
         }
+        let b = pick(4, BRANCHES.len());
+        let mut s = pick(5, BRANCHES.len() - 1);
+        if s >= b {
+            s += 1;
+        }
         Vocabulary {
             topic: TOPICS[t].0,
             title: TOPICS[t].1,
             person: PEOPLE[pick(3, PEOPLE.len())],
-            branch: BRANCHES[pick(4, BRANCHES.len())],
+            branch: BRANCHES[b],
+            seeded_branch: BRANCHES[s],
             other: TOPICS[o].0,
         }
     }
@@ -189,6 +197,24 @@ impl Vocabulary {
         ]
     }
 
+    /// The seeded file committed second on `main` (the first commit holds the others).
+    pub const SECOND_COMMIT_FILE: &'static str = "notes.txt";
+
+    /// The message of the seeded repository's second commit on `main`.
+    pub fn second_commit_message(&self) -> String {
+        format!("Add {} notes", self.title.to_ascii_lowercase())
+    }
+
+    /// The file only the seeded repository's other branch has: (path, content, message).
+    pub fn branch_commit(&self) -> (String, String, String) {
+        let subject = self.other.replace('-', " ");
+        (
+            format!("{}.md", self.other),
+            format!("# {subject}\n\nFirst ideas.\n"),
+            format!("Start the {subject}"),
+        )
+    }
+
     /// The seeded file left out of the first commit.
     pub fn draft(&self) -> String {
         format!("{} draft\nnot committed yet\n", self.title)
@@ -204,6 +230,7 @@ impl Vocabulary {
             self.table(),
             self.email(),
             self.branch.to_string(),
+            self.seeded_branch.to_string(),
             self.topic.to_string(),
             self.other.to_string(),
             self.title.to_string(),

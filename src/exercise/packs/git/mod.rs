@@ -2,7 +2,10 @@
 //! Values: for tools whose name speaks of branches, commits, diffs, merges or revisions, a
 //! branch is `main` (the seeded repository's branch) or, for a tool that creates one, the
 //! run's new branch name; a revision (`rev`, `ref`, `commit`, `sha`, a tool's `target` or
-//! `base`) is `HEAD`; what a clone copies (its `url`, `source`, `remote`) is the seeded
+//! `base`) of a tool about revisions, or one its description calls a commit or branch, is
+//! `HEAD` (the value pool's branches and commits of the seeded repository, and those a
+//! listing gave, come first); a file whose history a tool reads (blame, log, show) is one
+//! the repository tracks; what a clone copies (its `url`, `source`, `remote`) is the seeded
 //! repository itself, by its path (a clone needs no network then).
 
 use serde_json::Value;
@@ -26,8 +29,11 @@ const REVISION_TOOL_WORDS: &[&str] = &[
     "git", "branch", "commit", "checkout", "diff", "revision", "merge", "rebase",
 ];
 
+/// Words of tool names about one file's history.
+const HISTORY_TOOL_WORDS: &[&str] = &["blame", "annotate", "log", "history", "show"];
+
 /// A branch or a revision of the seeded repository.
-fn choose(stage: Stage, s: &Semantics, p: &ParamWords, _name: &str, _hint: &str) -> Option<Value> {
+fn choose(stage: Stage, s: &Semantics, p: &ParamWords, _name: &str, hint: &str) -> Option<Value> {
     // What a clone copies (its address, not where the copy goes).
     if stage == Stage::Address {
         let clones = s.tool_words.iter().any(|w| w == "clone");
@@ -59,10 +65,53 @@ fn choose(stage: Stage, s: &Semantics, p: &ParamWords, _name: &str, _hint: &str)
             "main"
         });
     }
-    if p.has(&["revision", "rev", "ref", "commit", "sha", "treeish"])
+    // A file whose history is read: one the repository tracks (an untracked draft has none).
+    let history = s
+        .tool_words
+        .iter()
+        .any(|w| HISTORY_TOOL_WORDS.contains(&w.as_str()));
+    if history
+        && matches!(p.last(), "file" | "path" | "filepath" | "filename")
+        && !p.has(&["dir", "directory", "repo", "repository", "root"])
+        && !says_repository(hint)
+    {
+        if let Some(file) = s.facts.repository.as_ref().and_then(|r| {
+            r.tracked
+                .iter()
+                .find(|f| f.ends_with(".txt") || f.ends_with(".md"))
+                .or(r.tracked.first())
+        }) {
+            return Some(s.abs(file));
+        }
+    }
+    // `ref` of a PDF tool is no revision: only a tool about revisions, or a parameter its
+    // description calls one.
+    let described = {
+        let h = hint.to_ascii_lowercase();
+        ["commit", "revision", "branch"]
+            .iter()
+            .any(|w| h.contains(w))
+            && !["file path", "path to", "url"]
+                .iter()
+                .any(|w| h.contains(w))
+    };
+    if (p.has(&["revision", "rev", "ref", "commit", "sha", "treeish"])
+        && (on_revisions || described))
         || (on_revisions && p.has(&["target", "base"]))
     {
         return text("HEAD");
     }
     None
+}
+
+/// "Path to the Git repository", "the repository's root": a directory, not a file ("path to
+/// the file (relative to the repository root)" is a file).
+fn says_repository(hint: &str) -> bool {
+    static REPOSITORY: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(
+            r"(?i)^\W*(the )?(path|root) (to|of) (the )?(git )?(repository|repo|working (directory|tree))\b",
+        )
+        .expect("static regex")
+    });
+    REPOSITORY.is_match(hint)
 }
