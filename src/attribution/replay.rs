@@ -1279,10 +1279,14 @@ async fn start_up_work(
         Ok((id, r)) => (id, r),
         Err(why) => {
             let first_call = &mut runs[tool].calls[call];
+            // What it created (start-up work makes things; a delete stays firm).
             first_call.unchecked_initialisation = first_call
                 .observations
                 .iter()
-                .filter(|o| o.is_evidential())
+                .filter(|o| {
+                    o.as_file()
+                        .is_some_and(|f| f.kind == crate::evidence::FileEffectKind::Created)
+                })
                 .map(Observation::describe)
                 .collect();
             return vec![format!(

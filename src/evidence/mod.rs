@@ -65,9 +65,10 @@ pub struct CallRecord {
     /// again, since the server may write it for whichever call comes when its timer or
     /// counter fires. Set before the replays.
     pub shared_state: Vec<String>,
-    /// What the run's first call created that may be the server's first-call
-    /// initialisation, by description, when no replay could check it (the replay budget was
-    /// spent): firm only once a replay confirms it is the tool's.
+    /// What the run's first call created that may be the server's first-call initialisation
+    /// or start-up work, by description, when no replay could check it (the replay budget
+    /// was spent, or the replay could not run): firm only once a replay confirms it is the
+    /// tool's.
     pub unchecked_initialisation: Vec<String>,
     /// Observations of this call that are not plainly its tool's own change, by description:
     /// the server's per-call bookkeeping (a journal every tool appends to). Set before judging.

@@ -36,7 +36,7 @@ pub enum ValueKind {
     Pid,
     /// A session, connection or cursor token.
     Session,
-    /// A revision: a commit, a branch, a tag, a ref.
+    /// A revision: a commit or a branch (a tag is a name: notes have tags too).
     Revision,
     /// A remote's name.
     Remote,
@@ -50,18 +50,27 @@ pub enum ValueKind {
 
 impl ValueKind {
     /// The kind of a value kept under key words `key`.
+    /// Decided by the key's last word first: `commit.url` is a URL and `commit.title` a
+    /// name, not revisions; a tag is a name (notes have tags too).
     fn of(key: &[String], value: &Value) -> ValueKind {
         let has = |list: &[&str]| key.iter().any(|w| list.contains(&w.as_str()));
         let last = key.last().map(String::as_str).unwrap_or("");
+        const PATHS: &[&str] = &["path", "file", "filename", "filepath", "dir", "directory"];
         if last == "pid" {
             ValueKind::Pid
+        } else if matches!(last, "uri" | "url" | "href" | "link") {
+            ValueKind::Url
+        } else if PATHS.contains(&last) {
+            ValueKind::Path
         } else if has(&["session", "cursor", "connection"]) {
             ValueKind::Session
         } else if has(&["remote"]) && matches!(last, "remote" | "name") {
             ValueKind::Remote
-        } else if has(REVISION_WORDS) {
+        } else if REVISION_WORDS.contains(&last)
+            || (matches!(last, "name" | "id") && has(&["branch", "branches", "commit"]))
+        {
             ValueKind::Revision
-        } else if has(&["path", "file", "filename", "filepath", "dir", "directory"]) {
+        } else if has(PATHS) {
             ValueKind::Path
         } else if has(&["uri", "url"]) {
             ValueKind::Url
@@ -76,10 +85,9 @@ impl ValueKind {
     }
 }
 
-/// Words of keys and parameters about revisions.
+/// Last words of keys that name a revision.
 const REVISION_WORDS: &[&str] = &[
-    "commit", "commits", "sha", "hash", "revision", "rev", "branch", "branches", "tag", "oid",
-    "treeish", "upstream", "onto",
+    "commit", "commits", "sha", "hash", "revision", "rev", "branch", "branches", "oid", "treeish",
 ];
 
 /// Where a pooled value came from; what the server listed, made or offered beats what the
@@ -148,6 +156,8 @@ pub struct ValuePool {
     /// named for a branch takes it, one that names a revision to move to takes another.
     current_branch: Option<String>,
     head_commit: Option<String>,
+    /// The commits the repository's other branches name.
+    other_commits: Vec<String>,
     /// Words for things a server keeps by name: the core's, those of the packs in force and
     /// those the server's own listing tools name (`list_vaults`: vault).
     entities: Vec<String>,
@@ -307,6 +317,7 @@ impl ValuePool {
             values: Vec::new(),
             current_branch: None,
             head_commit: None,
+            other_commits: Vec::new(),
             entities: ENTITY_WORDS
                 .iter()
                 .copied()
@@ -461,6 +472,12 @@ impl ValuePool {
         };
         self.current_branch = repo.current.clone();
         self.head_commit = repo.head_commit().map(str::to_string);
+        self.other_commits = repo
+            .branches
+            .iter()
+            .filter(|(b, _)| Some(b) != repo.current.as_ref())
+            .map(|(_, id)| id.clone())
+            .collect();
         let from = ("", Provenance::Workspace, false);
         let text = |s: &str| Value::String(s.to_string());
         let source = |what: &str| format!("the workspace's repository: {what}");
@@ -542,8 +559,7 @@ impl ValuePool {
     /// Marks the processes and sessions named `text` as ended.
     fn end_value(&mut self, text: &str) {
         for p in &mut self.values {
-            if matches!(p.kind, ValueKind::Pid | ValueKind::Session | ValueKind::Id)
-                && value_text(&p.value) == text
+            if matches!(p.kind, ValueKind::Pid | ValueKind::Session) && value_text(&p.value) == text
             {
                 p.ended = true;
             }
@@ -574,8 +590,16 @@ impl ValuePool {
             return;
         };
         for (k, v) in m {
-            let last = words(k).last().map(|w| singular(w)).unwrap_or_default();
-            if REFERENCE_WORDS.contains(&last.as_str()) || last.ends_with("id") {
+            // Only processes and sessions end: `cancel_task(taskId)` leaves the task there.
+            let ws: Vec<String> = words(k).iter().map(|w| singular(w)).collect();
+            let names_one = ws.last().is_some_and(|w| w == "pid")
+                || ws.iter().any(|w| {
+                    matches!(
+                        w.as_str(),
+                        "session" | "process" | "connection" | "terminal" | "shell"
+                    )
+                });
+            if names_one {
                 let items = match v {
                     Value::Array(items) => items.iter().collect(),
                     other => vec![other],
@@ -635,7 +659,7 @@ impl ValuePool {
             ),
             t => (t, false),
         };
-        if let Some(pick) = self.pick_revision(name, schema, ty, array) {
+        if let Some(pick) = self.pick_revision(tool, name, schema, ty, array) {
             return Some(pick);
         }
         let mut param = words(name);
@@ -715,7 +739,7 @@ enum RevisionWant {
 impl RevisionWant {
     /// What parameter `name` (described by `hint`) wants, if it names a revision or a
     /// remote.
-    fn of(name: &str, hint: &str) -> Option<RevisionWant> {
+    fn of(tool: &str, name: &str, hint: &str) -> Option<RevisionWant> {
         static ABOUT_REVISIONS: LazyLock<Regex> = LazyLock::new(|| {
             Regex::new(r"(?i)\b(commit (hash|sha|id|ref)|revision|branch|tag name|git ref|treeish|tree-ish)")
                 .expect("static regex")
@@ -729,7 +753,10 @@ impl RevisionWant {
         if last == "remote" || (has(&["remote"]) && last == "name") {
             return Some(RevisionWant::Remote);
         }
-        if has(&["commit", "sha", "hash", "oid", "onto"]) {
+        // By the last word: `commit_message` and `hash_algorithm` are no commits.
+        if matches!(last, "commit" | "sha" | "hash" | "oid" | "onto")
+            || (matches!(last, "id" | "ref") && has(&["commit"]))
+        {
             return Some(RevisionWant::Commit);
         }
         if last == "branch" || (has(&["branch"]) && last == "name") {
@@ -739,7 +766,17 @@ impl RevisionWant {
                 RevisionWant::OtherBranch
             });
         }
-        let named = has(&["revision", "rev", "ref", "treeish", "upstream"]);
+        // `rev`, `ref`, `upstream` are revisions only for a tool about revisions or where the
+        // description says so (a document store's `rev`, a PDF tool's `ref` are not).
+        const REVISION_TOOLS: &[&str] = &[
+            "git", "branch", "commit", "checkout", "diff", "merge", "rebase", "revision", "cherry",
+            "revert", "blame", "tag", "stash", "log",
+        ];
+        let about_revisions = words(tool)
+            .iter()
+            .any(|w| REVISION_TOOLS.contains(&w.as_str()))
+            || ABOUT_REVISIONS.is_match(hint);
+        let named = has(&["revision", "rev", "ref", "treeish", "upstream"]) && about_revisions;
         let described = has(&[
             "target", "object", "base", "source", "from", "to", "start", "end",
         ]) && ABOUT_REVISIONS.is_match(hint)
@@ -754,6 +791,7 @@ impl ValuePool {
     /// revision to move to, merge or pick from is another branch or its commit.
     fn pick_revision(
         &self,
+        tool: &str,
         name: &str,
         schema: &Map<String, Value>,
         ty: Option<&str>,
@@ -764,20 +802,32 @@ impl ValuePool {
             .filter_map(|k| schema.get(*k).and_then(Value::as_str))
             .collect::<Vec<_>>()
             .join(" ");
-        let want = RevisionWant::of(name, &hint)?;
+        let want = RevisionWant::of(tool, name, &hint)?;
         let is_branch = |p: &Pooled| p.key.iter().any(|w| singular(w) == "branch");
         let is_commit = |p: &Pooled| {
             p.key
-                .iter()
-                .any(|w| matches!(w.as_str(), "commit" | "sha" | "hash" | "oid"))
+                .last()
+                .is_some_and(|w| matches!(w.as_str(), "commit" | "sha" | "hash" | "oid" | "id"))
                 || p.value.as_str().is_some_and(|s| {
                     (7..=64).contains(&s.len()) && s.bytes().all(|b| b.is_ascii_hexdigit())
                 })
         };
+        // A commit another branch holds (not an ancestor a log of the current one listed):
+        // what a cherry-pick or an `onto` can take.
+        let other_tip = |p: &Pooled| {
+            p.value.as_str().is_some_and(|v| {
+                v.len() >= 7 && self.other_commits.iter().any(|c| c.starts_with(v))
+            })
+        };
         let current = |p: &Pooled| {
             p.value.as_str().is_some_and(|v| {
                 let v = v.strip_prefix("refs/heads/").unwrap_or(v);
-                Some(v) == self.current_branch.as_deref() || Some(v) == self.head_commit.as_deref()
+                Some(v) == self.current_branch.as_deref()
+                    || (v.len() >= 7
+                        && self
+                            .head_commit
+                            .as_deref()
+                            .is_some_and(|h| h.starts_with(v)))
             })
         };
         let mut best: Option<((u8, u8), usize)> = None;
@@ -794,7 +844,7 @@ impl ValuePool {
                 (_, kind) if kind != ValueKind::Revision => continue,
                 (RevisionWant::CurrentBranch, _) if is_branch(p) => 2 + u8::from(current(p)),
                 (RevisionWant::OtherBranch, _) if is_branch(p) => 2 + u8::from(!current(p)),
-                (RevisionWant::Commit, _) if is_commit(p) => 2 + u8::from(!current(p)),
+                (RevisionWant::Commit, _) if is_commit(p) => 2 + u8::from(other_tip(p)),
                 _ => 1,
             };
             let rank = (fit, p.provenance.rank());
@@ -816,10 +866,17 @@ impl ValuePool {
     }
 }
 
-/// A status that says a process or session has ended.
-fn is_ended_state(s: &str) -> bool {
+/// A status that says a process (or, with `session`, a session) has ended.
+fn is_ended_state(s: &str, session: bool) -> bool {
+    let s = s.to_ascii_lowercase();
+    if session {
+        return matches!(
+            s.as_str(),
+            "closed" | "ended" | "terminated" | "expired" | "disconnected"
+        );
+    }
     matches!(
-        s.to_ascii_lowercase().as_str(),
+        s.as_str(),
         "exited"
             | "ended"
             | "terminated"
@@ -892,10 +949,13 @@ impl Walk<'_> {
         match v {
             Value::Object(map) => {
                 // `{"pid": 7, "status": "exited"}`: what the object names has ended.
+                // A session's own state, or a process's: a command that `completed` in a
+                // session leaves the session open.
+                let session = map.keys().any(|k| words(k).iter().any(|w| w == "session"));
                 let ended = self.ended
                     || map.iter().any(|(k, v)| {
                         matches!(k.as_str(), "status" | "state")
-                            && v.as_str().is_some_and(is_ended_state)
+                            && v.as_str().is_some_and(|s| is_ended_state(s, session))
                     });
                 let inner = Walk { ended, ..*self };
                 for (k, child) in map.iter().take(100) {
@@ -1311,6 +1371,60 @@ mod tests {
             ),
             Some(json!("release/2.0"))
         );
+    }
+
+    #[test]
+    fn kinds_come_from_the_last_word_and_only_processes_and_sessions_end() {
+        let mut pool = ValuePool::new();
+        let facts = crate::exercise::semantics::WorkspaceFacts {
+            repository: Some(crate::workspace::repository::Repository {
+                current: Some("main".into()),
+                branches: vec![
+                    ("main".into(), "a".repeat(40)),
+                    ("topic".into(), "b".repeat(40)),
+                ],
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        pool.know_workspace(&facts);
+        // A commit's URL and title are no revisions; a log's short id of the current
+        // branch's history does not beat another branch's commit for a cherry-pick.
+        pool.learn(
+            "git_log",
+            "call 1",
+            &json!({"content": [], "structuredContent": {"commits": [
+                {"sha": "aaaaaaa", "url": "https://example.test/c/1", "title": "Add notes"}]}}),
+        );
+        let commits = schema(json!({"type": "array", "items": {"type": "string"}}));
+        assert_eq!(
+            pool.pick("git_cherry_pick", "commits", &commits)
+                .map(|p| p.value),
+            Some(json!(["b".repeat(40)]))
+        );
+        let text = schema(json!({"type": "string"}));
+        assert!(pool.pick("git_merge", "commit_message", &text).is_none());
+        // Tags are names: a notes server's tag is reused for a `tag` parameter.
+        pool.learn(
+            "list_notes",
+            "call 1",
+            &json!({"content": [], "structuredContent": {"tags": ["work"]}}),
+        );
+        assert_eq!(picked(&pool, "find_by_tag", "tag"), json!("work"));
+        // Cancelling a task leaves its id; a command that completed leaves its session.
+        pool.learn(
+            "create_task",
+            "call 1",
+            &json!({"content": [], "structuredContent": {"taskId": "t-1"}}),
+        );
+        pool.end("cancel_task", &json!({"taskId": "t-1"}));
+        assert_eq!(picked(&pool, "get_task", "taskId"), json!("t-1"));
+        pool.learn(
+            "run_in_session",
+            "call 1",
+            &json!({"content": [], "structuredContent": {"sessionId": "s-2", "status": "completed"}}),
+        );
+        assert_eq!(picked(&pool, "read_session", "sessionId"), json!("s-2"));
     }
 
     #[test]

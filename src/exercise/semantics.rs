@@ -739,10 +739,11 @@ impl Semantics {
         // "Path to the Git repository", "Root of the project": a directory.
         static DESCRIBES_DIRECTORY: LazyLock<Regex> = LazyLock::new(|| {
             Regex::new(
-                r"(?i)\b(path|root|location) (to|of) (the |a |an |your )?(git |project |local |target )?(repository|repo|directory|folder|working (directory|tree)|workspace|project)\b",
+                r"(?i)^\W*(the |a |an )?(path|root|location) (to|of) (the |a |an |your )?(git |project |local |target )?(?P<noun>repository|repo|directory|folder|working (directory|tree)|workspace|project)\b",
             )
             .expect("static regex")
         });
+        // Anchored: "Path to the file, relative to the root of the repository" is a file.
         if let Some(c) = DESCRIBES_DIRECTORY
             .captures(hint)
             .filter(|_| !has(&["file", "filename", "filepath"]))
@@ -750,7 +751,9 @@ impl Semantics {
             // A repository, project or workspace is the existing one; a directory a tool
             // that creates is given may be new.
             let plain_directory = matches!(
-                c.get(5).map(|m| m.as_str().to_ascii_lowercase()).as_deref(),
+                c.name("noun")
+                    .map(|m| m.as_str().to_ascii_lowercase())
+                    .as_deref(),
                 Some("directory" | "folder")
             );
             return match self.intent {
@@ -1237,6 +1240,36 @@ mod tests {
         let tool =
             parse_tool(&json!({"name": name, "inputSchema": {"type": "object"}}), 0).expect("tool");
         Semantics::new(&facts, &tool)
+    }
+
+    #[test]
+    fn a_path_its_description_calls_a_repository_is_the_workspace() {
+        let s = sem("git_status");
+        let described = |d: &str| json!({"type": "string", "description": d});
+        let repo = described("Path to the Git repository. Defaults to the session's.");
+        assert_eq!(
+            s.value_for("path", repo.as_object().expect("obj")),
+            Some(json!("/w"))
+        );
+        // Anchored: a file relative to the repository's root stays a file.
+        let file = described("Path to the file to read, relative to the root of the repository");
+        let v = s.value_for("path", file.as_object().expect("obj"));
+        assert!(
+            v.as_ref()
+                .and_then(Value::as_str)
+                .is_some_and(|p| p != "/w"),
+            "{v:?}"
+        );
+        // A tool that creates a directory gets a new one.
+        let made = sem("create_directory");
+        let dir = described("Path of the directory to create");
+        let v = made.value_for("path", dir.as_object().expect("obj"));
+        assert!(
+            v.as_ref()
+                .and_then(Value::as_str)
+                .is_some_and(|p| p.starts_with("/w/")),
+            "{v:?}"
+        );
     }
 
     #[test]

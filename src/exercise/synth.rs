@@ -673,6 +673,10 @@ impl Synth<'_> {
             // A made-up name where the pattern allows one (`^[a-zA-Z0-9._-]+$`): a value
             // made from the pattern alone is a fragment (`qv`, `i`) that names nothing.
             let named = crate::workspace::vocab::made_up(self.rng.below(64));
+            let fits = |v: &String| {
+                let n = v.chars().count() as u64;
+                n >= min && max.is_none_or(|m| n <= m)
+            };
             let wordlike = regex::Regex::new(p).ok().and_then(|re| {
                 [
                     named.clone(),
@@ -680,7 +684,7 @@ impl Synth<'_> {
                     named.replace('-', ""),
                 ]
                 .into_iter()
-                .find(|v| re.is_match(v))
+                .find(|v| fits(v) && re.is_match(v))
             });
             match wordlike {
                 Some(v) => value = Some(v),

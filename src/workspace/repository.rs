@@ -8,6 +8,10 @@ use std::path::Path;
 
 /// Most refs, remotes and tracked files read.
 const MAX_ENTRIES: usize = 200;
+/// Most directory entries visited under `refs/` (whatever they hold).
+const MAX_VISITED: usize = 2_000;
+/// Largest loose ref read (an id or a `ref: …` line).
+const MAX_REF_BYTES: u64 = 256;
 /// Largest index or packed-refs file read.
 const MAX_FILE_BYTES: u64 = 4 << 20;
 
@@ -42,7 +46,8 @@ impl Repository {
             ..Default::default()
         };
         let mut refs: Vec<(String, String)> = Vec::new();
-        walk_refs(&git.join("refs"), "refs", &mut refs, 0);
+        let mut visited = 0;
+        walk_refs(&git.join("refs"), "refs", &mut refs, &mut visited, 0);
         if let Some(packed) = small_text(&git.join("packed-refs")) {
             for line in packed.lines().filter(|l| !l.starts_with(['#', '^'])) {
                 if let Some((id, name)) = line.split_once(' ') {
@@ -78,8 +83,15 @@ impl Repository {
                 .take(MAX_ENTRIES)
                 .collect();
         }
-        repo.tracked = small_bytes(&git.join("index"))
-            .map(|b| index_paths(&b))
+        // A SHA-256 repository's index holds 32-byte ids.
+        let sha256 = small_text(&git.join("config")).is_some_and(|c| {
+            c.lines().any(|l| {
+                l.replace([' ', '\t'], "")
+                    .eq_ignore_ascii_case("objectformat=sha256")
+            })
+        });
+        repo.tracked = small_bytes(&git.join("index"), MAX_FILE_BYTES)
+            .map(|b| index_paths(&b, if sha256 { 32 } else { 20 }))
             .unwrap_or_default();
         Some(repo)
     }
@@ -94,21 +106,18 @@ impl Repository {
     }
 }
 
-/// A small regular file's bytes, never through a symlink (nor from a FIFO or a device).
-fn small_bytes(path: &Path) -> Option<Vec<u8>> {
+/// A regular file's bytes, at most `max`, never through a symlink (nor from a FIFO or a
+/// device).
+fn small_bytes(path: &Path, max: u64) -> Option<Vec<u8>> {
     let file = super::open_regular(path)?;
     let mut bytes = Vec::new();
-    std::io::Read::read_to_end(
-        &mut std::io::Read::take(file, MAX_FILE_BYTES + 1),
-        &mut bytes,
-    )
-    .ok()?;
-    (bytes.len() as u64 <= MAX_FILE_BYTES).then_some(bytes)
+    std::io::Read::read_to_end(&mut std::io::Read::take(file, max + 1), &mut bytes).ok()?;
+    (bytes.len() as u64 <= max).then_some(bytes)
 }
 
-/// A small file's text (refs, HEAD, config, packed-refs), the same way.
+/// A small file's text (HEAD, config, packed-refs), the same way.
 fn small_text(path: &Path) -> Option<String> {
-    String::from_utf8(small_bytes(path)?).ok()
+    String::from_utf8(small_bytes(path, MAX_FILE_BYTES)?).ok()
 }
 
 /// A full commit id: 40 (SHA-1) or 64 (SHA-256) hex digits.
@@ -116,20 +125,33 @@ fn is_object_id(s: &str) -> bool {
     matches!(s.len(), 40 | 64) && s.bytes().all(|b| b.is_ascii_hexdigit())
 }
 
-/// Loose refs under `dir` (named `prefix/…`), bounded.
-fn walk_refs(dir: &Path, prefix: &str, out: &mut Vec<(String, String)>, depth: usize) {
+/// Loose refs under `dir` (named `prefix/…`), bounded in refs kept and entries visited; a
+/// link is never followed, `refs` itself included.
+fn walk_refs(
+    dir: &Path,
+    prefix: &str,
+    out: &mut Vec<(String, String)>,
+    visited: &mut usize,
+    depth: usize,
+) {
+    if depth > 6 || !std::fs::symlink_metadata(dir).is_ok_and(|m| m.is_dir()) {
+        return;
+    }
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
     };
     for e in entries.flatten() {
-        if out.len() >= MAX_ENTRIES || depth > 6 {
+        *visited += 1;
+        if out.len() >= MAX_ENTRIES || *visited > MAX_VISITED {
             return;
         }
         let name = format!("{prefix}/{}", e.file_name().to_string_lossy());
         match e.file_type() {
-            Ok(t) if t.is_dir() => walk_refs(&e.path(), &name, out, depth + 1),
+            Ok(t) if t.is_dir() => walk_refs(&e.path(), &name, out, visited, depth + 1),
             Ok(t) if t.is_file() => {
-                if let Some(id) = small_text(&e.path()) {
+                let id =
+                    small_bytes(&e.path(), MAX_REF_BYTES).and_then(|b| String::from_utf8(b).ok());
+                if let Some(id) = id {
                     let id = id.trim();
                     if is_object_id(id) {
                         out.push((name, id.to_string()));
@@ -141,8 +163,9 @@ fn walk_refs(dir: &Path, prefix: &str, out: &mut Vec<(String, String)>, depth: u
     }
 }
 
-/// The paths of a version 2 or 3 index (`DIRC`), bounded; none for other versions.
-fn index_paths(b: &[u8]) -> Vec<String> {
+/// The paths of a version 2 or 3 index (`DIRC`) whose object ids take `id_len` bytes,
+/// bounded, each once (conflict stages repeat a path); none for other versions.
+fn index_paths(b: &[u8], id_len: usize) -> Vec<String> {
     let be32 = |at: usize| -> Option<u32> {
         b.get(at..at + 4)
             .map(|s| u32::from_be_bytes([s[0], s[1], s[2], s[3]]))
@@ -153,26 +176,29 @@ fn index_paths(b: &[u8]) -> Vec<String> {
     if !b.starts_with(b"DIRC") || !matches!(version, 2 | 3) {
         return Vec::new();
     }
-    // ctime, mtime, dev, ino, mode, uid, gid, size (40 bytes), the object id (SHA-1), flags.
-    const FIXED: usize = 40 + 20 + 2;
+    // ctime, mtime, dev, ino, mode, uid, gid, size (40 bytes), the object id, flags.
+    let fixed = 40 + id_len + 2;
     let mut at = 12;
-    let mut paths = Vec::new();
+    let mut paths: Vec<String> = Vec::new();
     for _ in 0..(count as usize).min(MAX_ENTRIES) {
         let Some(flags) = b
-            .get(at + 60..at + 62)
+            .get(at + fixed - 2..at + fixed)
             .map(|s| u16::from_be_bytes([s[0], s[1]]))
         else {
             break;
         };
         let extended = version == 3 && flags & 0x4000 != 0;
-        let start = at + FIXED + if extended { 2 } else { 0 };
+        let start = at + fixed + if extended { 2 } else { 0 };
         let Some(len) = b
             .get(start..)
             .and_then(|rest| rest.iter().position(|&c| c == 0))
         else {
             break;
         };
-        paths.push(String::from_utf8_lossy(&b[start..start + len]).into_owned());
+        let path = String::from_utf8_lossy(&b[start..start + len]).into_owned();
+        if !path.is_empty() && paths.last() != Some(&path) {
+            paths.push(path);
+        }
         // Entries are padded with 1 to 8 NULs to a multiple of 8 bytes.
         let entry = start - at + len;
         at += (entry + 8) & !7;
@@ -246,7 +272,7 @@ mod tests {
         std::os::unix::fs::symlink("/etc/hostname", git.join("config")).expect("symlink");
         let repo = Repository::read(dir.path()).expect("a repository");
         assert!(repo.branches.is_empty());
-        assert!(repo.tracked.len() <= 1);
+        assert!(repo.tracked.is_empty());
         assert!(repo.remotes.is_empty());
         assert!(Repository::read(&dir.path().join("nowhere")).is_none());
     }

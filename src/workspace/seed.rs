@@ -1,7 +1,7 @@
 //! Seeding the workspace: the user's own seed copied in (symlinks as symlinks), or the
 //! default world (notes made from the run's words, small documents of the common types, a
-//! draft left out of a git repository of one commit), and the SQLite database a scenario asks
-//! for.
+//! draft left out of a git repository with a short history, a second branch and a remote),
+//! and the SQLite database a scenario asks for.
 
 use std::fs;
 use std::path::{Path, PathBuf};
