@@ -270,7 +270,7 @@ pub fn named_temporary_entries<'a>(
 ) -> Vec<PathBuf> {
     let mut out: Vec<PathBuf> = Vec::new();
     for word in words {
-        for candidate in std::iter::once(word).chain(word.split_once('=').map(|(_, v)| v)) {
+        for candidate in path_candidates(word) {
             let candidate = std::path::Path::new(candidate);
             // A path that climbs (`/tmp/../etc`) names no entry of a place.
             if candidate
@@ -599,6 +599,23 @@ pub fn readable_paths<'a>(
     out
 }
 
+/// The paths a word of the command line or the environment may name: the word, the value of
+/// a `KEY=value` word, and each entry of a colon-separated list of absolute paths (`PATH`,
+/// `PYTHONPATH`, `NODE_PATH`, `LD_LIBRARY_PATH`): a program the server finds through its
+/// `PATH` is one it runs on.
+fn path_candidates(word: &str) -> Vec<&str> {
+    let mut out = vec![word];
+    out.extend(word.split_once('=').map(|(_, v)| v));
+    let lists: Vec<&str> = out.clone();
+    for list in lists {
+        let entries: Vec<&str> = list.split(':').filter(|e| !e.is_empty()).collect();
+        if entries.len() > 1 && entries.iter().all(|e| e.starts_with('/')) {
+            out.extend(entries);
+        }
+    }
+    out
+}
+
 /// The PATH of a standard Linux system.
 const SYSTEM_PATH: [&str; 6] = [
     "/usr/local/sbin",
@@ -650,7 +667,7 @@ fn named_paths<'a>(words: impl IntoIterator<Item = &'a str>, program: &Path) -> 
         path_var.as_deref(),
     ));
     for word in words {
-        for candidate in std::iter::once(word).chain(word.split_once('=').map(|(_, v)| v)) {
+        for candidate in path_candidates(word) {
             if candidate.starts_with('/') && Path::new(candidate).exists() {
                 named.push(PathBuf::from(candidate));
             }
@@ -833,5 +850,23 @@ mod tests {
         std::fs::write(&loose, "").expect("loose");
         let shown = exposed_paths(&hidden, [], &loose, &[]);
         assert_eq!(shown, vec![real(&loose)]);
+        // A PATH given to the server names its entries: a tool it runs from a virtual
+        // environment's bin is shown with that environment; a home's .ssh never.
+        let tools = user.join(".cache/tools/venv");
+        std::fs::create_dir_all(tools.join("bin")).expect("mkdir");
+        std::fs::write(tools.join("pyvenv.cfg"), "home = x\n").expect("cfg");
+        let path = format!(
+            "{}:/usr/bin:{}",
+            tools.join("bin").display(),
+            user.display()
+        );
+        let shown = exposed_paths(&hidden, [path.as_str()], &loose, &[]);
+        assert!(shown.contains(&real(&tools)), "{shown:?}");
+        assert!(!shown.contains(&real(&user)), "{shown:?}");
+        assert_eq!(
+            path_candidates("PATH=/a/bin:/b"),
+            ["PATH=/a/bin:/b", "/a/bin:/b", "/a/bin", "/b"]
+        );
+        assert_eq!(path_candidates("http://x:80/y"), ["http://x:80/y"]);
     }
 }

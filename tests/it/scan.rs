@@ -611,14 +611,28 @@ fn the_real_server_suite_meets_its_expectations() {
         .iter()
         .filter(|l| l["exit_code"] != 0)
         .map(|l| {
+            // What the unreached tools last answered, and the run's seed: enough to tell a
+            // machine's difference (a program not found, a file not readable) from the
+            // explorer's, and to rerun it with the same words.
+            let answers: Vec<String> = l["report"]["coverage"]["unreached"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .take(6)
+                .map(|u| {
+                    let said: String = u["said"].as_str().unwrap_or("").chars().take(200).collect();
+                    format!("{}: {} {said:?}", u["tool"], u["outcome"])
+                })
+                .collect();
             format!(
-                "{}: {} {} (the run: {}; start: {}; error: {})",
+                "{}: {} {} (the run: {}; start: {}; error: {}; seed {}; unreached tools said: {answers:#?})",
                 l["id"],
                 l["exit_reason"],
                 l["expectations"]["unmet"],
                 l["report"]["exit_reason"],
                 l["report"]["server"]["start_error"],
-                l["error"]
+                l["error"],
+                l["report"]["settings"]["seed"],
             )
         })
         .collect();
