@@ -905,8 +905,9 @@ impl<'a> Explorer<'a> {
             return self.runs[j].succeeded();
         }
         // A tool that already ran gave what it gives (its values are in the pool); only a
-        // session set-up is worth repeating (a restarted server lost it).
-        if !is_session_setup(&self.tools[j], &self.options.packs) {
+        // session set-up or a loader is worth repeating (a restarted server lost what it
+        // set, a later tool closed or unloaded what it opened).
+        if !is_session_setup(&self.tools[j], &self.options.packs) && !loads(&self.tools[j]) {
             return false;
         }
         let Some(arguments) = self.runs[j]
@@ -1345,6 +1346,63 @@ impl<'a> Explorer<'a> {
             self.relative_paths = true;
             self.lessons += 1;
         }
+        // "File not found: swift-harbor", "Input folder does not exist: green-valley": a
+        // made-up name was looked up as a file or a folder, whatever the parameter is called
+        // (`ref`, `input`): an existing one of the workspace next, of the kind the error, the
+        // parameter or the tool names.
+        let sent_as_files = missing_files_named(error_text, arguments);
+        if !sent_as_files.is_empty() {
+            let facts = self
+                .steer
+                .clone()
+                .unwrap_or_else(|| facts_of(&self.workspace, &self.given));
+            let mut places = super::semantics::Semantics::new(&facts, tool);
+            if self.relative_paths {
+                places = places.with_relative_paths();
+            }
+            // Other made-up values of the refused set give way to the first set's meaningful
+            // ones (a format the description lists).
+            let mut next = arguments.as_object().cloned().unwrap_or_default();
+            if let Some(first) = candidates.first().and_then(Value::as_object) {
+                for (k, v) in next.iter_mut() {
+                    let made_up = v.as_str().is_some_and(super::synth::is_invented);
+                    if let Some(meant) = first
+                        .get(k)
+                        .filter(|m| made_up && !m.as_str().is_some_and(super::synth::is_invented))
+                    {
+                        *v = meant.clone();
+                    }
+                }
+            }
+            for (name, folder) in &sent_as_files {
+                let described = self.schemas[i]
+                    .pointer(&format!("/properties/{name}/description"))
+                    .and_then(Value::as_str)
+                    .unwrap_or("");
+                let kind = named_kind
+                    .or_else(|| super::semantics::file_kind(&format!("{name} {described}")))
+                    .or(self.file_kind);
+                let of_kind = match kind {
+                    Some(k) => places.with_file_kind(k),
+                    None => places.clone(),
+                };
+                next.insert(name.clone(), of_kind.existing_place(*folder));
+            }
+            let c = Value::Object(next);
+            if c != *arguments && !candidates[..attempt].contains(&c) {
+                self.runs[i].synthesis_notes.push(format!(
+                    "its error looked up {} as a file that does not exist: an existing one \
+                     was given",
+                    sent_as_files
+                        .iter()
+                        .map(|(n, _)| n.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ));
+                candidates.retain(|x| *x != c);
+                candidates.insert(attempt.min(candidates.len()), c);
+            }
+        }
         if named_kind.is_some() || fresh_refused || relative_asked {
             let facts = self
                 .steer
@@ -1447,6 +1505,21 @@ impl<'a> Explorer<'a> {
                     .filter(|&j| self.planned[self.plan_of[j]].skip.is_none()),
             );
         }
+        // "No document loaded with alias 'x'", "没有打开的文档" (no open document): the tools
+        // that load (open, import, mount) something, by the verb leading their names.
+        if let Some(verb) = out
+            .is_empty()
+            .then(|| not_loaded_verb(text))
+            .flatten()
+            .filter(|_| !needs_cue)
+        {
+            out.extend((0..self.tools.len()).filter(|&j| {
+                j != i
+                    && loads(&self.tools[j])
+                    && words(&self.tools[j].name).iter().take(2).any(|w| w == verb)
+                    && self.planned[self.plan_of[j]].skip.is_none()
+            }));
+        }
         out.truncate(2);
         out
     }
@@ -1465,6 +1538,64 @@ fn with_shared(base: &Value, from: &Value) -> Value {
         }
     }
     out
+}
+
+/// The members of `arguments` holding a made-up name (`swift-harbor`) that `error` says was
+/// looked up as a file or folder and not found ("File not found: swift-harbor", "Input folder
+/// does not exist: x", "Cannot access file x: [Errno 2] No such file", "文档不存在: x"), each
+/// with whether a folder was meant. A name the error calls something else ("Header 'x' not
+/// found in document", "Todo 'x' not found") is not one.
+fn missing_files_named(error: &str, arguments: &Value) -> Vec<(String, bool)> {
+    const MISSING: [&str; 8] = [
+        "not found",
+        "does not exist",
+        "doesn't exist",
+        "no such file",
+        "cannot access",
+        "can't access",
+        "不存在",
+        "找不到",
+    ];
+    const NOUNS: [&str; 11] = [
+        "file",
+        "path",
+        "folder",
+        "directory",
+        "archive",
+        "document",
+        "pdf",
+        "image",
+        "文件",
+        "文档",
+        "目录",
+    ];
+    let lowered = error.to_lowercase();
+    let Value::Object(members) = arguments else {
+        return Vec::new();
+    };
+    if !MISSING.iter().any(|m| lowered.contains(m)) {
+        return Vec::new();
+    }
+    members
+        .iter()
+        .filter_map(|(name, value)| {
+            let sent = value.as_str().filter(|s| super::synth::is_invented(s))?;
+            let at = lowered.find(&sent.to_lowercase())?;
+            // The noun comes just before the name: "Archive file not found: x", "Cannot
+            // access file x", "文档不存在: x".
+            let mut from = at.saturating_sub(40);
+            while !lowered.is_char_boundary(from) {
+                from -= 1;
+            }
+            let before = &lowered[from..at];
+            NOUNS.iter().any(|n| before.contains(n)).then(|| {
+                let folder = ["folder", "directory", "目录"]
+                    .iter()
+                    .any(|n| before.contains(n));
+                (name.clone(), folder)
+            })
+        })
+        .collect()
 }
 
 /// Paths inside the workspace among the string values of `arguments`.
@@ -1568,6 +1699,50 @@ fn not_set_up(packs: &super::packs::Packs) -> Regex {
         | \bnot\s+(initiali[sz]ed|connected|configured)\b
         | \b(set|select|activate|open|initiali[sz]e|connect)\b[^.]{{0,40}}\bfirst\b"))
     .expect("a regex of escaped words")
+}
+
+/// Whether `tool` loads, opens, imports or mounts something (its name leads with the verb,
+/// or follows a prefix: `load_json`, `open_document`, `docx_open`): the step an error that
+/// says nothing is loaded asks for, worth repeating once something closed what it opened.
+fn loads(tool: &ToolDecl) -> bool {
+    let ws = words(&tool.name);
+    ws.iter()
+        .take(2)
+        .any(|w| matches!(w.as_str(), "load" | "open" | "import" | "mount"))
+        && !ws.iter().any(|w| {
+            matches!(
+                w.as_str(),
+                "close" | "unload" | "list" | "delete" | "remove"
+            )
+        })
+}
+
+/// The verb of the step an error says was not taken when it says nothing is loaded or open
+/// ("No document loaded with alias 'x'", "no file is open", "dataset not loaded", "没有打开的
+/// 文档"): `load`, `open`, `import` or `mount`.
+fn not_loaded_verb(text: &str) -> Option<&'static str> {
+    static NOT_LOADED: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(
+            r"(?ix)
+            \b(?:no|nothing)\s+(?:[a-z_-]+\s+){0,2}?(?:is\s+|are\s+|was\s+|been\s+)?(?P<a>loaded|opened|open|imported|mounted)\b
+            | \bnot\s+(?:yet\s+)?(?:been\s+)?(?P<b>loaded|opened|open|imported|mounted)\b
+            | (?P<c>没有打开|未打开|未加载|没有加载)",
+        )
+        .expect("static regex")
+    });
+    let c = NOT_LOADED.captures(text)?;
+    let word = c
+        .name("a")
+        .or_else(|| c.name("b"))
+        .or_else(|| c.name("c"))?
+        .as_str()
+        .to_lowercase();
+    Some(match word.as_str() {
+        "loaded" | "未加载" | "没有加载" => "load",
+        "imported" => "import",
+        "mounted" => "mount",
+        _ => "open",
+    })
 }
 
 /// A tool name distinctive enough to be looked for in prose (`set_working_dir`, `listVaults`,
@@ -2119,6 +2294,73 @@ mod tests {
         ] {
             assert!(!not_set_up.is_match(&t.to_lowercase()), "{t}");
         }
+    }
+
+    #[test]
+    fn errors_that_say_nothing_is_loaded_name_the_verb_of_the_step() {
+        // Real errors: a JSON query server, a Word server (in Chinese), and two phrasings
+        // of the same state.
+        for (t, verb) in [
+            (
+                "Error: \"No document loaded with alias 'x'. Loaded documents: (none)\"",
+                "load",
+            ),
+            ("没有打开的文档", "open"),
+            ("Error: no file is open", "open"),
+            ("The dataset has not been loaded yet", "load"),
+            ("No archive mounted", "mount"),
+        ] {
+            assert_eq!(not_loaded_verb(t), Some(verb), "{t}");
+        }
+        for t in [
+            "File not found: a.txt",
+            "Cannot open file: permission denied",
+            "Loaded 'customers' from data/customers.json",
+        ] {
+            assert_eq!(not_loaded_verb(t), None, "{t}");
+        }
+    }
+
+    #[test]
+    fn made_up_names_looked_up_as_files_are_found_in_the_error() {
+        let made_up = crate::workspace::vocab::made_up(13);
+        let sent = serde_json::json!({"ref": made_up, "pages": "1", "mode": "fast"});
+        // Real errors: a PDF server, an archive server, an image converter, a diff reader,
+        // a Word server (in Chinese).
+        for (error, folder) in [
+            (
+                "{ \"success\": false, \"error\": \"File not found: NAME\" }",
+                false,
+            ),
+            ("❌ Listing failed: Archive file not found: NAME", false),
+            (
+                "Error: Failed to Convert Folder: Input folder does not exist: NAME",
+                true,
+            ),
+            (
+                "Cannot access file NAME: [Errno 2] No such file or directory: '/w/NAME'",
+                false,
+            ),
+            ("文档不存在: NAME", false),
+        ] {
+            let error = error.replace("NAME", &made_up);
+            assert_eq!(
+                missing_files_named(&error, &sent),
+                vec![("ref".to_string(), folder)],
+                "{error}"
+            );
+        }
+        for error in [
+            "Header 'NAME' not found in document.",
+            "Todo with ID 'NAME' not found",
+            "Project 'NAME' not found",
+        ] {
+            let error = error.replace("NAME", &made_up);
+            assert!(missing_files_named(&error, &sent).is_empty(), "{error}");
+        }
+        // Only made-up names: a value that means something is no file looked up.
+        let meant = serde_json::json!({"ref": "main"});
+        assert!(missing_files_named("File not found: main", &meant).is_empty());
     }
 
     #[test]

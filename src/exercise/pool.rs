@@ -496,21 +496,15 @@ impl ValuePool {
                 source("a branch"),
             );
         }
-        for tag in &repo.tags {
-            self.add(
-                text(tag),
-                vec!["tag".into(), "name".into()],
-                from,
-                source("a tag"),
-            );
-        }
-        for remote in &repo.remotes {
-            self.add(
-                text(remote),
-                vec!["remote".into(), "name".into()],
-                from,
-                source("a remote"),
-            );
+        for (names, entity) in [(&repo.tags, "tag"), (&repo.remotes, "remote")] {
+            for name in names {
+                self.add(
+                    text(name),
+                    vec![entity.into(), "name".into()],
+                    from,
+                    source(&format!("a {entity}")),
+                );
+            }
         }
     }
 

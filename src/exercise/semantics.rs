@@ -353,6 +353,16 @@ impl Semantics {
         self.abs("")
     }
 
+    /// An existing place of the workspace: the workspace itself for a `folder`, else a file
+    /// (of the kind set, if any).
+    pub fn existing_place(&self, folder: bool) -> Value {
+        if folder {
+            self.existing_dir()
+        } else {
+            self.existing_file()
+        }
+    }
+
     /// The same, but meaning wins over `default` and `examples` as well.
     pub fn over_defaults(&self) -> Semantics {
         Semantics {
@@ -736,26 +746,12 @@ impl Semantics {
             None => self.abs(&format!("{stem}.txt")),
         };
         let has = |list: &[&str]| ws.iter().any(|w| list.contains(&w.as_str()));
-        // "Path to the Git repository", "Root of the project": a directory.
-        static DESCRIBES_DIRECTORY: LazyLock<Regex> = LazyLock::new(|| {
-            Regex::new(
-                r"(?i)^\W*(the |a |an )?(path|root|location) (to|of) (the |a |an |your )?(git |project |local |target )?(?P<noun>repository|repo|directory|folder|working (directory|tree)|workspace|project)\b",
-            )
-            .expect("static regex")
-        });
-        // Anchored: "Path to the file, relative to the root of the repository" is a file.
-        if let Some(c) = DESCRIBES_DIRECTORY
-            .captures(hint)
-            .filter(|_| !has(&["file", "filename", "filepath"]))
+        if let Some(noun) =
+            described_directory(hint).filter(|_| !has(&["file", "filename", "filepath"]))
         {
             // A repository, project or workspace is the existing one; a directory a tool
             // that creates is given may be new.
-            let plain_directory = matches!(
-                c.name("noun")
-                    .map(|m| m.as_str().to_ascii_lowercase())
-                    .as_deref(),
-                Some("directory" | "folder")
-            );
+            let plain_directory = matches!(noun.as_str(), "directory" | "folder");
             return match self.intent {
                 Intent::Create if plain_directory && !has(&["repo", "repository", "root"]) => {
                     self.abs(&self.facts.vocab.new_dir())
@@ -783,6 +779,23 @@ impl Semantics {
             (false, false, _) => self.existing_file_of(kind),
         }
     }
+}
+
+/// What a path's description says it is when it calls it a directory ("Path to the Git
+/// repository", "Root of the project", "Path of the directory to create"): the noun, lower
+/// case. Anchored at the start: "Path to the file, relative to the root of the repository"
+/// is a file.
+pub(crate) fn described_directory(hint: &str) -> Option<String> {
+    static DESCRIBES_DIRECTORY: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(
+            r"(?i)^\W*(the |a |an )?(path|root|location) (to|of) (the |a |an |your )?(git |project |local |target )?(?P<noun>repository|repo|directory|folder|working (directory|tree)|workspace|project)\b",
+        )
+        .expect("static regex")
+    });
+    DESCRIBES_DIRECTORY
+        .captures(hint)
+        .and_then(|c| c.name("noun"))
+        .map(|m| m.as_str().to_ascii_lowercase())
 }
 
 /// Commands a text says are allowed ("Allowed commands: ls, cat, pwd").
@@ -819,8 +832,17 @@ pub fn allowed_lists_in(text: &str) -> Vec<(String, Vec<String>)> {
         )
         .expect("static regex")
     });
+    // "to a specified format (jpeg, png, webp, bmp)": a noun and three or more single words
+    // in parentheses after it.
+    static PARENTHESISED: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(
+            r"(?i)\b([a-z]{3,20})\s*\(([a-z0-9][a-z0-9._-]*(?:\s*,\s*[a-z0-9][a-z0-9._-]*){2,15})\)",
+        )
+        .expect("static regex")
+    });
     PHRASE
         .captures_iter(text)
+        .chain(PARENTHESISED.captures_iter(text))
         .take(8)
         .filter_map(|c| {
             let noun = super::pool::singular(&c.get(1)?.as_str().to_lowercase());
@@ -1003,6 +1025,8 @@ pub fn file_kind(text: &str) -> Option<&'static str> {
         (".docx", "docx"),
         ("docx", "docx"),
         ("word document", "docx"),
+        ("word文档", "docx"),
+        ("word 文档", "docx"),
         ("microsoft word", "docx"),
         (".pptx", "pptx"),
         ("pptx", "pptx"),
@@ -1044,7 +1068,7 @@ pub fn file_kind(text: &str) -> Option<&'static str> {
                 || !lowered[..at]
                     .chars()
                     .next_back()
-                    .is_some_and(char::is_alphanumeric);
+                    .is_some_and(|c| c.is_ascii_alphanumeric());
             before_ok.then_some((at, *kind))
         })
         .min_by_key(|(at, _)| *at)
@@ -1477,6 +1501,24 @@ mod tests {
         // A list for another noun says nothing of this parameter.
         assert_eq!(
             with("Supported formats: svg, png.", "theme", "The theme"),
+            None
+        );
+        // A list in parentheses after the noun (an image converter's).
+        assert_eq!(
+            with(
+                "Converts a single image to a specified format (jpeg, png, webp, heic, avif, bmp, tiff, ico)",
+                "target_format",
+                ""
+            ),
+            Some(json!("jpeg"))
+        );
+        // Two words in parentheses are an aside, not a list.
+        assert_eq!(
+            with(
+                "Renders in a format (svg or png) of your choice",
+                "format",
+                ""
+            ),
             None
         );
         assert_eq!(

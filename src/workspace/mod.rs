@@ -24,3 +24,21 @@ pub(crate) fn open_regular(path: &std::path::Path) -> Option<std::fs::File> {
         .ok()?;
     file.metadata().ok()?.is_file().then_some(file)
 }
+
+/// For tests that need git: whether it is missing (then the test skips, saying so, or fails
+/// when CI sets HINTCHECK_REQUIRE_ALL=1).
+#[cfg(test)]
+pub(crate) fn git_missing() -> bool {
+    let missing = std::process::Command::new("git")
+        .arg("--version")
+        .output()
+        .is_err();
+    if missing {
+        assert!(
+            !std::env::var("HINTCHECK_REQUIRE_ALL").is_ok_and(|v| v == "1"),
+            "required test skipped: git is not installed"
+        );
+        eprintln!("SKIPPED: git is not installed");
+    }
+    missing
+}

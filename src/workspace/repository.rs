@@ -224,12 +224,7 @@ mod tests {
                 .is_ok_and(|o| o.status.success());
             assert!(ok, "git {args:?}");
         };
-        if std::process::Command::new("git")
-            .arg("--version")
-            .output()
-            .is_err()
-        {
-            eprintln!("skipped: git is not installed");
+        if super::super::git_missing() {
             return;
         }
         std::fs::create_dir(dir.path().join("docs")).expect("mkdir");

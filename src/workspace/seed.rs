@@ -386,12 +386,7 @@ mod tests {
 
     #[test]
     fn the_default_seed_has_history_a_second_branch_and_a_remote() {
-        if std::process::Command::new("git")
-            .arg("--version")
-            .output()
-            .is_err()
-        {
-            eprintln!("skipped: git is not installed");
+        if super::super::git_missing() {
             return;
         }
         let words = super::super::vocab::Vocabulary::of(7);

@@ -73,7 +73,7 @@ fn choose(stage: Stage, s: &Semantics, p: &ParamWords, _name: &str, hint: &str) 
     if history
         && matches!(p.last(), "file" | "path" | "filepath" | "filename")
         && !p.has(&["dir", "directory", "repo", "repository", "root"])
-        && !says_repository(hint)
+        && crate::exercise::semantics::described_directory(hint).is_none()
     {
         if let Some(file) = s.facts.repository.as_ref().and_then(|r| {
             r.tracked
@@ -102,16 +102,4 @@ fn choose(stage: Stage, s: &Semantics, p: &ParamWords, _name: &str, hint: &str) 
         return text("HEAD");
     }
     None
-}
-
-/// "Path to the Git repository", "the repository's root": a directory, not a file ("path to
-/// the file (relative to the repository root)" is a file).
-fn says_repository(hint: &str) -> bool {
-    static REPOSITORY: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
-        regex::Regex::new(
-            r"(?i)^\W*(the )?(path|root) (to|of) (the )?(git )?(repository|repo|working (directory|tree))\b",
-        )
-        .expect("static regex")
-    });
-    REPOSITORY.is_match(hint)
 }
