@@ -1350,6 +1350,7 @@ impl<'a> Explorer<'a> {
         // made-up name was looked up as a file or a folder, whatever the parameter is called
         // (`ref`, `input`): an existing one of the workspace next, of the kind the error, the
         // parameter or the tool names.
+        let mut followed = 0;
         let sent_as_files = missing_files_named(error_text, arguments);
         if !sent_as_files.is_empty() {
             let facts = self
@@ -1379,8 +1380,17 @@ impl<'a> Explorer<'a> {
                     .pointer(&format!("/properties/{name}/description"))
                     .and_then(Value::as_str)
                     .unwrap_or("");
+                // The error's kind, the parameter's, the tool's own (`pdf_check_access`),
+                // and only then the kind another tool's error asked for.
                 let kind = named_kind
                     .or_else(|| super::semantics::file_kind(&format!("{name} {described}")))
+                    .or_else(|| {
+                        super::semantics::file_kind(&format!(
+                            "{} {}",
+                            tool.name,
+                            tool.description.as_deref().unwrap_or("")
+                        ))
+                    })
                     .or(self.file_kind);
                 let of_kind = match kind {
                     Some(k) => places.with_file_kind(k),
@@ -1401,6 +1411,7 @@ impl<'a> Explorer<'a> {
                 ));
                 candidates.retain(|x| *x != c);
                 candidates.insert(attempt.min(candidates.len()), c);
+                followed += 1;
             }
         }
         if named_kind.is_some() || fresh_refused || relative_asked {
@@ -1428,7 +1439,7 @@ impl<'a> Explorer<'a> {
         .filter(|c| !candidates[..attempt].contains(c))
         .filter(|c| !self.puts_a_tool_name(c, arguments))
         .collect();
-        let count = learned.len();
+        let count = learned.len() + followed;
         for (n, c) in learned.into_iter().enumerate() {
             self.runs[i].synthesis_notes.push(format!(
                 "the error of attempt {attempt} offered {c}, queued as attempt {}",
@@ -1681,7 +1692,7 @@ fn facts_of(dir: &std::path::Path, given: &Given) -> WorkspaceFacts {
 
 /// "must be a relative path", "vault-relative path", "absolute paths are not allowed".
 static RELATIVE_ASKED: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)(relative path|must be relative|path must be relative|absolute paths? (is|are)? ?not (allowed|supported|permitted)|must not be absolute)")
+    Regex::new(r"(?i)(relative path|must be relative|path must be relative|absolute (file )?paths?\b[^\n]{0,120}?\b(is|are)? ?not (allowed|supported|permitted)|must not be absolute|use paths? relative to)")
         .expect("static regex")
 });
 
@@ -2361,6 +2372,24 @@ mod tests {
         // Only made-up names: a value that means something is no file looked up.
         let meant = serde_json::json!({"ref": "main"});
         assert!(missing_files_named("File not found: main", &meant).is_empty());
+    }
+
+    #[test]
+    fn errors_that_ask_for_relative_paths_are_recognised() {
+        for t in [
+            // A code index (the path it quotes has dots of its own).
+            "Operation failed: Absolute file paths like '/tmp/tmp.egc/workspace/README.md' are not allowed. Please use paths relative to the project root.",
+            "Path must be a portable vault-relative path",
+            "absolute paths are not supported",
+        ] {
+            assert!(RELATIVE_ASKED.is_match(t), "{t}");
+        }
+        for t in [
+            "Absolute path /w/a.txt does not exist",
+            "File not found: notes.txt",
+        ] {
+            assert!(!RELATIVE_ASKED.is_match(t), "{t}");
+        }
     }
 
     #[test]
