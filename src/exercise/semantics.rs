@@ -4,6 +4,7 @@
 //! the attempt), text to replace gets a word the seeded files contain. Only plain strings are
 //! chosen this way: an `enum`, `const`, `pattern`, `format` or `default` always wins.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::LazyLock;
 
@@ -240,6 +241,10 @@ pub struct Semantics {
     /// The names of the tool's parameters: a description that quotes one ("keeping its name
     /// unless `name` is given") points at it, it does not give an example.
     parameters: Vec<String>,
+    /// What the tool's description says of each parameter in an `Args:` or `Parameters:`
+    /// section (a docstring that FastMCP and others pass on as the description, while the
+    /// schema's properties have none).
+    documented: BTreeMap<String, String>,
 }
 
 impl Semantics {
@@ -276,6 +281,11 @@ impl Semantics {
                 .map(|p| p.keys().cloned().collect())
                 .unwrap_or_default(),
             tool_words: words(&tool.name),
+            documented: tool
+                .description
+                .as_deref()
+                .map(documented_parameters)
+                .unwrap_or_default(),
         }
     }
 
@@ -409,6 +419,14 @@ impl Semantics {
                 }
             }
         }
+        // A property without a description of its own (FastMCP gives it only a title) is
+        // described by the tool's docstring.
+        let hint = match self.documented.get(name) {
+            Some(documented) if !schema.contains_key("description") => {
+                format!("{documented} {}", describe(schema))
+            }
+            _ => describe(schema),
+        };
         if let Some(example) = relative_path_example(name, schema) {
             let kind = file_kind(&example);
             let relative = self.with_relative_paths();
@@ -417,7 +435,7 @@ impl Semantics {
                 None => relative,
             };
             let ws = words(name);
-            return Some(relative.path_for(&ws, kind, &describe(schema)));
+            return Some(relative.path_for(&ws, kind, &hint));
         }
         match schema.get("type").and_then(Value::as_str) {
             // A default that is a web address becomes the test address.
@@ -452,7 +470,6 @@ impl Semantics {
                 Some(Value::String(TEST_URL.into())).filter(|v| fits_length(schema, v))
             }
             Some("string") if is_plain(schema, self.over_defaults) => {
-                let hint = describe(schema);
                 self.choose(name, &hint).filter(|v| fits_length(schema, v))
             }
             Some("array") => {
@@ -560,8 +577,9 @@ impl Semantics {
             "options:",
         ];
         // Things to run keep their own choice (the most harmless command, a statement that
-        // does what the tool is for), whatever a description lists.
-        if p.has(&[
+        // does what the tool is for), whatever a description lists; a `command_type` is no
+        // command.
+        if [
             "command",
             "cmd",
             "shell",
@@ -571,7 +589,9 @@ impl Semantics {
             "expression",
             "expr",
             "argv",
-        ]) {
+        ]
+        .contains(&p.last())
+        {
             return None;
         }
         let lowered = hint.to_lowercase();
@@ -581,6 +601,15 @@ impl Semantics {
                     return Some(Value::String(first));
                 }
             }
+        }
+        // "The command type to approve (read, write, system)": a list in parentheses in the
+        // parameter's own description.
+        if let Some(first) = parenthesised_lists(hint)
+            .into_iter()
+            .next()
+            .and_then(|(_, values)| values.into_iter().next())
+        {
+            return Some(Value::String(first));
         }
         self.listed
             .iter()
@@ -823,20 +852,97 @@ pub fn allowed_commands_in(text: &str) -> Vec<String> {
         .collect()
 }
 
+/// "to a specified format (jpeg, png, webp, bmp)": a noun and three or more single words in
+/// parentheses after it.
+static PARENTHESISED: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+    regex::Regex::new(
+        r"(?i)\b([a-z]{3,20})\s*\(([a-z0-9][a-z0-9._-]*(?:\s*,\s*[a-z0-9][a-z0-9._-]*){2,15})\)",
+    )
+    .expect("static regex")
+});
+
+/// The lists in parentheses of a text ([`PARENTHESISED`]): the noun before each and its values.
+fn parenthesised_lists(text: &str) -> Vec<(String, Vec<String>)> {
+    PARENTHESISED
+        .captures_iter(text)
+        .take(4)
+        .filter_map(|c| {
+            let values = c
+                .get(2)?
+                .as_str()
+                .split(',')
+                .map(|w| w.trim().to_string())
+                .collect();
+            Some((c.get(1)?.as_str().to_lowercase(), values))
+        })
+        .collect()
+}
+
+/// What a docstring's `Args:` (or `Arguments:`, `Parameters:`) section says of each parameter:
+/// lines `name: text`, `name (type): text` or `- name: text`, with the more indented lines
+/// after one continuing it; the section ends at a blank line or another section's heading
+/// (`Returns:`). FastMCP servers pass such docstrings on as the tool's description.
+pub(crate) fn documented_parameters(description: &str) -> BTreeMap<String, String> {
+    static ENTRY: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(
+            r"^\s*(?:[-*]\s*)?`?([A-Za-z_][A-Za-z0-9_]*)`?\s*(?:\([^)]{0,60}\))?\s*[:：]\s*(.*)$",
+        )
+        .expect("static regex")
+    });
+    let mut out: BTreeMap<String, String> = BTreeMap::new();
+    let mut in_section = false;
+    let mut current: Option<(String, usize)> = None;
+    for line in description.lines().take(400) {
+        let trimmed = line.trim();
+        let indent = line.len() - line.trim_start().len();
+        let heading = trimmed.ends_with(':')
+            && trimmed.len() < 40
+            && !trimmed[..trimmed.len() - 1].contains(char::is_whitespace);
+        if heading {
+            let lowered = trimmed.to_lowercase();
+            in_section = matches!(
+                lowered.as_str(),
+                "args:" | "arguments:" | "parameters:" | "params:" | "parameter:"
+            );
+            current = None;
+            continue;
+        }
+        if !in_section {
+            continue;
+        }
+        if trimmed.is_empty() {
+            if current.is_some() {
+                current = None;
+            }
+            continue;
+        }
+        match (&current, ENTRY.captures(line)) {
+            (Some((name, at)), _) if indent > *at => {
+                if let Some(text) = out.get_mut(name) {
+                    text.push(' ');
+                    text.push_str(trimmed);
+                }
+            }
+            (_, Some(c)) => {
+                let name = c[1].to_string();
+                out.insert(name.clone(), c[2].trim().to_string());
+                current = Some((name, indent));
+            }
+            _ => {
+                in_section = false;
+                current = None;
+            }
+        }
+    }
+    out
+}
+
 /// Lists a text gives for a noun: "Supported formats: png, svg, pdf", "Allowed types are
 /// note, task", "Valid modes = fast | slow": the noun (singular, lower case) and the values.
 pub fn allowed_lists_in(text: &str) -> Vec<(String, Vec<String>)> {
     static PHRASE: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
         regex::Regex::new(
             r"(?i)\b(?:allowed|permitted|supported|valid|available|accepted)\s+([a-z]{3,20})\s*(?:(?:are|is|include)\b\s*:?|[:=])\s*([^.\n]{1,300})",
-        )
-        .expect("static regex")
-    });
-    // "to a specified format (jpeg, png, webp, bmp)": a noun and three or more single words
-    // in parentheses after it.
-    static PARENTHESISED: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
-        regex::Regex::new(
-            r"(?i)\b([a-z]{3,20})\s*\(([a-z0-9][a-z0-9._-]*(?:\s*,\s*[a-z0-9][a-z0-9._-]*){2,15})\)",
         )
         .expect("static regex")
     });
@@ -1533,6 +1639,62 @@ mod tests {
                     vec!["fast".to_string(), "slow".to_string()]
                 )
             ]
+        );
+    }
+
+    #[test]
+    fn a_docstrings_args_describe_parameters_the_schema_leaves_undescribed() {
+        // A FastMCP server's description (a command-line server's docstring).
+        let description = "
+            Approve a command type for the current session.
+
+            Args:
+                command_type: The command type to approve (read, write, system)
+                session_id: The session ID.
+                    Continued on the next line.
+                remember (bool): Whether to remember the approval
+
+            Returns:
+                success: a dictionary
+            ";
+        let documented = documented_parameters(description);
+        assert_eq!(
+            documented.get("command_type").map(String::as_str),
+            Some("The command type to approve (read, write, system)")
+        );
+        assert_eq!(
+            documented.get("session_id").map(String::as_str),
+            Some("The session ID. Continued on the next line.")
+        );
+        assert!(documented.contains_key("remember"));
+        assert!(!documented.contains_key("success"), "{documented:?}");
+        // Parameters in a list (a Word server's, in Chinese).
+        let listed =
+            documented_parameters("创建新的Word文档\n\nParameters:\n- file_path: 文档保存路径\n");
+        assert_eq!(
+            listed.get("file_path").map(String::as_str),
+            Some("文档保存路径")
+        );
+        // The value comes from the docstring's list.
+        let tool = parse_tool(
+            &json!({"name": "approve_command_type", "description": description,
+                    "inputSchema": {"type": "object", "properties": {
+                        "command_type": {"type": "string", "title": "Command Type"}}}}),
+            0,
+        )
+        .expect("tool");
+        let facts = WorkspaceFacts {
+            root: PathBuf::from("/w"),
+            ..Default::default()
+        };
+        assert_eq!(
+            Semantics::new(&facts, &tool).value_for(
+                "command_type",
+                tool.input_schema["properties"]["command_type"]
+                    .as_object()
+                    .expect("schema")
+            ),
+            Some(json!("read"))
         );
     }
 
