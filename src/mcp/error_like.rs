@@ -121,6 +121,9 @@ pub fn error_like(result: &Map<String, Value>) -> Option<String> {
         if let Some(status) = failed_status(structured) {
             return Some(format!("its structuredContent says `{status}`"));
         }
+        if batch_failed(structured) {
+            return Some(ALL_ITEMS_FAILED.into());
+        }
     }
     let texts: Vec<&str> = match result.get("content") {
         Some(Value::Array(items)) => items
@@ -130,12 +133,20 @@ pub fn error_like(result: &Map<String, Value>) -> Option<String> {
         _ => Vec::new(),
     };
     let first = texts.first()?.trim();
-    if let Ok(Value::Object(json)) = serde_json::from_str::<Value>(first) {
-        return error_member(&json)
-            .map(|m| format!("its text is a JSON object whose main member is `{m}`"))
-            .or_else(|| {
-                failed_status(&json).map(|s| format!("its text is a JSON object that says `{s}`"))
-            });
+    match serde_json::from_str::<Value>(first) {
+        Ok(Value::Object(json)) => {
+            return error_member(&json)
+                .map(|m| format!("its text is a JSON object whose main member is `{m}`"))
+                .or_else(|| {
+                    failed_status(&json)
+                        .map(|s| format!("its text is a JSON object that says `{s}`"))
+                })
+                .or_else(|| batch_failed(&json).then(|| ALL_ITEMS_FAILED.into()));
+        }
+        Ok(Value::Array(items)) => {
+            return all_items_failed(&items).then(|| ALL_ITEMS_FAILED.into());
+        }
+        _ => {}
     }
     text_failure(first).or_else(|| {
         validation_issues(first)
@@ -160,6 +171,51 @@ fn error_member(object: &Map<String, Value>) -> Option<&'static str> {
         .iter()
         .any(|k| object.get(*k) == Some(&Value::Bool(false)));
     (object.len() <= 2 || flagged_failed).then_some(member)
+}
+
+/// Why a batch's answer is a failure.
+const ALL_ITEMS_FAILED: &str = "every item of its list of results says it failed";
+
+/// A batch tool's answer whose items all failed: `[{"path": "a", "success": false, "error":
+/// "…"}]`, or such a list under `result`, `results` or `items` with nothing beside it that
+/// says the call worked.
+fn batch_failed(object: &Map<String, Value>) -> bool {
+    let said_ok = ["success", "ok"]
+        .iter()
+        .any(|k| object.get(*k) == Some(&Value::Bool(true)));
+    !said_ok
+        && ["result", "results", "items"].iter().any(|k| {
+            object
+                .get(*k)
+                .and_then(Value::as_array)
+                .is_some_and(|items| all_items_failed(items))
+        })
+}
+
+/// Whether every item of a non-empty list is an object that says it failed: `success` or
+/// `ok` false, a `status` of error or failed, or an `error` set without a `success` that is
+/// true.
+fn all_items_failed(items: &[Value]) -> bool {
+    let failed = |item: &Value| {
+        let Some(o) = item.as_object() else {
+            return false;
+        };
+        let flag = |k: &str| o.get(k).and_then(Value::as_bool);
+        if flag("success") == Some(true) || flag("ok") == Some(true) {
+            return false;
+        }
+        let error_set = o.get("error").is_some_and(|e| match e {
+            Value::Null | Value::Bool(false) => false,
+            Value::String(s) => !s.trim().is_empty(),
+            _ => true,
+        });
+        let status_failed = o
+            .get("status")
+            .and_then(Value::as_str)
+            .is_some_and(|s| matches!(s.to_lowercase().as_str(), "error" | "failed" | "failure"));
+        flag("success") == Some(false) || flag("ok") == Some(false) || error_set || status_failed
+    };
+    !items.is_empty() && items.len() <= 1000 && items.iter().all(failed)
 }
 
 /// A short status object that says it failed: `success` or `ok` false, or a `status` of
@@ -189,6 +245,18 @@ fn failed_status(object: &Map<String, Value>) -> Option<String> {
 fn text_failure(text: &str) -> Option<String> {
     let lowered = text.to_lowercase();
     let start = lowered.trim_start_matches(|c: char| !c.is_alphanumeric());
+    // A batch's summary that counts no success and some failures ("Succeeded: 0  Failed: 1").
+    static NONE_SUCCEEDED: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r"\b(?:succeeded|successful|successes|success|ok)\s*[:=]\s*0\b")
+            .expect("static regex")
+    });
+    static SOME_FAILED: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r"\b(?:failed|failures|errors)\s*[:=]\s*[1-9]").expect("static regex")
+    });
+    let summary: String = start.chars().take(400).collect();
+    if NONE_SUCCEEDED.is_match(&summary) && SOME_FAILED.is_match(&summary) {
+        return Some("its summary counts no success and some failures".into());
+    }
     if ALL_CLEAR.iter().any(|c| start.contains(c)) {
         return None;
     }
@@ -217,6 +285,28 @@ fn text_failure(text: &str) -> Option<String> {
     }
     if let Some(leader) = LEADERS.iter().find(|l| start.starts_with(*l)) {
         return Some(format!("its text begins with \"{}\"", leader.trim_end()));
+    }
+    // "❌ Compression failed: Input path not found: x", "Listing failed: …": a cross mark, or
+    // one or two words and "failed" leading the text.
+    let trimmed = text.trim_start();
+    if trimmed.starts_with(['❌', '✖', '✗', '⛔']) {
+        return Some("its text begins with a cross mark".into());
+    }
+    static NAMED_FAILURE: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r"^[a-z]+(?: [a-z]+)? failed(?:[:!]| with\b| because\b)")
+            .expect("static regex")
+    });
+    // What a test runner reports ("2 tests failed", "Checks failed: 1") is its result.
+    let reported = ["test", "check", "assertion", "build", "job", "step"]
+        .iter()
+        .any(|w| {
+            start
+                .split(' ')
+                .take(2)
+                .any(|x| x.trim_end_matches('s') == *w)
+        });
+    if NAMED_FAILURE.is_match(start) && !reported {
+        return Some("its text begins with what failed".into());
     }
     if start.chars().count() <= SHORT {
         if let Some(phrase) = FAILURES.iter().find(|p| start.contains(*p)) {
@@ -309,6 +399,14 @@ mod tests {
             "没有打开的文档，请先打开文档",
             "工具 'x' 未找到",
             "tasksRaw 參數格式錯誤，請確保格式正確",
+            // An archive server's answers.
+            "❌ Compression failed: Input path not found: x",
+            "Preview failed: Unsupported archive format",
+            "Extraction completed\n====\nArchives processed: 1\nSucceeded: 0\nFailed: 1\nFiles extracted: 0",
+            "Batch done. Successful: 0, errors: 2",
+            // A batch tool whose every item failed (a file server's, and under `results`).
+            "[ { \"path\": \"a.txt\", \"success\": false, \"error\": \"Path exists but is not a directory\" } ]",
+            "{\"results\": [{\"path\": \"a\", \"error\": \"Operation not permitted\"}]}",
             "tasks format: [ { \"received\": \"x\", \"code\": \"invalid_enum_value\", \"options\": [\"A\"], \"path\": [0, \"type\"], \"message\": \"Invalid enum value. Expected 'A', received 'x' and a long explanation after it that makes this text longer than two hundred characters in all\" } ]",
         ] {
             assert!(judge(text(failed)).is_some(), "{failed}");
@@ -375,6 +473,13 @@ mod tests {
             "",
             "Successfully wrote to /w/new.txt",
             "# Error handling guide\n\nHow this project reports failures.",
+            // A batch where one item worked, and a report that counts failures.
+            "[{\"path\": \"a\", \"success\": true}, {\"path\": \"b\", \"success\": false}]",
+            "{\"success\": true, \"results\": [{\"path\": \"a\", \"error\": \"exists\"}]}",
+            "Build finished: 3 tests failed: see the log",
+            "Tests failed: 2 of 10",
+            "Extraction completed: succeeded: 2, failed: 1",
+            "Successful: 3, errors: 0",
         ] {
             assert_eq!(judge(text(fine)), None, "{fine}");
         }
