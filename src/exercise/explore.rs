@@ -1341,7 +1341,11 @@ impl<'a> Explorer<'a> {
             }
         }
         // "Path must be a portable vault-relative path": relative paths from now on.
-        let relative_asked = !self.relative_paths && RELATIVE_ASKED.is_match(error_text);
+        // "Absolute paths outside the project root are not allowed" refuses a place, not
+        // absolute paths.
+        let relative_asked = !self.relative_paths
+            && RELATIVE_ASKED.is_match(error_text)
+            && !error_text.to_lowercase().contains("outside");
         if relative_asked {
             self.relative_paths = true;
             self.lessons += 1;
@@ -1476,7 +1480,8 @@ impl<'a> Explorer<'a> {
     }
 
     /// Other tools that `text` asks to run first: tools it names, or, when it says a session
-    /// is not set up ("No working directory set"), the session set-up tools. With
+    /// is not set up ("No working directory set"), the session set-up tools, or, when it says
+    /// nothing is loaded or open, the tools that load or open. With
     /// `needs_cue`, a named tool counts only near "first", "before" or "call" (descriptions
     /// name related tools for other reasons).
     fn prerequisites_named(&self, text: &str, i: usize, needs_cue: bool) -> Vec<usize> {
@@ -1526,8 +1531,7 @@ impl<'a> Explorer<'a> {
         {
             out.extend((0..self.tools.len()).filter(|&j| {
                 j != i
-                    && loads(&self.tools[j])
-                    && words(&self.tools[j].name).iter().take(2).any(|w| w == verb)
+                    && loader_verb(&words(&self.tools[j].name)) == Some(verb)
                     && self.planned[self.plan_of[j]].skip.is_none()
             }));
         }
@@ -1567,15 +1571,12 @@ fn missing_files_named(error: &str, arguments: &Value) -> Vec<(String, bool)> {
         "不存在",
         "找不到",
     ];
-    const NOUNS: [&str; 11] = [
+    const NOUNS: [&str; 8] = [
         "file",
         "path",
         "folder",
         "directory",
         "archive",
-        "document",
-        "pdf",
-        "image",
         "文件",
         "文档",
         "目录",
@@ -1598,11 +1599,26 @@ fn missing_files_named(error: &str, arguments: &Value) -> Vec<(String, bool)> {
             while !lowered.is_char_boundary(from) {
                 from -= 1;
             }
-            let before = &lowered[from..at];
-            NOUNS.iter().any(|n| before.contains(n)).then(|| {
-                let folder = ["folder", "directory", "目录"]
-                    .iter()
-                    .any(|n| before.contains(n));
+            // In the same clause, as a whole word ("profile 'x' not found" names no file).
+            let clause = lowered[from..at]
+                .rsplit(['.', ';', '\n'])
+                .next()
+                .unwrap_or("");
+            let before: Vec<&str> = clause
+                .split(|c: char| !c.is_alphanumeric())
+                .filter(|w| !w.is_empty())
+                .collect();
+            let named = |n: &str| {
+                if n.is_ascii() {
+                    before
+                        .iter()
+                        .any(|w| *w == n || w.strip_suffix('s') == Some(n))
+                } else {
+                    clause.contains(n)
+                }
+            };
+            NOUNS.iter().any(|n| named(n)).then(|| {
+                let folder = ["folder", "directory", "目录"].iter().any(|n| named(n));
                 (name.clone(), folder)
             })
         })
@@ -1716,16 +1732,51 @@ fn not_set_up(packs: &super::packs::Packs) -> Regex {
 /// or follows a prefix: `load_json`, `open_document`, `docx_open`): the step an error that
 /// says nothing is loaded asks for, worth repeating once something closed what it opened.
 fn loads(tool: &ToolDecl) -> bool {
-    let ws = words(&tool.name);
-    ws.iter()
-        .take(2)
-        .any(|w| matches!(w.as_str(), "load" | "open" | "import" | "mount"))
-        && !ws.iter().any(|w| {
-            matches!(
+    loader_verb(&words(&tool.name)).is_some()
+}
+
+/// The verb of a loader's name: its first word, or its second after a prefix that is no verb
+/// of its own (`docx_open`, not `get_open_orders`); none for names about what is no document
+/// (`open_url`, `open_pull_request`) or that close, list or remove.
+fn loader_verb(ws: &[String]) -> Option<&str> {
+    const VERBS: &[&str] = &["load", "open", "import", "mount"];
+    const OTHER_VERBS: &[&str] = &[
+        "get", "list", "set", "create", "delete", "update", "read", "find", "search", "show",
+        "close", "add", "remove", "fetch",
+    ];
+    const NOT_DOCUMENTS: &[&str] = &[
+        "url",
+        "link",
+        "page",
+        "tab",
+        "browser",
+        "pull",
+        "request",
+        "issue",
+        "order",
+        "orders",
+        "position",
+        "positions",
+        "port",
+        "window",
+    ];
+    let verb = match ws {
+        [first, ..] if VERBS.contains(&first.as_str()) => first,
+        [prefix, second, ..]
+            if VERBS.contains(&second.as_str()) && !OTHER_VERBS.contains(&prefix.as_str()) =>
+        {
+            second
+        }
+        _ => return None,
+    };
+    let excluded = ws.iter().any(|w| {
+        NOT_DOCUMENTS.contains(&w.as_str())
+            || matches!(
                 w.as_str(),
                 "close" | "unload" | "list" | "delete" | "remove"
             )
-        })
+    });
+    (!excluded).then_some(verb.as_str())
 }
 
 /// The verb of the step an error says was not taken when it says nothing is loaded or open
@@ -1735,13 +1786,22 @@ fn not_loaded_verb(text: &str) -> Option<&'static str> {
     static NOT_LOADED: LazyLock<Regex> = LazyLock::new(|| {
         Regex::new(
             r"(?ix)
-            \b(?:no|nothing)\s+(?:[a-z_-]+\s+){0,2}?(?:is\s+|are\s+|was\s+|been\s+)?(?P<a>loaded|opened|open|imported|mounted)\b
-            | \bnot\s+(?:yet\s+)?(?:been\s+)?(?P<b>loaded|opened|open|imported|mounted)\b
+            \bno\s+(?P<subject>[a-z_-]+)\s+(?:[a-z_-]+\s+)?(?:is\s+|are\s+|was\s+|been\s+)?(?P<a>loaded|opened|open|imported|mounted)\b
+            | \bnot\s+(?:yet\s+)?(?:been\s+)?(?P<b>loaded|imported|mounted)\b
             | (?P<c>没有打开|未打开|未加载|没有加载)",
         )
         .expect("static regex")
     });
     let c = NOT_LOADED.captures(text)?;
+    // "no longer open", "no such file open" say nothing of a step not taken.
+    if c.name("subject").is_some_and(|s| {
+        matches!(
+            s.as_str().to_lowercase().as_str(),
+            "longer" | "more" | "such"
+        )
+    }) {
+        return None;
+    }
     let word = c
         .name("a")
         .or_else(|| c.name("b"))
@@ -2318,6 +2378,7 @@ mod tests {
             ),
             ("没有打开的文档", "open"),
             ("Error: no file is open", "open"),
+            ("No workbook opened", "open"),
             ("The dataset has not been loaded yet", "load"),
             ("No archive mounted", "mount"),
         ] {
@@ -2326,6 +2387,9 @@ mod tests {
         for t in [
             "File not found: a.txt",
             "Cannot open file: permission denied",
+            "Could not open file /w/a.txt",
+            "The connection is no longer open",
+            "port 8080 is not open",
             "Loaded 'customers' from data/customers.json",
         ] {
             assert_eq!(not_loaded_verb(t), None, "{t}");
@@ -2365,6 +2429,8 @@ mod tests {
             "Header 'NAME' not found in document.",
             "Todo with ID 'NAME' not found",
             "Project 'NAME' not found",
+            "Profile 'NAME' not found",
+            "Config file loaded; key NAME not found",
         ] {
             let error = error.replace("NAME", &made_up);
             assert!(missing_files_named(&error, &sent).is_empty(), "{error}");

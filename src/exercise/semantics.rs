@@ -579,7 +579,8 @@ impl Semantics {
         // Things to run keep their own choice (the most harmless command, a statement that
         // does what the tool is for), whatever a description lists; a `command_type` is no
         // command.
-        if [
+        let names_a_kind = matches!(p.last(), "type" | "kind" | "mode" | "category" | "format");
+        if p.has(&[
             "command",
             "cmd",
             "shell",
@@ -589,8 +590,7 @@ impl Semantics {
             "expression",
             "expr",
             "argv",
-        ]
-        .contains(&p.last())
+        ]) && !names_a_kind
         {
             return None;
         }
@@ -867,21 +867,25 @@ fn parenthesised_lists(text: &str) -> Vec<(String, Vec<String>)> {
         .captures_iter(text)
         .take(4)
         .filter_map(|c| {
-            let values = c
+            let values: Vec<String> = c
                 .get(2)?
                 .as_str()
                 .split(',')
                 .map(|w| w.trim().to_string())
+                .filter(|w| !matches!(w.to_lowercase().as_str(), "e.g." | "i.e." | "etc" | "etc."))
                 .collect();
-            Some((c.get(1)?.as_str().to_lowercase(), values))
+            let noun = c.get(1)?.as_str().to_lowercase();
+            (values.len() >= 2).then_some((noun, values))
         })
         .collect()
 }
 
 /// What a docstring's `Args:` (or `Arguments:`, `Parameters:`) section says of each parameter:
 /// lines `name: text`, `name (type): text` or `- name: text`, with the more indented lines
-/// after one continuing it; the section ends at a blank line or another section's heading
-/// (`Returns:`). FastMCP servers pass such docstrings on as the tool's description.
+/// after one continuing it (also the text of an entry `name:` given on the next line); the
+/// section ends at another section's heading (`Returns:`, `Note:`) or at a line no more
+/// indented than its own heading that is no entry. FastMCP servers pass such docstrings on as
+/// the tool's description. (numpy's underlined sections and reST's `:param x:` are not read.)
 pub(crate) fn documented_parameters(description: &str) -> BTreeMap<String, String> {
     static ENTRY: LazyLock<Regex> = LazyLock::new(|| {
         Regex::new(
@@ -889,47 +893,68 @@ pub(crate) fn documented_parameters(description: &str) -> BTreeMap<String, Strin
         )
         .expect("static regex")
     });
+    const OPENS: &[&str] = &[
+        "args:",
+        "arguments:",
+        "parameters:",
+        "params:",
+        "parameter:",
+    ];
+    const CLOSES: &[&str] = &[
+        "returns:",
+        "return:",
+        "raises:",
+        "yields:",
+        "examples:",
+        "example:",
+        "note:",
+        "notes:",
+        "attributes:",
+        "usage:",
+        "see also:",
+        "warning:",
+        "warnings:",
+    ];
     let mut out: BTreeMap<String, String> = BTreeMap::new();
-    let mut in_section = false;
+    // The indentation of the open section's heading, and the entry being read (with its own).
+    let mut section: Option<usize> = None;
     let mut current: Option<(String, usize)> = None;
     for line in description.lines().take(400) {
         let trimmed = line.trim();
         let indent = line.len() - line.trim_start().len();
-        let heading = trimmed.ends_with(':')
-            && trimmed.len() < 40
-            && !trimmed[..trimmed.len() - 1].contains(char::is_whitespace);
-        if heading {
-            let lowered = trimmed.to_lowercase();
-            in_section = matches!(
-                lowered.as_str(),
-                "args:" | "arguments:" | "parameters:" | "params:" | "parameter:"
-            );
+        let lowered = trimmed.to_lowercase();
+        if OPENS.contains(&lowered.as_str()) {
+            section = Some(indent);
             current = None;
             continue;
         }
-        if !in_section {
+        if CLOSES.contains(&lowered.as_str()) {
+            section = None;
+            current = None;
             continue;
         }
+        let Some(heading) = section else {
+            continue;
+        };
         if trimmed.is_empty() {
-            if current.is_some() {
-                current = None;
-            }
             continue;
         }
         match (&current, ENTRY.captures(line)) {
             (Some((name, at)), _) if indent > *at => {
                 if let Some(text) = out.get_mut(name) {
-                    text.push(' ');
+                    if !text.is_empty() {
+                        text.push(' ');
+                    }
                     text.push_str(trimmed);
                 }
             }
-            (_, Some(c)) => {
+            (_, Some(c)) if indent > heading || trimmed.starts_with(['-', '*']) => {
                 let name = c[1].to_string();
                 out.insert(name.clone(), c[2].trim().to_string());
                 current = Some((name, indent));
             }
             _ => {
-                in_section = false;
+                section = None;
                 current = None;
             }
         }
@@ -946,9 +971,40 @@ pub fn allowed_lists_in(text: &str) -> Vec<(String, Vec<String>)> {
         )
         .expect("static regex")
     });
+    // In a tool's description a list in parentheses is one of values only after a noun that
+    // names a kind of value ("format (png, svg)"); "a user (name, email, role)" lists fields.
+    const KIND_NOUNS: &[&str] = &[
+        "format",
+        "formats",
+        "type",
+        "types",
+        "mode",
+        "modes",
+        "kind",
+        "kinds",
+        "level",
+        "style",
+        "unit",
+        "units",
+        "language",
+        "method",
+        "operation",
+        "action",
+        "order",
+        "category",
+        "status",
+        "encoding",
+        "algorithm",
+        "strategy",
+        "scope",
+        "priority",
+    ];
     PHRASE
         .captures_iter(text)
-        .chain(PARENTHESISED.captures_iter(text))
+        .chain(PARENTHESISED.captures_iter(text).filter(|c| {
+            c.get(1)
+                .is_some_and(|n| KIND_NOUNS.contains(&n.as_str().to_lowercase().as_str()))
+        }))
         .take(8)
         .filter_map(|c| {
             let noun = super::pool::singular(&c.get(1)?.as_str().to_lowercase());
@@ -1668,6 +1724,25 @@ mod tests {
         );
         assert!(documented.contains_key("remember"));
         assert!(!documented.contains_key("success"), "{documented:?}");
+        // An entry whose text is on the next line; prose after the section is not an entry.
+        let next_line = documented_parameters(
+            "Reads a file.\n\nArgs:\n    path:\n        The file to read.\n\nNote: it must exist.\n",
+        );
+        assert_eq!(
+            next_line.get("path").map(String::as_str),
+            Some("The file to read.")
+        );
+        assert!(!next_line.contains_key("Note"), "{next_line:?}");
+        // A field list after a noun that names no kind of value lists fields, not values, and
+        // "e.g." is no value.
+        assert!(allowed_lists_in("Creates a user (name, email, role)").is_empty());
+        assert_eq!(
+            parenthesised_lists("The language (e.g., en, fr, de)"),
+            [(
+                "language".to_string(),
+                vec!["en".to_string(), "fr".to_string(), "de".to_string()]
+            )]
+        );
         // Parameters in a list (a Word server's, in Chinese).
         let listed =
             documented_parameters("创建新的Word文档\n\nParameters:\n- file_path: 文档保存路径\n");

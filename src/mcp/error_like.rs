@@ -1,6 +1,8 @@
 //! Results that report a failure without saying `isError`: a text led by "Error:", "Failed
 //! to …", "… not found", or a JSON object whose main member is `error`, or a short status
-//! object that says it failed (`{"success": false, "message": …}`, `{"status": "error", …}`). Many servers answer
+//! object that says it failed (`{"success": false, "message": …}`, `{"status": "error", …}`),
+//! a batch whose every item reports its failure, or a summary counting no success and some
+//! failures ("Succeeded: 0  Failed: 1"). Many servers answer
 //! every failure this way, and a call that did nothing must not count as a success: the
 //! explorer tries its next candidate, and a `consistent` verdict needs a call whose result
 //! does not look like this. The rules are conservative (a document about errors is not an
@@ -143,8 +145,8 @@ pub fn error_like(result: &Map<String, Value>) -> Option<String> {
                 })
                 .or_else(|| batch_failed(&json).then(|| ALL_ITEMS_FAILED.into()));
         }
-        Ok(Value::Array(items)) => {
-            return all_items_failed(&items).then(|| ALL_ITEMS_FAILED.into());
+        Ok(Value::Array(items)) if all_items_failed(&items) => {
+            return Some(ALL_ITEMS_FAILED.into());
         }
         _ => {}
     }
@@ -192,28 +194,25 @@ fn batch_failed(object: &Map<String, Value>) -> bool {
         })
 }
 
-/// Whether every item of a non-empty list is an object that says it failed: `success` or
-/// `ok` false, a `status` of error or failed, or an `error` set without a `success` that is
-/// true.
+/// Whether every item of a non-empty list is an object that reports its own failure:
+/// `success` or `ok` false, or a `status` of error or failed with an error message beside it.
+/// Data that merely has such fields (log entries with an `error`, jobs whose `status` is
+/// failed) is no report: it carries no flag and no message of a failure of this call.
 fn all_items_failed(items: &[Value]) -> bool {
     let failed = |item: &Value| {
         let Some(o) = item.as_object() else {
             return false;
         };
         let flag = |k: &str| o.get(k).and_then(Value::as_bool);
-        if flag("success") == Some(true) || flag("ok") == Some(true) {
-            return false;
-        }
-        let error_set = o.get("error").is_some_and(|e| match e {
-            Value::Null | Value::Bool(false) => false,
-            Value::String(s) => !s.trim().is_empty(),
-            _ => true,
-        });
+        let message = o
+            .get("error")
+            .and_then(Value::as_str)
+            .is_some_and(|s| !s.trim().is_empty());
         let status_failed = o
             .get("status")
             .and_then(Value::as_str)
             .is_some_and(|s| matches!(s.to_lowercase().as_str(), "error" | "failed" | "failure"));
-        flag("success") == Some(false) || flag("ok") == Some(false) || error_set || status_failed
+        flag("success") == Some(false) || flag("ok") == Some(false) || (status_failed && message)
     };
     !items.is_empty() && items.len() <= 1000 && items.iter().all(failed)
 }
@@ -247,14 +246,33 @@ fn text_failure(text: &str) -> Option<String> {
     let start = lowered.trim_start_matches(|c: char| !c.is_alphanumeric());
     // A batch's summary that counts no success and some failures ("Succeeded: 0  Failed: 1").
     static NONE_SUCCEEDED: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
-        regex::Regex::new(r"\b(?:succeeded|successful|successes|success|ok)\s*[:=]\s*0\b")
+        regex::Regex::new(r"\b(?:succeeded|successful|successes|success|ok)\s*[:=]\s*0(?:[^.\d]|$)")
             .expect("static regex")
     });
     static SOME_FAILED: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
         regex::Regex::new(r"\b(?:failed|failures|errors)\s*[:=]\s*[1-9]").expect("static regex")
     });
+    // What a test runner or a CI tool reports ("2 tests failed", "Jobs: ok: 0, failed: 2")
+    // is its result.
+    let reported = [
+        "test",
+        "check",
+        "assertion",
+        "build",
+        "job",
+        "step",
+        "deployment",
+    ]
+    .iter()
+    .any(|w| {
+        start
+            .split(|c: char| !c.is_alphanumeric())
+            .filter(|x| !x.is_empty())
+            .take(3)
+            .any(|x| x.trim_end_matches('s') == *w)
+    });
     let summary: String = start.chars().take(400).collect();
-    if NONE_SUCCEEDED.is_match(&summary) && SOME_FAILED.is_match(&summary) {
+    if !reported && NONE_SUCCEEDED.is_match(&summary) && SOME_FAILED.is_match(&summary) {
         return Some("its summary counts no success and some failures".into());
     }
     if ALL_CLEAR.iter().any(|c| start.contains(c)) {
@@ -286,25 +304,30 @@ fn text_failure(text: &str) -> Option<String> {
     if let Some(leader) = LEADERS.iter().find(|l| start.starts_with(*l)) {
         return Some(format!("its text begins with \"{}\"", leader.trim_end()));
     }
-    // "❌ Compression failed: Input path not found: x", "Listing failed: …": a cross mark, or
-    // one or two words and "failed" leading the text.
+    // "❌ Compression failed: Input path not found: x", "Listing failed: …": a cross mark
+    // before a first line that says what failed (not a checklist of marks), or one or two
+    // words and "failed" leading the text.
     let trimmed = text.trim_start();
-    if trimmed.starts_with(['❌', '✖', '✗', '⛔']) {
+    let first_line = start.lines().next().unwrap_or("");
+    if trimmed.starts_with(['❌', '✖', '✗', '⛔'])
+        && !text.contains(['✅', '✔'])
+        && [
+            "fail",
+            "error",
+            "not found",
+            "invalid",
+            "cannot",
+            "unsupported",
+        ]
+        .iter()
+        .any(|w| first_line.contains(w))
+    {
         return Some("its text begins with a cross mark".into());
     }
     static NAMED_FAILURE: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
         regex::Regex::new(r"^[a-z]+(?: [a-z]+)? failed(?:[:!]| with\b| because\b)")
             .expect("static regex")
     });
-    // What a test runner reports ("2 tests failed", "Checks failed: 1") is its result.
-    let reported = ["test", "check", "assertion", "build", "job", "step"]
-        .iter()
-        .any(|w| {
-            start
-                .split(' ')
-                .take(2)
-                .any(|x| x.trim_end_matches('s') == *w)
-        });
     if NAMED_FAILURE.is_match(start) && !reported {
         return Some("its text begins with what failed".into());
     }
@@ -406,7 +429,9 @@ mod tests {
             "Batch done. Successful: 0, errors: 2",
             // A batch tool whose every item failed (a file server's, and under `results`).
             "[ { \"path\": \"a.txt\", \"success\": false, \"error\": \"Path exists but is not a directory\" } ]",
-            "{\"results\": [{\"path\": \"a\", \"error\": \"Operation not permitted\"}]}",
+            "{\"results\": [{\"path\": \"a\", \"status\": \"error\", \"error\": \"Operation not permitted\"}]}",
+            // A validator's issue list is still read as one.
+            "[{\"code\": \"invalid_type\", \"expected\": \"string\", \"received\": \"number\", \"path\": [\"name\"], \"message\": \"Expected string, received number and a long explanation after it so that the text is longer than two hundred characters in all, as zod's are\"}]",
             "tasks format: [ { \"received\": \"x\", \"code\": \"invalid_enum_value\", \"options\": [\"A\"], \"path\": [0, \"type\"], \"message\": \"Invalid enum value. Expected 'A', received 'x' and a long explanation after it that makes this text longer than two hundred characters in all\" } ]",
         ] {
             assert!(judge(text(failed)).is_some(), "{failed}");
@@ -478,6 +503,11 @@ mod tests {
             "{\"success\": true, \"results\": [{\"path\": \"a\", \"error\": \"exists\"}]}",
             "Build finished: 3 tests failed: see the log",
             "Tests failed: 2 of 10",
+            "Jobs: ok: 0, failed: 2",
+            "Success: 0.97, failed: 3",
+            "❌ lint\n✅ build",
+            "[{\"timestamp\": \"t\", \"error\": \"Timeout\"}, {\"timestamp\": \"u\", \"error\": \"Reset\"}]",
+            "[{\"id\": 1, \"status\": \"failed\", \"name\": \"build\"}]",
             "Extraction completed: succeeded: 2, failed: 1",
             "Successful: 3, errors: 0",
         ] {

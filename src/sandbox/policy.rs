@@ -608,9 +608,9 @@ fn path_candidates(word: &str) -> Vec<&str> {
     out.extend(word.split_once('=').map(|(_, v)| v));
     let lists: Vec<&str> = out.clone();
     for list in lists {
-        let entries: Vec<&str> = list.split(':').filter(|e| !e.is_empty()).collect();
-        if entries.len() > 1 && entries.iter().all(|e| e.starts_with('/')) {
-            out.extend(entries);
+        // `/venv/bin:$PATH`, `/venv/bin:.`: the absolute entries of a list that starts with one.
+        if list.starts_with('/') && list.contains(':') {
+            out.extend(list.split(':').filter(|e| e.starts_with('/')));
         }
     }
     out
@@ -668,7 +668,11 @@ fn named_paths<'a>(words: impl IntoIterator<Item = &'a str>, program: &Path) -> 
     ));
     for word in words {
         for candidate in path_candidates(word) {
-            if candidate.starts_with('/') && Path::new(candidate).exists() {
+            // A path that climbs (`/home/u/..`) would name the place above what it shows.
+            let climbs = Path::new(candidate)
+                .components()
+                .any(|c| matches!(c, std::path::Component::ParentDir));
+            if candidate.starts_with('/') && !climbs && Path::new(candidate).exists() {
                 named.push(PathBuf::from(candidate));
             }
         }
@@ -851,21 +855,31 @@ mod tests {
         let shown = exposed_paths(&hidden, [], &loose, &[]);
         assert_eq!(shown, vec![real(&loose)]);
         // A PATH given to the server names its entries: a tool it runs from a virtual
-        // environment's bin is shown with that environment; a home's .ssh never.
+        // environment's bin is shown with that environment, never the home as a whole, nor
+        // what an entry that climbs (`home/..`) would name.
         let tools = user.join(".cache/tools/venv");
         std::fs::create_dir_all(tools.join("bin")).expect("mkdir");
         std::fs::write(tools.join("pyvenv.cfg"), "home = x\n").expect("cfg");
         let path = format!(
-            "{}:/usr/bin:{}",
+            "{}:/usr/bin:{}:{}/..:$PATH",
             tools.join("bin").display(),
+            user.display(),
             user.display()
         );
         let shown = exposed_paths(&hidden, [path.as_str()], &loose, &[]);
         assert!(shown.contains(&real(&tools)), "{shown:?}");
         assert!(!shown.contains(&real(&user)), "{shown:?}");
+        assert!(
+            !shown.iter().any(|s| real(&home).starts_with(s)),
+            "{shown:?}"
+        );
         assert_eq!(
             path_candidates("PATH=/a/bin:/b"),
             ["PATH=/a/bin:/b", "/a/bin:/b", "/a/bin", "/b"]
+        );
+        assert_eq!(
+            path_candidates("/venv/bin:$PATH"),
+            ["/venv/bin:$PATH", "/venv/bin"]
         );
         assert_eq!(path_candidates("http://x:80/y"), ["http://x:80/y"]);
     }
