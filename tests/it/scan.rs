@@ -640,10 +640,12 @@ fn the_real_server_suite_meets_its_expectations() {
     assert_eq!(o.code, 0, "{}", o.stderr);
     // Every real server was really exercised: tools reached, and a declared hint confirmed
     // where the server declares any (shrimp, tree-sitter, code-runner and sqlite declare none).
-    for l in got
-        .iter()
-        .filter(|l| l["id"].as_str().is_some_and(|i| i.starts_with("real-")))
-    {
+    // A server kept in the suite because the explorer reaches none of its tools says so in
+    // its scenario (`exit = 4`, nothing verified; @sylphx/pdf-reader-mcp), and was judged by it.
+    for l in got.iter().filter(|l| {
+        l["id"].as_str().is_some_and(|i| i.starts_with("real-"))
+            && l["expectations"]["run_exit_code"] != 4
+    }) {
         assert!(
             l["report"]["coverage"]["tools_succeeded"]
                 .as_u64()
