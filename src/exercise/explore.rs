@@ -1356,12 +1356,16 @@ impl<'a> Explorer<'a> {
         // parameter or the tool names.
         let mut followed = 0;
         let sent_as_files = missing_files_named(error_text, arguments);
-        if !sent_as_files.is_empty() {
-            let facts = self
-                .steer
-                .clone()
-                .unwrap_or_else(|| facts_of(&self.workspace, &self.given));
-            let mut places = super::semantics::Semantics::new(&facts, tool);
+        // The workspace as the lessons below see it, read once for all of them.
+        let facts =
+            (!sent_as_files.is_empty() || named_kind.is_some() || fresh_refused || relative_asked)
+                .then(|| {
+                    self.steer
+                        .clone()
+                        .unwrap_or_else(|| facts_of(&self.workspace, &self.given))
+                });
+        if let Some(facts) = facts.as_ref().filter(|_| !sent_as_files.is_empty()) {
+            let mut places = super::semantics::Semantics::new(facts, tool);
             if self.relative_paths {
                 places = places.with_relative_paths();
             }
@@ -1384,17 +1388,12 @@ impl<'a> Explorer<'a> {
                     .pointer(&format!("/properties/{name}/description"))
                     .and_then(Value::as_str)
                     .unwrap_or("");
-                // The error's kind, the parameter's, the tool's own (`pdf_check_access`),
-                // and only then the kind another tool's error asked for.
+                // The error's kind, the parameter's, the tool's own (`pdf_check_access`, which
+                // `places` has from the tool), and only then the kind another tool's error
+                // asked for.
                 let kind = named_kind
                     .or_else(|| super::semantics::file_kind(&format!("{name} {described}")))
-                    .or_else(|| {
-                        super::semantics::file_kind(&format!(
-                            "{} {}",
-                            tool.name,
-                            tool.description.as_deref().unwrap_or("")
-                        ))
-                    })
+                    .or(places.file_kind)
                     .or(self.file_kind);
                 let of_kind = match kind {
                     Some(k) => places.with_file_kind(k),
@@ -1418,13 +1417,12 @@ impl<'a> Explorer<'a> {
                 followed += 1;
             }
         }
-        if named_kind.is_some() || fresh_refused || relative_asked {
-            let facts = self
-                .steer
-                .clone()
-                .unwrap_or_else(|| facts_of(&self.workspace, &self.given));
+        if let Some(facts) = facts
+            .as_ref()
+            .filter(|_| named_kind.is_some() || fresh_refused || relative_asked)
+        {
             let kinds =
-                self.lesson_candidates(tool, &facts, named_kind.or(self.file_kind), fresh_refused);
+                self.lesson_candidates(tool, facts, named_kind.or(self.file_kind), fresh_refused);
             for (n, c) in kinds.into_iter().enumerate() {
                 if !candidates[..attempt].contains(&c) {
                     candidates.retain(|x| *x != c);

@@ -272,13 +272,6 @@ pub fn named_temporary_entries<'a>(
     for word in words {
         for candidate in path_candidates(word) {
             let candidate = std::path::Path::new(candidate);
-            // A path that climbs (`/tmp/../etc`) names no entry of a place.
-            if candidate
-                .components()
-                .any(|c| matches!(c, std::path::Component::ParentDir))
-            {
-                continue;
-            }
             for place in TEMPORARY_PLACES.map(std::path::Path::new) {
                 let Ok(rel) = candidate.strip_prefix(place) else {
                     continue;
@@ -602,7 +595,8 @@ pub fn readable_paths<'a>(
 /// The paths a word of the command line or the environment may name: the word, the value of
 /// a `KEY=value` word, and each entry of a colon-separated list of absolute paths (`PATH`,
 /// `PYTHONPATH`, `NODE_PATH`, `LD_LIBRARY_PATH`): a program the server finds through its
-/// `PATH` is one it runs on.
+/// `PATH` is one it runs on. A path that climbs (`/tmp/../etc`, `/home/u/..`) names nothing:
+/// it would name the place above what it shows.
 fn path_candidates(word: &str) -> Vec<&str> {
     let mut out = vec![word];
     out.extend(word.split_once('=').map(|(_, v)| v));
@@ -613,6 +607,11 @@ fn path_candidates(word: &str) -> Vec<&str> {
             out.extend(list.split(':').filter(|e| e.starts_with('/')));
         }
     }
+    out.retain(|c| {
+        !Path::new(c)
+            .components()
+            .any(|c| matches!(c, std::path::Component::ParentDir))
+    });
     out
 }
 
@@ -668,11 +667,7 @@ fn named_paths<'a>(words: impl IntoIterator<Item = &'a str>, program: &Path) -> 
     ));
     for word in words {
         for candidate in path_candidates(word) {
-            // A path that climbs (`/home/u/..`) would name the place above what it shows.
-            let climbs = Path::new(candidate)
-                .components()
-                .any(|c| matches!(c, std::path::Component::ParentDir));
-            if candidate.starts_with('/') && !climbs && Path::new(candidate).exists() {
+            if candidate.starts_with('/') && Path::new(candidate).exists() {
                 named.push(PathBuf::from(candidate));
             }
         }
