@@ -353,6 +353,33 @@ impl<'a> Explorer<'a> {
             .map_or(self.workspace.clone(), |f| f.root.clone());
         let facts = facts_of(&root, &self.given);
         let mut cases: Vec<(usize, Value, super::variants::Variant)> = Vec::new();
+        // The files the tools' working calls name: a file given in place of one that is gone
+        // is none of these (another tool's cases may change or remove them), nor one given to
+        // another tool before.
+        let named_by = |runs: &[ToolRun], which: &dyn Fn(usize) -> bool| -> Vec<String> {
+            runs.iter()
+                .enumerate()
+                .filter(|(j, _)| which(*j))
+                .flat_map(|(_, r)| {
+                    r.calls
+                        .iter()
+                        .filter(|c| c.number == 1 && c.outcome.is_success())
+                })
+                .filter_map(|c| c.arguments.as_object())
+                .flat_map(|m| m.values().filter_map(Value::as_str).map(str::to_string))
+                .collect()
+        };
+        let mut taken = FilesInUse {
+            named: named_by(&self.runs, &|_| true),
+            endangered: Vec::new(),
+        };
+        // Those that tools which remove or move name are never given.
+        taken.endangered = named_by(&self.runs, &|j| {
+            super::plan::removes(&self.tools[j])
+                || words(&self.tools[j].name)
+                    .iter()
+                    .any(|w| matches!(w.as_str(), "move" | "rename" | "mv"))
+        });
         for k in 0..self.planned.len() {
             let i = self.planned[k].tool_index;
             if self.refusal(i).is_some() || is_session_setup(&self.tools[i], &self.options.packs) {
@@ -373,6 +400,9 @@ impl<'a> Explorer<'a> {
                 .and_then(Value::as_object)
                 .map(|o| o.keys().cloned().collect())
                 .unwrap_or_default();
+            // A file the call read may be gone since (a later tool moved or removed it): the
+            // cases take another existing file of its kind, or they would only fail.
+            let worked = revived(&worked, &facts, &mut taken);
             for case in
                 super::variants::variants(&self.tools[i], &self.schemas[i], &worked, &facts, &fixed)
             {
@@ -397,12 +427,22 @@ impl<'a> Explorer<'a> {
             }
         }
         let mut unanswered: Vec<usize> = Vec::new();
-        for (i, worked, case) in cases {
+        // Files found gone while the cases ran (another case moved or removed them), each with
+        // the file given instead, for the tool's later cases.
+        let mut swapped: Vec<(usize, Value, Value)> = Vec::new();
+        for (i, worked, mut case) in cases {
             if self.partial.is_some() {
                 return;
             }
             if unanswered.contains(&i) {
                 continue;
+            }
+            for (_, from, to) in swapped.iter().filter(|(j, _, _)| *j == i) {
+                if let Some(m) = case.arguments.as_object_mut() {
+                    for v in m.values_mut().filter(|v| *v == from) {
+                        *v = to.clone();
+                    }
+                }
             }
             let text = match self.call_variant(i, &case, &case.arguments, host).await {
                 CaseOutcome::Done => continue,
@@ -416,6 +456,36 @@ impl<'a> Explorer<'a> {
                 }
                 CaseOutcome::Refused(text) => text,
             };
+            // "ENOENT: no such file or directory, stat '/w/a.txt'": a file the case names is
+            // gone; another of its kind, once, for this case and the tool's later ones.
+            let lowered = text.to_lowercase();
+            let gone = [
+                "no such file",
+                "does not exist",
+                "not found",
+                "doesn't exist",
+            ]
+            .iter()
+            .any(|p| lowered.contains(p));
+            if gone {
+                let now = facts_of(&root, &self.given);
+                let next = revived(&case.arguments, &now, &mut taken);
+                if next != case.arguments {
+                    if let (Some(old), Some(new)) = (case.arguments.as_object(), next.as_object()) {
+                        for (k, v) in old {
+                            if new.get(k) != Some(v) {
+                                swapped.push((i, v.clone(), new[k].clone()));
+                            }
+                        }
+                    }
+                    if let CaseOutcome::Broken(why) = self.call_variant(i, &case, &next, host).await
+                    {
+                        self.notes.push(why);
+                        return;
+                    }
+                    continue;
+                }
+            }
             let k = self.plan_of[i];
             let mut others = vec![worked];
             others.extend(self.planned[k].candidates.iter().cloned());
@@ -1538,6 +1608,85 @@ impl<'a> Explorer<'a> {
     }
 }
 
+/// `worked` (arguments that worked) with each path of the workspace that no longer exists
+/// (a file the call read, which a later tool moved or removed) replaced by another existing
+/// file of the same kind: one no working call names and none was given before, else one that
+/// no remover or mover names (see [`FilesInUse`]). Places to write
+/// (`destination`, `output`) keep their paths: a new one there is what the call asked for.
+fn revived(
+    worked: &Value,
+    facts: &super::semantics::WorkspaceFacts,
+    taken: &mut FilesInUse,
+) -> Value {
+    let Value::Object(members) = worked else {
+        return worked.clone();
+    };
+    let mut out = members.clone();
+    for (k, v) in members {
+        let Some(rel) = v
+            .as_str()
+            .and_then(|s| std::path::Path::new(s).strip_prefix(&facts.root).ok())
+            .and_then(|r| r.to_str())
+            .filter(|r| !r.is_empty())
+        else {
+            continue;
+        };
+        let written = words(k).iter().any(|w| {
+            [
+                "destination",
+                "dest",
+                "target",
+                "new",
+                "to",
+                "output",
+                "out",
+            ]
+            .contains(&w.as_str())
+        });
+        if written || facts.files.iter().any(|f| f == rel) || facts.dirs.iter().any(|d| d == rel) {
+            continue;
+        }
+        let Some(ext) = std::path::Path::new(rel)
+            .extension()
+            .and_then(|e| e.to_str())
+        else {
+            continue;
+        };
+        let of_kind: Vec<String> = facts
+            .files
+            .iter()
+            .filter(|f| !f.split('/').any(|c| c.starts_with('.')))
+            .filter(|f| std::path::Path::new(f).extension().and_then(|e| e.to_str()) == Some(ext))
+            .map(|f| facts.root.join(f).display().to_string())
+            .collect();
+        // A file no working call names, else one only readers name (never one a remover or
+        // mover works on, nor one these arguments already hold).
+        let other = of_kind
+            .iter()
+            .find(|f| !taken.named.contains(f))
+            .or_else(|| {
+                of_kind.iter().find(|f| {
+                    !taken.endangered.contains(f)
+                        && !members.values().any(|v| v.as_str() == Some(f.as_str()))
+                })
+            })
+            .cloned();
+        if let Some(other) = other {
+            taken.named.push(other.clone());
+            out.insert(k.clone(), Value::String(other));
+        }
+    }
+    Value::Object(out)
+}
+
+/// The files the tools' working calls name, and among them those that tools which remove or
+/// move name (see [`revived`]).
+#[derive(Debug, Default)]
+struct FilesInUse {
+    named: Vec<String>,
+    endangered: Vec<String>,
+}
+
 /// `base` with the plain values of `from` for the members both have.
 fn with_shared(base: &Value, from: &Value) -> Value {
     let mut out = base.clone();
@@ -1590,7 +1739,23 @@ fn missing_files_named(error: &str, arguments: &Value) -> Vec<(String, bool)> {
         .iter()
         .filter_map(|(name, value)| {
             let sent = value.as_str().filter(|s| super::synth::is_invented(s))?;
-            let at = lowered.find(&sent.to_lowercase())?;
+            let sent_lowered = sent.to_lowercase();
+            // "rg: x: IO error for operation on x: No such file or directory": the missing
+            // file's phrase right after the name, wherever it is quoted.
+            let followed = lowered.match_indices(&sent_lowered).any(|(i, _)| {
+                lowered[i + sent_lowered.len()..]
+                    .trim_start_matches([':', '\'', '"', '`', ' ', ')'])
+                    .starts_with("no such file")
+            });
+            if followed {
+                return Some((name.clone(), false));
+            }
+            let at = lowered.find(&sent_lowered)?;
+            // The name may come back inside the path it was resolved to ("ENOENT: no such
+            // file or directory, stat '/w/x'"): the words before that path count.
+            let at = lowered[..at]
+                .rfind(|c: char| c.is_whitespace() || matches!(c, '\'' | '"' | '`'))
+                .map_or(0, |i| i + 1);
             // The noun comes just before the name: "Archive file not found: x", "Cannot
             // access file x", "文档不存在: x".
             let mut from = at.saturating_sub(40);
@@ -1616,7 +1781,9 @@ fn missing_files_named(error: &str, arguments: &Value) -> Vec<(String, bool)> {
                 }
             };
             NOUNS.iter().any(|n| named(n)).then(|| {
-                let folder = ["folder", "directory", "目录"].iter().any(|n| named(n));
+                // "no such file or directory" names both: a file, unless only a folder is.
+                let folder = ["folder", "directory", "目录"].iter().any(|n| named(n))
+                    && !["file", "文件", "文档"].iter().any(|n| named(n));
                 (name.clone(), folder)
             })
         })
@@ -2415,6 +2582,16 @@ mod tests {
                 false,
             ),
             ("文档不存在: NAME", false),
+            // Node's and ripgrep's: the name inside the path it was resolved to, or
+            // followed by the missing file's phrase.
+            (
+                "Move failed: ENOENT: no such file or directory, stat '/w/NAME'",
+                false,
+            ),
+            (
+                "Error: Command failed with exit code 2 rg: NAME: IO error for operation on NAME: No such file or directory (os error 2)",
+                false,
+            ),
         ] {
             let error = error.replace("NAME", &made_up);
             assert_eq!(

@@ -33,7 +33,7 @@ const LIST_TRIGGERS: [&str; 23] = [
     "valid options",
     "valid choices",
     "supported values",
-    "supported:",
+    "supported",
     "existing",
     "possible values",
     "expected",
@@ -146,7 +146,7 @@ pub struct Fixture {
 
 /// How many of the core's rules run before the packs' (those that read what the error offers
 /// or quotes back); the rest (alternatives, missing fields) run after them.
-const CORE_BEFORE_PACKS: usize = 6;
+const CORE_BEFORE_PACKS: usize = 7;
 
 /// The core's rules, in the order their sets are tried.
 pub const CORE: &[Rule] = &[
@@ -187,6 +187,13 @@ pub const CORE: &[Rule] = &[
                 leads_to: r#"{"command": "list"}"#,
             },
             Fixture {
+                error: "Command 'north-valley' is not recognized or supported. Supported commands: ls, pwd, cat, head",
+                schema: r#"{"type": "object", "properties": {"command": {"type": "string"}, "session_id": {"type": "string"}}}"#,
+                sent: r#"{"command": "north-valley"}"#,
+                others: "[]",
+                leads_to: r#"{"command": "ls"}"#,
+            },
+            Fixture {
                 error: "limit must be one of 10, 50, 100",
                 schema: r#"{"type": "object", "properties": {"limit": {"type": "integer"}}}"#,
                 sent: r#"{}"#,
@@ -201,14 +208,37 @@ pub const CORE: &[Rule] = &[
         trigger: "'already exists' with a value of the refused set quoted (or a path's last parts)",
         learns: "that value made new (`name-2`, `dir/file-2.ext`); where it is both the source and the new name, only the new one",
         seen_in: "servers of files, spreadsheets and databases",
-        built_from: &[Fixture {
-            error: "A sheet named 'Summary' already exists.",
-            schema: r#"{"type": "object", "properties": {"sheet": {"type": "string"}, "new_name": {"type": "string"}, "path": {"type": "string"}}}"#,
-            sent: r#"{"sheet": "Summary", "new_name": "Summary", "path": "/w/a.xlsx"}"#,
-            others: "[]",
-            leads_to: r#"{"sheet": "Summary", "new_name": "Summary-2", "path": "/w/a.xlsx"}"#,
-        }],
+        built_from: &[
+            Fixture {
+                error: "A sheet named 'Summary' already exists.",
+                schema: r#"{"type": "object", "properties": {"sheet": {"type": "string"}, "new_name": {"type": "string"}, "path": {"type": "string"}}}"#,
+                sent: r#"{"sheet": "Summary", "new_name": "Summary", "path": "/w/a.xlsx"}"#,
+                others: "[]",
+                leads_to: r#"{"sheet": "Summary", "new_name": "Summary-2", "path": "/w/a.xlsx"}"#,
+            },
+            Fixture {
+                error: "Move failed: Destination already exists: /w/customer-feedback-final.txt",
+                schema: r#"{"type": "object", "properties": {"source": {"type": "string"}, "destination": {"type": "string"}}}"#,
+                sent: r#"{"source": "/w/notes.txt", "destination": "/w/customer-feedback-final.txt"}"#,
+                others: "[]",
+                leads_to: r#"{"source": "/w/notes.txt", "destination": "/w/customer-feedback-final-2.txt"}"#,
+            },
+        ],
         apply: already_exists,
+    },
+    Rule {
+        name: "named instead",
+        trigger: "'use X instead' (also 'use X format instead') where X is a value a property's enum allows, or the word after X names a string property",
+        learns: "that property set to X",
+        seen_in: "servers that offer a fallback format or mode (archives, exports)",
+        built_from: &[Fixture {
+            error: "Compression failed: ZIP compression requires additional dependencies. Use tar format instead.",
+            schema: r#"{"type": "object", "properties": {"paths": {"type": "array", "items": {"type": "string"}}, "format": {"type": "string", "enum": ["zip", "tar", "tar.gz"], "default": "zip"}}}"#,
+            sent: r#"{"paths": ["/w/notes.txt"]}"#,
+            others: "[]",
+            leads_to: r#"{"paths": ["/w/notes.txt"], "format": "tar"}"#,
+        }],
+        apply: named_instead,
     },
     Rule {
         name: "flag asked for",
@@ -280,27 +310,46 @@ pub const CORE: &[Rule] = &[
         trigger: "'either X … or Y' naming two properties (at the top or inside an object argument)",
         learns: "a set with X alone and one with Y alone, values from the other candidates",
         seen_in: "servers with alternative inputs (a block of data or series, options or a source)",
-        built_from: &[Fixture {
-            error: "Pass either source (a block of data) or series (explicit ranges), not both and not neither.",
-            schema: r#"{"type": "object", "properties": {"source": {"type": "string"}, "series": {"type": "array"}, "rule": {"type": "object", "properties": {"type": {"type": "string"}}}}}"#,
-            sent: r#"{"rule": {"type": "date"}}"#,
-            others: "[]",
-            leads_to: r#"{"rule": {"type": "date"}, "source": "notes"}"#,
-        }],
+        built_from: &[
+            Fixture {
+                error: "Cannot provide both search_text and paragraph_index",
+                schema: r#"{"type": "object", "properties": {"filename": {"type": "string"}, "search_text": {"type": "string"}, "paragraph_index": {"type": "integer"}}}"#,
+                sent: r#"{"filename": "/w/a.docx", "search_text": "plan", "paragraph_index": 1}"#,
+                others: "[]",
+                leads_to: r#"{"filename": "/w/a.docx", "search_text": "plan"}"#,
+            },
+            Fixture {
+                error: "Pass either source (a block of data) or series (explicit ranges), not both and not neither.",
+                schema: r#"{"type": "object", "properties": {"source": {"type": "string"}, "series": {"type": "array"}, "rule": {"type": "object", "properties": {"type": {"type": "string"}}}}}"#,
+                sent: r#"{"rule": {"type": "date"}}"#,
+                others: "[]",
+                leads_to: r#"{"rule": {"type": "date"}, "source": "notes"}"#,
+            },
+        ],
         apply: exclusive_alone,
     },
     Rule {
         name: "inner field needed",
-        trigger: "'need', 'requires', 'required' or 'missing' with the name of a field of an object argument",
-        learns: "that field filled, from the other candidates or with a plain value of its schema",
+        trigger: "'need', 'requires', 'required' or 'missing' with the name of a field of an object argument or of the objects of a list argument",
+        learns: "that field filled, from the other candidates, beside a path for a path (a destination beside its source), or with a plain value of its schema",
         seen_in: "servers whose arguments are nested objects (rules, styles, series)",
-        built_from: &[Fixture {
-            error: "color_scale needs 2 or 3 colors.",
-            schema: r#"{"type": "object", "properties": {"rule": {"type": "object", "properties": {"type": {"type": "string"}, "colors": {"type": "array", "items": {"type": "string"}}}}}}"#,
-            sent: r#"{"rule": {"type": "color_scale"}}"#,
-            others: "[]",
-            leads_to: r#"{"rule": {"type": "color_scale", "colors": ["4472C4", "ED7D31"]}}"#,
-        }],
+        built_from: &[
+            Fixture {
+                error: "color_scale needs 2 or 3 colors.",
+                schema: r#"{"type": "object", "properties": {"rule": {"type": "object", "properties": {"type": {"type": "string"}, "colors": {"type": "array", "items": {"type": "string"}}}}}}"#,
+                sent: r#"{"rule": {"type": "color_scale"}}"#,
+                others: "[]",
+                leads_to: r#"{"rule": {"type": "color_scale", "colors": ["4472C4", "ED7D31"]}}"#,
+            },
+            Fixture {
+                // An item of a list: a path beside the one it has, for a destination.
+                error: r#"{"successful": 0, "errors": 1, "results": [{"operation": "copy", "status": "error", "error": "Destination path is required for copy operation"}]}"#,
+                schema: r#"{"type": "object", "properties": {"operations": {"type": "array", "items": {"type": "object", "properties": {"operation": {"type": "string"}, "source": {"type": "string"}, "destination": {"type": "string"}}}}}}"#,
+                sent: r#"{"operations": [{"operation": "copy", "source": "/w/notes.txt"}]}"#,
+                others: "[]",
+                leads_to: r#"{"operations": [{"operation": "copy", "source": "/w/notes.txt", "destination": "/w/notes-2.txt"}]}"#,
+            },
+        ],
         apply: inner_fields,
     },
     Rule {
@@ -383,6 +432,8 @@ fn already_exists(r: &Refusal<'_>, push: &mut dyn FnMut(Map<String, Value>)) {
                 };
                 lowered.contains(&format!("'{s}'"))
                     || lowered.contains(&format!("\"{s}\""))
+                    // "Destination already exists: /w/a.txt": a whole path, unquoted.
+                    || (s.starts_with('/') && lowered.contains(&s))
                     || (s.contains('/') && lowered.contains(&format!("{tail} already exist")))
             })
             .collect();
@@ -403,6 +454,40 @@ fn already_exists(r: &Refusal<'_>, push: &mut dyn FnMut(Map<String, Value>)) {
             for (k, s) in chosen {
                 c.insert((*k).clone(), Value::String(renamed(s)));
             }
+            push(c);
+        }
+    }
+}
+
+/// A value the error says to use instead, set where the schema allows it.
+fn named_instead(r: &Refusal<'_>, push: &mut dyn FnMut(Map<String, Value>)) {
+    static INSTEAD: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r#"(?i)\buse\s+(?:the\s+)?['"`]?([A-Za-z0-9_.\-]+)['"`]?\s+(?:([A-Za-z_]+)\s+)?instead\b"#)
+            .expect("static regex")
+    });
+    for c in INSTEAD.captures_iter(r.text).take(2) {
+        let value = &c[1];
+        let noun = c.get(2).map(|m| m.as_str().to_lowercase());
+        let allows = |p: &Value| {
+            p.get("enum")
+                .and_then(Value::as_array)
+                .is_some_and(|e| e.iter().any(|v| v.as_str() == Some(value)))
+        };
+        let field = r
+            .properties
+            .iter()
+            .find(|(_, p)| allows(p))
+            .or_else(|| {
+                let noun = noun.as_deref()?;
+                r.properties.iter().find(|(k, p)| {
+                    p.get("type").and_then(Value::as_str) == Some("string")
+                        && super::semantics::words(k).last().map(String::as_str) == Some(noun)
+                })
+            })
+            .map(|(k, _)| k.clone());
+        if let Some(field) = field {
+            let mut c = r.current.clone();
+            c.insert(field.clone(), typed(value, &r.properties[&field]));
             push(c);
         }
     }
@@ -524,23 +609,46 @@ fn inner_fields(r: &Refusal<'_>, push: &mut dyn FnMut(Map<String, Value>)) {
     {
         let mut c = current.clone();
         let mut changed = false;
-        for (param, inner, inner_props) in object_arguments(current, properties) {
+        let fill = |param: &str,
+                    inner: &Map<String, Value>,
+                    inner_props: &Map<String, Value>,
+                    from_other: &dyn Fn(&Value) -> Option<Value>|
+         -> Option<Map<String, Value>> {
             let mut filled = inner.clone();
+            let mut any = false;
             for field in inner_props.keys() {
                 if inner.contains_key(field) || mentions(lowered, &field.to_lowercase()).is_none() {
                     continue;
                 }
                 let v = others
                     .iter()
-                    .find_map(|o| o.get(param.as_str())?.get(field.as_str()))
-                    .cloned()
+                    .find_map(|o| from_other(o.get(param)?)?.get(field.as_str()).cloned())
+                    .or_else(|| path_beside(field, inner))
                     .or_else(|| plain_value_for(field, &inner_props[field]));
                 if let Some(v) = v {
                     filled.insert(field.clone(), v);
-                    changed = true;
+                    any = true;
                 }
             }
-            c.insert(param.clone(), Value::Object(filled));
+            any.then_some(filled)
+        };
+        for (param, inner, inner_props) in object_arguments(current, properties) {
+            if let Some(filled) = fill(param, inner, inner_props, &|v| Some(v.clone())) {
+                c.insert(param.clone(), Value::Object(filled));
+                changed = true;
+            }
+        }
+        // The first object of a list argument ("Condition 0 missing required key 'field'").
+        for (param, inner, inner_props) in item_arguments(current, properties) {
+            if let Some(filled) = fill(param, inner, inner_props, &|v| v.get(0).cloned()) {
+                let mut items = current[param.as_str()]
+                    .as_array()
+                    .cloned()
+                    .unwrap_or_default();
+                items[0] = Value::Object(filled);
+                c.insert(param.clone(), Value::Array(items));
+                changed = true;
+            }
         }
         if changed {
             push(c);
@@ -908,10 +1016,23 @@ fn either_or(lowered: &str) -> Vec<(String, String)> {
         )
         .expect("static regex")
     });
+    // "Cannot provide both search_text and paragraph_index", "x and y are mutually
+    // exclusive", "only one of x or y": one of them alone as well.
+    static NOT_BOTH: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(
+            r"\b(?:(?:cannot|can't|can not|must not|do not|don't|not)\s+(?:\w+\s+)?both|only one of)\s+`?([a-z_][a-z0-9_]*)`?,?\s+(?:and|or)\s+`?([a-z_][a-z0-9_]*)`?|\b`?([a-z_][a-z0-9_]*)`?\s+and\s+`?([a-z_][a-z0-9_]*)`?\s+are mutually exclusive",
+        )
+        .expect("static regex")
+    });
     EITHER
         .captures_iter(lowered)
         .take(4)
         .map(|c| (c[1].to_string(), c[2].to_string()))
+        .chain(NOT_BOTH.captures_iter(lowered).take(4).filter_map(|c| {
+            let x = c.get(1).or(c.get(3))?;
+            let y = c.get(2).or(c.get(4))?;
+            Some((x.as_str().to_string(), y.as_str().to_string()))
+        }))
         .collect()
 }
 
@@ -971,6 +1092,49 @@ fn exclusive_choices(
         }
     }
     out
+}
+
+/// The list arguments whose first item is an object and whose items' schema declares
+/// properties: (name, first item, properties).
+fn item_arguments<'a>(
+    current: &'a Map<String, Value>,
+    properties: &'a Map<String, Value>,
+) -> impl Iterator<Item = (&'a String, &'a Map<String, Value>, &'a Map<String, Value>)> {
+    current.iter().filter_map(|(param, value)| {
+        let first = value.as_array()?.first()?.as_object()?;
+        let inner_props = properties
+            .get(param)?
+            .get("items")?
+            .get("properties")?
+            .as_object()?;
+        Some((param, first, inner_props))
+    })
+}
+
+/// For a field that names a place to write (`destination`, `target`, `output_path`), a new
+/// path beside the path `beside` already holds (`/w/notes.txt` → `/w/notes-2.txt`).
+fn path_beside(field: &str, beside: &Map<String, Value>) -> Option<Value> {
+    let ws = super::semantics::words(field);
+    let place = ws.iter().any(|w| {
+        [
+            "destination",
+            "dest",
+            "target",
+            "output",
+            "to",
+            "path",
+            "file",
+        ]
+        .contains(&w.as_str())
+    });
+    if !place {
+        return None;
+    }
+    beside
+        .values()
+        .filter_map(Value::as_str)
+        .find(|s| s.starts_with('/'))
+        .map(|s| Value::String(renamed(s)))
 }
 
 /// The object-valued arguments whose schema declares properties: (name, value, properties).
@@ -1083,12 +1247,27 @@ pub fn offered_values(text: &str) -> Option<(usize, Vec<String>)> {
         let mut from = 0;
         while let Some(pos) = lowered[from..].find(trigger).map(|p| p + from) {
             from = pos + trigger.len();
+            // A whole word: "unsupported" and "unexpected" offer nothing.
+            if lowered[..pos]
+                .chars()
+                .next_back()
+                .is_some_and(char::is_alphanumeric)
+            {
+                continue;
+            }
             let mut rest = &text[from..];
             // "Available sheets: …": skip the words up to a colon close by.
+            let mut colon_seen = false;
             if let Some(colon) = rest.find(':').filter(|c| *c < 40) {
                 if !rest[..colon].contains(['\n', '.', '\'', '"', '[']) {
                     rest = &rest[colon + 1..];
+                    colon_seen = true;
                 }
+            }
+            // "Supported commands: ls, pwd" lists; "'>' not supported between instances of
+            // 'NoneType' and 'int'" does not.
+            if trigger == "supported" && !colon_seen {
+                continue;
             }
             let values = list_values(rest);
             if !values.is_empty() {
@@ -1432,6 +1611,16 @@ mod tests {
         ] {
             let (_, values) = offered_values(text).expect(text);
             assert_eq!(values[0], first, "{text}");
+        }
+        // Python's comparison error and a refused format offer nothing: "supported" lists
+        // only before a colon, and a trigger inside a word ("unsupported", "unexpected") is
+        // none.
+        for text in [
+            "提取文档结构失败: '>' not supported between instances of 'NoneType' and 'int'",
+            "Unsupported archive format: .txt, .md",
+            "Unexpected token: a, b",
+        ] {
+            assert_eq!(offered_values(text), None, "{text}");
         }
     }
 

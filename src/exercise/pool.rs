@@ -299,6 +299,39 @@ static QUOTED_NAME: LazyLock<Regex> = LazyLock::new(|| {
     .expect("static regex")
 });
 
+/// Paths, and words too general to name a kind of thing (`list_names`, `list_types`).
+const NOT_ENTITIES: &[&str] = &[
+    "file",
+    "dir",
+    "directory",
+    "folder",
+    "path",
+    "root",
+    "tool",
+    "name",
+    "type",
+    "key",
+    "value",
+    "item",
+    "field",
+    "option",
+    "setting",
+    "command",
+    "resource",
+    "prompt",
+    "result",
+    "match",
+    "entry",
+    "error",
+    "warning",
+    "message",
+    "line",
+    "data",
+];
+
+/// Kinds of things known at most (the core's, the packs' and those the server showed).
+const MAX_ENTITIES: usize = 96;
+
 /// Words that never label an id ("with PID 1", "the ID").
 const FILLER: &[&str] = &[
     "with", "the", "a", "an", "new", "its", "your", "this", "that", "and", "of", "for", "has",
@@ -334,27 +367,6 @@ impl ValuePool {
         mut self,
         tool_names: impl IntoIterator<Item = &'t str>,
     ) -> ValuePool {
-        // Paths, and words too general to name a kind of thing (`list_names`, `list_types`).
-        const NOT_ENTITIES: &[&str] = &[
-            "file",
-            "dir",
-            "directory",
-            "folder",
-            "path",
-            "root",
-            "tool",
-            "name",
-            "type",
-            "key",
-            "value",
-            "item",
-            "field",
-            "option",
-            "setting",
-            "command",
-            "resource",
-            "prompt",
-        ];
         for name in tool_names {
             let ws = words(name);
             let listed = ws
@@ -363,13 +375,22 @@ impl ValuePool {
                 .and_then(|i| ws.get(i + 1))
                 .filter(|w| w.len() > 3 && w.ends_with('s'))
                 .map(|w| singular(w));
-            if let Some(noun) = listed.filter(|n| !NOT_ENTITIES.contains(&n.as_str())) {
-                if !self.entities.contains(&noun) {
-                    self.entities.push(noun);
-                }
+            if let Some(noun) = listed {
+                self.know_entity(noun);
             }
         }
         self
+    }
+
+    /// Knows `noun` as a thing the server keeps by name, unless it is too general or a path.
+    fn know_entity(&mut self, noun: String) {
+        if noun.len() >= 3
+            && !NOT_ENTITIES.contains(&noun.as_str())
+            && !self.entities.contains(&noun)
+            && self.entities.len() < MAX_ENTITIES
+        {
+            self.entities.push(noun);
+        }
     }
 
     /// Whether `w` names a thing the server keeps by name.
@@ -967,6 +988,16 @@ impl Walk<'_> {
                 }
             }
             Value::Array(items) => {
+                // `"columns": [{"name": "order_id", …}]`: the server keeps columns by name
+                // (the list's key, plural, names the kind).
+                let named_objects = items.iter().take(MAX_ELEMENTS).any(|c| {
+                    c.get("name")
+                        .or_else(|| c.get("title"))
+                        .is_some_and(Value::is_string)
+                });
+                if let Some(last) = key.last().filter(|w| named_objects && w.ends_with('s')) {
+                    pool.know_entity(singular(last));
+                }
                 for (i, child) in items.iter().take(MAX_ELEMENTS).enumerate() {
                     // A list of strings under "vaults" holds vault names.
                     let kw: Vec<String> = match (child, key.last()) {
@@ -1492,6 +1523,36 @@ mod tests {
             &json!({"content": [{"type": "text", "text": "Session ID: s-77f. Use it for later calls."}]}),
         );
         assert_eq!(picked(&pool, "send", "sessionId"), json!("s-77f"));
+    }
+
+    #[test]
+    fn a_plural_list_of_named_objects_names_a_kind_of_thing() {
+        // jdatamunch's describe_dataset: `columns: [{"id": …, "name": "order_id"}]`.
+        let mut pool = ValuePool::with_packs(&Packs::none());
+        pool.learn(
+            "describe_dataset",
+            "call 1",
+            &json!({"content": [{"type": "text", "text": "{\"result\": {\"dataset\": \"sales\", \"columns\": [{\"id\": \"sales::order_id#column\", \"name\": \"order_id\", \"type\": \"integer\"}, {\"id\": \"sales::region#column\", \"name\": \"region\"}]}}"}]}),
+        );
+        let pick = pool.pick(
+            "describe_column",
+            "column",
+            &schema(json!({"type": "string"})),
+        );
+        assert!(
+            pick.as_ref()
+                .is_some_and(|p| p.value == json!("order_id") || p.value == json!("region")),
+            "{:?}",
+            pick.map(|p| p.value)
+        );
+        // Results and entries name no kind of thing.
+        let mut pool = ValuePool::with_packs(&Packs::none());
+        pool.learn(
+            "search",
+            "call 1",
+            &json!({"structuredContent": {"results": [{"name": "a"}], "entries": [{"name": "b"}]}}),
+        );
+        assert!(!pool.is_entity("result") && !pool.is_entity("entry"));
     }
 
     #[test]

@@ -545,6 +545,13 @@ impl Semantics {
         if let Some(v) = self.facts.packs.choose(Stage::Place, self, p, name, hint) {
             return Some(v);
         }
+        // A path inside a document ("Dot-notation path to the array", a JSONPath), not a
+        // file's: the document's root.
+        if has(&["path"]) {
+            if let Some(root) = data_path_root(hint) {
+                return text(root);
+            }
+        }
         if PATH_WORDS.contains(&last) || (ws.len() == 1 && has(PATH_WORDS)) {
             // The parameter's own words name a kind (`image_path`, `csv_file`) before the
             // tool's.
@@ -725,6 +732,15 @@ impl Semantics {
             return text(example);
         }
         if has(&["pattern", "glob"]) {
+            // A regular expression or a substring (a glob's `*` repeats nothing in a regex):
+            // a word to look for; a glob otherwise.
+            let lowered = hint.to_lowercase();
+            let regex = ["regex", "regular expression", "substring"]
+                .iter()
+                .any(|w| lowered.contains(w));
+            if regex && !has(&["glob"]) && !lowered.contains("glob") {
+                return text(self.facts.vocab.term());
+            }
             return text("*.txt");
         }
         if has(&["query", "keyword", "keywords", "term", "q"]) {
@@ -808,6 +824,36 @@ impl Semantics {
             (false, false, _) => self.existing_file_of(kind),
         }
     }
+}
+
+/// The root of a document, in the notation a path's description names, when the description
+/// says the path leads inside a document rather than to a file: "Dot-notation path to the
+/// array", "JSONPath expression" (`$`), "JSON Pointer" (the empty pointer), "path to the key".
+/// A path to a JSON *file* is a file's.
+pub(crate) fn data_path_root(hint: &str) -> Option<&'static str> {
+    static DATA_PATH: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(
+            r"(?i)\b(dot[- ]notation|dotted path|json ?path|json pointer|key path|jq (path|filter|expression)|path (to|of|within|inside|in(to)?) (the |a |an )?(json |nested )?(array|object|field|key|value|node|element|property|section)s?\b|path (within|inside|in(to)?) (the |a )?(json|document|data|structure))",
+        )
+        .expect("static regex")
+    });
+    let m = DATA_PATH.find(hint)?;
+    // "Path to the JSON file", "path within the data directory": a file's.
+    let after = hint[m.end()..].trim_start().to_lowercase();
+    if ["file", "directory", "folder", "dir "]
+        .iter()
+        .any(|w| after.starts_with(w))
+    {
+        return None;
+    }
+    let lowered = hint.to_lowercase();
+    Some(
+        if lowered.contains("jsonpath") || lowered.contains("json path") || hint.contains("$.") {
+            "$"
+        } else {
+            ""
+        },
+    )
 }
 
 /// What a path's description says it is when it calls it a directory ("Path to the Git
@@ -1212,6 +1258,13 @@ pub fn file_kind(text: &str) -> Option<&'static str> {
         ("markdown", "md"),
         (".md", "md"),
         (".json", "json"),
+        (".zip", "zip"),
+        ("zip archive", "zip"),
+        ("zip file", "zip"),
+        ("archive file", "zip"),
+        ("archive path", "zip"),
+        ("the archive", "zip"),
+        ("an archive", "zip"),
         (".py", "py"),
         ("python file", "py"),
         ("source file", "py"),
@@ -1485,6 +1538,54 @@ mod tests {
         // With nothing said about what is allowed, a harmless echo.
         let v = sem("run").value_for("argv", argv).expect("argv");
         assert_eq!(v[0], "echo", "{v}");
+    }
+
+    #[test]
+    fn paths_inside_a_document_are_its_root_and_regex_patterns_are_words() {
+        let sem = sem("filter_objects");
+        let described = |d: &str| json!({"type": "string", "description": d});
+        // universal-json-agent's docstrings, a JSONPath and a JSON Pointer.
+        for (hint, root) in [
+            (
+                "Dot-notation path to the array (e.g. \"products\", \"data.users\").",
+                "",
+            ),
+            (
+                "Dot-notation path to the object to flatten. Empty means root.",
+                "",
+            ),
+            ("JSONPath expression, e.g. $.store.book", "$"),
+            ("A JSON Pointer to the value to read", ""),
+        ] {
+            let v = sem.value_for("path", described(hint).as_object().expect("obj"));
+            assert_eq!(v, Some(json!(root)), "{hint}");
+        }
+        // A path to a JSON file is a file's.
+        let file = sem.value_for(
+            "path",
+            described("Path to the JSON file to load")
+                .as_object()
+                .expect("obj"),
+        );
+        assert!(file.is_some_and(|f| f.as_str().is_some_and(|f| f.starts_with("/w/"))));
+        // ripgrep's "(regex by default)": a word, never a glob; a glob stays a glob.
+        let term = crate::workspace::vocab::Vocabulary::default()
+            .term()
+            .to_string();
+        for hint in [
+            "The search pattern (regex by default)",
+            "A substring or regex pattern to search for.",
+        ] {
+            let v = sem.value_for("pattern", described(hint).as_object().expect("obj"));
+            assert_eq!(v, Some(json!(term)), "{hint}");
+        }
+        let glob = sem.value_for(
+            "filePattern",
+            described("Filter by file type or glob")
+                .as_object()
+                .expect("obj"),
+        );
+        assert_eq!(glob, Some(json!("*.txt")));
     }
 
     #[test]

@@ -7,6 +7,9 @@
 //! pointer/`$anchor`, and `allOf`/`anyOf`/`oneOf` with nullable unions. Everything it cannot
 //! honour becomes a note; nothing here panics, loops forever or fetches a remote `$ref`.
 
+use std::sync::LazyLock;
+
+use regex::Regex;
 use serde_json::{Map, Number, Value, json};
 
 use super::pattern;
@@ -621,7 +624,12 @@ impl Synth<'_> {
             }
             _ => true,
         };
-        if integral_step && fits(lo, hi) && names_an_integer(at.rsplit('/').next().unwrap_or("")) {
+        let described = s.get("description").and_then(Value::as_str).unwrap_or("");
+        if integral_step
+            && fits(lo, hi)
+            && (names_an_integer(at.rsplit('/').next().unwrap_or(""))
+                || describes_a_count(described))
+        {
             return self.integer(s, at);
         }
         let v = match (lo, hi) {
@@ -801,6 +809,17 @@ impl Synth<'_> {
                 );
             }
         }
+        // Items that are objects saying nothing of their members (`filters: [{}]`): an empty
+        // object means nothing to the server, so an optional list stays empty.
+        let shapeless = rest.as_object().is_some_and(|r| {
+            r.get("type").and_then(Value::as_str) == Some("object")
+                && !r.contains_key("properties")
+                && !r.contains_key("required")
+                && !r.get("additionalProperties").is_some_and(Value::is_object)
+        });
+        if shapeless && prefix.is_empty() && min == 0 {
+            count = 0;
+        }
         let unique = s.get("uniqueItems") == Some(&Value::Bool(true));
         let mut items: Vec<Value> = Vec::new();
         for i in 0..count as usize {
@@ -910,6 +929,23 @@ impl Synth<'_> {
                 None => self.value(&prop_schema, depth + 1, &here),
             };
             out.insert(name, v);
+        }
+        // An item of a list whose members are all optional (`sources: [{path?, url?}]`): an
+        // empty item names nothing, so the first member whose meaning is clear (a path of
+        // the workspace) is given.
+        let item = at
+            .rsplit('/')
+            .next()
+            .is_some_and(|last| !last.is_empty() && last.bytes().all(|b| b.is_ascii_digit()));
+        if out.is_empty() && item {
+            if let Some(sem) = self.semantics {
+                let meant = props.iter().find_map(|(name, prop)| {
+                    Some((name.clone(), sem.value_for(name, prop.as_object()?)?))
+                });
+                if let Some((name, v)) = meant {
+                    out.insert(name, v);
+                }
+            }
         }
         Value::Object(out)
     }
@@ -1176,6 +1212,18 @@ fn language_runs_here(language: &str) -> bool {
     })
 }
 
+/// Whether a number's description says it counts things ("Show N lines before and after
+/// each match", "Number of results"): a whole number, as a count of lines is.
+fn describes_a_count(description: &str) -> bool {
+    static COUNTS: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(
+            r"(?i)\b(number of|count of|how many|N (lines|items|results|entries|characters|chars|bytes|rows|matches|times|levels))\b|\b(lines|results|entries|rows|matches|items) (before|after|to (return|show|skip))\b",
+        )
+        .expect("static regex")
+    });
+    COUNTS.is_match(description)
+}
+
 /// Whether a parameter name (snake, kebab or camel case) means a whole number.
 fn names_an_integer(name: &str) -> bool {
     let mut words: Vec<String> = Vec::new();
@@ -1321,6 +1369,47 @@ mod tests {
             synthesize_arguments(&tight, 7, "t", None, false).arguments["delay"],
             json!(0)
         );
+    }
+
+    #[test]
+    fn numbers_described_as_counts_are_whole_and_empty_items_name_something() {
+        // mcp-ripgrep's `context`: "Show N lines before and after each match" (rg refuses
+        // `-C 6.5`).
+        let schema = json!({"type": "object", "required": ["context", "temperature"], "properties": {
+            "context": {"type": "number", "description": "Show N lines before and after each match"},
+            "temperature": {"type": "number", "description": "Sampling temperature"}
+        }});
+        for seed in 0..8 {
+            let a = synthesize(&schema, seed, "t").arguments;
+            assert!(a["context"].is_i64(), "{a}");
+        }
+        // An optional list of objects that declare nothing gets no `{}` item; an item whose
+        // members are all optional gets the first one whose meaning is clear.
+        let facts = crate::exercise::semantics::WorkspaceFacts {
+            root: std::path::PathBuf::from("/w"),
+            files: vec!["docs/report.pdf".into()],
+            dirs: vec!["docs".into()],
+            sqlite: None,
+            allowed_commands: Vec::new(),
+            vocab: crate::workspace::vocab::Vocabulary::default(),
+            packs: Default::default(),
+            repository: None,
+        };
+        let tool = crate::mcp::tool::parse_tool(
+            &json!({"name": "read_pdf", "inputSchema": {"type": "object"}}),
+            0,
+        )
+        .expect("tool");
+        let sem = Semantics::new(&facts, &tool);
+        let schema = json!({"type": "object", "required": ["sources"], "properties": {
+            "sources": {"type": "array", "items": {"type": "object", "properties": {
+                "path": {"type": "string", "description": "Path to the local PDF file"},
+                "url": {"type": "string"}}}},
+            "filters": {"type": "array", "items": {"type": "object"}}
+        }});
+        let a = synthesize_variant(&schema, 0, "read_pdf", Some(&sem), true).arguments;
+        assert_eq!(a["sources"], json!([{"path": "/w/docs/report.pdf"}]), "{a}");
+        assert_eq!(a["filters"], json!([]), "{a}");
     }
 
     #[test]

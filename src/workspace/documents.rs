@@ -1,9 +1,9 @@
 //! Small valid files of the common document types, made by the harness for the default seed:
 //! a spreadsheet (`.xlsx`), a word-processor document (`.docx`), a presentation (`.pptx`), a
 //! PDF, a CSV table, a
-//! Jupyter notebook, a PNG image and a Python source file. Tools that open such files (an
-//! Excel server, a Word server, a PDF reader, a code indexer) then have something real to
-//! open. The Office files are Office Open XML packages with only the parts a reader needs;
+//! Jupyter notebook, a PNG image, a Python source file and a zip archive. Tools that open
+//! such files (an Excel server, a Word server, a PDF reader, a code indexer, an archiver)
+//! then have something real to open. The Office files are Office Open XML packages with only the parts a reader needs;
 //! the PDF has one page of text and a correct cross-reference table.
 
 use std::io::Write;
@@ -57,7 +57,34 @@ pub fn all() -> Vec<Document> {
             path: "src/app.py",
             bytes: PYTHON.as_bytes().to_vec(),
         },
+        Document {
+            path: "archives/bundle.zip",
+            bytes: zip_archive(),
+        },
     ]
+}
+
+/// A zip archive (deflated) of one folder with a text file and a CSV table, for tools that
+/// list, test or extract archives. Its entries sit under `bundle/`, so extracting it into
+/// the workspace overwrites no seeded file.
+pub fn zip_archive() -> Vec<u8> {
+    let mut zip = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+    let options = zip::write::SimpleFileOptions::default()
+        .compression_method(zip::CompressionMethod::Deflated);
+    let entries = [
+        (
+            "bundle/readme.txt",
+            "Files kept together for the release.\n",
+        ),
+        ("bundle/items.csv", "name,count\nalpha,1\nbeta,2\n"),
+    ];
+    for (name, content) in entries {
+        // Writing to memory cannot fail; a failure would only leave the archive short.
+        if zip.start_file(name, options).is_ok() {
+            let _ = zip.write_all(content.as_bytes());
+        }
+    }
+    zip.finish().map(|c| c.into_inner()).unwrap_or_default()
 }
 
 const CONTENT_TYPES_HEAD: &str = r#"<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
@@ -548,6 +575,20 @@ mod tests {
             assert!(archive.by_name("[Content_Types].xml").is_ok());
             assert!(archive.by_name(main).is_ok(), "{main}");
         }
+    }
+
+    #[test]
+    fn the_archive_holds_its_entries_under_one_folder() {
+        let mut archive =
+            zip::ZipArchive::new(std::io::Cursor::new(zip_archive())).expect("a zip archive");
+        let mut text = String::new();
+        std::io::Read::read_to_string(
+            &mut archive.by_name("bundle/readme.txt").expect("the text file"),
+            &mut text,
+        )
+        .expect("deflated text reads back");
+        assert!(text.starts_with("Files kept together"));
+        assert!(archive.file_names().all(|n| n.starts_with("bundle/")));
     }
 
     #[test]
