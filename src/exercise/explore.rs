@@ -189,7 +189,8 @@ impl<'a> Explorer<'a> {
         }
         let n = tools.len();
         let mut pool = ValuePool::with_packs(&options.packs)
-            .knowing_listed(tools.iter().map(|t| t.name.as_str()));
+            .knowing_listed(tools.iter().map(|t| t.name.as_str()))
+            .knowing_tools(tools.iter().map(|t| t.name.as_str()));
         pool.know_workspace(&facts);
         Explorer {
             tools,
@@ -1324,7 +1325,23 @@ impl<'a> Explorer<'a> {
             {
                 continue;
             }
-            if let Some(pick) = self.pool.pick(&tool.name, name, schema) {
+            // Two parameters of one call that name things by id name two of them
+            // (`task_id`, `depends_on_task_id`) when the pool has two.
+            let idish = last == "id" || last == "ids" || last.ends_with("id");
+            let given: Vec<Value> = sources
+                .keys()
+                .filter_map(|k| args.get(k).cloned())
+                .collect();
+            let pick = self.pool.pick(&tool.name, name, schema).and_then(|p| {
+                if idish && given.contains(&p.value) {
+                    self.pool
+                        .pick_excluding(&tool.name, name, schema, &given)
+                        .or(Some(p))
+                } else {
+                    Some(p)
+                }
+            });
+            if let Some(pick) = pick {
                 if args.get(name) != Some(&pick.value) {
                     args.insert(name.clone(), pick.value);
                     sources.insert(name.clone(), pick.source);

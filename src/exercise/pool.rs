@@ -382,6 +382,27 @@ impl ValuePool {
         self
     }
 
+    /// Knows the server's own tools by name, for parameters named for a tool (`tool_name`,
+    /// a guidance or help tool's `tool`): the first listed is offered (a tool that reads,
+    /// where listings come first).
+    pub fn knowing_tools<'t>(mut self, tool_names: impl IntoIterator<Item = &'t str>) -> ValuePool {
+        if let Some(first) = tool_names.into_iter().next() {
+            self.values.push(Pooled {
+                value: Value::String(first.to_string()),
+                key: vec!["tool".into(), "name".into()],
+                kind: ValueKind::Name,
+                provenance: Provenance::Listed,
+                ended: false,
+                tool: "tools/list".into(),
+                source: "tools/list: the server's tools".into(),
+            });
+            if !self.entities.iter().any(|e| e == "tool") {
+                self.entities.push("tool".into());
+            }
+        }
+        self
+    }
+
     /// Knows `noun` as a thing the server keeps by name, unless it is too general or a path.
     fn know_entity(&mut self, noun: String) {
         if noun.len() >= 3
@@ -660,6 +681,18 @@ impl ValuePool {
     /// fits well enough: a reference (`taskId`, `pid`, `session`) or an entity's name
     /// (`vault`, `sheetName`, `project`). Parameters with an `enum` or `const` never take one.
     pub fn pick(&self, tool: &str, name: &str, schema: &Map<String, Value>) -> Option<Pick> {
+        self.pick_excluding(tool, name, schema, &[])
+    }
+
+    /// The same, passing over the values in `taken` (another parameter of the same call has
+    /// them: `task_id` and `depends_on_task_id` name two tasks).
+    pub fn pick_excluding(
+        &self,
+        tool: &str,
+        name: &str,
+        schema: &Map<String, Value>,
+        taken: &[Value],
+    ) -> Option<Pick> {
         if schema.contains_key("enum") || schema.contains_key("const") {
             return None;
         }
@@ -702,6 +735,9 @@ impl ValuePool {
             let Some(value) = fitting(&p.value, ty) else {
                 continue;
             };
+            if taken.contains(&value) {
+                continue;
+            }
             if !matches_pattern(&value, item_schema(schema, array)) {
                 continue;
             }
@@ -1523,6 +1559,42 @@ mod tests {
             &json!({"content": [{"type": "text", "text": "Session ID: s-77f. Use it for later calls."}]}),
         );
         assert_eq!(picked(&pool, "send", "sessionId"), json!("s-77f"));
+    }
+
+    #[test]
+    fn tool_names_go_to_parameters_named_for_a_tool_and_two_ids_differ() {
+        let pool = ValuePool::with_packs(&Packs::none())
+            .knowing_tools(["create_document", "get_tool_detailed_guidance"]);
+        let s = schema(json!({"type": "string"}));
+        let pick = pool.pick("get_tool_detailed_guidance", "tool_name", &s);
+        assert_eq!(pick.map(|p| p.value), Some(json!("create_document")));
+        assert!(
+            pool.pick("get_tool_detailed_guidance", "title", &s)
+                .is_none()
+        );
+        // ohno's add_dependency: task_id and depends_on_task_id name two tasks.
+        let mut pool = ValuePool::with_packs(&Packs::none());
+        for id in ["task-a1", "task-b2"] {
+            pool.learn(
+                "create_task",
+                "call 1",
+                &json!({"structuredContent": {"task_id": id}}),
+            );
+        }
+        let first = pool
+            .pick("add_dependency", "task_id", &s)
+            .expect("a task")
+            .value;
+        let other = pool
+            .pick_excluding(
+                "add_dependency",
+                "depends_on_task_id",
+                &s,
+                std::slice::from_ref(&first),
+            )
+            .expect("another task")
+            .value;
+        assert_ne!(first, other);
     }
 
     #[test]

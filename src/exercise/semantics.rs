@@ -224,6 +224,8 @@ pub struct Semantics {
     pub(crate) tool_words: Vec<String>,
     /// The tool's name says it works on directories (`list_directory`, `mkdir`).
     on_directories: bool,
+    /// The tool's name says it removes (`removeDirectory`, `delete_file`).
+    removes: bool,
     /// Meaning wins over a schema's `default` and `examples` too (a later attempt, when the
     /// defaults did not work).
     over_defaults: bool,
@@ -274,6 +276,7 @@ impl Semantics {
             on_directories: words(&tool.name)
                 .iter()
                 .any(|w| DIRECTORY_TOOL_WORDS.contains(&w.as_str())),
+            removes: super::plan::removes(tool),
             parameters: tool
                 .input_schema
                 .get("properties")
@@ -284,7 +287,11 @@ impl Semantics {
             documented: tool
                 .description
                 .as_deref()
-                .map(documented_parameters)
+                .map(|d| {
+                    let mut documented = documented_parameters(d);
+                    inline_parameters(d, tool, &mut documented);
+                    documented
+                })
                 .unwrap_or_default(),
         }
     }
@@ -361,6 +368,22 @@ impl Semantics {
 
     fn existing_dir(&self) -> Value {
         self.abs("")
+    }
+
+    /// A directory to remove: never the workspace itself (a remover given the root empties
+    /// the whole workspace for the tools after it), but one the run made, else the first
+    /// visible one under the root; the root only when it has none.
+    fn removable_dir(&self) -> Value {
+        let visible = || {
+            self.facts
+                .dirs
+                .iter()
+                .filter(|d| !d.is_empty() && !d.split('/').any(|c| c.starts_with('.')))
+        };
+        visible()
+            .find(|d| self.facts.vocab.made_by_the_run(d))
+            .or_else(|| visible().next())
+            .map_or_else(|| self.existing_dir(), |d| self.abs(d))
     }
 
     /// An existing place of the workspace: the workspace itself for a `folder`, else a file
@@ -609,6 +632,15 @@ impl Semantics {
                 }
             }
         }
+        // "kind: preference | procedural | fact": a description that is a list of bare words
+        // between bars.
+        static BAR_LIST: LazyLock<Regex> = LazyLock::new(|| {
+            Regex::new(r"^\s*([A-Za-z0-9_][A-Za-z0-9_\-]*)(?:\s*\|\s*[A-Za-z0-9_][A-Za-z0-9_\-]*)+(?:\s|[.;]|$)")
+                .expect("static regex")
+        });
+        if let Some(first) = BAR_LIST.captures(hint).and_then(|c| c.get(1)) {
+            return Some(Value::String(first.as_str().to_string()));
+        }
         // "The command type to approve (read, write, system)": a list in parentheses in the
         // parameter's own description.
         if let Some(first) = parenthesised_lists(hint)
@@ -813,8 +845,10 @@ impl Semantics {
             || (self.on_directories && kind.is_none() && !has(&["file", "filename", "filepath"]));
         let fresh = self.fresh_words(ws);
         let v = &self.facts.vocab;
+        let context = has(&["working", "cwd", "root", "base", "workspace", "current"]);
         match (dirish, fresh, self.intent) {
             (true, _, Intent::Create) => self.abs(&v.new_dir()),
+            (true, _, _) if self.removes && !context => self.removable_dir(),
             (true, _, _) => self.existing_dir(),
             (false, true, _) => fresh_file(&v.moved_stem()),
             (false, false, Intent::Create) => fresh_file(v.new_stem()),
@@ -932,6 +966,50 @@ fn parenthesised_lists(text: &str) -> Vec<(String, Vec<String>)> {
 /// section ends at another section's heading (`Returns:`, `Note:`) or at a line no more
 /// indented than its own heading that is no entry. FastMCP servers pass such docstrings on as
 /// the tool's description. (numpy's underlined sections and reST's `:param x:` are not read.)
+/// Parameters a description documents inline, sentence by sentence ("Store one memory.
+/// kind: preference | procedural | fact. content: the memory itself"): for each parameter of
+/// `tool` not yet in `documented`, the text after "<name>:" up to the end of its sentence.
+fn inline_parameters(
+    description: &str,
+    tool: &ToolDecl,
+    documented: &mut BTreeMap<String, String>,
+) {
+    let Some(properties) = tool
+        .input_schema
+        .get("properties")
+        .and_then(Value::as_object)
+    else {
+        return;
+    };
+    // A description of megabytes is read once per parameter at most, and only its head.
+    let head: String = description.chars().take(8_000).collect();
+    for name in properties.keys().take(64) {
+        if documented.contains_key(name) || name.len() < 2 {
+            continue;
+        }
+        let marker = format!("{name}:");
+        let found = head.match_indices(&marker).find(|(at, _)| {
+            // The name starts a sentence or a line: "… memory. kind: …", not "the_kind:".
+            head[..*at]
+                .chars()
+                .next_back()
+                .is_none_or(|c| c.is_whitespace())
+        });
+        if let Some((at, _)) = found {
+            let rest = head[at + marker.len()..].trim_start();
+            let end = [". ", ".\n", "\n"]
+                .iter()
+                .filter_map(|t| rest.find(t))
+                .min()
+                .unwrap_or(rest.len().min(300));
+            let text = rest[..end].trim();
+            if !text.is_empty() {
+                documented.insert(name.clone(), text.to_string());
+            }
+        }
+    }
+}
+
 pub(crate) fn documented_parameters(description: &str) -> BTreeMap<String, String> {
     static ENTRY: LazyLock<Regex> = LazyLock::new(|| {
         Regex::new(
@@ -1260,7 +1338,6 @@ pub fn file_kind(text: &str) -> Option<&'static str> {
         (".json", "json"),
         (".zip", "zip"),
         ("zip archive", "zip"),
-        ("zip file", "zip"),
         ("archive file", "zip"),
         ("archive path", "zip"),
         ("the archive", "zip"),
@@ -1586,6 +1663,52 @@ mod tests {
                 .expect("obj"),
         );
         assert_eq!(glob, Some(json!("*.txt")));
+    }
+
+    #[test]
+    fn inline_documented_lists_and_directories_to_remove() {
+        // halflife-mcp's docstring documents its parameters inline, sentence by sentence.
+        let facts = WorkspaceFacts {
+            root: PathBuf::from("/w"),
+            files: vec!["docs/readme.md".into(), "notes.txt".into()],
+            dirs: vec!["docs".into(), ".git".into()],
+            sqlite: None,
+            allowed_commands: Vec::new(),
+            vocab: crate::workspace::vocab::Vocabulary::default(),
+            packs: Default::default(),
+            repository: None,
+        };
+        let tool = parse_tool(
+            &json!({"name": "memory_remember", "description": "Store one memory. kind: preference | procedural | fact | episodic | trace.\n        content: the memory itself, short.",
+                "inputSchema": {"type": "object", "properties": {"kind": {"title": "Kind", "type": "string"}, "content": {"type": "string"}}}}),
+            0,
+        )
+        .expect("tool");
+        let sem = Semantics::new(&facts, &tool);
+        let kind = json!({"title": "Kind", "type": "string"});
+        assert_eq!(
+            sem.value_for("kind", kind.as_object().expect("obj")),
+            Some(json!("preference"))
+        );
+        // A tool that removes a directory never gets the workspace itself; its working
+        // directory stays the workspace.
+        let tool = parse_tool(
+            &json!({"name": "removeDirectory", "inputSchema": {"type": "object"}}),
+            0,
+        )
+        .expect("tool");
+        let sem = Semantics::new(&facts, &tool);
+        let s = json!({"type": "string", "description": "Directory path"});
+        assert_eq!(
+            sem.value_for("path", s.as_object().expect("obj")),
+            Some(json!("/w/docs"))
+        );
+        let s =
+            json!({"type": "string", "description": "Working directory for directory operation"});
+        assert_eq!(
+            sem.value_for("workingDirectory", s.as_object().expect("obj")),
+            Some(json!("/w"))
+        );
     }
 
     #[test]
