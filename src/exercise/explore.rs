@@ -372,15 +372,14 @@ impl<'a> Explorer<'a> {
         };
         let mut taken = FilesInUse {
             named: named_by(&self.runs, &|_| true),
-            endangered: Vec::new(),
+            // Those that tools which remove or move name are never given.
+            endangered: named_by(&self.runs, &|j| {
+                super::plan::removes(&self.tools[j])
+                    || words(&self.tools[j].name)
+                        .iter()
+                        .any(|w| matches!(w.as_str(), "move" | "rename" | "mv"))
+            }),
         };
-        // Those that tools which remove or move name are never given.
-        taken.endangered = named_by(&self.runs, &|j| {
-            super::plan::removes(&self.tools[j])
-                || words(&self.tools[j].name)
-                    .iter()
-                    .any(|w| matches!(w.as_str(), "move" | "rename" | "mv"))
-        });
         for k in 0..self.planned.len() {
             let i = self.planned[k].tool_index;
             if self.refusal(i).is_some() || is_session_setup(&self.tools[i], &self.options.packs) {
@@ -460,15 +459,7 @@ impl<'a> Explorer<'a> {
             // "ENOENT: no such file or directory, stat '/w/a.txt'": a file the case names is
             // gone; another of its kind, once, for this case and the tool's later ones.
             let lowered = text.to_lowercase();
-            let gone = [
-                "no such file",
-                "does not exist",
-                "not found",
-                "doesn't exist",
-            ]
-            .iter()
-            .any(|p| lowered.contains(p));
-            if gone {
+            if NOT_THERE.iter().any(|p| lowered.contains(p)) {
                 let now = facts_of(&root, &self.given);
                 let next = revived(&case.arguments, &now, &mut taken);
                 if next != case.arguments {
@@ -1327,7 +1318,7 @@ impl<'a> Explorer<'a> {
             }
             // Two parameters of one call that name things by id name two of them
             // (`task_id`, `depends_on_task_id`) when the pool has two.
-            let idish = last == "id" || last == "ids" || last.ends_with("id");
+            let idish = last.ends_with("id") || last == "ids";
             let given: Vec<Value> = sources
                 .keys()
                 .filter_map(|k| args.get(k).cloned())
@@ -1404,14 +1395,7 @@ impl<'a> Explorer<'a> {
         // "Workbook new.xlsx does not exist", "Package not found at 'x.docx'": the path sent
         // was refused, the tool works on an existing file (of the seed).
         let lowered = error_text.to_lowercase();
-        let fresh_refused = [
-            "does not exist",
-            "not found",
-            "no such file",
-            "doesn't exist",
-        ]
-        .iter()
-        .any(|p| lowered.contains(p))
+        let fresh_refused = NOT_THERE.iter().any(|p| lowered.contains(p))
             && sent_paths(arguments, &self.workspace).iter().any(|p| {
                 // Named in the error: missing, or not a file of the kind the tool reads.
                 lowered.contains(
@@ -1625,6 +1609,14 @@ impl<'a> Explorer<'a> {
     }
 }
 
+/// Phrases of an error that says something looked up is not there.
+const NOT_THERE: [&str; 4] = [
+    "does not exist",
+    "not found",
+    "no such file",
+    "doesn't exist",
+];
+
 /// `worked` (arguments that worked) with each path of the workspace that no longer exists
 /// (a file the call read, which a later tool moved or removed) replaced by another existing
 /// file of the same kind: one no working call names and none was given before, else one that
@@ -1648,19 +1640,10 @@ fn revived(
         else {
             continue;
         };
-        let written = words(k).iter().any(|w| {
-            [
-                "destination",
-                "dest",
-                "target",
-                "new",
-                "to",
-                "output",
-                "out",
-            ]
-            .contains(&w.as_str())
-        });
-        if written || facts.files.iter().any(|f| f == rel) || facts.dirs.iter().any(|d| d == rel) {
+        if super::semantics::names_a_place_to_write(&words(k))
+            || facts.files.iter().any(|f| f == rel)
+            || facts.dirs.iter().any(|d| d == rel)
+        {
             continue;
         }
         let Some(ext) = std::path::Path::new(rel)
@@ -1672,7 +1655,7 @@ fn revived(
         let of_kind: Vec<String> = facts
             .files
             .iter()
-            .filter(|f| !f.split('/').any(|c| c.starts_with('.')))
+            .filter(|f| super::semantics::visible(f))
             .filter(|f| std::path::Path::new(f).extension().and_then(|e| e.to_str()) == Some(ext))
             .map(|f| facts.root.join(f).display().to_string())
             .collect();

@@ -344,12 +344,7 @@ impl Semantics {
     fn existing_file_of(&self, kind: Option<&str>) -> Value {
         // Files under hidden directories (`.git`, a server's own `.state`) are not the
         // user's files.
-        let visible = || {
-            self.facts
-                .files
-                .iter()
-                .filter(|f| !f.split('/').any(|c| c.starts_with('.')))
-        };
+        let visible = || self.facts.files.iter().filter(|f| visible(f));
         if let Some(kind) = kind {
             let suffix = format!(".{kind}");
             if let Some(f) = visible().find(|f| f.ends_with(&suffix)) {
@@ -378,7 +373,7 @@ impl Semantics {
             self.facts
                 .dirs
                 .iter()
-                .filter(|d| !d.is_empty() && !d.split('/').any(|c| c.starts_with('.')))
+                .filter(|d| !d.is_empty() && visible(d))
         };
         visible()
             .find(|d| self.facts.vocab.made_by_the_run(d))
@@ -582,7 +577,8 @@ impl Semantics {
             let kind = own.or(self.file_kind);
             // A file the parameter names a kind for (`image_path`, `csv_file`) is an input
             // the tool reads, unless its name says it is written.
-            if own.is_some() && !self.fresh_words(ws) && !has(&["dir", "directory", "folder"]) {
+            if own.is_some() && !names_a_place_to_write(ws) && !has(&["dir", "directory", "folder"])
+            {
                 return Some(self.existing_file_of(kind));
             }
             return Some(self.path_for(ws, kind, hint));
@@ -790,24 +786,6 @@ impl Semantics {
         None
     }
 
-    /// A path for a parameter named `ws`: an existing or fresh file or directory, by what the
-    /// name and the tool say.
-    /// Whether the words of a parameter name say it is a place to write to.
-    fn fresh_words(&self, ws: &[String]) -> bool {
-        ws.iter().any(|w| {
-            [
-                "destination",
-                "dest",
-                "target",
-                "new",
-                "to",
-                "output",
-                "out",
-            ]
-            .contains(&w.as_str())
-        })
-    }
-
     /// Words of the file the tool works on (its kind's seeded file, else a text file), for
     /// parameters that name text to find in it.
     fn text_in_file(&self) -> String {
@@ -817,6 +795,8 @@ impl Semantics {
             .unwrap_or_else(|| self.facts.vocab.term().to_string())
     }
 
+    /// A path for a parameter named `ws`: an existing or fresh file or directory, by what the
+    /// name and the tool say.
     fn path_for(&self, ws: &[String], kind: Option<&str>, hint: &str) -> Value {
         let fresh_file = |stem: &str| match kind {
             Some(k) => self.abs(&format!("{stem}.{k}")),
@@ -843,7 +823,7 @@ impl Semantics {
         // A tool about some kind of file (a workbook) searches in a file, not a directory.
         let dirish = has(&["dir", "directory", "folder"])
             || (self.on_directories && kind.is_none() && !has(&["file", "filename", "filepath"]));
-        let fresh = self.fresh_words(ws);
+        let fresh = names_a_place_to_write(ws);
         let v = &self.facts.vocab;
         let context = has(&["working", "cwd", "root", "base", "workspace", "current"]);
         match (dirish, fresh, self.intent) {
@@ -888,6 +868,29 @@ pub(crate) fn data_path_root(hint: &str) -> Option<&'static str> {
             ""
         },
     )
+}
+
+/// Whether the words of a parameter name say it is a place to write to (`destination`,
+/// `output_path`, `new_name`).
+pub(crate) fn names_a_place_to_write(ws: &[String]) -> bool {
+    ws.iter().any(|w| {
+        [
+            "destination",
+            "dest",
+            "target",
+            "new",
+            "to",
+            "output",
+            "out",
+        ]
+        .contains(&w.as_str())
+    })
+}
+
+/// Whether a workspace path (relative) is one of the user's: not under a hidden directory
+/// (`.git`, a server's own `.state`).
+pub(crate) fn visible(rel: &str) -> bool {
+    !rel.split('/').any(|c| c.starts_with('.'))
 }
 
 /// What a path's description says it is when it calls it a directory ("Path to the Git
@@ -1620,7 +1623,10 @@ mod tests {
     #[test]
     fn paths_inside_a_document_are_its_root_and_regex_patterns_are_words() {
         let sem = sem("filter_objects");
-        let described = |d: &str| json!({"type": "string", "description": d});
+        let value = |name: &str, hint: &str| {
+            let schema = json!({"type": "string", "description": hint});
+            sem.value_for(name, schema.as_object().expect("obj"))
+        };
         // universal-json-agent's docstrings, a JSONPath and a JSON Pointer.
         for (hint, root) in [
             (
@@ -1634,16 +1640,11 @@ mod tests {
             ("JSONPath expression, e.g. $.store.book", "$"),
             ("A JSON Pointer to the value to read", ""),
         ] {
-            let v = sem.value_for("path", described(hint).as_object().expect("obj"));
+            let v = value("path", hint);
             assert_eq!(v, Some(json!(root)), "{hint}");
         }
         // A path to a JSON file is a file's.
-        let file = sem.value_for(
-            "path",
-            described("Path to the JSON file to load")
-                .as_object()
-                .expect("obj"),
-        );
+        let file = value("path", "Path to the JSON file to load");
         assert!(file.is_some_and(|f| f.as_str().is_some_and(|f| f.starts_with("/w/"))));
         // ripgrep's "(regex by default)": a word, never a glob; a glob stays a glob.
         let term = crate::workspace::vocab::Vocabulary::default()
@@ -1653,15 +1654,10 @@ mod tests {
             "The search pattern (regex by default)",
             "A substring or regex pattern to search for.",
         ] {
-            let v = sem.value_for("pattern", described(hint).as_object().expect("obj"));
+            let v = value("pattern", hint);
             assert_eq!(v, Some(json!(term)), "{hint}");
         }
-        let glob = sem.value_for(
-            "filePattern",
-            described("Filter by file type or glob")
-                .as_object()
-                .expect("obj"),
-        );
+        let glob = value("filePattern", "Filter by file type or glob");
         assert_eq!(glob, Some(json!("*.txt")));
     }
 
