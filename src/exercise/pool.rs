@@ -185,6 +185,9 @@ const REFERENCE_WORDS: &[&str] = &[
     "slug",
     "key",
     "identifier",
+    // A version token a reader hands out and an editor checks (`file_hash`, `etag`).
+    "hash",
+    "etag",
 ];
 
 /// Words for things any kind of server keeps by name (packs add their own).
@@ -253,6 +256,8 @@ const WRAPPER_KEYS: &[&str] = &[
 
 /// Keys whose values are names or ids worth keeping (besides entity words).
 const KEPT_KEYS: &[&str] = &[
+    "hash",
+    "etag",
     "id",
     "ids",
     "uuid",
@@ -1595,6 +1600,20 @@ mod tests {
             .expect("another task")
             .value;
         assert_ne!(first, other);
+    }
+
+    #[test]
+    fn a_version_hash_a_reader_hands_out_goes_to_the_editor() {
+        // mcp-text-editor's get_text_file_contents, keyed by the file.
+        let mut pool = ValuePool::with_packs(&Packs::none());
+        pool.learn(
+            "get_text_file_contents",
+            "call 1",
+            &json!({"content": [{"type": "text", "text": "{\"/w/draft.txt\": {\"ranges\": [{\"range_hash\": \"r1\"}], \"file_hash\": \"f1\"}}"}]}),
+        );
+        let s = schema(json!({"type": "string"}));
+        let pick = pool.pick("edit_text_file_contents", "file_hash", &s);
+        assert_eq!(pick.map(|p| p.value), Some(json!("f1")));
     }
 
     #[test]

@@ -180,22 +180,25 @@ const ALL_ITEMS_FAILED: &str = "every item of its list of results says it failed
 
 /// A batch tool's answer whose items all failed: `[{"path": "a", "success": false, "error":
 /// "…"}]`, or such a list under `result`, `results` or `items` with nothing beside it that
-/// says the call worked.
+/// says the call worked, or items keyed by what they were about (`{"/w/a.txt": {"result":
+/// "error", "reason": "Hash mismatch"}}`, a text editor's).
 fn batch_failed(object: &Map<String, Value>) -> bool {
     let said_ok = ["success", "ok"]
         .iter()
         .any(|k| object.get(*k) == Some(&Value::Bool(true)));
+    let keyed: Vec<Value> = object.values().take(1001).cloned().collect();
     !said_ok
-        && ["result", "results", "items"].iter().any(|k| {
+        && (["result", "results", "items"].iter().any(|k| {
             object
                 .get(*k)
                 .and_then(Value::as_array)
                 .is_some_and(|items| all_items_failed(items))
-        })
+        }) || all_items_failed(&keyed))
 }
 
 /// Whether every item of a non-empty list is an object that reports its own failure:
-/// `success` or `ok` false, or a `status` of error or failed with an error message beside it.
+/// `success` or `ok` false, or a `status` (or `result`) of error or failed with an error
+/// message (`error`, `reason`) beside it.
 /// Data that merely has such fields (log entries with an `error`, jobs whose `status` is
 /// failed) is no report: it carries no flag and no message of a failure of this call.
 fn all_items_failed(items: &[Value]) -> bool {
@@ -204,14 +207,16 @@ fn all_items_failed(items: &[Value]) -> bool {
             return false;
         };
         let flag = |k: &str| o.get(k).and_then(Value::as_bool);
-        let message = o
-            .get("error")
-            .and_then(Value::as_str)
-            .is_some_and(|s| !s.trim().is_empty());
-        let status_failed = o
-            .get("status")
-            .and_then(Value::as_str)
-            .is_some_and(|s| matches!(s.to_lowercase().as_str(), "error" | "failed" | "failure"));
+        let message = ["error", "reason"].iter().any(|k| {
+            o.get(*k)
+                .and_then(Value::as_str)
+                .is_some_and(|s| !s.trim().is_empty())
+        });
+        let status_failed = ["status", "result"].iter().any(|k| {
+            o.get(*k).and_then(Value::as_str).is_some_and(|s| {
+                matches!(s.to_lowercase().as_str(), "error" | "failed" | "failure")
+            })
+        });
         flag("success") == Some(false) || flag("ok") == Some(false) || (status_failed && message)
     };
     !items.is_empty() && items.len() <= 1000 && items.iter().all(failed)
@@ -430,6 +435,8 @@ mod tests {
             // A batch tool whose every item failed (a file server's, and under `results`).
             "[ { \"path\": \"a.txt\", \"success\": false, \"error\": \"Path exists but is not a directory\" } ]",
             "{\"results\": [{\"path\": \"a\", \"status\": \"error\", \"error\": \"Operation not permitted\"}]}",
+            // A text editor's answer, keyed by the file it was about (mcp-text-editor).
+            "{\"/w/draft.txt\": {\"result\": \"error\", \"reason\": \"Hash mismatch - file has been modified\", \"file_hash\": null, \"content\": \"Project plan draft\\n\"}}",
             // A validator's issue list is still read as one.
             "[{\"code\": \"invalid_type\", \"expected\": \"string\", \"received\": \"number\", \"path\": [\"name\"], \"message\": \"Expected string, received number and a long explanation after it so that the text is longer than two hundred characters in all, as zod's are\"}]",
             "tasks format: [ { \"received\": \"x\", \"code\": \"invalid_enum_value\", \"options\": [\"A\"], \"path\": [0, \"type\"], \"message\": \"Invalid enum value. Expected 'A', received 'x' and a long explanation after it that makes this text longer than two hundred characters in all\" } ]",
@@ -510,6 +517,9 @@ mod tests {
             "[{\"id\": 1, \"status\": \"failed\", \"name\": \"build\"}]",
             "Extraction completed: succeeded: 2, failed: 1",
             "Successful: 3, errors: 0",
+            // Items keyed by name: one worked, or failed jobs without a failure of the call.
+            "{\"/w/a.txt\": {\"result\": \"ok\"}, \"/w/b.txt\": {\"result\": \"error\", \"reason\": \"gone\"}}",
+            "{\"build\": {\"status\": \"failed\", \"duration\": 3}}",
         ] {
             assert_eq!(judge(text(fine)), None, "{fine}");
         }
