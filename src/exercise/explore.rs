@@ -33,6 +33,10 @@ use crate::progress::ProgressHook;
 /// Calls made because another tool asked for them, at most, per tool.
 const MAX_PREREQUISITES_PER_TOOL: usize = 2;
 
+/// Passes of retries over the tools not yet reached, at most (another pass only after one
+/// reached a tool).
+const RETRY_PASSES: usize = 3;
+
 /// One call as the host made and observed it.
 #[derive(Debug)]
 pub struct ObservedCall {
@@ -281,7 +285,35 @@ impl<'a> Explorer<'a> {
             }
         }
         // Tools still without a successful call get another turn when the pool has grown
-        // or a server-wide lesson was learned since their last one.
+        // or a server-wide lesson was learned since their last one; again while such turns
+        // succeed (a tool reached here hands out what one planned before it lacked: a
+        // node's text read, then the edit that quotes it, then the review of that edit).
+        for pass in 0..RETRY_PASSES {
+            let reached_before = self.runs.iter().filter(|r| r.succeeded()).count();
+            self.retry_pass(pass, host).await;
+            if self.partial.is_some()
+                || self.runs.iter().filter(|r| r.succeeded()).count() == reached_before
+            {
+                break;
+            }
+        }
+        self.riskier_cases(host).await;
+        let planned_arguments = (0..self.tools.len())
+            .map(|i| self.planned[self.plan_of[i]].arguments().clone())
+            .collect();
+        Explored {
+            runs: self.runs,
+            called: self.called,
+            planned_arguments,
+            partial: self.partial,
+            notes: self.notes,
+            pooled_values: self.pool.len(),
+        }
+    }
+
+    /// One pass of retries over the tools still without a successful call (pass 0 also makes
+    /// what their last errors said was missing).
+    async fn retry_pass<H: Host>(&mut self, pass: usize, host: &mut H) {
         for k in 0..self.planned.len() {
             let i = self.planned[k].tool_index;
             let run = &self.runs[i];
@@ -294,15 +326,17 @@ impl<'a> Explorer<'a> {
             if !run.calls.last().is_some_and(|c| c.outcome.answered()) {
                 continue;
             }
-            let grown = self.pool.len() + self.lessons > self.pool_at_turn[i];
+            let grown = self.pool.learned() + self.lessons > self.pool_at_turn[i];
             let useful = self.lessons > self.lessons_at_turn[i]
                 || self
                     .pooled_candidate(i, &self.planned[k].candidates[0])
                     .is_some();
-            // What its last error said was missing can be made now: made, then tried on.
+            // What its last error said was missing can be made now: made, then tried on
+            // (once: a later pass would make another of the same).
             let last = run
                 .calls
                 .last()
+                .filter(|_| pass == 0)
                 .map(|c| (error_text(&c.outcome, None), c.arguments.clone()));
             if let Some((text, arguments)) = last {
                 let creator = self
@@ -321,18 +355,6 @@ impl<'a> Explorer<'a> {
                 ));
                 Box::pin(self.turn(i, host, 0)).await;
             }
-        }
-        self.riskier_cases(host).await;
-        let planned_arguments = (0..self.tools.len())
-            .map(|i| self.planned[self.plan_of[i]].arguments().clone())
-            .collect();
-        Explored {
-            runs: self.runs,
-            called: self.called,
-            planned_arguments,
-            partial: self.partial,
-            notes: self.notes,
-            pooled_values: self.pool.len(),
         }
     }
 
@@ -648,6 +670,7 @@ impl<'a> Explorer<'a> {
         let mut number = 1;
         let mut attempt = 1;
         let mut retried_after_death = false;
+        let mut alternated = false;
         while number <= self.options.repeat {
             if let Some(why) = host.must_stop() {
                 self.partial.get_or_insert(why);
@@ -698,12 +721,14 @@ impl<'a> Explorer<'a> {
                 break;
             }
             let mut retry_same = false;
+            let mut instructed = false;
             if number == 1 && outcome.worth_another_attempt() {
                 let error_text = error_text(&outcome, result.as_ref());
                 let learned =
                     self.learn_from_error(i, &error_text, &arguments, attempt, &mut candidates);
                 // An error that differs from the ones before and says what to change is
                 // progress: one more attempt, up to a bound.
+                instructed = learned > 0;
                 if learned > 0 && !errors_seen.contains(&error_text) {
                     if !errors_seen.is_empty() && budget < max_budget {
                         budget += 1;
@@ -727,11 +752,46 @@ impl<'a> Explorer<'a> {
                         retry_same = true;
                         budget += 1;
                     }
-                    Asked::NewCandidate => budget += 1,
+                    Asked::NewCandidate => {
+                        instructed = true;
+                        budget += 1;
+                    }
                 }
             }
             if self.partial.is_some() {
                 break;
+            }
+            // A refused set that took references from the pool ("Cannot update completed
+            // task", "Todo with ID '1' not found": that object is done or gone) is tried
+            // once with other pooled ones of the same kind, unless the error said what to do
+            // instead or names a thing a tool makes ("Sheet 'x' has no charts": one is made
+            // there).
+            if number == 1
+                && !alternated
+                && !instructed
+                && !retry_same
+                && outcome.worth_another_attempt()
+            {
+                let refusal = error_text(&outcome, result.as_ref());
+                let alternative = self
+                    .creator_for(i, &refusal)
+                    .is_none()
+                    .then(|| self.other_pooled(i, &arguments, &provenance, &refusal))
+                    .flatten();
+                if let Some((c, sources)) = alternative {
+                    if !candidates[..attempt].contains(&c) {
+                        alternated = true;
+                        self.runs[i].synthesis_notes.push(format!(
+                            "attempt {attempt} was refused on pooled values: other ones were \
+                             tried ({})",
+                            sources.keys().cloned().collect::<Vec<_>>().join(", ")
+                        ));
+                        provenance.push((c.clone(), sources));
+                        candidates.retain(|x| *x != c);
+                        candidates.insert(attempt, c);
+                        budget += 1;
+                    }
+                }
             }
             if retry_same {
                 // Again, with what the prerequisite handed out where it fits.
@@ -760,7 +820,7 @@ impl<'a> Explorer<'a> {
                 number += 1;
             }
         }
-        self.pool_at_turn[i] = self.pool.len() + self.lessons;
+        self.pool_at_turn[i] = self.pool.learned() + self.lessons;
         self.lessons_at_turn[i] = self.lessons;
     }
 
@@ -1342,6 +1402,72 @@ impl<'a> Explorer<'a> {
         (!sources.is_empty()).then(|| (Value::Object(args), sources))
     }
 
+    /// `sent` (a set that took pooled values, as `provenance` records) with the pooled
+    /// values `refusal` is about replaced by the pool's next best for their parameters,
+    /// passing over every value tool `i`'s first calls sent there; `None` when the pool has
+    /// no other. The refusal is about the values it quotes ("Todo with ID '1' not found"),
+    /// else those whose parameter names the thing it names ("Cannot update completed task":
+    /// `taskId`, not `requestId`); a refusal of something else ("unknown op") keeps them.
+    fn other_pooled(
+        &self,
+        i: usize,
+        sent: &Value,
+        provenance: &Provenance,
+        refusal: &str,
+    ) -> Option<(Value, BTreeMap<String, String>)> {
+        let (_, pooled) = provenance.iter().find(|(c, _)| c == sent)?;
+        let tool = &self.tools[i];
+        let props = tool.input_schema.get("properties")?.as_object()?;
+        let mut next = sent.as_object()?.clone();
+        let lowered = refusal.to_lowercase();
+        let refused_words: Vec<String> = words(&lowered)
+            .into_iter()
+            .map(|w| super::pool::singular(&w))
+            .collect();
+        let quoted: Vec<&String> = pooled
+            .keys()
+            .filter(|name| {
+                sent.get(name.as_str())
+                    .and_then(value_text)
+                    .is_some_and(|v| quotes(&lowered, &v.to_lowercase()))
+            })
+            .collect();
+        let named: Vec<&String> = pooled
+            .keys()
+            .filter(|name| {
+                words(name)
+                    .iter()
+                    .filter(|w| !matches!(w.as_str(), "id" | "ids" | "name" | "key"))
+                    .any(|w| refused_words.contains(&super::pool::singular(w)))
+            })
+            .collect();
+        let about = if quoted.is_empty() { named } else { quoted };
+        let mut sources = BTreeMap::new();
+        for name in about {
+            let Some(schema) = props.get(name).and_then(Value::as_object) else {
+                continue;
+            };
+            let mut tried: Vec<Value> = self.runs[i]
+                .calls
+                .iter()
+                .filter(|c| c.number == 1)
+                .filter_map(|c| c.arguments.get(name).cloned())
+                .collect();
+            tried.extend(sent.get(name).cloned());
+            // The values other parameters of the set took stay theirs.
+            tried.extend(
+                next.iter()
+                    .filter(|(k, _)| *k != name)
+                    .map(|(_, v)| v.clone()),
+            );
+            if let Some(pick) = self.pool.pick_excluding(&tool.name, name, schema, &tried) {
+                next.insert(name.clone(), pick.value);
+                sources.insert(name.clone(), pick.source);
+            }
+        }
+        (!sources.is_empty()).then(|| (Value::Object(next), sources))
+    }
+
     /// Steering by an error: an allowed directory, offered values (kept in the pool for later
     /// tools too), missing fields, flags, the kind of file wanted.
     fn learn_from_error(
@@ -1501,6 +1627,70 @@ impl<'a> Explorer<'a> {
                 }
             }
         }
+        // "before text 'quiet-meadow' not found in node 'p:3'", "Header 'x' not found in
+        // document": a parameter that must quote existing text takes text an answer showed
+        // (a heading or an anchor its whole line, a small edit one word).
+        if NOT_THERE.iter().any(|p| lowered.contains(p)) {
+            let mut next = arguments.as_object().cloned().unwrap_or_default();
+            let mut named = Vec::new();
+            for (name, v) in next.iter_mut() {
+                let Some(sent) = v.as_str().filter(|s| !s.is_empty()) else {
+                    continue;
+                };
+                let Some(noun) = quoted_after_noun(&lowered, &sent.to_lowercase()) else {
+                    continue;
+                };
+                let whole_line = matches!(noun, "header" | "heading" | "anchor" | "title");
+                let refused: Vec<String> = self.runs[i]
+                    .calls
+                    .iter()
+                    .filter_map(|c| c.arguments.get(name).and_then(Value::as_str))
+                    .chain([sent])
+                    .map(str::to_string)
+                    .collect();
+                if let Some(text) = self.pool.quoted_text(whole_line, &refused) {
+                    *v = Value::String(text);
+                    named.push(name.clone());
+                }
+            }
+            let c = Value::Object(next);
+            if !named.is_empty() && !candidates[..attempt].contains(&c) {
+                self.runs[i].synthesis_notes.push(format!(
+                    "its error did not find the text given for {}: text an answer showed \
+                     was given",
+                    named.join(", ")
+                ));
+                candidates.retain(|x| *x != c);
+                candidates.insert(attempt.min(candidates.len()), c);
+                followed += 1;
+            }
+        }
+        // "path suffix '' not in allowed ('.docx',)", "Invalid extension, expected .pptx": a
+        // made-up word was taken for a file name; a new file of that kind in the workspace.
+        if let Some(kind) = named_kind.filter(|_| SUFFIX_REFUSED.is_match(error_text)) {
+            let mut next = arguments.as_object().cloned().unwrap_or_default();
+            let mut named = Vec::new();
+            for (name, v) in next.iter_mut() {
+                if let Some(word) = v
+                    .as_str()
+                    .filter(|w| super::synth::is_invented(w) && !w.contains('.'))
+                {
+                    let root = self.steer.as_ref().map_or(&self.workspace, |f| &f.root);
+                    *v = Value::String(root.join(format!("{word}.{kind}")).display().to_string());
+                    named.push(name.clone());
+                }
+            }
+            let c = Value::Object(next);
+            if !named.is_empty() && !candidates[..attempt].contains(&c) {
+                self.runs[i].synthesis_notes.push(format!(
+                    "its error refused the file kind of {}: a new .{kind} file was named",
+                    named.join(", ")
+                ));
+                candidates.retain(|x| *x != c);
+                candidates.insert(attempt.min(candidates.len()), c);
+                followed += 1;
+            }
+        }
         let learned: Vec<Value> = corrections(
             error_text,
             &self.schemas[i],
@@ -1609,6 +1799,37 @@ impl<'a> Explorer<'a> {
     }
 }
 
+/// The noun right before `value` where `error` quotes it as text it looked for ("before
+/// text 'x'", "Header 'x'", "Start anchor 'x'"), when that noun is one of text.
+fn quoted_after_noun(error: &str, value: &str) -> Option<&'static str> {
+    const NOUNS: [&str; 9] = [
+        "text",
+        "string",
+        "substring",
+        "phrase",
+        "snippet",
+        "anchor",
+        "header",
+        "heading",
+        "title",
+    ];
+    error.match_indices(value).find_map(|(at, _)| {
+        let before = error[..at].trim_end_matches(['\'', '"', '`', ' ', ':']);
+        let last = before
+            .rsplit(|c: char| !c.is_alphanumeric())
+            .next()
+            .unwrap_or("");
+        let quoted = error[..at].ends_with(['\'', '"', '`']);
+        NOUNS.iter().find(|n| quoted && **n == last).copied()
+    })
+}
+
+/// An error that refuses a value for its file suffix or extension ("path suffix '' not in
+/// allowed ('.docx',)", "Invalid file extension", "must end with .pptx").
+static SUFFIX_REFUSED: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)\b(suffix|extension|must end (with|in)|file type)\b").expect("static regex")
+});
+
 /// Phrases of an error that says something looked up is not there.
 const NOT_THERE: [&str; 4] = [
     "does not exist",
@@ -1616,6 +1837,28 @@ const NOT_THERE: [&str; 4] = [
     "no such file",
     "doesn't exist",
 ];
+
+/// The text of a scalar (a string, a number).
+fn value_text(v: &Value) -> Option<String> {
+    match v {
+        Value::String(s) => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    }
+}
+
+/// Whether `text` names `value` as a whole token ('1' in "ID '1' not found", not the 1 of
+/// "task-1" or of "10").
+fn quotes(text: &str, value: &str) -> bool {
+    !value.is_empty()
+        && text.match_indices(value).any(|(at, _)| {
+            let before = text[..at].chars().next_back();
+            let after = text[at + value.len()..].chars().next();
+            let apart =
+                |c: Option<char>| c.is_none_or(|c| !c.is_alphanumeric() && c != '-' && c != '_');
+            apart(before) && apart(after)
+        })
+}
 
 /// `worked` (arguments that worked) with each path of the workspace that no longer exists
 /// (a file the call read, which a later tool moved or removed) replaced by another existing
@@ -2434,6 +2677,132 @@ mod tests {
             .expect("prepare");
         assert!(first_publish < prepare, "{order:?}");
         assert!(explored.pooled_values >= 1);
+    }
+
+    #[test]
+    fn refusals_teach_other_pooled_values_text_an_answer_showed_and_a_file_kind() {
+        let object = |props: Value, required: &[&str]| json!({"type": "object", "properties": props, "required": required});
+        let string = json!({"type": "string"});
+        let tools = tools_of(&[
+            json!({"name": "list_tasks", "annotations": {"readOnlyHint": true},
+                   "inputSchema": object(json!({}), &[])}),
+            json!({"name": "update_task", "inputSchema":
+                   object(json!({"taskId": string, "title": string}), &["taskId"])}),
+            json!({"name": "edit_node", "inputSchema":
+                   object(json!({"node_id": string, "before": string, "after": string}),
+                          &["node_id", "before", "after"])}),
+            json!({"name": "read_node", "annotations": {"readOnlyHint": true},
+                   "inputSchema": object(json!({"node_id": string}), &["node_id"])}),
+            json!({"name": "save_tracked", "inputSchema":
+                   object(json!({"out": string}), &["out"])}),
+        ]);
+        let config = plain_config();
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut completed: Option<Value> = None;
+        let mut host = ScriptedHost {
+            answer: |tool: &str, a: &Value| match tool {
+                "list_tasks" => text(r#"{"tasks": [{"id": "t-1"}, {"id": "t-2"}]}"#, false),
+                // Whichever task it is given first is the completed one.
+                "update_task" if completed.get_or_insert(a["taskId"].clone()) == &a["taskId"] => {
+                    text("Cannot update completed task", true)
+                }
+                "update_task" => text("updated", false),
+                // read_node answers for the node its error offers, after edit_node's turn:
+                // edit_node is reached in a later pass, with a word of the node's text.
+                "read_node" if a["node_id"] == "p:3" => text(
+                    r#"{"node_id": "p:3", "text": "The next review is in March."}"#,
+                    false,
+                ),
+                "read_node" => text(&format!("no node {}; nodes: 'p:3'", a["node_id"]), true),
+                "edit_node"
+                    if a["before"]
+                        .as_str()
+                        .is_some_and(|b| "The next review is in March.".contains(b)) =>
+                {
+                    text(r#"{"op_id": "op-1"}"#, false)
+                }
+                "edit_node" => text(
+                    &format!("before text {} not found in node 'p:3'", a["before"]),
+                    true,
+                ),
+                "save_tracked" if a["out"].as_str().is_some_and(|o| o.ends_with(".docx")) => {
+                    text("saved", false)
+                }
+                "save_tracked" => text("path suffix '' not in allowed ('.docx',)", true),
+                _ => text("unknown", true),
+            },
+            log: Vec::new(),
+        };
+        let explored = explore(&tools, &config, dir.path(), &mut host);
+        let run =
+            |name: &str| &explored.runs[tools.iter().position(|t| t.name == name).expect("tool")];
+        // The completed task was refused by name; the other one was tried.
+        let update = run("update_task");
+        assert!(update.succeeded(), "{:?}", host.log);
+        let sent: Vec<&Value> = update
+            .calls
+            .iter()
+            .filter(|c| c.number == 1)
+            .map(|c| &c.arguments["taskId"])
+            .collect();
+        assert!(
+            sent.contains(&&json!("t-1")) && sent.contains(&&json!("t-2")),
+            "{sent:?}"
+        );
+        // The edit quoted a word of the text read_node showed, after read_node was reached.
+        let edit = run("edit_node");
+        assert!(edit.succeeded(), "{:?}", host.log);
+        let worked = edit
+            .calls
+            .iter()
+            .find(|c| c.outcome.is_success())
+            .expect("a success");
+        assert_eq!(worked.arguments["before"], "next");
+        // A made-up word refused for its suffix became a new .docx file in the workspace.
+        let save = run("save_tracked");
+        assert!(save.succeeded(), "{:?}", host.log);
+        let out = save
+            .calls
+            .iter()
+            .find(|c| c.outcome.is_success())
+            .expect("a success");
+        let out = out.arguments["out"].as_str().expect("a path");
+        assert!(out.starts_with(&dir.path().display().to_string()) && out.ends_with(".docx"));
+    }
+
+    #[test]
+    fn refused_values_and_quoted_text_are_found_in_real_errors() {
+        // todo-txt-mcp; the 1 of "task-1" or of "10" is not the value 1.
+        assert!(quotes("todo with id '1' not found", "1"));
+        assert!(!quotes("task task-1 is done", "1"));
+        assert!(!quotes("only 10 items", "1"));
+        // changex (a text the edit quoted), office-word-mcp-server (a header, an anchor).
+        let changex = "before text 'quiet-meadow' not found in node 'p:00000003' — call \
+                       read_node(handle, node_id='p:00000003') to read the node's exact text";
+        assert_eq!(quoted_after_noun(changex, "quiet-meadow"), Some("text"));
+        assert_eq!(quoted_after_noun(changex, "p:00000003"), None);
+        assert_eq!(
+            quoted_after_noun(
+                "header '1234team offsite' not found in document.",
+                "1234team offsite"
+            ),
+            Some("header")
+        );
+        assert_eq!(
+            quoted_after_noun("start anchor 'x' not found.", "x"),
+            Some("anchor")
+        );
+        // An id looked up is no text to quote.
+        assert_eq!(quoted_after_noun("task 'x' not found", "x"), None);
+        // changex's save_tracked (Python's tuple), and common phrasings.
+        for refused in [
+            "path suffix '' not in allowed ('.docx',)",
+            "Invalid file extension: expected .pptx",
+            "Output must end with .xlsx",
+        ] {
+            assert!(SUFFIX_REFUSED.is_match(refused), "{refused}");
+        }
+        assert!(!SUFFIX_REFUSED.is_match("File not found: x.docx"));
     }
 
     #[test]

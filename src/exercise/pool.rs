@@ -26,6 +26,19 @@ const MAX_VALUE_CHARS: usize = 200;
 const MAX_ELEMENTS: usize = 25;
 /// How deep a response is walked.
 const MAX_DEPTH: usize = 8;
+/// Answers whose lines of text are kept.
+const MAX_TEXT_ANSWERS: usize = 8;
+/// Keys under which an answer shows text as it stands (a paragraph's, a file's).
+const TEXT_KEYS: &[&str] = &[
+    "text",
+    "content",
+    "body",
+    "paragraph",
+    "line",
+    "snippet",
+    "preview",
+    "excerpt",
+];
 
 /// What a pooled value names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -161,6 +174,11 @@ pub struct ValuePool {
     /// Words for things a server keeps by name: the core's, those of the packs in force and
     /// those the server's own listing tools name (`list_vaults`: vault).
     entities: Vec<String>,
+    /// Lines of text the latest answers showed (a paragraph's `text`, a file's content), the
+    /// latest answer last: what a parameter that must quote existing text can take.
+    texts: Vec<Vec<String>>,
+    /// Values and lines of text learned so far, ever (it only grows).
+    learned: usize,
 }
 
 impl Default for ValuePool {
@@ -362,6 +380,8 @@ impl ValuePool {
                 .chain(packs.entities())
                 .map(str::to_string)
                 .collect(),
+            texts: Vec::new(),
+            learned: 0,
         }
     }
 
@@ -429,7 +449,13 @@ impl ValuePool {
         self.values.is_empty()
     }
 
-    /// How many values are kept.
+    /// How many values and lines of text it has learned, ever: a count that only grows, for
+    /// telling whether anything new came since.
+    pub fn learned(&self) -> usize {
+        self.learned
+    }
+
+    /// How many values it holds.
     pub fn len(&self) -> usize {
         self.values.len()
     }
@@ -442,6 +468,10 @@ impl ValuePool {
         // What the response is about, for its top-level members: the tool's entity
         // (`register_project` answers `{"name": …}` about a project).
         let about: Vec<String> = objects_of(tool).into_iter().take(1).collect();
+        self.texts.push(Vec::new());
+        if self.texts.len() > MAX_TEXT_ANSWERS {
+            self.texts.remove(0);
+        }
         if let Some(s) = result.get("structuredContent") {
             let at = Walk {
                 origin: &origin,
@@ -469,7 +499,14 @@ impl ValuePool {
                     };
                     match json_in(text) {
                         Some(v) => walk.walk(self, &v, &about, &at, 0),
-                        None => walk.prose(self, text, &tool_words, &at),
+                        None => {
+                            // What a reader shows is content; other tools' prose is a
+                            // message about what they did ("Document copied to …").
+                            if provenance == Provenance::Listed {
+                                self.learn_text(text);
+                            }
+                            walk.prose(self, text, &tool_words, &at)
+                        }
                     }
                 }
                 Some("resource_link") | Some("resource") => {
@@ -494,6 +531,43 @@ impl ValuePool {
                 _ => {}
             }
         }
+    }
+
+    /// Keeps the lines of `text` (a paragraph, a file's content) with the latest answer's.
+    fn learn_text(&mut self, text: &str) {
+        let Some(group) = self.texts.last_mut() else {
+            return;
+        };
+        for line in text.lines().take(MAX_ELEMENTS) {
+            let line = line.trim();
+            if group.len() < MAX_ELEMENTS
+                && line.contains(' ')
+                && line.chars().count() <= MAX_VALUE_CHARS
+                && !group.iter().any(|l| l == line)
+            {
+                group.push(line.to_string());
+                self.learned += 1;
+            }
+        }
+    }
+
+    /// Existing text for a parameter that must quote some (`before`, `anchor`, a header),
+    /// from the latest answer that showed any: its first line when `whole_line`, else a word
+    /// of it (a small edit of a paragraph, not all of it); never one of `refused`.
+    pub fn quoted_text(&self, whole_line: bool, refused: &[String]) -> Option<String> {
+        let group = self.texts.iter().rev().find(|g| !g.is_empty())?;
+        if whole_line {
+            return group.iter().find(|l| !refused.contains(l)).cloned();
+        }
+        group.iter().find_map(|line| {
+            line.split(|c: char| !c.is_alphanumeric())
+                .find(|w| {
+                    w.chars().count() >= 4
+                        && w.chars().all(char::is_alphabetic)
+                        && !refused.iter().any(|r| r == w)
+                })
+                .map(str::to_string)
+        })
     }
 
     /// Learns the values an error offered for parameter `field` ("Available sheets: 'Summary'"):
@@ -595,6 +669,7 @@ impl ValuePool {
             tool: tool.into(),
             source,
         });
+        self.learned += 1;
     }
 
     /// Marks the processes and sessions named `text` as ended.
@@ -858,6 +933,11 @@ impl ValuePool {
             .filter_map(|k| schema.get(*k).and_then(Value::as_str))
             .collect::<Vec<_>>()
             .join(" ");
+        // A revision is text: a number named for commits is a count (`maxCommits`), and a
+        // short hash of digits only is still no number.
+        if !matches!(ty, None | Some("string")) {
+            return None;
+        }
         let want = RevisionWant::of(tool, name, &hint)?;
         let is_branch = |p: &Pooled| p.key.iter().any(|w| singular(w) == "branch");
         let is_commit = |p: &Pooled| {
@@ -1051,6 +1131,9 @@ impl Walk<'_> {
                 }
             }
             Value::String(s) => {
+                if key.last().is_some_and(|w| TEXT_KEYS.contains(&w.as_str())) {
+                    pool.learn_text(s);
+                }
                 let kept = key.last().is_some_and(|w| {
                     KEPT_KEYS.contains(&w.as_str())
                         || pool.is_entity(&singular(w))
@@ -1422,6 +1505,21 @@ mod tests {
             None
         );
         assert_eq!(pick(&pool, "create_note", "title", described("")), None);
+        // A count named for commits takes no commit, not even a short hash of digits only.
+        pool.learn(
+            "git_log",
+            "call 1",
+            &json!({"content": [], "structuredContent": {"commits": [{"hash": "6178464"}]}}),
+        );
+        assert_eq!(
+            pick(
+                &pool,
+                "git_changelog_analyze",
+                "maxCommits",
+                json!({"type": "integer", "maximum": 1000})
+            ),
+            None
+        );
         // What a listing gave counts over the workspace's facts of the same rank.
         pool.learn(
             "git_branch",
