@@ -671,6 +671,7 @@ impl<'a> Explorer<'a> {
         let mut attempt = 1;
         let mut retried_after_death = false;
         let mut alternated = false;
+        let mut reshaped = false;
         while number <= self.options.repeat {
             if let Some(why) = host.must_stop() {
                 self.partial.get_or_insert(why);
@@ -791,6 +792,29 @@ impl<'a> Explorer<'a> {
                         candidates.insert(attempt, c);
                         budget += 1;
                     }
+                }
+            }
+            // "Relation not found": an existing one of the shape, as an answer held it.
+            if number == 1 && !reshaped && !retry_same && outcome.worth_another_attempt() {
+                let refusal = error_text(&outcome, result.as_ref()).to_lowercase();
+                let shaped = NOT_THERE
+                    .iter()
+                    .any(|p| refusal.contains(p))
+                    .then(|| self.shaped_candidate(i, &arguments))
+                    .flatten();
+                if let Some((c, sources)) =
+                    shaped.filter(|(c, _)| !candidates[..attempt].contains(c))
+                {
+                    reshaped = true;
+                    self.runs[i].synthesis_notes.push(format!(
+                        "attempt {attempt} named what is not there: {} took what an answer \
+                         held",
+                        sources.keys().cloned().collect::<Vec<_>>().join(", ")
+                    ));
+                    provenance.push((c.clone(), sources));
+                    candidates.retain(|x| *x != c);
+                    candidates.insert(attempt, c);
+                    budget += 1;
                 }
             }
             if retry_same {
@@ -1400,6 +1424,63 @@ impl<'a> Explorer<'a> {
             }
         }
         (!sources.is_empty()).then(|| (Value::Object(args), sources))
+    }
+
+    /// `sent` with what an answer held whole in place of what was made up, for a tool that
+    /// works on existing things and was told what it named is not there ("Relation not
+    /// found"): a list of objects or an object of a shape an answer held (a relation from
+    /// the graph just read), or the tool's own arguments as such an object (the `source`,
+    /// `target` and `type` of a relation to remove). `None` when no answer held one.
+    fn shaped_candidate(
+        &self,
+        i: usize,
+        sent: &Value,
+    ) -> Option<(Value, BTreeMap<String, String>)> {
+        let tool = &self.tools[i];
+        if super::semantics::Intent::of(tool) == super::semantics::Intent::Create {
+            return None;
+        }
+        let props = tool.input_schema.get("properties")?.as_object()?;
+        let overrides = self.options.overrides.get(&tool.name);
+        let mut next = sent.as_object()?.clone();
+        let mut sources = BTreeMap::new();
+        let mut put = |name: &str, value: Value, source: &str| {
+            if overrides.and_then(|o| o.get(name)).is_none() && next.get(name) != Some(&value) {
+                next.insert(name.to_string(), value);
+                sources.insert(name.to_string(), source.to_string());
+            }
+        };
+        for (name, schema) in props {
+            let Some(schema) = schema.as_object() else {
+                continue;
+            };
+            let (item, listed) = match schema.get("type").and_then(Value::as_str) {
+                Some("array") => match schema.get("items").and_then(Value::as_object) {
+                    Some(item) => (item, true),
+                    None => continue,
+                },
+                Some("object") => (schema, false),
+                _ => continue,
+            };
+            if let Some(pick) = self.pool.pick_object(item) {
+                let value = if listed {
+                    Value::Array(vec![pick.value])
+                } else {
+                    pick.value
+                };
+                put(name, value, &pick.source);
+            }
+        }
+        if let Some(pick) = tool
+            .input_schema
+            .as_object()
+            .and_then(|schema| self.pool.pick_object(schema))
+        {
+            for (name, value) in pick.value.as_object().into_iter().flatten() {
+                put(name, value.clone(), &pick.source);
+            }
+        }
+        (!sources.is_empty()).then(|| (Value::Object(next), sources))
     }
 
     /// `sent` (a set that took pooled values, as `provenance` records) with the pooled

@@ -26,6 +26,12 @@ const MAX_VALUE_CHARS: usize = 200;
 const MAX_ELEMENTS: usize = 25;
 /// How deep a response is walked.
 const MAX_DEPTH: usize = 8;
+/// An object an answer held (its scalar members and lists of strings) and where it came from.
+type HeldObject = (Map<String, Value>, String);
+
+/// Objects kept at most, and members an object kept has at most.
+const MAX_OBJECTS: usize = 64;
+const MAX_OBJECT_MEMBERS: usize = 12;
 /// Answers whose lines of text are kept.
 const MAX_TEXT_ANSWERS: usize = 8;
 /// Keys under which an answer shows text as it stands (a paragraph's, a file's).
@@ -179,6 +185,10 @@ pub struct ValuePool {
     texts: Vec<Vec<String>>,
     /// Values and lines of text learned so far, ever (it only grows).
     learned: usize,
+    /// Objects the answers held (`{"from": "Ada", "to": "Engine", "relationType": "wrote"}`),
+    /// their scalar members (and lists of strings) only, the latest last, with where each
+    /// came from: a parameter that takes such an object whole can take an existing one.
+    objects: Vec<HeldObject>,
 }
 
 impl Default for ValuePool {
@@ -382,6 +392,7 @@ impl ValuePool {
                 .collect(),
             texts: Vec::new(),
             learned: 0,
+            objects: Vec::new(),
         }
     }
 
@@ -549,6 +560,101 @@ impl ValuePool {
                 self.learned += 1;
             }
         }
+    }
+
+    /// Keeps an object an answer held, by its scalar members and lists of strings, when it
+    /// has two to a dozen of them.
+    fn learn_object(&mut self, map: &Map<String, Value>, source: String) {
+        if map.len() > 3 * MAX_OBJECT_MEMBERS {
+            return;
+        }
+        let kept: Map<String, Value> = map
+            .iter()
+            .filter(|(_, v)| match v {
+                Value::String(s) => s.chars().count() <= MAX_VALUE_CHARS,
+                Value::Number(_) | Value::Bool(_) => true,
+                Value::Array(items) => {
+                    items.len() <= MAX_ELEMENTS && items.iter().all(Value::is_string)
+                }
+                _ => false,
+            })
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        if !(2..=MAX_OBJECT_MEMBERS).contains(&kept.len())
+            || self.objects.iter().any(|(o, _)| *o == kept)
+        {
+            return;
+        }
+        if self.objects.len() >= MAX_OBJECTS {
+            self.objects.remove(0);
+        }
+        self.objects.push((kept, source));
+        self.learned += 1;
+    }
+
+    /// An object an answer held that has every member `schema` (an object's schema)
+    /// requires, by name or by a name of the same meaning (`relationType` for `type`,
+    /// `from` for `source`), given in the schema's own member names: an existing relation
+    /// for a tool that updates or removes one. Two required members at least (one is no
+    /// shape); the object with the most members named alike wins, then the latest.
+    pub fn pick_object(&self, schema: &Map<String, Value>) -> Option<Pick> {
+        let props = schema.get("properties")?.as_object()?;
+        let required: Vec<&str> = schema
+            .get("required")?
+            .as_array()?
+            .iter()
+            .filter_map(Value::as_str)
+            .collect();
+        if required.len() < 2 || required.iter().any(|r| !props.contains_key(*r)) {
+            return None;
+        }
+        let mut best: Option<(usize, &HeldObject)> = None;
+        for entry in self.objects.iter().rev() {
+            let object = &entry.0;
+            let found = |member: &str| {
+                object
+                    .keys()
+                    .find(|k| k.as_str() == member)
+                    .map(|k| (k, true))
+                    .or_else(|| {
+                        object
+                            .keys()
+                            .find(|k| same_member(member, k))
+                            .map(|k| (k, false))
+                    })
+            };
+            let mut exact = 0;
+            let mut complete = true;
+            for member in &required {
+                match found(member) {
+                    Some((k, same)) if fits_member(&object[k], props.get(*member)) => {
+                        exact += usize::from(same);
+                    }
+                    _ => complete = false,
+                }
+            }
+            if complete && best.is_none_or(|(e, _)| exact > e) {
+                best = Some((exact, entry));
+            }
+        }
+        let (_, (object, source)) = best?;
+        let mut value = Map::new();
+        for member in props.keys() {
+            let key = object
+                .keys()
+                .find(|k| *k == member)
+                .or_else(|| object.keys().find(|k| same_member(member, k)));
+            if let Some(v) = key
+                .map(|k| &object[k])
+                .filter(|v| fits_member(v, props.get(member)))
+            {
+                value.insert(member.clone(), v.clone());
+            }
+        }
+        Some(Pick {
+            value: Value::Object(value),
+            source: source.clone(),
+        })
     }
 
     /// Existing text for a parameter that must quote some (`before`, `anchor`, a header),
@@ -1044,6 +1150,34 @@ fn value_text(v: &Value) -> String {
     }
 }
 
+/// Whether an object's member `key` means what a schema's member `member` means: the same
+/// last word (`relationType` and `type`, `entityName` and `name`), or the two ends of a link
+/// (`from` and `source`, `to` and `target`).
+fn same_member(member: &str, key: &str) -> bool {
+    const ENDS: [&[&str]; 2] = [&["from", "source", "src"], &["to", "target", "dest"]];
+    let (m, k) = (words(member), words(key));
+    let (Some(ml), Some(kl)) = (m.last(), k.last()) else {
+        return false;
+    };
+    ml == kl
+        || ENDS
+            .iter()
+            .any(|end| end.contains(&ml.as_str()) && end.contains(&kl.as_str()))
+}
+
+/// Whether an object's member value suits a member schema's type.
+fn fits_member(v: &Value, schema: Option<&Value>) -> bool {
+    match schema.and_then(|s| s.get("type")).and_then(Value::as_str) {
+        Some("string") => v.is_string(),
+        Some("integer") => v.is_i64() || v.is_u64(),
+        Some("number") => v.is_number(),
+        Some("boolean") => v.is_boolean(),
+        Some("array") => v.is_array(),
+        Some(_) => false,
+        None => !v.is_array(),
+    }
+}
+
 /// Where a response of `tool` puts what it holds: a listing, a creation, another answer.
 fn provenance_of(tool: &str) -> Provenance {
     const CREATING: &[&str] = &[
@@ -1084,6 +1218,7 @@ impl Walk<'_> {
         }
         match v {
             Value::Object(map) => {
+                pool.learn_object(map, format!("{}: {at}", self.origin));
                 // `{"pid": 7, "status": "exited"}`: what the object names has ended.
                 // A session's own state, or a process's: a command that `completed` in a
                 // session leaves the session open.
@@ -1535,6 +1670,63 @@ mod tests {
             ),
             Some(json!("release/2.0"))
         );
+    }
+
+    #[test]
+    fn objects_an_answer_held_fill_a_schema_of_their_shape() {
+        // mcp-memory-libsql's read_graph, then its delete_relation (source, target, type)
+        // and mcp-knowledge-graph's update_relations items (from, to, relationType).
+        let mut pool = ValuePool::new();
+        let graph = r#"{"entities": [{"name": "Ada Lovelace", "entityType": "person",
+            "observations": ["wrote the first published algorithm"]}],
+            "relations": [{"from": "Ada Lovelace", "to": "Analytical Engine",
+            "relationType": "wrote notes on"}]}"#;
+        pool.learn(
+            "read_graph",
+            "call 1",
+            &json!({"content": [{"type": "text", "text": graph}]}),
+        );
+        let string = json!({"type": "string"});
+        let delete_relation = schema(json!({"type": "object",
+            "properties": {"source": string, "target": string, "type": string},
+            "required": ["source", "target", "type"]}));
+        let pick = pool.pick_object(&delete_relation).expect("a relation");
+        assert_eq!(
+            pick.value,
+            json!({"source": "Ada Lovelace", "target": "Analytical Engine", "type": "wrote notes on"})
+        );
+        assert!(
+            pick.source.starts_with("read_graph call 1"),
+            "{}",
+            pick.source
+        );
+        let relation_item = schema(json!({"type": "object",
+            "properties": {"from": string, "to": string, "relationType": string},
+            "required": ["from", "to", "relationType"]}));
+        assert_eq!(
+            pool.pick_object(&relation_item).map(|p| p.value),
+            Some(
+                json!({"from": "Ada Lovelace", "to": "Analytical Engine", "relationType": "wrote notes on"})
+            )
+        );
+        // An entity's shape (a name and its observations, a list kept whole).
+        let observations = schema(json!({"type": "object",
+            "properties": {"entityName": string,
+                           "observations": {"type": "array", "items": string}},
+            "required": ["entityName", "observations"]}));
+        assert_eq!(
+            pool.pick_object(&observations).map(|p| p.value),
+            Some(json!({"entityName": "Ada Lovelace",
+                        "observations": ["wrote the first published algorithm"]}))
+        );
+        // One required member is no shape; a member no object has is no match.
+        let one = schema(json!({"type": "object", "properties": {"from": string},
+            "required": ["from"]}));
+        assert_eq!(pool.pick_object(&one), None);
+        let other = schema(json!({"type": "object",
+            "properties": {"from": string, "weight": {"type": "number"}},
+            "required": ["from", "weight"]}));
+        assert_eq!(pool.pick_object(&other), None);
     }
 
     #[test]
