@@ -41,6 +41,15 @@ pub fn judge(tool: &ToolDecl, run: &ToolRun, coverage: &Coverage) -> HintJudgeme
             )
         })
     });
+    // Whether every write made a new path (the only case where "an overwrite was not
+    // tried" is true: a rewrite, an overwrite or a removal met existing content).
+    let only_created = run
+        .observations()
+        .filter(|(_, o)| o.is_write())
+        .all(|(_, o)| {
+            o.as_file()
+                .is_some_and(|f| f.kind == FileEffectKind::Created)
+        });
     // Changes inside a database file are writes whose kind the file cannot tell.
     let database_change = run
         .observations()
@@ -76,7 +85,7 @@ pub fn judge(tool: &ToolDecl, run: &ToolRun, coverage: &Coverage) -> HintJudgeme
         || {
             let mut j =
                 judge_declared(tool, run, coverage, destructive, any_write, database_change);
-            if any_write && !wrote_onto_existing && j.verdict == Verdict::NotApplicable {
+            if any_write && only_created && j.verdict == Verdict::NotApplicable {
                 j.reason.push_str(
                     "; every write observed made a new path, so an overwrite of existing content was not tried",
                 );
@@ -165,6 +174,15 @@ mod tests {
             "{}",
             j.reason
         );
+        // A rewrite of existing content (todo-txt-mcp's save) met existing content: the
+        // note is not given.
+        let rewritten = run(vec![call(
+            1,
+            ok(),
+            vec![file("$WORKSPACE/todo.txt", FileEffectKind::Rewritten)],
+        )]);
+        let j = judge(&cautious, &rewritten, &full_coverage());
+        assert!(!j.reason.contains("made a new path"), "{}", j.reason);
         // An append onto existing content was tried and kept it: additive.
         let appended = run(vec![call(
             1,

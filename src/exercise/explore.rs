@@ -33,6 +33,9 @@ use crate::progress::ProgressHook;
 /// Calls made because another tool asked for them, at most, per tool.
 const MAX_PREREQUISITES_PER_TOOL: usize = 2;
 
+/// Sets tried with other pooled values after refusals of pooled ones, at most, per turn.
+const MAX_ALTERNATIVES: usize = 2;
+
 /// Passes of retries over the tools not yet reached, at most (another pass only after one
 /// reached a tool).
 const RETRY_PASSES: usize = 3;
@@ -670,7 +673,7 @@ impl<'a> Explorer<'a> {
         let mut number = 1;
         let mut attempt = 1;
         let mut retried_after_death = false;
-        let mut alternated = false;
+        let mut alternated = 0;
         let mut reshaped = false;
         while number <= self.options.repeat {
             if let Some(why) = host.must_stop() {
@@ -764,11 +767,11 @@ impl<'a> Explorer<'a> {
             }
             // A refused set that took references from the pool ("Cannot update completed
             // task", "Todo with ID '1' not found": that object is done or gone) is tried
-            // once with other pooled ones of the same kind, unless the error said what to do
+            // with other pooled ones of the same kind (twice at most), unless the error said what to do
             // instead or names a thing a tool makes ("Sheet 'x' has no charts": one is made
             // there).
             if number == 1
-                && !alternated
+                && alternated < MAX_ALTERNATIVES
                 && !instructed
                 && !retry_same
                 && outcome.worth_another_attempt()
@@ -781,7 +784,7 @@ impl<'a> Explorer<'a> {
                     .flatten();
                 if let Some((c, sources)) = alternative {
                     if !candidates[..attempt].contains(&c) {
-                        alternated = true;
+                        alternated += 1;
                         self.runs[i].synthesis_notes.push(format!(
                             "attempt {attempt} was refused on pooled values: other ones were \
                              tried ({})",
@@ -1496,11 +1499,20 @@ impl<'a> Explorer<'a> {
         provenance: &Provenance,
         refusal: &str,
     ) -> Option<(Value, BTreeMap<String, String>)> {
+        // Only a refusal of the thing named (gone, unknown, in a state that forbids the
+        // call), not of the value's type ("Input should be a valid list").
+        let lowered = refusal.to_lowercase();
+        if !NOT_THERE
+            .iter()
+            .chain(&["cannot ", "can't ", "unknown ", "already "])
+            .any(|p| lowered.contains(p))
+        {
+            return None;
+        }
         let (_, pooled) = provenance.iter().find(|(c, _)| c == sent)?;
         let tool = &self.tools[i];
         let props = tool.input_schema.get("properties")?.as_object()?;
         let mut next = sent.as_object()?.clone();
-        let lowered = refusal.to_lowercase();
         let refused_words: Vec<String> = words(&lowered)
             .into_iter()
             .map(|w| super::pool::singular(&w))
@@ -1541,7 +1553,7 @@ impl<'a> Explorer<'a> {
                     .filter(|(k, _)| *k != name)
                     .map(|(_, v)| v.clone()),
             );
-            if let Some(pick) = self.pool.pick_excluding(&tool.name, name, schema, &tried) {
+            if let Some(pick) = self.pool.pick_instead(&tool.name, name, schema, &tried) {
                 next.insert(name.clone(), pick.value);
                 sources.insert(name.clone(), pick.source);
             }
@@ -1706,6 +1718,37 @@ impl<'a> Explorer<'a> {
                     candidates.retain(|x| *x != c);
                     candidates.insert((attempt + n).min(candidates.len()), c);
                 }
+            }
+        }
+        // "Value at path '$' is list, expected an object", "Array has 3 items": a path into
+        // the document goes one level down, to the list's first item.
+        if LIST_WHERE_OBJECT.is_match(error_text) {
+            let mut next = arguments.as_object().cloned().unwrap_or_default();
+            let mut named = Vec::new();
+            let props = tool
+                .input_schema
+                .get("properties")
+                .and_then(Value::as_object);
+            for name in props.into_iter().flat_map(|p| p.keys()) {
+                // A made-up key is no place in the document: from the root.
+                let sent = next
+                    .get(name)
+                    .and_then(Value::as_str)
+                    .filter(|s| !super::synth::is_invented(s));
+                if let Some(path) = super::semantics::first_item_path(tool, name, sent) {
+                    next.insert(name.clone(), Value::String(path));
+                    named.push(name.clone());
+                }
+            }
+            let c = Value::Object(next);
+            if !named.is_empty() && !candidates[..attempt].contains(&c) {
+                self.runs[i].synthesis_notes.push(format!(
+                    "its error found a list where it wanted an object: {} went to the first item",
+                    named.join(", ")
+                ));
+                candidates.retain(|x| *x != c);
+                candidates.insert(attempt.min(candidates.len()), c);
+                followed += 1;
             }
         }
         // "before text 'quiet-meadow' not found in node 'p:3'", "Header 'x' not found in
@@ -1904,6 +1947,16 @@ fn quoted_after_noun(error: &str, value: &str) -> Option<&'static str> {
         NOUNS.iter().find(|n| quoted && **n == last).copied()
     })
 }
+
+/// An error that found a list where it wanted an object ("Value at path '$' is list,
+/// expected an object", "Cannot index a JSON array with non-integer key 'x'. Array has 3
+/// items.", "expected object, got array").
+static LIST_WHERE_OBJECT: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"(?i)\bis (an? )?(list|array)\b[^.]{0,40}\bexpected (an? )?(object|dict|mapping)|\bexpected (an? )?(object|dict)[^.]{0,20}\b(got|received|found) (an? )?(list|array)\b|\bcannot index a json array\b|\barray has \d+ items\b",
+    )
+    .expect("static regex")
+});
 
 /// An error that refuses a value for its file suffix or extension ("path suffix '' not in
 /// allowed ('.docx',)", "Invalid file extension", "must end with .pptx").
@@ -2884,6 +2937,15 @@ mod tests {
             assert!(SUFFIX_REFUSED.is_match(refused), "{refused}");
         }
         assert!(!SUFFIX_REFUSED.is_match("File not found: x.docx"));
+        // universal-json-agent's flatten and its path resolver; a plain "expected" is not it.
+        for list in [
+            "Error: Value at path '$' is list, expected an object. Only objects can be flattened.",
+            "Cannot index a JSON array with non-integer key 'x'. Array has 3 items.",
+            "expected object, got array",
+        ] {
+            assert!(LIST_WHERE_OBJECT.is_match(list), "{list}");
+        }
+        assert!(!LIST_WHERE_OBJECT.is_match("expected a string, got number"));
     }
 
     #[test]

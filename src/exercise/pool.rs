@@ -879,6 +879,30 @@ impl ValuePool {
         schema: &Map<String, Value>,
         taken: &[Value],
     ) -> Option<Pick> {
+        self.pick_ranked(tool, name, schema, taken, false)
+    }
+
+    /// Another value than those in `taken`, after the server refused them as gone or done:
+    /// what a listing showed (the state as it is) before what a creation answered (an id
+    /// a reload may have renumbered since).
+    pub fn pick_instead(
+        &self,
+        tool: &str,
+        name: &str,
+        schema: &Map<String, Value>,
+        taken: &[Value],
+    ) -> Option<Pick> {
+        self.pick_ranked(tool, name, schema, taken, true)
+    }
+
+    fn pick_ranked(
+        &self,
+        tool: &str,
+        name: &str,
+        schema: &Map<String, Value>,
+        taken: &[Value],
+        listed_first: bool,
+    ) -> Option<Pick> {
         if schema.contains_key("enum") || schema.contains_key("const") {
             return None;
         }
@@ -913,7 +937,7 @@ impl ValuePool {
         if !(reference || entity_name) {
             return None;
         }
-        let mut best: Option<((u32, u8), usize)> = None;
+        let mut best: Option<((u32, bool, u8), usize)> = None;
         for (i, p) in self.values.iter().enumerate() {
             if p.ended || matches!(p.kind, ValueKind::Revision | ValueKind::Remote) {
                 continue;
@@ -938,12 +962,13 @@ impl ValuePool {
             }
             let _ = value;
             // Among equal matches, what the server listed or made wins.
-            let rank = (score, p.provenance.rank());
+            let listed = listed_first && p.provenance == Provenance::Listed;
+            let rank = (score, listed, p.provenance.rank());
             if best.is_none_or(|(r, _)| rank >= r) {
                 best = Some((rank, i));
             }
         }
-        let ((score, _), i) = best?;
+        let ((score, _, _), i) = best?;
         if score < 5 {
             return None;
         }

@@ -240,6 +240,9 @@ pub struct Semantics {
     /// Other lists the tool's description gives ("Supported formats: png, svg"): the noun
     /// (singular) and its values.
     listed: Vec<(String, Vec<String>)>,
+    /// Objects the tool's description shows as items of a JSON list (an example of what a
+    /// list of member-less objects takes).
+    object_examples: Vec<Value>,
     /// The names of the tool's parameters: a description that quotes one ("keeping its name
     /// unless `name` is given") points at it, it does not give an example.
     parameters: Vec<String>,
@@ -284,6 +287,11 @@ impl Semantics {
                 .map(|p| p.keys().cloned().collect())
                 .unwrap_or_default(),
             tool_words: words(&tool.name),
+            object_examples: tool
+                .description
+                .as_deref()
+                .map(object_examples)
+                .unwrap_or_default(),
             documented: tool
                 .description
                 .as_deref()
@@ -406,6 +414,22 @@ impl Semantics {
         // null`) means what X means.
         if let Some(inner) = optional_inner(schema) {
             return self.value_for(name, &inner);
+        }
+        // A list of objects that declare no members (`conditions: [{}]`), where the tool's
+        // description shows one in JSON ("Examples: [{"field": "status", "operator": "eq",
+        // "value": "active"}]"): the example's first item.
+        if schema.get("type").and_then(Value::as_str) == Some("array")
+            && schema
+                .get("items")
+                .and_then(Value::as_object)
+                .is_some_and(|items| {
+                    items.get("type").and_then(Value::as_str) == Some("object")
+                        && !items.contains_key("properties")
+                })
+        {
+            if let Some(item) = self.object_examples.first() {
+                return Some(Value::Array(vec![item.clone()]));
+            }
         }
         // A path whose example or default is relative ("Projects/Plan.md"): a path of the
         // workspace written the same way, of the example's kind (an example names a file that
@@ -838,6 +862,56 @@ impl Semantics {
             (false, false, _) => self.existing_file_of(kind),
         }
     }
+}
+
+/// A path into a document one level down to the first item of the list at `sent` (the root
+/// when nothing was sent), in the notation parameter `name` of `tool` is described with: `$[0]`
+/// for a JSONPath, `/0` for a JSON Pointer, `0` or `users.0` for a dotted path. `None` when the
+/// parameter is no path into a document.
+pub(crate) fn first_item_path(tool: &ToolDecl, name: &str, sent: Option<&str>) -> Option<String> {
+    let schema = tool
+        .input_schema
+        .get("properties")?
+        .get(name)?
+        .as_object()?;
+    let mut hint = describe(schema);
+    if !schema.contains_key("description") {
+        if let Some(d) = tool.description.as_deref() {
+            let mut documented = documented_parameters(d);
+            inline_parameters(d, tool, &mut documented);
+            if let Some(documented) = documented.get(name) {
+                hint = format!("{documented} {hint}");
+            }
+        }
+    }
+    let root = data_path_root(&hint)?;
+    let at = sent.unwrap_or(root);
+    Some(if root == "$" {
+        format!("{at}[0]")
+    } else if hint.to_lowercase().contains("pointer") {
+        format!("{at}/0")
+    } else if at.is_empty() || at == "." {
+        "0".to_string()
+    } else {
+        format!("{at}.0")
+    })
+}
+
+/// The objects of the first JSON list of objects a description shows (`[{"field": "status",
+/// "operator": "eq", "value": "active"}, …]`), read from each `[{` on (bounded; a list
+/// spread over lines with indentation is still JSON).
+fn object_examples(description: &str) -> Vec<Value> {
+    let text: String = description.chars().take(8_000).collect();
+    for (at, _) in text.match_indices("[{").take(8) {
+        let mut stream = serde_json::Deserializer::from_str(&text[at..]).into_iter::<Value>();
+        if let Some(Ok(Value::Array(items))) = stream.next() {
+            let objects: Vec<Value> = items.into_iter().filter(Value::is_object).collect();
+            if !objects.is_empty() {
+                return objects;
+            }
+        }
+    }
+    Vec::new()
 }
 
 /// The root of a document, in the notation a path's description names, when the description
@@ -1659,6 +1733,60 @@ mod tests {
         }
         let glob = value("filePattern", "Filter by file type or glob");
         assert_eq!(glob, Some(json!("*.txt")));
+    }
+
+    #[test]
+    fn a_list_where_an_object_was_wanted_and_member_less_items_shown_in_an_example() {
+        // universal-json-agent's flatten (the path documented in its docstring only) and
+        // multi_filter (its conditions' members shown only in the description's example).
+        let flatten = parse_tool(
+            &json!({"name": "flatten",
+                    "description": "Flatten a nested JSON object.\n\nArgs:\n    alias: The alias.\n    path: Dot-notation path to the object to flatten. Empty means root.\n",
+                    "inputSchema": {"type": "object", "properties": {
+                        "alias": {"type": "string"}, "path": {"type": "string", "default": ""}}}}),
+            0,
+        )
+        .expect("tool");
+        assert_eq!(
+            first_item_path(&flatten, "path", None).as_deref(),
+            Some("0")
+        );
+        assert_eq!(
+            first_item_path(&flatten, "path", Some("users")).as_deref(),
+            Some("users.0")
+        );
+        assert_eq!(first_item_path(&flatten, "alias", None), None);
+        let described = |d: &str| {
+            parse_tool(
+                &json!({"name": "pick", "inputSchema": {"type": "object", "properties": {
+                    "at": {"type": "string", "description": d}}}}),
+                0,
+            )
+            .expect("tool")
+        };
+        let jsonpath = described("JSONPath expression, e.g. $.store.book");
+        assert_eq!(
+            first_item_path(&jsonpath, "at", None).as_deref(),
+            Some("$[0]")
+        );
+        let pointer = described("A JSON Pointer to the value to read");
+        assert_eq!(first_item_path(&pointer, "at", None).as_deref(), Some("/0"));
+        let multi_filter = parse_tool(
+            &json!({"name": "multi_filter",
+                    "description": "Filter with conditions.\n\n        Examples:\n          - [{\"field\": \"status\", \"operator\": \"eq\", \"value\": \"active\"},\n             {\"field\": \"score\", \"operator\": \"gt\", \"value\": 80}]\n",
+                    "inputSchema": {"type": "object", "properties": {
+                        "conditions": {"type": "array",
+                                       "items": {"type": "object", "additionalProperties": true}}}}}),
+            0,
+        )
+        .expect("tool");
+        let sem = Semantics::new(&sem("x").facts, &multi_filter);
+        let schema = multi_filter.input_schema["properties"]["conditions"].clone();
+        assert_eq!(
+            sem.value_for("conditions", schema.as_object().expect("obj")),
+            Some(json!([{"field": "status", "operator": "eq", "value": "active"}]))
+        );
+        assert!(object_examples("No example here [1, 2] or [{broken").is_empty());
     }
 
     #[test]
