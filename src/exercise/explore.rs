@@ -798,7 +798,12 @@ impl<'a> Explorer<'a> {
                 }
             }
             // "Relation not found": an existing one of the shape, as an answer held it.
-            if number == 1 && !reshaped && !retry_same && outcome.worth_another_attempt() {
+            if number == 1
+                && !reshaped
+                && !instructed
+                && !retry_same
+                && outcome.worth_another_attempt()
+            {
                 let refusal = error_text(&outcome, result.as_ref()).to_lowercase();
                 let shaped = NOT_THERE
                     .iter()
@@ -1502,11 +1507,15 @@ impl<'a> Explorer<'a> {
         // Only a refusal of the thing named (gone, unknown, in a state that forbids the
         // call), not of the value's type ("Input should be a valid list").
         let lowered = refusal.to_lowercase();
-        if !NOT_THERE
+        let about_the_thing = NOT_THERE
             .iter()
             .chain(&["cannot ", "can't ", "unknown ", "already "])
-            .any(|p| lowered.contains(p))
-        {
+            .any(|p| lowered.contains(p));
+        // "Title cannot be empty", "Unknown error": about a value or nothing in particular.
+        let about_a_value = ["cannot be ", "can't be ", "unknown error"]
+            .iter()
+            .any(|p| lowered.contains(p));
+        if !about_the_thing || about_a_value {
             return None;
         }
         let (_, pooled) = provenance.iter().find(|(c, _)| c == sent)?;
@@ -1521,7 +1530,7 @@ impl<'a> Explorer<'a> {
             .keys()
             .filter(|name| {
                 sent.get(name.as_str())
-                    .and_then(value_text)
+                    .and_then(scalar_text)
                     .is_some_and(|v| quotes(&lowered, &v.to_lowercase()))
             })
             .collect();
@@ -1764,7 +1773,7 @@ impl<'a> Explorer<'a> {
                 let Some(noun) = quoted_after_noun(&lowered, &sent.to_lowercase()) else {
                     continue;
                 };
-                let whole_line = matches!(noun, "header" | "heading" | "anchor" | "title");
+                let whole_line = matches!(noun, "header" | "heading" | "anchor");
                 let refused: Vec<String> = self.runs[i]
                     .calls
                     .iter()
@@ -1793,15 +1802,38 @@ impl<'a> Explorer<'a> {
         // made-up word was taken for a file name; a new file of that kind in the workspace.
         if let Some(kind) = named_kind.filter(|_| SUFFIX_REFUSED.is_match(error_text)) {
             let mut next = arguments.as_object().cloned().unwrap_or_default();
-            let mut named = Vec::new();
-            for (name, v) in next.iter_mut() {
-                if let Some(word) = v
-                    .as_str()
-                    .filter(|w| super::synth::is_invented(w) && !w.contains('.'))
-                {
-                    let root = self.steer.as_ref().map_or(&self.workspace, |f| &f.root);
-                    *v = Value::String(root.join(format!("{word}.{kind}")).display().to_string());
-                    named.push(name.clone());
+            let made_up: Vec<String> = next
+                .iter()
+                .filter(|(_, v)| {
+                    v.as_str()
+                        .is_some_and(|w| super::synth::is_invented(w) && !w.contains('.'))
+                })
+                .map(|(k, _)| k.clone())
+                .collect();
+            // The one made-up word, or those whose names say they are files or places to
+            // write (`out`), not a `title` beside them.
+            let named: Vec<String> = if made_up.len() == 1 {
+                made_up
+            } else {
+                made_up
+                    .into_iter()
+                    .filter(|k| {
+                        let ws = words(k);
+                        super::semantics::names_a_place_to_write(&ws)
+                            || super::semantics::names_a_path(&ws)
+                    })
+                    .collect()
+            };
+            for name in &named {
+                if let Some(word) = next.get(name).and_then(Value::as_str).map(str::to_string) {
+                    let file = format!("{word}.{kind}");
+                    let path = if self.relative_paths {
+                        file
+                    } else {
+                        let root = self.steer.as_ref().map_or(&self.workspace, |f| &f.root);
+                        root.join(file).display().to_string()
+                    };
+                    next.insert(name.clone(), Value::String(path));
                 }
             }
             let c = Value::Object(next);
@@ -1926,7 +1958,8 @@ impl<'a> Explorer<'a> {
 /// The noun right before `value` where `error` quotes it as text it looked for ("before
 /// text 'x'", "Header 'x'", "Start anchor 'x'"), when that noun is one of text.
 fn quoted_after_noun(error: &str, value: &str) -> Option<&'static str> {
-    const NOUNS: [&str; 9] = [
+    // Not "title": "Note with title 'x' not found" looks up a thing by name.
+    const NOUNS: [&str; 8] = [
         "text",
         "string",
         "substring",
@@ -1935,16 +1968,18 @@ fn quoted_after_noun(error: &str, value: &str) -> Option<&'static str> {
         "anchor",
         "header",
         "heading",
-        "title",
     ];
-    error.match_indices(value).find_map(|(at, _)| {
+    error.match_indices(value).take(64).find_map(|(at, _)| {
+        if !error[..at].ends_with(['\'', '"', '`']) {
+            return None;
+        }
+        // The word before the quote, read back a few characters only.
         let before = error[..at].trim_end_matches(['\'', '"', '`', ' ', ':']);
         let last = before
             .rsplit(|c: char| !c.is_alphanumeric())
             .next()
             .unwrap_or("");
-        let quoted = error[..at].ends_with(['\'', '"', '`']);
-        NOUNS.iter().find(|n| quoted && **n == last).copied()
+        NOUNS.iter().find(|n| **n == last).copied()
     })
 }
 
@@ -1973,7 +2008,7 @@ const NOT_THERE: [&str; 4] = [
 ];
 
 /// The text of a scalar (a string, a number).
-fn value_text(v: &Value) -> Option<String> {
+fn scalar_text(v: &Value) -> Option<String> {
     match v {
         Value::String(s) => Some(s.clone()),
         Value::Number(n) => Some(n.to_string()),

@@ -32,6 +32,8 @@ type HeldObject = (Map<String, Value>, String);
 /// Objects kept at most, and members an object kept has at most.
 const MAX_OBJECTS: usize = 64;
 const MAX_OBJECT_MEMBERS: usize = 12;
+/// Lines of text remembered as seen, at most.
+const MAX_SEEN_LINES: usize = 10_000;
 /// Answers whose lines of text are kept.
 const MAX_TEXT_ANSWERS: usize = 8;
 /// Keys under which an answer shows text as it stands (a paragraph's, a file's).
@@ -185,6 +187,8 @@ pub struct ValuePool {
     texts: Vec<Vec<String>>,
     /// Values and lines of text learned so far, ever (it only grows).
     learned: usize,
+    /// Every line of text kept so far (bounded by the answers read).
+    seen_lines: std::collections::HashSet<String>,
     /// Objects the answers held (`{"from": "Ada", "to": "Engine", "relationType": "wrote"}`),
     /// their scalar members (and lists of strings) only, the latest last, with where each
     /// came from: a parameter that takes such an object whole can take an existing one.
@@ -392,6 +396,7 @@ impl ValuePool {
                 .collect(),
             texts: Vec::new(),
             learned: 0,
+            seen_lines: Default::default(),
             objects: Vec::new(),
         }
     }
@@ -480,9 +485,6 @@ impl ValuePool {
         // (`register_project` answers `{"name": …}` about a project).
         let about: Vec<String> = objects_of(tool).into_iter().take(1).collect();
         self.texts.push(Vec::new());
-        if self.texts.len() > MAX_TEXT_ANSWERS {
-            self.texts.remove(0);
-        }
         if let Some(s) = result.get("structuredContent") {
             let at = Walk {
                 origin: &origin,
@@ -493,6 +495,7 @@ impl ValuePool {
             at.walk(self, s, &about, "structuredContent", 0);
         }
         let Some(Value::Array(items)) = result.get("content") else {
+            self.close_text_group();
             return;
         };
         for (i, item) in items.iter().take(MAX_ELEMENTS).enumerate() {
@@ -542,6 +545,18 @@ impl ValuePool {
                 _ => {}
             }
         }
+        self.close_text_group();
+    }
+
+    /// Ends the latest answer's group of lines: dropped when it kept none, the oldest group
+    /// dropped beyond [`MAX_TEXT_ANSWERS`] answers with text.
+    fn close_text_group(&mut self) {
+        if self.texts.last().is_some_and(Vec::is_empty) {
+            self.texts.pop();
+        }
+        if self.texts.len() > MAX_TEXT_ANSWERS {
+            self.texts.remove(0);
+        }
     }
 
     /// Keeps the lines of `text` (a paragraph, a file's content) with the latest answer's.
@@ -557,7 +572,12 @@ impl ValuePool {
                 && !group.iter().any(|l| l == line)
             {
                 group.push(line.to_string());
-                self.learned += 1;
+                // Only a line no answer showed before is something new.
+                if self.seen_lines.len() < MAX_SEEN_LINES
+                    && self.seen_lines.insert(line.to_string())
+                {
+                    self.learned += 1;
+                }
             }
         }
     }
@@ -625,9 +645,15 @@ impl ValuePool {
             };
             let mut exact = 0;
             let mut complete = true;
+            let mut used: Vec<&String> = Vec::new();
             for member in &required {
                 match found(member) {
-                    Some((k, same)) if fits_member(&object[k], props.get(*member)) => {
+                    // Each required member its own key (`sourceId` and `targetId` do not
+                    // both take an `id`).
+                    Some((k, same))
+                        if fits_member(&object[k], props.get(*member)) && !used.contains(&k) =>
+                    {
+                        used.push(k);
                         exact += usize::from(same);
                     }
                     _ => complete = false,
@@ -1752,6 +1778,16 @@ mod tests {
             "properties": {"from": string, "weight": {"type": "number"}},
             "required": ["from", "weight"]}));
         assert_eq!(pool.pick_object(&other), None);
+        // Two required members never share one key (`sourceId`, `targetId` and an `id`).
+        pool.learn(
+            "list_nodes",
+            "call 1",
+            &json!({"content": [], "structuredContent": {"nodes": [{"id": "n-1", "name": "a"}]}}),
+        );
+        let link = schema(json!({"type": "object",
+            "properties": {"sourceId": string, "targetId": string},
+            "required": ["sourceId", "targetId"]}));
+        assert_eq!(pool.pick_object(&link), None);
     }
 
     #[test]

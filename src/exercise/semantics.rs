@@ -961,6 +961,11 @@ pub(crate) fn names_a_place_to_write(ws: &[String]) -> bool {
     })
 }
 
+/// Whether the words of a parameter name say it is a path (`file`, `path`, `dest`).
+pub(crate) fn names_a_path(ws: &[String]) -> bool {
+    ws.iter().any(|w| PATH_WORDS.contains(&w.as_str()))
+}
+
 /// Whether a workspace path (relative) is one of the user's: not under a hidden directory
 /// (`.git`, a server's own `.state`).
 pub(crate) fn visible(rel: &str) -> bool {
