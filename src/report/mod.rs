@@ -463,5 +463,43 @@ pub fn start_failure_detail(r: &Report) -> Vec<String> {
         tail.iter()
             .map(|l| format!("  {}", crate::mcp::tool::shorten(l, 240))),
     );
+    if let Some(why) = missing_native_build(&r.server.stderr) {
+        out.push(why.to_string());
+    }
     out
+}
+
+/// What a server's stderr says when a Node package's native addon was never built or
+/// downloaded (`bindings`' "Could not locate the bindings file", node-gyp-build's "No native
+/// build was found", a `.node` module not found): installs run npm with `--ignore-scripts`,
+/// so such a package cannot start here. The explanation, when it does.
+fn missing_native_build(stderr: &str) -> Option<&'static str> {
+    let native_missing = stderr.contains("Could not locate the bindings file")
+        || stderr.contains("No native build was found")
+        || (stderr.contains("Cannot find module") && stderr.contains(".node'"));
+    native_missing.then_some(
+        "a native addon of the server was never built: hintcheck installs npm packages with \
+         --ignore-scripts (no package code runs at install time), so a package that compiles \
+         or downloads its binary then (sqlite3, better-sqlite3) cannot start here",
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::missing_native_build;
+
+    #[test]
+    fn a_native_addon_never_built_is_explained() {
+        // mcp-sqlite 1.0.9 (npm), its sqlite3 dependency installed without scripts.
+        let sqlite3 = "/w/node_modules/bindings/bindings.js:135\n  throw err;\n  ^\n\nError: \
+                       Could not locate the bindings file. Tried:\n → /w/node_modules/sqlite3/\
+                       build/node_sqlite3.node\n";
+        assert!(missing_native_build(sqlite3).is_some_and(|w| w.contains("--ignore-scripts")));
+        let gyp_build = "Error: No native build was found for platform=linux arch=x64";
+        assert!(missing_native_build(gyp_build).is_some());
+        assert_eq!(
+            missing_native_build("Error: ENOENT: no such file 'app.db'"),
+            None
+        );
+    }
 }
