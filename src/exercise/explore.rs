@@ -1701,19 +1701,22 @@ impl<'a> Explorer<'a> {
                 next.insert(name.clone(), of_kind.existing_place(*folder));
             }
             let c = Value::Object(next);
-            if c != *arguments && !candidates[..attempt].contains(&c) {
-                self.runs[i].synthesis_notes.push(format!(
-                    "its error looked up {} as a file that does not exist: an existing one \
-                     was given",
-                    sent_as_files
-                        .iter()
-                        .map(|(n, _)| n.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ));
-                candidates.retain(|x| *x != c);
-                candidates.insert(attempt.min(candidates.len()), c);
-                followed += 1;
+            if c != *arguments {
+                followed += queue_lesson(
+                    candidates,
+                    attempt,
+                    c,
+                    &mut self.runs[i].synthesis_notes,
+                    format!(
+                        "its error looked up {} as a file that does not exist: an existing one \
+                         was given",
+                        sent_as_files
+                            .iter()
+                            .map(|(n, _)| n.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                );
             }
         }
         if let Some(facts) = facts
@@ -1749,15 +1752,18 @@ impl<'a> Explorer<'a> {
                     named.push(name.clone());
                 }
             }
-            let c = Value::Object(next);
-            if !named.is_empty() && !candidates[..attempt].contains(&c) {
-                self.runs[i].synthesis_notes.push(format!(
-                    "its error found a list where it wanted an object: {} went to the first item",
-                    named.join(", ")
-                ));
-                candidates.retain(|x| *x != c);
-                candidates.insert(attempt.min(candidates.len()), c);
-                followed += 1;
+            if !named.is_empty() {
+                followed += queue_lesson(
+                    candidates,
+                    attempt,
+                    Value::Object(next),
+                    &mut self.runs[i].synthesis_notes,
+                    format!(
+                        "its error found a list where it wanted an object: {} went to the \
+                     first item",
+                        named.join(", ")
+                    ),
+                );
             }
         }
         // "before text 'quiet-meadow' not found in node 'p:3'", "Header 'x' not found in
@@ -1786,16 +1792,18 @@ impl<'a> Explorer<'a> {
                     named.push(name.clone());
                 }
             }
-            let c = Value::Object(next);
-            if !named.is_empty() && !candidates[..attempt].contains(&c) {
-                self.runs[i].synthesis_notes.push(format!(
-                    "its error did not find the text given for {}: text an answer showed \
+            if !named.is_empty() {
+                followed += queue_lesson(
+                    candidates,
+                    attempt,
+                    Value::Object(next),
+                    &mut self.runs[i].synthesis_notes,
+                    format!(
+                        "its error did not find the text given for {}: text an answer showed \
                      was given",
-                    named.join(", ")
-                ));
-                candidates.retain(|x| *x != c);
-                candidates.insert(attempt.min(candidates.len()), c);
-                followed += 1;
+                        named.join(", ")
+                    ),
+                );
             }
         }
         // "path suffix '' not in allowed ('.docx',)", "Invalid extension, expected .pptx": a
@@ -1836,15 +1844,17 @@ impl<'a> Explorer<'a> {
                     next.insert(name.clone(), Value::String(path));
                 }
             }
-            let c = Value::Object(next);
-            if !named.is_empty() && !candidates[..attempt].contains(&c) {
-                self.runs[i].synthesis_notes.push(format!(
-                    "its error refused the file kind of {}: a new .{kind} file was named",
-                    named.join(", ")
-                ));
-                candidates.retain(|x| *x != c);
-                candidates.insert(attempt.min(candidates.len()), c);
-                followed += 1;
+            if !named.is_empty() {
+                followed += queue_lesson(
+                    candidates,
+                    attempt,
+                    Value::Object(next),
+                    &mut self.runs[i].synthesis_notes,
+                    format!(
+                        "its error refused the file kind of {}: a new .{kind} file was named",
+                        named.join(", ")
+                    ),
+                );
             }
         }
         let learned: Vec<Value> = corrections(
@@ -2006,6 +2016,25 @@ const NOT_THERE: [&str; 4] = [
     "no such file",
     "doesn't exist",
 ];
+
+/// Queues argument set `c`, which an error taught, as the next attempt (after `attempt`
+/// tries) with `note` among the tool's notes, unless it was tried already. How many sets
+/// were queued (0 or 1).
+fn queue_lesson(
+    candidates: &mut Vec<Value>,
+    attempt: usize,
+    c: Value,
+    notes: &mut Vec<String>,
+    note: String,
+) -> usize {
+    if candidates[..attempt].contains(&c) {
+        return 0;
+    }
+    notes.push(note);
+    candidates.retain(|x| *x != c);
+    candidates.insert(attempt.min(candidates.len()), c);
+    1
+}
 
 /// The text of a scalar (a string, a number).
 fn scalar_text(v: &Value) -> Option<String> {
