@@ -75,6 +75,9 @@ struct Fake {
     /// Add this many generated read-only tools (`gen_0`, `gen_1`, …) after the listed ones.
     #[serde(default)]
     generate_tools: usize,
+    /// Each generated tool's call sleeps this many milliseconds (a server with work to do).
+    #[serde(default)]
+    generated_call_ms: u64,
     /// The tool list changes between pages: every tools/list request sees the list rotated
     /// by one more tool, so pages overlap and a tool goes missing.
     #[serde(default)]
@@ -296,6 +299,13 @@ fn load(path: &Path) -> ScenarioFile {
         .unwrap_or_else(|e| die(&format!("cannot read {}: {e}", path.display())));
     let mut file: ScenarioFile =
         toml::from_str(&text).unwrap_or_else(|e| die(&format!("{}: {e}", path.display())));
+    let work: Vec<Step> = match file.fake.generated_call_ms {
+        0 => Vec::new(),
+        ms => vec![
+            toml::from_str(&format!("action = \"sleep\"\nms = {ms}"))
+                .unwrap_or_else(|e| die(&format!("the generated tools' step: {e}"))),
+        ],
+    };
     for i in 0..file.fake.generate_tools {
         file.tools.push(ToolSpec {
             name: format!("gen_{i}"),
@@ -310,7 +320,7 @@ fn load(path: &Path) -> ScenarioFile {
             input_schema_json: None,
             tool_json: None,
             task_support: None,
-            steps: Vec::new(),
+            steps: work.clone(),
             result_text: None,
         });
     }

@@ -1,15 +1,21 @@
 //! When a call is over: the settle period after a response ends as soon as the server's
-//! process tree has been idle (no thread running or in uninterruptible sleep, and no process
-//! left that the call started) for a quiet interval, and at the latest after a maximum. A
-//! helper that the call started keeps the window open until it exits, so its late writes stay
-//! with the call, unless it can only be woken by someone else: it waits for input on a pipe (a
-//! persistent helper such as `git cat-file --batch` that only acts when the idle server writes
-//! to it) or on a futex without a timeout (an idle thread-pool worker); an idle server closes
-//! the window within milliseconds.
-
+//! process tree is proven quiet ([`crate::observe::quiet`]: every thread waits for an outside
+//! event or until past the window), else once the tree has been idle (no thread running or in
+//! uninterruptible sleep, and no process left that the call started) for a quiet interval,
+//! and at the latest after a maximum. A helper that the call started keeps the window open
+//! until it exits, so its late writes stay with the call, unless it can only be woken by
+//! someone else: it waits for input on a pipe (a persistent helper such as `git cat-file
+//! --batch` that only acts when the idle server writes to it) or on a futex without a timeout
+//! (an idle thread-pool worker), or it is proven to sleep past the longest window; an idle
+//! server closes the window within a millisecond.
 use std::time::{Duration, Instant};
 
+use crate::observe::quiet::{Held, Horizon, Quiescence};
 use crate::sandbox::tree::ProcessTree;
+
+/// For this long after a response, looks for a proof of quiet are [`QUICK_LOOK_PAUSE`] apart.
+const QUICK_LOOKS: Duration = Duration::from_millis(3);
+const QUICK_LOOK_PAUSE: Duration = Duration::from_micros(300);
 
 /// Whether a thread can only be woken by another thread or process acting first: it is
 /// blocked reading a pipe, or waiting on a futex without a timeout (an idle worker of a
@@ -29,7 +35,7 @@ pub fn waits_on_futex_forever(tid: u32) -> bool {
 
 /// Parses a `/proc/TID/syscall` line: `futex(uaddr, op, val, timeout, …)` with a waiting
 /// operation and a null timeout.
-fn untimed_futex_wait(line: &str) -> bool {
+pub(crate) fn untimed_futex_wait(line: &str) -> bool {
     const FUTEX_WAIT: u64 = 0;
     const FUTEX_LOCK_PI: u64 = 6;
     const FUTEX_WAIT_BITSET: u64 = 9;
@@ -78,13 +84,16 @@ pub fn ran_between(
         .collect()
 }
 
-/// Waits until `tree` has been idle for `quiet`, at most `max`; processes not in `before`
-/// (started during the call) count as busy while they live. Returns the time waited.
+/// Waits until `tree` is proven quiet for at least `quiet` by `proof` (see
+/// [`crate::observe::quiet`]), or has been idle for `quiet`, at most `max`; processes not in
+/// `before` (started during the call) count as busy while they live, unless the proof holds.
+/// Returns the time waited.
 pub async fn settle(
     tree: Option<ProcessTree>,
     before: &[u32],
     quiet: Duration,
     max: Duration,
+    mut proof: Option<&mut Quiescence>,
 ) -> Duration {
     let start = Instant::now();
     let Some(tree) = tree else {
@@ -95,6 +104,20 @@ pub async fn settle(
     loop {
         let now = Instant::now();
         if now.duration_since(start) >= max {
+            if let Some(q) = proof {
+                q.counted(false);
+            }
+            return start.elapsed();
+        }
+        // Threads the call started must not act before the longest window would end.
+        let horizon = Horizon {
+            all: quiet,
+            held: Some((Held::NotIn(before), start + max)),
+        };
+        if let Some(q) = proof.as_deref_mut()
+            && q.look(&tree, horizon)
+        {
+            q.counted(true);
             return start.elapsed();
         }
         let started_by_call = tree
@@ -106,10 +129,19 @@ pub async fn settle(
         } else {
             let since = *idle_since.get_or_insert(now);
             if now.duration_since(since) >= quiet {
+                if let Some(q) = proof {
+                    q.counted(false);
+                }
                 return start.elapsed();
             }
         }
-        tokio::time::sleep(Duration::from_millis(2)).await;
+        // Looks for a proof come close together at first (two that agree close the
+        // window): a short blocking pause, finer than the runtime's timer, then the timer.
+        if proof.is_some() && start.elapsed() < QUICK_LOOKS {
+            std::thread::sleep(QUICK_LOOK_PAUSE);
+        } else {
+            tokio::time::sleep(Duration::from_millis(if proof.is_some() { 1 } else { 2 })).await;
+        }
     }
 }
 
@@ -271,6 +303,7 @@ mod tests {
             &[],
             Duration::from_millis(10),
             Duration::from_secs(2),
+            None,
         )
         .await;
         assert!(t < Duration::from_millis(1000), "took {t:?}");
@@ -290,6 +323,7 @@ mod tests {
             &tree.tasks(),
             Duration::from_millis(10),
             Duration::from_secs(2),
+            None,
         )
         .await;
         assert!(t < Duration::from_millis(500), "idle tree took {t:?}");
@@ -306,6 +340,7 @@ mod tests {
             &tree.tasks(),
             Duration::from_millis(10),
             Duration::from_millis(150),
+            None,
         )
         .await;
         assert!(
@@ -327,6 +362,7 @@ mod tests {
             &before,
             Duration::from_millis(10),
             Duration::from_secs(2),
+            None,
         )
         .await;
         assert!(

@@ -11,6 +11,7 @@ pub mod git;
 pub mod inotify;
 pub mod net;
 pub mod normalise;
+pub mod quiet;
 pub mod store;
 pub mod tls;
 pub mod web;

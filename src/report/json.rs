@@ -52,6 +52,8 @@ pub struct ReportV1<'a> {
     /// Present with `--check` (additive).
     #[serde(skip_serializing_if = "Option::is_none")]
     expectations: Option<&'a super::ExpectationOutcome>,
+    /// Where the run's time went (additive).
+    timing: &'a super::Timing,
     /// The other files the run wrote, by format (additive; with `--json FILE`).
     #[serde(skip_serializing_if = "Option::is_none")]
     outputs: Option<&'a serde_json::Map<String, Value>>,
@@ -656,6 +658,7 @@ pub fn to_v1(r: &Report) -> ReportV1<'_> {
         exit_reason: &r.exit_reason,
         partial: r.partial.as_deref(),
         limits_hit: &r.limits_hit,
+        timing: &r.timing,
         summary: summary_of(r),
         server: server_of(r),
         sandbox: SandboxV1 {

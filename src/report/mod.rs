@@ -70,6 +70,44 @@ pub struct Report {
     pub expectations: Option<ExpectationOutcome>,
     /// Harness limits the run ran into (a line cap, a timeout), each with what raises it.
     pub limits_hit: Vec<LimitHit>,
+    /// Where the run's time went.
+    pub timing: Timing,
+}
+
+/// Where a run's time went, stage by stage, in microseconds (a nested run's own stages are
+/// inside the `replays_us` of the run that made it).
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize, PartialEq, Eq)]
+pub struct Timing {
+    /// The scratch directories, the seeded workspace, the sandbox's placement.
+    pub prepare_us: u64,
+    /// The observers, the sandbox, the server's start and its greeting.
+    pub launch_us: u64,
+    /// The tool listing, the wait for start-up work to settle, the background probe.
+    pub inventory_us: u64,
+    /// The control requests, every call with its window, the wait for late effects, the
+    /// server's stop.
+    pub explore_us: u64,
+    /// Of `explore_us`: the control requests and their window.
+    pub controls_us: u64,
+    /// Of `explore_us`: waiting for the calls' responses.
+    pub calls_us: u64,
+    /// Of `explore_us`: the calls' windows held open after their responses.
+    pub settle_us: u64,
+    /// Of `explore_us`: the observers' checkpoints after each call.
+    pub observe_us: u64,
+    /// Of `explore_us`: after the last call, the wait for what calls left running.
+    pub late_wait_us: u64,
+    /// Of `explore_us`: the server's stop and the last walk of its files.
+    pub shutdown_us: u64,
+    /// The replays made to decide attribution.
+    pub replays_us: u64,
+    /// The audits and the coverage.
+    pub judge_us: u64,
+    /// Call and control windows closed because the server's processes were proven quiet
+    /// (every thread waiting for an outside event), and those closed without such a proof
+    /// (after the idle period, `--settle`, or at `--settle-max`).
+    pub windows_proven_quiet: u32,
+    pub windows_closed_by_idle_period: u32,
 }
 
 /// A harness limit the run ran into.

@@ -68,6 +68,11 @@ pub(super) enum RunEvent {
     Findings(Vec<Finding>),
     /// The run did not complete, and why (the first reason given holds).
     Partial(String),
+    /// A stage ended after this long.
+    Took(TimedStage, std::time::Duration),
+    /// A server instance's windows: how many closed on a proof of quiet, how many after the
+    /// idle period.
+    Windows { proven: u32, by_idle_period: u32 },
     /// A server instance ended (it was stopped, or it could not be started or greeted): what
     /// its session recorded (when it had one), the protocol notes, how it exited, and
     /// whether it turned out to speak the older HTTP+SSE transport.
@@ -77,6 +82,21 @@ pub(super) enum RunEvent {
         exit: Option<ExitSummary>,
         legacy_http: bool,
     },
+}
+
+/// The stages whose time the report gives.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum TimedStage {
+    Prepare,
+    Launch,
+    Inventory,
+    Explore,
+    /// Parts of the exploration.
+    Controls,
+    LateWait,
+    Shutdown,
+    Attribute,
+    Judge,
 }
 
 /// How the run ended: what decides its exit code.
@@ -212,6 +232,7 @@ impl RunLog {
             baseline: None,
             expectations: None,
             limits_hit: Vec::new(),
+            timing: crate::report::Timing::default(),
         };
         RunLog {
             started,
@@ -227,6 +248,28 @@ impl RunLog {
         let r = &mut self.report;
         match event {
             RunEvent::Stage(words) => self.progress.emit(ProgressEvent::Stage(words)),
+            RunEvent::Took(stage, took) => {
+                let us = took.as_micros() as u64;
+                let t = &mut r.timing;
+                *match stage {
+                    TimedStage::Prepare => &mut t.prepare_us,
+                    TimedStage::Launch => &mut t.launch_us,
+                    TimedStage::Inventory => &mut t.inventory_us,
+                    TimedStage::Explore => &mut t.explore_us,
+                    TimedStage::Controls => &mut t.controls_us,
+                    TimedStage::LateWait => &mut t.late_wait_us,
+                    TimedStage::Shutdown => &mut t.shutdown_us,
+                    TimedStage::Attribute => &mut t.replays_us,
+                    TimedStage::Judge => &mut t.judge_us,
+                } += us;
+            }
+            RunEvent::Windows {
+                proven,
+                by_idle_period,
+            } => {
+                r.timing.windows_proven_quiet += proven;
+                r.timing.windows_closed_by_idle_period += by_idle_period;
+            }
             RunEvent::Notes(notes) => r.notes.extend(notes),
             RunEvent::Command(command) => r.server.command = command,
             RunEvent::Sandbox(status) => r.sandbox = status.into(),
@@ -362,6 +405,12 @@ impl RunLog {
             }
         }
         report.duration_ms = started.elapsed().as_millis() as u64;
+        let t = &mut report.timing;
+        for c in report.tools.iter().flat_map(|tool| tool.calls.iter()) {
+            t.calls_us += c.timing.response_us;
+            t.settle_us += c.timing.settle_us;
+            t.observe_us += c.timing.observe_us;
+        }
         Verification { report, transcript }
     }
 }

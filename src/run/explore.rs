@@ -4,14 +4,13 @@
 
 use serde_json::Value;
 
-use super::collect::{RunEvent, RunLog};
+use super::collect::{RunEvent, RunLog, TimedStage};
 use super::host::ServerHost;
 use super::inventory::Listed;
 use super::server::{RunContext, stop_server};
 use crate::evidence::{Coverage, Phase, PhaseObservation, ToolRun};
 use crate::exercise::explore::{Explored, Explorer, Given};
 use crate::mcp::client::Inventory;
-use crate::observe::Recorder;
 use crate::sandbox::scratch::Scratch;
 
 /// What the calls and the windows between them showed, which attribution then refines.
@@ -24,7 +23,8 @@ pub(super) struct Evidence {
 
 /// What the run reached besides the evidence: the judging and the coverage statement need it.
 pub(super) struct Reached {
-    pub(super) recorder: Recorder,
+    /// What each observer covered, as the run's last checkpoint left it.
+    pub(super) observers: Vec<crate::observe::ObserverStatus>,
     pub(super) coverage: Coverage,
     pub(super) inventory: Inventory,
     /// Per tool: whether a call was made (or attempted).
@@ -102,16 +102,22 @@ pub(super) async fn explore(
             .collect(),
         notes: Vec::new(),
     };
+    let began = std::time::Instant::now();
     let controls = if isolate {
         Vec::new()
     } else {
         host.controls(&inventory.tools).await
     };
+    host.log
+        .emit(RunEvent::Took(TimedStage::Controls, began.elapsed()));
     let explored = explorer.run(&mut host).await;
     let mut late = None;
+    let began = std::time::Instant::now();
     if explored.partial.is_none() && !isolate {
         late = host.wait_for_late_effects().await;
     }
+    host.log
+        .emit(RunEvent::Took(TimedStage::LateWait, began.elapsed()));
     let ServerHost {
         live,
         restarts,
@@ -146,6 +152,7 @@ pub(super) async fn explore(
     log.emit(RunEvent::Notes(explorer_notes));
 
     // Shutdown.
+    let began = std::time::Instant::now();
     if let Some(l) = live {
         stop_server(l, ctx, log, &mut recorder).await;
     }
@@ -153,11 +160,19 @@ pub(super) async fn explore(
         Phase::Shutdown,
         recorder.checkpoint_whole(),
     ));
+    log.emit(RunEvent::Took(TimedStage::Shutdown, began.elapsed()));
+    let observers = recorder.statuses();
     log.emit(RunEvent::Notes(recorder.take_notes()));
+    // Closing the change notifications and the packet socket takes the kernel 10 to 30 ms
+    // (each waits for a grace period): the observers go on a thread of their own, off the
+    // run's path, while replays and judging go on.
+    let _ = std::thread::Builder::new()
+        .name("hintcheck-observers-drop".into())
+        .spawn(move || drop(recorder));
     Exercised {
         evidence: Evidence { runs, phases },
         reached: Reached {
-            recorder,
+            observers,
             coverage,
             inventory,
             called,

@@ -17,6 +17,7 @@ use crate::mcp::client::CallOutcome;
 use crate::mcp::tool::ToolDecl;
 use crate::observe::Recorder;
 use crate::observe::activity::{ran_between, settle};
+use crate::observe::quiet::{Held, Horizon};
 use crate::sandbox::SandboxLevel;
 use crate::sandbox::tree::ProcessTree;
 
@@ -55,6 +56,14 @@ const STARTUP_QUIET: Duration = Duration::from_millis(100);
 /// How often the observers are read while start-up activity settles.
 const QUIET_STEP: Duration = Duration::from_millis(25);
 
+/// How often the server's process tree is looked at for a proof of quiet while its start-up
+/// activity settles.
+const LOOK_STEP: Duration = Duration::from_millis(2);
+
+/// How long the background probe watches for threads that run while no call is in flight;
+/// a start-up wait that proves the tree quiet for this long makes the probe unnecessary.
+pub(super) const BACKGROUND_PROBE: Duration = Duration::from_millis(200);
+
 /// What waiting for a fresh server's start-up activity to settle showed.
 pub(super) struct StartupWait {
     /// What the server did meanwhile: start-up work, not any tool's.
@@ -63,6 +72,10 @@ pub(super) struct StartupWait {
     pub(super) took: Duration,
     /// Whether it settled (else the bound, `--startup-quiet`, ended it).
     pub(super) settled: bool,
+    /// Whether it settled by a proof that the tree is quiet for [`STARTUP_QUIET`] and
+    /// [`BACKGROUND_PROBE`]: no thread can then run on its own before that, and the
+    /// background probe is not needed.
+    pub(super) proven: bool,
 }
 
 impl StartupWait {
@@ -90,11 +103,18 @@ impl StartupWait {
     }
 }
 
-/// Waits, after a server's greeting, until it has had no file or network activity for
-/// [`STARTUP_QUIET`] (up to `--startup-quiet`, within the run's deadline), so that work it
-/// started on its own (an update check, an index sync) does not land in the first call's
-/// window. A server that never settles (a heartbeat) costs the bound, not more.
-pub(super) async fn settle_start(recorder: &mut Recorder, ctx: &RunContext<'_>) -> StartupWait {
+/// Waits, after a server's greeting, until its process tree is proven quiet for
+/// [`STARTUP_QUIET`] and then [`BACKGROUND_PROBE`] (see [`crate::observe::quiet`]: the
+/// quiet period and the background probe that would follow it could see nothing), or it
+/// has had no file or network activity for [`STARTUP_QUIET`] and no worker thread sleeps
+/// until a deadline within the bound (`--startup-quiet`, within the run's deadline), so
+/// that work it started on its own (an update check, an index sync) does not land in the
+/// first call's window. A server that never settles (a heartbeat) costs the bound, not more.
+pub(super) async fn settle_start(
+    recorder: &mut Recorder,
+    ctx: &RunContext<'_>,
+    live: &mut Live,
+) -> StartupWait {
     let started = Instant::now();
     let hold = ctx.config.waits.hold_before_calls;
     let bound = ctx
@@ -107,22 +127,51 @@ pub(super) async fn settle_start(recorder: &mut Recorder, ctx: &RunContext<'_>) 
         observations: Vec::new(),
         took: Duration::ZERO,
         settled: true,
+        proven: false,
     };
     if bound.is_zero() {
         return wait;
     }
+    let tree = live.process.pid().map(ProcessTree::new);
     let mut quiet_since = started;
+    let mut next_read = started + QUIET_STEP;
     loop {
-        tokio::time::sleep(QUIET_STEP).await;
+        tokio::time::sleep(if tree.is_some() {
+            LOOK_STEP
+        } else {
+            QUIET_STEP
+        })
+        .await;
         let now = Instant::now();
+        wait.took = started.elapsed();
+        if let Some(tree) = &tree
+            && wait.took >= hold
+            && live.quiet.look(
+                tree,
+                Horizon::every_thread(STARTUP_QUIET + BACKGROUND_PROBE),
+            )
+        {
+            wait.observations.extend(recorder.checkpoint());
+            recorder.take_pins();
+            wait.proven = true;
+            return wait;
+        }
+        if now < next_read {
+            continue;
+        }
+        next_read = now + QUIET_STEP;
         let seen = recorder.checkpoint();
         recorder.take_pins();
         if seen.iter().any(|o| !matches!(o, Observation::Process(_))) {
             quiet_since = now;
         }
         wait.observations.extend(seen);
-        wait.took = started.elapsed();
-        if now.duration_since(quiet_since) >= STARTUP_QUIET && wait.took >= hold {
+        // A worker thread that sleeps until its part of the start-up work is still to come.
+        let worker_due = tree.as_ref().is_some_and(|t| {
+            live.quiet
+                .worker_due_within(t, bound.saturating_sub(wait.took))
+        });
+        if now.duration_since(quiet_since) >= STARTUP_QUIET && wait.took >= hold && !worker_due {
             return wait;
         }
         if wait.took >= bound || ctx.must_stop().is_some() {
@@ -201,7 +250,14 @@ impl ServerHost<'_, '_> {
                 outcome,
             });
         }
-        settle(tree, &before, config.waits.settle, config.waits.settle_max).await;
+        settle(
+            tree,
+            &before,
+            config.waits.settle,
+            config.waits.settle_max,
+            Some(&mut l.quiet),
+        )
+        .await;
         let observations = self.recorder.checkpoint();
         self.recorder.take_pins();
         self.phases
@@ -240,11 +296,28 @@ impl ServerHost<'_, '_> {
                 .map(|(_, tool, _)| tool.clone())
         };
         let owner = pending(&self.lingering)?;
+        let lingering: Vec<u32> = self.lingering.iter().map(|(_, _, tid)| *tid).collect();
+        // Threads whose waits are proven to last past the limit need no waiting for.
+        let horizon = Horizon {
+            all: config.waits.settle,
+            held: Some((Held::In(&lingering), started + limit)),
+        };
         while started.elapsed() < limit && pending(&self.lingering).is_some() {
             if self.ctx.must_stop().is_some() {
                 break;
             }
-            tokio::time::sleep(Duration::from_millis(25)).await;
+            if let Some(l) = self.live.as_mut()
+                && l.quiet.look(&tree, horizon)
+            {
+                if pending(&self.lingering).is_some() {
+                    self.notes.push(format!(
+                        "what calls of {owner} left running sleeps past --late-wait ({} ms): the wait for late effects ended at once, and what it does after the run is not observed (raise --late-wait to see it)",
+                        limit.as_millis()
+                    ));
+                }
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
         }
         let waited = started.elapsed();
         self.between_calls(Some(&owner));
@@ -482,14 +555,16 @@ impl Host for ServerHost<'_, '_> {
         }
         self.restarts += 1;
         match start_server(self.ctx, self.sandbox_level, self.recorder).await {
-            Ok((l, _)) => {
-                self.background.extend(
-                    probe_background(l.process.pid().map(ProcessTree::new), self.skip).await,
-                );
+            Ok((mut l, _)) => {
+                // The fresh server's start-up work is its own, not the next call's.
+                let wait = settle_start(self.recorder, self.ctx, &mut l).await;
+                if !wait.proven {
+                    self.background.extend(
+                        probe_background(l.process.pid().map(ProcessTree::new), self.skip).await,
+                    );
+                }
                 self.idle_sample = None;
                 self.live = Some(l);
-                // The fresh server's start-up work is its own, not the next call's.
-                let wait = settle_start(self.recorder, self.ctx).await;
                 self.notes.extend(
                     wait.note(config.waits.startup_quiet)
                         .map(|n| format!("restart {}: {n}", self.restarts)),
@@ -570,6 +645,7 @@ impl Host for ServerHost<'_, '_> {
                 &window.before,
                 config.waits.settle,
                 config.waits.settle_max,
+                Some(&mut l.quiet),
             )
             .await
         };

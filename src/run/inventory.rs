@@ -62,8 +62,10 @@ pub(super) async fn list(ctx: &RunContext<'_>, launched: Launched, log: &mut Run
     });
     let mut phases = PhaseObservation::all_in(Phase::Startup, recorder.checkpoint());
     // Work the server started on its own settles before the first call.
+    let mut proven_quiet = false;
     if !ctx.config.explore.isolate {
-        let wait = settle_start(&mut recorder, ctx).await;
+        let wait = settle_start(&mut recorder, ctx, &mut live).await;
+        proven_quiet = wait.proven;
         log.emit(RunEvent::Notes(
             wait.note(ctx.config.waits.startup_quiet)
                 .into_iter()
@@ -72,7 +74,12 @@ pub(super) async fn list(ctx: &RunContext<'_>, launched: Launched, log: &mut Run
         phases.extend(PhaseObservation::all_in(Phase::Startup, wait.observations));
     }
     let skip = if sandbox_level.is_some() { 3 } else { 1 };
-    let background = probe_background(live.process.pid().map(ProcessTree::new), skip).await;
+    // A tree proven quiet for the probe's length has no thread that runs on its own then.
+    let background = if proven_quiet {
+        Vec::new()
+    } else {
+        probe_background(live.process.pid().map(ProcessTree::new), skip).await
+    };
     let mut live = Some(live);
     if ctx.config.explore.isolate {
         log.note(

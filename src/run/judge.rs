@@ -15,7 +15,6 @@ use crate::evidence::{Coverage, ToolRun};
 use crate::finding::Finding;
 use crate::mcp::client::Inventory;
 use crate::mcp::tool::{HintName, shorten};
-use crate::observe::Recorder;
 use crate::report::{CoverageSummary, ToolReport};
 
 /// Judges the attributed evidence.
@@ -25,7 +24,7 @@ pub(super) fn judge(ctx: &RunContext<'_>, attributed: Attributed, log: &mut RunL
         reached,
     } = attributed;
     let Reached {
-        recorder,
+        observers,
         coverage,
         inventory,
         called,
@@ -53,7 +52,7 @@ pub(super) fn judge(ctx: &RunContext<'_>, attributed: Attributed, log: &mut RunL
         &phases,
     ));
     let coverage = coverage_summary(
-        &recorder,
+        observers,
         &coverage,
         &inventory,
         &tools,
@@ -115,7 +114,7 @@ fn judge_tools(
 
 /// What the run reached and observed.
 fn coverage_summary(
-    recorder: &Recorder,
+    observers: Vec<crate::observe::ObserverStatus>,
     coverage: &Coverage,
     inventory: &Inventory,
     tools: &[ToolReport],
@@ -124,7 +123,7 @@ fn coverage_summary(
     values_learned: usize,
 ) -> CoverageSummary {
     CoverageSummary {
-        observers: recorder.statuses().into_iter().map(Into::into).collect(),
+        observers: observers.into_iter().map(Into::into).collect(),
         files_observed: coverage.files.is_some(),
         network_observed: coverage.network.is_some(),
         tools_listed: inventory.tools.len(),

@@ -33,7 +33,7 @@ mod records;
 mod server;
 
 pub use collect::Verification;
-use collect::{Ending, RunEvent, RunLog};
+use collect::{Ending, RunEvent, RunLog, TimedStage};
 use server::RunContext;
 
 /// Runs one verification. `stop` ends the run early (the report is then partial).
@@ -101,24 +101,37 @@ async fn pipeline(
 ) -> Verification {
     let mut log = RunLog::new(config, Instant::now(), subreaper);
     log.emit(RunEvent::Stage("starting the server"));
+    let began = Instant::now();
     let prepared = match prepare::prepare(config, &mut log, stop, subreaper) {
         Ok(p) => p,
         Err(ending) => return log.assemble(config, ending, None),
     };
+    log.emit(RunEvent::Took(TimedStage::Prepare, began.elapsed()));
     let ending = stages(&prepared.ctx, &prepared.scratch, &mut log).await;
     log.assemble(config, ending, Some(prepared.scratch))
 }
 
 /// The stages from the launch of the server to the judgement of what it did.
 async fn stages(ctx: &RunContext<'_>, scratch: &Scratch, log: &mut RunLog) -> Ending {
-    let launched = match launch::launch(ctx, scratch, log).await {
+    let mut began = Instant::now();
+    let mut took = |log: &mut RunLog, stage: TimedStage| {
+        log.emit(RunEvent::Took(stage, began.elapsed()));
+        began = Instant::now();
+    };
+    let launched = launch::launch(ctx, scratch, log).await;
+    took(log, TimedStage::Launch);
+    let launched = match launched {
         Ok(l) => l,
         Err(ending) => return ending,
     };
     let listed = inventory::list(ctx, launched, log).await;
+    took(log, TimedStage::Inventory);
     let exercised = explore::explore(ctx, scratch, listed, log).await;
+    took(log, TimedStage::Explore);
     let attributed = attribute::attribute(ctx, exercised, log).await;
+    took(log, TimedStage::Attribute);
     judge::judge(ctx, attributed, log);
+    took(log, TimedStage::Judge);
     Ending::Finished
 }
 

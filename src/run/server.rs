@@ -44,6 +44,8 @@ pub(super) struct Live {
     pub(super) _watchdog: Option<Watchdog>,
     /// The HTTP bridge, when the server speaks HTTP.
     pub(super) http: Option<HttpLink>,
+    /// What the looks at its process tree have seen, to prove it quiet.
+    pub(super) quiet: crate::observe::quiet::Quiescence,
 }
 
 /// What a run keeps of the HTTP bridge of a server.
@@ -342,6 +344,7 @@ pub(super) async fn start_server(
     sandbox: Option<SandboxLevel>,
     recorder: &mut Recorder,
 ) -> Result<(Live, Option<Enforcement>), StartFailure> {
+    let spawned_at = std::time::Instant::now();
     let Spawned {
         mut process,
         pipes,
@@ -391,6 +394,7 @@ pub(super) async fn start_server(
                 cgroup,
                 _watchdog: watchdog,
                 http,
+                quiet: crate::observe::quiet::Quiescence::new(spawned_at).serving_on(ctx.http_port),
             },
             enforcement,
         )),
@@ -756,7 +760,12 @@ pub(super) async fn stop_server(
         cgroup,
         _watchdog,
         mut http,
+        quiet,
     } = live;
+    log.emit(RunEvent::Windows {
+        proven: quiet.proven,
+        by_idle_period: quiet.by_idle_period,
+    });
     let (mut session, mut notes) = client.into_session();
     let grace = if ctx.must_stop().is_some() {
         process.kill_now();
@@ -847,6 +856,6 @@ pub(super) fn limit_reason(ctx: &RunContext<'_>) -> Option<String> {
 pub(super) async fn probe_background(tree: Option<ProcessTree>, skip: usize) -> Vec<u32> {
     let Some(tree) = tree else { return Vec::new() };
     let first = tree.runtimes(skip);
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    tokio::time::sleep(super::host::BACKGROUND_PROBE).await;
     ran_between(&first, &tree.runtimes(skip))
 }

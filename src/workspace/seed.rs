@@ -60,6 +60,29 @@ impl Scratch {
     /// real revisions and a remote that needs no network. Files are dated an hour back, so
     /// that a read-only `git status` has no racy index to refresh.
     pub fn seed_default(&mut self, words: &super::vocab::Vocabulary) -> Result<(), SeedError> {
+        let key = template_key(words);
+        if let Some(template) = SeedTemplate::kept(&key) {
+            if template.apply(self).is_ok() {
+                return Ok(());
+            }
+            // What was written goes before the seed is made afresh.
+            for dir in [self.workspace.clone(), self.home.join("git")] {
+                let _ = fs::remove_dir_all(&dir);
+                let _ = fs::create_dir_all(&dir);
+            }
+            let _ = fs::remove_dir(self.home.join("git"));
+        }
+        self.seed_default_afresh(words)?;
+        if self.seed_notes.is_empty()
+            && let Ok(template) = SeedTemplate::capture(self)
+        {
+            template.keep(key);
+        }
+        Ok(())
+    }
+
+    /// [`Scratch::seed_default`] without a kept template: the files written, git run.
+    fn seed_default_afresh(&mut self, words: &super::vocab::Vocabulary) -> Result<(), SeedError> {
         let mut seeded = Vec::new();
         let files = words.seed_files();
         let draft = words.draft();
@@ -162,111 +185,160 @@ impl Scratch {
 
     /// `git init`, a first commit of everything but the draft and one file, a second commit
     /// of that file, a branch off the first commit with a file of its own, and `origin`: a
-    /// bare copy under the home that `main` tracks.
+    /// bare copy under the home that `main` tracks. The history is written by one `git
+    /// fast-import` (a process per commit, branch and ref cost 90 ms a run); the index by
+    /// `git reset`; the reflogs and the remote's configuration as `git commit`, `git branch`
+    /// and `git fetch` would have left them.
     fn seed_git_repository(&self, words: &super::vocab::Vocabulary) -> Result<(), String> {
+        const FIRST: &str = "2026-01-15T12:00:00Z";
+        const SECOND: &str = "2026-01-16T09:30:00Z";
+        const BRANCHED: &str = "2026-01-17T14:10:00Z";
         let second = super::vocab::Vocabulary::SECOND_COMMIT_FILE;
         let (branch_file, branch_content, branch_message) = words.branch_commit();
-        let commit = |message: &str, date: &str| {
-            self.git_dated(
-                &[
-                    "commit",
-                    "--quiet",
-                    "--no-verify",
-                    &format!("--message={message}"),
-                ],
-                date,
-            )
-        };
-        self.git(&["init", "--quiet", "--initial-branch=main"])?;
-        self.git(&[
-            "add",
-            "--all",
-            "--",
-            ".",
-            ":!draft.txt",
-            &format!(":!{second}"),
-        ])?;
-        commit("Initial commit", "2026-01-15T12:00:00Z")?;
-        if self.workspace.join(second).is_file() {
-            self.git(&["add", "--", second])?;
-            commit(&words.second_commit_message(), "2026-01-16T09:30:00Z")?;
+        let branch = words.seeded_branch;
+        let mut first_files = Vec::new();
+        committed_files(&self.workspace, Path::new(""), &mut first_files)
+            .map_err(|e| format!("the workspace could not be read ({e})"))?;
+        first_files.retain(|(rel, _)| rel != "draft.txt" && rel != second);
+        first_files.sort();
+        let second_content = fs::read(self.workspace.join(second)).ok();
+        let second_message = words.second_commit_message();
+        let mut commits = vec![FastCommit {
+            reference: "refs/heads/main".into(),
+            date: FIRST,
+            message: "Initial commit",
+            parent: None,
+            files: first_files,
+        }];
+        if let Some(content) = second_content {
+            commits.push(FastCommit {
+                reference: "refs/heads/main".into(),
+                date: SECOND,
+                message: &second_message,
+                parent: Some(1),
+                files: vec![(second.to_string(), content)],
+            });
         }
-        // The other branch: one commit off the first, with a file `main` does not have.
-        self.git(&["branch", "--quiet", words.seeded_branch, "HEAD~1"])
-            .or_else(|_| self.git(&["branch", "--quiet", words.seeded_branch]))?;
-        let index = self.workspace.join(".git/hintcheck-branch-index");
-        let branch_commit = (|| -> Result<String, String> {
-            let env = [("GIT_INDEX_FILE", index.as_os_str())];
-            self.git_with(&["read-tree", words.seeded_branch], &env, None)?;
-            let blob = self.git_with(
-                &["hash-object", "-w", "--stdin"],
-                &env,
-                Some(branch_content.as_bytes()),
-            )?;
-            self.git_with(
-                &[
-                    "update-index",
-                    "--add",
-                    "--cacheinfo",
-                    &format!("100644,{},{branch_file}", blob.trim()),
-                ],
-                &env,
-                None,
-            )?;
-            let tree = self.git_with(&["write-tree"], &env, None)?;
-            let date = [
-                (
-                    "GIT_AUTHOR_DATE",
-                    std::ffi::OsStr::new("2026-01-17T14:10:00Z"),
-                ),
-                (
-                    "GIT_COMMITTER_DATE",
-                    std::ffi::OsStr::new("2026-01-17T14:10:00Z"),
-                ),
-            ];
-            self.git_with(
-                &[
-                    "commit-tree",
-                    tree.trim(),
-                    "-p",
-                    words.seeded_branch,
-                    "-m",
-                    &branch_message,
-                ],
-                &date,
-                None,
-            )
-        })();
-        let _ = fs::remove_file(&index);
-        let branch_commit = branch_commit?;
-        self.git(&[
-            "update-ref",
-            &format!("refs/heads/{}", words.seeded_branch),
-            branch_commit.trim(),
-        ])?;
+        let main_mark = commits.len();
+        commits.push(FastCommit {
+            reference: format!("refs/heads/{branch}"),
+            date: BRANCHED,
+            message: &branch_message,
+            parent: Some(1),
+            files: vec![(branch_file, branch_content.into_bytes())],
+        });
+        let branch_mark = commits.len();
+        let mut stream = fast_import_stream(&commits)?;
+        for (reference, mark) in [
+            ("refs/remotes/origin/main".to_string(), main_mark),
+            (format!("refs/remotes/origin/{branch}"), branch_mark),
+        ] {
+            stream.extend(format!("reset {reference}\nfrom :{mark}\n\n").into_bytes());
+        }
+        stream.extend(b"done\n");
+        self.git(&["init", "--quiet", "--initial-branch=main"])?;
+        let marks = self.workspace.join(".git/hintcheck-marks");
+        let marks_arg = format!("--export-marks={}", marks.display());
+        let imported = self.git_with(
+            &["fast-import", "--quiet", "--done", &marks_arg],
+            &[],
+            Some(&stream),
+        );
+        let ids = fs::read_to_string(&marks).unwrap_or_default();
+        let _ = fs::remove_file(&marks);
+        imported?;
+        let id = |mark: usize| -> Result<String, String> {
+            ids.lines()
+                .find_map(|l| l.strip_prefix(&format!(":{mark} ")))
+                .map(str::to_string)
+                .ok_or_else(|| format!("git fast-import made no commit {mark}"))
+        };
+        self.git(&["reset", "--quiet"])?;
         // The remote: a bare copy of every branch, which `main` tracks.
         let remote = self.home.join("git").join(format!("{}.git", words.topic));
         let remote = remote.display().to_string();
         self.git(&["clone", "--quiet", "--bare", ".", &remote])?;
-        self.git(&["remote", "add", "origin", &remote])?;
-        self.git(&["fetch", "--quiet", "origin"])?;
-        self.git(&["branch", "--quiet", "--set-upstream-to=origin/main", "main"])
+        let git_dir = self.workspace.join(".git");
+        let mut config = fs::OpenOptions::new()
+            .append(true)
+            .open(git_dir.join("config"))
+            .map_err(|e| format!("the repository's config could not be written ({e})"))?;
+        std::io::Write::write_all(
+            &mut config,
+            format!(
+                "[remote \"origin\"]\n\turl = {remote}\n\tfetch = +refs/heads/*:refs/remotes/origin/*\n[branch \"main\"]\n\tremote = origin\n\tmerge = refs/heads/main\n"
+            )
+            .as_bytes(),
+        )
+        .map_err(|e| format!("the repository's config could not be written ({e})"))?;
+        // The reflogs the commands would have written.
+        let zero = "0".repeat(40);
+        let (c1, c_main, c_branch) = (id(1)?, id(main_mark)?, id(branch_mark)?);
+        let mut main_log = vec![(
+            zero.as_str(),
+            c1.as_str(),
+            FIRST,
+            "commit (initial): Initial commit".to_string(),
+        )];
+        if main_mark > 1 {
+            main_log.push((
+                c1.as_str(),
+                c_main.as_str(),
+                SECOND,
+                format!("commit: {second_message}"),
+            ));
+        }
+        let fetched = "fetch --quiet origin: storing head".to_string();
+        let logs = [
+            ("HEAD".to_string(), main_log.clone()),
+            ("refs/heads/main".to_string(), main_log),
+            (
+                format!("refs/heads/{branch}"),
+                vec![
+                    (
+                        zero.as_str(),
+                        c1.as_str(),
+                        FIRST,
+                        format!(
+                            "branch: Created from HEAD{}",
+                            if main_mark > 1 { "~1" } else { "" }
+                        ),
+                    ),
+                    (c1.as_str(), c_branch.as_str(), FIRST, String::new()),
+                ],
+            ),
+            (
+                "refs/remotes/origin/main".to_string(),
+                vec![(zero.as_str(), c_main.as_str(), FIRST, fetched.clone())],
+            ),
+            (
+                format!("refs/remotes/origin/{branch}"),
+                vec![(zero.as_str(), c_branch.as_str(), FIRST, fetched)],
+            ),
+        ];
+        for (reference, entries) in logs {
+            let path = git_dir.join("logs").join(reference);
+            let text: String = entries
+                .iter()
+                .map(|(old, new, date, message)| {
+                    format!(
+                        "{old} {new} {GIT_NAME} <{GIT_EMAIL}> {} +0000\t{message}\n",
+                        epoch(date)
+                    )
+                })
+                .collect();
+            path.parent()
+                .map(fs::create_dir_all)
+                .transpose()
+                .and_then(|_| fs::write(&path, text))
+                .map_err(|e| format!("a reflog could not be written ({e})"))?;
+        }
+        Ok(())
     }
 
     /// Runs one git command in the workspace, isolated from the host's git configuration.
     fn git(&self, args: &[&str]) -> Result<(), String> {
         self.git_with(args, &[], None).map(|_| ())
-    }
-
-    /// The same, dated `date` (author and committer).
-    fn git_dated(&self, args: &[&str], date: &str) -> Result<(), String> {
-        let date = std::ffi::OsStr::new(date);
-        self.git_with(
-            args,
-            &[("GIT_AUTHOR_DATE", date), ("GIT_COMMITTER_DATE", date)],
-            None,
-        )
-        .map(|_| ())
     }
 
     /// The same with more environment and `input` on stdin; its standard output.
@@ -354,6 +426,222 @@ fn copy_tree(src: &Path, dst: &Path, rel: &Path, seeded: &mut Vec<String>) -> st
     Ok(())
 }
 
+/// The default seed of one vocabulary as it was written (the workspace with its repository,
+/// and the remote under the home), kept once per process: nested runs (replays, `--isolate`)
+/// write it again instead of running git a dozen times, then let git refresh the index's
+/// file metadata for the new files.
+struct SeedTemplate {
+    /// (under the home rather than the workspace, path relative to it, content: `None` for
+    /// a directory, modification time).
+    entries: Vec<(bool, PathBuf, Option<Vec<u8>>, std::time::SystemTime)>,
+    workspace: PathBuf,
+    home: PathBuf,
+    seeded: Vec<String>,
+}
+
+/// What tells one vocabulary's default seed from another's.
+fn template_key(words: &super::vocab::Vocabulary) -> String {
+    format!(
+        "{:?}",
+        (
+            words.words(),
+            words.seed_files(),
+            words.draft(),
+            words.branch_commit()
+        )
+    )
+}
+
+/// The templates kept (with the vocabulary each was made from), the latest last.
+static SEED_TEMPLATES: std::sync::Mutex<Vec<(String, std::sync::Arc<SeedTemplate>)>> =
+    std::sync::Mutex::new(Vec::new());
+
+/// Most templates kept at once (a process runs one seed, tests run several).
+const KEPT_TEMPLATES: usize = 4;
+
+impl SeedTemplate {
+    /// The template kept for the vocabulary `key`, if one is.
+    fn kept(key: &str) -> Option<std::sync::Arc<SeedTemplate>> {
+        let kept = SEED_TEMPLATES.lock().ok()?;
+        kept.iter().find(|(k, _)| k == key).map(|(_, t)| t.clone())
+    }
+
+    /// Keeps this template for the vocabulary `key` (the oldest kept one goes).
+    fn keep(self, key: String) {
+        if let Ok(mut kept) = SEED_TEMPLATES.lock() {
+            kept.retain(|(k, _)| *k != key);
+            if kept.len() >= KEPT_TEMPLATES {
+                kept.remove(0);
+            }
+            kept.push((key, std::sync::Arc::new(self)));
+        }
+    }
+
+    /// Reads what `scratch` was seeded with: its workspace and the home's `git` directory.
+    fn capture(scratch: &Scratch) -> std::io::Result<SeedTemplate> {
+        let mut entries = Vec::new();
+        for (in_home, root) in [
+            (false, scratch.workspace.clone()),
+            (true, scratch.home.join("git")),
+        ] {
+            let mut stack = vec![PathBuf::new()];
+            while let Some(rel) = stack.pop() {
+                for entry in fs::read_dir(root.join(&rel))? {
+                    let entry = entry?;
+                    let name = rel.join(entry.file_name());
+                    let meta = entry.metadata()?;
+                    let path = if in_home {
+                        Path::new("git").join(&name)
+                    } else {
+                        name.clone()
+                    };
+                    if meta.is_dir() {
+                        entries.push((in_home, path, None, meta.modified()?));
+                        stack.push(name);
+                    } else if meta.is_file() {
+                        entries.push((
+                            in_home,
+                            path,
+                            Some(fs::read(entry.path())?),
+                            meta.modified()?,
+                        ));
+                    } else {
+                        return Err(std::io::Error::other(
+                            "a seeded entry is neither a file nor a directory",
+                        ));
+                    }
+                }
+            }
+        }
+        // Parents before their children.
+        entries.sort_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
+        Ok(SeedTemplate {
+            entries,
+            workspace: scratch.workspace.clone(),
+            home: scratch.home.clone(),
+            seeded: scratch.seeded.clone(),
+        })
+    }
+
+    /// Writes the template into `scratch` (the repositories' configurations naming the new
+    /// places) and has git refresh the index.
+    fn apply(&self, scratch: &mut Scratch) -> Result<(), String> {
+        let old = [
+            self.workspace.display().to_string(),
+            self.home.display().to_string(),
+        ];
+        let new = [
+            scratch.workspace.display().to_string(),
+            scratch.home.display().to_string(),
+        ];
+        let write = || -> std::io::Result<()> {
+            for (in_home, rel, content, modified) in &self.entries {
+                let path = if *in_home {
+                    scratch.home.join(rel)
+                } else {
+                    scratch.workspace.join(rel)
+                };
+                match content {
+                    None => fs::create_dir_all(&path)?,
+                    Some(bytes) if rel.file_name().is_some_and(|n| n == "config") => {
+                        let mut text = String::from_utf8_lossy(bytes).into_owned();
+                        for (from, to) in old.iter().zip(&new) {
+                            text = text.replace(from.as_str(), to);
+                        }
+                        fs::write(&path, text)?;
+                    }
+                    Some(bytes) => {
+                        fs::write(&path, bytes)?;
+                        fs::File::options()
+                            .write(true)
+                            .open(&path)?
+                            .set_modified(*modified)?;
+                    }
+                }
+            }
+            Ok(())
+        };
+        write().map_err(|e| format!("the kept seed could not be written ({e})"))?;
+        scratch.git(&["update-index", "-q", "--refresh"])?;
+        scratch.seeded = self.seeded.clone();
+        Ok(())
+    }
+}
+
+/// One commit of the seeded history, for `git fast-import`.
+struct FastCommit<'a> {
+    reference: String,
+    date: &'a str,
+    message: &'a str,
+    /// The mark (1-based position) of its parent.
+    parent: Option<usize>,
+    /// (path, content) of each file it adds or changes.
+    files: Vec<(String, Vec<u8>)>,
+}
+
+/// The `git fast-import` stream of `commits`, each marked by its 1-based position.
+fn fast_import_stream(commits: &[FastCommit<'_>]) -> Result<Vec<u8>, String> {
+    let mut out = Vec::new();
+    let data = |out: &mut Vec<u8>, bytes: &[u8]| {
+        out.extend(format!("data {}\n", bytes.len()).into_bytes());
+        out.extend(bytes);
+        out.push(b'\n');
+    };
+    for (i, c) in commits.iter().enumerate() {
+        let when = format!("{GIT_NAME} <{GIT_EMAIL}> {} +0000", epoch(c.date));
+        out.extend(
+            format!(
+                "commit {}\nmark :{}\nauthor {when}\ncommitter {when}\n",
+                c.reference,
+                i + 1
+            )
+            .into_bytes(),
+        );
+        data(&mut out, format!("{}\n", c.message).as_bytes());
+        if let Some(parent) = c.parent {
+            out.extend(format!("from :{parent}\n").into_bytes());
+        }
+        for (path, content) in &c.files {
+            if path.contains(['\n', '"']) || path.starts_with(' ') {
+                return Err(format!(
+                    "a seeded file's name cannot be committed: {path:?}"
+                ));
+            }
+            out.extend(format!("M 100644 inline {path}\n").into_bytes());
+            data(&mut out, content);
+        }
+        out.push(b'\n');
+    }
+    Ok(out)
+}
+
+/// Seconds since the epoch of an RFC 3339 instant written in this file.
+fn epoch(date: &str) -> i64 {
+    date.parse::<jiff::Timestamp>()
+        .map(|t| t.as_second())
+        .unwrap_or(0)
+}
+
+/// Every regular file under `dir` (recursively, `.git` left out) with its content, by its
+/// path relative to the workspace: what `git add --all` would stage.
+fn committed_files(
+    dir: &Path,
+    rel: &Path,
+    out: &mut Vec<(String, Vec<u8>)>,
+) -> std::io::Result<()> {
+    for entry in fs::read_dir(dir.join(rel))? {
+        let entry = entry?;
+        let name = rel.join(entry.file_name());
+        let kind = entry.file_type()?;
+        if kind.is_dir() && name != Path::new(".git") {
+            committed_files(dir, &name, out)?;
+        } else if kind.is_file() {
+            out.push((name.to_string_lossy().into_owned(), fs::read(entry.path())?));
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use std::os::unix::fs::PermissionsExt;
@@ -408,6 +696,54 @@ mod tests {
         assert!(config.contains("merge = refs/heads/main"), "{config}");
         assert!(s.seeded.iter().any(|e| e.contains(words.seeded_branch)));
         s.remove().expect("removed");
+    }
+
+    /// What git shows of a seeded workspace and its remote, with the scratch root left out.
+    fn git_picture(s: &Scratch) -> String {
+        let sh = "git status --porcelain=v2 --branch && git for-each-ref --format='%(refname) %(objectname) %(upstream)' && git log --all --format='%H %P %an %ae %ad %cd %s' --date=raw && git reflog show --all --format='%gd %H %gs' --date=raw && git config --local --list && git ls-files -s && cd ../home/git/*.git && git for-each-ref && git config --local --list && cat HEAD";
+        let out = std::process::Command::new("sh")
+            .args(["-c", sh])
+            .current_dir(&s.workspace)
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .output()
+            .expect("sh");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let root = s.workspace.parent().expect("root").display().to_string();
+        String::from_utf8_lossy(&out.stdout).replace(&root, "ROOT")
+    }
+
+    #[test]
+    fn a_seed_made_again_from_the_kept_template_is_the_same_repository() {
+        if super::super::git_missing() {
+            return;
+        }
+        let words = super::super::vocab::Vocabulary::of(11);
+        let mut fresh = Scratch::create().expect("scratch");
+        fresh.seed_default(&words).expect("seeded");
+        assert!(SeedTemplate::kept(&template_key(&words)).is_some());
+        let mut again = Scratch::create().expect("scratch");
+        again.seed_default(&words).expect("seeded again");
+        assert_eq!(fresh.seeded, again.seeded);
+        let index = again.workspace.join(".git/index");
+        let before = fs::metadata(&index)
+            .and_then(|m| m.modified())
+            .expect("index");
+        assert_eq!(git_picture(&fresh), git_picture(&again));
+        // A read-only `git status` finds nothing to refresh in the index.
+        let after = fs::metadata(&index)
+            .and_then(|m| m.modified())
+            .expect("index");
+        assert_eq!(
+            before, after,
+            "git status rewrote the index of the copied seed"
+        );
+        fresh.remove().expect("removed");
+        again.remove().expect("removed");
     }
 
     #[test]

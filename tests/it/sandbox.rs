@@ -2012,7 +2012,7 @@ as_root_and_unprivileged!(
     deep_tree_run
 );
 
-/// A thread a call left sleeping writes eight seconds later, while another tool's quiet child
+/// A thread a call left sleeping writes three seconds later, while another tool's quiet child
 /// runs: the write is the first tool's (the thread its call started), confirmed by a replay
 /// of it alone that waits while the thread lives, and firm; the other tool gets nothing, not
 /// even an out-of-window warning (issue 29, item 3a).
