@@ -32,6 +32,10 @@ pub struct ReplayWaits {
     pub late_wait: Duration,
     /// How long its server is left alone after the greeting (a replay that calls no tool).
     pub hold_before_calls: Option<Duration>,
+    /// Whether its server is killed once its last window and late wait closed, instead of
+    /// closing its input and waiting for it to exit: set when the main run's own stop showed
+    /// nothing, so that the server's shutdown is not what any replay is asked about.
+    pub stop_at_once: bool,
 }
 
 /// Makes nested runs: the pipeline of the run being attributed, on a narrower plan.

@@ -95,6 +95,9 @@ pub(crate) struct Replays<'a, N> {
     waiting: BTreeSet<String>,
     /// How long a replay that calls no tool leaves its server alone after the greeting.
     idle_hold: Duration,
+    /// Whether replays kill their server after the last window instead of stopping it (see
+    /// [`ReplayWaits::stop_at_once`]).
+    stop_at_once: bool,
 }
 
 /// How a differential replay judged an observation of a call.
@@ -130,7 +133,17 @@ impl<'a, N: NestedRuns> Replays<'a, N> {
             records: Vec::new(),
             waiting: BTreeSet::new(),
             idle_hold: Duration::ZERO,
+            stop_at_once: false,
         }
+    }
+
+    /// Replays kill their server once their last window and late wait closed, when the main
+    /// run's own stop showed nothing (`shutdown_seen` false): a server's exit after its input
+    /// closes (100 to 270 ms for the Python SDK's servers) is then not worth waiting for, since
+    /// no replay is asked what the server does at its end.
+    pub(crate) fn stopping_at_once_unless(mut self, shutdown_seen: bool) -> Self {
+        self.stop_at_once = !shutdown_seen;
+        self
     }
 
     /// Replays focused on `tools` wait for what their calls left running (see
@@ -177,6 +190,7 @@ impl<'a, N: NestedRuns> Replays<'a, N> {
         }
         let time = remaining.min(MAX_REPLAY_TIME);
         let runner = self.runner;
+        let stop_at_once = self.stop_at_once;
         let waits: Vec<Duration> = todo
             .iter()
             .map(|((_, focus), _)| self.late_wait(focus.as_deref()))
@@ -191,6 +205,7 @@ impl<'a, N: NestedRuns> Replays<'a, N> {
                         replay: Some(ReplayWaits {
                             late_wait: wait,
                             hold_before_calls: None,
+                            stop_at_once,
                         }),
                     };
                     let replayed = replay_keys(runner, plan, focus.as_deref()).await;
@@ -220,10 +235,15 @@ impl<'a, N: NestedRuns> Replays<'a, N> {
             purpose,
             outcome: match &replayed {
                 Some(r) => format!(
-                    "ran: {} kind(s) of effect seen, {} of them where the tool in question could not have done them; after its last call it waited up to {} ms for what its calls left running",
+                    "ran: {} kind(s) of effect seen, {} of them where the tool in question could not have done them; after its last call it waited up to {} ms for what its calls left running, then {}",
                     r.seen.len(),
                     r.unprompted.len(),
-                    self.late_wait(key.1.as_deref()).as_millis()
+                    self.late_wait(key.1.as_deref()).as_millis(),
+                    if self.stop_at_once {
+                        "killed its server (the run's own server did nothing at its stop)"
+                    } else {
+                        "stopped its server as the run stops its own (the run's own server did something at its stop)"
+                    }
                 ),
                 None => "could not run: its server did not start".into(),
             },
@@ -263,6 +283,7 @@ impl<'a, N: NestedRuns> Replays<'a, N> {
                 replay: Some(ReplayWaits {
                     late_wait: self.late_wait(focus),
                     hold_before_calls: tools.is_empty().then_some(self.idle_hold),
+                    stop_at_once: self.stop_at_once,
                 }),
             };
             let replayed = replay_keys(self.runner, plan, focus).await;

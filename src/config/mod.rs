@@ -221,6 +221,10 @@ pub struct Waits {
     /// by the replay that runs no tool (how long the first call of the run came after the
     /// start), so that the server's own delayed start-up work shows.
     pub hold_before_calls: Duration,
+    /// Whether the server is killed once the last window and the late wait closed instead of
+    /// having its input closed and being given time to exit: set only by replays whose run's
+    /// own stop showed nothing.
+    pub stop_at_once: bool,
 }
 
 /// How the tools are called.

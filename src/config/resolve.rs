@@ -248,10 +248,13 @@ pub fn pending_setup(
         _ => return Ok(None),
     };
     crate::fleet::setup::check_pins(setup)?;
+    // Absolute: the installers run confined, in a directory of their own, where a relative
+    // `--cache-dir` would name nothing.
     let cache = a
         .install
         .cache_dir
-        .clone()
+        .as_deref()
+        .map(|p| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf()))
         .unwrap_or_else(crate::fleet::setup::cache_root);
     // The installs end at `[setup] timeout` and, the run's timeout bounding the command as
     // a whole, at `--timeout`.
@@ -329,6 +332,7 @@ pub fn waits(given: &Given) -> Result<Waits, ConfigError> {
         late_wait: given.duration("late_wait", &run.late_wait)?,
         startup_quiet: given.duration("startup_quiet", &run.startup_quiet)?,
         hold_before_calls: Duration::ZERO,
+        stop_at_once: false,
     })
 }
 

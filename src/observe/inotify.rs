@@ -232,6 +232,17 @@ impl Watcher {
         }
     }
 
+    /// Removes every watch (the kernel frees them after a grace period, in its own workers).
+    fn remove_all(&mut self) {
+        if let Some(fd) = &self.fd {
+            for wd in self.dirs.keys() {
+                let _ = inotify::remove_watch(fd, *wd);
+            }
+        }
+        self.dirs.clear();
+        self.sandbox_watches.clear();
+    }
+
     /// Drops the previous sandbox's watches and watches the new one's directories.
     fn rewatch_sandbox(&mut self, root: Option<&Path>) {
         // The previous sandbox's directories are gone with it (or about to be).
@@ -310,6 +321,10 @@ impl Observer for InotifyObserver {
     fn server_started(&mut self, start: &super::ServerStart) {
         self.watcher()
             .rewatch_sandbox(start.sandbox_root.as_deref());
+    }
+
+    fn release(&mut self) {
+        self.watcher().remove_all();
     }
 
     fn checkpoint(&mut self) -> Result<Vec<Observation>, ObserveError> {

@@ -62,6 +62,10 @@ pub struct NetState {
     pub names: Mutex<FakeNames>,
     events: Mutex<Vec<NetEvent>>,
     stop: AtomicBool,
+    /// Readable once the service is stopped: the threads waiting in poll wake at once and
+    /// close their sockets (closing the packet socket waits for a grace period, which then
+    /// runs beside the rest of the run instead of in the process's exit).
+    wake: Option<std::os::fd::OwnedFd>,
     /// The run's certificate authority: with it, TLS connections are completed.
     authority: Option<Arc<super::tls::Authority>>,
 }
@@ -80,10 +84,13 @@ impl NetState {
         }
     }
 
-    /// Stops the service threads (they notice within their poll interval, 200 ms; nobody
-    /// waits for them).
+    /// Stops the service threads (they wake at once where they wait in poll, or notice
+    /// within 200 ms without a wake-up; nobody waits for them).
     pub fn stop(&self) {
         self.stop.store(true, Ordering::SeqCst);
+        if let Some(wake) = &self.wake {
+            let _ = rustix::io::write(wake, &1u64.to_ne_bytes());
+        }
     }
 }
 
@@ -96,6 +103,11 @@ pub fn start(
 ) -> NetHandle {
     let state: NetHandle = Arc::new(NetState {
         authority,
+        wake: rustix::event::eventfd(
+            0,
+            rustix::event::EventfdFlags::CLOEXEC | rustix::event::EventfdFlags::NONBLOCK,
+        )
+        .ok(),
         ..NetState::default()
     });
     if let Some(fd) = packets {
@@ -122,6 +134,9 @@ pub fn start(
 fn dns_loop(sock: UdpSocket, state: NetHandle) {
     let mut buf = [0u8; 1500];
     while !state.stop.load(Ordering::SeqCst) {
+        if !readable_soon(&sock, &state) {
+            continue;
+        }
         let Ok((n, from)) = sock.recv_from(&mut buf) else {
             continue;
         };
@@ -299,24 +314,39 @@ fn accept_loop(listener: TcpListener, port: u16, state: NetHandle) {
             // Nothing to accept: sleep in poll until a connection arrives (or a stop may have
             // come), instead of waking up every few milliseconds on a busy machine.
             Err(_) => {
-                readable_soon(&listener);
+                readable_soon(&listener, &state);
             }
         }
     }
 }
 
-/// Waits in poll until `fd` is readable, at most 200 ms (the service threads' interval for
-/// noticing a stop); whether it is.
-fn readable_soon(fd: impl std::os::fd::AsFd) -> bool {
-    let mut fds = [rustix::event::PollFd::new(
-        &fd,
-        rustix::event::PollFlags::IN,
-    )];
+/// Waits in poll until `fd` is readable or the service stops, at most 200 ms (the service
+/// threads' interval for noticing a stop without a wake-up); whether `fd` is readable.
+fn readable_soon(fd: impl std::os::fd::AsFd, state: &NetState) -> bool {
     let timeout = rustix::event::Timespec {
         tv_sec: 0,
         tv_nsec: 200_000_000,
     };
-    matches!(rustix::event::poll(&mut fds, Some(&timeout)), Ok(n) if n > 0)
+    let readable =
+        |fds: &[rustix::event::PollFd<'_>]| fds[0].revents().contains(rustix::event::PollFlags::IN);
+    match &state.wake {
+        Some(wake) => {
+            let mut fds = [
+                rustix::event::PollFd::new(&fd, rustix::event::PollFlags::IN),
+                rustix::event::PollFd::new(wake, rustix::event::PollFlags::IN),
+            ];
+            matches!(rustix::event::poll(&mut fds, Some(&timeout)), Ok(n) if n > 0)
+                && readable(&fds)
+        }
+        None => {
+            let mut fds = [rustix::event::PollFd::new(
+                &fd,
+                rustix::event::PollFlags::IN,
+            )];
+            matches!(rustix::event::poll(&mut fds, Some(&timeout)), Ok(n) if n > 0)
+                && readable(&fds)
+        }
+    }
 }
 
 /// Reads the packet socket: each outgoing SYN or datagram becomes an event (the kernel's filter
@@ -324,7 +354,7 @@ fn readable_soon(fd: impl std::os::fd::AsFd) -> bool {
 fn packet_loop(fd: std::os::fd::OwnedFd, state: NetHandle) {
     let mut buf = [0u8; 256];
     while !state.stop.load(Ordering::SeqCst) {
-        if !readable_soon(&fd) {
+        if !readable_soon(&fd, &state) {
             continue;
         }
         while let Ok((n, _)) = rustix::net::recv(&fd, &mut buf, rustix::net::RecvFlags::DONTWAIT) {
@@ -568,6 +598,14 @@ impl NetObserver {
 }
 
 impl Observer for NetObserver {
+    fn release(&mut self) {
+        // The service's threads end and close their sockets now, the packet socket's grace
+        // period included.
+        if let Some(h) = &self.handle {
+            h.stop();
+        }
+    }
+
     fn server_started(&mut self, start: &ServerStart) {
         if let Some(old) = self.handle.take() {
             old.stop();

@@ -12,6 +12,7 @@ use crate::attribution::replay::{
     Attributing, Replays, first_call_initialisation, lazy_set_up, replay_ambiguous,
 };
 use crate::attribution::server_wide;
+use crate::evidence::Phase;
 
 /// The evidence with every effect given to whom it belongs.
 pub(super) struct Attributed {
@@ -67,8 +68,10 @@ pub(super) async fn attribute(
     // Confirm uncertain attributions by replaying tools alone on fresh servers, and tell the
     // server's first-call initialisation apart from the first tool's writes.
     let nested = Nested::of(ctx);
+    let shutdown_seen = phases.iter().any(|p| p.phase == Phase::Shutdown);
     let mut replays = Replays::new(&nested, config.waits.late_wait, ctx.deadline)
-        .side_by_side(reached.side_by_side);
+        .side_by_side(reached.side_by_side)
+        .stopping_at_once_unless(shutdown_seen);
     if config.nested.replay && log.partial().is_none() {
         log.emit(RunEvent::Stage("confirming attributions"));
         let mut evidence = Attributing {

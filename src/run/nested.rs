@@ -77,6 +77,7 @@ fn narrowed(config: &RunConfig, plan: &NestedPlan<'_>) -> RunConfig {
             if let Some(hold) = waits.hold_before_calls {
                 cfg.waits.hold_before_calls = hold;
             }
+            cfg.waits.stop_at_once = waits.stop_at_once;
         }
     }
     cfg

@@ -153,7 +153,11 @@ fn seeded_scratch(config: &RunConfig) -> Result<Scratch, (String, &'static str)>
         Some(seed) => scratch.seed_from(seed),
         None => {
             let words = crate::workspace::vocab::Vocabulary::of(config.seed);
-            scratch.seed_default(&words)
+            // As root the directories become the server's uid's next, and the index is
+            // refreshed after that.
+            let owner_changes =
+                config.sandbox.level.is_some() && rustix::process::getuid().is_root();
+            scratch.seed_default_before_owner_change(&words, owner_changes)
         }
     }
     .and_then(|()| match &config.server.sqlite_seed {

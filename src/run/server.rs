@@ -747,7 +747,8 @@ async fn greeting_failed(
 }
 
 /// Stops a server: its stdin is closed and it gets [`EXIT_GRACE`] to exit, or, when the run
-/// must end now (an interrupt, the timeout), it is killed at once.
+/// must end now (an interrupt, the timeout) or it is a replay's whose end nobody asks about
+/// (`waits.stop_at_once`), it is killed at once.
 pub(super) async fn stop_server(
     live: Live,
     ctx: &RunContext<'_>,
@@ -767,7 +768,7 @@ pub(super) async fn stop_server(
         by_idle_period: quiet.by_idle_period,
     });
     let (mut session, mut notes) = client.into_session();
-    let grace = if ctx.must_stop().is_some() {
+    let grace = if ctx.must_stop().is_some() || ctx.config.waits.stop_at_once {
         process.kill_now();
         Duration::ZERO
     } else {

@@ -60,9 +60,20 @@ impl Scratch {
     /// real revisions and a remote that needs no network. Files are dated an hour back, so
     /// that a read-only `git status` has no racy index to refresh.
     pub fn seed_default(&mut self, words: &super::vocab::Vocabulary) -> Result<(), SeedError> {
+        self.seed_default_before_owner_change(words, false)
+    }
+
+    /// [`Scratch::seed_default`], where `owner_changes` says the scratch directories change
+    /// owner next (as root, for the server's uid) and [`Scratch::refresh_git_index`] follows:
+    /// a copy of the kept seed then leaves the index's refresh to it (one git process less).
+    pub fn seed_default_before_owner_change(
+        &mut self,
+        words: &super::vocab::Vocabulary,
+        owner_changes: bool,
+    ) -> Result<(), SeedError> {
         let key = template_key(words);
         if let Some(template) = SeedTemplate::kept(&key) {
-            if template.apply(self).is_ok() {
+            if template.apply(self, !owner_changes).is_ok() {
                 return Ok(());
             }
             // What was written goes before the seed is made afresh.
@@ -524,8 +535,9 @@ impl SeedTemplate {
     }
 
     /// Writes the template into `scratch` (the repositories' configurations naming the new
-    /// places) and has git refresh the index.
-    fn apply(&self, scratch: &mut Scratch) -> Result<(), String> {
+    /// places) and, when `refresh`, has git refresh the index (the files are new, their
+    /// inodes and times differ from those the index recorded).
+    fn apply(&self, scratch: &mut Scratch, refresh: bool) -> Result<(), String> {
         let old = [
             self.workspace.display().to_string(),
             self.home.display().to_string(),
@@ -562,7 +574,9 @@ impl SeedTemplate {
             Ok(())
         };
         write().map_err(|e| format!("the kept seed could not be written ({e})"))?;
-        scratch.git(&["update-index", "-q", "--refresh"])?;
+        if refresh {
+            scratch.git(&["update-index", "-q", "--refresh"])?;
+        }
         scratch.seeded = self.seeded.clone();
         Ok(())
     }

@@ -1905,6 +1905,13 @@ fn lazy_store_run(who: As) {
         notes.contains("are the server's set-up of a place it makes on first use"),
         "{notes}"
     );
+    // Its own stop did nothing, so the replay's server was killed after its last window
+    // rather than waited for.
+    let outcome = r["replays"][0]["outcome"].as_str().unwrap_or_default();
+    assert!(
+        outcome.ends_with("then killed its server (the run's own server did nothing at its stop)"),
+        "{outcome}"
+    );
 }
 
 as_root_and_unprivileged!(
