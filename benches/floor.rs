@@ -12,6 +12,11 @@
 //! Then every real scenario (`scenarios/real-*`) verified one after another with default
 //! flags: each server's time and split, the average and the slowest.
 //!
+//! Before and after: with `HINTCHECK_FLOOR_BEFORE` naming an earlier hintcheck binary (a
+//! build of the commit before a change), each figure is measured with it too, in the same
+//! run, and printed beside (medians of 3 alike; each real server once with each, as the new
+//! binary), with the earlier binary's average over the real servers.
+//!
 //! Targets: hintcheck ≤ 2 × floor + 100 ms on the filesystem and memory servers; on the
 //! Python servers no more than the floor plus 200 ms (waits the server's behaviour calls for
 //! are in the floor's calls); real servers under 1.3 s on average, none over 5 s. Run with
@@ -219,6 +224,26 @@ struct Target {
     extra_ms: f64,
 }
 
+/// The earlier binary `HINTCHECK_FLOOR_BEFORE` names, if it names one that exists.
+fn before_exe() -> Option<PathBuf> {
+    let p = PathBuf::from(std::env::var_os("HINTCHECK_FLOOR_BEFORE")?);
+    p.is_file().then_some(p)
+}
+
+/// " (before: N ms)" for the earlier binary's median wall time on `scenario`, or nothing.
+fn before_note(scenario: &Path, cache: &str) -> String {
+    let Some(old) = before_exe() else {
+        return String::new();
+    };
+    let walls: Vec<f64> = (0..RUNS)
+        .filter_map(|_| verify(&old, scenario, cache).map(|(_, w)| w))
+        .collect();
+    if walls.is_empty() {
+        return " (before: did not run)".into();
+    }
+    format!(" (before: {:.0} ms)", median(walls))
+}
+
 fn against_floor(exe: &Path, scenario: &Path, cache: &str, label: &str, target: Option<Target>) {
     // A warm-up run installs what the scenario needs.
     if verify(exe, scenario, cache).is_none() {
@@ -253,8 +278,9 @@ fn against_floor(exe: &Path, scenario: &Path, cache: &str, label: &str, target: 
         }
         None => "no target".into(),
     };
+    let before = before_note(scenario, cache);
     println!(
-        "{label} ({} calls, {} replays): floor {floor:.0} ms, hintcheck {wall:.0} ms, {:.1}× the floor ({verdict})\n    {}",
+        "{label} ({} calls, {} replays): floor {floor:.0} ms, hintcheck {wall:.0} ms{before}, {:.1}× the floor ({verdict})\n    {}",
         calls.len(),
         report["replays"].as_array().map_or(0, Vec::len),
         wall / floor,
@@ -318,6 +344,7 @@ fn main() {
         .collect();
     dirs.sort();
     let mut times = Vec::new();
+    let mut befores: Vec<f64> = Vec::new();
     for dir in &dirs {
         let name = dir.file_name().and_then(|n| n.to_str()).unwrap_or("?");
         if verify(&exe, dir, &cache).is_none() {
@@ -328,7 +355,14 @@ fn main() {
             println!("{name}: skipped (the run did not finish)");
             continue;
         };
-        println!("{name}: {wall:.0} ms\n    {}", split(&report, wall));
+        let before_wall = before_exe()
+            .and_then(|old| verify(&old, dir, &cache))
+            .map(|(_, w)| w);
+        befores.extend(before_wall);
+        let before = before_wall
+            .map(|w| format!(" (before: {w:.0} ms)"))
+            .unwrap_or_default();
+        println!("{name}: {wall:.0} ms{before}\n    {}", split(&report, wall));
         times.push((wall, name.to_string()));
     }
     if times.is_empty() {
@@ -340,6 +374,13 @@ fn main() {
         .filter(|t| t.0 > 5000.0)
         .map(|t| format!("{} ({:.1} s)", t.1, t.0 / 1000.0))
         .collect();
+    if !befores.is_empty() {
+        println!(
+            "the earlier binary on {} of them: average {:.2} s a server",
+            befores.len(),
+            befores.iter().sum::<f64>() / befores.len() as f64 / 1000.0
+        );
+    }
     println!(
         "{} real servers: average {:.2} s a server (target < 1.3 s: {}); over 5 s: {}",
         times.len(),
