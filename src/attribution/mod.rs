@@ -33,8 +33,9 @@ pub struct ReplayWaits {
     /// How long its server is left alone after the greeting (a replay that calls no tool).
     pub hold_before_calls: Option<Duration>,
     /// Whether its server is killed once its last window and late wait closed, instead of
-    /// closing its input and waiting for it to exit: set when the main run's own stop showed
-    /// nothing, so that the server's shutdown is not what any replay is asked about.
+    /// closing its input and waiting for it to exit: set when the main run stopped its own
+    /// server gracefully at its end and saw nothing there, so that the server's shutdown is
+    /// not what any replay is asked about (stops midway, after a hung call, stay graceful).
     pub stop_at_once: bool,
 }
 

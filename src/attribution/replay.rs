@@ -138,9 +138,9 @@ impl<'a, N: NestedRuns> Replays<'a, N> {
     }
 
     /// Replays kill their server once their last window and late wait closed, when the main
-    /// run's own stop showed nothing (`shutdown_seen` false): a server's exit after its input
-    /// closes (100 to 270 ms for the Python SDK's servers) is then not worth waiting for, since
-    /// no replay is asked what the server does at its end.
+    /// run watched its own server's end and it did nothing there (`shutdown_seen` false): a
+    /// server's exit after its input closes (100 to 270 ms for the Python SDK's servers) is
+    /// then not worth waiting for, since no replay is asked what the server does at its end.
     pub(crate) fn stopping_at_once_unless(mut self, shutdown_seen: bool) -> Self {
         self.stop_at_once = !shutdown_seen;
         self
@@ -240,9 +240,9 @@ impl<'a, N: NestedRuns> Replays<'a, N> {
                     r.unprompted.len(),
                     self.late_wait(key.1.as_deref()).as_millis(),
                     if self.stop_at_once {
-                        "killed its server (the run's own server did nothing at its stop)"
+                        "killed its server (the run's own server did nothing at its end)"
                     } else {
-                        "stopped its server as the run stops its own (the run's own server did something at its stop)"
+                        "stopped its server as the run stops its own (the run's own server did something at its end, or its end was not watched)"
                     }
                 ),
                 None => "could not run: its server did not start".into(),

@@ -327,8 +327,9 @@ fn readable_soon(fd: impl std::os::fd::AsFd, state: &NetState) -> bool {
         tv_sec: 0,
         tv_nsec: 200_000_000,
     };
-    let readable =
-        |fds: &[rustix::event::PollFd<'_>]| fds[0].revents().contains(rustix::event::PollFlags::IN);
+    // An error or hang-up counts as readable: the `recv` that follows clears a pending
+    // socket error (poll would otherwise report it again at once, for ever).
+    let readable = |fds: &[rustix::event::PollFd<'_>]| !fds[0].revents().is_empty();
     match &state.wake {
         Some(wake) => {
             let mut fds = [

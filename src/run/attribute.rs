@@ -68,7 +68,10 @@ pub(super) async fn attribute(
     // Confirm uncertain attributions by replaying tools alone on fresh servers, and tell the
     // server's first-call initialisation apart from the first tool's writes.
     let nested = Nested::of(ctx);
-    let shutdown_seen = phases.iter().any(|p| p.phase == Phase::Shutdown);
+    // Replays kill their server at their end only where the run watched its own server's
+    // end (a graceful stop) and it did nothing there.
+    let shutdown_seen =
+        !reached.stopped_gracefully || phases.iter().any(|p| p.phase == Phase::Shutdown);
     let mut replays = Replays::new(&nested, config.waits.late_wait, ctx.deadline)
         .side_by_side(reached.side_by_side)
         .stopping_at_once_unless(shutdown_seen);

@@ -7,7 +7,7 @@ use serde_json::Value;
 use super::collect::{RunEvent, RunLog, TimedStage};
 use super::host::ServerHost;
 use super::inventory::Listed;
-use super::server::{RunContext, stop_server};
+use super::server::{RunContext, Stop, stop_server};
 use crate::evidence::{Coverage, Phase, PhaseObservation, ToolRun};
 use crate::exercise::explore::{Explored, Explorer, Given};
 use crate::mcp::client::Inventory;
@@ -39,6 +39,9 @@ pub(super) struct Reached {
     pub(super) limit_during: Option<String>,
     /// How many nested runs may go side by side.
     pub(super) side_by_side: usize,
+    /// Whether the run's last stop was a graceful stop of a live server (its input closed,
+    /// time to exit), so that what the server does at its end was watched.
+    pub(super) stopped_gracefully: bool,
 }
 
 /// The explored run, its server stopped.
@@ -153,8 +156,10 @@ pub(super) async fn explore(
 
     // Shutdown.
     let began = std::time::Instant::now();
+    // Whether the run saw its server's own end: a graceful stop of a live server.
+    let stopped_gracefully = live.is_some() && ctx.must_stop().is_none();
     if let Some(l) = live {
-        stop_server(l, ctx, log, &mut recorder).await;
+        stop_server(l, ctx, log, &mut recorder, Stop::AtEnd).await;
     }
     phases.extend(PhaseObservation::all_in(
         Phase::Shutdown,
@@ -179,6 +184,7 @@ pub(super) async fn explore(
             background_threads: background.len(),
             limit_during,
             side_by_side,
+            stopped_gracefully,
         },
     }
 }

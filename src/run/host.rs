@@ -10,7 +10,9 @@ use tokio::sync::watch;
 
 use super::collect::RunLog;
 use super::nested;
-use super::server::{Live, RunContext, limit_reason, probe_background, start_server, stop_server};
+use super::server::{
+    Live, RunContext, Stop, limit_reason, probe_background, start_server, stop_server,
+};
 use crate::evidence::Observation;
 use crate::evidence::{CallRecord, CallTiming, ControlRequest, Phase, PhaseObservation};
 use crate::mcp::client::CallOutcome;
@@ -702,7 +704,7 @@ impl Host for ServerHost<'_, '_> {
         // A crashed or hung server cannot be trusted for later calls: the next one starts
         // afresh.
         if let Some(l) = self.live.take() {
-            stop_server(l, self.ctx, self.log, self.recorder).await;
+            stop_server(l, self.ctx, self.log, self.recorder, Stop::Midway).await;
         }
         self.between_calls(last_tool);
     }

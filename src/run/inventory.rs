@@ -6,7 +6,7 @@
 use super::collect::{RunEvent, RunLog};
 use super::host::settle_start;
 use super::launch::Launched;
-use super::server::{Live, RunContext, probe_background, stop_server};
+use super::server::{Live, RunContext, Stop, probe_background, stop_server};
 use crate::evidence::{Coverage, Phase, PhaseObservation};
 use crate::mcp::client::Inventory;
 use crate::observe::Recorder;
@@ -87,7 +87,7 @@ pub(super) async fn list(ctx: &RunContext<'_>, launched: Launched, log: &mut Run
         );
         // The listing server is not used for calls: each tool gets its own.
         if let Some(l) = live.take() {
-            stop_server(l, ctx, log, &mut recorder).await;
+            stop_server(l, ctx, log, &mut recorder, Stop::Midway).await;
         }
         phases.extend(PhaseObservation::all_in(Phase::Idle, recorder.checkpoint()));
     }

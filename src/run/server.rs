@@ -746,14 +746,25 @@ async fn greeting_failed(
     }
 }
 
+/// How a server is stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Stop {
+    /// A stop in the middle of the run (a restart after a hung or broken call, a hang-up):
+    /// what the server does while it exits still counts.
+    Midway,
+    /// The run's last stop, after its last window and late wait.
+    AtEnd,
+}
+
 /// Stops a server: its stdin is closed and it gets [`EXIT_GRACE`] to exit, or, when the run
-/// must end now (an interrupt, the timeout) or it is a replay's whose end nobody asks about
-/// (`waits.stop_at_once`), it is killed at once.
+/// must end now (an interrupt, the timeout) or it is a replay's last stop and nobody asks
+/// what the server does at its end (`waits.stop_at_once`), it is killed at once.
 pub(super) async fn stop_server(
     live: Live,
     ctx: &RunContext<'_>,
     log: &mut RunLog,
     recorder: &mut Recorder,
+    stop: Stop,
 ) {
     let Live {
         mut process,
@@ -768,21 +779,22 @@ pub(super) async fn stop_server(
         by_idle_period: quiet.by_idle_period,
     });
     let (mut session, mut notes) = client.into_session();
-    let grace = if ctx.must_stop().is_some() || ctx.config.waits.stop_at_once {
-        process.kill_now();
-        Duration::ZERO
-    } else {
-        session.close_stdin().await;
-        match http.as_mut() {
-            // An HTTP server does not end with its stdin: once the bridge ended the HTTP
-            // session, it is asked to stop.
-            Some(link) => {
-                let _ = tokio::time::timeout(EXIT_GRACE, &mut link.done).await;
-                Duration::ZERO
+    let grace =
+        if ctx.must_stop().is_some() || (stop == Stop::AtEnd && ctx.config.waits.stop_at_once) {
+            process.kill_now();
+            Duration::ZERO
+        } else {
+            session.close_stdin().await;
+            match http.as_mut() {
+                // An HTTP server does not end with its stdin: once the bridge ended the HTTP
+                // session, it is asked to stop.
+                Some(link) => {
+                    let _ = tokio::time::timeout(EXIT_GRACE, &mut link.done).await;
+                    Duration::ZERO
+                }
+                None => EXIT_GRACE,
             }
-            None => EXIT_GRACE,
-        }
-    };
+        };
     let mut legacy_http = false;
     if let Some(link) = http {
         notes.extend(http_notes(&link.notes));

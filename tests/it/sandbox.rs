@@ -1909,7 +1909,7 @@ fn lazy_store_run(who: As) {
     // rather than waited for.
     let outcome = r["replays"][0]["outcome"].as_str().unwrap_or_default();
     assert!(
-        outcome.ends_with("then killed its server (the run's own server did nothing at its stop)"),
+        outcome.ends_with("then killed its server (the run's own server did nothing at its end)"),
         "{outcome}"
     );
 }
