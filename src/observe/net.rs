@@ -66,6 +66,8 @@ pub struct NetState {
     /// close their sockets (closing the packet socket waits for a grace period, which then
     /// runs beside the rest of the run instead of in the process's exit).
     wake: Option<std::os::fd::OwnedFd>,
+    /// The packet socket, read by its thread and drained at every checkpoint too.
+    packets: Option<std::os::fd::OwnedFd>,
     /// The run's certificate authority: with it, TLS connections are completed.
     authority: Option<Arc<super::tls::Authority>>,
 }
@@ -81,6 +83,23 @@ impl NetState {
         let mut ev = self.events.lock().unwrap_or_else(|p| p.into_inner());
         if ev.len() < EVENT_CAP && !ev.contains(&e) {
             ev.push(e);
+        }
+    }
+
+    /// Reads what the packet socket holds now, each packet an event. A packet is queued on the
+    /// socket as the server sends it (lo delivers to packet sockets in the sender's own system
+    /// call), so a checkpoint that drains it misses nothing the server sent before its
+    /// answer, however late the packet thread is scheduled.
+    fn drain_packets(&self) {
+        let Some(fd) = &self.packets else { return };
+        let mut buf = [0u8; 256];
+        while let Ok((n, _)) = rustix::net::recv(fd, &mut buf, rustix::net::RecvFlags::DONTWAIT) {
+            let Some(packet) = parse_packet(&buf[..n]) else {
+                continue;
+            };
+            if let Some(e) = packet_event(&packet, self) {
+                self.push(e);
+            }
         }
     }
 
@@ -101,8 +120,10 @@ pub fn start(
     packets: Option<std::os::fd::OwnedFd>,
     authority: Option<Arc<super::tls::Authority>>,
 ) -> NetHandle {
+    let has_packets = packets.is_some();
     let state: NetHandle = Arc::new(NetState {
         authority,
+        packets,
         wake: rustix::event::eventfd(
             0,
             rustix::event::EventfdFlags::CLOEXEC | rustix::event::EventfdFlags::NONBLOCK,
@@ -110,11 +131,11 @@ pub fn start(
         .ok(),
         ..NetState::default()
     });
-    if let Some(fd) = packets {
+    if has_packets {
         let s = state.clone();
         let _ = std::thread::Builder::new()
             .name("packets".into())
-            .spawn(move || packet_loop(fd, s));
+            .spawn(move || packet_loop(s));
     }
     let s = state.clone();
     let _ = dns.set_read_timeout(Some(Duration::from_millis(200)));
@@ -352,19 +373,11 @@ fn readable_soon(fd: impl std::os::fd::AsFd, state: &NetState) -> bool {
 
 /// Reads the packet socket: each outgoing SYN or datagram becomes an event (the kernel's filter
 /// passes nothing else). Waits in poll, 200 ms at most, to notice a stop.
-fn packet_loop(fd: std::os::fd::OwnedFd, state: NetHandle) {
-    let mut buf = [0u8; 256];
+fn packet_loop(state: NetHandle) {
+    let Some(fd) = &state.packets else { return };
     while !state.stop.load(Ordering::SeqCst) {
-        if !readable_soon(&fd, &state) {
-            continue;
-        }
-        while let Ok((n, _)) = rustix::net::recv(&fd, &mut buf, rustix::net::RecvFlags::DONTWAIT) {
-            let Some(packet) = parse_packet(&buf[..n]) else {
-                continue;
-            };
-            if let Some(e) = packet_event(&packet, &state) {
-                state.push(e);
-            }
+        if readable_soon(fd, &state) {
+            state.drain_packets();
         }
     }
 }
@@ -618,6 +631,7 @@ impl Observer for NetObserver {
         let Some(h) = &self.handle else {
             return Ok(Vec::new());
         };
+        h.drain_packets();
         let events = std::mem::take(&mut *h.events.lock().unwrap_or_else(|p| p.into_inner()));
         let harness = |e: &NetEvent| {
             e.loopback
