@@ -138,11 +138,11 @@ impl<'a, N: NestedRuns> Replays<'a, N> {
     }
 
     /// Replays kill their server once their last window and late wait closed, when the main
-    /// run watched its own server's end and it did nothing there (`shutdown_seen` false): a
-    /// server's exit after its input closes (100 to 270 ms for the Python SDK's servers) is
-    /// then not worth waiting for, since no replay is asked what the server does at its end.
-    pub(crate) fn stopping_at_once_unless(mut self, shutdown_seen: bool) -> Self {
-        self.stop_at_once = !shutdown_seen;
+    /// run watched its own server's end and it did nothing there (`quiet_end`): a server's
+    /// exit after its input closes (100 to 270 ms for the Python SDK's servers) is then not
+    /// worth waiting for, since no replay is asked what the server does at its end.
+    pub(crate) fn stopping_at_once(mut self, quiet_end: bool) -> Self {
+        self.stop_at_once = quiet_end;
         self
     }
 

@@ -348,27 +348,20 @@ fn readable_soon(fd: impl std::os::fd::AsFd, state: &NetState) -> bool {
         tv_sec: 0,
         tv_nsec: 200_000_000,
     };
+    use std::os::fd::AsFd;
+    // The wake-up is polled beside `fd` where there is one (the second slot unused otherwise).
+    let own = fd.as_fd();
+    let wake = state.wake.as_ref().map(|w| w.as_fd());
+    let second = wake.unwrap_or(own);
+    let mut fds = [
+        rustix::event::PollFd::new(&own, rustix::event::PollFlags::IN),
+        rustix::event::PollFd::new(&second, rustix::event::PollFlags::IN),
+    ];
+    let polled = if wake.is_some() { 2 } else { 1 };
+    let _ = rustix::event::poll(&mut fds[..polled], Some(&timeout));
     // An error or hang-up counts as readable: the `recv` that follows clears a pending
     // socket error (poll would otherwise report it again at once, for ever).
-    let readable = |fds: &[rustix::event::PollFd<'_>]| !fds[0].revents().is_empty();
-    match &state.wake {
-        Some(wake) => {
-            let mut fds = [
-                rustix::event::PollFd::new(&fd, rustix::event::PollFlags::IN),
-                rustix::event::PollFd::new(wake, rustix::event::PollFlags::IN),
-            ];
-            matches!(rustix::event::poll(&mut fds, Some(&timeout)), Ok(n) if n > 0)
-                && readable(&fds)
-        }
-        None => {
-            let mut fds = [rustix::event::PollFd::new(
-                &fd,
-                rustix::event::PollFlags::IN,
-            )];
-            matches!(rustix::event::poll(&mut fds, Some(&timeout)), Ok(n) if n > 0)
-                && readable(&fds)
-        }
-    }
+    !fds[0].revents().is_empty()
 }
 
 /// Reads the packet socket: each outgoing SYN or datagram becomes an event (the kernel's filter
@@ -612,14 +605,6 @@ impl NetObserver {
 }
 
 impl Observer for NetObserver {
-    fn release(&mut self) {
-        // The service's threads end and close their sockets now, the packet socket's grace
-        // period included.
-        if let Some(h) = &self.handle {
-            h.stop();
-        }
-    }
-
     fn server_started(&mut self, start: &ServerStart) {
         if let Some(old) = self.handle.take() {
             old.stop();

@@ -70,11 +70,11 @@ pub(super) async fn attribute(
     let nested = Nested::of(ctx);
     // Replays kill their server at their end only where the run watched its own server's
     // end (a graceful stop) and it did nothing there.
-    let shutdown_seen =
-        !reached.stopped_gracefully || phases.iter().any(|p| p.phase == Phase::Shutdown);
+    let quiet_end =
+        reached.stopped_gracefully && !phases.iter().any(|p| p.phase == Phase::Shutdown);
     let mut replays = Replays::new(&nested, config.waits.late_wait, ctx.deadline)
         .side_by_side(reached.side_by_side)
-        .stopping_at_once_unless(shutdown_seen);
+        .stopping_at_once(quiet_end);
     if config.nested.replay && log.partial().is_none() {
         log.emit(RunEvent::Stage("confirming attributions"));
         let mut evidence = Attributing {

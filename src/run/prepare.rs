@@ -41,7 +41,10 @@ pub(super) fn prepare<'a>(
     let started = log.started();
     // The command as a whole: what reading the configuration and the installs took counts.
     let deadline = config.begun + config.waits.run_timeout;
-    let mut scratch = match seeded_scratch(config) {
+    // As root, the server runs as a uid of its own: the scratch directories become its own
+    // once seeded.
+    let owner_changes = config.sandbox.level.is_some() && rustix::process::getuid().is_root();
+    let mut scratch = match seeded_scratch(config, owner_changes) {
         Ok(s) => s,
         Err((cause, reason)) => return Err(not_started(log, cause, reason)),
     };
@@ -65,14 +68,12 @@ pub(super) fn prepare<'a>(
         log.started_unix_ms(),
         RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
     );
-    // As root, the server runs as a uid of its own: the scratch directories become its own.
-    let run_as =
-        (config.sandbox.level.is_some() && rustix::process::getuid().is_root()).then(|| {
-            config
-                .sandbox
-                .run_as
-                .unwrap_or_else(crate::sandbox::policy::allocate_run_uid)
-        });
+    let run_as = owner_changes.then(|| {
+        config
+            .sandbox
+            .run_as
+            .unwrap_or_else(crate::sandbox::policy::allocate_run_uid)
+    });
     if config.sandbox.level.is_some() {
         let prepared = scratch
             .prepare_sandbox(run_as, config.sandbox.overlays.len())
@@ -141,8 +142,13 @@ pub(super) fn prepare<'a>(
 }
 
 /// The scratch directories, seeded (the scenario's workspace, or the run's own words, and
-/// the SQLite seed); `Err`: the cause and the reason the run could not start.
-fn seeded_scratch(config: &RunConfig) -> Result<Scratch, (String, &'static str)> {
+/// the SQLite seed); `owner_changes`: they become the server's uid's next, and the seeded
+/// repository's index is refreshed after that. `Err`: the cause and the reason the run could
+/// not start.
+fn seeded_scratch(
+    config: &RunConfig,
+    owner_changes: bool,
+) -> Result<Scratch, (String, &'static str)> {
     let mut scratch = Scratch::create().map_err(|e| {
         (
             error_chain(&e),
@@ -153,10 +159,6 @@ fn seeded_scratch(config: &RunConfig) -> Result<Scratch, (String, &'static str)>
         Some(seed) => scratch.seed_from(seed),
         None => {
             let words = crate::workspace::vocab::Vocabulary::of(config.seed);
-            // As root the directories become the server's uid's next, and the index is
-            // refreshed after that.
-            let owner_changes =
-                config.sandbox.level.is_some() && rustix::process::getuid().is_root();
             scratch.seed_default_before_owner_change(&words, owner_changes)
         }
     }
