@@ -194,12 +194,13 @@ impl Scratch {
         Ok(())
     }
 
-    /// `git init`, a first commit of everything but the draft and one file, a second commit
-    /// of that file, a branch off the first commit with a file of its own, and `origin`: a
-    /// bare copy under the home that `main` tracks. The history is written by one `git
-    /// fast-import` (a process per commit, branch and ref cost 90 ms a run); the index by
-    /// `git reset`; the reflogs and the remote's configuration as `git commit`, `git branch`
-    /// and `git fetch` would have left them.
+    /// A repository with a first commit of everything but the draft and one file, a second
+    /// commit of that file, a branch off the first commit with a file of its own, and
+    /// `origin`: a bare copy under the home that `main` tracks. The objects and branches of
+    /// both are written in-process (git's own processes for this cost 30 ms a run, on the
+    /// path to the server's start); the index by `git reset`, with every file's metadata;
+    /// the reflogs and the configuration as `git init`, `git commit`, `git branch`, `git
+    /// fetch` and `git clone --bare` would have left them.
     fn seed_git_repository(&self, words: &super::vocab::Vocabulary) -> Result<(), String> {
         const FIRST: &str = "2026-01-15T12:00:00Z";
         const SECOND: &str = "2026-01-16T09:30:00Z";
@@ -214,16 +215,14 @@ impl Scratch {
         first_files.sort();
         let second_content = fs::read(self.workspace.join(second)).ok();
         let second_message = words.second_commit_message();
-        let mut commits = vec![FastCommit {
-            reference: "refs/heads/main".into(),
+        let mut commits = vec![SeededCommit {
             date: FIRST,
             message: "Initial commit",
             parent: None,
             files: first_files,
         }];
         if let Some(content) = second_content {
-            commits.push(FastCommit {
-                reference: "refs/heads/main".into(),
+            commits.push(SeededCommit {
                 date: SECOND,
                 message: &second_message,
                 parent: Some(1),
@@ -231,60 +230,59 @@ impl Scratch {
             });
         }
         let main_mark = commits.len();
-        commits.push(FastCommit {
-            reference: format!("refs/heads/{branch}"),
+        commits.push(SeededCommit {
             date: BRANCHED,
             message: &branch_message,
             parent: Some(1),
             files: vec![(branch_file, branch_content.into_bytes())],
         });
         let branch_mark = commits.len();
-        let mut stream = fast_import_stream(&commits)?;
-        for (reference, mark) in [
-            ("refs/remotes/origin/main".to_string(), main_mark),
-            (format!("refs/remotes/origin/{branch}"), branch_mark),
-        ] {
-            stream.extend(format!("reset {reference}\nfrom :{mark}\n\n").into_bytes());
-        }
-        stream.extend(b"done\n");
-        self.git(&["init", "--quiet", "--initial-branch=main"])?;
-        let marks = self.workspace.join(".git/hintcheck-marks");
-        let marks_arg = format!("--export-marks={}", marks.display());
-        let imported = self.git_with(
-            &["fast-import", "--quiet", "--done", &marks_arg],
-            &[],
-            Some(&stream),
-        );
-        let ids = fs::read_to_string(&marks).unwrap_or_default();
-        let _ = fs::remove_file(&marks);
-        imported?;
-        let id = |mark: usize| -> Result<String, String> {
-            ids.lines()
-                .find_map(|l| l.strip_prefix(&format!(":{mark} ")))
-                .map(str::to_string)
-                .ok_or_else(|| format!("git fast-import made no commit {mark}"))
-        };
-        self.git(&["reset", "--quiet"])?;
-        // The remote: a bare copy of every branch, which `main` tracks.
         let remote = self.home.join("git").join(format!("{}.git", words.topic));
-        let remote = remote.display().to_string();
-        self.git(&["clone", "--quiet", "--bare", ".", &remote])?;
-        let git_dir = self.workspace.join(".git");
-        let mut config = fs::OpenOptions::new()
-            .append(true)
-            .open(git_dir.join("config"))
-            .map_err(|e| format!("the repository's config could not be written ({e})"))?;
-        std::io::Write::write_all(
-            &mut config,
-            format!(
-                "[remote \"origin\"]\n\turl = {remote}\n\tfetch = +refs/heads/*:refs/remotes/origin/*\n[branch \"main\"]\n\tremote = origin\n\tmerge = refs/heads/main\n"
-            )
-            .as_bytes(),
+        let written = write_history(
+            &self.workspace,
+            &remote,
+            &commits,
+            branch,
+            [main_mark, branch_mark],
         )
-        .map_err(|e| format!("the repository's config could not be written ({e})"))?;
+        .and_then(|ids| {
+            // The index, as `git commit` leaves it (with every file's metadata).
+            self.git(&["reset", "--quiet"])?;
+            Ok(ids)
+        });
+        let ids = match written {
+            Ok(ids) => ids,
+            Err(why) => {
+                let _ = fs::remove_dir_all(self.workspace.join(".git"));
+                let _ = fs::remove_dir_all(&remote);
+                return Err(why);
+            }
+        };
+        let git_dir = self.workspace.join(".git");
+        // The configuration `git init` and `git clone --bare` write, and the remote that
+        // `main` tracks.
+        let remote = remote.display().to_string();
+        let workspace = self.workspace.display();
+        for (path, text) in [
+            (
+                git_dir.join("config"),
+                format!(
+                    "[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = false\n\tlogallrefupdates = true\n[remote \"origin\"]\n\turl = {remote}\n\tfetch = +refs/heads/*:refs/remotes/origin/*\n[branch \"main\"]\n\tremote = origin\n\tmerge = refs/heads/main\n"
+                ),
+            ),
+            (
+                PathBuf::from(&remote).join("config"),
+                format!(
+                    "[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = true\n[remote \"origin\"]\n\turl = {workspace}/.\n"
+                ),
+            ),
+        ] {
+            fs::write(&path, text)
+                .map_err(|e| format!("the repository's config could not be written ({e})"))?;
+        }
         // The reflogs the commands would have written.
         let zero = "0".repeat(40);
-        let (c1, c_main, c_branch) = (id(1)?, id(main_mark)?, id(branch_mark)?);
+        let [c1, c_main, c_branch] = ids.map(|id| id.to_string());
         let mut main_log = vec![(
             zero.as_str(),
             c1.as_str(),
@@ -349,16 +347,6 @@ impl Scratch {
 
     /// Runs one git command in the workspace, isolated from the host's git configuration.
     fn git(&self, args: &[&str]) -> Result<(), String> {
-        self.git_with(args, &[], None).map(|_| ())
-    }
-
-    /// The same with more environment and `input` on stdin; its standard output.
-    fn git_with(
-        &self,
-        args: &[&str],
-        env: &[(&str, &std::ffi::OsStr)],
-        input: Option<&[u8]>,
-    ) -> Result<String, String> {
         let out = std::process::Command::new("git")
             .args([
                 "-c",
@@ -380,24 +368,13 @@ impl Scratch {
             .env("GIT_CONFIG_GLOBAL", "/dev/null")
             .env("GIT_AUTHOR_DATE", "2026-01-15T12:00:00Z")
             .env("GIT_COMMITTER_DATE", "2026-01-15T12:00:00Z")
-            .envs(env.iter().copied())
-            .stdin(if input.is_some() {
-                std::process::Stdio::piped()
-            } else {
-                std::process::Stdio::null()
-            })
-            .stdout(std::process::Stdio::piped())
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::piped())
-            .spawn()
-            .and_then(|mut child| {
-                if let (Some(bytes), Some(mut stdin)) = (input, child.stdin.take()) {
-                    std::io::Write::write_all(&mut stdin, bytes)?;
-                }
-                child.wait_with_output()
-            })
+            .output()
             .map_err(|e| format!("git could not be run ({e})"))?;
         if out.status.success() {
-            Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+            Ok(())
         } else {
             Err(format!(
                 "git {} failed: {}",
@@ -582,51 +559,173 @@ impl SeedTemplate {
     }
 }
 
-/// One commit of the seeded history, for `git fast-import`.
-struct FastCommit<'a> {
-    reference: String,
+/// One commit of the seeded history.
+struct SeededCommit<'a> {
     date: &'a str,
     message: &'a str,
-    /// The mark (1-based position) of its parent.
+    /// The 1-based position of its parent in the history.
     parent: Option<usize>,
     /// (path, content) of each file it adds or changes.
     files: Vec<(String, Vec<u8>)>,
 }
 
-/// The `git fast-import` stream of `commits`, each marked by its 1-based position.
-fn fast_import_stream(commits: &[FastCommit<'_>]) -> Result<Vec<u8>, String> {
-    let mut out = Vec::new();
-    let data = |out: &mut Vec<u8>, bytes: &[u8]| {
-        out.extend(format!("data {}\n", bytes.len()).into_bytes());
-        out.extend(bytes);
-        out.push(b'\n');
+/// Creates the repository of `workspace` and the bare one at `remote`, writes `commits` into
+/// both, and points the branches at them: `main` and `branch` at the commits at the 1-based
+/// positions `heads`, in both repositories, and the workspace's `origin/main` and
+/// `origin/<branch>` likewise. The ids of the first commit and of the two heads.
+fn write_history(
+    workspace: &Path,
+    remote: &Path,
+    commits: &[SeededCommit<'_>],
+    branch: &str,
+    heads: [usize; 2],
+) -> Result<[gix::ObjectId; 3], String> {
+    let init = |dir: &Path, kind| {
+        gix::ThreadSafeRepository::init_opts(
+            dir,
+            kind,
+            gix::create::Options::default(),
+            gix::open::Options::isolated(),
+        )
+        .map(gix::Repository::from)
+        .map_err(|e| format!("the repository could not be created ({e})"))
+        // The legacy directory git's own template still makes.
+        .and_then(|repo| {
+            fs::create_dir_all(repo.git_dir().join("branches"))
+                .map_err(|e| format!("the repository could not be created ({e})"))?;
+            Ok(repo)
+        })
     };
-    for (i, c) in commits.iter().enumerate() {
-        let when = format!("{GIT_NAME} <{GIT_EMAIL}> {} +0000", epoch(c.date));
-        out.extend(
-            format!(
-                "commit {}\nmark :{}\nauthor {when}\ncommitter {when}\n",
-                c.reference,
-                i + 1
-            )
-            .into_bytes(),
-        );
-        data(&mut out, format!("{}\n", c.message).as_bytes());
-        if let Some(parent) = c.parent {
-            out.extend(format!("from :{parent}\n").into_bytes());
+    fs::create_dir_all(remote).map_err(|e| format!("the remote could not be created ({e})"))?;
+    let repos = [
+        init(workspace, gix::create::Kind::WithWorktree)?,
+        init(remote, gix::create::Kind::Bare)?,
+    ];
+    let mut ids: Vec<gix::ObjectId> = Vec::new();
+    let mut trees: Vec<std::collections::BTreeMap<String, gix::ObjectId>> = Vec::new();
+    for commit in commits {
+        let parent = commit
+            .parent
+            .and_then(|p| Some((ids.get(p - 1)?, trees.get(p - 1)?)));
+        let mut files = parent.map(|(_, files)| files.clone()).unwrap_or_default();
+        for (path, content) in &commit.files {
+            let blob = gix::objs::Blob {
+                data: content.clone(),
+            };
+            files.insert(path.clone(), write_in_all(&repos, &blob)?);
         }
-        for (path, content) in &c.files {
-            if path.contains(['\n', '"']) || path.starts_with(' ') {
-                return Err(format!(
-                    "a seeded file's name cannot be committed: {path:?}"
-                ));
-            }
-            out.extend(format!("M 100644 inline {path}\n").into_bytes());
-            data(&mut out, content);
-        }
-        out.push(b'\n');
+        let listed: Vec<(&str, gix::ObjectId)> =
+            files.iter().map(|(p, id)| (p.as_str(), *id)).collect();
+        let tree = write_tree(&repos, &listed)?;
+        let who = gix::actor::Signature {
+            name: GIT_NAME.into(),
+            email: GIT_EMAIL.into(),
+            time: gix::date::Time::new(epoch(commit.date), 0),
+        };
+        let object = gix::objs::Commit {
+            tree,
+            parents: parent.map(|(id, _)| *id).into_iter().collect(),
+            author: who.clone(),
+            committer: who,
+            encoding: None,
+            message: format!("{}\n", commit.message).into(),
+            extra_headers: Vec::new(),
+        };
+        ids.push(write_in_all(&repos, &object)?);
+        trees.push(files);
     }
-    Ok(out)
+    let id = |position: usize| {
+        ids.get(position.wrapping_sub(1))
+            .copied()
+            .ok_or_else(|| format!("the seeded history has no commit {position}"))
+    };
+    let [main, branched] = [id(heads[0])?, id(heads[1])?];
+    let who = gix::actor::Signature {
+        name: GIT_NAME.into(),
+        email: GIT_EMAIL.into(),
+        time: gix::date::Time::new(epoch(commits[0].date), 0),
+    };
+    let heads = [
+        ("refs/heads/main".to_string(), main),
+        (format!("refs/heads/{branch}"), branched),
+    ];
+    let tracking = [
+        ("refs/remotes/origin/main".to_string(), main),
+        (format!("refs/remotes/origin/{branch}"), branched),
+    ];
+    for (repo, refs) in [
+        (&repos[0], [heads.as_slice(), tracking.as_slice()].concat()),
+        (&repos[1], heads.to_vec()),
+    ] {
+        let edits = refs
+            .into_iter()
+            .map(|(name, id)| {
+                Ok(gix::refs::transaction::RefEdit {
+                    change: gix::refs::transaction::Change::Update {
+                        log: gix::refs::transaction::LogChange {
+                            mode: gix::refs::transaction::RefLog::AndReference,
+                            force_create_reflog: false,
+                            message: "seeded".into(),
+                        },
+                        expected: gix::refs::transaction::PreviousValue::Any,
+                        new: gix::refs::Target::Object(id),
+                    },
+                    name: gix::refs::FullName::try_from(name.as_str())
+                        .map_err(|e| format!("a branch cannot be named {name:?} ({e})"))?,
+                    deref: false,
+                })
+            })
+            .collect::<Result<Vec<_>, String>>()?;
+        let mut time = gix::date::parse::TimeBuf::default();
+        repo.edit_references_as(edits, Some(who.to_ref(&mut time)))
+            .map_err(|e| format!("the branches could not be written ({e})"))?;
+    }
+    Ok([id(1)?, main, branched])
+}
+
+/// The tree of `files` (paths relative to it), its subtrees written first.
+fn write_tree(
+    repos: &[gix::Repository],
+    files: &[(&str, gix::ObjectId)],
+) -> Result<gix::ObjectId, String> {
+    let mut entries = Vec::new();
+    let mut subtrees: std::collections::BTreeMap<&str, Vec<(&str, gix::ObjectId)>> =
+        std::collections::BTreeMap::new();
+    for (path, id) in files {
+        match path.split_once('/') {
+            Some((dir, rest)) => subtrees.entry(dir).or_default().push((rest, *id)),
+            None => entries.push(gix::objs::tree::Entry {
+                mode: gix::objs::tree::EntryKind::Blob.into(),
+                filename: (*path).into(),
+                oid: *id,
+            }),
+        }
+    }
+    for (dir, inner) in subtrees {
+        entries.push(gix::objs::tree::Entry {
+            mode: gix::objs::tree::EntryKind::Tree.into(),
+            filename: dir.into(),
+            oid: write_tree(repos, &inner)?,
+        });
+    }
+    entries.sort();
+    write_in_all(repos, &gix::objs::Tree { entries })
+}
+
+/// Writes `object` into each of `repos`; its id.
+fn write_in_all(
+    repos: &[gix::Repository],
+    object: &impl gix::objs::WriteTo,
+) -> Result<gix::ObjectId, String> {
+    let mut id = None;
+    for repo in repos {
+        let written = repo
+            .write_object(object)
+            .map_err(|e| format!("an object could not be written ({e})"))?
+            .detach();
+        id = Some(written);
+    }
+    id.ok_or_else(|| "no repository to write to".to_string())
 }
 
 /// Seconds since the epoch of an RFC 3339 instant written in this file.
@@ -709,6 +808,38 @@ mod tests {
         assert!(config.contains(&s.home.display().to_string()), "{config}");
         assert!(config.contains("merge = refs/heads/main"), "{config}");
         assert!(s.seeded.iter().any(|e| e.contains(words.seeded_branch)));
+        // The commits are the very objects `git fast-import` made of this history before it
+        // was written in-process (same trees, authors, dates and messages), and git finds
+        // both repositories sound.
+        let git = |dir: &Path, args: &[&str]| {
+            let out = std::process::Command::new("git")
+                .args(args)
+                .current_dir(dir)
+                .env("GIT_CONFIG_GLOBAL", "/dev/null")
+                .env("GIT_CONFIG_NOSYSTEM", "1")
+                .output()
+                .expect("git");
+            assert!(
+                out.status.success(),
+                "git {args:?}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            String::from_utf8_lossy(&out.stdout).into_owned()
+        };
+        let remote = s.home.join("git").join(format!("{}.git", words.topic));
+        for dir in [&s.workspace, &remote] {
+            assert_eq!(
+                git(dir, &["rev-parse", "main", words.seeded_branch, "main~1"]),
+                "54b2b0c0a1ab6f0e2f6558e138cd3b3c95be1544\n\
+                 ae00d85deacb4a5e60c72193dec340685d3495cd\n\
+                 3a592757327d130dc176eed408bceeb7478cb5df\n"
+            );
+            git(dir, &["fsck", "--strict", "--no-dangling"]);
+        }
+        assert_eq!(
+            git(&s.workspace, &["status", "--porcelain"]),
+            "?? draft.txt\n"
+        );
         s.remove().expect("removed");
     }
 
