@@ -5,6 +5,7 @@
 //! same facts (the documents' cells and blocks, the words) to make arguments that find what is
 //! there.
 
+pub mod canary;
 pub mod documents;
 pub mod repository;
 mod seed;
