@@ -147,9 +147,13 @@ impl Scratch {
                  remote origin; draft.txt untracked)",
                 words.seeded_branch
             )),
-            Err(why) => self
-                .seed_notes
-                .push(format!("the workspace is not a git repository: {why}")),
+            Err(why) => {
+                // Nothing half made stays: the remote's directory holds only the remote.
+                let _ = fs::remove_dir_all(self.workspace.join(".git"));
+                let _ = fs::remove_dir_all(self.home.join("git"));
+                self.seed_notes
+                    .push(format!("the workspace is not a git repository: {why}"))
+            }
         }
         seeded.sort();
         self.seeded = seeded;
@@ -250,14 +254,7 @@ impl Scratch {
             self.git(&["reset", "--quiet"])?;
             Ok(ids)
         });
-        let ids = match written {
-            Ok(ids) => ids,
-            Err(why) => {
-                let _ = fs::remove_dir_all(self.workspace.join(".git"));
-                let _ = fs::remove_dir_all(&remote);
-                return Err(why);
-            }
-        };
+        let ids = written?;
         let git_dir = self.workspace.join(".git");
         // The configuration `git init` and `git clone --bare` write, and the remote that
         // `main` tracks.
@@ -589,9 +586,8 @@ fn write_history(
         )
         .map(gix::Repository::from)
         .map_err(|e| format!("the repository could not be created ({e})"))
-        // The legacy directory git's own template still makes.
         .and_then(|repo| {
-            fs::create_dir_all(repo.git_dir().join("branches"))
+            git_template(repo.git_dir())
                 .map_err(|e| format!("the repository could not be created ({e})"))?;
             Ok(repo)
         })
@@ -604,9 +600,14 @@ fn write_history(
     let mut ids: Vec<gix::ObjectId> = Vec::new();
     let mut trees: Vec<std::collections::BTreeMap<String, gix::ObjectId>> = Vec::new();
     for commit in commits {
-        let parent = commit
-            .parent
-            .and_then(|p| Some((ids.get(p - 1)?, trees.get(p - 1)?)));
+        let parent = match commit.parent {
+            Some(p) => Some(
+                ids.get(p.wrapping_sub(1))
+                    .zip(trees.get(p.wrapping_sub(1)))
+                    .ok_or_else(|| format!("the seeded history has no commit {p}"))?,
+            ),
+            None => None,
+        };
         let mut files = parent.map(|(_, files)| files.clone()).unwrap_or_default();
         for (path, content) in &commit.files {
             let blob = gix::objs::Blob {
@@ -710,6 +711,42 @@ fn write_tree(
     }
     entries.sort();
     write_in_all(repos, &gix::objs::Tree { entries })
+}
+
+/// What `git init` writes of its template into `git_dir`, in place of gix's own: git's
+/// description and `info/exclude`, the sample hooks of the installed git (where its template
+/// directory is found), and the legacy `branches` directory.
+fn git_template(git_dir: &Path) -> std::io::Result<()> {
+    const DESCRIPTION: &str =
+        "Unnamed repository; edit this file 'description' to name the repository.\n";
+    const EXCLUDE: &str = "# git ls-files --others --exclude-from=.git/info/exclude\n\
+        # Lines that start with '#' are comments.\n\
+        # For a project mostly in C, the following would be a good set of\n\
+        # exclude patterns (uncomment them if you want to use them):\n\
+        # *.[oa]\n\
+        # *~\n";
+    fs::write(git_dir.join("description"), DESCRIPTION)?;
+    fs::create_dir_all(git_dir.join("info"))?;
+    fs::write(git_dir.join("info/exclude"), EXCLUDE)?;
+    fs::create_dir_all(git_dir.join("branches"))?;
+    let hooks = git_dir.join("hooks");
+    let _ = fs::remove_dir_all(&hooks);
+    fs::create_dir_all(&hooks)?;
+    let installed = [
+        "/usr/share/git-core/templates/hooks",
+        "/usr/local/share/git-core/templates/hooks",
+    ]
+    .into_iter()
+    .map(Path::new)
+    .find(|p| p.is_dir());
+    if let Some(dir) = installed {
+        for entry in fs::read_dir(dir)?.flatten() {
+            if entry.file_type().is_ok_and(|t| t.is_file()) {
+                fs::copy(entry.path(), hooks.join(entry.file_name()))?;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Writes `object` into each of `repos`; its id.

@@ -10,14 +10,25 @@ use std::io::Read;
 /// Bytes of a value that identify it: any part this long names the canary.
 pub const PART: usize = 16;
 
-/// Most bytes of one input scanned (the rest is not looked at).
-pub const MAX_SCANNED: usize = 8 << 20;
+/// Most bytes of one input looked through for encodings (the raw bytes are all searched).
+pub const MAX_DECODED_INPUT: usize = 8 << 20;
 
-/// Most bytes a compressed body is inflated to.
+/// Most bytes one compressed body is inflated to.
 const MAX_INFLATED: u64 = 8 << 20;
+
+/// Most bytes all the decodings of one search may produce together: adversarial data (a
+/// thousand small gzip bombs in base64) cannot make a search slow.
+const DECODE_BUDGET: usize = 64 << 20;
 
 /// Encodings inside encodings looked through.
 const MAX_DEPTH: usize = 2;
+
+/// Bits of the prefilter on a part's first four bytes.
+const PREFILTER_BITS: u32 = 20;
+
+/// Made-up bytes a part must hold to name a canary (the rest may be its kind's fixed
+/// beginning, which other values share).
+const MIN_OWN_BYTES: usize = 8;
 
 /// A canary found in data.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -33,24 +44,33 @@ pub struct Sighting {
 pub struct Detector {
     /// Every part (lowercased) of every value, with the value's index.
     parts: HashMap<[u8; PART], usize>,
-    /// Whether a part starts with these two (lowercased) bytes.
-    starts: Vec<bool>,
+    /// A bit per hash of a part's first four (lowercased) bytes.
+    starts: Vec<u64>,
+}
+
+/// The prefilter's bit of the four bytes at the start of `b` (lowercased already).
+fn start_bit(b: &[u8]) -> usize {
+    let word = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+    (word.wrapping_mul(0x9E37_79B1) >> (32 - PREFILTER_BITS)) as usize
 }
 
 impl Detector {
-    /// A detector of `values` (each at least [`PART`] bytes long to be found).
-    pub fn new<'a>(values: impl IntoIterator<Item = &'a str>) -> Detector {
+    /// A detector of `values`, each with the length of the fixed beginning its kind shares
+    /// (a part must hold [`MIN_OWN_BYTES`] of its own; values shorter than [`PART`] are never
+    /// found).
+    pub fn new<'a>(values: impl IntoIterator<Item = (&'a str, usize)>) -> Detector {
         let mut d = Detector {
             parts: HashMap::new(),
-            starts: vec![false; 1 << 16],
+            starts: vec![0; (1 << PREFILTER_BITS) / 64],
         };
-        for (i, v) in values.into_iter().enumerate() {
-            for w in v.as_bytes().windows(PART) {
+        for (i, (v, fixed)) in values.into_iter().enumerate() {
+            let lower = v.as_bytes().to_ascii_lowercase();
+            let first = (fixed + MIN_OWN_BYTES).saturating_sub(PART);
+            for w in lower.windows(PART).skip(first) {
                 let mut part = [0u8; PART];
-                for (p, b) in part.iter_mut().zip(w) {
-                    *p = b.to_ascii_lowercase();
-                }
-                d.starts[pair(part[0], part[1])] = true;
+                part.copy_from_slice(w);
+                let bit = start_bit(w);
+                d.starts[bit / 64] |= 1 << (bit % 64);
                 d.parts.entry(part).or_insert(i);
             }
         }
@@ -67,31 +87,34 @@ impl Detector {
     pub fn find(&self, data: &[u8]) -> Vec<Sighting> {
         let mut found = Vec::new();
         if !self.is_empty() {
-            let data = &data[..data.len().min(MAX_SCANNED)];
-            self.scan(data, "", 0, &mut found);
+            self.search(data, "raw", &mut found);
+            let mut budget = DECODE_BUDGET;
+            let data = &data[..data.len().min(MAX_DECODED_INPUT)];
+            self.look_through(data, "", 0, &mut budget, &mut found);
         }
         found
     }
 
-    /// Scans `data` (reached through `through`, e.g. ` in base64`) and what it decodes to.
-    fn scan(&self, data: &[u8], through: &str, depth: usize, found: &mut Vec<Sighting>) {
-        self.search(
-            data,
-            if through.is_empty() {
-                "raw"
-            } else {
-                &through[4..]
-            },
-            found,
-        );
+    /// Searches what `data` (reached through `through`, e.g. ` in base64`) decodes to.
+    fn look_through(
+        &self,
+        data: &[u8],
+        through: &str,
+        depth: usize,
+        budget: &mut usize,
+        found: &mut Vec<Sighting>,
+    ) {
         if depth >= MAX_DEPTH {
             return;
         }
-        for (name, decoded) in decodings(data) {
-            if decoded.len() >= PART {
-                self.scan(&decoded, &format!(" in {name}{through}"), depth + 1, found);
-            }
-        }
+        // A raw deflate stream has no header to tell it by: tried on the data as given and
+        // on what base64 carried, not on every decoding's binary output.
+        let raw_deflate = depth == 0 || through.starts_with(" in base64");
+        decodings(data, raw_deflate, budget, &mut |name, decoded, budget| {
+            let through = format!(" in {name}{through}");
+            self.search(decoded, &through[4..], found);
+            self.look_through(decoded, &through, depth + 1, budget, found);
+        });
     }
 
     /// Looks for every part in `data` as it is.
@@ -99,17 +122,14 @@ impl Detector {
         if data.len() < PART {
             return;
         }
-        for i in 0..=data.len() - PART {
-            if !self.starts[pair(
-                data[i].to_ascii_lowercase(),
-                data[i + 1].to_ascii_lowercase(),
-            )] {
+        let lower = data.to_ascii_lowercase();
+        for w in lower.windows(PART) {
+            let bit = start_bit(w);
+            if self.starts[bit / 64] & (1 << (bit % 64)) == 0 {
                 continue;
             }
             let mut part = [0u8; PART];
-            for (p, b) in part.iter_mut().zip(&data[i..i + PART]) {
-                *p = b.to_ascii_lowercase();
-            }
+            part.copy_from_slice(w);
             if let Some(&canary) = self.parts.get(&part) {
                 if !found.iter().any(|s: &Sighting| s.canary == canary) {
                     found.push(Sighting {
@@ -122,46 +142,66 @@ impl Detector {
     }
 }
 
-fn pair(a: u8, b: u8) -> usize {
-    (a as usize) << 8 | b as usize
-}
-
-/// What `data` may hold in another encoding: each candidate with its encoding's name.
-fn decodings(data: &[u8]) -> Vec<(&'static str, Vec<u8>)> {
-    let mut out = Vec::new();
-    if let Some(inflated) = inflate(data) {
-        out.push(inflated);
+/// Hands each thing `data` may hold in another encoding to `each` (its encoding's name,
+/// the bytes, the budget left), while the budget of decoded bytes lasts.
+fn decodings(
+    data: &[u8],
+    raw_deflate: bool,
+    budget: &mut usize,
+    each: &mut dyn FnMut(&'static str, &[u8], &mut usize),
+) {
+    let mut give = |name: &'static str, decoded: Vec<u8>, budget: &mut usize| {
+        if decoded.len() >= PART && *budget > 0 {
+            *budget = budget.saturating_sub(decoded.len());
+            each(name, &decoded, budget);
+        }
+    };
+    if let Some((name, inflated)) = inflate(data, raw_deflate, *budget) {
+        give(name, inflated, budget);
     }
     if data.contains(&b'\\') {
-        out.push(("JSON escaping", json_unescaped(data)));
+        give("JSON escaping", json_unescaped(data), budget);
     }
     if data.contains(&b'%') {
-        out.push(("URL encoding", percent_decoded(data)));
+        give("URL encoding", percent_decoded(data), budget);
     }
+    // Line breaks inside a run: base64 and hex as tools wrap them.
+    let wrapped = |b: u8| b == b'\n' || b == b'\r';
     for run in runs(data, 22, |b| {
-        b.is_ascii_alphanumeric() || b"+/-_=".contains(&b)
+        b.is_ascii_alphanumeric() || b"+/-_=".contains(&b) || wrapped(b)
     }) {
-        let url_safe = run.iter().any(|b| b"-_".contains(b));
-        let name = if url_safe { "base64url" } else { "base64" };
-        for offset in 0..4 {
-            if let Some(d) = base64_decoded(&run[offset.min(run.len())..]) {
-                out.push((name, d));
+        let text: Vec<u8> = run
+            .iter()
+            .copied()
+            .filter(|b| *b != b'=' && !wrapped(*b))
+            .collect();
+        let name = if text.iter().any(|b| b"-_".contains(b)) {
+            "base64url"
+        } else {
+            "base64"
+        };
+        for offset in 0..4.min(text.len()) {
+            if let Some(d) = base64_decoded(&text[offset..]) {
+                give(name, d, budget);
             }
         }
     }
-    for run in runs(data, 2 * PART, |b| b.is_ascii_hexdigit()) {
+    for run in runs(data, 2 * PART, |b| b.is_ascii_hexdigit() || wrapped(b)) {
+        let text: Vec<u8> = run.iter().copied().filter(|b| !wrapped(*b)).collect();
         for offset in 0..2 {
-            out.push(("hex", hex_decoded(&run[offset..])));
+            give("hex", hex_decoded(&text[offset..]), budget);
         }
     }
+    // Base32 as DNS carries it: letters and the digits 2 to 7, at least one digit.
     for run in runs(data, 26, |b| {
         b.is_ascii_alphabetic() || (b'2'..=b'7').contains(&b)
     }) {
-        for offset in 0..8.min(run.len()) {
-            out.push(("base32", base32_decoded(&run[offset..])));
+        if run.iter().any(u8::is_ascii_digit) {
+            for offset in 0..8.min(run.len()) {
+                give("base32", base32_decoded(&run[offset..]), budget);
+            }
         }
     }
-    out
 }
 
 /// The maximal runs of bytes that `keep` accepts, at least `min` long.
@@ -173,7 +213,7 @@ fn runs(data: &[u8], min: usize, keep: impl Fn(u8) -> bool) -> Vec<&[u8]> {
 
 /// A gzip or zlib body (or, in what is not text, a raw deflate stream), inflated as far as
 /// it goes (bounded; a body cut short still gives what it held).
-fn inflate(data: &[u8]) -> Option<(&'static str, Vec<u8>)> {
+fn inflate(data: &[u8], raw_deflate: bool, budget: usize) -> Option<(&'static str, Vec<u8>)> {
     let (name, reader): (&'static str, Box<dyn Read + '_>) = if data.starts_with(&[0x1f, 0x8b]) {
         ("gzip", Box::new(flate2::read::GzDecoder::new(data)))
     } else if data.len() > 2
@@ -181,13 +221,13 @@ fn inflate(data: &[u8]) -> Option<(&'static str, Vec<u8>)> {
         && (u16::from(data[0]) << 8 | u16::from(data[1])) % 31 == 0
     {
         ("deflate", Box::new(flate2::read::ZlibDecoder::new(data)))
-    } else if !data.is_ascii() {
+    } else if raw_deflate && !data.is_ascii() {
         ("deflate", Box::new(flate2::read::DeflateDecoder::new(data)))
     } else {
         return None;
     };
     let mut out = Vec::new();
-    let mut reader = reader.take(MAX_INFLATED);
+    let mut reader = reader.take(MAX_INFLATED.min(budget as u64));
     let mut buf = [0u8; 16 * 1024];
     while let Ok(n) = reader.read(&mut buf) {
         if n == 0 {
@@ -236,7 +276,7 @@ fn json_unescaped(data: &[u8]) -> Vec<u8> {
     out
 }
 
-/// `%XX` and `+` undone.
+/// `%XX` undone (a `+` stays: it is base64's as often as a space).
 fn percent_decoded(data: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(data.len());
     let mut i = 0;
@@ -251,7 +291,6 @@ fn percent_decoded(data: &[u8]) -> Vec<u8> {
                 }
                 _ => out.push(b'%'),
             },
-            b'+' => out.push(b' '),
             b => out.push(b),
         }
         i += 1;
@@ -259,13 +298,12 @@ fn percent_decoded(data: &[u8]) -> Vec<u8> {
     out
 }
 
-/// A base64 or base64url run decoded leniently (padding anywhere ignored, a trailing partial
-/// quantum dropped).
+/// A base64 or base64url run (padding and line breaks removed) decoded leniently: a single
+/// character left over is dropped.
 fn base64_decoded(run: &[u8]) -> Option<Vec<u8>> {
     use base64::Engine;
     let mut text: Vec<u8> = run
         .iter()
-        .filter(|b| **b != b'=')
         .map(|b| match b {
             b'-' => b'+',
             b'_' => b'/',
@@ -299,7 +337,7 @@ fn hex_decoded(run: &[u8]) -> Vec<u8> {
         .collect()
 }
 
-/// RFC 4648 base32 (either case) decoded (a trailing partial group dropped).
+/// RFC 4648 base32 (either case) decoded, a trailing partial group as far as it goes.
 fn base32_decoded(run: &[u8]) -> Vec<u8> {
     let value = |b: u8| match b.to_ascii_uppercase() {
         c @ b'A'..=b'Z' => Some(u64::from(c - b'A')),
@@ -307,12 +345,15 @@ fn base32_decoded(run: &[u8]) -> Vec<u8> {
         _ => None,
     };
     let mut out = Vec::with_capacity(run.len() * 5 / 8);
-    for group in run.chunks_exact(8) {
+    for group in run.chunks(8) {
         let mut bits = 0u64;
         for b in group {
             bits = bits << 5 | value(*b).unwrap_or(0);
         }
-        out.extend(&bits.to_be_bytes()[3..]);
+        bits <<= 5 * (8 - group.len());
+        // 2, 4, 5 and 7 characters carry 1, 2, 3 and 4 whole bytes.
+        let whole = group.len() * 5 / 8;
+        out.extend(&bits.to_be_bytes()[3..3 + whole]);
     }
     out
 }
@@ -328,7 +369,7 @@ mod tests {
     const SECRET: &str = "ghp_Q7cLw0ZxY3mN8rTb5vK2pH9sJd4fGa1eRu6i";
 
     fn found(data: &[u8]) -> Vec<String> {
-        Detector::new([SECRET, "AKIAJ4N7XQ2LZ5RKB3WD"])
+        Detector::new([(SECRET, 4), ("AKIAJ4N7XQ2LZ5RKB3WD", 4)])
             .find(data)
             .into_iter()
             .map(|s| format!("{} {}", s.canary, s.encoding))
@@ -450,6 +491,42 @@ mod tests {
             }
         }
         assert_eq!(found(format!("q{label}").as_bytes()), ["0 base32"]);
+    }
+
+    #[test]
+    fn finds_wrapped_base64_and_the_shortest_base32_part() {
+        let b64 =
+            base64::engine::general_purpose::STANDARD.encode(format!("{}{SECRET}", "k".repeat(40)));
+        let wrapped: Vec<String> = b64
+            .as_bytes()
+            .chunks(76)
+            .map(|c| String::from_utf8_lossy(c).into_owned())
+            .collect();
+        assert_eq!(found(wrapped.join("\r\n").as_bytes()), ["0 base64"]);
+        // Sixteen bytes are 26 base32 characters, the last group partial.
+        let part = &SECRET.as_bytes()[5..21];
+        let alphabet = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
+        let (mut bits, mut n, mut text) = (0u64, 0, String::new());
+        for b in part {
+            bits = bits << 8 | u64::from(*b);
+            n += 8;
+            while n >= 5 {
+                n -= 5;
+                text.push(alphabet[((bits >> n) & 31) as usize] as char);
+            }
+        }
+        text.push(alphabet[((bits << (5 - n)) & 31) as usize] as char);
+        assert_eq!(text.len(), 26);
+        assert_eq!(found(text.as_bytes()), ["0 base32"]);
+    }
+
+    #[test]
+    fn many_compressed_bombs_stay_within_the_budget() {
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+        gz.write_all(&vec![b'a'; 16 << 20]).expect("gz");
+        let bomb = base64::engine::general_purpose::STANDARD.encode(gz.finish().expect("gz"));
+        let data = vec![bomb; 200].join(" ");
+        assert!(found(data.as_bytes()).is_empty());
     }
 
     #[test]
