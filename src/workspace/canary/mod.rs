@@ -113,11 +113,10 @@ pub struct Canaries {
 
 const UPPER_DIGITS: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
 const ALNUM: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
-const HEX: &[u8] = b"0123456789abcdef";
 
-/// `len` characters of `alphabet`, derived from the run's seed and `salt`.
-fn made_up(seed: u64, salt: &str, alphabet: &[u8], len: usize) -> String {
-    let mut out = String::with_capacity(len);
+/// `len` bytes derived from the run's seed and `salt`.
+fn made_up_bytes(seed: u64, salt: &str, len: usize) -> Vec<u8> {
+    let mut out = Vec::with_capacity(len);
     let mut block = 0u32;
     while out.len() < len {
         let digest = Sha256::new()
@@ -126,29 +125,28 @@ fn made_up(seed: u64, salt: &str, alphabet: &[u8], len: usize) -> String {
             .chain_update(salt.as_bytes())
             .chain_update(block.to_le_bytes())
             .finalize();
-        for b in digest.iter() {
-            if out.len() == len {
-                break;
-            }
-            // 256 is a multiple of every alphabet's size used here but ALNUM's (62): the
-            // slight bias does not matter for a fake secret.
-            out.push(alphabet[*b as usize % alphabet.len()] as char);
-        }
+        let take = (len - out.len()).min(digest.len());
+        out.extend_from_slice(&digest[..take]);
         block += 1;
     }
     out
 }
 
+/// `len` characters of `alphabet`, derived from the run's seed and `salt`.
+fn made_up(seed: u64, salt: &str, alphabet: &[u8], len: usize) -> String {
+    // 256 is a multiple of every alphabet's size used here but ALNUM's (62): the slight
+    // bias does not matter for a fake secret.
+    made_up_bytes(seed, salt, len)
+        .into_iter()
+        .map(|b| alphabet[b as usize % alphabet.len()] as char)
+        .collect()
+}
+
 /// A base64 body of `bytes` random bytes, wrapped at 70 columns as OpenSSH writes keys.
 fn key_body(seed: u64, salt: &str, bytes: usize) -> (String, String) {
     use base64::Engine;
-    let raw: Vec<u8> = made_up(seed, salt, HEX, bytes * 2)
-        .as_bytes()
-        .chunks(2)
-        .map(|p| u8::from_str_radix(std::str::from_utf8(p).unwrap_or("00"), 16).unwrap_or(0))
-        .collect();
     let mut body = b"openssh-key-v1\0".to_vec();
-    body.extend(raw);
+    body.extend(made_up_bytes(seed, salt, bytes));
     let flat = base64::engine::general_purpose::STANDARD.encode(&body);
     let wrapped = flat
         .as_bytes()
