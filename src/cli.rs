@@ -58,6 +58,11 @@ impl Cli {
         let show = |mut command: clap::Command| {
             for (id, text) in &defaults {
                 command = command.mut_arg(*id, |arg| {
+                    // A flag (`--no-canaries`) names its own effect; its default would
+                    // only confuse.
+                    if is_switch(&arg) {
+                        return arg;
+                    }
                     let suffix = format!(" [default: {text}]");
                     let help = arg.get_help().map(|h| format!("{h}{suffix}"));
                     let long = arg.get_long_help().map(|h| format!("{h}{suffix}"));
@@ -262,6 +267,7 @@ pub const PASSED_ON: &[&str] = &[
     "run_as",
     "cache_dir",
     "allow_source_builds",
+    "canaries",
 ];
 
 /// The heading the passed-on options have in `scan --help`.
@@ -281,7 +287,7 @@ fn passed_on_flags(scan: &clap::Command, matches: &clap::ArgMatches) -> Vec<Stri
             continue;
         };
         let long = arg.get_long().unwrap_or(id);
-        if !arg.get_action().takes_values() {
+        if is_switch(arg) {
             flags.push(format!("--{long}"));
             continue;
         }
@@ -302,6 +308,11 @@ fn passed_on_flags(scan: &clap::Command, matches: &clap::ArgMatches) -> Vec<Stri
         }
     }
     flags
+}
+
+/// Whether `arg` is written without a value (`--allow-source-builds`, `--no-canaries`).
+fn is_switch(arg: &clap::Arg) -> bool {
+    !arg.get_action().takes_values() || arg.get_num_args().is_some_and(|n| n.max_values() == 0)
 }
 
 /// `hintcheck scan`
@@ -455,5 +466,33 @@ mod tests {
         let wrong =
             Cli::try_parse_showing_defaults_from(["hintcheck", "scan", "--fail-on", "x", "s/"]);
         assert!(wrong.is_err_and(|e| e.to_string().contains("warning")));
+    }
+
+    #[test]
+    fn canaries_are_planted_unless_a_flag_or_a_file_says_no() {
+        let verify = |words: &[&str]| {
+            let words = ["hintcheck", "verify"].iter().chain(words);
+            match Cli::try_parse_showing_defaults_from(words).map(|c| c.command) {
+                Ok(Command::Verify(v)) => v,
+                other => panic!("{other:?}"),
+            }
+        };
+        let planted = |v: &VerifyArgs| {
+            crate::config::RunConfig::from_verify_args(v)
+                .expect("config")
+                .server
+                .canaries
+        };
+        assert!(planted(&verify(&["--", "server"])));
+        assert!(!planted(&verify(&["--no-canaries", "--", "server"])));
+        let dir = tempfile::tempdir().expect("dir");
+        let file = dir.path().join("hintcheck.toml");
+        std::fs::write(&file, "[server]\ncanaries = false\n").expect("write");
+        let file = file.display().to_string();
+        assert!(!planted(&verify(&["--config", &file, "--", "server"])));
+        assert_eq!(
+            scan_of(&["--no-canaries", "s/"]).passed_on,
+            ["--no-canaries"]
+        );
     }
 }

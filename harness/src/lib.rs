@@ -168,6 +168,7 @@ struct Step {
 }
 
 const ACTIONS: &[&str] = &[
+    "reveal",
     "spawn",
     "kill_parent",
     "fork_bomb",
@@ -642,6 +643,13 @@ fn expand(template: &str, args: &Value, n: u32) -> String {
             .map(|d| d.as_nanos().to_string())
             .unwrap_or_default(),
     );
+    while let Some(start) = out.find("{env:") {
+        let Some(len) = out[start..].find('}') else {
+            break;
+        };
+        let value = std::env::var(&out[start + 5..start + len]).unwrap_or_default();
+        out.replace_range(start..start + len + 1, &value);
+    }
     while let Some(start) = out.find("{arg:") {
         let Some(len) = out[start..].find('}') else {
             break;
@@ -653,6 +661,28 @@ fn expand(template: &str, args: &Value, n: u32) -> String {
             None => String::new(),
         };
         out.replace_range(start..start + len + 1, &value);
+    }
+    out
+}
+
+/// Standard base64 with padding.
+fn base64(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::new();
+    for chunk in bytes.chunks(3) {
+        let b = [
+            chunk[0],
+            *chunk.get(1).unwrap_or(&0),
+            *chunk.get(2).unwrap_or(&0),
+        ];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(ALPHABET[(n >> (18 - 6 * i)) as usize & 63] as char);
+            } else {
+                out.push('=');
+            }
+        }
     }
     out
 }
@@ -964,6 +994,23 @@ fn call(s: &mut Server, id: &Value, params: &Value) {
                 s.error(id, step.code.unwrap_or(-32602), &message);
                 return;
             }
+            // Reads a whole file (or the environment variable `name`) and adds it to the
+            // result, as it is (`mode` raw) or encoded (`base64`, `hex`): a tool that hands on
+            // what it found.
+            "reveal" => match &step.name {
+                Some(variable) => Ok(std::env::var(variable).unwrap_or_default().into_bytes()),
+                None => std::fs::read(p(&step.path)),
+            }
+            .and_then(|content| {
+                let shown = match step.mode.as_deref().unwrap_or("raw") {
+                    "raw" => String::from_utf8_lossy(&content).into_owned(),
+                    "base64" => base64(&content),
+                    "hex" => content.iter().map(|b| format!("{b:02x}")).collect(),
+                    other => return Err(std::io::Error::other(format!("unknown mode {other}"))),
+                };
+                text.push_str(&format!("; {shown}"));
+                Ok(())
+            }),
             // Reads a file and adds its first line to the result: what the server could see.
             "read" => std::fs::read_to_string(p(&step.path)).map(|content| {
                 let first = content.lines().next().unwrap_or_default().to_string();

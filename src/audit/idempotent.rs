@@ -38,7 +38,8 @@ pub(crate) fn counts(o: &Observation) -> bool {
         Observation::Network(_)
         | Observation::Attempt(_)
         | Observation::Process(_)
-        | Observation::Refused(_) => false,
+        | Observation::Refused(_)
+        | Observation::Secret(_) => false,
     }
 }
 

@@ -2,7 +2,8 @@
 //! [`open_world`]) turns a tool's declared hint and its call records into a verdict with
 //! evidence and, for absent hints, a suggestion. The definition audits
 //! ([`annotation_type`], [`malformed_tool`]) and the run audits ([`protocol`],
-//! [`out_of_window`], [`sandbox_evasion`], [`resource_limit`]) produce findings. Audits never touch processes or sockets.
+//! [`out_of_window`], [`sandbox_evasion`], [`secret_access`], [`resource_limit`]) produce
+//! findings. Audits never touch processes or sockets.
 
 pub mod annotation_type;
 pub mod destructive;
@@ -15,6 +16,7 @@ pub mod protocol;
 pub mod read_only;
 pub mod resource_limit;
 pub mod sandbox_evasion;
+pub mod secret_access;
 pub mod suggest;
 
 use crate::evidence::Observation;
@@ -36,7 +38,7 @@ pub struct AuditMeta {
 }
 
 /// Every audit, in the order reports list them.
-pub const ALL: [&AuditMeta; 11] = [
+pub const ALL: [&AuditMeta; 12] = [
     &read_only::META,
     &destructive::META,
     &idempotent::META,
@@ -47,6 +49,7 @@ pub const ALL: [&AuditMeta; 11] = [
     &protocol::META,
     &out_of_window::META,
     &sandbox_evasion::META,
+    &secret_access::META,
     &resource_limit::META,
 ];
 

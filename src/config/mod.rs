@@ -168,6 +168,8 @@ pub struct ServerSpec {
     pub roots: RootsOffer,
     /// Line cap.
     pub max_line_bytes: usize,
+    /// Whether fake credentials are planted ([`crate::workspace::canary`]).
+    pub canaries: bool,
 }
 
 /// The sandbox around the server.
@@ -515,6 +517,7 @@ impl RunConfig {
                 client_info,
                 roots,
                 max_line_bytes,
+                canaries: given.server.canaries.unwrap_or(true),
             },
             sandbox: SandboxSpec {
                 level: sandbox,

@@ -191,6 +191,12 @@ crate::options! {
         /// workspace.
         #[arg(long, value_name = "RELATIVE_PATH")]
         pub sqlite: Option<InWorkspace>,
+        /// Plant no fake credentials. By default each run plants its own (SSH keys, cloud and
+        /// registry tokens, a `.env`, API keys in the environment) where servers look for real
+        /// ones, and reports the tools that return or pass them on (`canaries = false` in a
+        /// file).
+        #[arg(long = "no-canaries", num_args = 0, default_missing_value = "false")]
+        pub canaries: Option<bool> = true,
     }
 }
 

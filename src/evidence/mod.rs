@@ -11,7 +11,8 @@ pub mod observation;
 
 pub use observation::{
     FileEffect, FileEffectKind, Mechanism, NetEvent, NetKind, ObjectKind, Observation,
-    ProcessEvent, RefusedCall, WriteAttempt, at_or_under, path_shape, write_key,
+    ProcessEvent, RefusedCall, SecretMove, SecretSighting, WriteAttempt, at_or_under, path_shape,
+    write_key,
 };
 
 use crate::mcp::client::CallOutcome;

@@ -20,6 +20,8 @@ pub enum Mechanism {
     /// A change notification (inotify): the kernel said the path changed as it happened, even
     /// when nothing of the change lasted.
     Notify,
+    /// The tool's result, as the server sent it.
+    Result,
 }
 
 impl Mechanism {
@@ -32,6 +34,7 @@ impl Mechanism {
             Mechanism::Dns => "dns",
             Mechanism::Payload => "listener",
             Mechanism::Notify => "inotify",
+            Mechanism::Result => "result",
         }
     }
 }
@@ -486,6 +489,58 @@ pub struct RefusedCall {
     pub mechanism: Mechanism,
 }
 
+/// How a planted secret (a canary) was seen leaving its place.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SecretMove {
+    /// In a tool's result: the secret went to the model (and its provider).
+    Returned,
+    /// In the arguments of a program the server started.
+    Argv,
+}
+
+/// A planted secret seen where it should not be: its kind and place (never its value), how
+/// it was carried, and where it went.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SecretSighting {
+    /// How it moved.
+    pub how: SecretMove,
+    /// What it imitates (`aws-secret-access-key`, `ssh-private-key`, …).
+    pub kind: String,
+    /// Where it was planted (`~/.aws/credentials`, `$GITHUB_TOKEN`).
+    pub place: String,
+    /// How its bytes were carried (`raw`, `base64`, `gzip in base64`, …).
+    pub encoding: String,
+    /// Where it went: the program started, for [`SecretMove::Argv`].
+    pub target: Option<String>,
+    /// Whether the call asked for it: its arguments named the file the secret is planted in
+    /// (a file reader given that path returns it as told).
+    pub asked: bool,
+    /// How it was seen.
+    pub mechanism: Mechanism,
+}
+
+impl SecretSighting {
+    /// One line for humans.
+    pub fn describe(&self) -> String {
+        let what = format!("the planted {} from {}", self.kind, self.place);
+        let encoding = if self.encoding == "raw" {
+            String::new()
+        } else {
+            format!(" ({})", self.encoding)
+        };
+        match self.how {
+            SecretMove::Returned if self.asked => {
+                format!("returned {what}{encoding}, whose file the arguments named")
+            }
+            SecretMove::Returned => format!("returned {what}{encoding} in its result"),
+            SecretMove::Argv => format!(
+                "passed {what}{encoding} to {} in its arguments",
+                self.target.as_deref().unwrap_or("a program")
+            ),
+        }
+    }
+}
+
 /// One observation.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Observation {
@@ -499,6 +554,8 @@ pub enum Observation {
     Process(ProcessEvent),
     /// A system call the sandbox refused (an attempt to get out of it).
     Refused(RefusedCall),
+    /// A planted secret seen where it should not be.
+    Secret(SecretSighting),
 }
 
 impl Observation {
@@ -507,7 +564,10 @@ impl Observation {
         match self {
             Observation::File(_) => true,
             Observation::Attempt(a) => a.denied || a.beyond_snapshot,
-            Observation::Network(_) | Observation::Process(_) | Observation::Refused(_) => false,
+            Observation::Network(_)
+            | Observation::Process(_)
+            | Observation::Refused(_)
+            | Observation::Secret(_) => false,
         }
     }
 
@@ -529,6 +589,7 @@ impl Observation {
                 n.port
             )),
             Observation::Refused(r) => Some(format!("refused {}", r.what)),
+            Observation::Secret(s) => Some(format!("secret {:?} {}", s.how, s.place)),
             Observation::Process(_) => None,
         }
     }
@@ -559,6 +620,7 @@ impl Observation {
     pub fn telling_rank(&self) -> u8 {
         match self {
             Observation::Network(n) if n.mechanism == Mechanism::Payload => 0,
+            Observation::Secret(_) => 0,
             Observation::File(_) => 1,
             Observation::Network(n) => match (n.kind, n.mechanism) {
                 (NetKind::Datagram, Mechanism::Attempt) => 5,
@@ -575,7 +637,10 @@ impl Observation {
         match self {
             Observation::File(f) => f.kind.is_destructive() && !f.database,
             Observation::Attempt(a) => (a.denied || a.beyond_snapshot) && a.destructive,
-            Observation::Network(_) | Observation::Process(_) | Observation::Refused(_) => false,
+            Observation::Network(_)
+            | Observation::Process(_)
+            | Observation::Refused(_)
+            | Observation::Secret(_) => false,
         }
     }
 }
@@ -589,6 +654,7 @@ impl Observation {
             Observation::Network(n) => n.mechanism,
             Observation::Process(p) => p.mechanism,
             Observation::Refused(r) => r.mechanism,
+            Observation::Secret(s) => s.mechanism,
         }
     }
 
@@ -616,6 +682,7 @@ impl Observation {
             Observation::Attempt(a) => a.describe(),
             Observation::Process(p) => format!("started {}", p.argv.join(" ")),
             Observation::Refused(r) => format!("tried {}, refused by the sandbox", r.what),
+            Observation::Secret(s) => s.describe(),
         }
     }
 }

@@ -12,6 +12,7 @@ pub mod inotify;
 pub mod net;
 pub mod normalise;
 pub mod quiet;
+pub mod secrets;
 pub mod store;
 pub mod tls;
 pub mod web;
@@ -147,6 +148,8 @@ impl PinKey {
 pub struct Recorder {
     observers: Vec<Box<dyn Observer>>,
     notes: Vec<String>,
+    /// The run's canaries, looked for in what the observers saw.
+    secrets: Option<std::sync::Arc<secrets::SecretWatch>>,
 }
 
 impl Recorder {
@@ -155,7 +158,13 @@ impl Recorder {
         Self {
             observers,
             notes: Vec::new(),
+            secrets: None,
         }
+    }
+
+    /// Looks for the run's canaries in what the observers see from now on.
+    pub fn watch_secrets(&mut self, watch: std::sync::Arc<secrets::SecretWatch>) {
+        self.secrets = Some(watch);
     }
 
     /// The thread pins of the last checkpoint's window.
@@ -186,6 +195,9 @@ impl Recorder {
         }
         net::drop_repeated_packets(&mut out);
         inotify::keep_unexplained(&mut out);
+        if let Some(watch) = &self.secrets {
+            watch.in_programs(&mut out);
+        }
         out
     }
 

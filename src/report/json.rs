@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use super::Report;
 use crate::evidence::{
-    CallRecord, FileEffect, FileEffectKind, Mechanism, NetKind, ObjectKind, Observation,
+    CallRecord, FileEffect, FileEffectKind, Mechanism, NetKind, ObjectKind, Observation, SecretMove,
 };
 use crate::finding::{Category, Evidence, Finding, HintVerdict, Suggestion};
 
@@ -36,6 +36,9 @@ pub struct ReportV1<'a> {
     coverage: CoverageV1<'a>,
     settings: SettingsV1<'a>,
     seeded: &'a [String],
+    /// The fake credentials planted, by kind and place (additive; empty with
+    /// `--no-canaries`).
+    canaries: &'a [super::PlantedCanary],
     tools: Vec<ToolV1<'a>>,
     out_of_window: Vec<PhaseV1<'a>>,
     /// The replays made to decide attribution (additive).
@@ -262,6 +265,7 @@ enum RecordV1<'a> {
     Attempt(AttemptV1<'a>),
     Process(ProcessV1<'a>),
     Refused(RefusedV1<'a>),
+    Secret(SecretV1<'a>),
 }
 
 /// A file effect: its kind's own fields (a rename's source, a ref's old and new commit, a
@@ -345,6 +349,20 @@ struct RefusedV1<'a> {
     syscall: &'a str,
     what: &'a str,
     pid: u32,
+    mechanism: &'static str,
+}
+
+/// A planted secret seen moving: its kind and place, never its value.
+#[derive(Debug, Serialize)]
+struct SecretV1<'a> {
+    how: &'static str,
+    kind: &'a str,
+    place: &'a str,
+    encoding: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    target: Option<&'a str>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    asked: bool,
     mechanism: &'static str,
 }
 
@@ -480,6 +498,18 @@ fn record(o: &Observation) -> RecordV1<'_> {
             pid: r.pid,
             mechanism: mechanism(r.mechanism),
         }),
+        Observation::Secret(s) => RecordV1::Secret(SecretV1 {
+            how: match s.how {
+                SecretMove::Returned => "returned",
+                SecretMove::Argv => "argv",
+            },
+            kind: &s.kind,
+            place: &s.place,
+            encoding: &s.encoding,
+            target: s.target.as_deref(),
+            asked: s.asked,
+            mechanism: mechanism(s.mechanism),
+        }),
     }
 }
 
@@ -565,6 +595,7 @@ fn mechanism(m: Mechanism) -> &'static str {
         Mechanism::Dns => "dns",
         Mechanism::Payload => "payload",
         Mechanism::Notify => "notify",
+        Mechanism::Result => "result",
     }
 }
 
@@ -689,6 +720,7 @@ pub fn to_v1(r: &Report) -> ReportV1<'_> {
                 .collect(),
         },
         seeded: &r.seeded,
+        canaries: &r.canaries,
         tools: r.tools.iter().map(tool).collect(),
         replays: &r.replays,
         controls: &r.controls,

@@ -56,6 +56,8 @@ pub struct Report {
     pub settings: Settings,
     /// Paths seeded into the workspace.
     pub seeded: Vec<String>,
+    /// The fake credentials planted (none with `--no-canaries`).
+    pub canaries: Vec<PlantedCanary>,
     /// Notes about the run itself (observer limits, cleanup problems).
     pub notes: Vec<String>,
     /// The exit code hintcheck returns.
@@ -72,6 +74,16 @@ pub struct Report {
     pub limits_hit: Vec<LimitHit>,
     /// Where the run's time went.
     pub timing: Timing,
+}
+
+/// A fake credential the run planted: what it imitates and where it was put (its value is
+/// the run's own and never reported).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct PlantedCanary {
+    /// `ssh-private-key`, `aws-secret-access-key`, `github-token`, …
+    pub kind: String,
+    /// `~/.ssh/id_ed25519`, `$WORKSPACE/.env`, `$GITHUB_TOKEN`, …
+    pub place: String,
 }
 
 /// Where a run's time went, stage by stage, in microseconds (a nested run's own stages are

@@ -46,6 +46,7 @@ fn rule_profile(id: &str) -> (&'static str, Option<&'static str>, &'static [&'st
             &["correctness", "mcp", "annotations", "idempotentHint"],
         ),
         "out-of-window" => ("warning", Some("4.0"), &["security", "mcp", "behaviour"]),
+        "secret-access" => ("error", Some("8.0"), &["security", "mcp", "secrets"]),
         _ => ("warning", None, &["correctness", "mcp", "protocol"]),
     }
 }

@@ -81,7 +81,13 @@ fn mark(r: &Report, t: &ToolReport) -> &'static str {
             && r.hint_finding(&t.name, v.hint)
                 .is_none_or(|f| f.accepted.is_none() && f.severity == Severity::Error)
     });
-    if firm {
+    let secret = r.findings.iter().any(|f| {
+        f.audit == crate::audit::secret_access::META.id
+            && f.severity == Severity::Error
+            && f.accepted.is_none()
+            && f.tool.as_deref() == Some(&t.name)
+    });
+    if firm || secret {
         return "✗";
     }
     if t.skipped.is_some() {
@@ -311,7 +317,9 @@ fn hint_lines(
 
 /// Findings about no hint (the first ten unless `verbose`).
 fn other_findings(o: &mut String, r: &Report, verbose: bool) -> std::fmt::Result {
-    let others: Vec<&Finding> = r.findings.iter().filter(|f| f.hint.is_none()).collect();
+    let mut others: Vec<&Finding> = r.findings.iter().filter(|f| f.hint.is_none()).collect();
+    // Secrets handed on come first: after a contradiction, the worst a tool can do.
+    others.sort_by_key(|f| f.audit != crate::audit::secret_access::META.id);
     if !others.is_empty() {
         writeln!(o, "\nother findings:")?;
         for f in others.iter().take(if verbose { usize::MAX } else { 10 }) {
@@ -395,6 +403,34 @@ fn run_facts(o: &mut String, r: &Report, verbose: bool) -> std::fmt::Result {
             "seeded:   {} path(s) into $WORKSPACE: {}",
             r.seeded.len(),
             listed.join(", ")
+        )?;
+    }
+    if !r.canaries.is_empty() {
+        let places: Vec<String> = if verbose {
+            r.canaries.iter().map(|c| esc(&c.place)).collect()
+        } else {
+            let mut files: Vec<&str> = r
+                .canaries
+                .iter()
+                .filter(|c| !c.place.starts_with('$') || c.place.contains('/'))
+                .map(|c| c.place.as_str())
+                .collect();
+            files.dedup();
+            let variables = r
+                .canaries
+                .iter()
+                .filter(|c| c.place.starts_with('$') && !c.place.contains('/'))
+                .count();
+            vec![format!(
+                "{} file(s) and {variables} environment variable(s) (--verbose lists them)",
+                files.len()
+            )]
+        };
+        writeln!(
+            o,
+            "canaries: {} fake credential(s) planted: {}",
+            r.canaries.len(),
+            places.join(", ")
         )?;
     }
     // The seed chooses the run's words and arguments: the same seed repeats them.

@@ -51,6 +51,8 @@ pub(super) enum RunEvent {
     },
     /// The digest of the tool listing.
     Listed { sha256: String },
+    /// The canaries planted (kinds and places).
+    Canaries(Vec<crate::report::PlantedCanary>),
     /// The control requests and how the server answered them.
     Controls(Vec<ControlRequest>),
     /// How often the server was started again after a crash or a hung call.
@@ -225,6 +227,7 @@ impl RunLog {
             wire: WireSummary::default(),
             settings: settings_of(config),
             seeded: Vec::new(),
+            canaries: Vec::new(),
             notes: Vec::new(),
             exit_code: exit_code::HARNESS,
             exit_reason: String::new(),
@@ -282,6 +285,7 @@ impl RunLog {
                 r.server.startup_us = Some(startup_us);
             }
             RunEvent::Listed { sha256 } => r.server.tools_sha256 = Some(sha256),
+            RunEvent::Canaries(canaries) => r.canaries = canaries,
             RunEvent::Controls(controls) => r.controls = controls,
             RunEvent::Restarts(n) => r.server.restarts = n,
             RunEvent::Phases(phases) => r.phases.extend(phases),
@@ -555,13 +559,22 @@ fn failing_in_words(failing: &[&Finding], config: &RunConfig) -> String {
         .iter()
         .filter_map(|f| f.tool.as_deref())
         .collect();
-    let others = failing.len() - contradicted.len();
+    let secrets = failing
+        .iter()
+        .filter(|f| f.audit == crate::audit::secret_access::META.id)
+        .count();
+    let others = failing.len() - contradicted.len() - secrets;
     let mut parts = Vec::new();
     if !contradicted.is_empty() {
         parts.push(format!(
             "{} contradicted hint(s) in {} tool(s)",
             contradicted.len(),
             tools.len()
+        ));
+    }
+    if secrets > 0 {
+        parts.push(format!(
+            "planted secrets handed on in {secrets} finding(s) (secret-access)"
         ));
     }
     if others > 0 {

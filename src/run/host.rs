@@ -662,6 +662,11 @@ impl Host for ServerHost<'_, '_> {
         let observe_start = Instant::now();
         let observations = self.recorder.checkpoint();
         let pins = self.recorder.take_pins();
+        // A secret in the answer went to the model: the call's own, whatever the windows say.
+        let secrets = match (&self.ctx.secrets, &result) {
+            (Some(watch), Some(result)) => watch.in_result(result, arguments),
+            _ => Vec::new(),
+        };
         let observe = observe_start.elapsed();
         let rt_end = tree.map(|t| t.runtimes(self.skip)).unwrap_or_default();
         let who = window.who_did(&observations, &pins, &rt_end, &self.background);
@@ -669,6 +674,8 @@ impl Host for ServerHost<'_, '_> {
         if self.limit_during.is_none() && limit_reason(self.ctx).is_some() {
             self.limit_during = Some(tool.to_string());
         }
+        let mut observations = observations;
+        observations.extend(secrets);
         let wire_anomalies = l.client.session().anomalies_since(cursor).len();
         let broken = matches!(
             outcome,

@@ -51,6 +51,10 @@ pub(super) fn judge(ctx: &RunContext<'_>, attributed: Attributed, log: &mut RunL
         tools.iter().map(|t| (t.name.as_str(), t.calls.as_slice())),
         &phases,
     ));
+    findings.extend(audit::secret_access::findings(
+        tools.iter().map(|t| (t.name.as_str(), t.calls.as_slice())),
+        &phases,
+    ));
     let coverage = coverage_summary(
         observers,
         &coverage,

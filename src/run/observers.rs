@@ -101,7 +101,10 @@ pub(super) fn build(
                 .ignoring_harness_port(ctx.http_port),
         ));
     }
-    let recorder = Recorder::new(observers);
+    let mut recorder = Recorder::new(observers);
+    if let Some(watch) = &ctx.secrets {
+        recorder.watch_secrets(watch.clone());
+    }
     let coverage = Coverage {
         files: Some(format!(
             "{}{}",

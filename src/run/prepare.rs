@@ -10,11 +10,13 @@ use tokio::sync::watch;
 use super::collect::{Ending, RunEvent, RunLog};
 use super::server::{Placement, RunContext, server_env};
 use crate::config::RunConfig;
+use crate::observe::secrets::SecretWatch;
 use crate::observe::tls::Authority;
 use crate::sandbox::process::{LaunchSpec, resolve_program};
 use crate::sandbox::scratch::Scratch;
 use crate::sandbox::watchdog::LimitFlag;
 use crate::text::error_chain;
+use crate::workspace::canary::Canaries;
 
 /// A prepared run: its scratch directories (seeded) and how its server is launched.
 pub(super) struct Prepared<'a> {
@@ -49,6 +51,29 @@ pub(super) fn prepare<'a>(
         Err((cause, reason)) => return Err(not_started(log, cause, reason)),
     };
     let mut seed_notes = std::mem::take(&mut scratch.seed_notes);
+    let secrets = match planted_canaries(config, &scratch) {
+        Ok(s) => s,
+        Err(e) => {
+            return Err(not_started(
+                log,
+                error_chain(&e),
+                "harness error: could not plant the canaries",
+            ));
+        }
+    };
+    if let Some(watch) = &secrets {
+        log.emit(RunEvent::Canaries(
+            watch
+                .canaries()
+                .items
+                .iter()
+                .map(|c| crate::report::PlantedCanary {
+                    kind: c.kind.to_string(),
+                    place: c.place.clone(),
+                })
+                .collect(),
+        ));
+    }
     let http_port = match config.server.transport {
         crate::config::Transport::Stdio => None,
         crate::config::Transport::Http { port: Some(p), .. } => Some(p),
@@ -109,7 +134,13 @@ pub(super) fn prepare<'a>(
     } else {
         None
     };
-    let env_extra = run_variables(config, &scratch, tls.as_ref(), http_port);
+    let env_extra = run_variables(
+        config,
+        &scratch,
+        tls.as_ref(),
+        http_port,
+        secrets.as_deref(),
+    );
     log.emit(RunEvent::Notes(seed_notes));
     let ctx = RunContext {
         tls,
@@ -137,6 +168,7 @@ pub(super) fn prepare<'a>(
         subreaper,
         deadline,
         http_port,
+        secrets,
     };
     Ok(Prepared { scratch, ctx })
 }
@@ -173,6 +205,21 @@ fn seeded_scratch(
         )
     })?;
     Ok(scratch)
+}
+
+/// The run's canaries, planted in the seeded home and workspace (none with
+/// `--no-canaries`); the variables the user sets themselves are theirs, not canaries.
+fn planted_canaries(
+    config: &RunConfig,
+    scratch: &Scratch,
+) -> Result<Option<Arc<SecretWatch>>, crate::workspace::canary::CanaryError> {
+    if !config.server.canaries {
+        return Ok(None);
+    }
+    let mut canaries = Canaries::of(config.seed);
+    canaries.leaving_out_variables(|name| config.server.env.iter().any(|(k, _)| k == name));
+    canaries.plant(&scratch.home, &scratch.workspace)?;
+    Ok(Some(Arc::new(SecretWatch::new(canaries))))
 }
 
 /// Whether the server's account can reach its program, interpreter and script as the
@@ -215,14 +262,19 @@ fn preflight(
 }
 
 /// The variables the run adds to the server's environment: the bundles that trust the run's
-/// certificate authority (when HTTPS is answered), then the user's own, which win.
+/// certificate authority (when HTTPS is answered), the canaries' variables, then the user's
+/// own, which win.
 fn run_variables(
     config: &RunConfig,
     scratch: &Scratch,
     tls: Option<&(Arc<Authority>, PathBuf)>,
     http_port: Option<u16>,
+    secrets: Option<&SecretWatch>,
 ) -> Vec<(String, String)> {
     let mut env_extra: Vec<(String, String)> = Vec::new();
+    if let Some(watch) = secrets {
+        env_extra.extend(watch.canaries().env.iter().cloned());
+    }
     if let Some((authority, bundle)) = tls {
         let bundle = bundle.display().to_string();
         env_extra.extend(

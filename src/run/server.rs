@@ -85,6 +85,8 @@ pub(super) struct RunContext<'a> {
     pub(super) subreaper: bool,
     /// When the run's `--timeout` passes.
     pub(super) deadline: Instant,
+    /// The run's canaries, when they were planted.
+    pub(super) secrets: Option<std::sync::Arc<crate::observe::secrets::SecretWatch>>,
 }
 
 impl RunContext<'_> {

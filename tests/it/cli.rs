@@ -25,6 +25,7 @@ fn explain_prints_docs_and_lists_audits() {
         "open-world",
         "annotation-type",
         "protocol",
+        "secret-access",
     ] {
         assert!(
             all.stdout.contains(id),

@@ -44,5 +44,7 @@ mod sandbox;
 mod scan;
 /// Every scenario under scenarios/ against its `[expect]` section.
 mod scenarios;
+/// Planted secrets (canaries): who returns them or passes them on, as root and unprivileged.
+mod secrets;
 /// Locating binaries, running hintcheck with a wall-clock limit.
 mod util;

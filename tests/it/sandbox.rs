@@ -76,6 +76,7 @@ pub(crate) fn stage() -> &'static Stage {
             "documents",
             "lazy-store",
             "shared-counters",
+            "secrets",
         ] {
             let src = repo().join("tests/fixtures").join(fixture);
             let dst = dir.join("fixtures").join(fixture);
@@ -106,7 +107,7 @@ fn copy_tree(src: &Path, dst: &Path) {
     }
 }
 
-fn fixture(name: &str) -> String {
+pub(crate) fn fixture(name: &str) -> String {
     stage()
         .dir
         .join("fixtures")
@@ -116,7 +117,7 @@ fn fixture(name: &str) -> String {
 }
 
 /// `verify --scenario <fixture> <extra…> --format json`, as arguments for [`run_as`].
-fn verify_json_args(name: &str, extra: &[&str]) -> Vec<String> {
+pub(crate) fn verify_json_args(name: &str, extra: &[&str]) -> Vec<String> {
     let mut args = vec!["verify".to_string(), "--scenario".into(), fixture(name)];
     args.extend(extra.iter().map(|s| s.to_string()));
     args.extend(["--format".into(), "json".into()]);
@@ -185,7 +186,7 @@ pub(crate) fn prefix(who: As, own_netns: bool) -> Option<Vec<String>> {
 }
 
 /// Runs hintcheck through `prefix` with a wall-clock limit.
-fn run_as(prefix: &[String], args: &[String], limit: Duration) -> Outcome {
+pub(crate) fn run_as(prefix: &[String], args: &[String], limit: Duration) -> Outcome {
     run_as_with_env(prefix, args, &[], limit)
 }
 
@@ -1420,7 +1421,6 @@ fn hostile_sandbox_run(who: As) {
         "sctp",
         "nested_namespaces",
         "clone_newuser",
-        "read_secrets",
         "tells",
     ] {
         // isError means the attack worked; its refusal may read as an error ("Permission
@@ -1459,6 +1459,23 @@ fn hostile_sandbox_run(who: As) {
         ),
         "the host daemon received data"
     );
+    // What the home and the environment hold for the server to find are the run's planted
+    // secrets (the invoking user's never reach it, below): handed back, they are found.
+    let found = call("read_secrets");
+    assert_eq!(found["outcome"], "isError", "{found}");
+    let handed = r["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .find(|f| f["audit"] == "secret-access" && f["tool"] == "read_secrets")
+        .unwrap_or_else(|| panic!("no secret-access finding: {}", r["findings"]));
+    assert_eq!(handed["severity"], "error", "{handed}");
+    for place in ["~/.ssh/id_ed25519", "$GITHUB_TOKEN"] {
+        assert!(
+            handed["evidence"].to_string().contains(place),
+            "{place}: {handed}"
+        );
+    }
     // 2, 3. Refused and reported, per tool.
     let findings = r["findings"].as_array().expect("findings");
     let evasion = |tool: &str| -> Vec<String> {

@@ -462,6 +462,22 @@ impl Canaries {
             mode.set_mode(0o700);
             let _ = fs::set_permissions(home.join(".ssh"), mode);
         }
+        // A developer's repository keeps its `.env` out of git (`.gitignore` or the
+        // repository's own exclude list): `git status` and `git add -A` do not show it.
+        let exclude = workspace.join(".git/info/exclude");
+        if exclude.parent().is_some_and(Path::is_dir) {
+            let mut list = fs::read_to_string(&exclude).unwrap_or_default();
+            if !list.is_empty() && !list.ends_with('\n') {
+                list.push('\n');
+            }
+            for f in self.files.iter().filter(|f| f.base == Base::Workspace) {
+                list.push_str(&format!("/{}\n", f.rel));
+            }
+            fs::write(&exclude, list).map_err(|source| CanaryError::Write {
+                path: exclude.clone(),
+                source,
+            })?;
+        }
         let gitconfig = home.join(".gitconfig");
         let mut config = fs::read_to_string(&gitconfig).unwrap_or_default();
         if !config.contains("[credential]") {
@@ -472,6 +488,17 @@ impl Canaries {
             })?;
         }
         Ok(planted)
+    }
+
+    /// Leaves out the environment variables `set_otherwise` names (the user's own settings
+    /// win) and the canaries they held.
+    pub fn leaving_out_variables(&mut self, set_otherwise: impl Fn(&str) -> bool) {
+        self.env.retain(|(name, _)| !set_otherwise(name));
+        self.items.retain(|c| {
+            c.place
+                .strip_prefix('$')
+                .is_none_or(|name| !set_otherwise(name))
+        });
     }
 
     /// A detector of every canary's value.

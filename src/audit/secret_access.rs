@@ -1,0 +1,221 @@
+//! `secret-access`: tools that handed a planted secret (a canary, see
+//! [`crate::workspace::canary`]) on: in their result, where it goes to the model and its
+//! provider (an error), or in the arguments of a program they started (a warning). A file
+//! reader asked for the canary's very file, by path, only did what it was told: that stays an
+//! observation of the call. Sightings outside every call (start-up, between calls) are the
+//! server's, one finding for all of them.
+
+use std::collections::BTreeMap;
+
+use super::AuditMeta;
+use crate::evidence::{CallRecord, Observation, PhaseObservation, SecretMove};
+use crate::finding::{Confidence, Evidence, Finding, Severity};
+
+/// Metadata.
+pub const META: AuditMeta = AuditMeta {
+    id: "secret-access",
+    summary: "a tool handed on a planted secret: in its result, or to a program it started",
+    docs: "Every run plants fake credentials of its own where servers and the libraries they use \
+look for real ones: SSH keys (`~/.ssh/id_rsa`, `id_ed25519`), `~/.aws/credentials`, \
+`~/.config/gh/hosts.yml`, `~/.netrc`, `~/.git-credentials`, `~/.docker/config.json`, \
+`~/.kube/config`, `~/.npmrc`, `~/.pypirc`, a `.env` in the workspace, and the variables \
+`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `GITHUB_TOKEN`, `OPENAI_API_KEY` and \
+`ANTHROPIC_API_KEY`. Each value is new for each run (from its seed) and recognised in any common \
+encoding (raw, base64, hex, base32, URL or JSON escaping, gzip or deflate, one inside another) and \
+by any 16 bytes of it. `--no-canaries` plants none; the sandbox's home is its own, so the real \
+user's secrets are never there to be read.\n\n\
+A tool whose result carries a canary that its arguments did not is an **error**: the secret went \
+to the model and its provider, and from there into logs and transcripts. A file reader that was \
+asked for the canary's own file by path (`read_file` given `.env`) did what it was told: that \
+call keeps the sighting as an observation, not a finding. A tool that passed a canary to a \
+program it started, in that program's arguments, is a **warning** (visible to every process on \
+the machine; sometimes the only way a command-line client takes a token). Sightings outside every \
+tool call (at start-up, between calls) are the server's: one warning for all of them.\n\n\
+Fix: return what the user asked for, not the credentials the server found; pass tokens to \
+programs in their environment or on their standard input.",
+};
+
+/// What one tool (or the server outside the calls) did with secrets.
+#[derive(Default)]
+struct Handed {
+    returned: Vec<Evidence>,
+    passed: Vec<Evidence>,
+}
+
+/// Findings for the sightings of planted secrets in the calls of `tools` and in `phases`.
+pub fn findings<'a>(
+    tools: impl IntoIterator<Item = (&'a str, &'a [CallRecord])>,
+    phases: &[PhaseObservation],
+) -> Vec<Finding> {
+    let mut by_tool: BTreeMap<Option<String>, Handed> = BTreeMap::new();
+    let mut add = |tool: Option<&str>, source: String, o: &Observation| {
+        let Observation::Secret(s) = o else {
+            return;
+        };
+        if s.asked {
+            return;
+        }
+        let handed = by_tool.entry(tool.map(str::to_string)).or_default();
+        let list = match s.how {
+            SecretMove::Returned => &mut handed.returned,
+            SecretMove::Argv => &mut handed.passed,
+        };
+        let text = s.describe();
+        if list.len() < 10 && !list.iter().any(|e| e.text == text) {
+            list.push(Evidence::plain(source, text));
+        }
+    };
+    for (tool, calls) in tools {
+        for call in calls {
+            for o in &call.observations {
+                add(
+                    Some(tool),
+                    format!("call {} (attempt {})", call.number, call.attempt),
+                    o,
+                );
+            }
+        }
+    }
+    for p in phases {
+        let source = serde_json::to_value(p.phase)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default();
+        add(None, source, &p.observation);
+    }
+    let mut out = Vec::new();
+    for (tool, handed) in by_tool {
+        let who = tool.clone().unwrap_or_else(|| "the server".into());
+        if !handed.returned.is_empty() {
+            out.push(finding(
+                &tool,
+                Severity::Error,
+                format!(
+                    "{who} returned {} planted secret(s) in its result: they went to the model",
+                    handed.returned.len()
+                ),
+                handed.returned,
+            ));
+        }
+        if !handed.passed.is_empty() {
+            let when = if tool.is_none() {
+                ", outside any tool call"
+            } else {
+                ""
+            };
+            out.push(finding(
+                &tool,
+                Severity::Warning,
+                format!(
+                    "{who} passed {} planted secret(s) to programs in their arguments{when}",
+                    handed.passed.len()
+                ),
+                handed.passed,
+            ));
+        }
+    }
+    out
+}
+
+fn finding(
+    tool: &Option<String>,
+    severity: Severity,
+    message: String,
+    evidence: Vec<Evidence>,
+) -> Finding {
+    Finding {
+        category: None,
+        fingerprint: String::new(),
+        accepted: None,
+        audit: META.id,
+        message,
+        tool: tool.clone(),
+        hint: None,
+        severity,
+        confidence: Confidence::High,
+        evidence,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::evidence::{Mechanism, Phase, SecretSighting};
+
+    fn sighting(how: SecretMove, place: &str, asked: bool) -> Observation {
+        Observation::Secret(SecretSighting {
+            how,
+            kind: "github-token".into(),
+            place: place.into(),
+            encoding: "base64".into(),
+            target: (how == SecretMove::Argv).then(|| "/usr/bin/gh".into()),
+            asked,
+            mechanism: Mechanism::Result,
+        })
+    }
+
+    #[test]
+    fn a_result_is_an_error_a_program_a_warning_and_an_asked_for_file_nothing() {
+        let call = |number: usize, observations: Vec<Observation>| {
+            crate::audit::testing::call(number, crate::audit::testing::ok(), observations)
+        };
+        let leaky = vec![
+            call(
+                1,
+                vec![sighting(SecretMove::Returned, "$GITHUB_TOKEN", false)],
+            ),
+            call(
+                2,
+                vec![sighting(SecretMove::Returned, "$GITHUB_TOKEN", false)],
+            ),
+        ];
+        let reader = vec![call(
+            1,
+            vec![sighting(SecretMove::Returned, "$WORKSPACE/.env", true)],
+        )];
+        let runner = vec![call(
+            1,
+            vec![sighting(SecretMove::Argv, "~/.config/gh/hosts.yml", false)],
+        )];
+        let phases = vec![PhaseObservation {
+            started_by: None,
+            phase: Phase::Startup,
+            after_tool: None,
+            observation: sighting(SecretMove::Argv, "$GITHUB_TOKEN", false),
+        }];
+        let f = findings(
+            [
+                ("leaky", leaky.as_slice()),
+                ("read_file", reader.as_slice()),
+                ("run", runner.as_slice()),
+            ],
+            &phases,
+        );
+        let of = |tool: Option<&str>| {
+            f.iter()
+                .find(|f| f.tool.as_deref() == tool)
+                .unwrap_or_else(|| panic!("{tool:?}: {f:?}"))
+        };
+        assert_eq!(f.len(), 3, "{f:?}");
+        let leaky = of(Some("leaky"));
+        assert_eq!(leaky.severity, Severity::Error);
+        assert_eq!(leaky.evidence.len(), 1, "the same sighting once");
+        assert_eq!(leaky.evidence[0].source, "call 1 (attempt 1)");
+        assert!(
+            leaky.evidence[0]
+                .text
+                .contains("github-token from $GITHUB_TOKEN (base64)"),
+            "{}",
+            leaky.evidence[0].text
+        );
+        assert_eq!(of(Some("run")).severity, Severity::Warning);
+        let server = of(None);
+        assert_eq!(server.severity, Severity::Warning);
+        assert!(
+            server.message.contains("outside any tool call"),
+            "{}",
+            server.message
+        );
+        assert!(!f.iter().any(|f| f.tool.as_deref() == Some("read_file")));
+    }
+}

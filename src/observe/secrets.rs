@@ -1,0 +1,233 @@
+//! Where the run's planted secrets (its canaries, [`crate::workspace::canary`]) turn up: in a
+//! tool's result (the secret went to the model) and in the arguments of a program the server
+//! started. Each sighting becomes an [`Observation::Secret`] naming the canary's kind and
+//! place and how its bytes were carried, never its value.
+
+use std::collections::BTreeSet;
+
+use serde_json::Value;
+
+use crate::evidence::{Mechanism, Observation, SecretMove, SecretSighting};
+use crate::workspace::canary::{Canaries, Canary, Detector};
+
+/// A run's canaries and the detector of their values.
+#[derive(Debug)]
+pub struct SecretWatch {
+    canaries: Canaries,
+    detector: Detector,
+}
+
+impl SecretWatch {
+    /// Watches for `canaries`.
+    pub fn new(canaries: Canaries) -> SecretWatch {
+        let detector = canaries.detector();
+        SecretWatch { canaries, detector }
+    }
+
+    /// The canaries planted.
+    pub fn canaries(&self) -> &Canaries {
+        &self.canaries
+    }
+
+    /// The canaries in a tool's `result` that its `arguments` did not carry (a tool that
+    /// echoes what it was given, a value the explorer learnt from an earlier result, passes
+    /// nothing on), each once; `asked` where the arguments named the canary's file.
+    pub fn in_result(&self, result: &Value, arguments: &Value) -> Vec<Observation> {
+        if self.detector.is_empty() {
+            return Vec::new();
+        }
+        let Ok(bytes) = serde_json::to_vec(result) else {
+            return Vec::new();
+        };
+        let sightings = self.detector.find(&bytes);
+        if sightings.is_empty() {
+            return Vec::new();
+        }
+        let given: BTreeSet<usize> = serde_json::to_vec(arguments)
+            .map(|a| {
+                self.detector
+                    .find(&a)
+                    .into_iter()
+                    .map(|s| s.canary)
+                    .collect()
+            })
+            .unwrap_or_default();
+        let mut strings = Vec::new();
+        strings_in(arguments, &mut strings);
+        let mut seen = BTreeSet::new();
+        sightings
+            .into_iter()
+            .filter(|s| !given.contains(&s.canary) && seen.insert(s.canary))
+            .filter_map(|s| {
+                let canary = self.canaries.items.get(s.canary)?;
+                Some(Observation::Secret(SecretSighting {
+                    how: SecretMove::Returned,
+                    kind: canary.kind.to_string(),
+                    place: canary.place.clone(),
+                    encoding: s.encoding,
+                    target: None,
+                    asked: names_file_of(&strings, canary),
+                    mechanism: Mechanism::Result,
+                }))
+            })
+            .collect()
+    }
+
+    /// Adds a sighting for each canary in the arguments of a program started among
+    /// `observations`.
+    pub fn in_programs(&self, observations: &mut Vec<Observation>) {
+        if self.detector.is_empty() {
+            return;
+        }
+        let mut found = Vec::new();
+        for o in observations.iter() {
+            let Observation::Process(p) = o else {
+                continue;
+            };
+            let argv = p.argv.join("\0");
+            let mut seen = BTreeSet::new();
+            for s in self.detector.find(argv.as_bytes()) {
+                let Some(canary) = self.canaries.items.get(s.canary) else {
+                    continue;
+                };
+                if !seen.insert(s.canary) {
+                    continue;
+                }
+                found.push(Observation::Secret(SecretSighting {
+                    how: SecretMove::Argv,
+                    kind: canary.kind.to_string(),
+                    place: canary.place.clone(),
+                    encoding: s.encoding,
+                    target: Some(p.program.clone()),
+                    asked: false,
+                    mechanism: p.mechanism,
+                }));
+            }
+        }
+        observations.extend(found);
+    }
+}
+
+/// Every string in `v`, keys included.
+fn strings_in<'a>(v: &'a Value, out: &mut Vec<&'a str>) {
+    match v {
+        Value::String(s) => out.push(s),
+        Value::Array(a) => a.iter().for_each(|x| strings_in(x, out)),
+        Value::Object(o) => o.iter().for_each(|(k, x)| {
+            out.push(k);
+            strings_in(x, out);
+        }),
+        _ => {}
+    }
+}
+
+/// Whether one of `strings` is a path to the file `canary` is planted in (`.env`,
+/// `./.env`, `/…/workspace/.env`, `~/.aws/credentials`).
+fn names_file_of(strings: &[&str], canary: &Canary) -> bool {
+    let Some(rel) = canary
+        .place
+        .strip_prefix("~/")
+        .or_else(|| canary.place.strip_prefix("$WORKSPACE/"))
+    else {
+        return false;
+    };
+    strings.iter().any(|s| {
+        let s = s.trim().trim_end_matches('/');
+        s.strip_suffix(rel)
+            .is_some_and(|before| before.is_empty() || before.ends_with('/'))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn watch() -> SecretWatch {
+        SecretWatch::new(Canaries::of(11))
+    }
+
+    fn value_of(w: &SecretWatch, place: &str) -> String {
+        w.canaries()
+            .items
+            .iter()
+            .find(|c| c.place == place)
+            .expect("planted")
+            .value
+            .clone()
+    }
+
+    #[test]
+    fn a_result_carrying_a_canary_is_seen_unless_the_arguments_carried_it() {
+        let w = watch();
+        let token = value_of(&w, "$GITHUB_TOKEN");
+        let result = json!({"content": [{"type": "text", "text": format!("token: {token}")}]});
+        let seen = w.in_result(&result, &json!({"query": "status"}));
+        assert_eq!(seen.len(), 1, "{seen:?}");
+        let Observation::Secret(s) = &seen[0] else {
+            panic!("{seen:?}")
+        };
+        assert_eq!(
+            (s.how, s.kind.as_str()),
+            (SecretMove::Returned, "github-token")
+        );
+        assert_eq!((s.place.as_str(), s.asked), ("$GITHUB_TOKEN", false));
+        assert!(!s.describe().contains(&token), "never the value");
+        // An echo of what the call was given is not a secret the tool found.
+        assert!(w.in_result(&result, &json!({"text": token})).is_empty());
+        // Nothing planted, nothing seen.
+        assert!(
+            w.in_result(&json!({"text": "plain"}), &json!({}))
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn a_file_reader_given_the_canarys_path_was_asked_for_it() {
+        let w = watch();
+        let key = value_of(&w, "~/.aws/credentials");
+        let result = json!({"content": [{"type": "text", "text": format!("[default]\naws_secret_access_key = {key}\n")}]});
+        for (path, asked) in [
+            ("/home/u/.aws/credentials", true),
+            ("~/.aws/credentials", true),
+            (".aws/credentials", true),
+            ("/home/u/.aws", false),
+            ("/home/u/x.aws/credentials", false),
+        ] {
+            let seen = w.in_result(&result, &json!({"path": path}));
+            let Some(Observation::Secret(s)) = seen.first() else {
+                panic!("{path}: {seen:?}")
+            };
+            assert_eq!(s.asked, asked, "{path}");
+        }
+    }
+
+    #[test]
+    fn a_program_given_a_canary_in_its_arguments_is_seen_once() {
+        let w = watch();
+        let key = value_of(&w, "$OPENAI_API_KEY");
+        let mut observations = vec![Observation::Process(crate::evidence::ProcessEvent {
+            program: "/usr/bin/curl".into(),
+            argv: vec![
+                "curl".into(),
+                "-H".into(),
+                format!("Authorization: Bearer {key}"),
+                format!("--data={key}"),
+            ],
+            pid: 9,
+            mechanism: Mechanism::Attempt,
+        })];
+        w.in_programs(&mut observations);
+        assert_eq!(observations.len(), 2, "{observations:?}");
+        let Observation::Secret(s) = &observations[1] else {
+            panic!("{observations:?}")
+        };
+        assert_eq!(s.how, SecretMove::Argv);
+        assert_eq!(s.target.as_deref(), Some("/usr/bin/curl"));
+        assert!(
+            s.describe().contains("to /usr/bin/curl"),
+            "{}",
+            s.describe()
+        );
+    }
+}

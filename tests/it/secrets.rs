@@ -1,0 +1,136 @@
+//! Planted secrets (canaries): a run plants fake credentials in the sandbox's home, workspace
+//! and environment; tools that return them or pass them to a program are found, in each
+//! encoding, and a reader asked for the file by path is not accused. As root and unprivileged.
+
+use std::time::Duration;
+
+use crate::sandbox::{As, prefix, run_as_with_env, verify_json_args};
+
+/// Findings of `audit` in report `r`, by tool (`None`: the server's).
+fn findings_of<'a>(r: &'a serde_json::Value, audit: &str) -> Vec<&'a serde_json::Value> {
+    r["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .filter(|f| f["audit"] == audit)
+        .collect()
+}
+
+fn handed_on_run(who: As) {
+    let Some(prefix) = prefix(who, false) else {
+        return;
+    };
+    // hintcheck's own environment holds a "real" token: it never reaches the server.
+    let marker = format!("hintcheck-it-real-token-{}", std::process::id());
+    let env = [("GITHUB_TOKEN", marker.clone())];
+    let out = run_as_with_env(
+        &prefix,
+        &verify_json_args("secrets", &["--check"]),
+        &env,
+        Duration::from_secs(60),
+    );
+    assert_eq!(out.code, 0, "{}\n{}", out.stderr, out.stdout);
+    assert!(
+        !out.stdout.contains(&marker),
+        "the host's token reached the server"
+    );
+    let r = out.json();
+    let places: Vec<&str> = r["canaries"]
+        .as_array()
+        .expect("canaries")
+        .iter()
+        .filter_map(|c| c["place"].as_str())
+        .collect();
+    for place in [
+        "~/.ssh/id_ed25519",
+        "~/.aws/credentials",
+        "$WORKSPACE/.env",
+        "$GITHUB_TOKEN",
+    ] {
+        assert!(places.contains(&place), "{place} not in {places:?}");
+    }
+    let secret = findings_of(&r, "secret-access");
+    let of = |tool: &str| -> &serde_json::Value {
+        secret
+            .iter()
+            .find(|f| f["tool"] == tool)
+            .unwrap_or_else(|| panic!("no secret-access finding on {tool}: {secret:?}"))
+    };
+    for (tool, severity, says) in [
+        (
+            "show_config",
+            "error",
+            "aws-secret-access-key from ~/.aws/credentials in",
+        ),
+        (
+            "export_settings",
+            "error",
+            "github-token from $GITHUB_TOKEN (base64)",
+        ),
+        (
+            "diagnostics",
+            "error",
+            "ssh-private-key from ~/.ssh/id_ed25519 (hex)",
+        ),
+        (
+            "run_client",
+            "warning",
+            "openai-api-key from $OPENAI_API_KEY to /bin/true",
+        ),
+    ] {
+        let f = of(tool);
+        assert_eq!(f["severity"], severity, "{f}");
+        assert!(f["evidence"].to_string().contains(says), "{tool}: {f}");
+    }
+    // What the report says of a secret names its kind and place, never its value (the
+    // program's own command line, recorded as it ran, is the one place a value shows).
+    let said: String = secret.iter().map(|f| f.to_string()).collect();
+    let env_line = r["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .find(|t| t["name"] == "run_client")
+        .map(|t| t["calls"][0]["observations"].to_string())
+        .unwrap_or_default();
+    assert!(env_line.contains("--api-key=sk-proj-"), "{env_line}");
+    assert!(!said.contains("sk-proj-"), "{said}");
+    // The SARIF rule exists with the audit's id.
+    let sarif = run_as_with_env(
+        &prefix,
+        &[
+            "verify".to_string(),
+            "--scenario".into(),
+            crate::sandbox::fixture("secrets"),
+            "--format".into(),
+            "sarif".into(),
+        ],
+        &[],
+        Duration::from_secs(60),
+    );
+    assert_eq!(sarif.code, 1, "{}", sarif.stderr);
+    assert!(
+        sarif.stdout.contains("\"ruleId\": \"secret-access\""),
+        "{}",
+        sarif.stdout
+    );
+    // Without canaries nothing is planted and nothing is found.
+    let out = run_as_with_env(
+        &prefix,
+        &verify_json_args("secrets", &["--no-canaries"]),
+        &[],
+        Duration::from_secs(60),
+    );
+    let r = out.json();
+    assert_eq!(r["canaries"], serde_json::json!([]), "{}", out.stderr);
+    assert!(
+        findings_of(&r, "secret-access").is_empty(),
+        "{}",
+        r["findings"]
+    );
+}
+
+as_root_and_unprivileged!(
+    secrets_handed_on_are_found_as_root,
+    secrets_handed_on_are_found_unprivileged,
+    handed_on_run
+);
