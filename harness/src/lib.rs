@@ -643,13 +643,19 @@ fn expand(template: &str, args: &Value, n: u32) -> String {
             .map(|d| d.as_nanos().to_string())
             .unwrap_or_default(),
     );
-    while let Some(start) = out.find("{env:") {
-        let Some(len) = out[start..].find('}') else {
+    // Expanded once, left to right: a value holding `{env:` is not expanded again.
+    let mut expanded = String::new();
+    let mut rest = out.as_str();
+    while let Some(start) = rest.find("{env:") {
+        let Some(len) = rest[start..].find('}') else {
             break;
         };
-        let value = std::env::var(&out[start + 5..start + len]).unwrap_or_default();
-        out.replace_range(start..start + len + 1, &value);
+        expanded.push_str(&rest[..start]);
+        expanded.push_str(&std::env::var(&rest[start + 5..start + len]).unwrap_or_default());
+        rest = &rest[start + len + 1..];
     }
+    expanded.push_str(rest);
+    out = expanded;
     while let Some(start) = out.find("{arg:") {
         let Some(len) = out[start..].find('}') else {
             break;

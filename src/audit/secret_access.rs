@@ -40,6 +40,9 @@ programs in their environment or on their standard input.",
 struct Handed {
     returned: Vec<Evidence>,
     passed: Vec<Evidence>,
+    /// The secrets (kind and place) returned, and passed: what the messages count.
+    returned_secrets: std::collections::BTreeSet<(String, String)>,
+    passed_secrets: std::collections::BTreeSet<(String, String)>,
 }
 
 /// Findings for the sightings of planted secrets in the calls of `tools` and in `phases`.
@@ -56,10 +59,11 @@ pub fn findings<'a>(
             return;
         }
         let handed = by_tool.entry(tool.map(str::to_string)).or_default();
-        let list = match s.how {
-            SecretMove::Returned => &mut handed.returned,
-            SecretMove::Argv => &mut handed.passed,
+        let (list, secrets) = match s.how {
+            SecretMove::Returned => (&mut handed.returned, &mut handed.returned_secrets),
+            SecretMove::Argv => (&mut handed.passed, &mut handed.passed_secrets),
         };
+        secrets.insert((s.kind.clone(), s.place.clone()));
         let text = s.describe();
         if list.len() < 10 && !list.iter().any(|e| e.text == text) {
             list.push(Evidence::plain(source, text));
@@ -92,7 +96,7 @@ pub fn findings<'a>(
                 Severity::Error,
                 format!(
                     "{who} returned {} planted secret(s) in its result: they went to the model",
-                    handed.returned.len()
+                    handed.returned_secrets.len()
                 ),
                 handed.returned,
             ));
@@ -108,13 +112,42 @@ pub fn findings<'a>(
                 Severity::Warning,
                 format!(
                     "{who} passed {} planted secret(s) to programs in their arguments{when}",
-                    handed.passed.len()
+                    handed.passed_secrets.len()
                 ),
                 handed.passed,
             ));
         }
     }
     out
+}
+
+/// Findings for tools whose definitions (as listed) carry planted secrets: `(tool, [(kind,
+/// place)])`. The listing goes to the model, and a schema's `default` would come back as an
+/// argument, where a result's echo of it would pass unnoticed.
+pub fn listing_findings(found: Vec<(String, Vec<(&str, &str)>)>) -> Vec<Finding> {
+    found
+        .into_iter()
+        .map(|(tool, canaries)| {
+            let evidence = canaries
+                .iter()
+                .map(|(kind, place)| {
+                    Evidence::plain(
+                        "tools/list",
+                        format!("its definition carries the planted {kind} from {place}"),
+                    )
+                })
+                .collect::<Vec<_>>();
+            finding(
+                &Some(tool.clone()),
+                Severity::Error,
+                format!(
+                    "{tool}'s definition carries {} planted secret(s): the listing hands them to the model",
+                    evidence.len()
+                ),
+                evidence,
+            )
+        })
+        .collect()
 }
 
 fn finding(

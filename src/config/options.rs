@@ -40,7 +40,7 @@ pub enum FailOnArg {
     Note,
     /// Warnings and errors fail the run.
     Warning,
-    /// Only errors (contradicted hints) fail the run.
+    /// Only errors (contradicted hints, planted secrets handed to the model) fail the run.
     Error,
 }
 

@@ -106,23 +106,48 @@ impl SecretWatch {
         }
         observations.extend(found);
     }
+
+    /// The canaries in the definitions of the tools a server listed (each definition's
+    /// name and the canaries in it, each once): a secret in a description or a schema's
+    /// `default` goes to the model with the listing, and would come back as an argument.
+    pub fn in_listing<'a>(
+        &self,
+        definitions: impl IntoIterator<Item = (&'a str, &'a Value)>,
+    ) -> Vec<(String, Vec<&Canary>)> {
+        if self.detector.is_empty() {
+            return Vec::new();
+        }
+        definitions
+            .into_iter()
+            .filter_map(|(name, definition)| {
+                let bytes = serde_json::to_vec(definition).ok()?;
+                let mut seen = BTreeSet::new();
+                let found: Vec<&Canary> = self
+                    .detector
+                    .find(&bytes)
+                    .into_iter()
+                    .filter(|s| seen.insert(s.canary))
+                    .filter_map(|s| self.canaries.items.get(s.canary))
+                    .collect();
+                (!found.is_empty()).then(|| (name.to_string(), found))
+            })
+            .collect()
+    }
 }
 
-/// Every string in `v`, keys included.
+/// Every string value in `v` (not the keys: a server's schema names them).
 fn strings_in<'a>(v: &'a Value, out: &mut Vec<&'a str>) {
     match v {
         Value::String(s) => out.push(s),
         Value::Array(a) => a.iter().for_each(|x| strings_in(x, out)),
-        Value::Object(o) => o.iter().for_each(|(k, x)| {
-            out.push(k);
-            strings_in(x, out);
-        }),
+        Value::Object(o) => o.values().for_each(|x| strings_in(x, out)),
         _ => {}
     }
 }
 
-/// Whether one of `strings` is a path to the file `canary` is planted in (`.env`,
-/// `./.env`, `/…/workspace/.env`, `~/.aws/credentials`).
+/// Whether one of `strings` is, as a whole, a path to the file `canary` is planted in
+/// (`.env`, `./.env`, `/…/workspace/.env`, `~/.aws/credentials`, `file:///…/.env`); a
+/// command line that mentions one (`cat .env`) is not a request for that file alone.
 fn names_file_of(strings: &[&str], canary: &Canary) -> bool {
     let Some(rel) = canary
         .place
@@ -133,8 +158,9 @@ fn names_file_of(strings: &[&str], canary: &Canary) -> bool {
     };
     strings.iter().any(|s| {
         let s = s.trim().trim_end_matches('/');
-        s.strip_suffix(rel)
-            .is_some_and(|before| before.is_empty() || before.ends_with('/'))
+        !s.contains(char::is_whitespace)
+            && s.strip_suffix(rel)
+                .is_some_and(|before| before.is_empty() || before.ends_with('/'))
     })
 }
 
@@ -199,6 +225,32 @@ mod tests {
                 panic!("{path}: {seen:?}")
             };
             assert_eq!(s.asked, asked, "{path}");
+        }
+    }
+
+    #[test]
+    fn a_definition_carrying_a_canary_is_named_and_keys_never_ask() {
+        let w = watch();
+        let token = value_of(&w, "$GITHUB_TOKEN");
+        let listed =
+            json!({"name": "sync", "inputSchema": {"properties": {"token": {"default": token}}}});
+        let plain = json!({"name": "plain", "description": "reads notes"});
+        let found = w.in_listing([("sync", &listed), ("plain", &plain)]);
+        assert_eq!(found.len(), 1);
+        assert_eq!(found[0].0, "sync");
+        assert_eq!(found[0].1[0].place, "$GITHUB_TOKEN");
+        // A schema's property names are the server's: they never make a call "asked".
+        let key = value_of(&w, "~/.aws/credentials");
+        let result = json!({"content": [{"type": "text", "text": key}]});
+        for arguments in [
+            json!({".aws/credentials": "x"}),
+            json!({"command": "cat ~/.aws/credentials"}),
+        ] {
+            let seen = w.in_result(&result, &arguments);
+            let Some(Observation::Secret(s)) = seen.first() else {
+                panic!("{seen:?}")
+            };
+            assert!(!s.asked, "{arguments}");
         }
     }
 

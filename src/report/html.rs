@@ -593,14 +593,16 @@ fn server_detail(i: usize, e: &Entry<'_>, report: &Value, open: bool) -> Markup 
         .filter_map(Value::as_str)
         .map(|s| shown_cut(s, 200))
         .collect();
-    let findings: Vec<&Value> = report["findings"]
+    let (secrets, findings): (Vec<&Value>, Vec<&Value>) = report["findings"]
         .as_array()
         .into_iter()
         .flatten()
         .filter(|f| f["hint"].is_null())
-        .collect();
+        .partition(|f| f["audit"] == crate::audit::secret_access::META.id);
+    // `None` for a report from before canaries were planted.
+    let canaries = report["canaries"].as_array().map(Vec::len);
     html! {
-        details.server id=(format!("server-{i}")) open[open || contradicted > 0] {
+        details.server id=(format!("server-{i}")) open[open || contradicted > 0 || !secrets.is_empty()] {
             summary {
                 strong { (shown_cut(e.id, 120)) }
                 " — " (server_name(report)) " — "
@@ -640,12 +642,40 @@ fn server_detail(i: usize, e: &Entry<'_>, report: &Value, open: bool) -> Markup 
                     (coverage["tools_succeeded"].as_u64().unwrap_or(0)) " of "
                     (coverage["tools_listed"].as_u64().unwrap_or(0)) " tool(s) answered a call successfully"
                 }
+                @if let Some(canaries) = canaries {
+                    dt { "canaries" } dd {
+                        @if canaries > 0 {
+                            (canaries) " fake credential(s) planted (SSH keys, tokens, a .env, API keys in the environment)"
+                        } @else {
+                            span.muted { "none planted" }
+                        }
+                    }
+                }
                 @if let Some(file) = report["settings"]["config_file"].as_str() {
                     dt { "config" } dd { (shown_cut(file, 300)) }
                 }
                 @let set = settings_sources(&report["settings"]);
                 @if !set.is_empty() {
                     dt { "set" } dd { (shown_cut(&set, 600)) }
+                }
+            }
+            @if !secrets.is_empty() {
+                h4 { "Planted secrets handed on" }
+                ul.findings {
+                    @for f in &secrets {
+                        li {
+                            span class=(format!("sev sev-{}", severity_class(f))) { (shown(f["severity"].as_str().unwrap_or(""))) }
+                            " " (shown_cut(f["message"].as_str().unwrap_or(""), 400))
+                            ul {
+                                @for e in f["evidence"].as_array().into_iter().flatten().take(10) {
+                                    li {
+                                        (shown_cut(e["source"].as_str().unwrap_or(""), 100)) ": "
+                                        (shown_cut(e["text"].as_str().unwrap_or(""), 300))
+                                    }
+                                }
+                            }
+                        }
+                    }
                 }
             }
             table.tools {

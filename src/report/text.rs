@@ -319,7 +319,12 @@ fn hint_lines(
 fn other_findings(o: &mut String, r: &Report, verbose: bool) -> std::fmt::Result {
     let mut others: Vec<&Finding> = r.findings.iter().filter(|f| f.hint.is_none()).collect();
     // Secrets handed on come first: after a contradiction, the worst a tool can do.
-    others.sort_by_key(|f| f.audit != crate::audit::secret_access::META.id);
+    others.sort_by_key(|f| {
+        (
+            f.severity != Severity::Error,
+            f.audit != crate::audit::secret_access::META.id,
+        )
+    });
     if !others.is_empty() {
         writeln!(o, "\nother findings:")?;
         for f in others.iter().take(if verbose { usize::MAX } else { 10 }) {
@@ -407,15 +412,17 @@ fn run_facts(o: &mut String, r: &Report, verbose: bool) -> std::fmt::Result {
     }
     if !r.canaries.is_empty() {
         let places: Vec<String> = if verbose {
-            r.canaries.iter().map(|c| esc(&c.place)).collect()
+            r.canaries
+                .iter()
+                .map(|c| format!("{} ({})", esc(&c.kind), esc(&c.place)))
+                .collect()
         } else {
-            let mut files: Vec<&str> = r
+            let files: std::collections::BTreeSet<&str> = r
                 .canaries
                 .iter()
                 .filter(|c| !c.place.starts_with('$') || c.place.contains('/'))
                 .map(|c| c.place.as_str())
                 .collect();
-            files.dedup();
             let variables = r
                 .canaries
                 .iter()

@@ -55,6 +55,23 @@ pub(super) fn judge(ctx: &RunContext<'_>, attributed: Attributed, log: &mut RunL
         tools.iter().map(|t| (t.name.as_str(), t.calls.as_slice())),
         &phases,
     ));
+    if let Some(watch) = &ctx.secrets {
+        let listed = watch.in_listing(
+            inventory
+                .tools
+                .iter()
+                .map(|t| (t.name.as_str(), &t.definition)),
+        );
+        findings.extend(audit::secret_access::listing_findings(
+            listed
+                .iter()
+                .map(|(tool, found)| {
+                    let found = found.iter().map(|c| (c.kind, c.place.as_str())).collect();
+                    (tool.clone(), found)
+                })
+                .collect(),
+        ));
+    }
     let coverage = coverage_summary(
         observers,
         &coverage,

@@ -51,7 +51,7 @@ pub(super) fn prepare<'a>(
         Err((cause, reason)) => return Err(not_started(log, cause, reason)),
     };
     let mut seed_notes = std::mem::take(&mut scratch.seed_notes);
-    let secrets = match planted_canaries(config, &scratch) {
+    let secrets = match planted_canaries(config, &scratch, &mut seed_notes) {
         Ok(s) => s,
         Err(e) => {
             return Err(not_started(
@@ -208,17 +208,20 @@ fn seeded_scratch(
 }
 
 /// The run's canaries, planted in the seeded home and workspace (none with
-/// `--no-canaries`); the variables the user sets themselves are theirs, not canaries.
+/// `--no-canaries`; a place the seed already fills is left alone, with a note in `notes`);
+/// the variables the user sets themselves are theirs, not canaries.
 fn planted_canaries(
     config: &RunConfig,
     scratch: &Scratch,
+    notes: &mut Vec<String>,
 ) -> Result<Option<Arc<SecretWatch>>, crate::workspace::canary::CanaryError> {
     if !config.server.canaries {
         return Ok(None);
     }
     let mut canaries = Canaries::of(config.seed);
     canaries.leaving_out_variables(|name| config.server.env.iter().any(|(k, _)| k == name));
-    canaries.plant(&scratch.home, &scratch.workspace)?;
+    let planted = canaries.plant(&scratch.home, &scratch.workspace)?;
+    notes.extend(planted.notes);
     Ok(Some(Arc::new(SecretWatch::new(canaries))))
 }
 

@@ -93,6 +93,22 @@ fn handed_on_run(who: As) {
         .map(|t| t["calls"][0]["observations"].to_string())
         .unwrap_or_default();
     assert!(env_line.contains("--api-key=sk-proj-"), "{env_line}");
+    // The reader asked for `.env` by path saw it, and keeps it as an observation only.
+    let asked = r["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .find(|t| t["name"] == "read_file")
+        .map(|t| t["calls"][0]["observations"].clone())
+        .unwrap_or_default();
+    assert!(
+        asked
+            .as_array()
+            .is_some_and(|o| o.iter().any(|o| o["type"] == "secret"
+                && o["asked"] == true
+                && o["place"] == "$WORKSPACE/.env")),
+        "{asked}"
+    );
     assert!(!said.contains("sk-proj-"), "{said}");
     // The SARIF rule exists with the audit's id.
     let sarif = run_as_with_env(
@@ -113,6 +129,28 @@ fn handed_on_run(who: As) {
         "{}",
         sarif.stdout
     );
+    // The HTML page shows them above the tools.
+    let html = run_as_with_env(
+        &prefix,
+        &[
+            "verify".to_string(),
+            "--scenario".into(),
+            crate::sandbox::fixture("secrets"),
+            "--format".into(),
+            "html".into(),
+        ],
+        &[],
+        Duration::from_secs(60),
+    );
+    let (before_tools, _) = html
+        .stdout
+        .split_once("<table class=\"tools\"")
+        .unwrap_or_else(|| panic!("no tools table: {}", html.stderr));
+    assert!(
+        before_tools.contains("Planted secrets handed on")
+            && before_tools.contains("ssh-private-key from ~/.ssh/id_ed25519 (hex)"),
+        "{before_tools}"
+    );
     // Without canaries nothing is planted and nothing is found.
     let out = run_as_with_env(
         &prefix,
@@ -120,6 +158,7 @@ fn handed_on_run(who: As) {
         &[],
         Duration::from_secs(60),
     );
+    assert_eq!(out.code, 0, "{}", out.stderr);
     let r = out.json();
     assert_eq!(r["canaries"], serde_json::json!([]), "{}", out.stderr);
     assert!(

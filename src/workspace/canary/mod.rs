@@ -99,6 +99,16 @@ impl PlantedFile {
     }
 }
 
+/// What planting wrote: the files (each with whether it holds a secret) and notes on the
+/// places left alone.
+#[derive(Debug, Default)]
+pub struct Planted {
+    /// The real paths written.
+    pub files: Vec<(PathBuf, bool)>,
+    /// Places where something already was, and what else could not be done.
+    pub notes: Vec<String>,
+}
+
 /// The canaries of one run: the secrets, the files that hold them and the environment
 /// variables.
 #[derive(Debug, Clone, Default)]
@@ -425,62 +435,99 @@ impl Canaries {
     /// Writes the canaries' files under `home` and `workspace` (private where a real one is:
     /// keys, `.netrc`, credentials), dated a week back, and has git use the stored
     /// credentials as a developer's configuration does; the real paths of the files written,
-    /// each with whether it holds a secret.
-    pub fn plant(
-        &self,
-        home: &Path,
-        workspace: &Path,
-    ) -> Result<Vec<(PathBuf, bool)>, CanaryError> {
+    /// each with whether it holds a secret. A place where something already is (a user's seed
+    /// with its own `.env`, a symlink, a directory) is left as it is and its canaries are
+    /// left out, each with a note: a canary never replaces, or writes through, anything.
+    pub fn plant(&mut self, home: &Path, workspace: &Path) -> Result<Planted, CanaryError> {
         let week_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(7 * 86_400);
-        let mut planted = Vec::new();
+        let mut planted = Planted::default();
+        let mut kept_out = Vec::new();
         for f in &self.files {
             let path = match f.base {
                 Base::Home => home.join(f.rel),
                 Base::Workspace => workspace.join(f.rel),
             };
+            if fs::symlink_metadata(&path).is_ok() {
+                planted.notes.push(format!(
+                    "{} already exists: no canary planted there",
+                    f.place()
+                ));
+                kept_out.push(f.place());
+                continue;
+            }
             let write = || -> std::io::Result<()> {
                 if let Some(parent) = path.parent() {
                     fs::create_dir_all(parent)?;
                 }
-                fs::write(&path, &f.content)?;
-                if f.secret || f.rel.starts_with(".ssh/") {
-                    fs::set_permissions(&path, fs::Permissions::from_mode(0o600))?;
-                }
-                fs::File::options()
+                // `create_new`: never through a symlink, never over a file.
+                let mut file = fs::File::options()
                     .write(true)
-                    .open(&path)?
-                    .set_modified(week_ago)
+                    .create_new(true)
+                    .open(&path)?;
+                std::io::Write::write_all(&mut file, f.content.as_bytes())?;
+                if f.secret || f.rel.starts_with(".ssh/") {
+                    file.set_permissions(fs::Permissions::from_mode(0o600))?;
+                }
+                file.set_modified(week_ago)
             };
             write().map_err(|source| CanaryError::Write {
                 path: path.clone(),
                 source,
             })?;
-            planted.push((path, f.secret));
+            planted.files.push((path, f.secret));
         }
-        if let Ok(ssh) = fs::metadata(home.join(".ssh")) {
-            let mut mode = ssh.permissions();
-            mode.set_mode(0o700);
-            let _ = fs::set_permissions(home.join(".ssh"), mode);
+        self.files.retain(|f| !kept_out.contains(&f.place()));
+        self.items.retain(|c| !kept_out.contains(&c.place));
+        if let Ok(ssh) = fs::symlink_metadata(home.join(".ssh"))
+            && ssh.is_dir()
+        {
+            let _ = fs::set_permissions(home.join(".ssh"), fs::Permissions::from_mode(0o700));
         }
         // A developer's repository keeps its `.env` out of git (`.gitignore` or the
-        // repository's own exclude list): `git status` and `git add -A` do not show it.
-        let exclude = workspace.join(".git/info/exclude");
-        if exclude.parent().is_some_and(Path::is_dir) {
-            let mut list = fs::read_to_string(&exclude).unwrap_or_default();
-            if !list.is_empty() && !list.ends_with('\n') {
-                list.push('\n');
+        // repository's own exclude list): `git status` and `git add -A` do not show it. Only
+        // in a repository that is the workspace's own (no symlink on the way).
+        let info = workspace.join(".git/info");
+        let real_dir = |p: &Path| fs::symlink_metadata(p).is_ok_and(|m| m.is_dir());
+        let workspace_files: Vec<&PlantedFile> = self
+            .files
+            .iter()
+            .filter(|f| f.base == Base::Workspace)
+            .collect();
+        if !workspace_files.is_empty()
+            && real_dir(&workspace.join(".git"))
+            && (real_dir(&info) || fs::create_dir(&info).is_ok())
+        {
+            let exclude = info.join("exclude");
+            let list = match fs::symlink_metadata(&exclude) {
+                Ok(m) if m.is_file() => fs::read_to_string(&exclude).ok(),
+                Ok(_) => None,
+                Err(_) => Some(String::new()),
+            };
+            let written = list.map(|mut list| {
+                if !list.is_empty() && !list.ends_with('\n') {
+                    list.push('\n');
+                }
+                for f in &workspace_files {
+                    list.push_str(&format!("/{}\n", f.rel));
+                }
+                fs::write(&exclude, list)
+            });
+            if !matches!(written, Some(Ok(()))) {
+                planted.notes.push(format!(
+                    "the planted .env could not be kept out of git ({} is not a file it can write)",
+                    exclude.display()
+                ));
             }
-            for f in self.files.iter().filter(|f| f.base == Base::Workspace) {
-                list.push_str(&format!("/{}\n", f.rel));
-            }
-            fs::write(&exclude, list).map_err(|source| CanaryError::Write {
-                path: exclude.clone(),
-                source,
-            })?;
         }
         let gitconfig = home.join(".gitconfig");
+        if fs::symlink_metadata(&gitconfig).is_ok_and(|m| !m.is_file()) {
+            return Ok(planted);
+        }
         let mut config = fs::read_to_string(&gitconfig).unwrap_or_default();
         if !config.contains("[credential]") {
+            if !config.is_empty() && !config.ends_with('\n') {
+                config.push('\n');
+            }
             config.push_str("[credential]\n\thelper = store\n");
             fs::write(&gitconfig, config).map_err(|source| CanaryError::Write {
                 path: gitconfig.clone(),
@@ -556,13 +603,15 @@ mod tests {
         let (home, workspace) = (dir.path().join("home"), dir.path().join("ws"));
         fs::create_dir_all(&home).expect("home");
         fs::create_dir_all(&workspace).expect("ws");
-        let c = Canaries::of(9);
+        let mut c = Canaries::of(9);
         let planted = c.plant(&home, &workspace).expect("planted");
         assert!(
             planted
+                .files
                 .iter()
                 .any(|(p, s)| p.ends_with(".aws/credentials") && *s)
         );
+        assert!(planted.notes.is_empty(), "{:?}", planted.notes);
         let detector = c.detector();
         for item in c
             .items
@@ -585,5 +634,50 @@ mod tests {
         assert_eq!(key.permissions().mode() & 0o777, 0o600);
         let config = fs::read_to_string(home.join(".gitconfig")).expect("gitconfig");
         assert!(config.contains("helper = store"));
+    }
+
+    #[test]
+    fn what_a_seed_already_holds_is_left_alone_and_its_canaries_left_out() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (home, workspace) = (dir.path().join("home"), dir.path().join("ws"));
+        fs::create_dir_all(&home).expect("home");
+        fs::create_dir_all(workspace.join(".git/info")).expect("ws");
+        // The user's own file, which a symlink in the seed names.
+        let outside = dir.path().join("outside.txt");
+        fs::write(&outside, "mine").expect("outside");
+        std::os::unix::fs::symlink(&outside, workspace.join(".env")).expect("symlink");
+        fs::write(workspace.join(".git/info/exclude"), "# no newline").expect("exclude");
+        let mut c = Canaries::of(9);
+        let planted = c.plant(&home, &workspace).expect("planted");
+        assert_eq!(fs::read_to_string(&outside).expect("outside"), "mine");
+        assert!(
+            planted.notes.iter().any(|n| n.contains("$WORKSPACE/.env")),
+            "{:?}",
+            planted.notes
+        );
+        assert!(!c.items.iter().any(|i| i.place == "$WORKSPACE/.env"));
+        assert!(!c.files.iter().any(|f| f.base == Base::Workspace));
+        assert!(c.items.iter().any(|i| i.place == "~/.aws/credentials"));
+        // Nothing of the workspace planted: the exclude list unchanged.
+        let exclude = fs::read_to_string(workspace.join(".git/info/exclude")).expect("read");
+        assert_eq!(exclude, "# no newline");
+        // A directory named `.env` (a virtualenv) is left alone the same way.
+        fs::remove_file(workspace.join(".env")).expect("rm");
+        fs::create_dir(workspace.join(".env")).expect("venv");
+        let mut again = Canaries::of(9);
+        let home2 = dir.path().join("home2");
+        fs::create_dir_all(&home2).expect("home2");
+        again
+            .plant(&home2, &workspace)
+            .expect("planted beside a venv");
+        // And with the workspace free, `.env` is planted and kept out of git, the exclude
+        // list's last line ended first.
+        fs::remove_dir(workspace.join(".env")).expect("rmdir");
+        let mut third = Canaries::of(9);
+        let home3 = dir.path().join("home3");
+        fs::create_dir_all(&home3).expect("home3");
+        third.plant(&home3, &workspace).expect("planted");
+        let exclude = fs::read_to_string(workspace.join(".git/info/exclude")).expect("read");
+        assert_eq!(exclude, "# no newline\n/.env\n");
     }
 }
