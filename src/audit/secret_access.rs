@@ -2,8 +2,11 @@
 //! [`crate::workspace::canary`]) on: in their result, where it goes to the model and its
 //! provider (an error), or in the arguments of a program they started (a warning). A file
 //! reader asked for the canary's very file, by path, only did what it was told: that stays an
-//! observation of the call. Sightings outside every call (start-up, between calls) are the
-//! server's, one finding for all of them.
+//! observation of the call. A tool that opened or read a file holding a canary is a warning
+//! (many have a reason to use a credential; the user should know which do), unless the file
+//! is one that well-known libraries read on their own ([`IMPLICIT_LOOKUPS`]). Sightings
+//! outside every call (start-up, between calls) are the server's, one finding for all of
+//! them.
 
 use std::collections::BTreeMap;
 
@@ -14,7 +17,7 @@ use crate::finding::{Confidence, Evidence, Finding, Severity};
 /// Metadata.
 pub const META: AuditMeta = AuditMeta {
     id: "secret-access",
-    summary: "a tool handed on a planted secret: in its result, or to a program it started",
+    summary: "a tool handed on a planted secret (in its result, to a program it started) or read one",
     docs: "Every run plants fake credentials of its own where servers and the libraries they use \
 look for real ones: SSH keys (`~/.ssh/id_rsa`, `id_ed25519`), `~/.aws/credentials`, \
 `~/.config/gh/hosts.yml`, `~/.netrc`, `~/.git-credentials`, `~/.docker/config.json`, \
@@ -29,8 +32,17 @@ to the model and its provider, and from there into logs and transcripts. A file 
 asked for the canary's own file by path (`read_file` given `.env`) did what it was told: that \
 call keeps the sighting as an observation, not a finding. A tool that passed a canary to a \
 program it started, in that program's arguments, is a **warning** (visible to every process on \
-the machine; sometimes the only way a command-line client takes a token). Sightings outside every \
-tool call (at start-up, between calls) are the server's: one warning for all of them.\n\n\
+the machine; sometimes the only way a command-line client takes a token). Programs given a canary \
+outside every tool call (at start-up, between calls) are the server's: one warning for all.\n\n\
+A tool that opened or read a file holding a canary is a **warning**: many tools have a reason to \
+use a credential, and the user should know which do. Not counted: the files well-known libraries \
+read on their own (`~/.netrc`, the AWS SDKs' `~/.aws/credentials` and `config`, git's \
+`~/.git-credentials`, npm's `~/.npmrc`), a file the call asked for by path, and a workspace \
+secret read in the same window as the workspace's ordinary files (a search or a sync reads \
+`.env` with everything else; the run plants a `.env.example` beside it to tell the two apart). \
+Such reads stay observations of the call. Reads outside every call (a library loading `.env` at \
+start-up) are one note for the server. A tool whose definition (as listed) carries a canary is \
+an **error**: the listing went to the model.\n\n\
 Fix: return what the user asked for, not the credentials the server found; pass tokens to \
 programs in their environment or on their standard input.",
 };
@@ -40,10 +52,25 @@ programs in their environment or on their standard input.",
 struct Handed {
     returned: Vec<Evidence>,
     passed: Vec<Evidence>,
-    /// The secrets (kind and place) returned, and passed: what the messages count.
+    read: Vec<Evidence>,
+    /// The secrets (kind and place) returned, passed and read: what the messages count.
     returned_secrets: std::collections::BTreeSet<(String, String)>,
     passed_secrets: std::collections::BTreeSet<(String, String)>,
+    read_secrets: std::collections::BTreeSet<(String, String)>,
 }
+
+/// The files that well-known libraries read on their own, for every request or client they
+/// make: `~/.netrc` (HTTP clients: curl, Python's requests), the AWS SDKs' credential chain,
+/// git's stored credentials (its `store` helper), npm's configuration (every `npm` and `npx`
+/// and the libraries that load it). A read of them is an observation of the call, not a
+/// finding, unless the content then moves.
+pub const IMPLICIT_LOOKUPS: [&str; 5] = [
+    "~/.netrc",
+    "~/.aws/credentials",
+    "~/.aws/config",
+    "~/.git-credentials",
+    "~/.npmrc",
+];
 
 /// Findings for the sightings of planted secrets in the calls of `tools` and in `phases`.
 pub fn findings<'a>(
@@ -55,13 +82,17 @@ pub fn findings<'a>(
         let Observation::Secret(s) = o else {
             return;
         };
-        if s.asked {
+        if s.asked
+            || s.swept
+            || (s.how == SecretMove::Read && IMPLICIT_LOOKUPS.contains(&s.place.as_str()))
+        {
             return;
         }
         let handed = by_tool.entry(tool.map(str::to_string)).or_default();
         let (list, secrets) = match s.how {
             SecretMove::Returned => (&mut handed.returned, &mut handed.returned_secrets),
             SecretMove::Argv => (&mut handed.passed, &mut handed.passed_secrets),
+            SecretMove::Read => (&mut handed.read, &mut handed.read_secrets),
         };
         secrets.insert((s.kind.clone(), s.place.clone()));
         let text = s.describe();
@@ -100,6 +131,27 @@ pub fn findings<'a>(
                 ),
                 handed.returned,
             ));
+        }
+        if !handed.read.is_empty() {
+            // A tool's reads are worth knowing (many have a reason to use a credential); the
+            // server's own outside the calls (a library loading `.env` at start-up) less so.
+            let (severity, message) = match &tool {
+                Some(t) => (
+                    Severity::Warning,
+                    format!(
+                        "{t} read {} file(s) holding planted secrets",
+                        handed.read_secrets.len()
+                    ),
+                ),
+                None => (
+                    Severity::Note,
+                    format!(
+                        "the server read {} file(s) holding planted secrets outside any tool call (at start-up or between calls)",
+                        handed.read_secrets.len()
+                    ),
+                ),
+            };
+            out.push(finding(&tool, severity, message, handed.read));
         }
         if !handed.passed.is_empty() {
             let when = if tool.is_none() {
@@ -183,6 +235,7 @@ mod tests {
             encoding: "base64".into(),
             target: (how == SecretMove::Argv).then(|| "/usr/bin/gh".into()),
             asked,
+            swept: false,
             mechanism: Mechanism::Result,
         })
     }
@@ -250,5 +303,55 @@ mod tests {
             server.message
         );
         assert!(!f.iter().any(|f| f.tool.as_deref() == Some("read_file")));
+    }
+
+    #[test]
+    fn reads_are_warnings_but_a_librarys_look_up_or_a_sweep_and_the_start_up_a_note() {
+        let read = |place: &str, swept: bool| {
+            Observation::Secret(SecretSighting {
+                how: SecretMove::Read,
+                kind: "ssh-private-key".into(),
+                place: place.into(),
+                encoding: "read".into(),
+                target: None,
+                asked: false,
+                swept,
+                mechanism: Mechanism::Notify,
+            })
+        };
+        let call = |observations: Vec<Observation>| {
+            vec![crate::audit::testing::call(
+                1,
+                crate::audit::testing::ok(),
+                observations,
+            )]
+        };
+        let loader = call(vec![read("~/.ssh/id_rsa", false)]);
+        let client = call(vec![read("~/.netrc", false), read("~/.npmrc", false)]);
+        let search = call(vec![read("$WORKSPACE/.env", true)]);
+        let phases = vec![PhaseObservation {
+            started_by: None,
+            phase: Phase::Startup,
+            after_tool: None,
+            observation: read("$WORKSPACE/.env", false),
+        }];
+        let f = findings(
+            [
+                ("load_key", loader.as_slice()),
+                ("fetch", client.as_slice()),
+                ("search", search.as_slice()),
+            ],
+            &phases,
+        );
+        assert_eq!(f.len(), 2, "{f:?}");
+        assert_eq!(f[0].tool, None);
+        assert_eq!(f[0].severity, Severity::Note);
+        assert!(
+            f[0].message.contains("outside any tool call"),
+            "{}",
+            f[0].message
+        );
+        assert_eq!(f[1].tool.as_deref(), Some("load_key"));
+        assert_eq!(f[1].severity, Severity::Warning);
     }
 }

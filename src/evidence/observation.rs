@@ -496,6 +496,8 @@ pub enum SecretMove {
     Returned,
     /// In the arguments of a program the server started.
     Argv,
+    /// Its file opened or read (`encoding` says which).
+    Read,
 }
 
 /// A planted secret seen where it should not be: its kind and place (never its value), how
@@ -515,6 +517,9 @@ pub struct SecretSighting {
     /// Whether the call asked for it: its arguments named the file the secret is planted in
     /// (a file reader given that path returns it as told).
     pub asked: bool,
+    /// For a read of a workspace file: the same window read the workspace's ordinary files
+    /// too (a search, a sync, an archive of everything), so the secret was not singled out.
+    pub swept: bool,
     /// How it was seen.
     pub mechanism: Mechanism,
 }
@@ -536,6 +541,17 @@ impl SecretSighting {
             SecretMove::Argv => format!(
                 "passed {what}{encoding} to {} in its arguments",
                 self.target.as_deref().unwrap_or("a program")
+            ),
+            SecretMove::Read => format!(
+                "{} {}{}, which holds a planted {}",
+                self.encoding,
+                self.place,
+                if self.swept {
+                    " with the workspace's other files"
+                } else {
+                    ""
+                },
+                self.kind
             ),
         }
     }

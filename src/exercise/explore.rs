@@ -2279,9 +2279,18 @@ pub struct Given {
     pub seed: u64,
     /// The domain packs in force.
     pub packs: super::packs::Packs,
+    /// Workspace files the explorer never lists or opens (the planted secrets: a call is
+    /// never pointed at one, and their reads stay the server's).
+    pub unlisted: Vec<String>,
 }
 
 impl Given {
+    /// The same, never listing or opening the workspace files `unlisted` names (relative).
+    pub fn leaving_out(mut self, unlisted: Vec<String>) -> Given {
+        self.unlisted = unlisted;
+        self
+    }
+
     /// What a server started with `command` and `env` was told, the run's `seed` and the
     /// packs in force.
     pub fn new(
@@ -2294,13 +2303,14 @@ impl Given {
             allowed_commands: super::semantics::allowed_commands_from(env, command),
             seed,
             packs: packs.clone(),
+            unlisted: Vec::new(),
         }
     }
 }
 
 /// What the workspace at `dir` holds, with the commands the server was told to allow.
 fn facts_of(dir: &std::path::Path, given: &Given) -> WorkspaceFacts {
-    let mut facts = WorkspaceFacts::scan(dir);
+    let mut facts = WorkspaceFacts::scan_leaving_out(dir, &given.unlisted);
     facts.allowed_commands = given.allowed_commands.clone();
     facts.vocab = crate::workspace::vocab::Vocabulary::of(given.seed);
     facts.packs = given.packs.clone();

@@ -40,6 +40,12 @@ pub struct WorkspaceFacts {
 impl WorkspaceFacts {
     /// Lists a workspace (bounded).
     pub fn scan(root: &Path) -> WorkspaceFacts {
+        Self::scan_leaving_out(root, &[])
+    }
+
+    /// [`WorkspaceFacts::scan`] that neither lists nor opens the files `unlisted` names
+    /// (relative to `root`).
+    pub fn scan_leaving_out(root: &Path, unlisted: &[String]) -> WorkspaceFacts {
         let mut facts = WorkspaceFacts {
             root: root.to_path_buf(),
             ..Default::default()
@@ -53,6 +59,9 @@ impl WorkspaceFacts {
             names.sort_by_key(|e| e.file_name());
             for e in names {
                 let r = rel.join(e.file_name());
+                if unlisted.iter().any(|u| Path::new(u) == r) {
+                    continue;
+                }
                 let Ok(ft) = e.file_type() else { continue };
                 if ft.is_dir() && facts.dirs.len() < 200 {
                     facts.dirs.push(r.display().to_string());

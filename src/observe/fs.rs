@@ -188,6 +188,8 @@ pub struct FsSnapshotObserver {
     /// Checkpoints that walked everything, and those that read only what changed.
     whole_walks: u64,
     partial_reads: u64,
+    /// Files (device, inode) never opened (see [`FsSnapshotObserver::never_reading`]).
+    unread: HashSet<(u64, u64)>,
 }
 
 /// A directory covered by an overlay: `lower` is the host directory (never written), `upper`
@@ -215,6 +217,25 @@ impl FsSnapshotObserver {
 
     /// Takes the baseline snapshot of `roots`.
     pub fn new(roots: Vec<SnapshotRoot>, limits: SnapshotLimits) -> Self {
+        Self::never_reading(roots, limits, &[])
+    }
+
+    /// [`FsSnapshotObserver::new`] that never opens the files `unread` names (as they are
+    /// now: device and inode), from the baseline on: their entries rest on their metadata,
+    /// so that whoever opens them is the server (the planted secrets, whose reads another
+    /// observer reports).
+    pub fn never_reading(
+        roots: Vec<SnapshotRoot>,
+        limits: SnapshotLimits,
+        unread: &[PathBuf],
+    ) -> Self {
+        let unread = unread
+            .iter()
+            .filter_map(|p| {
+                let st = rustix::fs::lstat(p).ok()?;
+                Some((st.st_dev as u64, inode(&st)))
+            })
+            .collect();
         let mut me = Self {
             roots,
             sandbox_dirs: Vec::new(),
@@ -238,6 +259,7 @@ impl FsSnapshotObserver {
             multi_linked: BTreeSet::new(),
             whole_walks: 0,
             partial_reads: 0,
+            unread,
         };
         me.last = me.take();
         me.remember_whole_walk();
@@ -409,6 +431,7 @@ impl FsSnapshotObserver {
         let force = self.refresh_mapped();
         let mut walk = Walk::new(&self.limits, &self.last, None);
         walk.force_hash = &force;
+        walk.unread = &self.unread;
         for root in roots {
             match open_dir(&root.path) {
                 Ok(fd) => {
@@ -471,6 +494,7 @@ impl FsSnapshotObserver {
         let roots = self.all_roots();
         let mut old = Snapshot::new();
         let mut walk = Walk::new(&self.limits, &self.last, None);
+        walk.unread = &self.unread;
         walk.kept_content = self.kept_total;
         walk.base_entries = self.last.len();
         let mut root_fds: HashMap<usize, Option<OwnedFd>> = HashMap::new();
@@ -804,6 +828,8 @@ struct Walk<'a> {
     previous: &'a Snapshot,
     /// Files (device, inode) hashed again even when their metadata is unchanged.
     force_hash: &'a HashSet<(u64, u64)>,
+    /// Files (device, inode) never opened: their entry rests on their metadata alone.
+    unread: &'a HashSet<(u64, u64)>,
     out: Snapshot,
     /// Entries of the snapshot outside `out` (they count against the entry limit).
     base_entries: usize,
@@ -846,6 +872,7 @@ impl<'a> Walk<'a> {
             limits,
             previous,
             force_hash: &NONE,
+            unread: &NONE,
             out: Snapshot::new(),
             base_entries: 0,
             kept_content: 0,
@@ -979,6 +1006,11 @@ impl<'a> Walk<'a> {
     }
 
     fn file(&mut self, dirfd: &OwnedFd, name: &[u8], display: &str, entry: &mut Entry) {
+        // A file whose every read is the server's to answer for (a planted secret): known by
+        // its metadata only, so that an open of it is never ours.
+        if self.unread.contains(&(entry.dev, entry.ino)) {
+            return;
+        }
         let previous = self.previous.get(display);
         if let Some(prev) = previous {
             if prev.same_version(entry)

@@ -12,6 +12,7 @@ pub mod inotify;
 pub mod net;
 pub mod normalise;
 pub mod quiet;
+pub mod reads;
 pub mod secrets;
 pub mod store;
 pub mod tls;

@@ -4,11 +4,13 @@
 //! place and how its bytes were carried, never its value.
 
 use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
+use super::reads::SecretFile;
 use crate::evidence::{Mechanism, Observation, SecretMove, SecretSighting};
-use crate::workspace::canary::{Canaries, Canary, Detector};
+use crate::workspace::canary::{Base, Canaries, Canary, Detector};
 
 /// A run's canaries and the detector of their values.
 #[derive(Debug)]
@@ -27,6 +29,55 @@ impl SecretWatch {
     /// The canaries planted.
     pub fn canaries(&self) -> &Canaries {
         &self.canaries
+    }
+
+    /// The workspace files planted, relative to the workspace (`.env`).
+    pub fn workspace_files(&self) -> Vec<String> {
+        self.canaries
+            .files
+            .iter()
+            .filter(|f| f.base == Base::Workspace)
+            .map(|f| f.rel.to_string())
+            .collect()
+    }
+
+    /// The files planted in the workspace beside its secrets that hold none (`.env.example`):
+    /// a window that reads one of them as well as a secret swept the workspace.
+    pub fn decoy_files(&self, workspace: &Path) -> Vec<PathBuf> {
+        self.canaries
+            .files
+            .iter()
+            .filter(|f| f.base == Base::Workspace && !f.secret)
+            .map(|f| workspace.join(f.rel))
+            .collect()
+    }
+
+    /// The files planted that hold a secret, under `home` and `workspace`, each with the
+    /// kinds it holds.
+    pub fn secret_files(&self, home: &Path, workspace: &Path) -> Vec<SecretFile> {
+        self.canaries
+            .files
+            .iter()
+            .filter(|f| f.secret)
+            .map(|f| {
+                let place = f.place();
+                let kinds: Vec<&str> = self
+                    .canaries
+                    .items
+                    .iter()
+                    .filter(|c| c.place == place)
+                    .map(|c| c.kind)
+                    .collect();
+                SecretFile {
+                    path: match f.base {
+                        Base::Home => home.join(f.rel),
+                        Base::Workspace => workspace.join(f.rel),
+                    },
+                    place,
+                    kinds: kinds.join(", "),
+                }
+            })
+            .collect()
     }
 
     /// The canaries in a tool's `result` that its `arguments` did not carry (a tool that
@@ -67,10 +118,25 @@ impl SecretWatch {
                     encoding: s.encoding,
                     target: None,
                     asked: names_file_of(&strings, canary),
+                    swept: false,
                     mechanism: Mechanism::Result,
                 }))
             })
             .collect()
+    }
+
+    /// Marks the reads among a call's `observations` of a file its `arguments` named as asked
+    /// for (a file reader told to read `.env` reads it).
+    pub fn mark_asked(&self, observations: &mut [Observation], arguments: &Value) {
+        let mut strings = Vec::new();
+        strings_in(arguments, &mut strings);
+        for o in observations {
+            if let Observation::Secret(s) = o
+                && s.how == SecretMove::Read
+            {
+                s.asked = names_place(&strings, &s.place);
+            }
+        }
     }
 
     /// Adds a sighting for each canary in the arguments of a program started among
@@ -100,6 +166,7 @@ impl SecretWatch {
                     encoding: s.encoding,
                     target: Some(p.program.clone()),
                     asked: false,
+                    swept: false,
                     mechanism: p.mechanism,
                 }));
             }
@@ -149,10 +216,15 @@ fn strings_in<'a>(v: &'a Value, out: &mut Vec<&'a str>) {
 /// (`.env`, `./.env`, `/…/workspace/.env`, `~/.aws/credentials`, `file:///…/.env`); a
 /// command line that mentions one (`cat .env`) is not a request for that file alone.
 fn names_file_of(strings: &[&str], canary: &Canary) -> bool {
-    let Some(rel) = canary
-        .place
+    names_place(strings, &canary.place)
+}
+
+/// Whether one of `strings` is, as a whole, a path to the planted file reports name
+/// `place`.
+fn names_place(strings: &[&str], place: &str) -> bool {
+    let Some(rel) = place
         .strip_prefix("~/")
-        .or_else(|| canary.place.strip_prefix("$WORKSPACE/"))
+        .or_else(|| place.strip_prefix("$WORKSPACE/"))
     else {
         return false;
     };

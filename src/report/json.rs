@@ -363,6 +363,8 @@ struct SecretV1<'a> {
     target: Option<&'a str>,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     asked: bool,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    swept: bool,
     mechanism: &'static str,
 }
 
@@ -502,12 +504,14 @@ fn record(o: &Observation) -> RecordV1<'_> {
             how: match s.how {
                 SecretMove::Returned => "returned",
                 SecretMove::Argv => "argv",
+                SecretMove::Read => "read",
             },
             kind: &s.kind,
             place: &s.place,
             encoding: &s.encoding,
             target: s.target.as_deref(),
             asked: s.asked,
+            swept: s.swept,
             mechanism: mechanism(s.mechanism),
         }),
     }

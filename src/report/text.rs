@@ -321,7 +321,7 @@ fn other_findings(o: &mut String, r: &Report, verbose: bool) -> std::fmt::Result
     // Secrets handed on come first: after a contradiction, the worst a tool can do.
     others.sort_by_key(|f| {
         (
-            f.severity != Severity::Error,
+            std::cmp::Reverse(f.severity),
             f.audit != crate::audit::secret_access::META.id,
         )
     });

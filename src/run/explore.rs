@@ -79,6 +79,12 @@ pub(super) async fn explore(
             &config.server.env,
             config.seed,
             &config.explore.packs,
+        )
+        .leaving_out(
+            ctx.secrets
+                .as_ref()
+                .map(|w| w.workspace_files())
+                .unwrap_or_default(),
         ),
         &config.progress,
         &scratch.workspace,

@@ -675,6 +675,9 @@ impl Host for ServerHost<'_, '_> {
             self.limit_during = Some(tool.to_string());
         }
         let mut observations = observations;
+        if let Some(watch) = &self.ctx.secrets {
+            watch.mark_asked(&mut observations, arguments);
+        }
         observations.extend(secrets);
         let wire_anomalies = l.client.session().anomalies_since(cursor).len();
         let broken = matches!(

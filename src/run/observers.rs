@@ -14,6 +14,7 @@ use crate::observe::fs::{
     FsSnapshotObserver, OverlayRoot, SandboxDir, SnapshotLimits, SnapshotRoot,
 };
 use crate::observe::inotify::InotifyObserver;
+use crate::observe::reads::SecretReads;
 use crate::sandbox::policy::TEMPORARY_PLACES;
 use crate::sandbox::scratch::Scratch;
 
@@ -32,7 +33,25 @@ pub(super) fn build(
     // over (seed, sandbox preparation).
     let mut inotify_observer = InotifyObserver::new(&scratch_roots);
     let notified = inotify_observer.is_active();
-    let mut fs_observer = FsSnapshotObserver::new(scratch_roots, SnapshotLimits::default());
+    // The planted secrets: never opened by the snapshots, so that every read of one is the
+    // server's.
+    let secret_files = ctx
+        .secrets
+        .as_ref()
+        .map(|w| w.secret_files(&scratch.home, &scratch.workspace))
+        .unwrap_or_default();
+    let decoys = ctx
+        .secrets
+        .as_ref()
+        .map(|w| w.decoy_files(&scratch.workspace))
+        .unwrap_or_default();
+    let unread: Vec<PathBuf> = secret_files
+        .iter()
+        .map(|f| f.path.clone())
+        .chain(decoys.iter().cloned())
+        .collect();
+    let mut fs_observer =
+        FsSnapshotObserver::never_reading(scratch_roots, SnapshotLimits::default(), &unread);
     fs_observer.follow(inotify_observer.feed());
     let read_only_shown = &ctx.placement.shown_temporary;
     if config.sandbox.level.is_some() {
@@ -77,6 +96,9 @@ pub(super) fn build(
     let snapshot_gap = (fs_observer.gap_flag(), fs_observer.max_depth());
     let mut observers: Vec<Box<dyn crate::observe::Observer>> =
         vec![Box::new(fs_observer), Box::new(inotify_observer)];
+    if !secret_files.is_empty() {
+        observers.push(Box::new(SecretReads::new(secret_files, &decoys)));
+    }
     if config.sandbox.level.is_some() {
         let mut writable: Vec<PathBuf> = vec![
             scratch.workspace.clone(),

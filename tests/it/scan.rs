@@ -560,7 +560,14 @@ fn what_a_package_needs_beyond_its_install_is_provided_and_said() {
     );
     // server-everything on 3001, the fixed port of its URL, in the sandbox's own namespace.
     let fixed = line("fixed-port");
-    assert_eq!(fixed["exit_code"], 0, "{}", fixed["exit_reason"]);
+    // Its get-env returns the run's planted API keys with the rest of its environment: that
+    // alone fails the run.
+    assert_eq!(fixed["exit_code"], 1, "{}", fixed["exit_reason"]);
+    assert_eq!(
+        fixed["exit_reason"], "planted secrets handed on in 1 finding(s) (secret-access)",
+        "{}",
+        fixed["report"]["findings"]
+    );
     assert_eq!(fixed["transport"], "http");
     assert!(
         fixed["report"]["coverage"]["tools_succeeded"]

@@ -50,12 +50,6 @@ fn handed_on_run(who: As) {
         assert!(places.contains(&place), "{place} not in {places:?}");
     }
     let secret = findings_of(&r, "secret-access");
-    let of = |tool: &str| -> &serde_json::Value {
-        secret
-            .iter()
-            .find(|f| f["tool"] == tool)
-            .unwrap_or_else(|| panic!("no secret-access finding on {tool}: {secret:?}"))
-    };
     for (tool, severity, says) in [
         (
             "show_config",
@@ -73,15 +67,44 @@ fn handed_on_run(who: As) {
             "ssh-private-key from ~/.ssh/id_ed25519 (hex)",
         ),
         (
+            "diagnostics",
+            "warning",
+            "read ~/.ssh/id_ed25519, which holds a planted ssh-private-key",
+        ),
+        ("load_key", "warning", "read ~/.ssh/id_rsa"),
+        (
             "run_client",
             "warning",
             "openai-api-key from $OPENAI_API_KEY to /bin/true",
         ),
     ] {
-        let f = of(tool);
-        assert_eq!(f["severity"], severity, "{f}");
-        assert!(f["evidence"].to_string().contains(says), "{tool}: {f}");
+        assert!(
+            secret.iter().any(|f| f["tool"] == tool
+                && f["severity"] == severity
+                && f["evidence"].to_string().contains(says)),
+            "no {severity} on {tool} saying {says}: {secret:?}"
+        );
     }
+    // Honest: a listing of ~/.ssh, a library's look-up of ~/.netrc, a reader asked for
+    // `.env` by path, a reader of an ordinary file, a search through every file (`.env`
+    // with the rest); and nothing of the server's own outside
+    // the calls (hintcheck never opens a planted file itself).
+    for tool in [
+        "list_keys",
+        "fetch_status",
+        "read_file",
+        "read_notes",
+        "search_all",
+    ] {
+        assert!(
+            !secret.iter().any(|f| f["tool"] == tool),
+            "{tool} accused: {secret:?}"
+        );
+    }
+    assert!(
+        !secret.iter().any(|f| f["tool"].is_null()),
+        "a server-wide finding: {secret:?}"
+    );
     // What the report says of a secret names its kind and place, never its value (the
     // program's own command line, recorded as it ran, is the one place a value shows).
     let said: String = secret.iter().map(|f| f.to_string()).collect();

@@ -394,6 +394,17 @@ impl Canaries {
             true,
             &mut c,
         );
+        // Its template, as projects keep one: no secret in it. A tool that reads every file
+        // of the workspace (a search, a sync) reads it too; one that singles out `.env` does
+        // not.
+        file(
+            Base::Workspace,
+            ".env.example",
+            "DATABASE_URL=postgres://app:change-me@localhost:5432/app\nSTRIPE_SECRET_KEY=\nDEBUG=true\n"
+                .to_string(),
+            false,
+            &mut c,
+        );
         // The environment: each variable a value of its own, so a sighting names its place.
         for (name, kind, value) in [
             (
@@ -656,11 +667,16 @@ mod tests {
             planted.notes
         );
         assert!(!c.items.iter().any(|i| i.place == "$WORKSPACE/.env"));
-        assert!(!c.files.iter().any(|f| f.base == Base::Workspace));
+        assert!(
+            !c.files
+                .iter()
+                .any(|f| f.base == Base::Workspace && f.secret)
+        );
         assert!(c.items.iter().any(|i| i.place == "~/.aws/credentials"));
-        // Nothing of the workspace planted: the exclude list unchanged.
+        // Only the template planted in the workspace, and kept out of git, the exclude
+        // list's last line ended first.
         let exclude = fs::read_to_string(workspace.join(".git/info/exclude")).expect("read");
-        assert_eq!(exclude, "# no newline");
+        assert_eq!(exclude, "# no newline\n/.env.example\n");
         // A directory named `.env` (a virtualenv) is left alone the same way.
         fs::remove_file(workspace.join(".env")).expect("rm");
         fs::create_dir(workspace.join(".env")).expect("venv");
@@ -670,14 +686,13 @@ mod tests {
         again
             .plant(&home2, &workspace)
             .expect("planted beside a venv");
-        // And with the workspace free, `.env` is planted and kept out of git, the exclude
-        // list's last line ended first.
+        // And with the workspace free, `.env` is planted and kept out of git.
         fs::remove_dir(workspace.join(".env")).expect("rmdir");
         let mut third = Canaries::of(9);
         let home3 = dir.path().join("home3");
         fs::create_dir_all(&home3).expect("home3");
         third.plant(&home3, &workspace).expect("planted");
         let exclude = fs::read_to_string(workspace.join(".git/info/exclude")).expect("read");
-        assert_eq!(exclude, "# no newline\n/.env\n");
+        assert_eq!(exclude, "# no newline\n/.env.example\n/.env\n");
     }
 }
