@@ -644,14 +644,25 @@ fn expand(template: &str, args: &Value, n: u32) -> String {
             .unwrap_or_default(),
     );
     // Expanded once, left to right: a value holding `{env:` is not expanded again.
+    // `{envhex:NAME}` is the variable's bytes in hex.
     let mut expanded = String::new();
     let mut rest = out.as_str();
-    while let Some(start) = rest.find("{env:") {
+    while let Some(start) = rest.find("{env") {
         let Some(len) = rest[start..].find('}') else {
             break;
         };
+        let inner = &rest[start + 1..start + len];
+        let value = match inner.split_once(':') {
+            Some(("env", name)) => std::env::var(name).unwrap_or_default(),
+            Some(("envhex", name)) => std::env::var(name)
+                .unwrap_or_default()
+                .bytes()
+                .map(|b| format!("{b:02x}"))
+                .collect(),
+            _ => rest[start..=start + len].to_string(),
+        };
         expanded.push_str(&rest[..start]);
-        expanded.push_str(&std::env::var(&rest[start + 5..start + len]).unwrap_or_default());
+        expanded.push_str(&value);
         rest = &rest[start + len + 1..];
     }
     expanded.push_str(rest);

@@ -2,11 +2,12 @@
 //! [`open_world`]) turns a tool's declared hint and its call records into a verdict with
 //! evidence and, for absent hints, a suggestion. The definition audits
 //! ([`annotation_type`], [`malformed_tool`]) and the run audits ([`protocol`],
-//! [`out_of_window`], [`sandbox_evasion`], [`secret_access`], [`resource_limit`]) produce
-//! findings. Audits never touch processes or sockets.
+//! [`out_of_window`], [`sandbox_evasion`], [`secret_access`], [`exfiltration`],
+//! [`resource_limit`]) produce findings. Audits never touch processes or sockets.
 
 pub mod annotation_type;
 pub mod destructive;
+pub mod exfiltration;
 pub mod idempotent;
 pub mod malformed_tool;
 pub mod missing_hints;
@@ -38,7 +39,7 @@ pub struct AuditMeta {
 }
 
 /// Every audit, in the order reports list them.
-pub const ALL: [&AuditMeta; 12] = [
+pub const ALL: [&AuditMeta; 13] = [
     &read_only::META,
     &destructive::META,
     &idempotent::META,
@@ -50,8 +51,15 @@ pub const ALL: [&AuditMeta; 12] = [
     &out_of_window::META,
     &sandbox_evasion::META,
     &secret_access::META,
+    &exfiltration::META,
     &resource_limit::META,
 ];
+
+/// Whether the audit with this id is about the planted secrets ([`secret_access`],
+/// [`exfiltration`]): reports show those findings first.
+pub fn about_secrets(id: &str) -> bool {
+    id == secret_access::META.id || id == exfiltration::META.id
+}
 
 /// The audit with this id.
 pub fn find(id: &str) -> Option<&'static AuditMeta> {

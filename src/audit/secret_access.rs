@@ -84,6 +84,7 @@ pub fn findings<'a>(
         };
         if s.asked
             || s.swept
+            || s.how == SecretMove::Sent
             || (s.how == SecretMove::Read && IMPLICIT_LOOKUPS.contains(&s.place.as_str()))
         {
             return;
@@ -92,7 +93,7 @@ pub fn findings<'a>(
         let (list, secrets) = match s.how {
             SecretMove::Returned => (&mut handed.returned, &mut handed.returned_secrets),
             SecretMove::Argv => (&mut handed.passed, &mut handed.passed_secrets),
-            SecretMove::Read => (&mut handed.read, &mut handed.read_secrets),
+            SecretMove::Read | SecretMove::Sent => (&mut handed.read, &mut handed.read_secrets),
         };
         secrets.insert((s.kind.clone(), s.place.clone()));
         let text = s.describe();

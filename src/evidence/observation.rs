@@ -498,6 +498,9 @@ pub enum SecretMove {
     Argv,
     /// Its file opened or read (`encoding` says which).
     Read,
+    /// In what the server sent over the network (a DNS name, an HTTP request line, a TLS
+    /// server name): `target` says where.
+    Sent,
 }
 
 /// A planted secret seen where it should not be: its kind and place (never its value), how
@@ -512,7 +515,8 @@ pub struct SecretSighting {
     pub place: String,
     /// How its bytes were carried (`raw`, `base64`, `gzip in base64`, …).
     pub encoding: String,
-    /// Where it went: the program started, for [`SecretMove::Argv`].
+    /// Where it went: the program started, for [`SecretMove::Argv`]; the destination and
+    /// the channel, for [`SecretMove::Sent`].
     pub target: Option<String>,
     /// Whether the call asked for it: its arguments named the file the secret is planted in
     /// (a file reader given that path returns it as told).
@@ -541,6 +545,10 @@ impl SecretSighting {
             SecretMove::Argv => format!(
                 "passed {what}{encoding} to {} in its arguments",
                 self.target.as_deref().unwrap_or("a program")
+            ),
+            SecretMove::Sent => format!(
+                "sent {what}{encoding} to {}",
+                self.target.as_deref().unwrap_or("the network")
             ),
             SecretMove::Read => format!(
                 "{} {}{}, which holds a planted {}",

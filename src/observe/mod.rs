@@ -198,6 +198,7 @@ impl Recorder {
         inotify::keep_unexplained(&mut out);
         if let Some(watch) = &self.secrets {
             watch.in_programs(&mut out);
+            watch.in_network(&mut out);
         }
         out
     }

@@ -139,6 +139,73 @@ impl SecretWatch {
         }
     }
 
+    /// Adds a sighting for each canary in what the network events among `observations` carry:
+    /// the names looked up (as asked, and with the labels below the last two joined, so a
+    /// secret split across labels is whole again) and the first bytes sent (an HTTP request
+    /// line, a TLS server name); each canary once per destination and channel.
+    pub fn in_network(&self, observations: &mut Vec<Observation>) {
+        if self.detector.is_empty() {
+            return;
+        }
+        let mut found = Vec::new();
+        let mut seen = BTreeSet::new();
+        for o in observations.iter() {
+            let Observation::Network(n) = o else {
+                continue;
+            };
+            let port = n.port.map(|p| format!(":{p}")).unwrap_or_default();
+            let mut names: Vec<&str> = n.name.iter().map(String::as_str).collect();
+            if n.destination.parse::<std::net::IpAddr>().is_err() {
+                names.push(&n.destination);
+            }
+            let mut carried: Vec<(String, String, &str)> = Vec::new();
+            for name in names {
+                let labels: Vec<&str> = name.trim_end_matches('.').split('.').collect();
+                let parent = labels[labels.len().saturating_sub(2)..].join(".");
+                let joined = labels[..labels.len().saturating_sub(2)].concat();
+                let target = format!("{parent}{port} (DNS name)");
+                carried.push((name.to_string(), target.clone(), "DNS name"));
+                carried.push((joined, target, "DNS name"));
+            }
+            if let Some(payload) = &n.payload {
+                let host = n.name.as_deref().unwrap_or(&n.destination);
+                let channel = if payload.starts_with("TLS") {
+                    "TLS server name"
+                } else if payload.starts_with("HTTP") {
+                    "HTTP request line"
+                } else {
+                    "bytes sent"
+                };
+                carried.push((
+                    payload.clone(),
+                    format!("{host}{port} ({channel})"),
+                    channel,
+                ));
+            }
+            for (text, target, _) in carried {
+                for s in self.detector.find(text.as_bytes()) {
+                    let Some(canary) = self.canaries.items.get(s.canary) else {
+                        continue;
+                    };
+                    if !seen.insert((s.canary, target.clone())) {
+                        continue;
+                    }
+                    found.push(Observation::Secret(SecretSighting {
+                        how: SecretMove::Sent,
+                        kind: canary.kind.to_string(),
+                        place: canary.place.clone(),
+                        encoding: s.encoding,
+                        target: Some(target.clone()),
+                        asked: false,
+                        swept: false,
+                        mechanism: n.mechanism,
+                    }));
+                }
+            }
+        }
+        observations.extend(found);
+    }
+
     /// Adds a sighting for each canary in the arguments of a program started among
     /// `observations`.
     pub fn in_programs(&self, observations: &mut Vec<Observation>) {
@@ -324,6 +391,67 @@ mod tests {
             };
             assert!(!s.asked, "{arguments}");
         }
+    }
+
+    #[test]
+    fn a_secret_in_a_name_split_across_labels_or_in_a_request_line_is_sent() {
+        let w = watch();
+        let key = value_of(&w, "$AWS_SECRET_ACCESS_KEY");
+        let hex: String = key.bytes().map(|b| format!("{b:02x}")).collect();
+        let (a, b) = hex.split_at(40);
+        let net = |kind, destination: &str, name: Option<String>, payload: Option<String>| {
+            Observation::Network(crate::evidence::NetEvent {
+                kind,
+                destination: destination.into(),
+                port: Some(53),
+                name,
+                loopback: false,
+                mechanism: Mechanism::Dns,
+                payload,
+            })
+        };
+        let mut observations = vec![
+            net(
+                crate::evidence::NetKind::Dns,
+                &format!("{a}.{b}.exfil.test"),
+                None,
+                Some("A".into()),
+            ),
+            net(
+                crate::evidence::NetKind::Connect,
+                "192.0.2.9",
+                Some("collector.test".into()),
+                Some(format!(
+                    "HTTP \"GET /c?k={} HTTP/1.1\"",
+                    key.replace('/', "%2F")
+                )),
+            ),
+            net(
+                crate::evidence::NetKind::Dns,
+                "docs.example.test",
+                None,
+                None,
+            ),
+        ];
+        w.in_network(&mut observations);
+        let sent: Vec<String> = observations
+            .iter()
+            .filter_map(|o| match o {
+                Observation::Secret(s) => Some(s.describe()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(sent.len(), 2, "{sent:?}");
+        assert!(
+            sent[0].contains("(hex) to exfil.test:53 (DNS name)"),
+            "{}",
+            sent[0]
+        );
+        assert!(
+            sent[1].contains("to collector.test:53 (HTTP request line)"),
+            "{}",
+            sent[1]
+        );
     }
 
     #[test]

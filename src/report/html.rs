@@ -598,7 +598,7 @@ fn server_detail(i: usize, e: &Entry<'_>, report: &Value, open: bool) -> Markup 
         .into_iter()
         .flatten()
         .filter(|f| f["hint"].is_null())
-        .partition(|f| f["audit"] == crate::audit::secret_access::META.id);
+        .partition(|f| f["audit"].as_str().is_some_and(crate::audit::about_secrets));
     // `None` for a report from before canaries were planted.
     let canaries = report["canaries"].as_array().map(Vec::len);
     html! {

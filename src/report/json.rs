@@ -505,6 +505,7 @@ fn record(o: &Observation) -> RecordV1<'_> {
                 SecretMove::Returned => "returned",
                 SecretMove::Argv => "argv",
                 SecretMove::Read => "read",
+                SecretMove::Sent => "sent",
             },
             kind: &s.kind,
             place: &s.place,

@@ -47,6 +47,11 @@ fn rule_profile(id: &str) -> (&'static str, Option<&'static str>, &'static [&'st
         ),
         "out-of-window" => ("warning", Some("4.0"), &["security", "mcp", "behaviour"]),
         "secret-access" => ("error", Some("8.0"), &["security", "mcp", "secrets"]),
+        "exfiltration" => (
+            "error",
+            Some("9.0"),
+            &["security", "mcp", "secrets", "network"],
+        ),
         _ => ("warning", None, &["correctness", "mcp", "protocol"]),
     }
 }

@@ -82,7 +82,7 @@ fn mark(r: &Report, t: &ToolReport) -> &'static str {
                 .is_none_or(|f| f.accepted.is_none() && f.severity == Severity::Error)
     });
     let secret = r.findings.iter().any(|f| {
-        f.audit == crate::audit::secret_access::META.id
+        crate::audit::about_secrets(f.audit)
             && f.severity == Severity::Error
             && f.accepted.is_none()
             && f.tool.as_deref() == Some(&t.name)
@@ -322,7 +322,7 @@ fn other_findings(o: &mut String, r: &Report, verbose: bool) -> std::fmt::Result
     others.sort_by_key(|f| {
         (
             std::cmp::Reverse(f.severity),
-            f.audit != crate::audit::secret_access::META.id,
+            !crate::audit::about_secrets(f.audit),
         )
     });
     if !others.is_empty() {

@@ -561,7 +561,7 @@ fn failing_in_words(failing: &[&Finding], config: &RunConfig) -> String {
         .collect();
     let secrets = failing
         .iter()
-        .filter(|f| f.audit == crate::audit::secret_access::META.id)
+        .filter(|f| crate::audit::about_secrets(f.audit))
         .count();
     let others = failing.len() - contradicted.len() - secrets;
     let mut parts = Vec::new();
@@ -574,7 +574,7 @@ fn failing_in_words(failing: &[&Finding], config: &RunConfig) -> String {
     }
     if secrets > 0 {
         parts.push(format!(
-            "planted secrets handed on in {secrets} finding(s) (secret-access)"
+            "planted secrets handed on in {secrets} finding(s) (secret-access, exfiltration)"
         ));
     }
     if others > 0 {

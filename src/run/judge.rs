@@ -55,6 +55,19 @@ pub(super) fn judge(ctx: &RunContext<'_>, attributed: Attributed, log: &mut RunL
         tools.iter().map(|t| (t.name.as_str(), t.calls.as_slice())),
         &phases,
     ));
+    findings.extend(audit::exfiltration::findings(
+        inventory.tools.iter().zip(&tools).map(|(decl, t)| {
+            (
+                t.name.as_str(),
+                decl.hints
+                    .get(crate::mcp::tool::HintName::OpenWorld)
+                    .declared()
+                    == Some(false),
+                t.calls.as_slice(),
+            )
+        }),
+        &phases,
+    ));
     if let Some(watch) = &ctx.secrets {
         let listed = watch.in_listing(
             inventory

@@ -26,6 +26,7 @@ fn explain_prints_docs_and_lists_audits() {
         "annotation-type",
         "protocol",
         "secret-access",
+        "exfiltration",
     ] {
         assert!(
             all.stdout.contains(id),

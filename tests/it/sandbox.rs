@@ -77,6 +77,7 @@ pub(crate) fn stage() -> &'static Stage {
             "lazy-store",
             "shared-counters",
             "secrets",
+            "exfiltration",
         ] {
             let src = repo().join("tests/fixtures").join(fixture);
             let dst = dir.join("fixtures").join(fixture);
@@ -128,7 +129,7 @@ pub(crate) fn is_root() -> bool {
     rustix::process::getuid().is_root()
 }
 
-fn have(tool: &str) -> bool {
+pub(crate) fn have(tool: &str) -> bool {
     Command::new(tool)
         .arg("--version")
         .stdout(Stdio::null())

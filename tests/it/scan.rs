@@ -563,9 +563,12 @@ fn what_a_package_needs_beyond_its_install_is_provided_and_said() {
     // Its get-env returns the run's planted API keys with the rest of its environment: that
     // alone fails the run.
     assert_eq!(fixed["exit_code"], 1, "{}", fixed["exit_reason"]);
-    assert_eq!(
-        fixed["exit_reason"], "planted secrets handed on in 1 finding(s) (secret-access)",
-        "{}",
+    assert!(
+        fixed["exit_reason"]
+            .as_str()
+            .is_some_and(|r| r.starts_with("planted secrets handed on in 1 finding(s)")),
+        "{}: {}",
+        fixed["exit_reason"],
         fixed["report"]["findings"]
     );
     assert_eq!(fixed["transport"], "http");

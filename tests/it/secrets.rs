@@ -196,3 +196,64 @@ as_root_and_unprivileged!(
     secrets_handed_on_are_found_unprivileged,
     handed_on_run
 );
+
+fn sent_run(who: As) {
+    if !crate::sandbox::have("unshare") {
+        return crate::util::skip("unshare (util-linux) is missing");
+    }
+    // The server aims at names of its choosing: the whole run is inside a network namespace
+    // of the test's own, so nothing leaves even if the sandbox were broken.
+    let Some(prefix) = prefix(who, true) else {
+        return;
+    };
+    let out = run_as_with_env(
+        &prefix,
+        &verify_json_args("exfiltration", &["--check"]),
+        &[],
+        Duration::from_secs(60),
+    );
+    assert_eq!(out.code, 0, "{}\n{}", out.stderr, out.stdout);
+    let r = out.json();
+    let sent = findings_of(&r, "exfiltration");
+    for (tool, says) in [
+        (
+            "check_updates",
+            "aws-access-key-id from $AWS_ACCESS_KEY_ID (hex) to exfil.test (DNS name)",
+        ),
+        (
+            "sync_status",
+            "github-token from $GITHUB_TOKEN to collector.test:80 (HTTP request line)",
+        ),
+    ] {
+        assert!(
+            sent.iter().any(|f| f["tool"] == tool
+                && f["severity"] == "error"
+                && f["evidence"].to_string().contains(says)),
+            "no exfiltration on {tool} saying {says}: {sent:?}"
+        );
+    }
+    let closed = sent
+        .iter()
+        .find(|f| f["tool"] == "check_updates")
+        .map(|f| f["message"].to_string())
+        .unwrap_or_default();
+    assert!(closed.contains("openWorldHint: false"), "{closed}");
+    // A GitHub token sent to GitHub's API is use: the call keeps it as an observation.
+    let use_seen = r["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .find(|t| t["name"] == "list_repos")
+        .map(|t| t["calls"][0]["observations"].to_string())
+        .unwrap_or_default();
+    assert!(
+        use_seen.contains("to api.github.com:80 (HTTP request line)"),
+        "{use_seen}"
+    );
+}
+
+as_root_and_unprivileged!(
+    secrets_sent_are_exfiltration_as_root,
+    secrets_sent_are_exfiltration_unprivileged,
+    sent_run
+);

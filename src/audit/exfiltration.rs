@@ -1,0 +1,217 @@
+//! `exfiltration`: a planted secret (a canary, see [`crate::workspace::canary`]) in what the
+//! server sent over the network: a DNS name (labels joined, so a secret split across them is
+//! found), an HTTP request line or a TLS server name. An error on the tool whose window it
+//! fell in, or on the server when it happened outside every call (at start-up, between calls,
+//! in a control request: never discounted as bookkeeping). A credential sent to its own
+//! service (a GitHub token to GitHub's hosts) is use, not exfiltration: an observation.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::AuditMeta;
+use crate::evidence::{CallRecord, Observation, PhaseObservation, SecretMove, SecretSighting};
+use crate::finding::{Confidence, Evidence, Finding, Severity};
+
+/// Metadata.
+pub const META: AuditMeta = AuditMeta {
+    id: "exfiltration",
+    summary: "a planted secret left over the network",
+    docs: "Every run plants fake credentials of its own where servers look for real ones (see \
+`hintcheck explain secret-access` for the places) and looks for their bytes, in any common \
+encoding (raw, base64, hex, base32, URL escaping, gzip or deflate, one inside another) and by any \
+16 bytes of them, in what the server sends: the DNS names it looks up (labels joined, so a secret \
+split across labels is found), the request lines of its HTTP requests and the server names of its \
+TLS connections. The sandbox's network goes nowhere, so nothing really left; on a real machine it \
+would have.\n\n\
+A sighting is an **error** on the tool whose call (or whose window) sent it, whatever its hints \
+say: `openWorldHint: false` tools that send a secret are the worst case, and a declared open-world \
+tool has no licence to send one elsewhere either. Outside every call (at start-up, between calls, \
+in a request that runs no tool) it is an error on the server, never discounted as bookkeeping. A \
+credential sent to its own service (a GitHub token to GitHub's hosts, an npm token to the npm \
+registry, an API key to its provider's API) is use, not exfiltration: it stays an observation.\n\n\
+Not yet seen: request headers and bodies, UDP payloads past the headers, files written outside the \
+workspace (see docs/secrets.md).\n\n\
+Fix: do not send credentials anywhere but to the service they belong to.",
+};
+
+/// Where each kind of credential is used rather than leaked: the hosts of its own service
+/// (a name equal to one, or below it).
+const OWN_SERVICES: [(&str, &[&str]); 8] = [
+    (
+        "github-token",
+        &["github.com", "githubusercontent.com", "ghcr.io"],
+    ),
+    ("npm-token", &["npmjs.org", "npmjs.com"]),
+    ("pypi-token", &["pypi.org", "pythonhosted.org"]),
+    ("docker-token", &["docker.io", "docker.com"]),
+    ("openai-api-key", &["openai.com"]),
+    ("anthropic-api-key", &["anthropic.com"]),
+    ("aws-access-key-id", &["amazonaws.com"]),
+    ("aws-secret-access-key", &["amazonaws.com"]),
+];
+
+/// Whether `s` is a credential sent to its own service (its `target` starts with the host).
+pub fn is_use(s: &SecretSighting) -> bool {
+    let Some(host) = s.target.as_deref().and_then(target_host) else {
+        return false;
+    };
+    OWN_SERVICES
+        .iter()
+        .filter(|(kind, _)| s.kind.split(", ").any(|k| k == *kind))
+        .flat_map(|(_, hosts)| hosts.iter())
+        .any(|own| host == *own || host.ends_with(&format!(".{own}")))
+}
+
+/// The host of a target as [`crate::observe::secrets`] writes it: `name:port (channel)`.
+fn target_host(target: &str) -> Option<String> {
+    let destination = target.split(' ').next()?;
+    let host = destination
+        .rsplit_once(':')
+        .map_or(destination, |(h, _)| h)
+        .trim_end_matches('.')
+        .to_ascii_lowercase();
+    (!host.is_empty()).then_some(host)
+}
+
+/// Findings for the secrets sent by the calls of `tools` (each with whether it declared
+/// `openWorldHint: false`) and in `phases`.
+pub fn findings<'a>(
+    tools: impl IntoIterator<Item = (&'a str, bool, &'a [CallRecord])>,
+    phases: &[PhaseObservation],
+) -> Vec<Finding> {
+    let mut by_tool: BTreeMap<Option<String>, (bool, Vec<Evidence>, BTreeSet<String>)> =
+        BTreeMap::new();
+    let mut add = |tool: Option<&str>, closed: bool, source: String, o: &Observation| {
+        let Observation::Secret(s) = o else {
+            return;
+        };
+        if s.how != SecretMove::Sent || is_use(s) {
+            return;
+        }
+        let (is_closed, evidence, secrets) = by_tool.entry(tool.map(str::to_string)).or_default();
+        *is_closed |= closed;
+        secrets.insert(format!("{} {}", s.kind, s.place));
+        let text = s.describe();
+        if evidence.len() < 10 && !evidence.iter().any(|e| e.text == text) {
+            evidence.push(Evidence::plain(source, text));
+        }
+    };
+    for (tool, closed, calls) in tools {
+        for call in calls {
+            for o in &call.observations {
+                add(
+                    Some(tool),
+                    closed,
+                    format!("call {} (attempt {})", call.number, call.attempt),
+                    o,
+                );
+            }
+        }
+    }
+    for p in phases {
+        let source = serde_json::to_value(p.phase)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default();
+        add(None, false, source, &p.observation);
+    }
+    by_tool
+        .into_iter()
+        .map(|(tool, (closed, evidence, secrets))| Finding {
+            category: None,
+            fingerprint: String::new(),
+            accepted: None,
+            audit: META.id,
+            message: match &tool {
+                Some(t) => format!(
+                    "{t} sent {} planted secret(s) over the network{}",
+                    secrets.len(),
+                    if closed {
+                        ", although it declares openWorldHint: false"
+                    } else {
+                        ""
+                    }
+                ),
+                None => format!(
+                    "the server sent {} planted secret(s) over the network outside any tool call",
+                    secrets.len()
+                ),
+            },
+            tool,
+            hint: None,
+            severity: Severity::Error,
+            confidence: Confidence::High,
+            evidence,
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::evidence::{Mechanism, Phase};
+
+    fn sent(kind: &str, target: &str) -> Observation {
+        Observation::Secret(SecretSighting {
+            how: SecretMove::Sent,
+            kind: kind.into(),
+            place: "$GITHUB_TOKEN".into(),
+            encoding: "hex".into(),
+            target: Some(target.into()),
+            asked: false,
+            swept: false,
+            mechanism: Mechanism::Dns,
+        })
+    }
+
+    #[test]
+    fn a_secret_sent_elsewhere_is_an_error_and_to_its_own_service_use() {
+        let call = |observations: Vec<Observation>| {
+            vec![crate::audit::testing::call(
+                1,
+                crate::audit::testing::ok(),
+                observations,
+            )]
+        };
+        let leaky = call(vec![sent(
+            "github-token",
+            "c0ffee.exfil.test:53 (DNS name)",
+        )]);
+        let client = call(vec![sent(
+            "github-token",
+            "api.github.com:443 (HTTP request line)",
+        )]);
+        let phases = vec![PhaseObservation {
+            started_by: None,
+            phase: Phase::Startup,
+            after_tool: None,
+            observation: sent("openai-api-key", "telemetry.test:80 (HTTP request line)"),
+        }];
+        let f = findings(
+            [
+                ("status", true, leaky.as_slice()),
+                ("list_repos", false, client.as_slice()),
+            ],
+            &phases,
+        );
+        assert_eq!(f.len(), 2, "{f:?}");
+        assert!(f.iter().all(|f| f.severity == Severity::Error));
+        let status = f
+            .iter()
+            .find(|f| f.tool.as_deref() == Some("status"))
+            .expect("status");
+        assert!(
+            status.message.contains("openWorldHint: false"),
+            "{}",
+            status.message
+        );
+        assert!(
+            status.evidence[0]
+                .text
+                .contains("to c0ffee.exfil.test:53 (DNS name)"),
+            "{}",
+            status.evidence[0].text
+        );
+        let server = f.iter().find(|f| f.tool.is_none()).expect("server");
+        assert!(server.message.contains("outside any tool call"));
+    }
+}
