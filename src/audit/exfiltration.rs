@@ -20,38 +20,51 @@ pub const META: AuditMeta = AuditMeta {
 encoding (raw, base64, hex, base32, URL escaping, gzip or deflate, one inside another) and by any \
 16 bytes of them, in what the server sends: the DNS names it looks up (labels joined, so a secret \
 split across labels is found), the request lines of its HTTP requests and the server names of its \
-TLS connections. The sandbox's network goes nowhere, so nothing really left; on a real machine it \
-would have.\n\n\
+TLS connections (the first bytes of connections to the observed ports: 80, 443, 8080, 8443 and \
+`--observe-port`; a request line's first 200 characters). The sandbox's network goes nowhere, so \
+nothing really left; on a real machine it would have. Names are lowercased on the way: a secret \
+in hex or base32 survives that, one in base64 does not.\n\n\
 A sighting is an **error** on the tool whose call (or whose window) sent it, whatever its hints \
 say: `openWorldHint: false` tools that send a secret are the worst case, and a declared open-world \
 tool has no licence to send one elsewhere either. Outside every call (at start-up, between calls, \
 in a request that runs no tool) it is an error on the server, never discounted as bookkeeping. A \
-credential sent to its own service (a GitHub token to GitHub's hosts, an npm token to the npm \
-registry, an API key to its provider's API) is use, not exfiltration: it stays an observation.\n\n\
+credential sent in a request to its own service (a GitHub token to GitHub's hosts, an npm token \
+to the npm registry, an API key to its provider's API) is use, not exfiltration: it stays an \
+observation. A credential in a DNS name or a TLS server name is never use.\n\n\
 Not yet seen: request headers and bodies, UDP payloads past the headers, files written outside the \
 workspace (see docs/secrets.md).\n\n\
 Fix: do not send credentials anywhere but to the service they belong to.",
 };
 
 /// Where each kind of credential is used rather than leaked: the hosts of its own service
-/// (a name equal to one, or below it).
-const OWN_SERVICES: [(&str, &[&str]); 8] = [
+/// (a name equal to one, or below it). Only a request to such a host counts: a credential
+/// in a DNS name or a TLS server name is never how a client uses it, and AWS's secret key
+/// never travels at all (requests are signed with it).
+const OWN_SERVICES: [(&str, &[&str]); 9] = [
     (
         "github-token",
         &["github.com", "githubusercontent.com", "ghcr.io"],
     ),
+    ("netrc-password", &["github.com"]),
+    ("git-credential", &["github.com"]),
     ("npm-token", &["npmjs.org", "npmjs.com"]),
     ("pypi-token", &["pypi.org", "pythonhosted.org"]),
     ("docker-token", &["docker.io", "docker.com"]),
     ("openai-api-key", &["openai.com"]),
     ("anthropic-api-key", &["anthropic.com"]),
     ("aws-access-key-id", &["amazonaws.com"]),
-    ("aws-secret-access-key", &["amazonaws.com"]),
 ];
 
-/// Whether `s` is a credential sent to its own service (its `target` starts with the host).
+/// Whether `s` is a credential sent to its own service: in a request (not a DNS name, not a
+/// TLS server name) to one of its hosts.
 pub fn is_use(s: &SecretSighting) -> bool {
-    let Some(host) = s.target.as_deref().and_then(target_host) else {
+    let Some(target) = s.target.as_deref() else {
+        return false;
+    };
+    if !target.ends_with("(HTTP request line)") {
+        return false;
+    }
+    let Some(host) = target_host(target) else {
         return false;
     };
     OWN_SERVICES
@@ -180,6 +193,21 @@ mod tests {
             "github-token",
             "api.github.com:443 (HTTP request line)",
         )]);
+        // Never use: GitHub's name in a DNS question, a look-alike host.
+        assert!(!is_use(
+            &match sent("github-token", "github.com (DNS name)") {
+                Observation::Secret(s) => s,
+                _ => unreachable!(),
+            }
+        ));
+        for host in ["evilgithub.com", "github.com.evil.test"] {
+            let Observation::Secret(s) =
+                sent("github-token", &format!("{host}:443 (HTTP request line)"))
+            else {
+                unreachable!()
+            };
+            assert!(!is_use(&s), "{host}");
+        }
         let phases = vec![PhaseObservation {
             started_by: None,
             phase: Phase::Startup,

@@ -5,8 +5,8 @@
 //! observation of the call. A tool that opened or read a file holding a canary is a warning
 //! (many have a reason to use a credential; the user should know which do), unless the file
 //! is one that well-known libraries read on their own ([`IMPLICIT_LOOKUPS`]). Sightings
-//! outside every call (start-up, between calls) are the server's, one finding for all of
-//! them.
+//! outside every call (start-up, between calls) are the server's: one finding per kind of
+//! sighting (reads a note, programs given a secret a warning).
 
 use std::collections::BTreeMap;
 
@@ -36,7 +36,7 @@ the machine; sometimes the only way a command-line client takes a token). Progra
 outside every tool call (at start-up, between calls) are the server's: one warning for all.\n\n\
 A tool that opened or read a file holding a canary is a **warning**: many tools have a reason to \
 use a credential, and the user should know which do. Not counted: the files well-known libraries \
-read on their own (`~/.netrc`, the AWS SDKs' `~/.aws/credentials` and `config`, git's \
+read on their own (`~/.netrc`, the AWS SDKs' `~/.aws/credentials`, git's \
 `~/.git-credentials`, npm's `~/.npmrc`), a file the call asked for by path, and a workspace \
 secret read in the same window as the workspace's ordinary files (a search or a sync reads \
 `.env` with everything else; the run plants a `.env.example` beside it to tell the two apart). \
@@ -64,10 +64,9 @@ struct Handed {
 /// git's stored credentials (its `store` helper), npm's configuration (every `npm` and `npx`
 /// and the libraries that load it). A read of them is an observation of the call, not a
 /// finding, unless the content then moves.
-pub const IMPLICIT_LOOKUPS: [&str; 5] = [
+pub const IMPLICIT_LOOKUPS: [&str; 4] = [
     "~/.netrc",
     "~/.aws/credentials",
-    "~/.aws/config",
     "~/.git-credentials",
     "~/.npmrc",
 ];

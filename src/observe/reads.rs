@@ -1,6 +1,6 @@
 //! Reads of the planted secrets: an inotify instance of its own watches each file that holds
 //! a canary (never a directory: listing `~/.ssh` reads no key) for opens and reads, whoever
-//! makes them. Nothing of hintcheck opens those files while the server runs (the snapshot
+//! makes them (an open closed after writing, in the same window, is no read). Nothing of hintcheck opens those files while the server runs (the snapshot
 //! observer knows them by their metadata only), so every event is the server's: one
 //! [`Observation::Secret`] per file and window.
 
@@ -54,7 +54,10 @@ impl SecretReads {
                 inotify::add_watch(
                     fd,
                     &file.path,
-                    WatchFlags::OPEN | WatchFlags::ACCESS | WatchFlags::DONT_FOLLOW,
+                    WatchFlags::OPEN
+                        | WatchFlags::ACCESS
+                        | WatchFlags::CLOSE_WRITE
+                        | WatchFlags::DONT_FOLLOW,
                 )
             });
             match added {
@@ -69,7 +72,10 @@ impl SecretReads {
                 inotify::add_watch(
                     fd,
                     decoy,
-                    WatchFlags::OPEN | WatchFlags::ACCESS | WatchFlags::DONT_FOLLOW,
+                    WatchFlags::OPEN
+                        | WatchFlags::ACCESS
+                        | WatchFlags::CLOSE_WRITE
+                        | WatchFlags::DONT_FOLLOW,
                 )
             }) {
                 me.decoys.push(wd);
@@ -93,22 +99,62 @@ impl Observer for SecretReads {
         // Per file: whether its content was read (else only opened).
         let mut seen: BTreeMap<i32, bool> = BTreeMap::new();
         let mut swept = false;
+        // Per file: opened in this window, and closed after writing.
+        let mut written: BTreeMap<i32, (bool, bool)> = BTreeMap::new();
         let mut buf = [MaybeUninit::<u8>::uninit(); 8 * 1024];
         let mut reader = inotify::Reader::new(fd, &mut buf);
-        while let Ok(event) = reader.next() {
+        loop {
+            let event = match reader.next() {
+                Ok(event) => event,
+                Err(rustix::io::Errno::INTR) => continue,
+                Err(_) => break,
+            };
             let flags = event.events();
             if flags.contains(ReadFlags::QUEUE_OVERFLOW) {
-                self.notes
-                    .push("the queue of reads of the planted secrets overflowed".into());
+                // Events were lost: any file may have been read, and none is left out.
+                self.notes.push(
+                    "the queue of reads of the planted secrets overflowed: every planted file counts as possibly read in that window"
+                        .into(),
+                );
+                for wd in self.watched.keys() {
+                    seen.entry(*wd).or_default();
+                }
                 continue;
             }
-            if !flags.intersects(ReadFlags::OPEN | ReadFlags::ACCESS) {
+            if flags.contains(ReadFlags::IGNORED) {
+                // Removed or replaced: later reads of the path are not seen.
+                if let Some(file) = self.watched.remove(&event.wd()) {
+                    self.notes.push(format!(
+                        "the planted {} was removed or replaced: later reads of it are not observed",
+                        file.place
+                    ));
+                    self.unwatched.push(file.place);
+                }
+                self.decoys.retain(|d| *d != event.wd());
                 continue;
             }
+            let read = flags.contains(ReadFlags::ACCESS);
             if self.decoys.contains(&event.wd()) {
-                swept = true;
-            } else {
-                *seen.entry(event.wd()).or_default() |= flags.contains(ReadFlags::ACCESS);
+                // A sweep reads what it opens; an open alone proves nothing.
+                swept |= read;
+                continue;
+            }
+            let window = written.entry(event.wd()).or_default();
+            if flags.contains(ReadFlags::OPEN) {
+                window.0 = true;
+            }
+            if flags.contains(ReadFlags::CLOSE_WRITE) {
+                window.1 = true;
+            }
+            if read {
+                *seen.entry(event.wd()).or_default() = true;
+            }
+        }
+        // An open counts unless it was closed after writing in the same window (a tool that
+        // writes `.env` did not read a credential).
+        for (wd, (opened, closed_written)) in written {
+            if opened && !closed_written {
+                seen.entry(wd).or_default();
             }
         }
         Ok(seen
@@ -199,6 +245,26 @@ mod tests {
         };
         assert_eq!(s.encoding, "opened");
         assert!(o.checkpoint().expect("checkpoint").is_empty());
+        // Opened to write is no read.
+        drop(
+            std::fs::OpenOptions::new()
+                .append(true)
+                .open(&key)
+                .expect("open to write"),
+        );
+        assert!(o.checkpoint().expect("checkpoint").is_empty());
+        // Replaced: said, and no longer claimed.
+        let fresh = ssh.join("id_ed25519.new");
+        std::fs::write(&fresh, "other").expect("write");
+        std::fs::rename(&fresh, &key).expect("rename");
+        assert!(o.checkpoint().expect("checkpoint").is_empty());
+        assert!(
+            o.take_notes()
+                .iter()
+                .any(|n| n.contains("removed or replaced")),
+            "no note"
+        );
+        assert_eq!(o.status().blind_spots, ["reads of ~/.ssh/id_ed25519"]);
     }
 
     #[test]
@@ -224,8 +290,11 @@ mod tests {
         let _ = std::fs::read(&example).expect("read");
         let _ = std::fs::read(&env).expect("read");
         assert!(swept(&mut o), "read with the rest");
-        // The decoy alone is nothing.
+        // The decoy alone is nothing; the decoy opened but not read is no sweep.
         let _ = std::fs::read(&example).expect("read");
         assert!(o.checkpoint().expect("checkpoint").is_empty());
+        drop(std::fs::File::open(&example).expect("open"));
+        let _ = std::fs::read(&env).expect("read");
+        assert!(!swept(&mut o), "an open of the decoy is no sweep");
     }
 }

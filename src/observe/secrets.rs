@@ -125,24 +125,45 @@ impl SecretWatch {
             .collect()
     }
 
-    /// Marks the reads among a call's `observations` of a file its `arguments` named as asked
-    /// for (a file reader told to read `.env` reads it).
-    pub fn mark_asked(&self, observations: &mut [Observation], arguments: &Value) {
+    /// Settles a call's sightings by its `arguments`: a read of a file they named was asked
+    /// for (a file reader told to read `.env` reads it), and a secret they carried that the
+    /// server then sent is the explorer's doing (a value it learnt from an earlier result),
+    /// not the tool's: dropped.
+    pub fn judge_call(&self, observations: &mut Vec<Observation>, arguments: &Value) {
         let mut strings = Vec::new();
         strings_in(arguments, &mut strings);
-        for o in observations {
-            if let Observation::Secret(s) = o
-                && s.how == SecretMove::Read
-            {
-                s.asked = names_place(&strings, &s.place);
+        let given: BTreeSet<(&str, &str)> = serde_json::to_vec(arguments)
+            .map(|a| {
+                self.detector
+                    .find(&a)
+                    .into_iter()
+                    .filter_map(|s| self.canaries.items.get(s.canary))
+                    .map(|c| (c.kind, c.place.as_str()))
+                    .collect()
+            })
+            .unwrap_or_default();
+        observations.retain_mut(|o| {
+            let Observation::Secret(s) = o else {
+                return true;
+            };
+            match s.how {
+                SecretMove::Read => {
+                    s.asked = names_place(&strings, &s.place);
+                    true
+                }
+                SecretMove::Sent | SecretMove::Argv => {
+                    !given.contains(&(s.kind.as_str(), s.place.as_str()))
+                }
+                SecretMove::Returned => true,
             }
-        }
+        });
     }
 
-    /// Adds a sighting for each canary in what the network events among `observations` carry:
-    /// the names looked up (as asked, and with the labels below the last two joined, so a
-    /// secret split across labels is whole again) and the first bytes sent (an HTTP request
-    /// line, a TLS server name); each canary once per destination and channel.
+    /// Adds a sighting for each canary in what the network events among `observations` carry
+    /// past loopback: the names looked up (as asked, and with the labels below the last two
+    /// joined, so a secret split across labels is whole again) and the first bytes sent (an
+    /// HTTP request line, a TLS server name); each canary once per destination and channel.
+    /// A destination is named by its parent domain where its own name holds a secret.
     pub fn in_network(&self, observations: &mut Vec<Observation>) {
         if self.detector.is_empty() {
             return;
@@ -153,36 +174,40 @@ impl SecretWatch {
             let Observation::Network(n) = o else {
                 continue;
             };
-            let port = n.port.map(|p| format!(":{p}")).unwrap_or_default();
-            let mut names: Vec<&str> = n.name.iter().map(String::as_str).collect();
-            if n.destination.parse::<std::net::IpAddr>().is_err() {
-                names.push(&n.destination);
+            if n.loopback {
+                continue;
             }
-            let mut carried: Vec<(String, String, &str)> = Vec::new();
-            for name in names {
-                let labels: Vec<&str> = name.trim_end_matches('.').split('.').collect();
-                let parent = labels[labels.len().saturating_sub(2)..].join(".");
-                let joined = labels[..labels.len().saturating_sub(2)].concat();
-                let target = format!("{parent}{port} (DNS name)");
-                carried.push((name.to_string(), target.clone(), "DNS name"));
-                carried.push((joined, target, "DNS name"));
+            let port = n.port.map(|p| format!(":{p}")).unwrap_or_default();
+            let mut carried: Vec<(String, String)> = Vec::new();
+            if n.kind == crate::evidence::NetKind::Dns {
+                for name in n.name.iter().chain(std::iter::once(&n.destination)) {
+                    if name.parse::<std::net::IpAddr>().is_ok() {
+                        continue;
+                    }
+                    let labels: Vec<&str> = name.trim_end_matches('.').split('.').collect();
+                    let joined = labels[..labels.len().saturating_sub(2)].concat();
+                    let target = format!("{} (DNS name)", parent_domain(name));
+                    carried.push((name.to_string(), target.clone()));
+                    carried.push((joined, target));
+                }
             }
             if let Some(payload) = &n.payload {
                 let host = n.name.as_deref().unwrap_or(&n.destination);
+                let host = if self.detector.find(host.as_bytes()).is_empty() {
+                    host.to_string()
+                } else {
+                    parent_domain(host)
+                };
                 let channel = if payload.starts_with("TLS") {
-                    "TLS server name"
+                    "TLS"
                 } else if payload.starts_with("HTTP") {
                     "HTTP request line"
                 } else {
                     "bytes sent"
                 };
-                carried.push((
-                    payload.clone(),
-                    format!("{host}{port} ({channel})"),
-                    channel,
-                ));
+                carried.push((payload.clone(), format!("{host}{port} ({channel})")));
             }
-            for (text, target, _) in carried {
+            for (text, target) in carried {
                 for s in self.detector.find(text.as_bytes()) {
                     let Some(canary) = self.canaries.items.get(s.canary) else {
                         continue;
@@ -267,6 +292,12 @@ impl SecretWatch {
             })
             .collect()
     }
+}
+
+/// The last two labels of a name (`exfil.test` of `a1b2.exfil.test`), or the name itself.
+fn parent_domain(name: &str) -> String {
+    let labels: Vec<&str> = name.trim_end_matches('.').split('.').collect();
+    labels[labels.len().saturating_sub(2)..].join(".")
 }
 
 /// Every string value in `v` (not the keys: a server's schema names them).
@@ -443,7 +474,7 @@ mod tests {
             .collect();
         assert_eq!(sent.len(), 2, "{sent:?}");
         assert!(
-            sent[0].contains("(hex) to exfil.test:53 (DNS name)"),
+            sent[0].contains("(hex) to exfil.test (DNS name)"),
             "{}",
             sent[0]
         );
@@ -451,6 +482,41 @@ mod tests {
             sent[1].contains("to collector.test:53 (HTTP request line)"),
             "{}",
             sent[1]
+        );
+        // Loopback is not the network; a connection to a name holding the secret is named
+        // by its parent domain (the report never spells the value), and its name is no DNS
+        // question of its own.
+        let mut local = net(
+            crate::evidence::NetKind::Connect,
+            "127.0.0.1",
+            None,
+            Some(format!("HTTP \"GET /?k={key} HTTP/1.1\"")),
+        );
+        if let Observation::Network(n) = &mut local {
+            n.loopback = true;
+        }
+        let mut observations = vec![
+            local,
+            net(
+                crate::evidence::NetKind::Connect,
+                "192.0.2.9",
+                Some(format!("{a}.exfil.test")),
+                Some(format!("HTTP \"GET /?k={key} HTTP/1.1\"")),
+            ),
+        ];
+        w.in_network(&mut observations);
+        let sent: Vec<String> = observations
+            .iter()
+            .filter_map(|o| match o {
+                Observation::Secret(s) => Some(s.describe()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(sent.len(), 1, "{sent:?}");
+        assert!(
+            sent[0].ends_with("to exfil.test:53 (HTTP request line)") && !sent[0].contains(a),
+            "{}",
+            sent[0]
         );
     }
 

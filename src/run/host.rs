@@ -676,7 +676,7 @@ impl Host for ServerHost<'_, '_> {
         }
         let mut observations = observations;
         if let Some(watch) = &self.ctx.secrets {
-            watch.mark_asked(&mut observations, arguments);
+            watch.judge_call(&mut observations, arguments);
         }
         observations.extend(secrets);
         let wire_anomalies = l.client.session().anomalies_since(cursor).len();
