@@ -618,6 +618,20 @@ fn passing_in_words(report: &Report, config: &RunConfig) -> String {
     } else {
         String::new()
     };
+    // Planted secrets handed on (errors) that do not fail the run (below `--fail-on`, or
+    // accepted by a baseline) are still said: "no contradiction" alone would hide them.
+    let secrets = report
+        .findings
+        .iter()
+        .filter(|f| crate::audit::about_secrets(f.audit) && f.severity == Severity::Error)
+        .count();
+    let weak_note = if secrets > 0 {
+        format!(
+            "{weak_note}; planted secrets handed on in {secrets} finding(s) (secret-access, exfiltration), not failing the run"
+        )
+    } else {
+        weak_note
+    };
     let exercised = report.coverage.tools_succeeded;
     if below > 0 {
         format!(

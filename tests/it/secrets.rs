@@ -174,6 +174,19 @@ fn handed_on_run(who: As) {
             && before_tools.contains("ssh-private-key from ~/.ssh/id_ed25519 (hex)"),
         "{before_tools}"
     );
+    // Below --fail-on, the run passes and its reason still names them.
+    let passing = run_as_with_env(
+        &prefix,
+        &verify_json_args("secrets", &["--fail-on", "never"]),
+        &[],
+        Duration::from_secs(60),
+    );
+    assert_eq!(passing.code, 0, "{}", passing.stderr);
+    let reason = passing.json()["exit_reason"].to_string();
+    assert!(
+        reason.contains("planted secrets handed on in 3 finding(s)"),
+        "{reason}"
+    );
     // Without canaries nothing is planted and nothing is found.
     let out = run_as_with_env(
         &prefix,
