@@ -93,40 +93,23 @@ pub fn findings<'a>(
 ) -> Vec<Finding> {
     let mut by_tool: BTreeMap<Option<String>, (bool, Vec<Evidence>, BTreeSet<String>)> =
         BTreeMap::new();
-    let mut add = |tool: Option<&str>, closed: bool, source: String, o: &Observation| {
+    let tools: Vec<(&str, bool, &[CallRecord])> = tools.into_iter().collect();
+    let walked = tools.iter().map(|(tool, _, calls)| (*tool, *calls));
+    super::each_observation(walked, phases, |tool, source, o| {
         let Observation::Secret(s) = o else {
             return;
         };
         if s.how != SecretMove::Sent || is_use(s) {
             return;
         }
+        let closed = tools
+            .iter()
+            .any(|(t, closed, _)| Some(*t) == tool && *closed);
         let (is_closed, evidence, secrets) = by_tool.entry(tool.map(str::to_string)).or_default();
         *is_closed |= closed;
         secrets.insert(format!("{} {}", s.kind, s.place));
-        let text = s.describe();
-        if evidence.len() < 10 && !evidence.iter().any(|e| e.text == text) {
-            evidence.push(Evidence::plain(source, text));
-        }
-    };
-    for (tool, closed, calls) in tools {
-        for call in calls {
-            for o in &call.observations {
-                add(
-                    Some(tool),
-                    closed,
-                    format!("call {} (attempt {})", call.number, call.attempt),
-                    o,
-                );
-            }
-        }
-    }
-    for p in phases {
-        let source = serde_json::to_value(p.phase)
-            .ok()
-            .and_then(|v| v.as_str().map(str::to_string))
-            .unwrap_or_default();
-        add(None, false, source, &p.observation);
-    }
+        super::add_distinct(evidence, source, s.describe());
+    });
     by_tool
         .into_iter()
         .map(|(tool, (closed, evidence, secrets))| Finding {

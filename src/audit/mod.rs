@@ -21,7 +21,7 @@ pub mod secret_access;
 pub mod suggest;
 
 use crate::evidence::Observation;
-use crate::evidence::{CallRecord, Coverage, ToolRun};
+use crate::evidence::{CallRecord, Coverage, PhaseObservation, ToolRun};
 use crate::finding::{
     Category, Confidence, Evidence, Finding, HintVerdict, Severity, Suggestion, Verdict,
 };
@@ -59,6 +59,41 @@ pub const ALL: [&AuditMeta; 13] = [
 /// [`exfiltration`]): reports show those findings first.
 pub fn about_secrets(id: &str) -> bool {
     id == secret_access::META.id || id == exfiltration::META.id
+}
+
+/// Visits every observation of the calls of `tools` and of `phases`, with the tool it fell
+/// to (`None` outside every call) and where it was seen: `call 2 (attempt 1)`, or the phase
+/// (`startup`, `idle`, …).
+pub(crate) fn each_observation<'a>(
+    tools: impl IntoIterator<Item = (&'a str, &'a [CallRecord])>,
+    phases: &[PhaseObservation],
+    mut visit: impl FnMut(Option<&str>, String, &Observation),
+) {
+    for (tool, calls) in tools {
+        for call in calls {
+            for o in &call.observations {
+                visit(
+                    Some(tool),
+                    format!("call {} (attempt {})", call.number, call.attempt),
+                    o,
+                );
+            }
+        }
+    }
+    for p in phases {
+        let source = serde_json::to_value(p.phase)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default();
+        visit(None, source, &p.observation);
+    }
+}
+
+/// Adds a piece of evidence to `list`, unless it holds the same text or ten pieces already.
+pub(crate) fn add_distinct(list: &mut Vec<Evidence>, source: String, text: String) {
+    if list.len() < 10 && !list.iter().any(|e| e.text == text) {
+        list.push(Evidence::plain(source, text));
+    }
 }
 
 /// The audit with this id.

@@ -38,34 +38,13 @@ pub fn findings<'a>(
     phases: &[PhaseObservation],
 ) -> Vec<Finding> {
     let mut by_tool: BTreeMap<Option<String>, Vec<Evidence>> = BTreeMap::new();
-    let mut add = |tool: Option<&str>, source: String, o: &Observation| {
+    super::each_observation(tools, phases, |tool, source, o| {
         if !matches!(o, Observation::Refused(_)) {
             return;
         }
         let list = by_tool.entry(tool.map(str::to_string)).or_default();
-        let text = o.describe();
-        if list.len() < 10 && !list.iter().any(|e| e.text == text) {
-            list.push(Evidence::plain(source, text));
-        }
-    };
-    for (tool, calls) in tools {
-        for call in calls {
-            for o in &call.observations {
-                add(
-                    Some(tool),
-                    format!("call {} (attempt {})", call.number, call.attempt),
-                    o,
-                );
-            }
-        }
-    }
-    for p in phases {
-        let source = serde_json::to_value(p.phase)
-            .ok()
-            .and_then(|v| v.as_str().map(str::to_string))
-            .unwrap_or_default();
-        add(None, source, &p.observation);
-    }
+        super::add_distinct(list, source, o.describe());
+    });
     by_tool
         .into_iter()
         .map(|(tool, evidence)| Finding {

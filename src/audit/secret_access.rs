@@ -77,7 +77,7 @@ pub fn findings<'a>(
     phases: &[PhaseObservation],
 ) -> Vec<Finding> {
     let mut by_tool: BTreeMap<Option<String>, Handed> = BTreeMap::new();
-    let mut add = |tool: Option<&str>, source: String, o: &Observation| {
+    super::each_observation(tools, phases, |tool, source, o| {
         let Observation::Secret(s) = o else {
             return;
         };
@@ -95,29 +95,8 @@ pub fn findings<'a>(
             SecretMove::Read | SecretMove::Sent => (&mut handed.read, &mut handed.read_secrets),
         };
         secrets.insert((s.kind.clone(), s.place.clone()));
-        let text = s.describe();
-        if list.len() < 10 && !list.iter().any(|e| e.text == text) {
-            list.push(Evidence::plain(source, text));
-        }
-    };
-    for (tool, calls) in tools {
-        for call in calls {
-            for o in &call.observations {
-                add(
-                    Some(tool),
-                    format!("call {} (attempt {})", call.number, call.attempt),
-                    o,
-                );
-            }
-        }
-    }
-    for p in phases {
-        let source = serde_json::to_value(p.phase)
-            .ok()
-            .and_then(|v| v.as_str().map(str::to_string))
-            .unwrap_or_default();
-        add(None, source, &p.observation);
-    }
+        super::add_distinct(list, source, s.describe());
+    });
     let mut out = Vec::new();
     for (tool, handed) in by_tool {
         let who = tool.clone().unwrap_or_else(|| "the server".into());

@@ -94,21 +94,12 @@ impl SecretWatch {
         if sightings.is_empty() {
             return Vec::new();
         }
-        let given: BTreeSet<usize> = serde_json::to_vec(arguments)
-            .map(|a| {
-                self.detector
-                    .find(&a)
-                    .into_iter()
-                    .map(|s| s.canary)
-                    .collect()
-            })
-            .unwrap_or_default();
+        let given = self.carried_by(arguments);
         let mut strings = Vec::new();
         strings_in(arguments, &mut strings);
-        let mut seen = BTreeSet::new();
         sightings
             .into_iter()
-            .filter(|s| !given.contains(&s.canary) && seen.insert(s.canary))
+            .filter(|s| !given.contains(&s.canary))
             .filter_map(|s| {
                 let canary = self.canaries.items.get(s.canary)?;
                 Some(Observation::Secret(SecretSighting {
@@ -125,23 +116,38 @@ impl SecretWatch {
             .collect()
     }
 
+    /// The canaries (their indices) a call's `arguments` carry.
+    fn carried_by(&self, arguments: &Value) -> BTreeSet<usize> {
+        serde_json::to_vec(arguments)
+            .map(|a| {
+                self.detector
+                    .find(&a)
+                    .into_iter()
+                    .map(|s| s.canary)
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
     /// Settles a call's sightings by its `arguments`: a read of a file they named was asked
     /// for (a file reader told to read `.env` reads it), and a secret they carried that the
     /// server then sent is the explorer's doing (a value it learnt from an earlier result),
     /// not the tool's: dropped.
     pub fn judge_call(&self, observations: &mut Vec<Observation>, arguments: &Value) {
+        if !observations
+            .iter()
+            .any(|o| matches!(o, Observation::Secret(_)))
+        {
+            return;
+        }
         let mut strings = Vec::new();
         strings_in(arguments, &mut strings);
-        let given: BTreeSet<(&str, &str)> = serde_json::to_vec(arguments)
-            .map(|a| {
-                self.detector
-                    .find(&a)
-                    .into_iter()
-                    .filter_map(|s| self.canaries.items.get(s.canary))
-                    .map(|c| (c.kind, c.place.as_str()))
-                    .collect()
-            })
-            .unwrap_or_default();
+        let given: BTreeSet<(&str, &str)> = self
+            .carried_by(arguments)
+            .into_iter()
+            .filter_map(|i| self.canaries.items.get(i))
+            .map(|c| (c.kind, c.place.as_str()))
+            .collect();
         observations.retain_mut(|o| {
             let Observation::Secret(s) = o else {
                 return true;
@@ -208,24 +214,8 @@ impl SecretWatch {
                 carried.push((payload.clone(), format!("{host}{port} ({channel})")));
             }
             for (text, target) in carried {
-                for s in self.detector.find(text.as_bytes()) {
-                    let Some(canary) = self.canaries.items.get(s.canary) else {
-                        continue;
-                    };
-                    if !seen.insert((s.canary, target.clone())) {
-                        continue;
-                    }
-                    found.push(Observation::Secret(SecretSighting {
-                        how: SecretMove::Sent,
-                        kind: canary.kind.to_string(),
-                        place: canary.place.clone(),
-                        encoding: s.encoding,
-                        target: Some(target.clone()),
-                        asked: false,
-                        swept: false,
-                        mechanism: n.mechanism,
-                    }));
-                }
+                let sent = (SecretMove::Sent, target, n.mechanism);
+                found.extend(self.sightings_in(text.as_bytes(), sent, &mut seen));
             }
         }
         observations.extend(found);
@@ -243,27 +233,38 @@ impl SecretWatch {
                 continue;
             };
             let argv = p.argv.join("\0");
-            let mut seen = BTreeSet::new();
-            for s in self.detector.find(argv.as_bytes()) {
-                let Some(canary) = self.canaries.items.get(s.canary) else {
-                    continue;
-                };
-                if !seen.insert(s.canary) {
-                    continue;
-                }
-                found.push(Observation::Secret(SecretSighting {
-                    how: SecretMove::Argv,
+            let passed = (SecretMove::Argv, p.program.clone(), p.mechanism);
+            found.extend(self.sightings_in(argv.as_bytes(), passed, &mut BTreeSet::new()));
+        }
+        observations.extend(found);
+    }
+
+    /// A sighting of each canary in `bytes`, moved as `how` to `target` and seen by
+    /// `mechanism`, unless `seen` holds it (with that target) already.
+    fn sightings_in(
+        &self,
+        bytes: &[u8],
+        (how, target, mechanism): (SecretMove, String, Mechanism),
+        seen: &mut BTreeSet<(usize, String)>,
+    ) -> Vec<Observation> {
+        self.detector
+            .find(bytes)
+            .into_iter()
+            .filter(|s| seen.insert((s.canary, target.clone())))
+            .filter_map(|s| {
+                let canary = self.canaries.items.get(s.canary)?;
+                Some(Observation::Secret(SecretSighting {
+                    how,
                     kind: canary.kind.to_string(),
                     place: canary.place.clone(),
                     encoding: s.encoding,
-                    target: Some(p.program.clone()),
+                    target: Some(target.clone()),
                     asked: false,
                     swept: false,
-                    mechanism: p.mechanism,
-                }));
-            }
-        }
-        observations.extend(found);
+                    mechanism,
+                }))
+            })
+            .collect()
     }
 
     /// The canaries in the definitions of the tools a server listed (each definition's
