@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use crate::report::Report;
 
+pub mod carried;
 pub mod replay;
 pub mod server_wide;
 

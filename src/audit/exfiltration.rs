@@ -1,6 +1,6 @@
 //! `exfiltration`: a planted secret (a canary, see [`crate::workspace::canary`]) in what the
 //! server sent over the network: a DNS name (labels joined, so a secret split across them is
-//! found), an HTTP request line or a TLS server name. An error on the tool whose window it
+//! found), an HTTP request (line, headers, body), a TLS server name, a datagram. An error on the tool whose window it
 //! fell in, or on the server when it happened outside every call (at start-up, between calls,
 //! in a control request: never discounted as bookkeeping). A credential sent to its own
 //! service (a GitHub token to GitHub's hosts) is use, not exfiltration: an observation.
@@ -18,12 +18,15 @@ pub const META: AuditMeta = AuditMeta {
     docs: "Every run plants fake credentials of its own where servers look for real ones (see \
 `hintcheck explain secret-access` for the places) and looks for their bytes, in any common \
 encoding (raw, base64, hex, base32, URL escaping, gzip or deflate, one inside another) and by any \
-16 bytes of them, in what the server sends: the DNS names it looks up (labels joined, so a secret \
-split across labels is found), the request lines of its HTTP requests and the server names of its \
-TLS connections (the first bytes of connections to the observed ports: 80, 443, 8080, 8443 and \
-`--observe-port`; a request line's first 200 characters). The sandbox's network goes nowhere, so \
-nothing really left; on a real machine it would have. Names are lowercased on the way: a secret \
-in hex or base32 survives that, one in base64 does not.\n\n\
+16 bytes of them, in what the server sends, each destination's traffic joined in order (a secret \
+split over several requests, datagrams or lookups is whole again): the DNS names it looks up, in \
+the case they were asked in (labels joined, and joined across successive lookups under one \
+parent domain), its HTTP requests whole (request line, headers, body up to 1 MiB; decrypted for \
+HTTPS) and what other protocols send on the observed ports (80, 443, 8080, 8443 and \
+`--observe-port`), TLS server names, and datagrams and other packets whole, whatever their port. \
+The sandbox's network goes nowhere, so nothing really left; on a real machine it would have.\n\n\
+Traffic a call schedules for later (a timer's upload after the call answered) is the call's: the \
+replay that gives the traffic to the tool that armed the timer takes its secrets along.\n\n\
 A sighting is an **error** on the tool whose call (or whose window) sent it, whatever its hints \
 say: `openWorldHint: false` tools that send a secret are the worst case, and a declared open-world \
 tool has no licence to send one elsewhere either. Outside every call (at start-up, between calls, \
@@ -31,8 +34,8 @@ in a request that runs no tool) it is an error on the server, never discounted a
 credential sent in a request to its own service (a GitHub token to GitHub's hosts, an npm token \
 to the npm registry, an API key to its provider's API) is use, not exfiltration: it stays an \
 observation. A credential in a DNS name or a TLS server name is never use.\n\n\
-Not yet seen: request headers and bodies, UDP payloads past the headers, files written outside the \
-workspace (see docs/secrets.md).\n\n\
+Not yet seen: what a TCP connection to another port would send (the sandbox refuses the \
+connection; the attempt is reported), files written outside the workspace (see docs/secrets.md).\n\n\
 Fix: do not send credentials anywhere but to the service they belong to.",
 };
 
@@ -61,7 +64,8 @@ pub fn is_use(s: &SecretSighting) -> bool {
     let Some(target) = s.target.as_deref() else {
         return false;
     };
-    if !target.ends_with("(HTTP request line)") {
+    let request = ["(HTTP request line)", "(HTTP request)", "(HTTPS request)"];
+    if !request.iter().any(|r| target.ends_with(r)) {
         return false;
     }
     let Some(host) = target_host(target) else {

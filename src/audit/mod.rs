@@ -575,6 +575,7 @@ pub(crate) mod testing {
             loopback,
             mechanism: Mechanism::Packet,
             payload: None,
+            carried: Default::default(),
         })
     }
 

@@ -23,7 +23,8 @@ look for real ones: SSH keys (`~/.ssh/id_rsa`, `id_ed25519`), `~/.aws/credential
 `~/.config/gh/hosts.yml`, `~/.netrc`, `~/.git-credentials`, `~/.docker/config.json`, \
 `~/.kube/config`, `~/.npmrc`, `~/.pypirc`, a `.env` in the workspace, and the variables \
 `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `GITHUB_TOKEN`, `OPENAI_API_KEY` and \
-`ANTHROPIC_API_KEY`. Each value is new for each run (from its seed) and recognised in any common \
+`ANTHROPIC_API_KEY`, and the instance credentials the cloud metadata endpoint (169.254.169.254, \
+answered inside the sandbox as AWS's, Google Cloud's and Azure's) hands out. Each value is new for each run (from its seed) and recognised in any common \
 encoding (raw, base64, hex, base32, URL or JSON escaping, gzip or deflate, one inside another) and \
 by any 16 bytes of it. `--no-canaries` plants none; the sandbox's home is its own, so the real \
 user's secrets are never there to be read.\n\n\
@@ -34,8 +35,9 @@ call keeps the sighting as an observation, not a finding. A tool that passed a c
 program it started, in that program's arguments, is a **warning** (visible to every process on \
 the machine; sometimes the only way a command-line client takes a token). Programs given a canary \
 outside every tool call (at start-up, between calls) are the server's: one warning for all.\n\n\
-A tool that opened or read a file holding a canary is a **warning**: many tools have a reason to \
-use a credential, and the user should know which do. Not counted: the files well-known libraries \
+A tool that opened or read a file holding a canary, or fetched the instance credentials from the \
+metadata endpoint, is a **warning**: many tools have a reason to use a credential, and the user \
+should know which do. Not counted: the files well-known libraries \
 read on their own (`~/.netrc`, the AWS SDKs' `~/.aws/credentials`, git's \
 `~/.git-credentials`, npm's `~/.npmrc`), a file the call asked for by path, and a workspace \
 secret read in the same window as the workspace's ordinary files (a search or a sync reads \
@@ -70,6 +72,18 @@ pub const IMPLICIT_LOOKUPS: [&str; 4] = [
     "~/.git-credentials",
     "~/.npmrc",
 ];
+
+/// What the places read are: files, or files and the metadata endpoint.
+fn places_noun(read: &std::collections::BTreeSet<(String, String)>) -> &'static str {
+    if read
+        .iter()
+        .all(|(_, place)| place.starts_with("~/") || place.starts_with('$'))
+    {
+        "file(s)"
+    } else {
+        "place(s)"
+    }
+}
 
 /// Findings for the sightings of planted secrets in the calls of `tools` and in `phases`.
 pub fn findings<'a>(
@@ -118,15 +132,17 @@ pub fn findings<'a>(
                 Some(t) => (
                     Severity::Warning,
                     format!(
-                        "{t} read {} file(s) holding planted secrets",
-                        handed.read_secrets.len()
+                        "{t} read {} {} holding planted secrets",
+                        handed.read_secrets.len(),
+                        places_noun(&handed.read_secrets)
                     ),
                 ),
                 None => (
                     Severity::Note,
                     format!(
-                        "the server read {} file(s) holding planted secrets outside any tool call (at start-up or between calls)",
-                        handed.read_secrets.len()
+                        "the server read {} {} holding planted secrets outside any tool call (at start-up or between calls)",
+                        handed.read_secrets.len(),
+                        places_noun(&handed.read_secrets)
                     ),
                 ),
             };

@@ -10,7 +10,7 @@ use serde_json::Value;
 pub mod observation;
 
 pub use observation::{
-    FileEffect, FileEffectKind, Mechanism, NetEvent, NetKind, ObjectKind, Observation,
+    Carried, FileEffect, FileEffectKind, Mechanism, NetEvent, NetKind, ObjectKind, Observation,
     ProcessEvent, RefusedCall, SecretMove, SecretSighting, WriteAttempt, at_or_under, path_shape,
     write_key,
 };

@@ -375,7 +375,72 @@ pub struct NetEvent {
     pub mechanism: Mechanism,
     /// What was asked or sent (DNS query type, TLS SNI, HTTP request line).
     pub payload: Option<String>,
+    /// The bytes it carried out, for the scan for planted secrets only.
+    pub carried: Carried,
 }
+
+/// The bytes a network event carried out: a request with its headers and body (decrypted,
+/// for TLS), a datagram's payload, a name as it was asked (its letters' case kept). Kept only
+/// for the scan for planted secrets ([`crate::observe::secrets`]), never reported, and no
+/// part of an event's identity: two events alike in every other way are one event, their
+/// bytes joined ([`Carried::join`]).
+#[derive(Clone, Default)]
+pub struct Carried(Option<std::sync::Arc<[u8]>>);
+
+impl Carried {
+    /// Most bytes one event keeps: the rest of a longer stream goes unscanned.
+    pub const LIMIT: usize = 1 << 20;
+
+    /// Carried `bytes` (at most [`Carried::LIMIT`] of them).
+    pub fn of(bytes: &[u8]) -> Carried {
+        if bytes.is_empty() {
+            return Carried(None);
+        }
+        Carried(Some(bytes[..bytes.len().min(Self::LIMIT)].into()))
+    }
+
+    /// The bytes (empty when none were kept).
+    pub fn bytes(&self) -> &[u8] {
+        self.0.as_deref().unwrap_or_default()
+    }
+
+    /// Appends `other`'s bytes to these (the same destination sent again: a secret split
+    /// across two requests or datagrams is whole again), within [`Carried::LIMIT`].
+    pub fn join(&mut self, other: Carried) {
+        match (&self.0, other.0) {
+            (_, None) => {}
+            (None, theirs) => self.0 = theirs,
+            (Some(mine), Some(theirs)) => {
+                let room = Self::LIMIT.saturating_sub(mine.len());
+                if room > 0 {
+                    let mut joined = mine.to_vec();
+                    joined.extend_from_slice(&theirs[..theirs.len().min(room)]);
+                    self.0 = Some(joined.into());
+                }
+            }
+        }
+    }
+
+    /// Takes the bytes, leaving none.
+    pub fn take(&mut self) -> Carried {
+        Carried(self.0.take())
+    }
+}
+
+impl std::fmt::Debug for Carried {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Carried({} bytes)", self.bytes().len())
+    }
+}
+
+/// Carried bytes never tell two events apart.
+impl PartialEq for Carried {
+    fn eq(&self, _: &Carried) -> bool {
+        true
+    }
+}
+
+impl Eq for Carried {}
 
 impl NetEvent {
     /// One line for humans.

@@ -234,6 +234,7 @@ impl AttemptObserver {
             loopback,
             mechanism: Mechanism::Attempt,
             payload: own.then(|| "an address the server bound itself".to_string()),
+            carried: Default::default(),
         }))
     }
 }

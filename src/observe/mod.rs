@@ -9,6 +9,7 @@ pub mod attempts;
 pub mod fs;
 pub mod git;
 pub mod inotify;
+pub mod metadata;
 pub mod net;
 pub mod normalise;
 pub mod quiet;
@@ -287,6 +288,7 @@ mod tests {
                 loopback: false,
                 mechanism: Mechanism::Packet,
                 payload: None,
+                carried: Default::default(),
             })
         };
         assert!(socket.names(&connect("198.18.0.1", Some(80), NetKind::Connect)));

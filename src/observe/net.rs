@@ -9,12 +9,12 @@
 use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener, UdpSocket};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use super::{ObserveError, Observer, ObserverStatus, ServerStart};
-use crate::evidence::{Mechanism, NetEvent, NetKind, Observation};
+use crate::evidence::{Carried, Mechanism, NetEvent, NetKind, Observation};
 
 /// Names the DNS stub handed out, both ways.
 #[derive(Debug, Default)]
@@ -70,6 +70,14 @@ pub struct NetState {
     packets: Option<std::os::fd::OwnedFd>,
     /// The run's certificate authority: with it, TLS connections are completed.
     authority: Option<Arc<super::tls::Authority>>,
+    /// The instance credentials the metadata endpoint hands out, when canaries are planted.
+    metadata: Option<super::metadata::CloudMetadata>,
+    /// Bytes the events since the last checkpoint carry.
+    carried_kept: AtomicUsize,
+    /// Bytes sent past [`CARRIED_BUDGET`] since the last report of them: not scanned.
+    unscanned: AtomicUsize,
+    /// Connections being read and answered now.
+    connections: AtomicUsize,
 }
 
 /// A running network observer service.
@@ -78,10 +86,30 @@ pub type NetHandle = Arc<NetState>;
 /// Most events kept between checkpoints.
 const EVENT_CAP: usize = 10_000;
 
+/// Most bytes the events between two checkpoints carry for the secret scan: a flood is not
+/// held in memory (what is past it goes unscanned, with a note).
+const CARRIED_BUDGET: usize = 16 << 20;
+
+/// Most connections read at once, each on a thread of its own; more wait for one to end.
+const MAX_CONNECTIONS: usize = 32;
+
+/// Most bytes read from a connection that is neither HTTP nor TLS.
+const MAX_RAW_READ: usize = 64 << 10;
+
 impl NetState {
-    fn push(&self, e: NetEvent) {
+    /// Records an event; one alike an event already recorded joins its carried bytes to
+    /// that one's (a secret split across two requests to one place is whole again). Carried
+    /// bytes past [`CARRIED_BUDGET`] are dropped and counted.
+    fn push(&self, mut e: NetEvent) {
+        let n = e.carried.bytes().len();
+        if n > 0 && self.carried_kept.fetch_add(n, Ordering::SeqCst) + n > CARRIED_BUDGET {
+            self.unscanned.fetch_add(n, Ordering::SeqCst);
+            e.carried = Carried::default();
+        }
         let mut ev = self.events.lock().unwrap_or_else(|p| p.into_inner());
-        if ev.len() < EVENT_CAP && !ev.contains(&e) {
+        if let Some(same) = ev.iter_mut().find(|x| **x == e) {
+            same.carried.join(e.carried.take());
+        } else if ev.len() < EVENT_CAP {
             ev.push(e);
         }
     }
@@ -92,7 +120,7 @@ impl NetState {
     /// answer, however late the packet thread is scheduled.
     fn drain_packets(&self) {
         let Some(fd) = &self.packets else { return };
-        let mut buf = [0u8; 256];
+        let mut buf = vec![0u8; 1 << 16];
         while let Ok((n, _)) = rustix::net::recv(fd, &mut buf, rustix::net::RecvFlags::DONTWAIT) {
             let Some(packet) = parse_packet(&buf[..n]) else {
                 continue;
@@ -119,10 +147,12 @@ pub fn start(
     listeners: Vec<(u16, TcpListener)>,
     packets: Option<std::os::fd::OwnedFd>,
     authority: Option<Arc<super::tls::Authority>>,
+    metadata: Option<super::metadata::CloudMetadata>,
 ) -> NetHandle {
     let has_packets = packets.is_some();
     let state: NetHandle = Arc::new(NetState {
         authority,
+        metadata,
         packets,
         wake: rustix::event::eventfd(
             0,
@@ -161,7 +191,7 @@ fn dns_loop(sock: UdpSocket, state: NetHandle) {
         let Ok((n, from)) = sock.recv_from(&mut buf) else {
             continue;
         };
-        let Some((name, qtype, question_end)) = parse_query(&buf[..n]) else {
+        let Some((asked, qtype, question_end)) = parse_query(&buf[..n]) else {
             // A datagram to port 53 that is not a usable question is never answered. The
             // packet socket reports those whose header is not a query's (with the address
             // they were aimed at); the rest, a query's header with garbage after it, only the
@@ -177,9 +207,13 @@ fn dns_loop(sock: UdpSocket, state: NetHandle) {
                 loopback: false,
                 mechanism: Mechanism::Dns,
                 payload: Some(format!("malformed DNS ({n} bytes)")),
+                carried: Carried::of(&buf[..n]),
             });
             continue;
         };
+        // Names are told apart without case; the case asked is kept for the secret scan
+        // (base64 in a label loses its meaning in lower case).
+        let name = asked.to_ascii_lowercase();
         // The sandbox's own host name (git and many runtimes look it up to build an
         // identity) and `localhost` names are answered with loopback and are not external.
         let local = is_local_name(&name);
@@ -209,6 +243,7 @@ fn dns_loop(sock: UdpSocket, state: NetHandle) {
                 28 => "AAAA".to_string(),
                 other => format!("type {other}"),
             }),
+            carried: Carried::of(asked.as_bytes()),
         });
         let reply = build_reply(&buf[..question_end], answer);
         let _ = sock.send_to(&reply, from);
@@ -234,7 +269,7 @@ pub fn looks_like_dns_query(b: &[u8]) -> bool {
     b.len() >= 12 && b[2] & 0xf8 == 0 && u16::from_be_bytes([b[4], b[5]]) > 0
 }
 
-/// (name, qtype, end of the question section) of a standard query.
+/// (name as asked, qtype, end of the question section) of a standard query.
 pub fn parse_query(b: &[u8]) -> Option<(String, u16, usize)> {
     if b.len() < 12 || b[2] & 0x80 != 0 || u16::from_be_bytes([b[4], b[5]]) == 0 {
         return None;
@@ -250,7 +285,7 @@ pub fn parse_query(b: &[u8]) -> Option<(String, u16, usize)> {
         if len & 0xc0 != 0 || labels.len() > 127 {
             return None;
         }
-        labels.push(String::from_utf8_lossy(b.get(off + 1..off + 1 + len)?).to_ascii_lowercase());
+        labels.push(String::from_utf8_lossy(b.get(off + 1..off + 1 + len)?).into_owned());
         off += 1 + len;
     }
     let qtype = u16::from_be_bytes([*b.get(off)?, *b.get(off + 1)?]);
@@ -283,54 +318,24 @@ pub fn build_reply(question: &[u8], answer: Option<IpAddr>) -> Vec<u8> {
 fn accept_loop(listener: TcpListener, port: u16, state: NetHandle) {
     while !state.stop.load(Ordering::SeqCst) {
         match listener.accept() {
-            Ok((mut conn, _peer)) => {
-                // Every address is local: the local address is where the server connected.
-                let dest = conn.local_addr().ok();
-                let _ = conn.set_nonblocking(false);
-                let _ = conn.set_read_timeout(Some(Duration::from_millis(500)));
-                let mut buf = vec![0u8; 4096];
-                let n = conn.read(&mut buf).unwrap_or(0);
-                let mut payload = describe_payload(&buf[..n]);
-                let is_client_hello = n > 5 && buf[0] == 0x16 && buf[5] == 0x01;
-                // A plain HTTP request gets what it asks for from a small, ordinary site, so
-                // that a fetching tool can finish its work (and show what it does with it);
-                // HTTPS the same, inside TLS with a certificate of the run's authority.
-                if is_client_hello {
-                    let config = state
-                        .authority
-                        .as_ref()
-                        .and_then(|a| a.server_config(dest.map(|d| d.ip().to_canonical())));
-                    if let Some(config) = config {
-                        if let Some(head) =
-                            super::tls::serve(config, &buf[..n], &mut conn, super::web::answer)
-                        {
-                            if let (Some(tls), Some(inside)) =
-                                (payload.as_deref(), describe_payload(&head))
-                            {
-                                payload = Some(format!("{tls}; {inside}"));
-                            }
-                        }
+            Ok((conn, _peer)) => {
+                // Each connection is read on a thread of its own (a client that sends slowly
+                // does not hold up the next), up to a bound; past it, on this one.
+                if state.connections.fetch_add(1, Ordering::SeqCst) < MAX_CONNECTIONS {
+                    let s = state.clone();
+                    let spawned = std::thread::Builder::new()
+                        .name(format!("connection-{port}"))
+                        .spawn(move || {
+                            serve_connection(conn, port, &s);
+                            s.connections.fetch_sub(1, Ordering::SeqCst);
+                        });
+                    if spawned.is_err() {
+                        state.connections.fetch_sub(1, Ordering::SeqCst);
                     }
-                } else if let Some(reply) = super::web::answer(&buf[..n]) {
-                    let _ = conn.write_all(&reply);
+                } else {
+                    serve_connection(conn, port, &state);
+                    state.connections.fetch_sub(1, Ordering::SeqCst);
                 }
-                let dest_ip = dest.map(|d| d.ip().to_canonical());
-                let name = dest_ip.and_then(|ip| {
-                    state
-                        .names
-                        .lock()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .name_of(ip)
-                });
-                state.push(NetEvent {
-                    kind: NetKind::Connect,
-                    destination: dest_ip.map(|ip| ip.to_string()).unwrap_or_default(),
-                    port: Some(dest.map(|d: SocketAddr| d.port()).unwrap_or(port)),
-                    name,
-                    loopback: dest_ip.is_some_and(|ip| ip.is_loopback()),
-                    mechanism: Mechanism::Payload,
-                    payload,
-                });
             }
             // Nothing to accept: sleep in poll until a connection arrives (or a stop may have
             // come), instead of waking up every few milliseconds on a busy machine.
@@ -338,6 +343,89 @@ fn accept_loop(listener: TcpListener, port: u16, state: NetHandle) {
                 readable_soon(&listener, &state);
             }
         }
+    }
+}
+
+/// Reads what the server sends on one connection and answers it as the other side would: an
+/// HTTP request (its head, and its body up to its length) gets what it asks for from a small,
+/// ordinary site, so that a fetching tool can finish its work (and show what it does with
+/// it); HTTPS the same, inside TLS with a certificate of the run's authority; anything else is
+/// read until the client pauses, and closed. The event is recorded before the answer goes
+/// out: a client that waits for it has its event in the window of the call that made it.
+fn serve_connection(mut conn: std::net::TcpStream, port: u16, state: &NetState) {
+    // Every address is local: the local address is where the server connected.
+    let dest = conn.local_addr().ok();
+    let _ = conn.set_nonblocking(false);
+    let _ = conn.set_read_timeout(Some(Duration::from_millis(500)));
+    let mut buf = vec![0u8; 4096];
+    let n = conn.read(&mut buf).unwrap_or(0);
+    buf.truncate(n);
+    let dest_ip = dest.map(|d| d.ip().to_canonical());
+    let name = dest_ip.and_then(|ip| {
+        state
+            .names
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .name_of(ip)
+    });
+    let event = |payload: Option<String>, carried: &[u8]| NetEvent {
+        kind: NetKind::Connect,
+        destination: dest_ip.map(|ip| ip.to_string()).unwrap_or_default(),
+        port: Some(dest.map(|d: SocketAddr| d.port()).unwrap_or(port)),
+        name: name.clone(),
+        loopback: dest_ip.is_some_and(|ip| ip.is_loopback()),
+        mechanism: Mechanism::Payload,
+        payload,
+        carried: Carried::of(carried),
+    };
+    let hello = describe_payload(&buf);
+    let is_client_hello = n > 5 && buf[0] == 0x16 && buf[5] == 0x01;
+    let tls_config = is_client_hello
+        .then_some(state.authority.as_ref())
+        .flatten()
+        .and_then(|a| a.server_config(dest_ip));
+    if let Some(config) = tls_config {
+        let mut recorded = false;
+        super::tls::serve(config, &buf, &mut conn, |request| {
+            let payload = match (hello.as_deref(), describe_payload(&request.head)) {
+                (Some(tls), Some(inside)) => Some(format!("{tls}; {inside}")),
+                (tls, _) => tls.map(str::to_string),
+            };
+            state.push(event(payload, &request.carried));
+            recorded = true;
+            super::web::answer(&request.head)
+        });
+        if !recorded {
+            state.push(event(hello, &[]));
+        }
+    } else if is_client_hello {
+        state.push(event(hello, &[]));
+    } else if super::web::served_for(&buf).is_some() {
+        let request = super::web::read_request(buf, &mut conn);
+        state.push(event(describe_payload(&request.head), &request.carried));
+        // The cloud metadata endpoint hands out the planted instance credentials.
+        let reply = match &state.metadata {
+            Some(m) if super::metadata::is_endpoint(dest_ip, &request.head) => {
+                m.answer(&request.head)
+            }
+            _ => super::web::answer(&request.head),
+        };
+        if let Some(reply) = reply {
+            let _ = conn.write_all(&reply);
+        }
+    } else {
+        // Another protocol: what it sends until it pauses (or waits for an answer that
+        // never comes).
+        let _ = conn.set_read_timeout(Some(Duration::from_millis(150)));
+        let mut chunk = [0u8; 8192];
+        while n > 0 && buf.len() < MAX_RAW_READ {
+            match conn.read(&mut chunk) {
+                Ok(0) | Err(_) => break,
+                Ok(k) => buf.extend_from_slice(&chunk[..k]),
+            }
+        }
+        buf.truncate(MAX_RAW_READ);
+        state.push(event(describe_payload(&buf), &buf));
     }
 }
 
@@ -390,6 +478,9 @@ pub struct Packet {
     pub icmp_type: Option<u8>,
     /// For UDP, whether the payload starts like a DNS query.
     pub dns_query: bool,
+    /// What it carried past its transport header (a datagram's payload, an ICMP message's
+    /// data; a protocol unknown here, its whole transport part; a TCP SYN, nothing).
+    pub data: Vec<u8>,
 }
 
 /// IP protocols whose transport header starts with the source and destination ports.
@@ -426,6 +517,11 @@ pub fn parse_packet(b: &[u8]) -> Option<Packet> {
         .then(|| transport.first().copied())
         .flatten();
     let dns_query = protocol == 17 && transport.get(8..).is_some_and(looks_like_dns_query);
+    let data = match protocol {
+        6 => &[][..],
+        1 | 17 | 58 | 136 => transport.get(8..).unwrap_or_default(),
+        _ => transport,
+    };
     Some(Packet {
         protocol,
         source_port: ports.map(|p| p.0),
@@ -433,6 +529,7 @@ pub fn parse_packet(b: &[u8]) -> Option<Packet> {
         port: ports.map(|p| p.1),
         icmp_type,
         dns_query,
+        data: data.to_vec(),
     })
 }
 
@@ -492,24 +589,46 @@ fn packet_event(p: &Packet, state: &NetState) -> Option<NetEvent> {
         loopback: destination.is_loopback(),
         mechanism: Mechanism::Packet,
         payload,
+        carried: Carried::of(&p.data),
     })
 }
 
 /// Drops packet events that another mechanism already reported in the same batch (the same
 /// kind, destination and port, seen by seccomp or a listener, which say more).
 pub fn drop_repeated_packets(observations: &mut Vec<Observation>) {
-    let seen_otherwise: std::collections::HashSet<(NetKind, String, Option<u16>)> = observations
+    /// What tells two reports of one packet alike.
+    type Key = (NetKind, String, Option<u16>);
+    let key = |n: &NetEvent| -> Key { (n.kind, canonical(&n.destination), n.port) };
+    let seen_otherwise: std::collections::HashSet<Key> = observations
         .iter()
         .filter_map(Observation::as_network)
         .filter(|n| n.mechanism != Mechanism::Packet)
-        .map(|n| (n.kind, canonical(&n.destination), n.port))
+        .map(key)
         .collect();
-    observations.retain(|o| match o.as_network() {
-        Some(n) if n.mechanism == Mechanism::Packet => {
-            !seen_otherwise.contains(&(n.kind, canonical(&n.destination), n.port))
+    // What a dropped packet carried goes to the event that stays (seccomp sees a datagram's
+    // address, the packet socket its payload).
+    let mut moved: Vec<(Key, Carried)> = Vec::new();
+    observations.retain_mut(|o| match o {
+        Observation::Network(n) if n.mechanism == Mechanism::Packet => {
+            let k = key(n);
+            if seen_otherwise.contains(&k) {
+                moved.push((k, n.carried.take()));
+                false
+            } else {
+                true
+            }
         }
         _ => true,
     });
+    for (k, carried) in moved {
+        let kept = observations.iter_mut().find_map(|o| match o {
+            Observation::Network(n) if n.mechanism != Mechanism::Packet && key(n) == k => Some(n),
+            _ => None,
+        });
+        if let Some(n) = kept {
+            n.carried.join(carried);
+        }
+    }
 }
 
 /// An address in the form the events use (v4-mapped IPv6 as IPv4); other text unchanged.
@@ -618,6 +737,7 @@ impl Observer for NetObserver {
         };
         h.drain_packets();
         let events = std::mem::take(&mut *h.events.lock().unwrap_or_else(|p| p.into_inner()));
+        h.carried_kept.store(0, Ordering::SeqCst);
         let harness = |e: &NetEvent| {
             e.loopback
                 && e.kind == NetKind::Connect
@@ -635,7 +755,7 @@ impl Observer for NetObserver {
         ObserverStatus {
             name: "lo-local network".into(),
             covers: format!(
-                "DNS questions (answered with addresses of our own; malformed ones too), every outgoing TCP SYN and every packet of any other IP protocol on lo, whatever its port or payload (UDP including non-DNS datagrams to port 53, UDP-Lite, SCTP, ICMP, raw protocols; a packet socket, where the sandbox could make one), and the first bytes of TCP connections to ports {} (TLS SNI, HTTP request line and Host; plain HTTP requests are answered with a 23-byte test document)",
+                "DNS questions (answered with addresses of our own; malformed ones too), every outgoing TCP SYN and every packet of any other IP protocol on lo, whatever its port or payload (UDP including non-DNS datagrams to port 53, UDP-Lite, SCTP, ICMP, raw protocols; a packet socket, where the sandbox could make one), and what TCP connections to ports {} send (TLS SNI; HTTP requests with their headers and bodies, inside TLS too, answered like a small ordinary site; other protocols until they pause); every name, request and datagram is searched for the run's planted secrets",
                 self.ports
                     .iter()
                     .map(|p| p.to_string())
@@ -643,13 +763,24 @@ impl Observer for NetObserver {
                     .join(", ")
             ),
             blind_spots: vec![
-                "payloads on other ports (their connection attempts are seen by seccomp and by the packet socket)".into(),
+                "what TCP connections to other ports would send (their connection attempts are seen by seccomp and by the packet socket; the connection is refused)".into(),
+                format!("request bodies past {} MiB, other protocols past {} KiB", 1, MAX_RAW_READ >> 10),
             ],
         }
     }
 
     fn take_notes(&mut self) -> Vec<String> {
-        Vec::new()
+        let unscanned = self
+            .handle
+            .as_ref()
+            .map_or(0, |h| h.unscanned.swap(0, Ordering::SeqCst));
+        if unscanned == 0 {
+            return Vec::new();
+        }
+        vec![format!(
+            "the server sent more than {} MiB between two checkpoints: {unscanned} bytes of it were not searched for planted secrets",
+            CARRIED_BUDGET >> 20
+        )]
     }
 }
 
@@ -680,11 +811,12 @@ mod tests {
     #[test]
     fn dns_queries_are_parsed_and_answered_with_stable_fake_addresses() {
         let q = query("API.Example.test", 1);
-        let (name, qtype, end) = parse_query(&q).expect("query");
+        let (asked, qtype, end) = parse_query(&q).expect("query");
         assert_eq!(
-            (name.as_str(), qtype, end),
-            ("api.example.test", 1, q.len())
+            (asked.as_str(), qtype, end),
+            ("API.Example.test", 1, q.len())
         );
+        let name = asked.to_ascii_lowercase();
         let mut names = FakeNames::default();
         let ip = names.v4(&name);
         assert_eq!(ip, Ipv4Addr::new(198, 18, 0, 1));
@@ -733,6 +865,7 @@ mod tests {
                 port: Some(9998),
                 icmp_type: None,
                 dns_query: false,
+                data: Vec::new(),
             })
         );
         // IPv6 TCP to [2001:db8::7]:443.
@@ -767,6 +900,7 @@ mod tests {
             port,
             icmp_type,
             dns_query: dns,
+            data: Vec::new(),
         };
         let described = |p: Packet| packet_event(&p, &state).map(|e| e.describe());
         assert_eq!(
@@ -824,6 +958,7 @@ mod tests {
                         port: Some(port),
                         icmp_type: None,
                         dns_query: false,
+                        data: Vec::new(),
                     },
                     &state,
                 )
@@ -840,6 +975,7 @@ mod tests {
                     port: Some(53),
                     icmp_type: None,
                     dns_query: true,
+                    data: Vec::new(),
                 },
                 &state
             )
@@ -853,6 +989,7 @@ mod tests {
             loopback: false,
             mechanism: Mechanism::Attempt,
             payload: None,
+            carried: Default::default(),
         });
         let mut batch = vec![
             seccomp.clone(),

@@ -166,16 +166,31 @@ impl SecretWatch {
     }
 
     /// Adds a sighting for each canary in what the network events among `observations` carry
-    /// past loopback: the names looked up (as asked, and with the labels below the last two
-    /// joined, so a secret split across labels is whole again) and the first bytes sent (an
-    /// HTTP request line, a TLS server name); each canary once per destination and channel.
+    /// past loopback, each canary once per destination and channel:
+    /// - the names looked up, as asked (their case kept), with the labels below the last two
+    ///   joined (a secret split across labels is whole again), and those parts joined across
+    ///   the successive names under one parent domain (a secret spread over several lookups);
+    /// - what was sent to each destination, the events to one place joined in order: HTTP
+    ///   requests with their headers and bodies (decrypted inside TLS), datagrams' payloads,
+    ///   other protocols' bytes; and TLS server names.
+    ///
     /// A destination is named by its parent domain where its own name holds a secret.
     pub fn in_network(&self, observations: &mut Vec<Observation>) {
         if self.detector.is_empty() {
             return;
         }
-        let mut found = Vec::new();
-        let mut seen = BTreeSet::new();
+        // Every place's bytes, joined in order: (target, mechanism, bytes).
+        let mut sent: Vec<(String, Mechanism, Vec<u8>)> = Vec::new();
+        let mut add = |key: String, mechanism: Mechanism, bytes: &[u8]| match sent
+            .iter_mut()
+            .find(|(k, _, _)| *k == key)
+        {
+            Some((_, _, joined)) => joined.extend_from_slice(bytes),
+            None => sent.push((key, mechanism, bytes.to_vec())),
+        };
+        // Names already taken (a name asked for both address families is one lookup).
+        let mut names = std::collections::HashSet::new();
+        let mut fetched: Vec<Observation> = Vec::new();
         for o in observations.iter() {
             let Observation::Network(n) = o else {
                 continue;
@@ -184,41 +199,132 @@ impl SecretWatch {
                 continue;
             }
             let port = n.port.map(|p| format!(":{p}")).unwrap_or_default();
-            let mut carried: Vec<(String, String)> = Vec::new();
+            let carried = n.carried.bytes();
             if n.kind == crate::evidence::NetKind::Dns {
-                for name in n.name.iter().chain(std::iter::once(&n.destination)) {
-                    if name.parse::<std::net::IpAddr>().is_ok() {
-                        continue;
-                    }
-                    let labels: Vec<&str> = name.trim_end_matches('.').split('.').collect();
-                    let joined = labels[..labels.len().saturating_sub(2)].concat();
-                    let target = format!("{} (DNS name)", parent_domain(name));
-                    carried.push((name.to_string(), target.clone()));
-                    carried.push((joined, target));
-                }
-            }
-            if let Some(payload) = &n.payload {
-                let host = n.name.as_deref().unwrap_or(&n.destination);
-                let host = if self.detector.find(host.as_bytes()).is_empty() {
-                    host.to_string()
+                let asked = if carried.is_empty() {
+                    n.name
+                        .clone()
+                        .or_else(|| (n.mechanism == Mechanism::Dns).then(|| n.destination.clone()))
+                        .unwrap_or_default()
                 } else {
-                    parent_domain(host)
+                    String::from_utf8_lossy(carried).into_owned()
                 };
-                let channel = if payload.starts_with("TLS") {
-                    "TLS"
-                } else if payload.starts_with("HTTP") {
+                if asked.is_empty()
+                    || asked.parse::<std::net::IpAddr>().is_ok()
+                    || !names.insert(asked.clone())
+                {
+                    continue;
+                }
+                let labels: Vec<&str> = asked.trim_end_matches('.').split('.').collect();
+                let below = &labels[..labels.len().saturating_sub(2)];
+                let target = format!("{} (DNS name)", parent_domain(&asked));
+                // Three views of the names under one parent, each joined across lookups:
+                // the names whole (apart), the labels below the parent (joined), the first
+                // labels (joined: a counter or a session label often follows the data).
+                let name = format!("{asked}\n");
+                add(format!("0{target}"), n.mechanism, name.as_bytes());
+                add(format!("1{target}"), n.mechanism, below.concat().as_bytes());
+                add(
+                    format!("2{target}"),
+                    n.mechanism,
+                    below.first().unwrap_or(&"").as_bytes(),
+                );
+                continue;
+            }
+            let host = n.name.as_deref().unwrap_or(&n.destination);
+            let host = if self.detector.find(host.as_bytes()).is_empty() {
+                host.to_string()
+            } else {
+                parent_domain(host)
+            };
+            if let Some(sni) = n
+                .payload
+                .as_deref()
+                .and_then(|p| p.strip_prefix("TLS ClientHello, SNI "))
+            {
+                let sni = sni.split(';').next().unwrap_or_default();
+                let key = format!("0{host}{port} (TLS server name)");
+                add(key, n.mechanism, format!("{sni}\n").as_bytes());
+            }
+            if let Some(kinds) = self.fetched_from_metadata(n) {
+                fetched.push(Observation::Secret(SecretSighting {
+                    how: SecretMove::Read,
+                    kind: kinds,
+                    place: super::metadata::PLACE.to_string(),
+                    encoding: "fetched".into(),
+                    target: None,
+                    asked: false,
+                    swept: false,
+                    mechanism: n.mechanism,
+                }));
+            }
+            if !carried.is_empty() {
+                let channel = match n.kind {
+                    crate::evidence::NetKind::Datagram => "datagram",
+                    crate::evidence::NetKind::Packet => "packet",
+                    _ if n.payload.as_deref().is_some_and(|p| p.starts_with("TLS")) => {
+                        "HTTPS request"
+                    }
+                    _ if super::net::describe_payload(carried)
+                        .is_some_and(|d| d.starts_with("HTTP")) =>
+                    {
+                        "HTTP request"
+                    }
+                    _ => "bytes sent",
+                };
+                add(format!("0{host}{port} ({channel})"), n.mechanism, carried);
+            } else if let Some(payload) = n.payload.as_deref().filter(|p| !p.starts_with("TLS")) {
+                // Seen without its bytes: what the description says.
+                let channel = if payload.starts_with("HTTP") {
                     "HTTP request line"
                 } else {
                     "bytes sent"
                 };
-                carried.push((payload.clone(), format!("{host}{port} ({channel})")));
-            }
-            for (text, target) in carried {
-                let sent = (SecretMove::Sent, target, n.mechanism);
-                found.extend(self.sightings_in(text.as_bytes(), sent, &mut seen));
+                let key = format!("0{host}{port} ({channel})");
+                add(key, n.mechanism, format!("{payload}\n").as_bytes());
             }
         }
+        let mut seen = BTreeSet::new();
+        let mut found = Vec::new();
+        for (key, mechanism, bytes) in sent {
+            let target = key[1..].to_string();
+            found.extend(self.sightings_in(
+                &bytes,
+                (SecretMove::Sent, target, mechanism),
+                &mut seen,
+            ));
+        }
+        fetched.dedup();
+        observations.extend(fetched);
         observations.extend(found);
+    }
+
+    /// The kinds of the planted instance credentials a request to the cloud metadata
+    /// endpoint asked for (AWS's role credentials, Google Cloud's or Azure's token).
+    fn fetched_from_metadata(&self, n: &crate::evidence::NetEvent) -> Option<String> {
+        let head = n.carried.bytes();
+        let destination = n.destination.parse().ok();
+        if !super::metadata::is_endpoint(destination, head)
+            || !super::metadata::asks_for_credentials(head)
+        {
+            return None;
+        }
+        let text = String::from_utf8_lossy(head);
+        let provider = if text.contains("/computeMetadata/") {
+            "gcp-"
+        } else if text.contains("/metadata/identity/") {
+            "azure-"
+        } else {
+            "aws-"
+        };
+        let kinds: Vec<&str> = self
+            .canaries
+            .items
+            .iter()
+            .filter(|c| c.place == super::metadata::PLACE && c.kind.starts_with(provider))
+            .map(|c| c.kind)
+            .collect();
+        (!kinds.is_empty()).then(|| kinds.join(", "))
     }
 
     /// Adds a sighting for each canary in the arguments of a program started among
@@ -296,7 +402,7 @@ impl SecretWatch {
 }
 
 /// The last two labels of a name (`exfil.test` of `a1b2.exfil.test`), or the name itself.
-fn parent_domain(name: &str) -> String {
+pub fn parent_domain(name: &str) -> String {
     let labels: Vec<&str> = name.trim_end_matches('.').split('.').collect();
     labels[labels.len().saturating_sub(2)..].join(".")
 }
@@ -319,8 +425,20 @@ fn names_file_of(strings: &[&str], canary: &Canary) -> bool {
 }
 
 /// Whether one of `strings` is, as a whole, a path to the planted file reports name
-/// `place`.
+/// `place` (or, for the metadata endpoint, a URL to it).
 fn names_place(strings: &[&str], place: &str) -> bool {
+    // The metadata endpoint is named by a URL to it (a fetcher told to fetch it).
+    if place == super::metadata::PLACE {
+        return strings.iter().any(|s| {
+            [
+                "169.254.169.254",
+                "metadata.google.internal",
+                "fd00:ec2::254",
+            ]
+            .iter()
+            .any(|host| s.contains(host))
+        });
+    }
     let Some(rel) = place
         .strip_prefix("~/")
         .or_else(|| place.strip_prefix("$WORKSPACE/"))
@@ -440,6 +558,7 @@ mod tests {
                 loopback: false,
                 mechanism: Mechanism::Dns,
                 payload,
+                carried: Default::default(),
             })
         };
         let mut observations = vec![
@@ -519,6 +638,87 @@ mod tests {
             "{}",
             sent[0]
         );
+    }
+
+    #[test]
+    fn what_was_sent_is_searched_whole_and_joined_per_place() {
+        use crate::evidence::{Carried, NetKind};
+        use base64::Engine;
+        let w = watch();
+        let token = value_of(&w, "$GITHUB_TOKEN");
+        let key = value_of(&w, "$OPENAI_API_KEY");
+        let event = |kind, destination: &str, name: Option<&str>, port, carried: &[u8]| {
+            Observation::Network(crate::evidence::NetEvent {
+                kind,
+                destination: destination.into(),
+                port,
+                name: name.map(str::to_string),
+                loopback: false,
+                mechanism: Mechanism::Payload,
+                payload: None,
+                carried: Carried::of(carried),
+            })
+        };
+        // Base64 keeps its meaning only in the case it was asked in.
+        let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(&token);
+        let b64_name = format!("{}.t.exfil.test", &b64[..40]);
+        // A secret spread over lookups of 12 hex digits each (6 bytes: no part alone names it),
+        // each followed by a counter label.
+        let hex: String = key.bytes().map(|b| format!("{b:02x}")).collect();
+        let mut observations: Vec<Observation> = hex
+            .as_bytes()
+            .chunks(12)
+            .enumerate()
+            .map(|(i, c)| {
+                let name = format!("{}.{i}.drip.test", String::from_utf8_lossy(c));
+                event(NetKind::Dns, &name, Some(&name), None, name.as_bytes())
+            })
+            .collect();
+        observations.push(event(
+            NetKind::Dns,
+            &b64_name.to_ascii_lowercase(),
+            Some(&b64_name.to_ascii_lowercase()),
+            None,
+            b64_name.as_bytes(),
+        ));
+        // A body, and a datagram's payload split over two datagrams.
+        let body = format!(
+            "POST /ingest HTTP/1.1\r\nHost: hooks.test\r\nContent-Type: application/json\r\n\r\n{{\"k\": \"{token}\"}}"
+        );
+        observations.push(event(
+            NetKind::Connect,
+            "198.18.0.5",
+            Some("hooks.test"),
+            Some(443),
+            body.as_bytes(),
+        ));
+        let (first, second) = key.split_at(key.len() / 2);
+        for half in [first, second] {
+            observations.push(event(
+                NetKind::Datagram,
+                "192.0.2.77",
+                None,
+                Some(9999),
+                half.as_bytes(),
+            ));
+        }
+        w.in_network(&mut observations);
+        let sent: Vec<String> = observations
+            .iter()
+            .filter_map(|o| match o {
+                Observation::Secret(s) => Some(s.describe()),
+                _ => None,
+            })
+            .collect();
+        for says in [
+            "openai-api-key from $OPENAI_API_KEY (hex) to drip.test (DNS name)",
+            "github-token from $GITHUB_TOKEN (base64) to exfil.test (DNS name)",
+            "github-token from $GITHUB_TOKEN to hooks.test:443 (HTTP request)",
+            "openai-api-key from $OPENAI_API_KEY to 192.0.2.77:9999 (datagram)",
+        ] {
+            assert!(sent.iter().any(|s| s.contains(says)), "{says}: {sent:?}");
+        }
+        assert_eq!(sent.len(), 4, "{sent:?}");
     }
 
     #[test]

@@ -246,38 +246,31 @@ impl<S: Write> Write for Prefixed<'_, S> {
 }
 
 /// Completes the TLS handshake of a connection whose first bytes `first` (a ClientHello) were
-/// already read, reads the request inside (its first 4 KiB, within the connection's read
-/// timeout), answers it with `answer`, and returns the request's first bytes; `None` when the
-/// client gave up (it did not trust the certificate, or sent nothing).
+/// already read, reads the request inside ([`super::web::read_request`]: its head and body,
+/// within the connection's read timeout), answers it with `answer`, and returns the request;
+/// `None` when the client gave up (it did not trust the certificate, or sent nothing).
 pub fn serve<S: Read + Write>(
     config: Arc<ServerConfig>,
     first: &[u8],
     conn: &mut S,
-    answer: impl FnOnce(&[u8]) -> Option<Vec<u8>>,
-) -> Option<Vec<u8>> {
+    answer: impl FnOnce(&super::web::Request) -> Option<Vec<u8>>,
+) -> Option<super::web::Request> {
     let mut tls = ServerConnection::new(config).ok()?;
     let mut io = Prefixed {
         first: std::io::Cursor::new(first),
         inner: conn,
     };
     let mut stream = rustls::Stream::new(&mut tls, &mut io);
-    let mut head = Vec::new();
-    let mut buf = [0u8; 4096];
-    while head.len() < 4096 && !head.windows(4).any(|w| w == b"\r\n\r\n") {
-        match stream.read(&mut buf) {
-            Ok(0) | Err(_) => break,
-            Ok(n) => head.extend_from_slice(&buf[..n]),
-        }
-    }
-    if head.is_empty() {
+    let request = super::web::read_request(Vec::new(), &mut stream);
+    if request.head.is_empty() {
         return None;
     }
-    if let Some(reply) = answer(&head) {
+    if let Some(reply) = answer(&request) {
         let _ = stream.write_all(&reply);
     }
     tls.send_close_notify();
     let _ = tls.complete_io(&mut io);
-    Some(head)
+    Some(request)
 }
 
 #[cfg(test)]
@@ -297,7 +290,9 @@ mod tests {
             let mut first = vec![0u8; 4096];
             let n = conn.read(&mut first).expect("read");
             let config = server_side.server_config(Some(addr.ip())).expect("config");
-            serve(config, &first[..n], &mut conn, crate::observe::web::answer)
+            serve(config, &first[..n], &mut conn, |r| {
+                crate::observe::web::answer(&r.head)
+            })
         });
         // A client that trusts only the run's authority, asking for a .test name.
         let mut roots = rustls::RootCertStore::empty();
@@ -326,8 +321,8 @@ mod tests {
         let page = String::from_utf8_lossy(&page);
         assert!(page.starts_with("HTTP/1.1 200 OK"), "{page}");
         assert!(page.contains("<title>"), "{page}");
-        let head = server.join().expect("server").expect("request seen");
-        assert!(head.starts_with(b"GET /guide HTTP/1.1\r\n"));
+        let request = server.join().expect("server").expect("request seen");
+        assert!(request.head.starts_with(b"GET /guide HTTP/1.1\r\n"));
         assert!(authority.bundle_pem().ends_with(authority.ca_pem()));
     }
 }

@@ -73,7 +73,12 @@ pub fn served_for(head: &[u8]) -> Option<Served> {
         return None;
     }
     let target = request.next()?;
-    let path = target.split_once("://").map_or(target, |(_, rest)| {
+    // An absolute target (through a proxy) names the path after the host; a path's query
+    // may hold a URL of its own.
+    let absolute = Some(target)
+        .filter(|t| !t.starts_with('/'))
+        .and_then(|t| t.split_once("://"));
+    let path = absolute.map_or(target, |(_, rest)| {
         rest.find('/').map_or("/", |i| &rest[i..])
     });
     if path.split('?').next() == Some("/robots.txt") {
@@ -115,6 +120,117 @@ pub fn served_for(head: &[u8]) -> Option<Served> {
             Some(_) => Served::NotFound,
         }
     })
+}
+
+/// Most bytes of a request's head read.
+const MAX_HEAD: usize = 64 << 10;
+
+/// Most bytes of a request's body read; a longer body is not waited for.
+const MAX_BODY: usize = 1 << 20;
+
+/// One request as it was read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Request {
+    /// The request line and headers (through the empty line; all that came, without one).
+    pub head: Vec<u8>,
+    /// The head and the body, its chunks joined (what the request carried out).
+    pub carried: Vec<u8>,
+}
+
+/// Reads the rest of the HTTP request whose first bytes are `first` from `conn`: the head,
+/// then the body as long as `Content-Length` says or until the last chunk, at most
+/// [`MAX_BODY`] bytes, within the connection's read timeout. A client that waits for `100
+/// Continue` before its body is told to go on.
+pub fn read_request(first: Vec<u8>, conn: &mut (impl std::io::Read + std::io::Write)) -> Request {
+    let mut bytes = first;
+    let mut buf = vec![0u8; 16 << 10];
+    let mut more = |bytes: &mut Vec<u8>, conn: &mut dyn std::io::Read| match conn.read(&mut buf) {
+        Ok(0) | Err(_) => false,
+        Ok(n) => {
+            bytes.extend_from_slice(&buf[..n]);
+            true
+        }
+    };
+    let head_end = loop {
+        if let Some(i) = find(&bytes, b"\r\n\r\n") {
+            break i + 4;
+        }
+        if bytes.len() >= MAX_HEAD || !more(&mut bytes, conn) {
+            return Request {
+                head: bytes.clone(),
+                carried: bytes,
+            };
+        }
+    };
+    let head = String::from_utf8_lossy(&bytes[..head_end]).to_ascii_lowercase();
+    let header = |name: &str| {
+        head.split("\r\n").skip(1).find_map(|l| {
+            let (n, v) = l.split_once(':')?;
+            (n.trim() == name).then(|| v.trim().to_string())
+        })
+    };
+    let chunked = header("transfer-encoding").is_some_and(|v| v.contains("chunked"));
+    let length = header("content-length")
+        .and_then(|v| v.parse::<usize>().ok())
+        .unwrap_or(0)
+        .min(MAX_BODY);
+    if (chunked || length > 0) && header("expect").is_some_and(|v| v == "100-continue") {
+        let _ = conn.write_all(b"HTTP/1.1 100 Continue\r\n\r\n");
+    }
+    let body = if chunked {
+        loop {
+            let (body, complete) = dechunk(&bytes[head_end..]);
+            if complete || bytes.len() - head_end >= MAX_BODY || !more(&mut bytes, conn) {
+                break body;
+            }
+        }
+    } else {
+        while bytes.len() - head_end < length {
+            if !more(&mut bytes, conn) {
+                break;
+            }
+        }
+        bytes[head_end..].to_vec()
+    };
+    let mut carried = bytes[..head_end].to_vec();
+    carried.extend_from_slice(&body[..body.len().min(MAX_BODY)]);
+    bytes.truncate(head_end);
+    Request {
+        head: bytes,
+        carried,
+    }
+}
+
+/// Where `needle` first starts in `hay`.
+fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    hay.windows(needle.len()).position(|w| w == needle)
+}
+
+/// The data of a chunked body so far, and whether its last (empty) chunk came.
+fn dechunk(mut b: &[u8]) -> (Vec<u8>, bool) {
+    let mut out = Vec::new();
+    loop {
+        let Some(line_end) = find(b, b"\r\n") else {
+            return (out, false);
+        };
+        let size = String::from_utf8_lossy(&b[..line_end]);
+        let size = size.split(';').next().unwrap_or_default().trim();
+        let Ok(size) = usize::from_str_radix(size, 16) else {
+            // Not chunked after all: keep what is there as it is.
+            out.extend_from_slice(b);
+            return (out, true);
+        };
+        if size == 0 {
+            return (out, true);
+        }
+        let data = &b[line_end + 2..];
+        let take = size.min(data.len());
+        out.extend_from_slice(&data[..take]);
+        if take < size || data.len() < size + 2 {
+            return (out, false);
+        }
+        b = &data[size + 2..];
+    }
 }
 
 /// The whole answer to an HTTP request whose first bytes are `head`, or `None` when it is not
@@ -205,6 +321,78 @@ mod tests {
         );
         assert_eq!(served_for(b"\x16\x03\x01 not http"), None);
         assert_eq!(served_for(b"SSH-2.0-OpenSSH\r\n"), None);
+    }
+
+    /// What `read_request` makes of `parts` written one after another by a client over
+    /// loopback (and what the client was told before it sent its body).
+    fn read_from_client(parts: Vec<Vec<u8>>) -> (Request, Vec<u8>) {
+        use std::io::{Read, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let client = std::thread::spawn(move || {
+            let mut c = std::net::TcpStream::connect(addr).expect("connect");
+            c.set_read_timeout(Some(std::time::Duration::from_millis(300)))
+                .expect("timeout");
+            let mut told = Vec::new();
+            for part in parts {
+                c.write_all(&part).expect("write");
+                std::thread::sleep(std::time::Duration::from_millis(20));
+                if part.ends_with(b"\r\n\r\n") && part.starts_with(b"POST") {
+                    let mut b = [0u8; 64];
+                    if let Ok(n) = c.read(&mut b) {
+                        told.extend_from_slice(&b[..n]);
+                    }
+                }
+            }
+            told
+        });
+        let (mut conn, _) = listener.accept().expect("accept");
+        conn.set_read_timeout(Some(std::time::Duration::from_millis(500)))
+            .expect("timeout");
+        let request = read_request(Vec::new(), &mut conn);
+        (request, client.join().expect("client"))
+    }
+
+    #[test]
+    fn a_request_is_read_with_its_body_in_parts_chunks_and_after_100_continue() {
+        let head = b"POST /ingest HTTP/1.1\r\nHost: hooks.test\r\nContent-Length: 11\r\n\r\n";
+        let (r, _) = read_from_client(vec![
+            head[..20].to_vec(),
+            head[20..].to_vec(),
+            b"hello".to_vec(),
+            b" world".to_vec(),
+        ]);
+        assert_eq!(r.head, head);
+        assert!(
+            r.carried.ends_with(b"\r\n\r\nhello world"),
+            "{:?}",
+            String::from_utf8_lossy(&r.carried)
+        );
+        // Chunks are joined (a secret across a chunk boundary is whole again).
+        let chunked = b"POST /u HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n".to_vec();
+        let (r, _) = read_from_client(vec![
+            chunked,
+            b"5\r\nhello\r\n".to_vec(),
+            b"6;x=y\r\n world\r\n0\r\n\r\n".to_vec(),
+        ]);
+        assert!(
+            r.carried.ends_with(b"\r\n\r\nhello world"),
+            "{:?}",
+            String::from_utf8_lossy(&r.carried)
+        );
+        // A client that waits to be told to go on is told.
+        let expecting =
+            b"POST /big HTTP/1.1\r\nContent-Length: 4\r\nExpect: 100-continue\r\n\r\n".to_vec();
+        let (r, told) = read_from_client(vec![expecting, b"body".to_vec()]);
+        assert!(
+            told.starts_with(b"HTTP/1.1 100 Continue"),
+            "{:?}",
+            String::from_utf8_lossy(&told)
+        );
+        assert!(r.carried.ends_with(b"body"));
+        assert_eq!(dechunk(b"3\r\nabc\r\n"), (b"abc".to_vec(), false));
+        assert_eq!(dechunk(b"not chunked"), (Vec::new(), false));
+        assert_eq!(dechunk(b"zz\r\nraw"), (b"zz\r\nraw".to_vec(), true));
     }
 
     #[test]

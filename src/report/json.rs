@@ -1028,6 +1028,7 @@ mod tests {
                 loopback: port == Some(80),
                 mechanism,
                 payload: payload.map(Into::into),
+                carried: Default::default(),
             }));
         }
         for (target, beyond_snapshot) in [(Some("$WORKSPACE/c.txt"), true), (None, false)] {

@@ -461,8 +461,18 @@ async fn spawn(
     // The network observer serves the namespace's sockets at once (the server may look names
     // up while it starts), answering HTTPS with the run's authority.
     let authority = ctx.tls.as_ref().map(|(a, _)| a.clone());
+    let metadata = ctx
+        .secrets
+        .as_ref()
+        .and_then(|w| crate::observe::metadata::CloudMetadata::of(w.canaries()));
     let observe_network = move |sockets: NetworkSockets| {
-        crate::observe::net::start(sockets.dns, sockets.listeners, sockets.packets, authority)
+        crate::observe::net::start(
+            sockets.dns,
+            sockets.listeners,
+            sockets.packets,
+            authority,
+            metadata,
+        )
     };
     match ServerProcess::spawn_sandboxed(
         &ctx.spec,

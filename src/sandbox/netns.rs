@@ -159,8 +159,9 @@ const fn bpf(code: u16, jt: u8, jf: u8, k: u32) -> libc::sock_filter {
 
 /// Keeps every outgoing IPv4/IPv6 packet except TCP segments of established connections: a
 /// TCP SYN without ACK (a connection attempt), and anything of every other IP protocol (UDP
-/// and UDP-Lite datagrams whatever their port, SCTP, ICMP, raw protocols), cut to their first
-/// 128 bytes (headers). Incoming copies and established TCP traffic never reach the harness.
+/// and UDP-Lite datagrams whatever their port, SCTP, ICMP, raw protocols), whole (a
+/// datagram's payload is scanned for planted secrets). Incoming copies and established TCP
+/// traffic never reach the harness.
 /// Offsets are from the network header (`SOCK_DGRAM`).
 fn first_packets_filter() -> [libc::sock_filter; 19] {
     use libc::{
@@ -192,12 +193,12 @@ fn first_packets_filter() -> [libc::sock_filter; 19] {
         /* 14 */ bpf(ld_b, 0, 0, 40 + 13), // TCP flags after the fixed header
         /* 15 */ bpf(c(BPF_ALU | BPF_AND | BPF_K), 0, 0, 0x12),
         /* 16 */ bpf(jeq, 0, 1, 0x02),
-        /* 17 */ bpf(c(BPF_RET | BPF_K), 0, 0, 128),
+        /* 17 */ bpf(c(BPF_RET | BPF_K), 0, 0, 0xffff),
         /* 18 */ bpf(c(BPF_RET | BPF_K), 0, 0, 0),
     ]
 }
 
-/// A packet socket on `lo` (network layer, `SOCK_DGRAM`) that receives the first bytes of
+/// A packet socket on `lo` (network layer, `SOCK_DGRAM`) that receives
 /// every outgoing TCP SYN and every packet of another IP protocol: it sees what seccomp cannot
 /// (`sendmsg`, connected UDP `send`, UDP-Lite, SCTP, ICMP, raw sockets). Needs `CAP_NET_RAW` in the namespace's owner, which the init has.
 pub fn packet_socket() -> std::io::Result<std::os::fd::OwnedFd> {
@@ -350,12 +351,16 @@ mod tests {
         };
         const OUT: u32 = 4;
         for build in [v4 as fn(u8, &[u8]) -> Vec<u8>, v6] {
-            assert_eq!(run(&f, &build(6, &tcp(0x02)), OUT), 128, "SYN");
+            assert_eq!(run(&f, &build(6, &tcp(0x02)), OUT), 0xffff, "SYN");
             assert_eq!(run(&f, &build(6, &tcp(0x12)), OUT), 0, "SYN-ACK");
             assert_eq!(run(&f, &build(6, &tcp(0x10)), OUT), 0, "ACK");
             assert_eq!(run(&f, &build(6, &tcp(0x18)), OUT), 0, "data");
             for protocol in [17, 136, 132, 1, 58, 47, 255] {
-                assert_eq!(run(&f, &build(protocol, &[0; 8]), OUT), 128, "{protocol}");
+                assert_eq!(
+                    run(&f, &build(protocol, &[0; 8]), OUT),
+                    0xffff,
+                    "{protocol}"
+                );
             }
             assert_eq!(run(&f, &build(6, &tcp(0x02)), 0), 0, "incoming");
             assert_eq!(run(&f, &build(17, &[0; 8]), 0), 0, "incoming");

@@ -78,6 +78,7 @@ pub(crate) fn stage() -> &'static Stage {
             "shared-counters",
             "secrets",
             "exfiltration",
+            "leaky-client",
         ] {
             let src = repo().join("tests/fixtures").join(fixture);
             let dst = dir.join("fixtures").join(fixture);

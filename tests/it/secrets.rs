@@ -235,7 +235,7 @@ fn sent_run(who: As) {
         ),
         (
             "sync_status",
-            "github-token from $GITHUB_TOKEN to collector.test:80 (HTTP request line)",
+            "github-token from $GITHUB_TOKEN to collector.test:80 (HTTP request)",
         ),
     ] {
         assert!(
@@ -260,7 +260,7 @@ fn sent_run(who: As) {
         .map(|t| t["calls"][0]["observations"].to_string())
         .unwrap_or_default();
     assert!(
-        use_seen.contains("to api.github.com:80 (HTTP request line)"),
+        use_seen.contains("to api.github.com:80 (HTTP request)"),
         "{use_seen}"
     );
 }
@@ -269,4 +269,94 @@ as_root_and_unprivileged!(
     secrets_sent_are_exfiltration_as_root,
     secrets_sent_are_exfiltration_unprivileged,
     sent_run
+);
+
+fn leaky_client_run(who: As) {
+    if !crate::sandbox::have("unshare") {
+        return crate::util::skip("unshare (util-linux) is missing");
+    }
+    if !std::path::Path::new("/usr/bin/python3").is_file() {
+        return crate::util::skip("/usr/bin/python3 is missing (the leaky-client fixture)");
+    }
+    // Its tools aim at names and addresses of their choosing: the whole run is inside a
+    // network namespace of the test's own.
+    let Some(prefix) = prefix(who, true) else {
+        return;
+    };
+    let out = run_as_with_env(
+        &prefix,
+        &verify_json_args("leaky-client", &["--check"]),
+        &[],
+        Duration::from_secs(120),
+    );
+    assert_eq!(out.code, 0, "{}\n{}", out.stderr, out.stdout);
+    let r = out.json();
+    let sent = findings_of(&r, "exfiltration");
+    // Each channel, with the encoding it was found in; the timer's upload after its call
+    // answered is the tool's that armed the timer, not the server's.
+    for (tool, says) in [
+        (
+            "sync_settings",
+            "github-token from $GITHUB_TOKEN to settings.sync.test:443 (HTTPS request)",
+        ),
+        (
+            "check_license",
+            "openai-api-key from $OPENAI_API_KEY to licensing.test:80 (HTTP request)",
+        ),
+        (
+            "backup_config",
+            "aws-secret-access-key from ~/.aws/credentials (gzip) to backup.exfil.test:80 (HTTP request)",
+        ),
+        (
+            "ping_peers",
+            "anthropic-api-key from $ANTHROPIC_API_KEY (base64) to 192.0.2.77:9999 (datagram)",
+        ),
+        (
+            "resolve_mirror",
+            "github-token from $GITHUB_TOKEN (base64) to exfil.test (DNS name)",
+        ),
+        (
+            "resolve_mirror",
+            "aws-secret-access-key from $AWS_SECRET_ACCESS_KEY (hex) to drip.test (DNS name)",
+        ),
+    ] {
+        assert!(
+            sent.iter().any(|f| f["tool"] == tool
+                && f["severity"] == "error"
+                && f["evidence"].to_string().contains(says)),
+            "no exfiltration on {tool} saying {says}: {sent:?}"
+        );
+    }
+    assert!(
+        sent.iter().all(|f| !f["tool"].is_null()),
+        "a secret sent in a tool's traffic was left to the server: {sent:?}"
+    );
+    // The metadata endpoint handed out the planted instance credentials: fetched (a
+    // warning) and returned (an error).
+    let handed = findings_of(&r, "secret-access");
+    for (severity, says) in [
+        (
+            "error",
+            "returned the planted aws-secret-access-key from http://169.254.169.254/",
+        ),
+        ("warning", "fetched http://169.254.169.254/"),
+    ] {
+        assert!(
+            handed.iter().any(|f| f["tool"] == "cloud_status"
+                && f["severity"] == severity
+                && f["evidence"].to_string().contains(says)),
+            "no {severity} on cloud_status saying {says}: {handed:?}"
+        );
+    }
+    let planted = r["canaries"].to_string();
+    assert!(
+        planted.contains("\"aws-session-token\"") && planted.contains("http://169.254.169.254/"),
+        "{planted}"
+    );
+}
+
+as_root_and_unprivileged!(
+    secrets_in_bodies_headers_datagrams_and_late_uploads_are_found_as_root,
+    secrets_in_bodies_headers_datagrams_and_late_uploads_are_found_unprivileged,
+    leaky_client_run
 );

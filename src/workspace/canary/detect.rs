@@ -156,8 +156,13 @@ fn decodings(
             each(name, &decoded, budget);
         }
     };
-    if let Some((name, inflated)) = inflate(data, raw_deflate, *budget) {
-        give(name, inflated, budget);
+    // A compressed body where it starts: at the start, or after the head of a request or
+    // any other bytes before it.
+    for start in compressed_starts(data) {
+        if let Some((name, inflated)) = inflate(&data[start..], raw_deflate && start == 0, *budget)
+        {
+            give(name, inflated, budget);
+        }
     }
     if data.contains(&b'\\') {
         give("JSON escaping", json_unescaped(data), budget);
@@ -209,6 +214,28 @@ fn runs(data: &[u8], min: usize, keep: impl Fn(u8) -> bool) -> Vec<&[u8]> {
     data.split(|b| !keep(*b))
         .filter(|r| r.len() >= min)
         .collect()
+}
+
+/// Most places in one input tried as the start of a compressed body.
+const MAX_COMPRESSED_STARTS: usize = 32;
+
+/// Where a compressed body may start in `data`: its start, and every gzip header (`1f 8b
+/// 08`) and zlib header of a real compression level (`78 01`, `78 5e`, `78 9c`, `78 da`)
+/// after it, at most [`MAX_COMPRESSED_STARTS`].
+fn compressed_starts(data: &[u8]) -> Vec<usize> {
+    let mut starts = vec![0];
+    starts.extend(
+        data.windows(3)
+            .enumerate()
+            .skip(1)
+            .filter(|(_, w)| {
+                w == &[0x1f, 0x8b, 0x08]
+                    || (w[0] == 0x78 && [0x01, 0x5e, 0x9c, 0xda].contains(&w[1]))
+            })
+            .map(|(i, _)| i)
+            .take(MAX_COMPRESSED_STARTS - 1),
+    );
+    starts
 }
 
 /// A gzip or zlib body (or, in what is not text, a raw deflate stream), inflated as far as
@@ -472,6 +499,10 @@ mod tests {
         .expect("gz");
         let body = gz.finish().expect("gz");
         assert_eq!(found(&body), ["1 gzip"]);
+        // After a request's head, as an upload sends it.
+        let mut request = b"POST /up HTTP/1.1\r\nContent-Encoding: gzip\r\n\r\n".to_vec();
+        request.extend_from_slice(&body);
+        assert_eq!(found(&request), ["1 gzip"]);
         let b64 = base64::engine::general_purpose::STANDARD.encode(&body);
         assert_eq!(found(b64.as_bytes()), ["1 gzip in base64"]);
         let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());

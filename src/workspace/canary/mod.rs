@@ -44,14 +44,18 @@ pub struct Canary {
 /// The fixed beginnings of the values (each credential's own shape), which other runs'
 /// canaries and real credentials share: a part of a value is only its own with enough
 /// made-up bytes in it.
-const FIXED_PREFIXES: [&str; 10] = [
+const FIXED_PREFIXES: [&str; 14] = [
+    "eyJ0eXAiOiJKV1QiLCJub25jZSI6I",
     "eyJhbGciOiJSUzI1NiIsImtpZCI6I",
+    "IQoJb3JpZ2luX2Vj",
+    "ya29.c.",
     "pypi-AgEIcHlwaS5vcmc",
     "sk-ant-api03-",
     "dckr_pat_",
     "sk-proj-",
     "sk_live_",
     "AKIA",
+    "ASIA",
     "ghp_",
     "gho_",
     "npm_",
@@ -405,6 +409,39 @@ impl Canaries {
             false,
             &mut c,
         );
+        // The instance credentials the cloud metadata endpoint hands out (answered inside the
+        // sandbox, see crate::observe::metadata).
+        let instance = crate::observe::metadata::PLACE;
+        for (kind, value) in [
+            (
+                "aws-access-key-id",
+                format!("ASIA{}", made_up(seed, "imds-key-id", UPPER_DIGITS, 16)),
+            ),
+            (
+                "aws-secret-access-key",
+                made_up(seed, "imds-secret", ALNUM, 40),
+            ),
+            (
+                "aws-session-token",
+                format!(
+                    "IQoJb3JpZ2luX2Vj{}",
+                    made_up(seed, "imds-token", ALNUM, 200)
+                ),
+            ),
+            (
+                "gcp-access-token",
+                format!("ya29.c.{}", made_up(seed, "gce-token", ALNUM, 150)),
+            ),
+            (
+                "azure-access-token",
+                format!(
+                    "eyJ0eXAiOiJKV1QiLCJub25jZSI6I{}",
+                    made_up(seed, "azure-token", ALNUM, 120)
+                ),
+            ),
+        ] {
+            secret(kind, instance, value, &mut c);
+        }
         // The environment: each variable a value of its own, so a sighting names its place.
         for (name, kind, value) in [
             (
@@ -628,6 +665,7 @@ mod tests {
             .items
             .iter()
             .filter(|i| !i.place.starts_with('$') || i.place.starts_with("$WORKSPACE"))
+            .filter(|i| i.place != crate::observe::metadata::PLACE)
         {
             let file = c
                 .files
