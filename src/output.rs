@@ -1,6 +1,9 @@
 //! Writing a finished run where the user asked: the main report (`--format`, `--output` or
 //! stdout), the transcript, the extra SARIF (with its tool inventory), JUnit, JSON and
-//! Markdown files, the `$GITHUB_STEP_SUMMARY` summary and a new baseline. Missing parent directories
+//! Markdown files, the `$GITHUB_STEP_SUMMARY` summary and a new baseline, each with the run's
+//! planted secrets' values replaced by their kind and place ([`Redaction`]: they are fake,
+//! but a realistic `ghp_…` token in an uploaded report sets off secret scanners and push
+//! protection). Missing parent directories
 //! are created. Every output is attempted
 //! even when an earlier one failed, and a main report that cannot be written goes to stdout,
 //! so that nothing is lost; the first failure is returned.
@@ -138,9 +141,66 @@ fn companions(config: &RunConfig) -> serde_json::Map<String, serde_json::Value> 
     m
 }
 
+/// The values of the run's planted secrets, each with what a report shows instead.
+struct Redaction(Vec<(String, String)>);
+
+impl Redaction {
+    /// The secrets `r` planted (none with `--no-canaries`): their values derive from the
+    /// run's seed. A private key's body is also replaced line by line, as its file wraps it.
+    fn of(r: &Report) -> Redaction {
+        if r.canaries.is_empty() {
+            return Redaction(Vec::new());
+        }
+        let canaries = crate::workspace::canary::Canaries::of(r.settings.seed);
+        let planted = |kind: &str, place: &str| {
+            r.canaries
+                .iter()
+                .any(|p| p.kind == kind && p.place == place)
+        };
+        let mut pairs: Vec<(String, String)> = canaries
+            .items
+            .iter()
+            .filter(|c| planted(c.kind, &c.place))
+            .map(|c| (c.value.clone(), format!("[planted {} {}]", c.kind, c.place)))
+            .collect();
+        for f in canaries
+            .files
+            .iter()
+            .filter(|f| f.content.contains("PRIVATE KEY"))
+        {
+            let mark = format!("[planted ssh-private-key {}]", f.place());
+            pairs.extend(
+                f.content
+                    .lines()
+                    .filter(|l| l.len() >= 40 && !l.starts_with("-----"))
+                    .map(|l| (l.to_string(), mark.clone())),
+            );
+        }
+        // The longest first: a value that holds another is replaced whole.
+        pairs.sort_by_key(|(value, _)| std::cmp::Reverse(value.len()));
+        Redaction(pairs)
+    }
+
+    /// `text` with every planted value replaced.
+    fn apply(&self, text: String) -> String {
+        let mut out = text;
+        for (value, mark) in &self.0 {
+            if out.contains(value.as_str()) {
+                out = out.replace(value.as_str(), mark);
+            }
+        }
+        out
+    }
+}
+
 /// Writes every output of a run; returns the first failure.
 pub fn emit(v: &Verification, config: &RunConfig, mode: Mode) -> Result<(), Error> {
     let r = &v.report;
+    let redaction = Redaction::of(r);
+    let write_file =
+        |what, path: &Path, text: &str| write_file(what, path, &redaction.apply(text.to_string()));
+    let append_file =
+        |what, path: &Path, text: &str| append_file(what, path, &redaction.apply(text.to_string()));
     let outputs = &config.outputs;
     let companions = companions(config);
     let mut first_error: Option<Error> = None;
@@ -166,6 +226,7 @@ pub fn emit(v: &Verification, config: &RunConfig, mode: Mode) -> Result<(), Erro
         (Mode::Verify, Format::Markdown) => report::markdown::render(r),
         (Mode::Verify, Format::Html) => report::html::render_report(r),
     };
+    let main = redaction.apply(main);
     match &config.outputs.main {
         Some(path) => {
             if let Err(e) = write_file("the report", path, &main) {
@@ -180,6 +241,7 @@ pub fn emit(v: &Verification, config: &RunConfig, mode: Mode) -> Result<(), Erro
     }
     if outputs.annotations && mode == Mode::Verify {
         let text = report::annotations::render(r, &outputs.anchors, &outputs.source_root);
+        let text = redaction.apply(text);
         let _ = std::io::stdout().lock().write_all(text.as_bytes());
     }
     if let Some(path) = &config.outputs.transcript {

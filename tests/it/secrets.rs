@@ -49,6 +49,23 @@ fn handed_on_run(who: As) {
     ] {
         assert!(places.contains(&place), "{place} not in {places:?}");
     }
+    // The values never show: a program's command line and a result's text quote them as
+    // their kind and place.
+    let seed = r["settings"]["seed"].as_u64().expect("seed");
+    for c in hintcheck::workspace::canary::Canaries::of(seed).items {
+        assert!(
+            !out.stdout.contains(&c.value),
+            "the value of {} {} is in the report",
+            c.kind,
+            c.place
+        );
+    }
+    for mark in [
+        "[planted openai-api-key $OPENAI_API_KEY]",
+        "[planted aws-secret-access-key ~/.aws/credentials]",
+    ] {
+        assert!(out.stdout.contains(mark), "{mark} is not in the report");
+    }
     let secret = findings_of(&r, "secret-access");
     for (tool, severity, says) in [
         (
@@ -106,7 +123,7 @@ fn handed_on_run(who: As) {
         "a server-wide finding: {secret:?}"
     );
     // What the report says of a secret names its kind and place, never its value (the
-    // program's own command line, recorded as it ran, is the one place a value shows).
+    // program's own command line, recorded as it ran, shows it as its kind and place too).
     let said: String = secret.iter().map(|f| f.to_string()).collect();
     let env_line = r["tools"]
         .as_array()
@@ -115,7 +132,10 @@ fn handed_on_run(who: As) {
         .find(|t| t["name"] == "run_client")
         .map(|t| t["calls"][0]["observations"].to_string())
         .unwrap_or_default();
-    assert!(env_line.contains("--api-key=sk-proj-"), "{env_line}");
+    assert!(
+        env_line.contains("--api-key=[planted openai-api-key $OPENAI_API_KEY]"),
+        "{env_line}"
+    );
     // The reader asked for `.env` by path saw it, and keeps it as an observation only.
     let asked = r["tools"]
         .as_array()
