@@ -159,6 +159,9 @@ struct Step {
     method: Option<String>,
     /// For `spawn`: the command line (placeholders expanded).
     argv: Option<Vec<String>>,
+    /// For `spawn`: variables set for the program (placeholders expanded), beside the
+    /// environment it inherits.
+    env: Option<std::collections::BTreeMap<String, String>>,
     /// For `connect`: `host:port` (placeholders expanded), instead of `host` and `port`.
     address: Option<String>,
     /// For `connect`: send a TLS ClientHello naming this server instead of `content`.
@@ -869,9 +872,16 @@ fn call(s: &mut Server, id: &Value, params: &Value) {
                     .iter()
                     .map(|a| expand(a, &args, n))
                     .collect();
+                let env: Vec<(String, String)> = step
+                    .env
+                    .iter()
+                    .flatten()
+                    .map(|(k, v)| (k.clone(), expand(v, &args, n)))
+                    .collect();
                 match argv.split_first() {
                     Some((prog, rest)) => Command::new(prog)
                         .args(rest)
+                        .envs(env)
                         .stdin(Stdio::null())
                         .stdout(Stdio::null())
                         .stderr(Stdio::null())

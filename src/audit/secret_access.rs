@@ -32,8 +32,10 @@ A tool whose result carries a canary that its arguments did not is an **error**:
 to the model and its provider, and from there into logs and transcripts. A file reader that was \
 asked for the canary's own file by path (`read_file` given `.env`) did what it was told: that \
 call keeps the sighting as an observation, not a finding. A tool that passed a canary to a \
-program it started, in that program's arguments, is a **warning** (visible to every process on \
-the machine; sometimes the only way a command-line client takes a token). Programs given a canary \
+program it started, in that program's arguments (visible to every process on the machine; \
+sometimes the only way a command-line client takes a token) or in its environment under a name \
+of its choosing (a variable inherited as planted, or a line of `.env` a server loaded at start, \
+is nobody's doing), is a **warning**. Programs given a canary \
 outside every tool call (at start-up, between calls) are the server's: one warning for all.\n\n\
 A tool that opened or read a file holding a canary, or fetched the instance credentials from the \
 metadata endpoint, is a **warning**: many tools have a reason to use a credential, and the user \
@@ -46,7 +48,8 @@ Such reads stay observations of the call. Reads outside every call (a library lo
 start-up) are one note for the server. A tool whose definition (as listed) carries a canary is \
 an **error**: the listing went to the model.\n\n\
 Fix: return what the user asked for, not the credentials the server found; pass tokens to \
-programs in their environment or on their standard input.",
+programs on their standard input or in their environment rather than in their arguments (the \
+environment is still reported: the user should know which tools hand credentials on).",
 };
 
 /// What one tool (or the server outside the calls) did with secrets.
@@ -105,7 +108,7 @@ pub fn findings<'a>(
         let handed = by_tool.entry(tool.map(str::to_string)).or_default();
         let (list, secrets) = match s.how {
             SecretMove::Returned => (&mut handed.returned, &mut handed.returned_secrets),
-            SecretMove::Argv => (&mut handed.passed, &mut handed.passed_secrets),
+            SecretMove::Argv | SecretMove::Env => (&mut handed.passed, &mut handed.passed_secrets),
             SecretMove::Read | SecretMove::Sent => (&mut handed.read, &mut handed.read_secrets),
         };
         secrets.insert((s.kind.clone(), s.place.clone()));
@@ -154,11 +157,17 @@ pub fn findings<'a>(
             } else {
                 ""
             };
+            let said = |how: &str| handed.passed.iter().any(|e| e.text.ends_with(how));
+            let how = match (said("in its arguments"), said("in its environment")) {
+                (true, true) => "in their arguments and environment",
+                (false, true) => "in their environment",
+                _ => "in their arguments",
+            };
             out.push(finding(
                 &tool,
                 Severity::Warning,
                 format!(
-                    "{who} passed {} planted secret(s) to programs in their arguments{when}",
+                    "{who} passed {} planted secret(s) to programs {how}{when}",
                     handed.passed_secrets.len()
                 ),
                 handed.passed,

@@ -379,8 +379,9 @@ pub struct NetEvent {
     pub carried: Carried,
 }
 
-/// The bytes a network event carried out: a request with its headers and body (decrypted,
-/// for TLS), a datagram's payload, a name as it was asked (its letters' case kept). Kept only
+/// The bytes an event carried out of the server: a request with its headers and body
+/// (decrypted, for TLS), a datagram's payload, a name as it was asked (its letters' case
+/// kept), a started program's environment. Kept only
 /// for the scan for planted secrets ([`crate::observe::secrets`]), never reported, and no
 /// part of an event's identity: two events alike in every other way are one event, their
 /// bytes joined ([`Carried::join`]).
@@ -537,6 +538,9 @@ pub struct ProcessEvent {
     pub pid: u32,
     /// How it was seen.
     pub mechanism: Mechanism,
+    /// Its environment (`NAME=value` entries, each ended by a NUL byte), for the scan for
+    /// planted secrets only: never reported, never part of its identity.
+    pub env: Carried,
 }
 
 /// A system call the sandbox refused outright: a socket family no server needs (`AF_VSOCK`
@@ -561,6 +565,9 @@ pub enum SecretMove {
     Returned,
     /// In the arguments of a program the server started.
     Argv,
+    /// In the environment of a program the server started, under a name of the server's
+    /// choosing (a variable inherited as it was planted is not passed on).
+    Env,
     /// Its file opened or read (`encoding` says which).
     Read,
     /// In what the server sent over the network (a DNS name, an HTTP request line, a TLS
@@ -609,6 +616,10 @@ impl SecretSighting {
             SecretMove::Returned => format!("returned {what}{encoding} in its result"),
             SecretMove::Argv => format!(
                 "passed {what}{encoding} to {} in its arguments",
+                self.target.as_deref().unwrap_or("a program")
+            ),
+            SecretMove::Env => format!(
+                "passed {what}{encoding} to {} in its environment",
                 self.target.as_deref().unwrap_or("a program")
             ),
             SecretMove::Sent => format!(

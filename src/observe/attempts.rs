@@ -310,12 +310,20 @@ impl Observer for AttemptObserver {
                     pid: a.pid,
                     mechanism: Mechanism::Attempt,
                 })),
-                AttemptKind::Exec { path, argv } => Some(Observation::Process(ProcessEvent {
-                    program: path,
-                    argv,
-                    pid: a.pid,
-                    mechanism: Mechanism::Attempt,
-                })),
+                AttemptKind::Exec { path, argv, env } => {
+                    let mut entries = Vec::new();
+                    for e in env {
+                        entries.extend_from_slice(e.as_bytes());
+                        entries.push(0);
+                    }
+                    Some(Observation::Process(ProcessEvent {
+                        program: path,
+                        argv,
+                        pid: a.pid,
+                        mechanism: Mechanism::Attempt,
+                        env: crate::evidence::Carried::of(&entries),
+                    }))
+                }
             };
             if let Some(o) = obs {
                 // `execvp` tries each PATH directory in turn and only the last try runs: one

@@ -157,7 +157,7 @@ impl SecretWatch {
                     s.asked = names_place(&strings, &s.place);
                     true
                 }
-                SecretMove::Sent | SecretMove::Argv => {
+                SecretMove::Sent | SecretMove::Argv | SecretMove::Env => {
                     !given.contains(&(s.kind.as_str(), s.place.as_str()))
                 }
                 SecretMove::Returned => true,
@@ -328,7 +328,7 @@ impl SecretWatch {
     }
 
     /// Adds a sighting for each canary in the arguments of a program started among
-    /// `observations`.
+    /// `observations`, and in its environment under a name of the server's choosing.
     pub fn in_programs(&self, observations: &mut Vec<Observation>) {
         if self.detector.is_empty() {
             return;
@@ -341,8 +341,43 @@ impl SecretWatch {
             let argv = p.argv.join("\0");
             let passed = (SecretMove::Argv, p.program.clone(), p.mechanism);
             found.extend(self.sightings_in(argv.as_bytes(), passed, &mut BTreeSet::new()));
+            // The environment, but the variables inherited as they were planted.
+            let chosen: Vec<u8> = p
+                .env
+                .bytes()
+                .split(|b| *b == 0)
+                .filter(|entry| !self.inherited(entry))
+                .flat_map(|entry| entry.iter().copied().chain([0]))
+                .collect();
+            if !chosen.is_empty() {
+                let passed = (SecretMove::Env, p.program.clone(), p.mechanism);
+                found.extend(self.sightings_in(&chosen, passed, &mut BTreeSet::new()));
+            }
         }
         observations.extend(found);
+    }
+
+    /// Whether an environment entry (`NAME=value`) is one of the planted variables as it was
+    /// planted, or a line of the planted `.env` as it stands (a server that loads `.env` at
+    /// start, as dotenv does, hands it to every program it starts): a program inherits it,
+    /// no tool passed it on.
+    fn inherited(&self, entry: &[u8]) -> bool {
+        let Some(eq) = entry.iter().position(|b| *b == b'=') else {
+            return false;
+        };
+        let (name, value) = (&entry[..eq], &entry[eq + 1..]);
+        let planted = self
+            .canaries
+            .env
+            .iter()
+            .any(|(n, v)| n.as_bytes() == name && v.as_bytes() == value);
+        planted
+            || self
+                .canaries
+                .files
+                .iter()
+                .filter(|f| f.base == Base::Workspace && f.secret)
+                .any(|f| f.content.lines().any(|l| l.as_bytes() == entry))
     }
 
     /// A sighting of each canary in `bytes`, moved as `how` to `target` and seen by
@@ -735,6 +770,7 @@ mod tests {
             ],
             pid: 9,
             mechanism: Mechanism::Attempt,
+            env: Default::default(),
         })];
         w.in_programs(&mut observations);
         assert_eq!(observations.len(), 2, "{observations:?}");
@@ -747,6 +783,44 @@ mod tests {
             s.describe().contains("to /usr/bin/curl"),
             "{}",
             s.describe()
+        );
+        // In the environment: a variable inherited as planted is nobody's doing; the same
+        // value under a name the server chose, or a file's secret, is passed on.
+        let token = value_of(&w, "$GITHUB_TOKEN");
+        let aws = value_of(&w, "~/.aws/credentials");
+        let started = |env: String| {
+            let mut observations = vec![Observation::Process(crate::evidence::ProcessEvent {
+                program: "/usr/bin/gh".into(),
+                argv: vec!["gh".into(), "repo".into(), "list".into()],
+                pid: 10,
+                mechanism: Mechanism::Attempt,
+                env: crate::evidence::Carried::of(env.as_bytes()),
+            })];
+            w.in_programs(&mut observations);
+            observations
+                .iter()
+                .filter_map(|o| match o {
+                    Observation::Secret(s) => Some(s.describe()),
+                    _ => None,
+                })
+                .collect::<Vec<_>>()
+        };
+        assert!(started(format!("PATH=/usr/bin\0GITHUB_TOKEN={token}\0")).is_empty());
+        // What a server that loaded `.env` at start gives every program.
+        let dotenv = w
+            .canaries()
+            .files
+            .iter()
+            .find(|f| f.rel == ".env")
+            .map(|f| f.content.replace('\n', "\0"))
+            .expect(".env");
+        assert!(started(dotenv).is_empty());
+        assert_eq!(
+            started(format!("GITHUB_TOKEN={token}\0GH_TOKEN={token}\0AWS_KEY={aws}\0")),
+            [
+                "passed the planted github-token from $GITHUB_TOKEN to /usr/bin/gh in its environment",
+                format!("passed the planted {} from ~/.aws/credentials to /usr/bin/gh in its environment", w.canaries().items.iter().find(|c| c.value == aws).map(|c| c.kind).unwrap_or_default()).as_str(),
+            ]
         );
     }
 }

@@ -504,6 +504,7 @@ fn record(o: &Observation) -> RecordV1<'_> {
             how: match s.how {
                 SecretMove::Returned => "returned",
                 SecretMove::Argv => "argv",
+                SecretMove::Env => "env",
                 SecretMove::Read => "read",
                 SecretMove::Sent => "sent",
             },
@@ -1048,6 +1049,7 @@ mod tests {
             argv: vec!["git".into(), "status".into()],
             pid: 42,
             mechanism: Mechanism::Attempt,
+            env: Default::default(),
         }));
         all.push(Observation::Refused(RefusedCall {
             syscall: "socket".into(),

@@ -55,6 +55,9 @@ pub enum AttemptKind {
         path: String,
         /// Its arguments.
         argv: Vec<String>,
+        /// Its environment (`NAME=value` entries), as far as [`MAX_ENV_ENTRIES`] and
+        /// [`MAX_ENV_BYTES`] go.
+        env: Vec<String>,
     },
 }
 
@@ -240,6 +243,44 @@ fn run(listener: OwnedFd, queue: AttemptQueue, places: LockPlaces) {
             }
         }
     }
+}
+
+/// Most environment entries read from a program started.
+const MAX_ENV_ENTRIES: u64 = 256;
+
+/// Most bytes of a program's environment read in all.
+const MAX_ENV_BYTES: usize = 256 << 10;
+
+/// The strings of a NULL-terminated array of string pointers at `array` in the process's
+/// memory (an `argv` or an `envp`): at most `entries` of them, each cut to `each` bytes, and
+/// no more than `total` bytes in all.
+fn read_string_array(
+    mem: &std::fs::File,
+    array: u64,
+    entries: u64,
+    each: usize,
+    total: usize,
+) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut read = 0usize;
+    for i in 0..entries {
+        let Some(ptr) = read_mem(mem, array + i * 8, 8, false) else {
+            break;
+        };
+        if ptr.len() < 8 {
+            break;
+        }
+        let p = u64::from_ne_bytes(ptr[..8].try_into().unwrap_or([0; 8]));
+        if p == 0 || read >= total {
+            break;
+        }
+        let text = read_mem(mem, p, each.min(total - read), true)
+            .map(|b| String::from_utf8_lossy(&b).into_owned())
+            .unwrap_or_default();
+        read += text.len();
+        out.push(text);
+    }
+    out
 }
 
 fn read_mem(mem: &File, addr: u64, max: usize, c_string: bool) -> Option<Vec<u8>> {
@@ -610,32 +651,15 @@ fn decode_one(req: &libc::seccomp_notif) -> Option<AttemptKind> {
             })
         }
         libc::SYS_execve | libc::SYS_execveat => {
-            let (path_arg, argv_arg, dirfd) = if nr == libc::SYS_execve {
-                (a[0], a[1], libc::AT_FDCWD)
+            let (path_arg, argv_arg, envp_arg, dirfd) = if nr == libc::SYS_execve {
+                (a[0], a[1], a[2], libc::AT_FDCWD)
             } else {
-                (a[1], a[2], fd_arg(0))
+                (a[1], a[2], a[3], fd_arg(0))
             };
-            let mut argv = Vec::new();
-            for i in 0..32u64 {
-                let Some(ptr) = read_mem(&mem, argv_arg + i * 8, 8, false) else {
-                    break;
-                };
-                if ptr.len() < 8 {
-                    break;
-                }
-                let p = u64::from_ne_bytes(ptr[..8].try_into().unwrap_or([0; 8]));
-                if p == 0 {
-                    break;
-                }
-                argv.push(
-                    read_mem(&mem, p, 512, true)
-                        .map(|b| String::from_utf8_lossy(&b).into_owned())
-                        .unwrap_or_default(),
-                );
-            }
             Some(AttemptKind::Exec {
                 path: absolute(tid, dirfd, &s(path_arg)),
-                argv,
+                argv: read_string_array(&mem, argv_arg, 32, 512, usize::MAX),
+                env: read_string_array(&mem, envp_arg, MAX_ENV_ENTRIES, 4096, MAX_ENV_BYTES),
             })
         }
         _ => None,

@@ -94,6 +94,11 @@ fn handed_on_run(who: As) {
             "warning",
             "openai-api-key from $OPENAI_API_KEY to /bin/true",
         ),
+        (
+            "list_repos_cli",
+            "warning",
+            "github-token from $GITHUB_TOKEN to /bin/true in its environment",
+        ),
     ] {
         assert!(
             secret.iter().any(|f| f["tool"] == tool
