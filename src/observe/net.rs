@@ -2,9 +2,11 @@
 //! routed to `lo`; the sandbox hands us a UDP socket on port 53, TCP listeners (80, 443) and a
 //! packet socket on `lo`. The DNS stub answers every name with an address of its own
 //! (198.18.0.0/15, fc00:5eed::/96), so later connections map back to names; the listeners read
-//! the first bytes (TLS SNI, HTTP request line and Host) and close; the packet socket sees every
-//! outgoing TCP SYN and UDP datagram, whichever system call sent it (`sendmsg`, a connected UDP
-//! `send`). Nothing here ever talks to a real network.
+//! what each connection sends (HTTP requests whole, inside TLS too, answered like a small
+//! ordinary site or, at 169.254.169.254, as a cloud's metadata endpoint) and close; the packet
+//! socket sees every outgoing TCP SYN and every datagram whole, whichever system call sent it
+//! (`sendmsg`, a connected UDP `send`). What was sent is kept on the events for the scan for
+//! planted secrets. Nothing here ever talks to a real network.
 
 use std::collections::HashMap;
 use std::io::{Read, Write};
@@ -95,6 +97,41 @@ const MAX_CONNECTIONS: usize = 32;
 
 /// Most bytes read from a connection that is neither HTTP nor TLS.
 const MAX_RAW_READ: usize = 64 << 10;
+
+/// The longest one connection is read: a client that trickles its bytes holds a thread no
+/// longer.
+const CONNECTION_TIME: Duration = Duration::from_secs(3);
+
+/// A connection whose reads end when its time is up (each waits 500 ms at most).
+struct Bounded {
+    conn: std::net::TcpStream,
+    until: std::time::Instant,
+    /// The longest one read waits.
+    patience: Duration,
+}
+
+impl Read for Bounded {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let left = self
+            .until
+            .saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            return Err(std::io::ErrorKind::TimedOut.into());
+        }
+        self.conn.set_read_timeout(Some(left.min(self.patience)))?;
+        self.conn.read(buf)
+    }
+}
+
+impl Write for Bounded {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.conn.write(buf)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.conn.flush()
+    }
+}
 
 impl NetState {
     /// Records an event; one alike an event already recorded joins its carried bytes to
@@ -352,11 +389,15 @@ fn accept_loop(listener: TcpListener, port: u16, state: NetHandle) {
 /// it); HTTPS the same, inside TLS with a certificate of the run's authority; anything else is
 /// read until the client pauses, and closed. The event is recorded before the answer goes
 /// out: a client that waits for it has its event in the window of the call that made it.
-fn serve_connection(mut conn: std::net::TcpStream, port: u16, state: &NetState) {
+fn serve_connection(conn: std::net::TcpStream, port: u16, state: &NetState) {
     // Every address is local: the local address is where the server connected.
     let dest = conn.local_addr().ok();
     let _ = conn.set_nonblocking(false);
-    let _ = conn.set_read_timeout(Some(Duration::from_millis(500)));
+    let mut conn = Bounded {
+        conn,
+        until: std::time::Instant::now() + CONNECTION_TIME,
+        patience: Duration::from_millis(500),
+    };
     let mut buf = vec![0u8; 4096];
     let n = conn.read(&mut buf).unwrap_or(0);
     buf.truncate(n);
@@ -416,7 +457,7 @@ fn serve_connection(mut conn: std::net::TcpStream, port: u16, state: &NetState) 
     } else {
         // Another protocol: what it sends until it pauses (or waits for an answer that
         // never comes).
-        let _ = conn.set_read_timeout(Some(Duration::from_millis(150)));
+        conn.patience = Duration::from_millis(150);
         let mut chunk = [0u8; 8192];
         while n > 0 && buf.len() < MAX_RAW_READ {
             match conn.read(&mut chunk) {
@@ -830,6 +871,39 @@ mod tests {
         assert_eq!(u16::from_be_bytes([r[6], r[7]]), 1, "one answer");
         assert_eq!(&r[r.len() - 4..], &[198, 18, 0, 1]);
         assert!(parse_query(&[0u8; 5]).is_none());
+    }
+
+    #[test]
+    fn a_client_that_trickles_its_request_holds_a_connection_only_so_long() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let client = std::thread::spawn(move || {
+            let mut c = std::net::TcpStream::connect(addr).expect("connect");
+            let _ = c.write_all(b"POST /slow HTTP/1.1\r\nHost: slow.test\r\n");
+            // A header byte every 200 ms for 20 s, never ending the head.
+            for _ in 0..100 {
+                std::thread::sleep(Duration::from_millis(200));
+                if c.write_all(b"x").is_err() {
+                    break;
+                }
+            }
+        });
+        let (conn, _) = listener.accept().expect("accept");
+        let state = NetState::default();
+        let started = std::time::Instant::now();
+        serve_connection(conn, 80, &state);
+        let took = started.elapsed();
+        // Its time (3 s) and a last read; far from the client's 20 s.
+        assert!(took < Duration::from_secs(10), "{took:?}");
+        let events = state.events.lock().expect("events");
+        assert_eq!(events.len(), 1, "{events:?}");
+        assert!(
+            events[0].carried.bytes().starts_with(b"POST /slow"),
+            "{:?}",
+            events[0]
+        );
+        drop(events);
+        let _ = client.join();
     }
 
     #[test]

@@ -167,10 +167,52 @@ fn run_case(r: &Report, server: &str) -> Case {
     }
 }
 
+/// A case per tool (or the server) that handed a planted secret on: failed where one of its
+/// secret findings fails the run, passed (with the findings in its output) otherwise.
+fn secret_cases(r: &Report, server: &str) -> Vec<Case> {
+    let mut by_tool: std::collections::BTreeMap<Option<&str>, Vec<&Finding>> =
+        std::collections::BTreeMap::new();
+    for f in r
+        .findings
+        .iter()
+        .filter(|f| crate::audit::about_secrets(f.audit))
+    {
+        by_tool.entry(f.tool.as_deref()).or_default().push(f);
+    }
+    by_tool
+        .into_iter()
+        .map(|(tool, findings)| {
+            let mut out = String::new();
+            for f in &findings {
+                let _ = writeln!(out, "[{}] {}: {}", f.severity.as_str(), f.audit, f.message);
+                for e in &f.evidence {
+                    let _ = writeln!(out, "  {}: {}", e.source, e.text);
+                }
+            }
+            let status = match findings.iter().find(|f| r.settings.fail.fails(f)) {
+                Some(first) => Status::Failure {
+                    message: first.message.clone(),
+                    kind: first.audit.to_string(),
+                },
+                None => Status::Passed,
+            };
+            Case {
+                name: tool.unwrap_or("(server)").to_string(),
+                classname: format!("{server}.secrets"),
+                seconds: 0.0,
+                status,
+                out,
+                err: String::new(),
+            }
+        })
+        .collect()
+}
+
 /// Renders the report as JUnit XML.
 pub fn render(r: &Report) -> String {
     let server = server_key(r);
     let mut cases = vec![run_case(r, &server)];
+    cases.extend(secret_cases(r, &server));
     for t in &r.tools {
         cases.extend(t.verdicts.iter().map(|v| hint_case(r, t, v, &server)));
     }

@@ -82,6 +82,7 @@ pub fn render(r: &Report) -> String {
     let mut o = String::new();
     header(&mut o, r);
     contradicted(&mut o, r);
+    secrets(&mut o, r);
     tools(&mut o, r);
     other_findings(&mut o, r);
     replays(&mut o, r);
@@ -246,9 +247,45 @@ fn tools(o: &mut String, r: &Report) {
     }
 }
 
-/// Findings about no hint (protocol, definitions, limits), within the size budget.
+/// The planted secrets handed on (`secret-access`, `exfiltration`), near the top: what a
+/// user scanning a server fears most. Two pieces of evidence each.
+fn secrets(o: &mut String, r: &Report) {
+    let handed: Vec<_> = r
+        .findings
+        .iter()
+        .filter(|f| crate::audit::about_secrets(f.audit))
+        .collect();
+    if handed.is_empty() {
+        return;
+    }
+    let _ = writeln!(o, "\n### Planted secrets handed on\n");
+    for f in handed {
+        let _ = writeln!(
+            o,
+            "- **{}** {}: {}{}",
+            f.severity.as_str(),
+            f.audit,
+            md(&shorten(&f.message, 300)),
+            if f.accepted.is_some() {
+                " (accepted)"
+            } else {
+                ""
+            }
+        );
+        for e in f.evidence.iter().take(2) {
+            let _ = writeln!(o, "  - {}: {}", md(&e.source), md(&shorten(&e.text, 300)));
+        }
+    }
+}
+
+/// Findings about no hint (protocol, definitions, limits), within the size budget; the
+/// secrets' are above.
 fn other_findings(o: &mut String, r: &Report) {
-    let others: Vec<_> = r.findings.iter().filter(|f| f.hint.is_none()).collect();
+    let others: Vec<_> = r
+        .findings
+        .iter()
+        .filter(|f| f.hint.is_none() && !crate::audit::about_secrets(f.audit))
+        .collect();
     if !others.is_empty() {
         let _ = writeln!(o, "\n### Other findings\n");
         for (i, f) in others.iter().enumerate() {

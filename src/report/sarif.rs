@@ -46,6 +46,8 @@ fn rule_profile(id: &str) -> (&'static str, Option<&'static str>, &'static [&'st
             &["correctness", "mcp", "annotations", "idempotentHint"],
         ),
         "out-of-window" => ("warning", Some("4.0"), &["security", "mcp", "behaviour"]),
+        // A server probing its sandbox for a way out.
+        "sandbox-evasion" => ("warning", Some("7.0"), &["security", "mcp", "sandbox"]),
         "secret-access" => ("error", Some("8.0"), &["security", "mcp", "secrets"]),
         "exfiltration" => (
             "error",

@@ -23,13 +23,44 @@ fn handed_on_run(who: As) {
     // hintcheck's own environment holds a "real" token: it never reaches the server.
     let marker = format!("hintcheck-it-real-token-{}", std::process::id());
     let env = [("GITHUB_TOKEN", marker.clone())];
+    // The JUnit and Markdown outputs too (in /tmp: the unprivileged user writes them).
+    let junit = format!(
+        "/tmp/hintcheck-it-secrets-{}-{who:?}.xml",
+        std::process::id()
+    );
+    let summary = format!(
+        "/tmp/hintcheck-it-secrets-{}-{who:?}.md",
+        std::process::id()
+    );
+    let _ = std::fs::remove_file(&summary);
     let out = run_as_with_env(
         &prefix,
-        &verify_json_args("secrets", &["--check"]),
+        &verify_json_args(
+            "secrets",
+            &["--check", "--junit", &junit, "--summary", &summary],
+        ),
         &env,
         Duration::from_secs(60),
     );
     assert_eq!(out.code, 0, "{}\n{}", out.stderr, out.stdout);
+    let junit_path = junit;
+    let junit = std::fs::read_to_string(&junit_path).expect("junit");
+    let summary_path = summary;
+    let summary = std::fs::read_to_string(&summary_path).expect("summary");
+    let _ = std::fs::remove_file(&junit_path);
+    let _ = std::fs::remove_file(&summary_path);
+    // Secrets have cases of their own in JUnit and a section above the tools in Markdown.
+    assert!(
+        junit.contains("name=\"show_config\" classname=\"hintcheck-fake-server.secrets\""),
+        "{junit}"
+    );
+    let section = summary
+        .find("### Planted secrets handed on")
+        .expect("a secrets section");
+    assert!(
+        summary[section..].contains("show\\_config returned"),
+        "{summary}"
+    );
     assert!(
         !out.stdout.contains(&marker),
         "the host's token reached the server"
@@ -54,7 +85,9 @@ fn handed_on_run(who: As) {
     let seed = r["settings"]["seed"].as_u64().expect("seed");
     for c in hintcheck::workspace::canary::Canaries::of(seed).items {
         assert!(
-            !out.stdout.contains(&c.value),
+            !out.stdout.contains(&c.value)
+                && !junit.contains(&c.value)
+                && !summary.contains(&c.value),
             "the value of {} {} is in the report",
             c.kind,
             c.place
