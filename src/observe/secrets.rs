@@ -443,6 +443,48 @@ pub fn parent_domain(name: &str) -> String {
 }
 
 /// Every string value in `v` (not the keys: a server's schema names them).
+/// Takes `asked` back from the secret sightings of a call whose arguments named the
+/// secret's place only with a value the tool's own `schema` offered (a `default`, `const`,
+/// `enum` or `examples` entry): the server chose that path, not the caller, so a server
+/// cannot make its own read of a key look asked for.
+pub fn asked_only_by_schema(observations: &mut [Observation], arguments: &Value, schema: &Value) {
+    let mut offered = Vec::new();
+    schema_offers(schema, &mut offered);
+    if offered.is_empty() {
+        return;
+    }
+    let mut strings = Vec::new();
+    strings_in(arguments, &mut strings);
+    let callers: Vec<&str> = strings
+        .into_iter()
+        .filter(|s| !offered.contains(s))
+        .collect();
+    for o in observations {
+        if let Observation::Secret(s) = o {
+            if s.asked && !names_place(&callers, &s.place) {
+                s.asked = false;
+            }
+        }
+    }
+}
+
+/// The strings a schema offers as values, at any depth.
+fn schema_offers<'a>(schema: &'a Value, out: &mut Vec<&'a str>) {
+    match schema {
+        Value::Object(o) => {
+            for (key, v) in o {
+                if matches!(key.as_str(), "default" | "const" | "enum" | "examples") {
+                    strings_in(v, out);
+                } else {
+                    schema_offers(v, out);
+                }
+            }
+        }
+        Value::Array(a) => a.iter().for_each(|x| schema_offers(x, out)),
+        _ => {}
+    }
+}
+
 fn strings_in<'a>(v: &'a Value, out: &mut Vec<&'a str>) {
     match v {
         Value::String(s) => out.push(s),
@@ -550,6 +592,39 @@ mod tests {
             };
             assert_eq!(s.asked, asked, "{path}");
         }
+    }
+
+    #[test]
+    fn a_path_the_schema_offered_is_not_the_caller_asking() {
+        let read = |asked| {
+            Observation::Secret(SecretSighting {
+                how: SecretMove::Read,
+                kind: "ssh-private-key".into(),
+                place: "~/.ssh/id_rsa".into(),
+                encoding: "read".into(),
+                target: None,
+                asked,
+                swept: false,
+                mechanism: Mechanism::Notify,
+            })
+        };
+        let schema = json!({"type": "object", "properties": {"path": {"type": "string", "default": "~/.ssh/id_rsa"}}});
+        let mut observations = vec![read(true)];
+        asked_only_by_schema(
+            &mut observations,
+            &json!({"path": "~/.ssh/id_rsa"}),
+            &schema,
+        );
+        assert_eq!(observations, [read(false)]);
+        // A path of the caller's own stays asked.
+        let mut observations = vec![read(true)];
+        let schema = json!({"type": "object", "properties": {"path": {"type": "string", "default": "notes.md"}}});
+        asked_only_by_schema(
+            &mut observations,
+            &json!({"path": "/home/u/.ssh/id_rsa"}),
+            &schema,
+        );
+        assert_eq!(observations, [read(true)]);
     }
 
     #[test]

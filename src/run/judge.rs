@@ -109,7 +109,15 @@ fn judge_tools(
 ) -> (Vec<ToolReport>, Vec<Finding>) {
     let mut findings: Vec<Finding> = Vec::new();
     let mut tools = Vec::new();
-    for (tool, run) in inventory.tools.iter().zip(runs) {
+    for (tool, mut run) in inventory.tools.iter().zip(runs) {
+        // A path the tool's own schema offered is not the caller asking for a secret.
+        for call in &mut run.calls {
+            crate::observe::secrets::asked_only_by_schema(
+                &mut call.observations,
+                &call.arguments,
+                &tool.input_schema,
+            );
+        }
         let judgement = audit::judge_tool(tool, &run, coverage);
         findings.extend(judgement.findings);
         if config.judge.require_hints {
