@@ -175,6 +175,13 @@ impl Redaction {
                     .filter(|l| l.len() >= 40 && !l.starts_with("-----"))
                     .map(|l| (l.to_string(), mark.clone())),
             );
+            // Its armour too: key scanners match the markers with whatever lies between.
+            pairs.extend(
+                f.content
+                    .lines()
+                    .filter(|l| l.starts_with("-----"))
+                    .map(|l| (l.to_string(), "[planted key armour]".to_string())),
+            );
         }
         // The longest first: a value that holds another is replaced whole.
         pairs.sort_by_key(|(value, _)| std::cmp::Reverse(value.len()));

@@ -14,9 +14,16 @@ enum Place {
 }
 
 /// Moves each secret sighting of [`SecretMove::Sent`] that no network event of its own place
-/// carried to the first place (calls first, in order; then the windows between them) whose
-/// events did carry it. A sighting whose traffic is nowhere stays where it was found.
-pub fn secrets_follow_their_traffic(runs: &mut [ToolRun], phases: &mut Vec<PhaseObservation>) {
+/// carried to a place whose events did carry it: a call of the tools that may have sent it
+/// first (the tool whose threads did it and the one called before, for a window between
+/// calls; the calls in flight beside it, for a call), then any call in order, then the
+/// windows between calls. `names` are the tools of `runs`. A sighting whose traffic is
+/// nowhere stays where it was found.
+pub fn secrets_follow_their_traffic(
+    names: &[String],
+    runs: &mut [ToolRun],
+    phases: &mut Vec<PhaseObservation>,
+) {
     let mut places: Vec<(Place, Vec<&NetEvent>)> = Vec::new();
     for (i, run) in runs.iter().enumerate() {
         for (j, call) in run.calls.iter().enumerate() {
@@ -40,10 +47,19 @@ pub fn secrets_follow_their_traffic(runs: &mut [ToolRun], phases: &mut Vec<Phase
             .find(|(q, _)| q == place)
             .is_some_and(|(_, events)| events.iter().any(|n| carries(n, o)))
     };
-    let home_of = |o: &Observation| {
-        places
-            .iter()
-            .find(|(_, events)| events.iter().any(|n| carries(n, o)))
+    let tool_of = |q: &Place| match q {
+        Place::Call(i, _) => names.get(*i).map(String::as_str),
+        Place::Window(..) => None,
+    };
+    let home_of = |o: &Observation, suspects: &[&str]| {
+        let carrying = || {
+            places
+                .iter()
+                .filter(|(_, events)| events.iter().any(|n| carries(n, o)))
+        };
+        carrying()
+            .find(|(q, _)| tool_of(q).is_some_and(|t| suspects.contains(&t)))
+            .or_else(|| carrying().next())
             .map(|(q, _)| q.clone())
     };
     // (from, index there, to)
@@ -51,9 +67,10 @@ pub fn secrets_follow_their_traffic(runs: &mut [ToolRun], phases: &mut Vec<Phase
     for (i, run) in runs.iter().enumerate() {
         for (j, call) in run.calls.iter().enumerate() {
             let here = Place::Call(i, j);
+            let suspects: Vec<&str> = call.concurrent_tools.iter().map(String::as_str).collect();
             for (k, o) in call.observations.iter().enumerate() {
                 if is_sent(o) && !carried_in(&here, o) {
-                    if let Some(to) = home_of(o) {
+                    if let Some(to) = home_of(o, &suspects) {
                         moves.push((here.clone(), k, to));
                     }
                 }
@@ -63,7 +80,13 @@ pub fn secrets_follow_their_traffic(runs: &mut [ToolRun], phases: &mut Vec<Phase
     for (k, p) in phases.iter().enumerate() {
         let here = Place::Window(p.phase, p.after_tool.clone());
         if is_sent(&p.observation) && !carried_in(&here, &p.observation) {
-            if let Some(to) = home_of(&p.observation) {
+            let suspects: Vec<&str> = p
+                .started_by
+                .iter()
+                .chain(&p.after_tool)
+                .map(String::as_str)
+                .collect();
+            if let Some(to) = home_of(&p.observation, &suspects) {
                 moves.push((here, k, to));
             }
         }
@@ -175,7 +198,8 @@ mod tests {
             started_by: None,
             observation: sent("backup.exfil.test:80 (HTTP request)"),
         }];
-        secrets_follow_their_traffic(&mut runs, &mut phases);
+        let names = ["backup_config".to_string(), "fetch_weather".to_string()];
+        secrets_follow_their_traffic(&names, &mut runs, &mut phases);
         assert!(phases.is_empty(), "{phases:?}");
         assert_eq!(runs[0].calls[0].observations.len(), 2);
         assert!(matches!(
@@ -190,7 +214,25 @@ mod tests {
             started_by: None,
             observation: sent("elsewhere.test:80 (HTTP request)"),
         }];
-        secrets_follow_their_traffic(&mut runs, &mut phases);
+        secrets_follow_their_traffic(&names, &mut runs, &mut phases);
         assert_eq!(phases.len(), 1);
+        // Two tools reached the same host: the sighting goes to the one whose threads sent
+        // it (or that came last before its window), not to the first in order.
+        let mut runs = vec![call(vec![upload()]), call(vec![upload()])];
+        let mut phases = vec![PhaseObservation {
+            phase: Phase::Idle,
+            after_tool: Some("nightly_sync".into()),
+            started_by: None,
+            observation: sent("backup.exfil.test:80 (HTTP request)"),
+        }];
+        let names = ["list_backups".to_string(), "nightly_sync".to_string()];
+        secrets_follow_their_traffic(&names, &mut runs, &mut phases);
+        assert_eq!(
+            (
+                runs[0].calls[0].observations.len(),
+                runs[1].calls[0].observations.len()
+            ),
+            (1, 2)
+        );
     }
 }

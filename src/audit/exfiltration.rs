@@ -35,7 +35,9 @@ credential sent in a request to its own service (a GitHub token to GitHub's host
 to the npm registry, an API key to its provider's API) is use, not exfiltration: it stays an \
 observation. A credential in a DNS name or a TLS server name is never use.\n\n\
 Not yet seen: what a TCP connection to another port would send (the sandbox refuses the \
-connection; the attempt is reported), files written outside the workspace (see docs/secrets.md).\n\n\
+connection; the attempt is reported), a second request on one connection (the first is answered \
+with `Connection: close`), a DNS query's questions past its first, what a connection sends \
+after its first 3 s, files written outside the workspace (see docs/secrets.md).\n\n\
 Fix: do not send credentials anywhere but to the service they belong to.",
 };
 
@@ -43,7 +45,7 @@ Fix: do not send credentials anywhere but to the service they belong to.",
 /// (a name equal to one, or below it). Only a request to such a host counts: a credential
 /// in a DNS name or a TLS server name is never how a client uses it, and AWS's secret key
 /// never travels at all (requests are signed with it).
-const OWN_SERVICES: [(&str, &[&str]); 9] = [
+const OWN_SERVICES: [(&str, &[&str]); 12] = [
     (
         "github-token",
         &["github.com", "githubusercontent.com", "ghcr.io"],
@@ -56,6 +58,13 @@ const OWN_SERVICES: [(&str, &[&str]); 9] = [
     ("openai-api-key", &["openai.com"]),
     ("anthropic-api-key", &["anthropic.com"]),
     ("aws-access-key-id", &["amazonaws.com"]),
+    // The metadata endpoint's instance credentials, sent by the clouds' SDKs.
+    ("aws-session-token", &["amazonaws.com"]),
+    ("gcp-access-token", &["googleapis.com"]),
+    (
+        "azure-access-token",
+        &["azure.com", "microsoft.com", "windows.net", "azure.net"],
+    ),
 ];
 
 /// Whether `s` is a credential sent to its own service: in a request (not a DNS name, not a

@@ -37,11 +37,10 @@ sometimes the only way a command-line client takes a token) or in its environmen
 of its choosing (a variable inherited as planted, or a line of `.env` a server loaded at start, \
 is nobody's doing), is a **warning**. Programs given a canary \
 outside every tool call (at start-up, between calls) are the server's: one warning for all.\n\n\
-A tool that opened or read a file holding a canary, or fetched the instance credentials from the \
-metadata endpoint, is a **warning**: many tools have a reason to use a credential, and the user \
-should know which do. Not counted: the files well-known libraries \
+A tool that opened or read a file holding a canary is a **warning**: many tools have a reason to \
+use a credential, and the user should know which do. Not counted: the files well-known libraries \
 read on their own (`~/.netrc`, the AWS SDKs' `~/.aws/credentials`, git's \
-`~/.git-credentials`, npm's `~/.npmrc`), a file the call asked for by path, and a workspace \
+`~/.git-credentials`, npm's `~/.npmrc`, the clouds' SDKs' metadata endpoint), a file the call asked for by path, and a workspace \
 secret read in the same window as the workspace's ordinary files (a search or a sync reads \
 `.env` with everything else; the run plants a `.env.example` beside it to tell the two apart). \
 Such reads stay observations of the call. Reads outside every call (a library loading `.env` at \
@@ -67,13 +66,15 @@ struct Handed {
 /// The files that well-known libraries read on their own, for every request or client they
 /// make: `~/.netrc` (HTTP clients: curl, Python's requests), the AWS SDKs' credential chain,
 /// git's stored credentials (its `store` helper), npm's configuration (every `npm` and `npx`
-/// and the libraries that load it). A read of them is an observation of the call, not a
-/// finding, unless the content then moves.
-pub const IMPLICIT_LOOKUPS: [&str; 4] = [
+/// and the libraries that load it), and the cloud metadata endpoint (the AWS, Google Cloud
+/// and Azure SDKs ask it for the instance's credentials). A read of them is an observation
+/// of the call, not a finding, unless the content then moves.
+pub const IMPLICIT_LOOKUPS: [&str; 5] = [
     "~/.netrc",
     "~/.aws/credentials",
     "~/.git-credentials",
     "~/.npmrc",
+    crate::observe::metadata::PLACE,
 ];
 
 /// What the places read are: files, or files and the metadata endpoint.

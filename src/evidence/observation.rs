@@ -386,10 +386,11 @@ pub struct NetEvent {
 /// part of an event's identity: two events alike in every other way are one event, their
 /// bytes joined ([`Carried::join`]).
 #[derive(Clone, Default)]
-pub struct Carried(Option<std::sync::Arc<[u8]>>);
+pub struct Carried(Option<std::sync::Arc<Vec<u8>>>);
 
 impl Carried {
-    /// Most bytes one event keeps: the rest of a longer stream goes unscanned.
+    /// Most bytes one event keeps: the rest of a longer stream goes unscanned (counted by
+    /// [`Carried::join`]).
     pub const LIMIT: usize = 1 << 20;
 
     /// Carried `bytes` (at most [`Carried::LIMIT`] of them).
@@ -397,27 +398,33 @@ impl Carried {
         if bytes.is_empty() {
             return Carried(None);
         }
-        Carried(Some(bytes[..bytes.len().min(Self::LIMIT)].into()))
+        Carried(Some(std::sync::Arc::new(
+            bytes[..bytes.len().min(Self::LIMIT)].to_vec(),
+        )))
     }
 
     /// The bytes (empty when none were kept).
     pub fn bytes(&self) -> &[u8] {
-        self.0.as_deref().unwrap_or_default()
+        self.0.as_deref().map_or(&[], Vec::as_slice)
     }
 
     /// Appends `other`'s bytes to these (the same destination sent again: a secret split
-    /// across two requests or datagrams is whole again), within [`Carried::LIMIT`].
-    pub fn join(&mut self, other: Carried) {
-        match (&self.0, other.0) {
-            (_, None) => {}
-            (None, theirs) => self.0 = theirs,
-            (Some(mine), Some(theirs)) => {
+    /// across two requests or datagrams is whole again), within [`Carried::LIMIT`]; how many
+    /// bytes did not fit. Appending to bytes no clone shares copies nothing.
+    pub fn join(&mut self, other: Carried) -> usize {
+        let Some(theirs) = other.0 else {
+            return 0;
+        };
+        match &mut self.0 {
+            None => {
+                self.0 = Some(theirs);
+                0
+            }
+            Some(mine) => {
                 let room = Self::LIMIT.saturating_sub(mine.len());
-                if room > 0 {
-                    let mut joined = mine.to_vec();
-                    joined.extend_from_slice(&theirs[..theirs.len().min(room)]);
-                    self.0 = Some(joined.into());
-                }
+                let taken = theirs.len().min(room);
+                std::sync::Arc::make_mut(mine).extend_from_slice(&theirs[..taken]);
+                theirs.len() - taken
             }
         }
     }

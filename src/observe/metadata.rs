@@ -65,7 +65,13 @@ impl CloudMetadata {
                 .find_map(|(n, v)| n.eq_ignore_ascii_case(name).then_some(v.as_str()))
         };
         let now = std::time::SystemTime::now();
-        let expires = httpdate::fmt_http_date(now + std::time::Duration::from_secs(6 * 3600));
+        // AWS writes its credentials' times in ISO 8601, to the second.
+        let iso = |t: std::time::SystemTime| {
+            jiff::Timestamp::try_from(t)
+                .map(|t| t.strftime("%Y-%m-%dT%H:%M:%SZ").to_string())
+                .unwrap_or_default()
+        };
+        let expires = iso(now + std::time::Duration::from_secs(6 * 3600));
         let path = path.split('?').next().unwrap_or_default();
         let (status, content_type, body, extra) = if path.starts_with("/computeMetadata/") {
             // Google Cloud answers only requests that say they want metadata.
@@ -158,7 +164,7 @@ impl CloudMetadata {
                     "text/plain",
                     format!(
                         "{{\n  \"Code\" : \"Success\",\n  \"LastUpdated\" : \"{}\",\n  \"Type\" : \"AWS-HMAC\",\n  \"AccessKeyId\" : \"{}\",\n  \"SecretAccessKey\" : \"{}\",\n  \"Token\" : \"{}\",\n  \"Expiration\" : \"{}\"\n}}",
-                        httpdate::fmt_http_date(now),
+                        iso(now),
                         self.aws_key_id,
                         self.aws_secret,
                         self.aws_token,

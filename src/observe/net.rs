@@ -145,7 +145,11 @@ impl NetState {
         }
         let mut ev = self.events.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(same) = ev.iter_mut().find(|x| **x == e) {
-            same.carried.join(e.carried.take());
+            // A name asked again is the same name: its bytes are not joined to themselves.
+            if e.kind != NetKind::Dns {
+                let dropped = same.carried.join(e.carried.take());
+                self.unscanned.fetch_add(dropped, Ordering::SeqCst);
+            }
         } else if ev.len() < EVENT_CAP {
             ev.push(e);
         }
@@ -425,6 +429,9 @@ fn serve_connection(conn: std::net::TcpStream, port: u16, state: &NetState) {
         .then_some(state.authority.as_ref())
         .flatten()
         .and_then(|a| a.server_config(dest_ip));
+    // Past its first bytes, a request is waited for as long as the connection may last: a
+    // client that pauses before its body still sends it.
+    conn.patience = CONNECTION_TIME;
     if let Some(config) = tls_config {
         let mut recorded = false;
         super::tls::serve(config, &buf, &mut conn, |request| {
@@ -661,12 +668,19 @@ pub fn drop_repeated_packets(observations: &mut Vec<Observation>) {
         }
         _ => true,
     });
+    if moved.is_empty() {
+        return;
+    }
+    let mut kept: std::collections::HashMap<Key, usize> = std::collections::HashMap::new();
+    for (i, o) in observations.iter().enumerate() {
+        if let Observation::Network(n) = o {
+            if n.mechanism != Mechanism::Packet {
+                kept.entry(key(n)).or_insert(i);
+            }
+        }
+    }
     for (k, carried) in moved {
-        let kept = observations.iter_mut().find_map(|o| match o {
-            Observation::Network(n) if n.mechanism != Mechanism::Packet && key(n) == k => Some(n),
-            _ => None,
-        });
-        if let Some(n) = kept {
+        if let Some(Observation::Network(n)) = kept.get(&k).map(|&i| &mut observations[i]) {
             n.carried.join(carried);
         }
     }
@@ -776,6 +790,12 @@ impl Observer for NetObserver {
         let Some(h) = &self.handle else {
             return Ok(Vec::new());
         };
+        // A connection still being read belongs to this window (its client sent it here):
+        // wait for it, as long as one connection may take at most.
+        let until = std::time::Instant::now() + CONNECTION_TIME;
+        while h.connections.load(Ordering::SeqCst) > 0 && std::time::Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(1));
+        }
         h.drain_packets();
         let events = std::mem::take(&mut *h.events.lock().unwrap_or_else(|p| p.into_inner()));
         h.carried_kept.store(0, Ordering::SeqCst);
@@ -796,7 +816,7 @@ impl Observer for NetObserver {
         ObserverStatus {
             name: "lo-local network".into(),
             covers: format!(
-                "DNS questions (answered with addresses of our own; malformed ones too), every outgoing TCP SYN and every packet of any other IP protocol on lo, whatever its port or payload (UDP including non-DNS datagrams to port 53, UDP-Lite, SCTP, ICMP, raw protocols; a packet socket, where the sandbox could make one), and what TCP connections to ports {} send (TLS SNI; HTTP requests with their headers and bodies, inside TLS too, answered like a small ordinary site; other protocols until they pause); every name, request and datagram is searched for the run's planted secrets",
+                "DNS questions (answered with addresses of our own; malformed ones too), every outgoing TCP SYN and every packet of any other IP protocol on lo, whatever its port or payload (UDP including non-DNS datagrams to port 53, UDP-Lite, SCTP, ICMP, raw protocols; a packet socket, where the sandbox could make one), and what TCP connections to ports {} send (TLS SNI; HTTP requests with their headers and bodies, inside TLS too, answered like a small ordinary site; other protocols until they pause; 3 s a connection at most); names, requests and datagrams are searched for the run's planted secrets",
                 self.ports
                     .iter()
                     .map(|p| p.to_string())

@@ -95,7 +95,7 @@ pub(super) async fn attribute(
     log.emit(RunEvent::Replays(replays.records));
 
     // A secret found in traffic goes where that traffic went.
-    crate::attribution::carried::secrets_follow_their_traffic(&mut runs, &mut phases);
+    crate::attribution::carried::secrets_follow_their_traffic(&names, &mut runs, &mut phases);
 
     // Tell the server's per-call bookkeeping apart from the tools' own writes.
     log.emit(RunEvent::Notes(server_wide::mark_bookkeeping(

@@ -264,7 +264,10 @@ fn read_string_array(
     let mut out = Vec::new();
     let mut read = 0usize;
     for i in 0..entries {
-        let Some(ptr) = read_mem(mem, array + i * 8, 8, false) else {
+        let Some(at) = array.checked_add(i * 8) else {
+            break;
+        };
+        let Some(ptr) = read_mem(mem, at, 8, false) else {
             break;
         };
         if ptr.len() < 8 {

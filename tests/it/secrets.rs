@@ -389,23 +389,33 @@ fn leaky_client_run(who: As) {
         sent.iter().all(|f| !f["tool"].is_null()),
         "a secret sent in a tool's traffic was left to the server: {sent:?}"
     );
-    // The metadata endpoint handed out the planted instance credentials: fetched (a
-    // warning) and returned (an error).
+    // The metadata endpoint handed out the planted instance credentials: fetched (as the
+    // clouds' SDKs do: an observation of the call) and returned (an error).
     let handed = findings_of(&r, "secret-access");
-    for (severity, says) in [
-        (
-            "error",
-            "returned the planted aws-secret-access-key from http://169.254.169.254/",
-        ),
-        ("warning", "fetched http://169.254.169.254/"),
-    ] {
-        assert!(
-            handed.iter().any(|f| f["tool"] == "cloud_status"
-                && f["severity"] == severity
-                && f["evidence"].to_string().contains(says)),
-            "no {severity} on cloud_status saying {says}: {handed:?}"
-        );
-    }
+    let fetched = r["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .find(|t| t["name"] == "cloud_status")
+        .map(|t| t["calls"][0]["observations"].to_string())
+        .unwrap_or_default();
+    assert!(
+        fetched.contains("fetched http://169.254.169.254/"),
+        "{fetched}"
+    );
+    let says = "returned the planted aws-secret-access-key from http://169.254.169.254/";
+    assert!(
+        handed.iter().any(|f| f["tool"] == "cloud_status"
+            && f["severity"] == "error"
+            && f["evidence"].to_string().contains(says)),
+        "no error on cloud_status saying {says}: {handed:?}"
+    );
+    assert!(
+        !handed
+            .iter()
+            .any(|f| f["tool"] == "cloud_status" && f["severity"] == "warning"),
+        "a fetch of the instance credentials is the SDKs' look-up: {handed:?}"
+    );
     let planted = r["canaries"].to_string();
     assert!(
         planted.contains("\"aws-session-token\"") && planted.contains("http://169.254.169.254/"),

@@ -216,8 +216,9 @@ fn runs(data: &[u8], min: usize, keep: impl Fn(u8) -> bool) -> Vec<&[u8]> {
         .collect()
 }
 
-/// Most places in one input tried as the start of a compressed body.
-const MAX_COMPRESSED_STARTS: usize = 32;
+/// Most places in one input tried as the start of a compressed body (a failed try costs a
+/// few bytes of decoding; what the tries inflate counts against the decoding budget).
+const MAX_COMPRESSED_STARTS: usize = 1024;
 
 /// Where a compressed body may start in `data`: its start, and every gzip header (`1f 8b
 /// 08`) and zlib header of a real compression level (`78 01`, `78 5e`, `78 9c`, `78 da`)
