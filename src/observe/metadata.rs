@@ -8,6 +8,7 @@
 
 use std::net::IpAddr;
 
+use super::web::request_head;
 use crate::workspace::canary::Canaries;
 
 /// Where the planted instance credentials are planted, as reports name it.
@@ -54,16 +55,8 @@ impl CloudMetadata {
     /// The answer to a request for the endpoint whose head is `head`, or `None` when the
     /// request is not HTTP.
     pub fn answer(&self, head: &[u8]) -> Option<Vec<u8>> {
-        let Head {
-            method,
-            path,
-            headers,
-        } = request_line(head)?;
-        let header = |name: &str| {
-            headers
-                .iter()
-                .find_map(|(n, v)| n.eq_ignore_ascii_case(name).then_some(v.as_str()))
-        };
+        let request = request_head(head, 16 << 10)?;
+        let (method, header) = (request.method.as_str(), |name: &str| request.header(name));
         let now = std::time::SystemTime::now();
         // AWS writes its credentials' times in ISO 8601, to the second.
         let iso = |t: std::time::SystemTime| {
@@ -72,7 +65,7 @@ impl CloudMetadata {
                 .unwrap_or_default()
         };
         let expires = iso(now + std::time::Duration::from_secs(6 * 3600));
-        let path = path.split('?').next().unwrap_or_default();
+        let path = request.path.split('?').next().unwrap_or_default();
         let (status, content_type, body, extra) = if path.starts_with("/computeMetadata/") {
             // Google Cloud answers only requests that say they want metadata.
             if header("Metadata-Flavor") != Some("Google") {
@@ -227,49 +220,13 @@ fn made_up_session(seed: &str) -> String {
     base64::engine::general_purpose::STANDARD.encode(&digest[..])
 }
 
-/// A request's method, path and headers.
-struct Head {
-    method: String,
-    path: String,
-    headers: Vec<(String, String)>,
-}
-
-/// The method, the path and the headers of a request's head.
-fn request_line(head: &[u8]) -> Option<Head> {
-    let text = String::from_utf8_lossy(&head[..head.len().min(16 << 10)]);
-    let mut lines = text.split("\r\n");
-    let mut first = lines.next()?.split(' ');
-    let method = first.next()?.to_string();
-    let target = first.next()?;
-    // An absolute target (through a proxy) names the path after the host.
-    let path = Some(target)
-        .filter(|t| !t.starts_with('/'))
-        .and_then(|t| t.split_once("://"))
-        .map_or(target, |(_, rest)| {
-            rest.find('/').map_or("/", |i| &rest[i..])
-        })
-        .to_string();
-    let headers = lines
-        .take_while(|l| !l.is_empty())
-        .filter_map(|l| {
-            let (n, v) = l.split_once(':')?;
-            Some((n.trim().to_string(), v.trim().to_string()))
-        })
-        .collect();
-    Some(Head {
-        method,
-        path,
-        headers,
-    })
-}
-
 /// Whether a request whose head is `head`, made to `destination`, is one for the metadata
 /// endpoint: to its address, or naming it as its host.
 pub fn is_endpoint(destination: Option<IpAddr>, head: &[u8]) -> bool {
     if destination.is_some_and(|ip| ADDRESSES.contains(&ip.to_canonical().to_string().as_str())) {
         return true;
     }
-    request_line(head).is_some_and(|h| {
+    request_head(head, 16 << 10).is_some_and(|h| {
         h.headers.iter().any(|(n, v)| {
             let host = v.rsplit_once(':').map_or(v.as_str(), |(h, _)| h);
             n.eq_ignore_ascii_case("host")
@@ -281,7 +238,7 @@ pub fn is_endpoint(destination: Option<IpAddr>, head: &[u8]) -> bool {
 /// Whether a request whose head is `head` asks the endpoint for credentials (AWS's role
 /// credentials, Google Cloud's and Azure's access tokens).
 pub fn asks_for_credentials(head: &[u8]) -> bool {
-    request_line(head).is_some_and(|h| {
+    request_head(head, 16 << 10).is_some_and(|h| {
         let path = h
             .path
             .split('?')

@@ -539,6 +539,17 @@ mod tests {
         SecretWatch::new(Canaries::of(11))
     }
 
+    /// The secret sightings among `observations`, described.
+    fn described_sightings(observations: &[Observation]) -> Vec<String> {
+        observations
+            .iter()
+            .filter_map(|o| match o {
+                Observation::Secret(s) => Some(s.describe()),
+                _ => None,
+            })
+            .collect()
+    }
+
     fn value_of(w: &SecretWatch, place: &str) -> String {
         w.canaries()
             .items
@@ -695,13 +706,7 @@ mod tests {
             ),
         ];
         w.in_network(&mut observations);
-        let sent: Vec<String> = observations
-            .iter()
-            .filter_map(|o| match o {
-                Observation::Secret(s) => Some(s.describe()),
-                _ => None,
-            })
-            .collect();
+        let sent: Vec<String> = described_sightings(&observations);
         assert_eq!(sent.len(), 2, "{sent:?}");
         assert!(
             sent[0].contains("(hex) to exfil.test (DNS name)"),
@@ -735,13 +740,7 @@ mod tests {
             ),
         ];
         w.in_network(&mut observations);
-        let sent: Vec<String> = observations
-            .iter()
-            .filter_map(|o| match o {
-                Observation::Secret(s) => Some(s.describe()),
-                _ => None,
-            })
-            .collect();
+        let sent: Vec<String> = described_sightings(&observations);
         assert_eq!(sent.len(), 1, "{sent:?}");
         assert!(
             sent[0].ends_with("to exfil.test:53 (HTTP request line)") && !sent[0].contains(a),
@@ -813,13 +812,7 @@ mod tests {
             ));
         }
         w.in_network(&mut observations);
-        let sent: Vec<String> = observations
-            .iter()
-            .filter_map(|o| match o {
-                Observation::Secret(s) => Some(s.describe()),
-                _ => None,
-            })
-            .collect();
+        let sent: Vec<String> = described_sightings(&observations);
         for says in [
             "openai-api-key from $OPENAI_API_KEY (hex) to drip.test (DNS name)",
             "github-token from $GITHUB_TOKEN (base64) to exfil.test (DNS name)",
@@ -872,13 +865,7 @@ mod tests {
                 env: crate::evidence::Carried::of(env.as_bytes()),
             })];
             w.in_programs(&mut observations);
-            observations
-                .iter()
-                .filter_map(|o| match o {
-                    Observation::Secret(s) => Some(s.describe()),
-                    _ => None,
-                })
-                .collect::<Vec<_>>()
+            described_sightings(&observations)
         };
         assert!(started(format!("PATH=/usr/bin\0GITHUB_TOKEN={token}\0")).is_empty());
         // What a server that loaded `.env` at start gives every program.

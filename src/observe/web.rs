@@ -60,38 +60,71 @@ impl Served {
     }
 }
 
+/// A request's method, path and headers.
+pub struct RequestHead {
+    /// `GET`, `POST`, …
+    pub method: String,
+    /// The path (of an absolute target, the part after its host; a query may hold a URL
+    /// of its own).
+    pub path: String,
+    /// The headers, names and values trimmed, in order.
+    pub headers: Vec<(String, String)>,
+}
+
+impl RequestHead {
+    /// The value of the first header called `name` (without case).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find_map(|(n, v)| n.eq_ignore_ascii_case(name).then_some(v.as_str()))
+    }
+}
+
+/// The method, path and headers of the request whose first bytes are `head`, read as far as
+/// `max` bytes; `None` without a method and a target.
+pub fn request_head(head: &[u8], max: usize) -> Option<RequestHead> {
+    let text = String::from_utf8_lossy(&head[..head.len().min(max)]);
+    let mut lines = text.split("\r\n");
+    let mut first = lines.next()?.split(' ');
+    let method = first.next()?.to_string();
+    let target = first.next()?;
+    let path = Some(target)
+        .filter(|t| !t.starts_with('/'))
+        .and_then(|t| t.split_once("://"))
+        .map_or(target, |(_, rest)| {
+            rest.find('/').map_or("/", |i| &rest[i..])
+        })
+        .to_string();
+    let headers = lines
+        .take_while(|l| !l.is_empty())
+        .filter_map(|l| {
+            let (n, v) = l.split_once(':')?;
+            Some((n.trim().to_string(), v.trim().to_string()))
+        })
+        .collect();
+    Some(RequestHead {
+        method,
+        path,
+        headers,
+    })
+}
+
 /// What the request `head` (its first bytes) asks for, if it is an HTTP request.
 pub fn served_for(head: &[u8]) -> Option<Served> {
-    let text = String::from_utf8_lossy(&head[..head.len().min(8192)]);
-    let mut lines = text.split("\r\n");
-    let mut request = lines.next()?.split(' ');
-    let method = request.next()?;
+    let request = request_head(head, 8192)?;
     if !matches!(
-        method,
+        request.method.as_str(),
         "GET" | "POST" | "PUT" | "DELETE" | "HEAD" | "PATCH" | "OPTIONS"
     ) {
         return None;
     }
-    let target = request.next()?;
-    // An absolute target (through a proxy) names the path after the host; a path's query
-    // may hold a URL of its own.
-    let absolute = Some(target)
-        .filter(|t| !t.starts_with('/'))
-        .and_then(|t| t.split_once("://"));
-    let path = absolute.map_or(target, |(_, rest)| {
-        rest.find('/').map_or("/", |i| &rest[i..])
-    });
+    let path = request.path.as_str();
     if path.split('?').next() == Some("/robots.txt") {
         return Some(Served::Robots);
     }
-    let accept = lines
-        .take_while(|l| !l.is_empty())
-        .find_map(|l| {
-            let (name, value) = l.split_once(':')?;
-            name.trim()
-                .eq_ignore_ascii_case("accept")
-                .then(|| value.trim().to_ascii_lowercase())
-        })
+    let accept = request
+        .header("accept")
+        .map(str::to_ascii_lowercase)
         .unwrap_or_default();
     let wants = |t: &str| accept.contains(t);
     let ext = path
