@@ -3,9 +3,11 @@
 //! evidence and, for absent hints, a suggestion. The definition audits
 //! ([`annotation_type`], [`malformed_tool`]) and the run audits ([`protocol`],
 //! [`out_of_window`], [`sandbox_evasion`], [`secret_access`], [`exfiltration`],
-//! [`resource_limit`]) produce findings. Audits never touch processes or sockets.
+//! [`resource_limit`]) produce findings; [`data_labels`] judges the data labels declared beside
+//! the hints. Audits never touch processes or sockets.
 
 pub mod annotation_type;
+pub mod data_labels;
 pub mod destructive;
 pub mod exfiltration;
 pub mod idempotent;
@@ -39,7 +41,7 @@ pub struct AuditMeta {
 }
 
 /// Every audit, in the order reports list them.
-pub const ALL: [&AuditMeta; 13] = [
+pub const ALL: [&AuditMeta; 14] = [
     &read_only::META,
     &destructive::META,
     &idempotent::META,
@@ -52,6 +54,7 @@ pub const ALL: [&AuditMeta; 13] = [
     &sandbox_evasion::META,
     &secret_access::META,
     &exfiltration::META,
+    &data_labels::META,
     &resource_limit::META,
 ];
 

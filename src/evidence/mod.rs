@@ -84,6 +84,11 @@ pub struct CallRecord {
     /// operation its enum offers, a flag set the other way, an existing target instead of a
     /// new one (`"action: delete"`). Its number is 0: neither a first call nor a repeat.
     pub variant: Option<String>,
+    /// The data labels its result carried on its `_meta` (see [`crate::mcp::labels`]).
+    pub result_labels: Option<crate::mcp::labels::ResultLabels>,
+    /// Its result held what the network observer's stand-in web site served (a page, a
+    /// document) and its arguments did not: data fetched from the network went to the model.
+    pub returned_fetched: bool,
 }
 
 impl CallRecord {
@@ -114,6 +119,8 @@ impl CallRecord {
             pooled: Default::default(),
             prerequisite_for: None,
             variant: None,
+            result_labels: None,
+            returned_fetched: false,
         }
     }
 

@@ -577,13 +577,18 @@ impl McpClient {
     }
 
     /// [`Self::call_tool`], with the result object as the server sent it (without `_meta`)
-    /// when there was one: what the explorer learns from.
+    /// when there was one (what the explorer learns from), and the data labels its `_meta`
+    /// and its content blocks' carried (see [`super::labels`]).
     pub async fn call_tool_with_result(
         &mut self,
         name: &str,
         arguments: &Value,
         timeout: Duration,
-    ) -> (CallOutcome, Option<Value>) {
+    ) -> (
+        CallOutcome,
+        Option<Value>,
+        Option<super::labels::ResultLabels>,
+    ) {
         let params = json!({ "name": name, "arguments": arguments });
         let reply = match self.request("tools/call", params, timeout).await {
             Ok(r) => r,
@@ -602,10 +607,11 @@ impl McpClient {
                         after_ms: after.as_millis() as u64,
                     },
                     None,
+                    None,
                 );
             }
             Err(SessionError::Closed { .. } | SessionError::Write { .. }) => {
-                return (CallOutcome::ServerDied, None);
+                return (CallOutcome::ServerDied, None, None);
             }
         };
         match reply.outcome.map(|r| r.value()) {
@@ -621,9 +627,11 @@ impl McpClient {
                         message: shorten(&message, 500),
                     },
                     Some(raw),
+                    None,
                 )
             }
             Ok(result) => {
+                let labels = super::labels::result_labels(&result);
                 let mut raw = result.clone();
                 if let Some(m) = raw.as_object_mut() {
                     m.remove("_meta");
@@ -631,6 +639,7 @@ impl McpClient {
                 (
                     interpret_call_result(name, result, &mut self.notes),
                     Some(raw),
+                    labels,
                 )
             }
         }

@@ -253,6 +253,8 @@ pub struct ToolDecl {
     pub input_schema: Value,
     /// The four hints.
     pub hints: Hints,
+    /// The data labels it declares beside them (SEP-1913's draft fields).
+    pub labels: super::labels::ToolLabels,
     /// `execution.taskSupport`, when present.
     pub task_support: Option<String>,
     /// What is wrong with the definition.
@@ -322,12 +324,14 @@ pub fn parse_tool(raw: &Value, index: usize) -> Result<ToolDecl, UnusableTool> {
     let description = string_field("description");
     let mut title = string_field("title");
 
+    let mut labels = super::labels::ToolLabels::default();
     let hints = match obj.get("annotations") {
         None => Hints::absent(),
         Some(Value::Object(ann)) => {
             if title.is_none() {
                 title = ann.get("title").and_then(Value::as_str).map(str::to_string);
             }
+            labels = super::labels::tool_labels(ann, &mut problem);
             hints_of(ann, &mut problem)
         }
         Some(other) => {
@@ -364,6 +368,7 @@ pub fn parse_tool(raw: &Value, index: usize) -> Result<ToolDecl, UnusableTool> {
         description,
         input_schema,
         hints,
+        labels,
         task_support,
         problems,
         definition_sha256: sha256_hex(raw.to_string().as_bytes()),

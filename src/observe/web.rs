@@ -33,6 +33,22 @@ const NOT_FOUND: &str = "<!DOCTYPE html>\n<html><head><title>404 Not Found</titl
 /// The text every plain-text request gets.
 const TEXT: &str = "Notes, guides and news from a small team.\n";
 
+/// Phrases of the stand-in site's page, document and text that an ordinary result holds only
+/// if it came from the site (each at least 30 bytes, none in the robots file or the 404 page).
+const SERVED_PHRASES: [&str; 3] = [
+    "Release notes for the spring update",
+    "Moving our builds to a new runner",
+    "Notes, guides and news from a small team",
+];
+
+/// Whether `bytes` hold what the stand-in site served (a page, the JSON document, the text),
+/// as converted to text or Markdown or quoted in JSON.
+pub fn carries_served(bytes: &[u8]) -> bool {
+    SERVED_PHRASES
+        .iter()
+        .any(|p| memchr::memmem::find(bytes, p.as_bytes()).is_some())
+}
+
 /// What a request asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Served {

@@ -729,7 +729,15 @@ fn tool_rows(i: usize, j: usize, tool: &Value) -> Markup {
         .filter_map(|h| by_hint(h))
         .filter(|v| verdict_class(v) != "na")
         .collect();
-    let contradicted = claims.iter().any(|v| verdict_class(v) == "contradicted");
+    let labels: Vec<&Value> = tool["data_labels"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .collect();
+    let contradicted = claims
+        .iter()
+        .chain(&labels)
+        .any(|v| verdict_class(v) == "contradicted");
     let reached = tool["calls"]
         .as_array()
         .into_iter()
@@ -760,14 +768,19 @@ fn tool_rows(i: usize, j: usize, tool: &Value) -> Markup {
                 }
             }
         }
-        @if !claims.is_empty() {
+        @if !claims.is_empty() || !labels.is_empty() {
             tr.why {
                 td colspan="5" {
                     details open[contradicted] {
                         summary { "why" }
-                        @for v in &claims {
+                        @for v in claims.iter().chain(&labels) {
                             p {
-                                code { (shown(v["hint"].as_str().unwrap_or(""))) } " "
+                                @if let Some(label) = v["label"].as_str() {
+                                    "data label " code { (shown(label)) } " " span.declared { (shown_cut(v["declared"].as_str().unwrap_or(""), 80)) }
+                                } @else {
+                                    code { (shown(v["hint"].as_str().unwrap_or(""))) }
+                                }
+                                " "
                                 span class=(format!("v v-{}", verdict_class(v))) { (shown(v["verdict"].as_str().unwrap_or(""))) }
                                 ": " (shown_cut(v["reason"].as_str().unwrap_or(""), 600))
                             }

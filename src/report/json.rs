@@ -206,6 +206,34 @@ struct ToolV1<'a> {
     suggestions: Vec<SuggestionV1<'a>>,
     /// The value the observations support for every hint (what `hintcheck suggest` prints).
     supported: &'a [crate::audit::suggest::SupportedHint],
+    /// A verdict per data label the tool declared or its results carried (additive).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    data_labels: Vec<LabelVerdictV1<'a>>,
+    /// The data labels the observations support (additive).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    data_labels_supported: Vec<SupportedLabelV1<'a>>,
+}
+
+/// A data label's verdict: the label, where and what was declared, the verdict and why.
+#[derive(Debug, Serialize)]
+struct LabelVerdictV1<'a> {
+    label: &'static str,
+    declared_in: &'static str,
+    declared: &'a str,
+    verdict: &'static str,
+    reason: &'a str,
+    audit: &'static str,
+    evidence: Vec<EvidenceV1<'a>>,
+}
+
+/// A data label the observations support.
+#[derive(Debug, Serialize)]
+struct SupportedLabelV1<'a> {
+    label: &'static str,
+    values: &'a [String],
+    basis: &'static str,
+    changed: bool,
+    reason: &'a str,
 }
 
 #[derive(Debug, Serialize)]
@@ -244,6 +272,12 @@ struct CallV1<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     variant: Option<&'a str>,
     wire_anomalies: usize,
+    /// The data labels its result carried on its `_meta` (additive).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    result_labels: Option<&'a crate::mcp::labels::ResultLabels>,
+    /// Its result held what the network's stand-in site served (additive).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    returned_fetched: bool,
     observations: Vec<ObservationV1<'a>>,
 }
 
@@ -629,6 +663,8 @@ fn call(c: &CallRecord) -> CallV1<'_> {
         prerequisite_for: c.prerequisite_for.as_deref(),
         variant: c.variant.as_deref(),
         wire_anomalies: c.wire_anomalies,
+        result_labels: c.result_labels.as_ref(),
+        returned_fetched: c.returned_fetched,
         observations: c.observations.iter().map(observation).collect(),
     }
 }
@@ -855,6 +891,30 @@ fn tool(t: &crate::report::ToolReport) -> ToolV1<'_> {
         verdicts: t.verdicts.iter().map(verdict).collect(),
         suggestions: t.suggestions.iter().map(suggestion).collect(),
         supported: &t.supported,
+        data_labels: t
+            .labels
+            .iter()
+            .map(|v| LabelVerdictV1 {
+                label: v.label,
+                declared_in: v.declared_in,
+                declared: &v.declared,
+                verdict: v.verdict.as_str(),
+                reason: &v.reason,
+                audit: crate::audit::data_labels::META.id,
+                evidence: evidence(&v.evidence),
+            })
+            .collect(),
+        data_labels_supported: t
+            .labels_supported
+            .iter()
+            .map(|s| SupportedLabelV1 {
+                label: s.label,
+                values: &s.values,
+                basis: s.basis.as_str(),
+                changed: s.changed,
+                reason: &s.reason,
+            })
+            .collect(),
     }
 }
 

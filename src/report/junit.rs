@@ -124,6 +124,47 @@ fn hint_case(r: &Report, t: &ToolReport, v: &HintVerdict, server: &str) -> Case 
     }
 }
 
+/// A case per data label a tool declared (or its results carried): failed where its
+/// contradiction fails the run, passed where consistent (or accepted), skipped otherwise.
+fn label_case(
+    r: &Report,
+    t: &ToolReport,
+    v: &crate::audit::data_labels::LabelVerdict,
+    server: &str,
+) -> Case {
+    let mut out = format!(
+        "declared: {} ({})\nverdict: {}\n{}\n",
+        v.declared,
+        v.declared_in,
+        v.verdict.as_str(),
+        v.reason
+    );
+    for e in &v.evidence {
+        let _ = writeln!(out, "{}: {}", e.source, e.labelled());
+    }
+    let finding = r.label_finding(&t.name, v.label);
+    let status = match (v.verdict, finding) {
+        (Verdict::Contradicted, Some(f)) if f.accepted.is_none() && r.settings.fail.fails(f) => {
+            Status::Failure {
+                message: f.message.clone(),
+                kind: f.audit.to_string(),
+            }
+        }
+        (Verdict::Contradicted | Verdict::Consistent, _) => Status::Passed,
+        (Verdict::Unexercised | Verdict::NotApplicable, _) => Status::Skipped {
+            message: v.reason.clone(),
+        },
+    };
+    Case {
+        name: format!("{}: {}", t.name, v.label),
+        classname: format!("{server}.data-labels"),
+        seconds: 0.0,
+        status,
+        out,
+        err: String::new(),
+    }
+}
+
 fn run_case(r: &Report, server: &str) -> Case {
     let mut out = format!("{} (exit {})\n", r.exit_reason, r.exit_code);
     let _ = writeln!(out, "sandbox: {} — {}", r.sandbox.level, r.sandbox.summary);
@@ -215,6 +256,7 @@ pub fn render(r: &Report) -> String {
     cases.extend(secret_cases(r, &server));
     for t in &r.tools {
         cases.extend(t.verdicts.iter().map(|v| hint_case(r, t, v, &server)));
+        cases.extend(t.labels.iter().map(|v| label_case(r, t, v, &server)));
     }
     let count = |f: fn(&Status) -> bool| cases.iter().filter(|c| f(&c.status)).count();
     let failures = count(|s| matches!(s, Status::Failure { .. }));

@@ -28,8 +28,12 @@ fn shorten(s: &str, max: usize) -> String {
 }
 
 fn icon(v: &HintVerdict) -> &'static str {
-    match v.verdict {
-        Verdict::Contradicted if v.uncertain => "⚠️",
+    verdict_icon(v.verdict, v.uncertain)
+}
+
+fn verdict_icon(verdict: Verdict, uncertain: bool) -> &'static str {
+    match verdict {
+        Verdict::Contradicted if uncertain => "⚠️",
         Verdict::Contradicted => "❌",
         Verdict::Consistent => "✅",
         Verdict::Unexercised => "⚪",
@@ -54,6 +58,26 @@ fn tool_details(o: &mut String, t: &ToolReport) {
             icon(v),
             v.hint.key(),
             md(&v.declared),
+            v.verdict.as_str(),
+            md(&shorten(&v.reason, 300))
+        );
+        for e in v.evidence.iter().take(5) {
+            let _ = writeln!(
+                o,
+                "  - {}: {}",
+                md(&e.source),
+                md(&shorten(&e.labelled(), 300))
+            );
+        }
+    }
+    for v in &t.labels {
+        let _ = writeln!(
+            o,
+            "- {} data label **{}** (declared {} in {}): {}: {}",
+            verdict_icon(v.verdict, false),
+            v.label,
+            md(&v.declared),
+            v.declared_in,
             v.verdict.as_str(),
             md(&shorten(&v.reason, 300))
         );
@@ -183,6 +207,48 @@ fn contradicted(o: &mut String, r: &Report) {
                 md(&shorten(&v.reason, 200)),
                 if v.uncertain { " (uncertain)" } else { "" },
                 if accepted.is_some() {
+                    " (accepted)"
+                } else {
+                    ""
+                },
+                first
+            );
+        }
+    }
+    let labels: Vec<(&ToolReport, &crate::audit::data_labels::LabelVerdict)> = r
+        .tools
+        .iter()
+        .flat_map(|t| t.labels.iter().map(move |v| (t, v)))
+        .filter(|(_, v)| v.verdict == Verdict::Contradicted)
+        .collect();
+    if !labels.is_empty() {
+        let _ = writeln!(o, "\n### Contradicted data labels\n");
+        let _ = writeln!(o, "| tool | label | declared | observed | first evidence |");
+        let _ = writeln!(o, "|---|---|---|---|---|");
+        for (t, v) in labels {
+            let finding = r.label_finding(&t.name, v.label);
+            let first = v
+                .evidence
+                .first()
+                .map(|e| format!("{}: {}", md(&e.source), md(&shorten(&e.labelled(), 160))))
+                .unwrap_or_default();
+            let _ = writeln!(
+                o,
+                "| {} {} | {} | {} | {}{}{} | {} |",
+                verdict_icon(
+                    v.verdict,
+                    finding.is_some_and(|f| f.severity != crate::finding::Severity::Error)
+                ),
+                md(&t.name),
+                v.label,
+                md(&v.declared),
+                md(&shorten(&v.reason, 200)),
+                if finding.is_some_and(|f| f.severity != crate::finding::Severity::Error) {
+                    " (warning)"
+                } else {
+                    ""
+                },
+                if finding.is_some_and(|f| f.accepted.is_some()) {
                     " (accepted)"
                 } else {
                     ""

@@ -408,6 +408,10 @@ pub struct ToolReport {
     pub suggestions: Vec<Suggestion>,
     /// The value the observations support for every hint (`hintcheck suggest`).
     pub supported: Vec<SupportedHint>,
+    /// A verdict per data label the tool declared (or its results carried).
+    pub labels: Vec<crate::audit::data_labels::LabelVerdict>,
+    /// The data labels the observations support (`hintcheck suggest`).
+    pub labels_supported: Vec<crate::audit::data_labels::SupportedLabel>,
     /// The tool's definition as received (for the SARIF tool inventory).
     pub definition: Value,
 }
@@ -448,6 +452,16 @@ impl Report {
         self.findings
             .iter()
             .find(|f| f.tool.as_deref() == Some(tool) && f.hint == Some(hint))
+    }
+
+    /// The finding about data label `label` of tool `tool`, if there is one.
+    pub fn label_finding(&self, tool: &str, label: &str) -> Option<&Finding> {
+        let prefix = format!("{tool} declares {label}: ");
+        self.findings.iter().find(|f| {
+            f.audit == crate::audit::data_labels::META.id
+                && f.tool.as_deref() == Some(tool)
+                && f.message.starts_with(&prefix)
+        })
     }
 
     /// Each tool's definition hash, by name.

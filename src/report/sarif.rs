@@ -54,6 +54,12 @@ fn rule_profile(id: &str) -> (&'static str, Option<&'static str>, &'static [&'st
             Some("9.0"),
             &["security", "mcp", "secrets", "network"],
         ),
+        // A false data label lets a host's data-flow rule pass what it should stop.
+        "data-labels" => (
+            "error",
+            Some("6.5"),
+            &["security", "mcp", "annotations", "data-labels"],
+        ),
         _ => ("warning", None, &["correctness", "mcp", "protocol"]),
     }
 }

@@ -22,6 +22,39 @@ struct ToolSuggestion<'a> {
     annotations: Map<String, Value>,
     changed: Vec<&'static str>,
     basis: Map<String, Value>,
+    /// The draft SEP-1913 data labels the run supports (`returnMetadata`, `inputMetadata`),
+    /// only the fields it could see: the author fills in the rest.
+    #[serde(skip_serializing_if = "Map::is_empty")]
+    data_labels: Map<String, Value>,
+    #[serde(skip_serializing_if = "Map::is_empty")]
+    data_labels_basis: Map<String, Value>,
+}
+
+/// The data labels of a tool as draft-shaped objects (`{"returnMetadata": {"sensitivity":
+/// "credentials"}}`), and the basis of each field by its dotted name.
+fn data_labels(t: &super::ToolReport) -> (Map<String, Value>, Map<String, Value>) {
+    let mut labels = Map::new();
+    let mut basis = Map::new();
+    for s in &t.labels_supported {
+        let Some((object, field)) = s.label.split_once('.') else {
+            continue;
+        };
+        let value = match s.values.as_slice() {
+            [one] => json!(one),
+            many => json!(many),
+        };
+        if let Value::Object(m) = labels
+            .entry(object.to_string())
+            .or_insert_with(|| json!({}))
+        {
+            m.insert(field.to_string(), value);
+        }
+        basis.insert(
+            s.label.to_string(),
+            json!({ "basis": s.basis.as_str(), "changed": s.changed, "reason": s.reason }),
+        );
+    }
+    (labels, basis)
 }
 
 /// Renders the suggestions of a report as pretty JSON.
@@ -40,7 +73,10 @@ pub fn render(r: &Report) -> String {
                     json!({ "basis": s.basis.as_str(), "reason": s.reason }),
                 );
             }
+            let (data_labels, data_labels_basis) = data_labels(t);
             ToolSuggestion {
+                data_labels,
+                data_labels_basis,
                 name: &t.name,
                 definition_sha256: &t.definition_sha256,
                 annotations,
@@ -158,6 +194,39 @@ pub fn render_text(r: &Report) -> String {
         let _ = writeln!(o, "\nWhy the changes:");
         for w in why {
             let _ = writeln!(o, "  {w}");
+        }
+    }
+    // Observed labels one per line with why; the ones that only fit what was exercised
+    // grouped by value, with the tools they fit.
+    let mut labels: Vec<String> = Vec::new();
+    let mut fitting: std::collections::BTreeMap<String, Vec<&str>> = Default::default();
+    for (t, name) in tools.iter().zip(&names) {
+        for s in t.labels_supported.iter().filter(|s| s.changed) {
+            let value = format!("{} = {}", s.label, crate::mcp::labels::set(&s.values));
+            if s.basis == crate::audit::suggest::SupportBasis::Observed {
+                labels.push(format!(
+                    "{name}: {value} (observed): {}",
+                    shorten(&escape_untrusted(&s.reason), 160)
+                ));
+            } else {
+                fitting.entry(value).or_default().push(name);
+            }
+        }
+    }
+    for (value, names) in fitting {
+        labels.push(format!(
+            "{value} (consistent) for {} tool(s): {}",
+            names.len(),
+            shorten(&names.join(", "), 200)
+        ));
+    }
+    if !labels.is_empty() {
+        let _ = writeln!(
+            o,
+            "\nData labels (draft SEP-1913 fields; only those the run could see, the author fills in the rest):"
+        );
+        for l in labels {
+            let _ = writeln!(o, "  {l}");
         }
     }
     let _ = writeln!(

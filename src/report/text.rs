@@ -82,7 +82,7 @@ fn mark(r: &Report, t: &ToolReport) -> &'static str {
                 .is_none_or(|f| f.accepted.is_none() && f.severity == Severity::Error)
     });
     let secret = r.findings.iter().any(|f| {
-        crate::audit::about_secrets(f.audit)
+        (crate::audit::about_secrets(f.audit) || f.audit == crate::audit::data_labels::META.id)
             && f.severity == Severity::Error
             && f.accepted.is_none()
             && f.tool.as_deref() == Some(&t.name)
@@ -205,6 +205,28 @@ fn contradicted_hints(o: &mut String, r: &Report, verbose: bool) -> std::fmt::Re
                 Some(f) if f.accepted.is_some() => accepted.push(row),
                 Some(f) if f.severity != Severity::Error || v.uncertain => weak.push(row),
                 _ if v.uncertain => weak.push(row),
+                _ => firm.push(row),
+            }
+        }
+        // Data labels contradicted, like hints.
+        for v in t
+            .labels
+            .iter()
+            .filter(|v| v.verdict == Verdict::Contradicted)
+        {
+            let f = r.label_finding(&t.name, v.label);
+            let row = (
+                esc(&t.name),
+                format!("{}: {}", v.label, esc(&v.declared)),
+                match f {
+                    Some(f) => first_evidence(f),
+                    None => esc(&shorten(&v.reason, 120)),
+                },
+                None,
+            );
+            match f {
+                Some(f) if f.accepted.is_some() => accepted.push(row),
+                Some(f) if f.severity != Severity::Error => weak.push(row),
                 _ => firm.push(row),
             }
         }
@@ -522,6 +544,31 @@ fn write_tool(
             "    n/a:       {} (nothing to contradict; --verbose says why)",
             not_applicable.join(", ")
         )?;
+    }
+    for v in &t.labels {
+        let finding = r.label_finding(&t.name, v.label);
+        let tag = match v.verdict {
+            Verdict::Contradicted if finding.is_some_and(|f| f.accepted.is_some()) => {
+                paint.yellow("ACCEPTED     ")
+            }
+            Verdict::Contradicted if finding.is_some_and(|f| f.severity != Severity::Error) => {
+                paint.yellow("CONTRADICTED!")
+            }
+            Verdict::Contradicted => paint.red("CONTRADICTED "),
+            Verdict::Consistent => paint.green("consistent   "),
+            Verdict::Unexercised => "unexercised  ".to_string(),
+            Verdict::NotApplicable => "n/a          ".to_string(),
+        };
+        writeln!(
+            o,
+            "    label {} {} {tag} {}",
+            v.label,
+            esc(&v.declared),
+            esc(&v.reason)
+        )?;
+        for e in &v.evidence {
+            writeln!(o, "        {}: {}", e.source, esc(&e.labelled()))?;
+        }
     }
     let calls: Vec<String> = t
         .calls

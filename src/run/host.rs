@@ -327,6 +327,14 @@ impl ServerHost<'_, '_> {
     }
 }
 
+/// Whether a tool's `result` holds what the observer's stand-in web site served and its
+/// `arguments` did not (data the tool fetched, not data it was given).
+fn returns_fetched(result: &Value, arguments: &Value) -> bool {
+    let holds =
+        |v: &Value| serde_json::to_vec(v).is_ok_and(|b| crate::observe::web::carries_served(&b));
+    holds(result) && !holds(arguments)
+}
+
 /// The tool whose call started the threads that did `o`, when the system calls behind it
 /// name only threads and processes one tool's calls started and that are still alive
 /// (`lingering`): a thread a call left sleeping (a timer, a delayed flush) acts for that call
@@ -366,6 +374,8 @@ struct Answer {
     outcome: Option<CallOutcome>,
     /// The result, when it came.
     result: Option<Value>,
+    /// The data labels the result carried.
+    labels: Option<crate::mcp::labels::ResultLabels>,
     /// How long the server took (the ping after a timeout not included).
     took: Duration,
 }
@@ -386,10 +396,11 @@ async fn request(
         _ = stop.changed() => None,
     };
     let took = sent.elapsed();
-    let Some((mut outcome, result)) = answered else {
+    let Some((mut outcome, result, labels)) = answered else {
         return Answer {
             outcome: None,
             result: None,
+            labels: None,
             took,
         };
     };
@@ -401,6 +412,7 @@ async fn request(
     Answer {
         outcome: Some(outcome),
         result,
+        labels,
         took,
     }
 }
@@ -632,6 +644,7 @@ impl Host for ServerHost<'_, '_> {
         let Answer {
             outcome,
             result,
+            labels: result_labels,
             took: duration,
         } = request(l, &self.ctx.stop, tool, arguments, timeout).await;
         let interrupted = outcome.is_none();
@@ -667,6 +680,9 @@ impl Host for ServerHost<'_, '_> {
             (Some(watch), Some(result)) => watch.in_result(result, arguments),
             _ => Vec::new(),
         };
+        let returned_fetched = result
+            .as_ref()
+            .is_some_and(|r| returns_fetched(r, arguments));
         let observe = observe_start.elapsed();
         let rt_end = tree.map(|t| t.runtimes(self.skip)).unwrap_or_default();
         let who = window.who_did(&observations, &pins, &rt_end, &self.background);
@@ -700,6 +716,8 @@ impl Host for ServerHost<'_, '_> {
             own_threads_did_it: who.own_threads_did_it,
             observations,
             wire_anomalies,
+            result_labels,
+            returned_fetched,
             ..CallRecord::bare(arguments, outcome)
         };
         ObservedCall {

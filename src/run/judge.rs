@@ -34,8 +34,14 @@ pub(super) fn judge(ctx: &RunContext<'_>, attributed: Attributed, log: &mut RunL
         limit_during,
         ..
     } = reached;
-    let (tools, mut findings) =
-        judge_tools(ctx.config, &inventory, runs, &planned_arguments, &coverage);
+    let (tools, mut findings) = judge_tools(
+        ctx.config,
+        &inventory,
+        runs,
+        &planned_arguments,
+        &coverage,
+        ctx.secrets.is_some(),
+    );
     findings.extend(audit::malformed_tool::unusable_findings(
         &inventory.unusable,
     ));
@@ -106,6 +112,7 @@ fn judge_tools(
     runs: Vec<ToolRun>,
     planned_arguments: &[Value],
     coverage: &Coverage,
+    canaries: bool,
 ) -> (Vec<ToolReport>, Vec<Finding>) {
     let mut findings: Vec<Finding> = Vec::new();
     let mut tools = Vec::new();
@@ -120,6 +127,8 @@ fn judge_tools(
         }
         let judgement = audit::judge_tool(tool, &run, coverage);
         findings.extend(judgement.findings);
+        let labels = audit::data_labels::judge(tool, &run, coverage, canaries);
+        findings.extend(labels.findings);
         if config.judge.require_hints {
             findings.extend(audit::missing_hints::finding(tool, &judgement.supported));
         }
@@ -148,6 +157,8 @@ fn judge_tools(
             verdicts: judgement.verdicts,
             suggestions: judgement.suggestions,
             supported: judgement.supported,
+            labels: labels.verdicts,
+            labels_supported: labels.supported,
             definition: tool.definition.clone(),
         });
     }

@@ -79,6 +79,7 @@ pub(crate) fn stage() -> &'static Stage {
             "secrets",
             "exfiltration",
             "leaky-client",
+            "labelled",
         ] {
             let src = repo().join("tests/fixtures").join(fixture);
             let dst = dir.join("fixtures").join(fixture);

@@ -428,3 +428,147 @@ as_root_and_unprivileged!(
     secrets_in_bodies_headers_datagrams_and_late_uploads_are_found_unprivileged,
     leaky_client_run
 );
+
+/// The draft data labels (SEP-1913's on the tools, the trust-annotations extension's on the
+/// results) are judged against what the tools did: each false label is an error with its
+/// evidence, each honest one is consistent, and the run suggests labels for what it saw.
+fn labelled_run(who: As) {
+    if !crate::sandbox::have("unshare") {
+        return crate::util::skip("unshare (util-linux) is missing");
+    }
+    if !std::path::Path::new("/usr/bin/python3").is_file() {
+        return crate::util::skip("/usr/bin/python3 is missing (the labelled fixture)");
+    }
+    // Its tools post to names of their choosing: the whole run is inside a network namespace
+    // of the test's own.
+    let Some(prefix) = prefix(who, true) else {
+        return;
+    };
+    let out = run_as_with_env(
+        &prefix,
+        &verify_json_args("labelled", &["--check"]),
+        &[],
+        Duration::from_secs(120),
+    );
+    assert_eq!(out.code, 0, "{}\n{}", out.stderr, out.stdout);
+    let r = out.json();
+    let label = |tool: &str, label: &str| -> serde_json::Value {
+        r["tools"]
+            .as_array()
+            .expect("tools")
+            .iter()
+            .find(|t| t["name"] == tool)
+            .and_then(|t| {
+                t["data_labels"]
+                    .as_array()?
+                    .iter()
+                    .find(|v| v["label"] == label)
+                    .cloned()
+            })
+            .unwrap_or_else(|| panic!("no verdict on {tool}'s {label}: {}", r["tools"]))
+    };
+    for (tool, name, verdict, says) in [
+        (
+            "read_settings",
+            "returnMetadata.sensitivity",
+            "contradicted",
+            "returned the planted aws-secret-access-key from ~/.aws/credentials",
+        ),
+        (
+            "show_identity",
+            "result sensitivity",
+            "contradicted",
+            "trust-annotations sensitive: false",
+        ),
+        (
+            "fetch_page",
+            "returnMetadata.source",
+            "contradicted",
+            "the arguments named the host",
+        ),
+        (
+            "fetch_page",
+            "result trust",
+            "contradicted",
+            "untrusted: false",
+        ),
+        (
+            "post_note",
+            "inputMetadata.destination",
+            "contradicted",
+            "Host: notes.example.test carrying argument `text`",
+        ),
+        (
+            "archive_note",
+            "inputMetadata.outcomes",
+            "contradicted",
+            "created $WORKSPACE/archived-notes.txt",
+        ),
+        ("show_token", "returnMetadata.sensitivity", "consistent", ""),
+        ("show_token", "result sensitivity", "consistent", ""),
+        ("fetch_docs", "returnMetadata.source", "consistent", ""),
+        ("sync_note", "inputMetadata.destination", "consistent", ""),
+        ("post_note", "inputMetadata.outcomes", "consistent", ""),
+    ] {
+        let v = label(tool, name);
+        assert_eq!(v["verdict"], verdict, "{tool} {name}: {v}");
+        assert!(
+            v["evidence"].to_string().contains(says),
+            "{tool} {name} evidence without {says}: {v}"
+        );
+    }
+    let errors: Vec<String> = findings_of(&r, "data-labels")
+        .iter()
+        .map(|f| {
+            assert_eq!(f["severity"], "error", "{f}");
+            f["tool"].as_str().unwrap_or("").to_string()
+        })
+        .collect();
+    assert_eq!(
+        errors,
+        [
+            "read_settings",
+            "show_identity",
+            "fetch_page",
+            "fetch_page",
+            "post_note",
+            "archive_note"
+        ],
+        "{errors:?}"
+    );
+    // What the run supports, for the tools that declare nothing (or the wrong thing).
+    let supported = |tool: &str| {
+        r["tools"]
+            .as_array()
+            .expect("tools")
+            .iter()
+            .find(|t| t["name"] == tool)
+            .map(|t| t["data_labels_supported"].to_string())
+            .unwrap_or_default()
+    };
+    assert!(
+        supported("show_identity").contains(
+            r#""label":"returnMetadata.sensitivity","values":["credentials"],"basis":"observed""#
+        ),
+        "{}",
+        supported("show_identity")
+    );
+    assert!(
+        supported("post_note").contains(
+            r#""label":"inputMetadata.destination","values":["public"],"basis":"observed""#
+        ),
+        "{}",
+        supported("post_note")
+    );
+    assert!(
+        supported("list_notes").contains(r#""values":["benign"],"basis":"consistent""#),
+        "{}",
+        supported("list_notes")
+    );
+}
+
+as_root_and_unprivileged!(
+    declared_data_labels_are_judged_as_root,
+    declared_data_labels_are_judged_unprivileged,
+    labelled_run
+);
