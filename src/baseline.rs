@@ -215,6 +215,16 @@ pub fn server_key(report: &Report) -> String {
 pub fn fingerprint(server: &str, f: &Finding, words: &[String]) -> String {
     let detail: String = match f.hint {
         Some(h) => h.key().to_string(),
+        // A data label: the label and its declared value, not the reason, which names hosts
+        // and counts that vary between runs.
+        None if f.audit == crate::audit::data_labels::META.id => f
+            .message
+            .split(crate::audit::data_labels::LABEL_END)
+            .next()
+            .unwrap_or_default()
+            .chars()
+            .filter(|c| !c.is_ascii_digit())
+            .collect(),
         // Counts and the run's words vary between runs; what the finding is about does not.
         None => {
             let mut message = f.message.clone();
@@ -328,6 +338,25 @@ mod tests {
         let e = finding("t", None, "12 lines of garbage");
         assert_eq!(fingerprint("s", &d), fingerprint("s", &e));
         assert_eq!(fingerprint("s", &a).len(), 32);
+    }
+
+    #[test]
+    fn a_data_labels_fingerprint_keeps_the_label_not_the_reason() {
+        let labelled = |message: &str| Finding {
+            audit: crate::audit::data_labels::META.id,
+            ..finding("post", None, message)
+        };
+        let a = labelled(
+            "post declares inputMetadata.destination: \"internal\" (tools/list) but an argument's value was sent to a.test (a public name)",
+        );
+        let b = labelled(
+            "post declares inputMetadata.destination: \"internal\" (tools/list) but an argument's value was sent to b.test, c.test (a public name)",
+        );
+        let c = labelled(
+            "post declares returnMetadata.source: \"system\" (tools/list) but 2 result(s) held data",
+        );
+        assert_eq!(fingerprint("s", &a, &[]), fingerprint("s", &b, &[]));
+        assert_ne!(fingerprint("s", &a, &[]), fingerprint("s", &c, &[]));
     }
 
     #[test]

@@ -8,10 +8,10 @@
 
 use serde_json::Value;
 
-use super::{AuditMeta, HintJudgement};
+use super::AuditMeta;
 use crate::evidence::{Coverage, NetEvent, NetKind, Observation, SecretMove, ToolRun};
 use crate::finding::{Confidence, Evidence, Finding, Severity, Verdict};
-use crate::mcp::labels::{ResultLabels, set};
+use crate::mcp::labels::{DATA_CLASSES, DESTINATIONS, OUTCOMES, ResultLabels, SOURCES, set};
 use crate::mcp::tool::{Hint, ToolDecl};
 
 use super::suggest::SupportBasis;
@@ -33,19 +33,23 @@ label against the run, like a hint:\n\n\
 planted credential (see `secret-access`). A tool-level claim is only a warning where the caller \
 named the credential's file (a file reader told to read `.env`); a claim on the very result that \
 carried it is an error.\n\
-- **source** (`returnMetadata.source`): a result that held what the network's stand-in site served \
-needs a public source (`untrustedPublic`, `trustedPublic`), or `internal` when the host's name is \
-an internal one (`.internal`, `.local`, `.corp`, `.lan`, `.home.arpa`, a single label, a private \
-address); `trustedPublic` alone, `untrusted: false` or a result's `openWorldHint: false` are \
-contradicted when the caller chose the host (its name was in the arguments): the content is \
-whatever that host serves.\n\
-- **destination** (`inputMetadata.destination`): an argument's value (8 characters or more) in \
-what a call sent to a host needs `public` for a public name (or `user`, `system`: storage the \
-service may keep private, which a run cannot tell), `internal` (or more) for an internal one; \
-`ephemeral` alone, or `internal` for a public name, is contradicted.\n\
-- **outcomes** (`inputMetadata.outcomes`): `benign` alone is judged as `readOnlyHint: true`, a \
-set without `irreversible` as `destructiveHint: false`, with the same evidence and firmness.\n\n\
-`inputMetadata.sensitivity` (what a tool accepts) is nothing a run can contradict. Where a tool \
+- **source** (`returnMetadata.source`): a result of a successful call that held what the \
+network's stand-in site served, fetched from a public host the caller chose (its name was in \
+the arguments), is whatever that host serves: a set without `untrustedPublic` is contradicted \
+(an error), and so is the result's own `untrusted: false` or `openWorldHint: false`. What a \
+server fetched from a host of its own choosing is the server's to classify: not judged.\n\
+- **destination** (`inputMetadata.destination`): an argument's value (8 characters or more, in \
+an HTTP request's line or body or another protocol's bytes; not a value the schema offered, not \
+part of the host's name) sent to a host the arguments did not name needs `public` for a public \
+name (or `user`, `system`: storage the service may keep private, which a run cannot tell), \
+`internal` or more for an internal one (`.internal`, `.local`, `.corp`, `.lan`, `.home.arpa`, a \
+single label, a private address). A name does not prove who reads the data: a **warning**.\n\
+- **outcomes** (`inputMetadata.outcomes`): `benign` alone is judged as `readOnlyHint: true` \
+(same evidence), held as a **warning** since the draft lets benign tools change private \
+drafts; whether a change can be undone (`consequential` or `irreversible`) is nothing a run \
+sees.\n\n\
+A label holding a value outside the draft's lists is not judged (an `annotation-type` warning \
+names it); a `medium` `sensitiveHint` neither. `inputMetadata.sensitivity` (what a tool accepts) is nothing a run can contradict. Where a tool \
 declares no labels, `hintcheck suggest` proposes those the run supports (`data_labels`).\n\n\
 Fix: declare what the tool returns and where its input goes, or change the tool.",
 };
@@ -94,27 +98,63 @@ pub struct LabelJudgement {
 }
 
 /// A host a call reached: its name (or address), whether it is internal, whether the call's
-/// arguments named it.
+/// arguments named it (the caller chose it).
+#[derive(Clone)]
 struct Host {
     name: String,
     internal: bool,
     named_by_arguments: bool,
 }
 
+/// A result that carried a planted credential.
+struct Returned {
+    evidence: Evidence,
+    labels: Option<ResultLabels>,
+}
+
+/// A result that held what the stand-in site served, and the hosts its call connected to.
+struct Fetched {
+    evidence: Evidence,
+    hosts: Vec<Host>,
+    labels: Option<ResultLabels>,
+}
+
+impl Fetched {
+    /// Whether the caller chose a public host it fetched from.
+    fn fetched_from_callers_public_host(&self) -> bool {
+        self.hosts
+            .iter()
+            .any(|h| h.named_by_arguments && !h.internal)
+    }
+}
+
 /// What the run showed about the data of one tool.
 #[derive(Default)]
 struct Seen {
-    /// Results that carried a planted credential: the evidence, whether the caller named its
-    /// file, and the result's labels.
-    returned: Vec<(Evidence, bool, Option<ResultLabels>)>,
-    /// Results that held fetched content, with the hosts their call reached.
-    fetched: Vec<(Evidence, Vec<Host>, Option<ResultLabels>)>,
-    /// An argument's value sent to a host: the evidence and the host.
+    /// Results that carried a planted credential.
+    returned: Vec<Returned>,
+    /// Successful calls' results that held fetched content, with a connection of their own.
+    fetched: Vec<Fetched>,
+    /// An argument's value sent to a host the arguments did not name: the evidence and the
+    /// host.
     sent: Vec<(Evidence, Host)>,
-    /// Results that carried labels, by call label.
-    labelled: Vec<(String, ResultLabels)>,
+    /// Results that carried labels.
+    labelled: Vec<ResultLabels>,
     /// Whether a call succeeded.
     succeeded: bool,
+    /// Whether a counted call connected or sent a datagram past loopback.
+    reached_out: bool,
+}
+
+/// What a declared sensitivity label claims.
+enum Claim {
+    /// That nothing sensitive (no credential) is returned.
+    NotSensitive,
+    /// That sensitive data (credentials) may be returned.
+    Sensitive,
+    /// Nothing this run can judge (a value outside the draft's lists, a level of the
+    /// server's own scale), with why.
+    Unjudged(&'static str),
 }
 
 /// Judges the data labels `tool` declares (and its results carry) against `run`.
@@ -125,62 +165,106 @@ pub fn judge(
     coverage: &Coverage,
     canaries: bool,
 ) -> LabelJudgement {
-    let seen = seen(run);
-    let labels = &tool.labels;
+    let seen = seen(tool, run);
     let mut out = LabelJudgement::default();
-    let exercised = |what: &str| -> Option<(Verdict, String)> {
-        (!seen.succeeded).then(|| {
-            (
-                Verdict::Unexercised,
-                format!("no call succeeded, so no {what} was seen"),
-            )
-        })
-    };
+    sensitivity(&mut out, tool, &seen, canaries);
+    source(&mut out, tool, &seen, coverage);
+    destination(&mut out, tool, &seen, coverage);
+    outcomes(&mut out, tool, run, coverage);
+    result_sensitivity(&mut out, tool, &seen, canaries);
+    result_trust(&mut out, tool, &seen);
+    out.supported = supported(tool, run, coverage, &seen);
+    out
+}
 
-    // Sensitivity, declared on the tool.
-    let not_sensitive: Vec<(&'static str, String)> = [
-        labels
-            .return_sensitivity
-            .as_ref()
-            .filter(|c| !c.iter().any(|c| c == "credentials"))
-            .map(|c| ("returnMetadata.sensitivity", set(c))),
-        (labels.sensitive_hint.as_deref() == Some("low"))
-            .then(|| ("sensitiveHint", "\"low\"".to_string())),
-        (labels.private_hint == Some(false)).then(|| ("privateHint", "false".to_string())),
-    ]
-    .into_iter()
-    .flatten()
-    .collect();
-    for (label, declared) in not_sensitive {
-        let (verdict, reason, evidence) = if !seen.returned.is_empty() {
-            let asked_only = seen.returned.iter().all(|(_, asked, _)| *asked);
-            (
-                Verdict::Contradicted,
-                format!(
-                    "{} result(s) carried a planted credential{}",
-                    results(seen.returned.iter().map(|(e, _, _)| e)),
-                    if asked_only {
-                        " (from a file the caller named)"
-                    } else {
-                        ""
-                    }
-                ),
-                seen.returned.iter().map(|(e, _, _)| e.clone()).collect(),
-            )
-        } else if let Some((v, r)) = exercised("result") {
-            (v, r, Vec::new())
-        } else if !canaries {
-            (
+/// Why a label holding a value outside the draft's lists is not judged.
+const UNKNOWN_VALUE: &str = "it holds a value outside the draft's list (an annotation-type warning says which), so it is not judged";
+
+/// Whether every one of `values` is one of `known`.
+fn all_known(values: &[String], known: &[&str]) -> bool {
+    values.iter().all(|v| known.contains(&v.as_str()))
+}
+
+/// The tool's sensitivity labels: `returnMetadata.sensitivity`, `sensitiveHint`,
+/// `privateHint`, each judged by the credentials its results carried.
+fn sensitivity(out: &mut LabelJudgement, tool: &ToolDecl, seen: &Seen, canaries: bool) {
+    let labels = &tool.labels;
+    let mut claims: Vec<(&'static str, String, Claim)> = Vec::new();
+    if let Some(c) = &labels.return_sensitivity {
+        let known = c
+            .iter()
+            .all(|v| DATA_CLASSES.contains(&v.as_str()) || v.starts_with("regulated("));
+        let claim = if !known {
+            Claim::Unjudged(UNKNOWN_VALUE)
+        } else if c.iter().any(|v| v == "credentials") {
+            Claim::Sensitive
+        } else {
+            Claim::NotSensitive
+        };
+        claims.push(("returnMetadata.sensitivity", set(c), claim));
+    }
+    if let Some(h) = &labels.sensitive_hint {
+        let claim = match h.as_str() {
+            "low" => Claim::NotSensitive,
+            "high" => Claim::Sensitive,
+            _ => Claim::Unjudged(
+                "a middle level is the server's own scale: whether a credential is `medium` is not judged",
+            ),
+        };
+        claims.push(("sensitiveHint", format!("{h:?}"), claim));
+    }
+    if let Some(p) = labels.private_hint {
+        let claim = if p {
+            Claim::Sensitive
+        } else {
+            Claim::NotSensitive
+        };
+        claims.push(("privateHint", p.to_string(), claim));
+    }
+    let returned = results(seen.returned.iter().map(|r| &r.evidence));
+    for (label, declared, claim) in claims {
+        let (verdict, reason, evidence) = match claim {
+            Claim::Unjudged(why) => (Verdict::NotApplicable, why.to_string(), Vec::new()),
+            Claim::NotSensitive if returned > 0 => {
+                let firm = seen.returned.iter().any(|r| r.evidence.firm);
+                (
+                    Verdict::Contradicted,
+                    format!(
+                        "{returned} result(s) carried a planted credential{}",
+                        if firm {
+                            ""
+                        } else {
+                            " (from a file the caller named, or with the workspace's other files)"
+                        }
+                    ),
+                    seen.returned.iter().map(|r| r.evidence.clone()).collect(),
+                )
+            }
+            Claim::Sensitive if returned > 0 => (
+                Verdict::Consistent,
+                format!("{returned} result(s) carried a planted credential, as declared"),
+                Vec::new(),
+            ),
+            _ if !seen.succeeded => (
+                Verdict::Unexercised,
+                "no call succeeded, so no result was seen".into(),
+                Vec::new(),
+            ),
+            _ if !canaries => (
                 Verdict::Unexercised,
                 "no secrets were planted (--no-canaries), so no result could carry one".into(),
                 Vec::new(),
-            )
-        } else {
-            (
+            ),
+            Claim::Sensitive => (
+                Verdict::Consistent,
+                "a declared possibility; no result carried a planted credential".into(),
+                Vec::new(),
+            ),
+            Claim::NotSensitive => (
                 Verdict::Consistent,
                 "no result carried a planted credential".into(),
                 Vec::new(),
-            )
+            ),
         };
         out.push(
             tool,
@@ -192,317 +276,366 @@ pub fn judge(
             evidence,
         );
     }
-    let declares_sensitive = labels
-        .return_sensitivity
-        .as_ref()
-        .is_some_and(|c| c.iter().any(|c| c == "credentials"))
-        || matches!(labels.sensitive_hint.as_deref(), Some("medium" | "high"))
-        || labels.private_hint == Some(true);
-    if declares_sensitive {
-        let (declared, label) = match (&labels.return_sensitivity, &labels.sensitive_hint) {
-            (Some(c), _) => (set(c), "returnMetadata.sensitivity"),
-            (None, Some(h)) => (format!("{h:?}"), "sensitiveHint"),
-            (None, None) => ("true".into(), "privateHint"),
-        };
-        let (verdict, reason) = if seen.returned.is_empty() {
-            exercised("result").unwrap_or((
-                Verdict::Consistent,
-                "a declared possibility; no result carried a planted credential".into(),
-            ))
-        } else {
-            (
-                Verdict::Consistent,
-                format!(
-                    "{} result(s) carried a planted credential, as declared",
-                    results(seen.returned.iter().map(|(e, _, _)| e))
-                ),
-            )
-        };
-        out.push(
-            tool,
-            label,
-            "tools/list",
-            declared,
-            verdict,
-            reason,
-            Vec::new(),
-        );
-    }
+}
 
-    // Source, declared on the tool.
-    if let Some(sources) = &labels.return_source {
-        let has = |s: &str| sources.iter().any(|v| v == s);
-        let public = has("untrustedPublic") || has("trustedPublic");
-        let mut against = Vec::new();
-        let mut why = "";
-        for (e, hosts, _) in &seen.fetched {
-            let chosen = hosts.iter().any(|h| h.named_by_arguments);
-            let all_internal = !hosts.is_empty() && hosts.iter().all(|h| h.internal);
-            if all_internal && !(public || has("internal")) {
-                why = "held data fetched from an internal host";
-                against.push(e.clone());
-            } else if !all_internal && !public {
-                why = "held data fetched from a host on the public network";
-                against.push(e.clone());
-            } else if !all_internal && chosen && !has("untrustedPublic") {
-                why = "held data fetched from a host the caller chose, whatever it serves (untrustedPublic)";
-                against.push(e.clone());
-            }
-        }
-        let (verdict, reason) = if !against.is_empty() {
+/// `returnMetadata.source`: data fetched from a public host the caller chose is whatever that
+/// host serves (`untrustedPublic`); what the server fetched from a host of its own choosing
+/// is the server's to classify, which a run cannot check.
+fn source(out: &mut LabelJudgement, tool: &ToolDecl, seen: &Seen, coverage: &Coverage) {
+    let Some(sources) = &tool.labels.return_source else {
+        return;
+    };
+    let (verdict, reason, evidence) = if !all_known(sources, &SOURCES) {
+        (
+            Verdict::NotApplicable,
+            UNKNOWN_VALUE.to_string(),
+            Vec::new(),
+        )
+    } else {
+        let against: Vec<Evidence> = seen
+            .fetched
+            .iter()
+            .filter(|f| f.fetched_from_callers_public_host())
+            .filter(|_| !sources.iter().any(|s| s == "untrustedPublic"))
+            .map(|f| f.evidence.clone())
+            .collect();
+        if !against.is_empty() {
             (
                 Verdict::Contradicted,
-                format!("{} result(s) {why}", against.len()),
+                format!(
+                    "{} result(s) held data fetched from a public host the caller chose: whatever that host serves (untrustedPublic)",
+                    results(against.iter())
+                ),
+                against,
             )
         } else if !seen.fetched.is_empty() {
             (
                 Verdict::Consistent,
                 format!(
-                    "{} result(s) held fetched data, as declared",
-                    seen.fetched.len()
+                    "{} result(s) held fetched data{}",
+                    seen.fetched.len(),
+                    if seen
+                        .fetched
+                        .iter()
+                        .any(Fetched::fetched_from_callers_public_host)
+                    {
+                        ", as declared"
+                    } else {
+                        " from a host the server chose, whose data it classifies itself (a run cannot check it)"
+                    }
                 ),
+                Vec::new(),
             )
-        } else if let Some(e) = exercised("result") {
-            e
+        } else if !seen.succeeded {
+            (
+                Verdict::Unexercised,
+                "no call succeeded, so no result was seen".into(),
+                Vec::new(),
+            )
         } else if coverage.network.is_none() {
             (
                 Verdict::Unexercised,
                 "the network was not observed, so fetched data could not be recognised".into(),
+                Vec::new(),
             )
         } else {
             (
                 Verdict::Consistent,
                 "no result held data fetched from the network".into(),
+                Vec::new(),
             )
-        };
-        out.push(
-            tool,
-            "returnMetadata.source",
-            "tools/list",
-            set(sources),
-            verdict,
-            reason,
-            against,
-        );
-    }
-
-    // Destination, declared on the tool.
-    if let Some(destinations) = &labels.input_destination {
-        let has = |s: &str| destinations.iter().any(|v| v == s);
-        let kept = has("public") || has("user") || has("system");
-        let mut against = Vec::new();
-        for (e, host) in &seen.sent {
-            let allowed = if host.internal {
-                kept || has("internal")
-            } else {
-                kept
-            };
-            if !allowed {
-                against.push(e.clone());
-            }
         }
-        let (verdict, reason) = if !against.is_empty() {
+    };
+    out.push(
+        tool,
+        "returnMetadata.source",
+        "tools/list",
+        set(sources),
+        verdict,
+        reason,
+        evidence,
+    );
+}
+
+/// `inputMetadata.destination`: an argument's value sent to a public name where the set has
+/// no `public` (nor `user`, `system`: storage a service may keep private), or to an internal
+/// one where it is only `ephemeral`. A name does not prove an audience: a warning, never an
+/// error; a host the arguments named (a recipient, a URL) is where the caller sent the data.
+fn destination(out: &mut LabelJudgement, tool: &ToolDecl, seen: &Seen, coverage: &Coverage) {
+    let Some(destinations) = &tool.labels.input_destination else {
+        return;
+    };
+    let has = |s: &str| destinations.iter().any(|v| v == s);
+    let kept = has("public") || has("user") || has("system");
+    let (verdict, reason, evidence) = if !all_known(destinations, &DESTINATIONS) {
+        (
+            Verdict::NotApplicable,
+            UNKNOWN_VALUE.to_string(),
+            Vec::new(),
+        )
+    } else {
+        let against: Vec<(Evidence, Host)> = seen
+            .sent
+            .iter()
+            .filter(|(_, h)| !(kept || h.internal && has("internal")))
+            .map(|(e, h)| {
+                (
+                    Evidence {
+                        firm: false,
+                        ..e.clone()
+                    },
+                    h.clone(),
+                )
+            })
+            .collect();
+        if !against.is_empty() {
             (
                 Verdict::Contradicted,
                 format!(
-                    "an argument's value was sent to {}",
-                    describe_hosts(&seen.sent, &against)
+                    "an argument's value was sent to {} (a name does not prove who reads it: a warning)",
+                    describe_hosts(&against)
                 ),
+                against.into_iter().map(|(e, _)| e).collect(),
             )
         } else if !seen.sent.is_empty() {
+            let exact = seen
+                .sent
+                .iter()
+                .all(|(_, h)| has("public") || (h.internal && has("internal")));
             (
                 Verdict::Consistent,
                 format!(
                     "an argument's value was sent to {}{}",
-                    describe_hosts(&seen.sent, &[]),
-                    if seen
-                        .sent
-                        .iter()
-                        .all(|(_, h)| has("public") || (h.internal && has("internal")))
-                    {
+                    describe_hosts(&seen.sent),
+                    if exact {
                         ", as declared"
                     } else {
-                        ": consistent only if that service keeps it for the user or the platform, which a run cannot tell"
+                        ": consistent if that service keeps it for the user or the platform, which a run cannot tell"
                     }
                 ),
+                Vec::new(),
             )
-        } else if let Some(e) = exercised("argument sent") {
-            e
+        } else if !seen.succeeded {
+            (
+                Verdict::Unexercised,
+                "no call succeeded, so no argument was seen leaving".into(),
+                Vec::new(),
+            )
         } else if coverage.network.is_none() {
-            (Verdict::Unexercised, "the network was not observed".into())
+            (
+                Verdict::Unexercised,
+                "the network was not observed".into(),
+                Vec::new(),
+            )
         } else {
             (
                 Verdict::Consistent,
-                "no argument's value was seen leaving in what the calls sent".into(),
+                "no argument's value was seen leaving for a host the arguments did not name".into(),
+                Vec::new(),
             )
-        };
-        out.push(
-            tool,
-            "inputMetadata.destination",
-            "tools/list",
-            set(destinations),
-            verdict,
-            reason,
-            against,
-        );
-    }
+        }
+    };
+    out.push(
+        tool,
+        "inputMetadata.destination",
+        "tools/list",
+        set(destinations),
+        verdict,
+        reason,
+        evidence,
+    );
+}
 
-    // Outcomes, declared on the tool: judged as the hints they imply.
-    if let Some(outcomes) = &labels.input_outcomes {
-        let has = |s: &str| outcomes.iter().any(|v| v == s);
-        let (implied, j) = if outcomes.iter().all(|o| o == "benign") {
-            let mut t = tool.clone();
-            t.hints.read_only = Hint::Declared(true);
-            (
-                "readOnlyHint: true",
-                super::read_only::judge(&t, run, coverage),
-            )
-        } else if !has("irreversible") {
-            let mut t = tool.clone();
-            t.hints.read_only = Hint::Declared(false);
-            t.hints.destructive = Hint::Declared(false);
-            (
-                "destructiveHint: false",
-                super::destructive::judge(&t, run, coverage),
+/// `inputMetadata.outcomes`: only `benign` is judged, as `readOnlyHint: true` is, but held as
+/// a warning (the draft lets benign tools change private drafts, which a run cannot tell from
+/// other files); whether a change can be undone, the line between `consequential` and
+/// `irreversible`, is nothing a run sees.
+fn outcomes(out: &mut LabelJudgement, tool: &ToolDecl, run: &ToolRun, coverage: &Coverage) {
+    let Some(outcomes) = &tool.labels.input_outcomes else {
+        return;
+    };
+    let (verdict, reason, evidence) = if !all_known(outcomes, &OUTCOMES) {
+        (
+            Verdict::NotApplicable,
+            UNKNOWN_VALUE.to_string(),
+            Vec::new(),
+        )
+    } else if outcomes.iter().all(|o| o == "benign") {
+        let mut t = tool.clone();
+        t.hints.read_only = Hint::Declared(true);
+        let j = super::read_only::judge(&t, run, coverage);
+        let evidence = j
+            .evidence
+            .into_iter()
+            .map(|e| Evidence { firm: false, ..e })
+            .collect();
+        let reason = if j.verdict == Verdict::Contradicted {
+            format!(
+                "judged as readOnlyHint: true: {} (a warning: benign tools may change private drafts)",
+                j.reason
             )
         } else {
-            (
-                "",
-                HintJudgement::new(
-                    Verdict::NotApplicable,
-                    "irreversible outcomes are declared possible: nothing can contradict that",
-                ),
-            )
+            format!("judged as readOnlyHint: true: {}", j.reason)
         };
-        let reason = if implied.is_empty() {
-            j.reason
-        } else {
-            format!("judged as {implied}: {}", j.reason)
-        };
-        out.push(
-            tool,
-            "inputMetadata.outcomes",
-            "tools/list",
-            set(outcomes),
-            j.verdict,
-            reason,
-            j.evidence,
-        );
-    }
+        (j.verdict, reason, evidence)
+    } else {
+        (
+            Verdict::NotApplicable,
+            "whether a change can be undone (consequential or irreversible) is nothing a run sees"
+                .to_string(),
+            Vec::new(),
+        )
+    };
+    out.push(
+        tool,
+        "inputMetadata.outcomes",
+        "tools/list",
+        set(outcomes),
+        verdict,
+        reason,
+        evidence,
+    );
+}
 
-    // Labels on the results themselves.
-    if seen
+/// The sensitivity labels on the results themselves: a result that says it is not sensitive
+/// and carries a planted credential.
+fn result_sensitivity(out: &mut LabelJudgement, tool: &ToolDecl, seen: &Seen, canaries: bool) {
+    let claiming: Vec<&ResultLabels> = seen
         .labelled
         .iter()
-        .any(|(_, l)| !l.claims_not_sensitive().is_empty() || l.claims_sensitive())
-    {
-        let against: Vec<Evidence> = seen
-            .returned
-            .iter()
-            .filter_map(|(e, _, l)| {
-                let claims = l.as_ref()?.claims_not_sensitive();
-                (!claims.is_empty()).then(|| Evidence {
-                    text: format!("{} (the result says {})", e.text, claims.join(", ")),
-                    firm: true,
-                    ..e.clone()
-                })
-            })
-            .collect();
-        let claims: std::collections::BTreeSet<String> = seen
-            .labelled
-            .iter()
-            .flat_map(|(_, l)| {
-                let mut c = l.claims_not_sensitive();
-                if l.claims_sensitive() {
-                    c.push("sensitive".into());
-                }
-                c
-            })
-            .collect();
-        let (verdict, reason) = if !against.is_empty() {
-            (
-                Verdict::Contradicted,
-                format!(
-                    "{} result(s) labelled not sensitive carried a planted credential",
-                    results(against.iter())
-                ),
-            )
-        } else {
-            (
-                Verdict::Consistent,
-                "every result that carried a planted credential said it was sensitive".into(),
-            )
-        };
-        out.push(
-            tool,
-            "result sensitivity",
-            "its results",
-            format!(
-                "{} on {} result(s)",
-                claims.into_iter().collect::<Vec<_>>().join("; "),
-                seen.labelled.len()
-            ),
-            verdict,
-            reason,
-            against,
-        );
+        .filter(|l| !l.claims_not_sensitive().is_empty() || l.claims_sensitive())
+        .collect();
+    if claiming.is_empty() {
+        return;
     }
-    if seen
+    let against: Vec<Evidence> = seen
+        .returned
+        .iter()
+        .filter_map(|r| {
+            let claims = r.labels.as_ref()?.claims_not_sensitive();
+            (!claims.is_empty()).then(|| Evidence {
+                text: format!(
+                    "{} (the result says {})",
+                    r.evidence.text,
+                    claims.join(", ")
+                ),
+                firm: true,
+                ..r.evidence.clone()
+            })
+        })
+        .collect();
+    let said_sensitive = seen.returned.iter().any(|r| {
+        r.labels
+            .as_ref()
+            .is_some_and(ResultLabels::claims_sensitive)
+    });
+    let claims: std::collections::BTreeSet<String> = claiming
+        .iter()
+        .flat_map(|l| {
+            let mut c = l.claims_not_sensitive();
+            if l.claims_sensitive() {
+                c.push("sensitive".into());
+            }
+            c
+        })
+        .collect();
+    let (verdict, reason) = if !against.is_empty() {
+        (
+            Verdict::Contradicted,
+            format!(
+                "{} result(s) labelled not sensitive carried a planted credential",
+                results(against.iter())
+            ),
+        )
+    } else if !canaries {
+        (
+            Verdict::Unexercised,
+            "no secrets were planted (--no-canaries), so no result could carry one".to_string(),
+        )
+    } else if said_sensitive {
+        (
+            Verdict::Consistent,
+            "the results that carried a planted credential said they were sensitive".to_string(),
+        )
+    } else {
+        (
+            Verdict::Consistent,
+            "no result labelled not sensitive carried a planted credential".to_string(),
+        )
+    };
+    out.push(
+        tool,
+        "result sensitivity",
+        "its results",
+        format!(
+            "{} on {} result(s)",
+            claims.into_iter().collect::<Vec<_>>().join("; "),
+            claiming.len()
+        ),
+        verdict,
+        reason,
+        against,
+    );
+}
+
+/// The trust labels on the results: a result that says its data is trusted and holds what a
+/// public host the caller chose served.
+fn result_trust(out: &mut LabelJudgement, tool: &ToolDecl, seen: &Seen) {
+    let claiming: Vec<&ResultLabels> = seen
         .labelled
         .iter()
-        .any(|(_, l)| !l.claims_trusted().is_empty())
-    {
-        let against: Vec<Evidence> = seen
-            .fetched
-            .iter()
-            .filter(|(_, hosts, _)| hosts.iter().any(|h| h.named_by_arguments && !h.internal))
-            .filter_map(|(e, _, l)| {
-                let claims = l.as_ref()?.claims_trusted();
-                (!claims.is_empty()).then(|| Evidence {
-                    text: format!("{} (the result says {})", e.text, claims.join(", ")),
-                    ..e.clone()
-                })
-            })
-            .collect();
-        let claims: std::collections::BTreeSet<String> = seen
-            .labelled
-            .iter()
-            .flat_map(|(_, l)| l.claims_trusted())
-            .collect();
-        let (verdict, reason) = if against.is_empty() {
-            (
-                Verdict::Consistent,
-                "no result labelled trusted held data from a host the caller chose".into(),
-            )
-        } else {
-            (
-                Verdict::Contradicted,
-                format!(
-                    "{} result(s) labelled trusted held data fetched from a host the caller chose",
-                    against.len()
-                ),
-            )
-        };
-        out.push(
-            tool,
-            "result trust",
-            "its results",
-            format!(
-                "{} on {} result(s)",
-                claims.into_iter().collect::<Vec<_>>().join("; "),
-                seen.labelled.len()
-            ),
-            verdict,
-            reason,
-            against,
-        );
+        .filter(|l| !l.claims_trusted().is_empty())
+        .collect();
+    if claiming.is_empty() {
+        return;
     }
-    out.supported = supported(tool, run, coverage, &seen);
-    out
+    let against: Vec<Evidence> = seen
+        .fetched
+        .iter()
+        .filter(|f| f.fetched_from_callers_public_host())
+        .filter_map(|f| {
+            let claims = f.labels.as_ref()?.claims_trusted();
+            (!claims.is_empty()).then(|| Evidence {
+                text: format!(
+                    "{} (the result says {})",
+                    f.evidence.text,
+                    claims.join(", ")
+                ),
+                ..f.evidence.clone()
+            })
+        })
+        .collect();
+    let claims: std::collections::BTreeSet<String> =
+        claiming.iter().flat_map(|l| l.claims_trusted()).collect();
+    let (verdict, reason) = if against.is_empty() {
+        (
+            Verdict::Consistent,
+            "no result labelled trusted held data from a public host the caller chose",
+        )
+    } else {
+        (
+            Verdict::Contradicted,
+            "a result labelled trusted held data fetched from a public host the caller chose",
+        )
+    };
+    out.push(
+        tool,
+        "result trust",
+        "its results",
+        format!(
+            "{} on {} result(s)",
+            claims.into_iter().collect::<Vec<_>>().join("; "),
+            claiming.len()
+        ),
+        verdict,
+        reason.to_string(),
+        against,
+    );
 }
 
 impl LabelJudgement {
-    /// Adds a verdict, and a finding when it is a contradiction.
+    /// Adds a verdict, and a finding when it is a contradiction: an error when a piece of
+    /// its evidence is firm, else a warning.
     #[allow(clippy::too_many_arguments)]
     fn push(
         &mut self,
@@ -522,7 +655,7 @@ impl LabelJudgement {
                 audit: META.id,
                 tool: Some(tool.name.clone()),
                 hint: None,
-                category: None,
+                category: crate::finding::Category::common(evidence.iter().map(|e| e.category)),
                 severity: if firm {
                     Severity::Error
                 } else {
@@ -534,7 +667,7 @@ impl LabelJudgement {
                     Confidence::Medium
                 },
                 message: format!(
-                    "{} declares {label}: {declared} ({declared_in}) but {reason}",
+                    "{} declares {label}: {declared} ({declared_in}){LABEL_END}{reason}",
                     tool.name
                 ),
                 evidence: evidence.clone(),
@@ -551,6 +684,10 @@ impl LabelJudgement {
     }
 }
 
+/// Where the label and its declared value end in a finding's message (what a baseline's
+/// fingerprint keeps: the reason after it varies between runs).
+pub const LABEL_END: &str = " but ";
+
 /// How many results (calls) the pieces of `evidence` come from.
 fn results<'a>(evidence: impl Iterator<Item = &'a Evidence>) -> usize {
     evidence
@@ -559,11 +696,10 @@ fn results<'a>(evidence: impl Iterator<Item = &'a Evidence>) -> usize {
         .len()
 }
 
-/// The hosts of `sent` whose evidence is among `only` (all when `only` is empty), named.
-fn describe_hosts(sent: &[(Evidence, Host)], only: &[Evidence]) -> String {
+/// The hosts of `sent`, named.
+fn describe_hosts(sent: &[(Evidence, Host)]) -> String {
     let mut names: Vec<String> = sent
         .iter()
-        .filter(|(e, _)| only.is_empty() || only.iter().any(|o| o.text == e.text))
         .map(|(_, h)| {
             format!(
                 "{} ({})",
@@ -581,71 +717,75 @@ fn describe_hosts(sent: &[(Evidence, Host)], only: &[Evidence]) -> String {
     names.join(", ")
 }
 
-/// What the run showed about the data of one tool.
-fn seen(run: &ToolRun) -> Seen {
+/// What the run showed about the data of `tool`.
+fn seen(tool: &ToolDecl, run: &ToolRun) -> Seen {
+    let offered = schema_values(&tool.input_schema);
     let mut seen = Seen {
         succeeded: run.calls.iter().any(|c| c.outcome.is_success()),
         ..Seen::default()
     };
     for c in &run.calls {
         if let Some(l) = &c.result_labels {
-            seen.labelled.push((c.label(), l.clone()));
+            seen.labelled.push(l.clone());
         }
         for o in &c.observations {
             if let Observation::Secret(s) = o {
                 if s.how == SecretMove::Returned {
-                    seen.returned.push((
-                        Evidence {
-                            firm: !s.asked,
+                    seen.returned.push(Returned {
+                        evidence: Evidence {
+                            firm: !s.asked && !s.swept,
                             ..Evidence::plain(c.label(), s.describe())
                         },
-                        s.asked,
-                        c.result_labels.clone(),
-                    ));
+                        labels: c.result_labels.clone(),
+                    });
                 }
             }
         }
-        let strings = argument_strings(&c.arguments);
-        let hosts: Vec<(Host, &NetEvent, &Observation)> = c
-            .observations
-            .iter()
-            .filter_map(|o| {
-                let n = o.as_network().filter(|n| !n.loopback)?;
-                let name = n.name.clone().unwrap_or_else(|| n.destination.clone());
-                let named_by_arguments = strings
-                    .iter()
-                    .any(|(_, v)| v.to_ascii_lowercase().contains(&name.to_ascii_lowercase()));
-                Some((
-                    Host {
-                        internal: internal(n.name.as_deref(), &n.destination),
-                        named_by_arguments,
-                        name,
-                    },
-                    n,
-                    o,
-                ))
-            })
+        let strings: Vec<(String, String)> = argument_strings(&c.arguments)
+            .into_iter()
+            .filter(|(_, v)| !offered.contains(v))
             .collect();
-        if c.returned_fetched {
-            let reached: Vec<String> = hosts
+        let mut hosts: Vec<(Host, &NetEvent, &Observation)> = Vec::new();
+        for o in &c.observations {
+            let Some(n) = o
+                .as_network()
+                .filter(|n| !n.loopback && n.kind != NetKind::Dns)
+            else {
+                continue;
+            };
+            if !c.counts(o) {
+                continue;
+            }
+            seen.reached_out = true;
+            let name = n.name.clone().unwrap_or_else(|| n.destination.clone());
+            let lower = name.to_ascii_lowercase();
+            let named_by_arguments = argument_strings(&c.arguments)
                 .iter()
-                .map(|(h, _, _)| h.name.clone())
-                .collect::<std::collections::BTreeSet<_>>()
-                .into_iter()
-                .collect();
-            let chosen = hosts.iter().any(|(h, _, _)| h.named_by_arguments);
-            seen.fetched.push((
-                Evidence {
+                .any(|(_, v)| v.to_ascii_lowercase().contains(&lower));
+            hosts.push((
+                Host {
+                    internal: internal(n.name.as_deref(), &n.destination),
+                    named_by_arguments,
+                    name,
+                },
+                n,
+                o,
+            ));
+        }
+        if c.returned_fetched && c.outcome.is_success() && !hosts.is_empty() {
+            let reached: std::collections::BTreeSet<&str> =
+                hosts.iter().map(|(h, _, _)| h.name.as_str()).collect();
+            let chosen = hosts
+                .iter()
+                .any(|(h, _, _)| h.named_by_arguments && !h.internal);
+            seen.fetched.push(Fetched {
+                evidence: Evidence {
                     firm: true,
                     ..Evidence::plain(
                         c.label(),
                         format!(
-                            "its result held what the network's stand-in site served{}{}",
-                            if reached.is_empty() {
-                                String::new()
-                            } else {
-                                format!(" (the call reached {})", reached.join(", "))
-                            },
+                            "its result held what the network's stand-in site served (the call reached {}){}",
+                            reached.into_iter().collect::<Vec<_>>().join(", "),
                             if chosen {
                                 "; the arguments named the host"
                             } else {
@@ -654,26 +794,23 @@ fn seen(run: &ToolRun) -> Seen {
                         ),
                     )
                 },
-                hosts
-                    .iter()
-                    .map(|(h, _, _)| Host {
-                        name: h.name.clone(),
-                        internal: h.internal,
-                        named_by_arguments: h.named_by_arguments,
-                    })
-                    .collect(),
-                c.result_labels.clone(),
-            ));
+                hosts: hosts.iter().map(|(h, _, _)| h.clone()).collect(),
+                labels: c.result_labels.clone(),
+            });
         }
         for (host, n, o) in hosts {
-            if n.kind == NetKind::Dns {
+            if host.named_by_arguments {
                 continue;
             }
-            let bytes = n.carried.bytes();
+            let lower = host.name.to_ascii_lowercase();
             let Some((argument, _)) = strings
                 .iter()
-                .filter(|(_, v)| !v.eq_ignore_ascii_case(&host.name))
-                .find(|(_, v)| carries(bytes, v))
+                .filter(|(_, v)| !lower.contains(&v.to_ascii_lowercase()))
+                .find(|(_, v)| {
+                    content_of(n.carried.bytes())
+                        .iter()
+                        .any(|part| carries(part, v))
+                })
             else {
                 continue;
             };
@@ -686,6 +823,53 @@ fn seen(run: &ToolRun) -> Seen {
         }
     }
     seen
+}
+
+/// Of the bytes a connection carried, the parts that hold data: for an HTTP request its
+/// request line and body (not the headers, where the host's name and ordinary words are),
+/// else all of them.
+fn content_of(bytes: &[u8]) -> Vec<&[u8]> {
+    let line_end = memchr::memmem::find(bytes, b"\r\n");
+    let head_end = memchr::memmem::find(bytes, b"\r\n\r\n");
+    match (line_end, head_end) {
+        (Some(line), Some(head))
+            if bytes[..line].ends_with(b"HTTP/1.1") || bytes[..line].ends_with(b"HTTP/1.0") =>
+        {
+            vec![&bytes[..line], &bytes[head + 4..]]
+        }
+        _ => vec![bytes],
+    }
+}
+
+/// The string values a tool's input schema offers itself (`default`, `const`, `enum`,
+/// `examples`): the server's own choice, not the caller's data.
+fn schema_values(schema: &Value) -> std::collections::BTreeSet<String> {
+    fn walk(v: &Value, out: &mut std::collections::BTreeSet<String>) {
+        match v {
+            Value::Object(m) => {
+                for (k, v) in m {
+                    if matches!(k.as_str(), "default" | "const" | "enum" | "examples") {
+                        strings(v, out);
+                    }
+                    walk(v, out);
+                }
+            }
+            Value::Array(items) => items.iter().for_each(|i| walk(i, out)),
+            _ => {}
+        }
+    }
+    fn strings(v: &Value, out: &mut std::collections::BTreeSet<String>) {
+        match v {
+            Value::String(s) => {
+                out.insert(s.clone());
+            }
+            Value::Array(items) => items.iter().for_each(|i| strings(i, out)),
+            _ => {}
+        }
+    }
+    let mut out = std::collections::BTreeSet::new();
+    walk(schema, &mut out);
+    out
 }
 
 /// The string values of `arguments` worth looking for in what was sent (8 characters or
@@ -770,10 +954,11 @@ fn internal(name: Option<&str>, address: &str) -> bool {
     }
 }
 
-/// The labels the observations support: a returned credential is `credentials`, fetched data
-/// a public (or internal) source, an argument sent to a host a public (or internal)
-/// destination, none sent and nothing written `ephemeral`; the outcomes from what the calls
-/// changed.
+/// The labels the observations support: a returned credential is `credentials`, data fetched
+/// from a public host the caller chose `untrustedPublic`, an argument sent to a host a public
+/// (or internal) destination, nothing sent, written or connected to `ephemeral`; the outcomes
+/// from what the calls changed. What was seen is added to a declared set; what only fits the
+/// calls made is suggested only where nothing is declared.
 fn supported(
     tool: &ToolDecl,
     run: &ToolRun,
@@ -783,19 +968,18 @@ fn supported(
     let labels = &tool.labels;
     let mut out = Vec::new();
     let mut add = |label: &'static str,
-                   values: Vec<&str>,
+                   value: &str,
                    basis: SupportBasis,
                    declared: &Option<Vec<String>>,
                    reason: String| {
-        let values: Vec<String> = values.into_iter().map(str::to_string).collect();
-        // What only fits the calls made never narrows a declaration; what was seen changes
-        // it only where the declared set lacks it.
         if basis != SupportBasis::Observed && declared.is_some() {
             return;
         }
-        let changed = declared
-            .as_ref()
-            .is_none_or(|d| !values.iter().all(|v| d.contains(v)));
+        let mut values = declared.clone().unwrap_or_default();
+        let changed = !values.iter().any(|v| v == value);
+        if changed {
+            values.push(value.to_string());
+        }
         out.push(SupportedLabel {
             label,
             values,
@@ -807,94 +991,87 @@ fn supported(
     if !seen.returned.is_empty() {
         add(
             "returnMetadata.sensitivity",
-            vec!["credentials"],
+            "credentials",
             SupportBasis::Observed,
             &labels.return_sensitivity,
             format!(
                 "{} result(s) carried a planted credential",
-                results(seen.returned.iter().map(|(e, _, _)| e))
+                results(seen.returned.iter().map(|r| &r.evidence))
             ),
         );
     }
-    if !seen.fetched.is_empty() {
-        let internal_only = seen
-            .fetched
-            .iter()
-            .all(|(_, hosts, _)| !hosts.is_empty() && hosts.iter().all(|h| h.internal));
+    if seen
+        .fetched
+        .iter()
+        .any(Fetched::fetched_from_callers_public_host)
+    {
         add(
             "returnMetadata.source",
-            vec![if internal_only {
-                "internal"
-            } else {
-                "untrustedPublic"
-            }],
+            "untrustedPublic",
             SupportBasis::Observed,
             &labels.return_source,
-            format!(
-                "{} result(s) held data fetched from {}",
-                seen.fetched.len(),
-                if internal_only {
-                    "internal hosts"
-                } else {
-                    "the network"
-                }
-            ),
+            "a result held data fetched from a public host the caller chose".into(),
         );
     }
-    let wrote = run
-        .calls
-        .iter()
-        .any(|c| c.observations.iter().any(|o| o.is_write() && c.counts(o)));
+    // Lasting changes of the tool's own: no transient file, no bookkeeping.
+    let changed = |destructive: bool| {
+        run.calls.iter().any(|c| {
+            c.observations.iter().any(|o| {
+                (if destructive {
+                    o.is_destructive()
+                } else {
+                    o.is_write()
+                }) && c.counts(o)
+                    && !super::category_of(c, o).is_some_and(crate::finding::Category::softens)
+            })
+        })
+    };
+    let (wrote, destroyed) = (changed(false), changed(true));
     if !seen.sent.is_empty() {
         let internal_only = seen.sent.iter().all(|(_, h)| h.internal);
         add(
             "inputMetadata.destination",
-            vec![if internal_only { "internal" } else { "public" }],
+            if internal_only { "internal" } else { "public" },
             SupportBasis::Observed,
             &labels.input_destination,
             format!(
                 "an argument's value was sent to {}",
-                describe_hosts(&seen.sent, &[])
+                describe_hosts(&seen.sent)
             ),
         );
-    } else if seen.succeeded && coverage.network.is_some() && !wrote {
+    } else if seen.succeeded && coverage.network.is_some() && !wrote && !seen.reached_out {
         add(
             "inputMetadata.destination",
-            vec!["ephemeral"],
+            "ephemeral",
             SupportBasis::Consistent,
             &labels.input_destination,
-            "no call sent an argument's value anywhere or wrote anything".into(),
+            "no call connected anywhere or wrote anything".into(),
         );
     }
-    let destroyed = run.calls.iter().any(|c| {
-        c.observations
-            .iter()
-            .any(|o| o.is_destructive() && c.counts(o))
-    });
     if destroyed || wrote {
         add(
             "inputMetadata.outcomes",
-            vec![if destroyed {
+            if destroyed {
                 "irreversible"
             } else {
                 "consequential"
-            }],
+            },
             SupportBasis::Observed,
             &labels.input_outcomes,
             if destroyed {
-                "a call deleted or overwrote data".into()
+                "a call deleted or overwrote data (irreversible unless the server keeps a way back)"
+                    .into()
             } else {
-                "a call changed files that last".into()
+                "a call made a lasting change".into()
             },
         );
-    } else if seen.succeeded && coverage.files.is_some() && seen.sent.is_empty() {
-        // Input sent to a service may change state there, which no observer sees.
+    } else if seen.succeeded && coverage.files.is_some() && !seen.reached_out {
         add(
             "inputMetadata.outcomes",
-            vec!["benign"],
+            "benign",
             SupportBasis::Consistent,
             &labels.input_outcomes,
-            "no call changed anything that was watched".into(),
+            "no call changed anything that was watched or connected anywhere".into(),
         );
     }
     out
@@ -904,7 +1081,7 @@ fn supported(
 mod tests {
     use super::*;
     use crate::audit::testing::*;
-    use crate::evidence::{FileEffectKind, Mechanism, SecretSighting};
+    use crate::evidence::{CallRecord, FileEffectKind, Mechanism, SecretSighting};
     use crate::mcp::labels::TRUST_EXTENSION;
     use serde_json::json;
 
@@ -935,66 +1112,59 @@ mod tests {
     }
 
     fn verdict<'a>(j: &'a LabelJudgement, label: &str) -> &'a LabelVerdict {
-        j.verdicts
-            .iter()
-            .find(|v| v.label == label)
-            .unwrap_or_else(|| panic!("no verdict on {label}: {:?}", j.verdicts))
+        let mut found = j.verdicts.iter().filter(|v| v.label == label);
+        let v = found
+            .next()
+            .unwrap_or_else(|| panic!("no verdict on {label}: {:?}", j.verdicts));
+        assert!(
+            found.next().is_none(),
+            "two verdicts on {label}: {:?}",
+            j.verdicts
+        );
+        v
+    }
+
+    fn judged(annotations: Value, calls: Vec<CallRecord>) -> LabelJudgement {
+        judge(&tool(annotations), &run(calls), &full_coverage(), true)
     }
 
     #[test]
     fn a_credential_in_a_result_contradicts_a_sensitivity_without_credentials() {
-        let t = tool(json!({"returnMetadata": {"source": "system", "sensitivity": "none"}}));
-        let j = judge(
-            &t,
-            &run(vec![call(1, ok(), vec![returned(false)])]),
-            &full_coverage(),
-            true,
-        );
+        let t = json!({"returnMetadata": {"source": "system", "sensitivity": "none"}});
+        let j = judged(t.clone(), vec![call(1, ok(), vec![returned(false)])]);
         let v = verdict(&j, "returnMetadata.sensitivity");
         assert_eq!(v.verdict, Verdict::Contradicted, "{v:?}");
         assert_eq!(j.findings[0].severity, Severity::Error);
         assert_eq!(j.findings[0].audit, "data-labels");
         // Asked for by path: still wrong, but only a warning.
-        let j = judge(
-            &t,
-            &run(vec![call(1, ok(), vec![returned(true)])]),
-            &full_coverage(),
-            true,
-        );
+        let j = judged(t.clone(), vec![call(1, ok(), vec![returned(true)])]);
         assert_eq!(j.findings[0].severity, Severity::Warning);
-        // Declared: consistent; and the suggestion says credentials.
-        let honest = tool(
-            json!({"returnMetadata": {"source": "system", "sensitivity": ["user", "credentials"]}}),
-        );
-        let j = judge(
-            &honest,
-            &run(vec![call(1, ok(), vec![returned(false)])]),
-            &full_coverage(),
-            true,
-        );
+        // Declared: consistent; the suggestion adds nothing to the declared set.
+        let honest =
+            json!({"returnMetadata": {"source": "system", "sensitivity": ["user", "credentials"]}});
+        let j = judged(honest, vec![call(1, ok(), vec![returned(false)])]);
         assert_eq!(
             verdict(&j, "returnMetadata.sensitivity").verdict,
             Verdict::Consistent
         );
         assert!(j.findings.is_empty());
-        assert!(
-            j.supported
-                .iter()
-                .any(|s| s.label == "returnMetadata.sensitivity" && s.values == ["credentials"])
+        let s = j
+            .supported
+            .iter()
+            .find(|s| s.label == "returnMetadata.sensitivity")
+            .expect("supported");
+        assert_eq!(
+            (s.values.as_slice(), s.changed),
+            (&["user".to_string(), "credentials".to_string()][..], false)
         );
         // Nothing returned: consistent; no canaries: unexercised.
-        let j = judge(
-            &t,
-            &run(vec![call(1, ok(), vec![])]),
-            &full_coverage(),
-            true,
-        );
+        let j = judged(t.clone(), vec![call(1, ok(), vec![])]);
         assert_eq!(
             verdict(&j, "returnMetadata.sensitivity").verdict,
             Verdict::Consistent
         );
         let j = judge(
-            &t,
+            &tool(t),
             &run(vec![call(1, ok(), vec![])]),
             &full_coverage(),
             false,
@@ -1006,43 +1176,99 @@ mod tests {
     }
 
     #[test]
-    fn a_result_labelled_not_sensitive_that_carries_a_credential_is_an_error() {
-        let t = tool(json!({}));
-        let mut c = call(1, ok(), vec![returned(true)]);
-        c.result_labels = crate::mcp::labels::result_labels(
-            &json!({"content": [], "_meta": {TRUST_EXTENSION: {"sensitive": false}}}),
+    fn each_sensitivity_label_gets_one_verdict_of_its_own() {
+        let j = judged(
+            json!({"returnMetadata": {"source": "system", "sensitivity": "pii"}, "sensitiveHint": "high", "privateHint": false}),
+            vec![call(1, ok(), vec![returned(false)])],
         );
-        let j = judge(&t, &run(vec![c]), &full_coverage(), true);
+        assert_eq!(
+            verdict(&j, "returnMetadata.sensitivity").verdict,
+            Verdict::Contradicted
+        );
+        assert_eq!(verdict(&j, "sensitiveHint").verdict, Verdict::Consistent);
+        assert_eq!(verdict(&j, "privateHint").verdict, Verdict::Contradicted);
+        let j = judged(
+            json!({"sensitiveHint": "medium", "returnMetadata": {"source": "system", "sensitivity": "Credentials"}}),
+            vec![call(1, ok(), vec![returned(false)])],
+        );
+        assert_eq!(verdict(&j, "sensitiveHint").verdict, Verdict::NotApplicable);
+        assert_eq!(
+            verdict(&j, "returnMetadata.sensitivity").verdict,
+            Verdict::NotApplicable,
+            "an unknown class is not judged"
+        );
+        assert!(j.findings.is_empty());
+    }
+
+    #[test]
+    fn a_result_labelled_not_sensitive_that_carries_a_credential_is_an_error() {
+        let labelled = |meta: Value, asked: bool| {
+            let mut c = call(1, ok(), vec![returned(asked)]);
+            c.result_labels =
+                crate::mcp::labels::result_labels(&json!({"content": [], "_meta": meta}));
+            c
+        };
+        let j = judged(
+            json!({}),
+            vec![labelled(
+                json!({TRUST_EXTENSION: {"sensitive": false}}),
+                true,
+            )],
+        );
         let v = verdict(&j, "result sensitivity");
         assert_eq!(v.verdict, Verdict::Contradicted, "{v:?}");
         assert_eq!(j.findings[0].severity, Severity::Error);
         assert!(v.evidence[0].text.contains("sensitive: false"), "{v:?}");
-        let mut c = call(1, ok(), vec![returned(false)]);
-        c.result_labels = crate::mcp::labels::result_labels(
-            &json!({"content": [], "_meta": {TRUST_EXTENSION: {"sensitive": true}}}),
+        let j = judged(
+            json!({}),
+            vec![labelled(
+                json!({TRUST_EXTENSION: {"sensitive": true}}),
+                false,
+            )],
         );
-        let j = judge(&t, &run(vec![c]), &full_coverage(), true);
         assert_eq!(
             verdict(&j, "result sensitivity").verdict,
             Verdict::Consistent
         );
+        // Without canaries nothing could show it.
+        let t = tool(json!({}));
+        let mut c = call(1, ok(), vec![]);
+        c.result_labels = crate::mcp::labels::result_labels(
+            &json!({"content": [], "_meta": {TRUST_EXTENSION: {"sensitive": false}}}),
+        );
+        let j = judge(&t, &run(vec![c]), &full_coverage(), false);
+        assert_eq!(
+            verdict(&j, "result sensitivity").verdict,
+            Verdict::Unexercised
+        );
     }
 
     #[test]
-    fn an_argument_sent_to_a_public_name_contradicts_an_internal_destination() {
-        let t = tool(
-            json!({"inputMetadata": {"destination": "internal", "sensitivity": "user", "outcomes": "consequential"}}),
-        );
-        let mut c = call(
-            1,
-            ok(),
-            vec![sent(
+    fn an_argument_sent_to_a_public_name_is_a_warning_against_an_internal_destination() {
+        let t = json!({"inputMetadata": {"destination": "internal", "sensitivity": "user", "outcomes": "consequential"}});
+        let post = |name: &str, body: &str, arguments: Value| {
+            let mut c = call(
+                1,
+                ok(),
+                vec![sent(
+                    name,
+                    format!(
+                        "POST /v1 HTTP/1.1\r\nHost: {name}\r\nAccept: text/markdown\r\n\r\n{body}"
+                    )
+                    .as_bytes(),
+                )],
+            );
+            c.arguments = arguments;
+            c
+        };
+        let j = judged(
+            t.clone(),
+            vec![post(
                 "api.notes.test",
-                b"POST /v1 HTTP/1.1\r\n\r\n{\"text\":\"quarterly plan draft\"}",
+                "{\"text\":\"quarterly plan draft\"}",
+                json!({"text": "quarterly plan draft"}),
             )],
         );
-        c.arguments = json!({"text": "quarterly plan draft"});
-        let j = judge(&t, &run(vec![c.clone()]), &full_coverage(), true);
         let v = verdict(&j, "inputMetadata.destination");
         assert_eq!(v.verdict, Verdict::Contradicted, "{v:?}");
         assert!(v.reason.contains("api.notes.test (a public name)"), "{v:?}");
@@ -1050,140 +1276,203 @@ mod tests {
             v.evidence[0].text.contains("carrying argument `text`"),
             "{v:?}"
         );
+        assert_eq!(j.findings[0].severity, Severity::Warning);
         assert!(
             j.supported
                 .iter()
-                .any(|s| s.label == "inputMetadata.destination" && s.values == ["public"])
+                .any(|s| s.label == "inputMetadata.destination"
+                    && s.values == ["internal", "public"]
+                    && s.changed)
         );
         // The same to an internal name: as declared.
-        let mut c2 = call(
-            1,
-            ok(),
-            vec![sent("sync.corp.internal", b"text=quarterly+plan+draft")],
-        );
-        c2.arguments = c.arguments.clone();
-        let j = judge(&t, &run(vec![c2]), &full_coverage(), true);
-        assert_eq!(
-            verdict(&j, "inputMetadata.destination").verdict,
-            Verdict::Consistent
-        );
-        // A fetch whose URL only names its host sends no argument's value.
-        let mut c3 = call(
-            1,
-            ok(),
-            vec![sent(
-                "docs.example.test",
-                b"GET /page HTTP/1.1\r\nHost: docs.example.test\r\n\r\n",
+        let j = judged(
+            t.clone(),
+            vec![post(
+                "sync.corp.internal",
+                "text=quarterly+plan+draft",
+                json!({"text": "quarterly plan draft"}),
             )],
         );
-        c3.arguments = json!({"url": "https://docs.example.test/page?x=1"});
-        let j = judge(&t, &run(vec![c3]), &full_coverage(), true);
         assert_eq!(
             verdict(&j, "inputMetadata.destination").verdict,
             Verdict::Consistent
         );
-    }
-
-    #[test]
-    fn fetched_data_needs_a_public_source_and_a_chosen_host_an_untrusted_one() {
-        let page = |name: &str, url: &str| {
-            let mut c = call(1, ok(), vec![sent(name, b"GET / HTTP/1.1\r\n\r\n")]);
-            c.arguments = json!({"url": url});
-            c.returned_fetched = true;
-            c
-        };
-        let system = tool(json!({"returnMetadata": {"source": "system", "sensitivity": "none"}}));
+        // A host the arguments named (a recipient's domain, a URL) is where the caller sent it;
+        // a value only in the headers, a part of the host's name, or one the schema offered,
+        // is nobody's data.
+        for (name, arguments) in [
+            (
+                "mail.partner.test",
+                json!({"to": "bob@mail.partner.test", "body": "quarterly plan draft"}),
+            ),
+            ("acme-corp.wiki.test", json!({"site": "acme-corp.wiki"})),
+            ("api.notes.test", json!({"format": "text/markdown"})),
+        ] {
+            let j = judged(
+                t.clone(),
+                vec![post(name, "quarterly plan draft", arguments.clone())],
+            );
+            assert_eq!(
+                verdict(&j, "inputMetadata.destination").verdict,
+                Verdict::Consistent,
+                "{name} {arguments}"
+            );
+        }
+        let mut offered = tool(t.clone());
+        offered.input_schema =
+            json!({"type": "object", "properties": {"mode": {"enum": ["quarterly plan draft"]}}});
         let j = judge(
-            &system,
-            &run(vec![page("news.test", "https://news.test/")]),
-            &full_coverage(),
-            true,
-        );
-        assert_eq!(
-            verdict(&j, "returnMetadata.source").verdict,
-            Verdict::Contradicted
-        );
-        let trusted =
-            tool(json!({"returnMetadata": {"source": "trustedPublic", "sensitivity": "none"}}));
-        let j = judge(
-            &trusted,
-            &run(vec![page("news.test", "https://news.test/")]),
-            &full_coverage(),
-            true,
-        );
-        assert_eq!(
-            verdict(&j, "returnMetadata.source").verdict,
-            Verdict::Contradicted
-        );
-        // The server's own API host, not the caller's choice: trustedPublic is its call.
-        let j = judge(
-            &trusted,
-            &run(vec![page("api.weather.test", "Paris")]),
-            &full_coverage(),
-            true,
-        );
-        assert_eq!(
-            verdict(&j, "returnMetadata.source").verdict,
-            Verdict::Consistent
-        );
-        let internal =
-            tool(json!({"returnMetadata": {"source": "internal", "sensitivity": "none"}}));
-        let j = judge(
-            &internal,
-            &run(vec![page(
-                "wiki.corp.internal",
-                "https://wiki.corp.internal/",
+            &offered,
+            &run(vec![post(
+                "api.notes.test",
+                "quarterly plan draft",
+                json!({"mode": "quarterly plan draft"}),
             )]),
             &full_coverage(),
             true,
         );
         assert_eq!(
-            verdict(&j, "returnMetadata.source").verdict,
+            verdict(&j, "inputMetadata.destination").verdict,
             Verdict::Consistent
-        );
-        assert!(
-            j.supported
-                .iter()
-                .any(|s| s.label == "returnMetadata.source" && s.values == ["internal"])
         );
     }
 
     #[test]
-    fn benign_outcomes_are_judged_as_read_only() {
-        let t = tool(
-            json!({"inputMetadata": {"destination": "user", "sensitivity": "user", "outcomes": "benign"}}),
+    fn fetched_data_contradicts_a_source_only_when_the_caller_chose_a_public_host() {
+        let page = |name: &str, url: &str, outcome| {
+            let mut c = call(1, outcome, vec![sent(name, b"GET / HTTP/1.1\r\n\r\n")]);
+            c.arguments = json!({"url": url});
+            c.returned_fetched = true;
+            c
+        };
+        for declared in ["system", "trustedPublic", "internal", "user"] {
+            let t = json!({"returnMetadata": {"source": declared, "sensitivity": "none"}});
+            let j = judged(
+                t.clone(),
+                vec![page("news.test", "https://news.test/", ok())],
+            );
+            assert_eq!(
+                verdict(&j, "returnMetadata.source").verdict,
+                Verdict::Contradicted,
+                "{declared}"
+            );
+            // The server's own host: its data is the server's to classify.
+            let j = judged(t.clone(), vec![page("api.weather.test", "Paris", ok())]);
+            assert_eq!(
+                verdict(&j, "returnMetadata.source").verdict,
+                Verdict::Consistent,
+                "{declared}"
+            );
+            // A failed call's error quoting a page, or a result without a connection of its
+            // own (a cache, a file saved earlier), is no fetch.
+            let mut cached = call(1, ok(), vec![]);
+            cached.returned_fetched = true;
+            let j = judged(
+                t,
+                vec![
+                    page(
+                        "news.test",
+                        "https://news.test/",
+                        crate::mcp::client::CallOutcome::ToolError {
+                            text: "x".into(),
+                            result_sha256: "x".into(),
+                        },
+                    ),
+                    cached,
+                ],
+            );
+            assert_eq!(
+                verdict(&j, "returnMetadata.source").verdict,
+                Verdict::Consistent,
+                "{declared}"
+            );
+        }
+        let untrusted =
+            json!({"returnMetadata": {"source": "untrustedPublic", "sensitivity": "none"}});
+        let j = judged(
+            untrusted,
+            vec![page("news.test", "https://news.test/", ok())],
         );
+        assert_eq!(
+            verdict(&j, "returnMetadata.source").verdict,
+            Verdict::Consistent
+        );
+        let j = judged(
+            json!({}),
+            vec![page("news.test", "https://news.test/", ok())],
+        );
+        assert!(
+            j.supported
+                .iter()
+                .any(|s| s.label == "returnMetadata.source" && s.values == ["untrustedPublic"])
+        );
+    }
+
+    #[test]
+    fn benign_outcomes_are_judged_as_read_only_but_held_as_a_warning() {
+        let t = json!({"inputMetadata": {"destination": "user", "sensitivity": "user", "outcomes": "benign"}});
         let c = call(
             1,
             ok(),
             vec![file("$WORKSPACE/notes.md", FileEffectKind::Created)],
         );
-        let j = judge(&t, &run(vec![c]), &full_coverage(), true);
+        let j = judged(t, vec![c]);
         let v = verdict(&j, "inputMetadata.outcomes");
         assert_eq!(v.verdict, Verdict::Contradicted, "{v:?}");
         assert!(
             v.reason.starts_with("judged as readOnlyHint: true"),
             "{v:?}"
         );
-        assert_eq!(j.findings[0].severity, Severity::Error);
-        assert!(
-            j.supported
-                .iter()
-                .any(|s| s.label == "inputMetadata.outcomes" && s.values == ["consequential"])
-        );
-        let consequential = tool(
-            json!({"inputMetadata": {"destination": "user", "sensitivity": "user", "outcomes": ["benign", "consequential"]}}),
-        );
+        assert_eq!(j.findings[0].severity, Severity::Warning);
+        // Reversibility is nothing a run sees.
+        let consequential = json!({"inputMetadata": {"destination": "user", "sensitivity": "user", "outcomes": ["benign", "consequential"]}});
         let c = call(
             1,
             ok(),
             vec![file("$WORKSPACE/notes.md", FileEffectKind::Deleted)],
         );
-        let j = judge(&consequential, &run(vec![c]), &full_coverage(), true);
+        let j = judged(consequential, vec![c]);
         assert_eq!(
             verdict(&j, "inputMetadata.outcomes").verdict,
-            Verdict::Contradicted
+            Verdict::NotApplicable
         );
+        assert!(
+            j.supported
+                .iter()
+                .any(|s| s.label == "inputMetadata.outcomes"
+                    && s.values == ["benign", "consequential", "irreversible"])
+        );
+    }
+
+    #[test]
+    fn nothing_that_only_fits_the_calls_is_suggested_over_a_declaration_or_past_a_connection() {
+        let quiet = judged(json!({}), vec![call(1, ok(), vec![])]);
+        assert!(
+            quiet
+                .supported
+                .iter()
+                .any(|s| s.label == "inputMetadata.destination" && s.values == ["ephemeral"])
+        );
+        assert!(
+            quiet
+                .supported
+                .iter()
+                .any(|s| s.label == "inputMetadata.outcomes" && s.values == ["benign"])
+        );
+        // A short message posted somewhere: neither ephemeral nor benign.
+        let mut c = call(
+            1,
+            ok(),
+            vec![sent("api.chat.test", b"POST / HTTP/1.1\r\n\r\nHello")],
+        );
+        c.arguments = json!({"text": "Hello"});
+        let j = judged(json!({}), vec![c]);
+        assert!(j.supported.is_empty(), "{:?}", j.supported);
+        let declared = judged(
+            json!({"inputMetadata": {"destination": "user", "sensitivity": "user", "outcomes": "consequential"}}),
+            vec![call(1, ok(), vec![])],
+        );
+        assert!(declared.supported.is_empty(), "{:?}", declared.supported);
     }
 
     #[test]

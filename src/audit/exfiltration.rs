@@ -14,7 +14,7 @@ use crate::finding::{Confidence, Evidence, Finding, Severity};
 /// Metadata.
 pub const META: AuditMeta = AuditMeta {
     id: "exfiltration",
-    summary: "a planted secret left over the network",
+    summary: "a planted secret left over the network, or in a temporary file other users can read",
     docs: "Every run plants fake credentials of its own where servers look for real ones (see \
 `hintcheck explain secret-access` for the places) and looks for their bytes, in any common \
 encoding (raw, base64, hex, base32, URL escaping, gzip or deflate, one inside another) and by any \
@@ -37,7 +37,11 @@ observation. A credential in a DNS name or a TLS server name is never use.\n\n\
 Not yet seen: what a TCP connection to another port would send (the sandbox refuses the \
 connection; the attempt is reported), a second request on one connection (the first is answered \
 with `Connection: close`), a DNS query's questions past its first, what a connection sends \
-after its first 3 s, files written outside the workspace (see docs/secrets.md).\n\n\
+after its first 3 s (see docs/secrets.md).\n\n\
+A secret written into a temporary file that other users can read (`$TMPDIR`, on a real machine \
+the shared `/tmp`, a file readable by all) left the user's reach too: an **error** here. A copy \
+into a file of the server's own (under `$HOME`, or not readable by others) is a `secret-access` \
+warning.\n\n\
 Fix: do not send credentials anywhere but to the service they belong to.",
 };
 
@@ -66,6 +70,19 @@ const OWN_SERVICES: [(&str, &[&str]); 12] = [
         &["azure.com", "microsoft.com", "windows.net", "azure.net"],
     ),
 ];
+
+/// How a file others can read is marked in the target of a [`SecretMove::Written`]
+/// sighting.
+pub const READABLE_BY_OTHERS: &str = "(a temporary file other users can read)";
+
+/// Whether `s` is a secret written into a temporary file that other users can read (on a
+/// real machine `$TMPDIR` is the shared `/tmp`): it left the user's reach.
+pub fn written_for_others(s: &SecretSighting) -> bool {
+    s.how == SecretMove::Written
+        && s.target
+            .as_deref()
+            .is_some_and(|t| t.ends_with(READABLE_BY_OTHERS))
+}
 
 /// Whether `s` is a credential sent to its own service: in a request (not a DNS name, not a
 /// TLS server name) to one of its hosts.
@@ -112,7 +129,7 @@ pub fn findings<'a>(
         let Observation::Secret(s) = o else {
             return;
         };
-        if s.how != SecretMove::Sent || is_use(s) {
+        if !(s.how == SecretMove::Sent && !is_use(s) || written_for_others(s)) {
             return;
         }
         let closed = tools
@@ -120,7 +137,16 @@ pub fn findings<'a>(
             .any(|(t, closed, _)| Some(*t) == tool && *closed);
         let (is_closed, evidence, secrets) = by_tool.entry(tool.map(str::to_string)).or_default();
         *is_closed |= closed;
-        secrets.insert(format!("{} {}", s.kind, s.place));
+        secrets.insert(format!(
+            "{} {}{}",
+            s.kind,
+            s.place,
+            if s.how == SecretMove::Written {
+                " (written)"
+            } else {
+                ""
+            }
+        ));
         super::add_distinct(evidence, source, s.describe());
     });
     by_tool
@@ -130,20 +156,28 @@ pub fn findings<'a>(
             fingerprint: String::new(),
             accepted: None,
             audit: META.id,
-            message: match &tool {
-                Some(t) => format!(
-                    "{t} sent {} planted secret(s) over the network{}",
-                    secrets.len(),
-                    if closed {
-                        ", although it declares openWorldHint: false"
-                    } else {
-                        ""
-                    }
-                ),
-                None => format!(
-                    "the server sent {} planted secret(s) over the network outside any tool call",
-                    secrets.len()
-                ),
+            message: {
+                let written = secrets.iter().filter(|s| s.ends_with(" (written)")).count();
+                let how = match (written, secrets.len() - written) {
+                    (0, n) => format!("sent {n} planted secret(s) over the network"),
+                    (w, 0) => format!(
+                        "left {w} planted secret(s) in temporary files other users can read"
+                    ),
+                    (w, n) => format!(
+                        "sent {n} planted secret(s) over the network and left {w} in temporary files other users can read"
+                    ),
+                };
+                match &tool {
+                    Some(t) => format!(
+                        "{t} {how}{}",
+                        if closed && written < secrets.len() {
+                            ", although it declares openWorldHint: false"
+                        } else {
+                            ""
+                        }
+                    ),
+                    None => format!("the server {how} outside any tool call"),
+                }
             },
             tool,
             hint: None,

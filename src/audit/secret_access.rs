@@ -35,7 +35,9 @@ call keeps the sighting as an observation, not a finding. A tool that passed a c
 program it started, in that program's arguments (visible to every process on the machine; \
 sometimes the only way a command-line client takes a token) or in its environment under a name \
 of its choosing (a variable inherited as planted, or a line of `.env` a server loaded at start, \
-is nobody's doing), is a **warning**. Programs given a canary \
+is nobody's doing), is a **warning**, and so is one that copied a canary into a file of its own \
+outside the workspace (a token cached under `$HOME`; a temporary file other users can read is \
+`exfiltration`). Programs given a canary \
 outside every tool call (at start-up, between calls) are the server's: one warning for all.\n\n\
 A tool that opened or read a file holding a canary is a **warning**: many tools have a reason to \
 use a credential, and the user should know which do. Not counted: the files well-known libraries \
@@ -57,10 +59,12 @@ struct Handed {
     returned: Vec<Evidence>,
     passed: Vec<Evidence>,
     read: Vec<Evidence>,
+    copied: Vec<Evidence>,
     /// The secrets (kind and place) returned, passed and read: what the messages count.
     returned_secrets: std::collections::BTreeSet<(String, String)>,
     passed_secrets: std::collections::BTreeSet<(String, String)>,
     read_secrets: std::collections::BTreeSet<(String, String)>,
+    copied_secrets: std::collections::BTreeSet<(String, String)>,
 }
 
 /// The files that well-known libraries read on their own, for every request or client they
@@ -102,6 +106,7 @@ pub fn findings<'a>(
         if s.asked
             || s.swept
             || s.how == SecretMove::Sent
+            || super::exfiltration::written_for_others(s)
             || (s.how == SecretMove::Read && IMPLICIT_LOOKUPS.contains(&s.place.as_str()))
         {
             return;
@@ -110,6 +115,7 @@ pub fn findings<'a>(
         let (list, secrets) = match s.how {
             SecretMove::Returned => (&mut handed.returned, &mut handed.returned_secrets),
             SecretMove::Argv | SecretMove::Env => (&mut handed.passed, &mut handed.passed_secrets),
+            SecretMove::Written => (&mut handed.copied, &mut handed.copied_secrets),
             SecretMove::Read | SecretMove::Sent => (&mut handed.read, &mut handed.read_secrets),
         };
         secrets.insert((s.kind.clone(), s.place.clone()));
@@ -151,6 +157,22 @@ pub fn findings<'a>(
                 ),
             };
             out.push(finding(&tool, severity, message, handed.read));
+        }
+        if !handed.copied.is_empty() {
+            out.push(finding(
+                &tool,
+                Severity::Warning,
+                format!(
+                    "{who} copied {} planted secret(s) into files of its own outside the workspace{}",
+                    handed.copied_secrets.len(),
+                    if tool.is_none() {
+                        ", outside any tool call"
+                    } else {
+                        ""
+                    }
+                ),
+                handed.copied,
+            ));
         }
         if !handed.passed.is_empty() {
             let when = if tool.is_none() {

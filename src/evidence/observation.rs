@@ -580,6 +580,9 @@ pub enum SecretMove {
     /// In what the server sent over the network (a DNS name, an HTTP request line, a TLS
     /// server name): `target` says where.
     Sent,
+    /// In a file the server wrote outside the workspace (`$HOME`, `$TMPDIR`): `target` names
+    /// it, and says when other users could read it.
+    Written,
 }
 
 /// A planted secret seen where it should not be: its kind and place (never its value), how
@@ -632,6 +635,10 @@ impl SecretSighting {
             SecretMove::Sent => format!(
                 "sent {what}{encoding} to {}",
                 self.target.as_deref().unwrap_or("the network")
+            ),
+            SecretMove::Written => format!(
+                "wrote {what}{encoding} to {}",
+                self.target.as_deref().unwrap_or("a file")
             ),
             SecretMove::Read => format!(
                 "{} {}{}, which holds a planted {}",

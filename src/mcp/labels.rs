@@ -257,6 +257,17 @@ fn classes_of(
 ) -> Option<Vec<String>> {
     let raw = m.get("sensitivity")?;
     let classes = data_classes(raw);
+    for c in classes.iter().flatten() {
+        if !DATA_CLASSES.contains(&c.as_str()) && !c.starts_with("regulated(") {
+            problem(
+                "annotation-type",
+                format!(
+                    "annotations.{object}.sensitivity holds {c:?}, none of {} or a regulated class",
+                    DATA_CLASSES.join(", ")
+                ),
+            );
+        }
+    }
     if classes.is_none() {
         problem(
             "annotation-type",
@@ -292,7 +303,9 @@ fn data_classes(raw: &Value) -> Option<Vec<String>> {
 /// The labels a tool's `result` carries, if any.
 pub fn result_labels(result: &Value) -> Option<ResultLabels> {
     let mut labels = ResultLabels::default();
-    let mut extension = |meta: Option<&Value>| {
+    // The result's own labels speak for the whole result; a content block's may only
+    // strengthen them (once true, true): a block's `false` claims nothing about the others.
+    let mut extension = |meta: Option<&Value>, whole: bool| {
         let Some(ext) = meta.and_then(|m| m.get(TRUST_EXTENSION)) else {
             return;
         };
@@ -300,20 +313,21 @@ pub fn result_labels(result: &Value) -> Option<ResultLabels> {
             ("sensitive", &mut labels.sensitive),
             ("untrusted", &mut labels.untrusted),
         ] {
-            if let Some(b) = ext.get(key).and_then(Value::as_bool) {
-                // Union: a block may strengthen a claim, never weaken it.
-                *slot = Some(slot.unwrap_or(false) || b);
+            match ext.get(key).and_then(Value::as_bool) {
+                Some(true) => *slot = Some(true),
+                Some(false) if whole && slot.is_none() => *slot = Some(false),
+                _ => {}
             }
         }
     };
-    extension(result.get("_meta"));
+    extension(result.get("_meta"), true);
     for block in result
         .get("content")
         .and_then(Value::as_array)
         .into_iter()
         .flatten()
     {
-        extension(block.get("_meta"));
+        extension(block.get("_meta"), false);
     }
     if let Some(a) = result.get("_meta").and_then(|m| m.get("annotations")) {
         labels.sensitivity = a.get("sensitivity").and_then(data_classes);
@@ -406,6 +420,14 @@ mod tests {
         });
         let l = result_labels(&weakened).expect("labels");
         assert_eq!(l.sensitive, Some(true), "a block strengthens the claim");
+        let block_only = json!({
+            "content": [{"type": "text", "text": "x", "_meta": {TRUST_EXTENSION: {"sensitive": false}}}]
+        });
+        assert_eq!(
+            result_labels(&block_only),
+            None,
+            "a block's false claims nothing about the whole result"
+        );
         assert!(l.claims_not_sensitive().is_empty());
         assert_eq!(
             l.claims_trusted(),

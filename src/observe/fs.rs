@@ -1193,6 +1193,33 @@ fn open_beneath(root: &OwnedFd, rel: &str) -> rustix::io::Result<OwnedFd> {
     )
 }
 
+/// The first `max` bytes of regular file `rel` below directory `root`, and its permission
+/// bits, opened without following any symlink on the way (nor leaving `root`) and without
+/// waiting (a FIFO put in its place is not a regular file and is not read).
+pub(crate) fn read_file_beneath(root: &Path, rel: &str, max: usize) -> Option<(Vec<u8>, u32)> {
+    use rustix::fs::ResolveFlags;
+    use std::io::Read;
+    let dir = open_dir(root).ok()?;
+    let fd = rustix::fs::openat2(
+        &dir,
+        rel,
+        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC,
+        Mode::empty(),
+        ResolveFlags::NO_SYMLINKS | ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS,
+    )
+    .ok()?;
+    let st = rustix::fs::fstat(&fd).ok()?;
+    if rustix::fs::FileType::from_raw_mode(st.st_mode) != rustix::fs::FileType::RegularFile {
+        return None;
+    }
+    let mut bytes = Vec::new();
+    std::fs::File::from(fd)
+        .take(max as u64)
+        .read_to_end(&mut bytes)
+        .ok()?;
+    Some((bytes, st.st_mode & 0o7777))
+}
+
 /// Opens a directory for walking. The last component is never followed: a server that
 /// replaced a watched directory by a symlink (to a home directory, say) gets an error here,
 /// never a walk of what the link points at. The components before it are the harness's own
@@ -1821,5 +1848,29 @@ mod tests {
         fs::write(d.join("d.txt"), "d").expect("w");
         assert_eq!(kinds(&mut o).len(), 1);
         assert_eq!((o.whole_walks, o.partial_reads), (6, 1));
+    }
+
+    #[test]
+    fn a_written_file_is_read_beneath_its_root_and_never_through_a_link_or_a_fifo() {
+        let root = tempfile::tempdir().expect("tempdir");
+        let dir = root.path();
+        std::fs::write(dir.join("plain"), b"0123456789").expect("write");
+        std::os::unix::fs::symlink("/etc/passwd", dir.join("link")).expect("symlink");
+        std::fs::create_dir(dir.join("sub")).expect("mkdir");
+        std::os::unix::fs::symlink(dir, dir.join("sub/up")).expect("symlink");
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            dir.join("fifo"),
+            rustix::fs::FileType::Fifo,
+            Mode::from_raw_mode(0o644),
+            0,
+        )
+        .expect("mkfifo");
+        let (bytes, mode) = read_file_beneath(dir, "plain", 4).expect("plain");
+        assert_eq!(bytes, b"0123");
+        assert_eq!(mode & 0o600, 0o600);
+        for rel in ["link", "sub/up/plain", "fifo", "../plain", "missing"] {
+            assert!(read_file_beneath(dir, rel, 4).is_none(), "{rel}");
+        }
     }
 }

@@ -152,6 +152,9 @@ pub struct Recorder {
     notes: Vec<String>,
     /// The run's canaries, looked for in what the observers saw.
     secrets: Option<std::sync::Arc<secrets::SecretWatch>>,
+    /// Where files written outside the workspace are looked in for them: `$HOME` and
+    /// `$TMPDIR`, with their directories.
+    secret_roots: Vec<(String, std::path::PathBuf)>,
 }
 
 impl Recorder {
@@ -161,12 +164,19 @@ impl Recorder {
             observers,
             notes: Vec::new(),
             secrets: None,
+            secret_roots: Vec::new(),
         }
     }
 
-    /// Looks for the run's canaries in what the observers see from now on.
-    pub fn watch_secrets(&mut self, watch: std::sync::Arc<secrets::SecretWatch>) {
+    /// Looks for the run's canaries in what the observers see from now on, and in the files
+    /// written under `roots` (named roots and their directories).
+    pub fn watch_secrets(
+        &mut self,
+        watch: std::sync::Arc<secrets::SecretWatch>,
+        roots: Vec<(String, std::path::PathBuf)>,
+    ) {
         self.secrets = Some(watch);
+        self.secret_roots = roots;
     }
 
     /// The thread pins of the last checkpoint's window.
@@ -200,6 +210,7 @@ impl Recorder {
         if let Some(watch) = &self.secrets {
             watch.in_programs(&mut out);
             watch.in_network(&mut out);
+            watch.in_files(&mut out, &self.secret_roots);
         }
         out
     }

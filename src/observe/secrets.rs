@@ -12,6 +12,12 @@ use super::reads::SecretFile;
 use crate::evidence::{Mechanism, Observation, SecretMove, SecretSighting};
 use crate::workspace::canary::{Base, Canaries, Canary, Detector};
 
+/// Most bytes of a file written outside the workspace read to look for canaries.
+pub const MAX_FILE_READ: usize = 1 << 20;
+
+/// Most files written outside the workspace read in one checkpoint.
+pub const MAX_FILES_READ: usize = 16;
+
 /// A run's canaries and the detector of their values.
 #[derive(Debug)]
 pub struct SecretWatch {
@@ -157,7 +163,7 @@ impl SecretWatch {
                     s.asked = names_place(&strings, &s.place);
                     true
                 }
-                SecretMove::Sent | SecretMove::Argv | SecretMove::Env => {
+                SecretMove::Sent | SecretMove::Written | SecretMove::Argv | SecretMove::Env => {
                     !given.contains(&(s.kind.as_str(), s.place.as_str()))
                 }
                 SecretMove::Returned => true,
@@ -296,6 +302,69 @@ impl SecretWatch {
         }
         fetched.dedup();
         observations.extend(fetched);
+        observations.extend(found);
+    }
+
+    /// Adds a sighting for each canary in the files the server wrote outside the workspace
+    /// among `observations` (`roots`: the named roots to look in, `$HOME` and `$TMPDIR`, with
+    /// their directories), each file read up to [`MAX_FILE_READ`] bytes and at most
+    /// [`MAX_FILES_READ`] files a checkpoint; a planted file itself is not looked in. A file
+    /// in `$TMPDIR` that other users could read (on a real machine the shared `/tmp`) is
+    /// marked so ([`crate::audit::exfiltration::READABLE_BY_OTHERS`]).
+    pub fn in_files(&self, observations: &mut Vec<Observation>, roots: &[(String, PathBuf)]) {
+        use crate::evidence::{FileEffectKind, ObjectKind};
+        if self.detector.is_empty() || roots.is_empty() {
+            return;
+        }
+        let planted: BTreeSet<String> = self
+            .canaries
+            .files
+            .iter()
+            .filter(|f| f.base == Base::Home)
+            .map(|f| format!("$HOME/{}", f.rel))
+            .collect();
+        let mut read = 0;
+        let mut seen = BTreeSet::new();
+        let mut found = Vec::new();
+        for o in observations.iter() {
+            let Observation::File(f) = o else {
+                continue;
+            };
+            let lasting = !matches!(
+                f.kind,
+                FileEffectKind::Deleted | FileEffectKind::Transient { .. }
+            );
+            if !lasting || f.object != ObjectKind::File || planted.contains(&f.path) {
+                continue;
+            }
+            let Some((name, dir, rel)) = roots.iter().find_map(|(name, dir)| {
+                let rel = f.path.strip_prefix(name.as_str())?.strip_prefix('/')?;
+                Some((name, dir, rel))
+            }) else {
+                continue;
+            };
+            if read == MAX_FILES_READ {
+                break;
+            }
+            read += 1;
+            let Some((bytes, mode)) = super::fs::read_file_beneath(dir, rel, MAX_FILE_READ) else {
+                continue;
+            };
+            let target = if name == "$TMPDIR" && mode & 0o004 != 0 {
+                format!(
+                    "{} {}",
+                    f.path,
+                    crate::audit::exfiltration::READABLE_BY_OTHERS
+                )
+            } else {
+                format!("{} (a file of its own)", f.path)
+            };
+            found.extend(self.sightings_in(
+                &bytes,
+                (SecretMove::Written, target, Mechanism::Snapshot),
+                &mut seen,
+            ));
+        }
         observations.extend(found);
     }
 

@@ -331,10 +331,12 @@ fn single_result(e: &Entry<'_>, report: &Value) -> Markup {
     let contradicted: Vec<(&str, &Value)> = tools(report)
         .flat_map(|t| {
             let name = t["name"].as_str().unwrap_or("?");
+            // Hints, then data labels (whose `label` stands where a hint's name does).
             t["verdicts"]
                 .as_array()
                 .into_iter()
                 .flatten()
+                .chain(t["data_labels"].as_array().into_iter().flatten())
                 .filter(|v| v["verdict"] == "contradicted")
                 .map(move |v| (name, v))
         })
@@ -348,13 +350,13 @@ fn single_result(e: &Entry<'_>, report: &Value) -> Markup {
             }
             @if !contradicted.is_empty() {
                 table #contradictions {
-                    thead { tr { th { "tool" } th { "hint" } th { "declared" } th { "what was seen" } } }
+                    thead { tr { th { "tool" } th { "hint or data label" } th { "declared" } th { "what was seen" } } }
                     tbody {
                         @for (tool, v) in &contradicted {
                             tr {
                                 td { code { (shown_cut(tool, 120)) } }
-                                td { code { (shown(v["hint"].as_str().unwrap_or(""))) } }
-                                td { (shown(v["declared"].as_str().unwrap_or(""))) }
+                                td { code { (shown(v["hint"].as_str().or(v["label"].as_str()).unwrap_or(""))) } }
+                                td { (shown_cut(v["declared"].as_str().unwrap_or(""), 120)) }
                                 td {
                                     @if let Some(source) = v["evidence"][0]["source"].as_str() {
                                         (shown_cut(source, 60)) ": "

@@ -85,6 +85,9 @@ struct SummaryV1 {
     unexercised: usize,
     not_applicable: usize,
     findings_by_severity: BTreeMap<&'static str, usize>,
+    /// The data labels' verdicts by kind (hints' are above), when any was judged (additive).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    data_labels: BTreeMap<&'static str, usize>,
 }
 
 #[derive(Debug, Serialize)]
@@ -541,6 +544,7 @@ fn record(o: &Observation) -> RecordV1<'_> {
                 SecretMove::Env => "env",
                 SecretMove::Read => "read",
                 SecretMove::Sent => "sent",
+                SecretMove::Written => "written",
             },
             kind: &s.kind,
             place: &s.place,
@@ -794,7 +798,11 @@ fn summary_of(r: &Report) -> SummaryV1 {
         unexercised: 0,
         not_applicable: 0,
         findings_by_severity: BTreeMap::new(),
+        data_labels: BTreeMap::new(),
     };
+    for v in r.tools.iter().flat_map(|t| &t.labels) {
+        *summary.data_labels.entry(v.verdict.as_str()).or_default() += 1;
+    }
     for v in r.tools.iter().flat_map(|t| &t.verdicts) {
         match v.verdict {
             crate::finding::Verdict::Contradicted => summary.contradicted += 1,

@@ -45,7 +45,7 @@ fn cell(v: &HintVerdict) -> String {
     format!("{} {}", icon(v), md(&v.declared))
 }
 
-fn tool_details(o: &mut String, t: &ToolReport) {
+fn tool_details(o: &mut String, r: &Report, t: &ToolReport) {
     let _ = writeln!(o, "\n#### {}\n", md(&t.name));
     if let Some(s) = &t.skipped {
         let _ = writeln!(o, "- not called: {}", md(s));
@@ -71,10 +71,13 @@ fn tool_details(o: &mut String, t: &ToolReport) {
         }
     }
     for v in &t.labels {
+        let weak = r
+            .label_finding(&t.name, v.label)
+            .is_some_and(|f| f.severity != crate::finding::Severity::Error || f.accepted.is_some());
         let _ = writeln!(
             o,
             "- {} data label **{}** (declared {} in {}): {}: {}",
-            verdict_icon(v.verdict, false),
+            verdict_icon(v.verdict, weak),
             v.label,
             md(&v.declared),
             v.declared_in,
@@ -296,7 +299,7 @@ fn tools(o: &mut String, r: &Report) {
         let mut left_out = 0;
         for t in &r.tools {
             let mut section = String::new();
-            tool_details(&mut section, t);
+            tool_details(&mut section, r, t);
             if o.len() + section.len() > BUDGET {
                 left_out += 1;
                 continue;

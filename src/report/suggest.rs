@@ -105,6 +105,7 @@ pub fn render(r: &Report) -> String {
             "observed": "backed by a behaviour hintcheck saw",
             "consistent": "fits everything that was exercised; proves only what was exercised",
             "unverified": "nothing exercised it: the declared value, or the spec's default when none was declared",
+            "data_labels": "draft SEP-1913 fields, only those the run could see: add the draft's other required fields before pasting",
         },
         "tools": tools,
     });

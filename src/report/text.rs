@@ -234,7 +234,7 @@ fn contradicted_hints(o: &mut String, r: &Report, verbose: bool) -> std::fmt::Re
     let groups = [
         ("contradicted", firm, "✗"),
         (
-            "contradicted, held as warnings (uncertain, or writes that did not last)",
+            "contradicted, held as warnings (uncertain, writes that did not last, labels a run cannot prove)",
             weak,
             "!",
         ),

@@ -125,7 +125,13 @@ pub(super) fn build(
     }
     let mut recorder = Recorder::new(observers);
     if let Some(watch) = &ctx.secrets {
-        recorder.watch_secrets(watch.clone());
+        recorder.watch_secrets(
+            watch.clone(),
+            vec![
+                ("$HOME".into(), scratch.home.clone()),
+                ("$TMPDIR".into(), scratch.tmp.clone()),
+            ],
+        );
     }
     let coverage = Coverage {
         files: Some(format!(

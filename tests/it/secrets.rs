@@ -389,6 +389,24 @@ fn leaky_client_run(who: As) {
         sent.iter().all(|f| !f["tool"].is_null()),
         "a secret sent in a tool's traffic was left to the server: {sent:?}"
     );
+    // A key staged in a temporary file every user can read left the user's reach (an
+    // error); a token cached in a file of the tool's own is a warning; preferences in a
+    // temporary file are nothing.
+    let says = "ssh-private-key from ~/.ssh/id_ed25519 (base64) to $TMPDIR/diagnostics-report.txt (a temporary file other users can read)";
+    assert!(
+        sent.iter().any(|f| f["tool"] == "stage_report"
+            && f["severity"] == "error"
+            && f["evidence"].to_string().contains(says)),
+        "no exfiltration on stage_report saying {says}: {sent:?}"
+    );
+    let copied = findings_of(&r, "secret-access");
+    let says = "wrote the planted github-token from $GITHUB_TOKEN to $HOME/.cache/leaky/login (a file of its own)";
+    assert!(
+        copied.iter().any(|f| f["tool"] == "cache_login"
+            && f["severity"] == "warning"
+            && f["evidence"].to_string().contains(says)),
+        "no copy warning on cache_login saying {says}: {copied:?}"
+    );
     // The metadata endpoint handed out the planted instance credentials: fetched (as the
     // clouds' SDKs do: an observation of the call) and returned (an error).
     let handed = findings_of(&r, "secret-access");
@@ -508,7 +526,7 @@ fn labelled_run(who: As) {
         ("show_token", "result sensitivity", "consistent", ""),
         ("fetch_docs", "returnMetadata.source", "consistent", ""),
         ("sync_note", "inputMetadata.destination", "consistent", ""),
-        ("post_note", "inputMetadata.outcomes", "consistent", ""),
+        ("post_note", "inputMetadata.outcomes", "not-applicable", ""),
     ] {
         let v = label(tool, name);
         assert_eq!(v["verdict"], verdict, "{tool} {name}: {v}");
@@ -517,24 +535,28 @@ fn labelled_run(who: As) {
             "{tool} {name} evidence without {says}: {v}"
         );
     }
-    let errors: Vec<String> = findings_of(&r, "data-labels")
+    // What the results carried is firm; a host's name does not prove its audience, and a
+    // benign tool may change private drafts: warnings.
+    let severities: Vec<String> = findings_of(&r, "data-labels")
         .iter()
         .map(|f| {
-            assert_eq!(f["severity"], "error", "{f}");
-            f["tool"].as_str().unwrap_or("").to_string()
+            format!(
+                "{} {}",
+                f["tool"].as_str().unwrap_or(""),
+                f["severity"].as_str().unwrap_or("")
+            )
         })
         .collect();
     assert_eq!(
-        errors,
+        severities,
         [
-            "read_settings",
-            "show_identity",
-            "fetch_page",
-            "fetch_page",
-            "post_note",
-            "archive_note"
-        ],
-        "{errors:?}"
+            "read_settings error",
+            "show_identity error",
+            "fetch_page error",
+            "fetch_page error",
+            "post_note warning",
+            "archive_note warning"
+        ]
     );
     // What the run supports, for the tools that declare nothing (or the wrong thing).
     let supported = |tool: &str| {
@@ -555,7 +577,7 @@ fn labelled_run(who: As) {
     );
     assert!(
         supported("post_note").contains(
-            r#""label":"inputMetadata.destination","values":["public"],"basis":"observed""#
+            r#""label":"inputMetadata.destination","values":["internal","public"],"basis":"observed","changed":true"#
         ),
         "{}",
         supported("post_note")
