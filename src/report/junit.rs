@@ -143,6 +143,9 @@ fn label_case(
         let _ = writeln!(out, "{}: {}", e.source, e.labelled());
     }
     let finding = r.label_finding(&t.name, v.label);
+    if let Some(why) = finding.and_then(|f| f.accepted.as_ref()) {
+        let _ = writeln!(out, "{why}");
+    }
     let status = match (v.verdict, finding) {
         (Verdict::Contradicted, Some(f)) if f.accepted.is_none() && r.settings.fail.fails(f) => {
             Status::Failure {

@@ -237,7 +237,7 @@ fn contradicted(o: &mut String, r: &Report) {
                 .unwrap_or_default();
             let _ = writeln!(
                 o,
-                "| {} {} | {} | {} | {}{}{} | {} |",
+                "| {} {} | {} | {} | {}{} | {} |",
                 verdict_icon(
                     v.verdict,
                     finding.is_some_and(|f| f.severity != crate::finding::Severity::Error)
@@ -246,11 +246,6 @@ fn contradicted(o: &mut String, r: &Report) {
                 v.label,
                 md(&v.declared),
                 md(&shorten(&v.reason, 200)),
-                if finding.is_some_and(|f| f.severity != crate::finding::Severity::Error) {
-                    " (warning)"
-                } else {
-                    ""
-                },
                 if finding.is_some_and(|f| f.accepted.is_some()) {
                     " (accepted)"
                 } else {

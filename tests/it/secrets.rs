@@ -451,6 +451,7 @@ as_root_and_unprivileged!(
 /// results) are judged against what the tools did: each false label is an error with its
 /// evidence, each honest one is consistent, and the run suggests labels for what it saw.
 fn labelled_run(who: As) {
+    let root = matches!(who, As::Root);
     if !crate::sandbox::have("unshare") {
         return crate::util::skip("unshare (util-linux) is missing");
     }
@@ -586,6 +587,60 @@ fn labelled_run(who: As) {
         supported("list_notes").contains(r#""values":["benign"],"basis":"consistent""#),
         "{}",
         supported("list_notes")
+    );
+    if root {
+        labels_in_every_format(&prefix);
+    }
+}
+
+/// Every format shows the data labels: JUnit a case per label, Markdown the contradicted
+/// labels' table, SARIF the rule, HTML the label beside the contradicted hints.
+fn labels_in_every_format(prefix: &[String]) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = |n: &str| dir.path().join(n).display().to_string();
+    let mut args = verify_json_args(
+        "labelled",
+        &[
+            "--junit",
+            &file("j.xml"),
+            "--summary",
+            &file("s.md"),
+            "--sarif",
+            &file("s.sarif"),
+        ],
+    );
+    if let Some(last) = args.last_mut() {
+        *last = "html".into();
+    }
+    let out = run_as_with_env(prefix, &args, &[], Duration::from_secs(120));
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    let read = |n: &str| std::fs::read_to_string(dir.path().join(n)).expect(n);
+    let junit = read("j.xml");
+    assert!(
+        junit.contains(
+            "name=\"post_note: inputMetadata.destination\" classname=\"labelled.data-labels\""
+        ),
+        "{junit}"
+    );
+    assert!(
+        junit.contains("<failure")
+            && junit.contains("read_settings declares returnMetadata.sensitivity"),
+        "{junit}"
+    );
+    let md = read("s.md");
+    assert!(md.contains("### Contradicted data labels"), "{md}");
+    assert!(
+        md.contains(r"| ⚠️ post\_note | inputMetadata.destination |"),
+        "{md}"
+    );
+    let sarif = read("s.sarif");
+    assert!(
+        sarif.contains("\"id\": \"data-labels\"") || sarif.contains("\"id\":\"data-labels\""),
+        "no data-labels rule"
+    );
+    assert!(
+        out.stdout.contains("hint or data label") && out.stdout.contains("returnMetadata.source"),
+        "html"
     );
 }
 
