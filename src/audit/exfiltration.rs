@@ -35,9 +35,9 @@ credential sent in a request to its own service (a GitHub token to GitHub's host
 to the npm registry, an API key to its provider's API) is use, not exfiltration: it stays an \
 observation. A credential in a DNS name or a TLS server name is never use.\n\n\
 Not yet seen: what a TCP connection to another port would send (the sandbox refuses the \
-connection; the attempt is reported), a second request on one connection (the first is answered \
-with `Connection: close`), a DNS query's questions past its first, what a connection sends \
-after its first 3 s (see docs/secrets.md).\n\n\
+connection; the attempt is reported), a DNS query's questions past its first, what a connection \
+sends after its first 3 s or after a pause of 150 ms once answered (what it sends after the \
+answer within that, a second request, is read with the first; see docs/secrets.md).\n\n\
 A secret written into a temporary file that other users can read (`$TMPDIR`, on a real machine \
 the shared `/tmp`, a file readable by all) left the user's reach too: an **error** here. A copy \
 into a file of the server's own (under `$HOME`, or not readable by others) is a `secret-access` \

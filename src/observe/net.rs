@@ -106,9 +106,15 @@ const CONNECTION_TIME: Duration = Duration::from_secs(3);
 struct Bounded {
     conn: std::net::TcpStream,
     until: std::time::Instant,
-    /// The longest one read waits.
-    patience: Duration,
+    /// The longest one read waits (shared with the answer, which shortens it once the
+    /// request is read).
+    patience: std::rc::Rc<std::cell::Cell<Duration>>,
 }
+
+/// How long a client may pause once it has been answered before its connection is closed:
+/// an honest client closes at once (the answer says `Connection: close`); what a client
+/// sends meanwhile (a second request on the connection) is kept with the first.
+const AFTER_ANSWER_PATIENCE: Duration = Duration::from_millis(150);
 
 impl Read for Bounded {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
@@ -118,7 +124,8 @@ impl Read for Bounded {
         if left.is_zero() {
             return Err(std::io::ErrorKind::TimedOut.into());
         }
-        self.conn.set_read_timeout(Some(left.min(self.patience)))?;
+        self.conn
+            .set_read_timeout(Some(left.min(self.patience.get())))?;
         self.conn.read(buf)
     }
 }
@@ -400,7 +407,7 @@ fn serve_connection(conn: std::net::TcpStream, port: u16, state: &NetState) {
     let mut conn = Bounded {
         conn,
         until: std::time::Instant::now() + CONNECTION_TIME,
-        patience: Duration::from_millis(500),
+        patience: std::rc::Rc::new(std::cell::Cell::new(Duration::from_millis(500))),
     };
     let mut buf = vec![0u8; 4096];
     let n = conn.read(&mut buf).unwrap_or(0);
@@ -431,20 +438,28 @@ fn serve_connection(conn: std::net::TcpStream, port: u16, state: &NetState) {
         .and_then(|a| a.server_config(dest_ip));
     // Past its first bytes, a request is waited for as long as the connection may last: a
     // client that pauses before its body still sends it.
-    conn.patience = CONNECTION_TIME;
+    conn.patience.set(CONNECTION_TIME);
+    let patience = conn.patience.clone();
     if let Some(config) = tls_config {
-        let mut recorded = false;
-        super::tls::serve(config, &buf, &mut conn, |request| {
+        let mut recorded = None;
+        let after = super::tls::serve(config, &buf, &mut conn, |request| {
             let payload = match (hello.as_deref(), describe_payload(&request.head)) {
                 (Some(tls), Some(inside)) => Some(format!("{tls}; {inside}")),
                 (tls, _) => tls.map(str::to_string),
             };
-            state.push(event(payload, &request.carried));
-            recorded = true;
+            state.push(event(payload.clone(), &request.carried));
+            recorded = Some(payload);
+            patience.set(AFTER_ANSWER_PATIENCE);
             super::web::answer(&request.head)
         });
-        if !recorded {
-            state.push(event(hello, &[]));
+        match recorded {
+            // What came after the answer joins the request's bytes.
+            Some(payload) => {
+                if let Some((_, after)) = after.filter(|(_, a)| !a.is_empty()) {
+                    state.push(event(payload, &after));
+                }
+            }
+            None => state.push(event(hello, &[])),
         }
     } else if is_client_hello {
         state.push(event(hello, &[]));
@@ -461,16 +476,20 @@ fn serve_connection(conn: std::net::TcpStream, port: u16, state: &NetState) {
         if let Some(reply) = reply {
             let _ = conn.write_all(&reply);
         }
+        // What came after the answer (a second request on the connection) joins the
+        // request's bytes.
+        conn.patience.set(AFTER_ANSWER_PATIENCE);
+        let after = super::web::read_on(&mut conn, MAX_RAW_READ);
+        if !after.is_empty() {
+            state.push(event(describe_payload(&request.head), &after));
+        }
     } else {
         // Another protocol: what it sends until it pauses (or waits for an answer that
         // never comes).
-        conn.patience = Duration::from_millis(150);
-        let mut chunk = [0u8; 8192];
-        while n > 0 && buf.len() < MAX_RAW_READ {
-            match conn.read(&mut chunk) {
-                Ok(0) | Err(_) => break,
-                Ok(k) => buf.extend_from_slice(&chunk[..k]),
-            }
+        conn.patience.set(Duration::from_millis(150));
+        if n > 0 {
+            let more = super::web::read_on(&mut conn, MAX_RAW_READ.saturating_sub(buf.len()));
+            buf.extend_from_slice(&more);
         }
         buf.truncate(MAX_RAW_READ);
         state.push(event(describe_payload(&buf), &buf));
@@ -924,6 +943,50 @@ mod tests {
         );
         drop(events);
         let _ = client.join();
+    }
+
+    #[test]
+    fn what_a_client_sends_after_its_answer_joins_its_request_and_an_honest_one_costs_nothing() {
+        let serve = |second: Option<&'static [u8]>| {
+            let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+            let addr = listener.local_addr().expect("addr");
+            let client = std::thread::spawn(move || {
+                let mut c = std::net::TcpStream::connect(addr).expect("connect");
+                let _ = c.write_all(b"GET /a HTTP/1.1\r\nHost: site.test\r\n\r\n");
+                let mut answer = [0u8; 4096];
+                let _ = c.read(&mut answer);
+                // A second request on the connection, the answer's `close` ignored; an
+                // honest client closes.
+                if let Some(bytes) = second {
+                    let _ = c.write_all(bytes);
+                    std::thread::sleep(Duration::from_millis(400));
+                }
+            });
+            let (conn, _) = listener.accept().expect("accept");
+            let state = NetState::default();
+            let started = std::time::Instant::now();
+            serve_connection(conn, 80, &state);
+            let took = started.elapsed();
+            let _ = client.join();
+            let events = state.events.lock().expect("events").clone();
+            (events, took)
+        };
+        let (events, _) = serve(Some(b"POST /b HTTP/1.1\r\nContent-Length: 6\r\n\r\nsecret"));
+        assert_eq!(events.len(), 1, "{events:?}");
+        let carried = String::from_utf8_lossy(events[0].carried.bytes()).into_owned();
+        assert!(
+            carried.starts_with("GET /a") && carried.ends_with("secret"),
+            "{carried}"
+        );
+        let (events, took) = serve(None);
+        assert!(
+            events[0].carried.bytes().ends_with(b"\r\n\r\n"),
+            "{events:?}"
+        );
+        assert!(
+            took < AFTER_ANSWER_PATIENCE,
+            "an honest client's close ends it: {took:?}"
+        );
     }
 
     #[test]

@@ -254,7 +254,7 @@ pub fn serve<S: Read + Write>(
     first: &[u8],
     conn: &mut S,
     answer: impl FnOnce(&super::web::Request) -> Option<Vec<u8>>,
-) -> Option<super::web::Request> {
+) -> Option<(super::web::Request, Vec<u8>)> {
     let mut tls = ServerConnection::new(config).ok()?;
     let mut io = Prefixed {
         first: std::io::Cursor::new(first),
@@ -268,9 +268,11 @@ pub fn serve<S: Read + Write>(
     if let Some(reply) = answer(&request) {
         let _ = stream.write_all(&reply);
     }
+    // What the client sends after the answer, until it closes or pauses.
+    let after = super::web::read_on(&mut stream, super::web::MAX_AFTER_ANSWER);
     tls.send_close_notify();
     let _ = tls.complete_io(&mut io);
-    Some(request)
+    Some((request, after))
 }
 
 #[cfg(test)]
@@ -285,7 +287,9 @@ mod tests {
         let server_side = authority.clone();
         let server = std::thread::spawn(move || {
             let (mut conn, _) = listener.accept().expect("accept");
-            conn.set_read_timeout(Some(std::time::Duration::from_secs(5)))
+            // Short: a client reading to the end waits for the server's close, which comes
+            // once the server stops waiting for more from it.
+            conn.set_read_timeout(Some(std::time::Duration::from_millis(500)))
                 .expect("timeout");
             let mut first = vec![0u8; 4096];
             let n = conn.read(&mut first).expect("read");
@@ -321,8 +325,9 @@ mod tests {
         let page = String::from_utf8_lossy(&page);
         assert!(page.starts_with("HTTP/1.1 200 OK"), "{page}");
         assert!(page.contains("<title>"), "{page}");
-        let request = server.join().expect("server").expect("request seen");
+        let (request, after) = server.join().expect("server").expect("request seen");
         assert!(request.head.starts_with(b"GET /guide HTTP/1.1\r\n"));
+        assert!(after.is_empty(), "{after:?}");
         assert!(authority.bundle_pem().ends_with(authority.ca_pem()));
     }
 }

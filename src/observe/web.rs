@@ -256,6 +256,24 @@ pub fn read_request(first: Vec<u8>, conn: &mut (impl std::io::Read + std::io::Wr
     }
 }
 
+/// Most bytes read from a client after its answer.
+pub const MAX_AFTER_ANSWER: usize = 64 << 10;
+
+/// What `conn` sends until it closes, fails or pauses longer than its read timeout, at most
+/// `max` bytes.
+pub fn read_on(conn: &mut impl std::io::Read, max: usize) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut chunk = [0u8; 8192];
+    while out.len() < max {
+        match conn.read(&mut chunk) {
+            Ok(0) | Err(_) => break,
+            Ok(k) => out.extend_from_slice(&chunk[..k]),
+        }
+    }
+    out.truncate(max);
+    out
+}
+
 /// Where `needle` first starts in `hay`.
 fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
     hay.windows(needle.len()).position(|w| w == needle)

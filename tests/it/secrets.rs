@@ -373,6 +373,11 @@ fn leaky_client_run(who: As) {
             "resolve_mirror",
             "github-token from $GITHUB_TOKEN (base64) to exfil.test (DNS name)",
         ),
+        // A second request on a connection whose answer said `close`.
+        (
+            "check_updates",
+            "openai-api-key from $OPENAI_API_KEY to updates.exfil.test:80 (HTTP request)",
+        ),
         (
             "resolve_mirror",
             "aws-secret-access-key from $AWS_SECRET_ACCESS_KEY (hex) to drip.test (DNS name)",
