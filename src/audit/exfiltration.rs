@@ -21,7 +21,7 @@ encoding (raw, base64, hex, base32, URL escaping, gzip or deflate, one inside an
 16 bytes of them, in what the server sends, each destination's traffic joined in order (a secret \
 split over several requests, datagrams or lookups is whole again): the DNS names it looks up, in \
 the case they were asked in (labels joined, and joined across successive lookups under one \
-parent domain), its HTTP requests whole (request line, headers, body up to 1 MiB; decrypted for \
+parent domain) and the rest of each query (other questions, EDNS options and other records), its HTTP requests whole (request line, headers, body up to 1 MiB; decrypted for \
 HTTPS) and what other protocols send on the observed ports (80, 443, 8080, 8443 and \
 `--observe-port`), TLS server names, and datagrams and other packets whole, whatever their port. \
 The sandbox's network goes nowhere, so nothing really left; on a real machine it would have.\n\n\
@@ -35,7 +35,7 @@ credential sent in a request to its own service (a GitHub token to GitHub's host
 to the npm registry, an API key to its provider's API) is use, not exfiltration: it stays an \
 observation. A credential in a DNS name or a TLS server name is never use.\n\n\
 Not yet seen: what a TCP connection to another port would send (the sandbox refuses the \
-connection; the attempt is reported), a DNS query's questions past its first, what a connection \
+connection; the attempt is reported), what a connection \
 sends after its first 3 s or after a pause of 150 ms once answered (what it sends after the \
 answer within that, a second request, is read with the first; see docs/secrets.md).\n\n\
 A secret written into a temporary file that other users can read (`$TMPDIR`, on a real machine \

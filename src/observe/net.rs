@@ -291,12 +291,26 @@ fn dns_loop(sock: UdpSocket, state: NetHandle) {
                 28 => "AAAA".to_string(),
                 other => format!("type {other}"),
             }),
-            carried: Carried::of(asked.as_bytes()),
+            // The name as asked, then what the rest of the query carries (see
+            // [`DNS_REST`]).
+            carried: Carried::of(&{
+                let rest = rest_of_query(&buf[..n], question_end);
+                let mut carried = asked.clone().into_bytes();
+                if !rest.is_empty() {
+                    carried.push(DNS_REST);
+                    carried.extend_from_slice(&rest);
+                }
+                carried
+            }),
         });
         let reply = build_reply(&buf[..question_end], answer);
         let _ = sock.send_to(&reply, from);
     }
 }
+
+/// In a DNS event's carried bytes, what separates the name asked from the rest of the query
+/// (other questions' names, other records' bytes): a byte no name holds.
+pub const DNS_REST: u8 = 0;
 
 /// Names that stay inside the sandbox: its host name and `localhost`.
 pub fn is_local_name(name: &str) -> bool {
@@ -322,8 +336,33 @@ pub fn parse_query(b: &[u8]) -> Option<(String, u16, usize)> {
     if b.len() < 12 || b[2] & 0x80 != 0 || u16::from_be_bytes([b[4], b[5]]) == 0 {
         return None;
     }
+    parse_question(b, 12)
+}
+
+/// The parts of a query past its first question that can carry data: the names of its
+/// other questions (at most 8), one a line, then the bytes of its other records (EDNS
+/// options among them) as they are; empty when there are none.
+pub fn rest_of_query(b: &[u8], first_end: usize) -> Vec<u8> {
+    let questions = u16::from_be_bytes([b[4], b[5]]);
+    let mut out = Vec::new();
+    let mut off = first_end;
+    for _ in 1..questions.min(8) {
+        let Some((name, _, end)) = parse_question(b, off) else {
+            break;
+        };
+        out.extend_from_slice(name.as_bytes());
+        out.push(b'\n');
+        off = end;
+    }
+    if let Some(rest) = b.get(off..) {
+        out.extend_from_slice(rest);
+    }
+    out
+}
+
+/// The question at `off`: its name, type, and where it ends.
+fn parse_question(b: &[u8], mut off: usize) -> Option<(String, u16, usize)> {
     let mut labels = Vec::new();
-    let mut off = 12;
     loop {
         let len = *b.get(off)? as usize;
         if len == 0 {
@@ -910,6 +949,29 @@ mod tests {
         assert_eq!(u16::from_be_bytes([r[6], r[7]]), 1, "one answer");
         assert_eq!(&r[r.len() - 4..], &[198, 18, 0, 1]);
         assert!(parse_query(&[0u8; 5]).is_none());
+    }
+
+    #[test]
+    fn a_querys_other_questions_and_records_are_kept_for_the_secret_scan() {
+        let mut q = query("first.test", 1);
+        q[5] = 3; // three questions
+        for name in ["second.test", "third.test"] {
+            for label in name.split('.') {
+                q.push(label.len() as u8);
+                q.extend_from_slice(label.as_bytes());
+            }
+            q.extend_from_slice(&[0, 0, 1, 0, 1]);
+        }
+        q.extend_from_slice(b"\x00\x00\x29EDNS-OPTION-DATA");
+        let (asked, _, end) = parse_query(&q).expect("query");
+        assert_eq!(asked, "first.test");
+        let rest = rest_of_query(&q, end);
+        let rest = String::from_utf8_lossy(&rest);
+        assert!(rest.starts_with("second.test\nthird.test\n"), "{rest}");
+        assert!(rest.ends_with("EDNS-OPTION-DATA"), "{rest}");
+        let plain = query("only.test", 1);
+        let (_, _, plain_end) = parse_query(&plain).expect("query");
+        assert!(rest_of_query(&plain, plain_end).is_empty());
     }
 
     #[test]

@@ -207,6 +207,12 @@ impl SecretWatch {
             let port = n.port.map(|p| format!(":{p}")).unwrap_or_default();
             let carried = n.carried.bytes();
             if n.kind == crate::evidence::NetKind::Dns {
+                // The name asked, and what the rest of the query carried.
+                let (carried, rest) = match carried.iter().position(|b| *b == super::net::DNS_REST)
+                {
+                    Some(i) => (&carried[..i], &carried[i + 1..]),
+                    None => (carried, &[][..]),
+                };
                 let asked = if carried.is_empty() {
                     n.name
                         .clone()
@@ -215,6 +221,12 @@ impl SecretWatch {
                 } else {
                     String::from_utf8_lossy(carried).into_owned()
                 };
+                // What the rest of a query carried, each query's (a name asked again may
+                // bring other records).
+                if !rest.is_empty() {
+                    let target = format!("{} (DNS query's other parts)", parent_domain(&asked));
+                    add(format!("0{target}"), n.mechanism, rest);
+                }
                 if asked.is_empty()
                     || asked.parse::<std::net::IpAddr>().is_ok()
                     || !names.insert(asked.clone())
@@ -880,6 +892,18 @@ mod tests {
                 half.as_bytes(),
             ));
         }
+        // A query whose second question (or EDNS option) carries a secret, asked under an
+        // innocent first name.
+        let mut with_rest = b"cdn.example.test".to_vec();
+        with_rest.push(super::super::net::DNS_REST);
+        with_rest.extend_from_slice(format!("{}.q.test\n", &b64[..40]).as_bytes());
+        observations.push(event(
+            NetKind::Dns,
+            "cdn.example.test",
+            Some("cdn.example.test"),
+            None,
+            &with_rest,
+        ));
         w.in_network(&mut observations);
         let sent: Vec<String> = described_sightings(&observations);
         for says in [
@@ -887,10 +911,11 @@ mod tests {
             "github-token from $GITHUB_TOKEN (base64) to exfil.test (DNS name)",
             "github-token from $GITHUB_TOKEN to hooks.test:443 (HTTP request)",
             "openai-api-key from $OPENAI_API_KEY to 192.0.2.77:9999 (datagram)",
+            "github-token from $GITHUB_TOKEN (base64) to example.test (DNS query's other parts)",
         ] {
             assert!(sent.iter().any(|s| s.contains(says)), "{says}: {sent:?}");
         }
-        assert_eq!(sent.len(), 4, "{sent:?}");
+        assert_eq!(sent.len(), 5, "{sent:?}");
     }
 
     #[test]
