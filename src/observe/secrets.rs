@@ -23,13 +23,24 @@ pub const MAX_FILES_READ: usize = 16;
 pub struct SecretWatch {
     canaries: Canaries,
     detector: Detector,
+    /// The last [`TAIL`] bytes of each destination's traffic (by key) at the checkpoints
+    /// before: a secret split between two windows is whole across their boundary.
+    tails: std::sync::Mutex<std::collections::HashMap<String, Vec<u8>>>,
 }
+
+/// How much of each destination's traffic is kept from one checkpoint to the next, and how
+/// much of the next is joined to it: more than any planted value's longest encoding.
+const TAIL: usize = 4096;
 
 impl SecretWatch {
     /// Watches for `canaries`.
     pub fn new(canaries: Canaries) -> SecretWatch {
         let detector = canaries.detector();
-        SecretWatch { canaries, detector }
+        SecretWatch {
+            canaries,
+            detector,
+            tails: Default::default(),
+        }
     }
 
     /// The canaries planted.
@@ -304,14 +315,43 @@ impl SecretWatch {
         }
         let mut seen = BTreeSet::new();
         let mut found = Vec::new();
+        let mut tails = self.tails.lock().unwrap_or_else(|p| p.into_inner());
         for (key, mechanism, bytes) in sent {
             let target = key[1..].to_string();
             found.extend(self.sightings_in(
                 &bytes,
-                (SecretMove::Sent, target, mechanism),
+                (SecretMove::Sent, target.clone(), mechanism),
                 &mut seen,
             ));
+            // Across the boundary with what this destination was sent before: a secret
+            // found only there (not in the tail alone, nor in this window's bytes) was
+            // split between the two windows, and is this one's, which completed it.
+            let tail = tails.remove(&key).unwrap_or_default();
+            if !tail.is_empty() {
+                let mut joined = tail.clone();
+                joined.extend_from_slice(&bytes[..bytes.len().min(TAIL)]);
+                let mut excluded = seen.clone();
+                excluded.extend(
+                    self.detector
+                        .find(&tail)
+                        .into_iter()
+                        .map(|s| (s.canary, target.clone())),
+                );
+                let split = self.sightings_in(
+                    &joined,
+                    (SecretMove::Sent, target.clone(), mechanism),
+                    &mut excluded,
+                );
+                seen = excluded;
+                found.extend(split);
+            }
+            let mut kept = tail;
+            kept.extend_from_slice(&bytes);
+            let cut = kept.len().saturating_sub(TAIL);
+            kept.drain(..cut);
+            tails.insert(key, kept);
         }
+        drop(tails);
         fetched.dedup();
         observations.extend(fetched);
         observations.extend(found);
@@ -916,6 +956,49 @@ mod tests {
             assert!(sent.iter().any(|s| s.contains(says)), "{says}: {sent:?}");
         }
         assert_eq!(sent.len(), 5, "{sent:?}");
+    }
+
+    #[test]
+    fn a_secret_split_between_two_windows_is_the_second_ones_and_is_never_seen_twice() {
+        use crate::evidence::{Carried, NetKind};
+        let w = watch();
+        let key = value_of(&w, "$OPENAI_API_KEY");
+        let datagram = |bytes: &[u8]| {
+            vec![Observation::Network(crate::evidence::NetEvent {
+                kind: NetKind::Datagram,
+                destination: "192.0.2.77".into(),
+                port: Some(9999),
+                name: None,
+                loopback: false,
+                mechanism: Mechanism::Packet,
+                payload: None,
+                carried: Carried::of(bytes),
+            })]
+        };
+        // Ten bytes a window: no piece alone is long enough to name the secret.
+        let mut pieces = key.as_bytes().chunks(10);
+        let mut window = datagram(pieces.next().expect("piece"));
+        w.in_network(&mut window);
+        assert!(described_sightings(&window).is_empty(), "{window:?}");
+        let mut window = datagram(pieces.next().expect("piece"));
+        w.in_network(&mut window);
+        let sent = described_sightings(&window);
+        assert_eq!(sent.len(), 1, "{sent:?}");
+        assert!(
+            sent[0].contains("to 192.0.2.77:9999 (datagram)"),
+            "{sent:?}"
+        );
+        // The pieces that follow, and later traffic to the same place, do not find it again
+        // in what came before.
+        for piece in pieces.chain([&b"ping"[..]]) {
+            let mut window = datagram(piece);
+            w.in_network(&mut window);
+            assert!(described_sightings(&window).is_empty(), "{window:?}");
+        }
+        // Sent whole again, it is seen again.
+        let mut window = datagram(key.as_bytes());
+        w.in_network(&mut window);
+        assert_eq!(described_sightings(&window).len(), 1);
     }
 
     #[test]
