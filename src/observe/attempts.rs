@@ -261,6 +261,15 @@ impl Observer for AttemptObserver {
                 ));
                 q.dropped = 0;
             }
+            if q.env_dropped > 0 {
+                self.notes.push(format!(
+                    "{} program(s) started were recorded without their environment (more than {} MiB of environments between two checkpoints): planted secrets in them were not looked for",
+                    q.env_dropped,
+                    crate::sandbox::notify::ENV_QUEUE_BUDGET >> 20
+                ));
+                q.env_dropped = 0;
+            }
+            q.env_bytes = 0;
             std::mem::take(&mut q.attempts)
         };
         let mut out: Vec<Observation> = Vec::new();

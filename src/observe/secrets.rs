@@ -104,9 +104,7 @@ impl SecretWatch {
         if self.detector.is_empty() {
             return Vec::new();
         }
-        let Ok(bytes) = serde_json::to_vec(result) else {
-            return Vec::new();
-        };
+        let bytes = text_of(result);
         let sightings = self.detector.find(&bytes);
         if sightings.is_empty() {
             return Vec::new();
@@ -135,15 +133,11 @@ impl SecretWatch {
 
     /// The canaries (their indices) a call's `arguments` carry.
     fn carried_by(&self, arguments: &Value) -> BTreeSet<usize> {
-        serde_json::to_vec(arguments)
-            .map(|a| {
-                self.detector
-                    .find(&a)
-                    .into_iter()
-                    .map(|s| s.canary)
-                    .collect()
-            })
-            .unwrap_or_default()
+        self.detector
+            .find(&text_of(arguments))
+            .into_iter()
+            .map(|s| s.canary)
+            .collect()
     }
 
     /// Settles a call's sightings by its `arguments`: a read of a file they named was asked
@@ -606,6 +600,30 @@ fn schema_offers<'a>(schema: &'a Value, out: &mut Vec<&'a str>) {
     }
 }
 
+/// The text of a JSON value as its reader sees it: every object key and string, unescaped
+/// (a base64 dump wrapped in lines is whole again, where its JSON form has `\n` escapes
+/// between the lines), one a line.
+fn text_of(v: &Value) -> Vec<u8> {
+    fn walk(v: &Value, out: &mut Vec<u8>) {
+        match v {
+            Value::String(s) => {
+                out.extend_from_slice(s.as_bytes());
+                out.push(b'\n');
+            }
+            Value::Array(a) => a.iter().for_each(|x| walk(x, out)),
+            Value::Object(o) => o.iter().for_each(|(k, x)| {
+                out.extend_from_slice(k.as_bytes());
+                out.push(b'\n');
+                walk(x, out);
+            }),
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    walk(v, &mut out);
+    out
+}
+
 fn strings_in<'a>(v: &'a Value, out: &mut Vec<&'a str>) {
     match v {
         Value::String(s) => out.push(s),
@@ -704,6 +722,27 @@ mod tests {
             w.in_result(&json!({"text": "plain"}), &json!({}))
                 .is_empty()
         );
+    }
+
+    #[test]
+    fn a_gzip_dump_in_base64_wrapped_in_lines_is_found_in_a_result() {
+        use base64::Engine;
+        use std::io::Write;
+        let w = watch();
+        let key = value_of(&w, "$OPENAI_API_KEY");
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        gz.write_all(format!("OPENAI_API_KEY={key}\n").as_bytes())
+            .expect("gzip");
+        let encoded = base64::engine::general_purpose::STANDARD.encode(gz.finish().expect("gzip"));
+        // Wrapped at 20 columns, as `base64` wraps (at 76) a longer dump.
+        let wrapped: Vec<String> = encoded
+            .as_bytes()
+            .chunks(20)
+            .map(|c| String::from_utf8_lossy(c).into_owned())
+            .collect();
+        let result = json!({"content": [{"type": "text", "text": wrapped.join("\n")}]});
+        let seen = w.in_result(&result, &json!({}));
+        assert_eq!(seen.len(), 1, "{seen:?}");
     }
 
     #[test]

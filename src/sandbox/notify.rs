@@ -83,6 +83,10 @@ pub struct Pending {
     pub attempts: Vec<Attempt>,
     /// Records dropped because the queue was full.
     pub dropped: u64,
+    /// Bytes of the environments held by the records (at most [`ENV_QUEUE_BUDGET`]).
+    pub env_bytes: usize,
+    /// Programs started whose environment was not kept: the budget was spent.
+    pub env_dropped: u64,
     /// Shared mappings of files made so far (never drained): writes through them change
     /// files without any notification.
     pub shared_file_maps: u64,
@@ -229,24 +233,48 @@ fn run(listener: OwnedFd, queue: AttemptQueue, places: LockPlaces) {
             let pid = thread_group(req.pid).unwrap_or(req.pid);
             let mut q = queue.lock().unwrap_or_else(|p| p.into_inner());
             for kind in decoded {
-                if q.attempts.len() < QUEUE_CAP {
-                    q.attempts.push(Attempt {
-                        at: Instant::now(),
-                        tid: req.pid,
-                        pid,
-                        syscall: super::seccomp::name_of(req.data.nr),
-                        kind,
-                    });
-                } else {
-                    q.dropped += 1;
-                }
+                q.record(Attempt {
+                    at: Instant::now(),
+                    tid: req.pid,
+                    pid,
+                    syscall: super::seccomp::name_of(req.data.nr),
+                    kind,
+                });
             }
         }
     }
 }
 
+impl Pending {
+    /// Keeps `a`, as far as the caps allow: at most [`QUEUE_CAP`] records (the rest are
+    /// counted), and the environments of programs started at most [`ENV_QUEUE_BUDGET`] bytes
+    /// in all (past it a program is kept without its environment, and counted): a server
+    /// that starts programs in a loop, each with a large environment, cannot fill the
+    /// harness's memory between two checkpoints.
+    fn record(&mut self, mut a: Attempt) {
+        if self.attempts.len() >= QUEUE_CAP {
+            self.dropped += 1;
+            return;
+        }
+        if let AttemptKind::Exec { env, .. } = &mut a.kind {
+            let size: usize = env.iter().map(String::len).sum();
+            if self.env_bytes + size > ENV_QUEUE_BUDGET {
+                self.env_dropped += 1;
+                env.clear();
+            } else {
+                self.env_bytes += size;
+            }
+        }
+        self.attempts.push(a);
+    }
+}
+
 /// Most environment entries read from a program started.
 const MAX_ENV_ENTRIES: u64 = 256;
+
+/// Most bytes of environments held between two checkpoints (past it, programs are recorded
+/// without theirs, and counted).
+pub const ENV_QUEUE_BUDGET: usize = 32 << 20;
 
 /// Most bytes of a program's environment read in all.
 const MAX_ENV_BYTES: usize = 256 << 10;
@@ -666,5 +694,51 @@ fn decode_one(req: &libc::seccomp_notif) -> Option<AttemptKind> {
             })
         }
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn exec(env_bytes: usize) -> Attempt {
+        Attempt {
+            at: Instant::now(),
+            tid: 7,
+            pid: 7,
+            syscall: "execve",
+            kind: AttemptKind::Exec {
+                path: "/bin/true".into(),
+                argv: vec!["true".into()],
+                env: vec![format!("PAD={}", "x".repeat(env_bytes.saturating_sub(4)))],
+            },
+        }
+    }
+
+    #[test]
+    fn environments_kept_between_checkpoints_are_bounded_in_all() {
+        let mut q = Pending::default();
+        // 4 MiB a program: the budget holds eight of them.
+        for _ in 0..20 {
+            q.record(exec(4 << 20));
+        }
+        assert_eq!(q.attempts.len(), 20, "every program is recorded");
+        let kept = q
+            .attempts
+            .iter()
+            .filter(|a| matches!(&a.kind, AttemptKind::Exec { env, .. } if !env.is_empty()))
+            .count();
+        assert_eq!(kept, ENV_QUEUE_BUDGET / (4 << 20));
+        assert_eq!(q.env_dropped, 20 - kept as u64);
+        assert!(q.env_bytes <= ENV_QUEUE_BUDGET);
+    }
+
+    #[test]
+    fn records_past_the_cap_are_counted_not_kept() {
+        let mut q = Pending::default();
+        for _ in 0..QUEUE_CAP + 3 {
+            q.record(exec(8));
+        }
+        assert_eq!((q.attempts.len(), q.dropped), (QUEUE_CAP, 3));
     }
 }
