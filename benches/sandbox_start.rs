@@ -50,7 +50,7 @@ fn main() {
             let mut started =
                 // The network observer serves the sockets, as in a run.
                 ServerProcess::spawn_sandboxed(&spec, &config, Some(&exe), |s| {
-                    hintcheck::observe::net::start(s.dns, s.listeners, s.packets, None, None)
+                    hintcheck::observe::net::start(s.dns, s.listeners, Some(s.more_listeners), s.packets, None, None)
                 })
                     .await
                     .expect("sandbox");

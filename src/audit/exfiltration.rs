@@ -23,7 +23,8 @@ split over several requests, datagrams or lookups is whole again): the DNS names
 the case they were asked in (labels joined, and joined across successive lookups under one \
 parent domain) and the rest of each query (other questions, EDNS options and other records), its HTTP requests whole (request line, headers, body up to 1 MiB; decrypted for \
 HTTPS) and what other protocols send on the observed ports (80, 443, 8080, 8443 and \
-`--observe-port`), TLS server names, and datagrams and other packets whole, whatever their port. \
+`--observe-port`, and any other port a connection is made to, through a listener opened for \
+it), TLS server names, and datagrams and other packets whole, whatever their port. \
 The sandbox's network goes nowhere, so nothing really left; on a real machine it would have.\n\n\
 Traffic a call schedules for later (a timer's upload after the call answered) is the call's: the \
 replay that gives the traffic to the tool that armed the timer takes its secrets along.\n\n\
@@ -34,8 +35,8 @@ in a request that runs no tool) it is an error on the server, never discounted a
 credential sent in a request to its own service (a GitHub token to GitHub's hosts, an npm token \
 to the npm registry, an API key to its provider's API) is use, not exfiltration: it stays an \
 observation. A credential in a DNS name or a TLS server name is never use.\n\n\
-Not yet seen: what a TCP connection to another port would send (the sandbox refuses the \
-connection; the attempt is reported), what a connection \
+A TCP connection past loopback to any other port is read too: the sandbox opens a listener \
+on that address and port before the connect runs. Not yet seen: what a connection \
 sends after its first 3 s or after a pause of 150 ms once answered (what it sends after the \
 answer within that, a second request, is read with the first; see docs/secrets.md).\n\n\
 A secret written into a temporary file that other users can read (`$TMPDIR`, on a real machine \

@@ -193,6 +193,7 @@ impl NetState {
 pub fn start(
     dns: UdpSocket,
     listeners: Vec<(u16, TcpListener)>,
+    more_listeners: Option<std::sync::mpsc::Receiver<(u16, TcpListener)>>,
     packets: Option<std::os::fd::OwnedFd>,
     authority: Option<Arc<super::tls::Authority>>,
     metadata: Option<super::metadata::CloudMetadata>,
@@ -221,13 +222,33 @@ pub fn start(
         .name("dns-stub".into())
         .spawn(move || dns_loop(dns, s));
     for (port, listener) in listeners {
+        listen_on(listener, port, &state);
+    }
+    // Listeners opened on demand, for the ports a server connects to, as they come.
+    if let Some(more) = more_listeners {
         let s = state.clone();
-        let _ = listener.set_nonblocking(true);
         let _ = std::thread::Builder::new()
-            .name(format!("listener-{port}"))
-            .spawn(move || accept_loop(listener, port, s));
+            .name("listeners".into())
+            .spawn(move || {
+                while !s.stop.load(Ordering::SeqCst) {
+                    match more.recv_timeout(Duration::from_millis(200)) {
+                        Ok((port, listener)) => listen_on(listener, port, &s),
+                        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+                        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
+                    }
+                }
+            });
     }
     state
+}
+
+/// Accepts on `listener` (port `port`) on a thread of its own until the service stops.
+fn listen_on(listener: TcpListener, port: u16, state: &NetHandle) {
+    let s = state.clone();
+    let _ = listener.set_nonblocking(true);
+    let _ = std::thread::Builder::new()
+        .name(format!("listener-{port}"))
+        .spawn(move || accept_loop(listener, port, s));
 }
 
 fn dns_loop(sock: UdpSocket, state: NetHandle) {

@@ -148,7 +148,7 @@ pub(super) fn build(
             }
         )),
         network: config.sandbox.level.is_some().then(|| {
-            format!("DNS questions with their names, connect, sendto and sendmmsg attempts (seccomp), every outgoing TCP SYN and every packet of another IP protocol on lo (UDP on any port and with any payload, UDP-Lite, SCTP, ICMP) whatever sent it (a packet socket, where the sandbox says it made one), TLS SNI and HTTP request lines on ports {}", config.sandbox.observe_ports.iter().map(|p| p.to_string()).collect::<Vec<_>>().join(", "))
+            format!("DNS questions with their names, connect, sendto and sendmmsg attempts (seccomp), every outgoing TCP SYN and every packet of another IP protocol on lo (UDP on any port and with any payload, UDP-Lite, SCTP, ICMP) whatever sent it (a packet socket, where the sandbox says it made one), TLS SNI and HTTP requests on ports {}, and what a TCP connection past loopback to any other port sends (a listener opened for it)", config.sandbox.observe_ports.iter().map(|p| p.to_string()).collect::<Vec<_>>().join(", "))
         }),
     };
     (recorder, coverage)

@@ -469,6 +469,7 @@ async fn spawn(
         crate::observe::net::start(
             sockets.dns,
             sockets.listeners,
+            Some(sockets.more_listeners),
             sockets.packets,
             authority,
             metadata,
@@ -538,7 +539,9 @@ fn sandbox_config(
         notify: true,
         network_observer: true,
         observe_ports: ctx.config.sandbox.observe_ports.clone(),
-        connector: ctx.config.server.transport != crate::config::Transport::Stdio,
+        // HTTP servers are reached through it; the network observer opens listeners on
+        // demand through it (the ports a server connects to).
+        connector: true,
         program,
         args: ctx.spec.args.clone(),
         // No run marker: the pid namespace ends every process of the sandbox, and a variable

@@ -4,11 +4,14 @@
 //! Nothing listens on the host, and the harness never enters the namespace (unprivileged it
 //! could not: `setns` into a network namespace needs `CAP_SYS_ADMIN` in the caller's own user
 //! namespace too). A request is the port (two bytes, big endian); the answer is an errno (four
-//! bytes, 0 when connected) with the socket attached.
+//! bytes, 0 when connected) with the socket attached. A request for a listener (`L`, the
+//! address as 16 bytes of IPv6, IPv4 mapped, and the port) is answered the same way with a
+//! TCP listener bound there: every address inside is local (routed to `lo`), so the network
+//! observer can listen, on demand, on the very address and port a server is connecting to.
 
 use std::io::{IoSlice, IoSliceMut};
 use std::mem::MaybeUninit;
-use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, TcpStream};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener, TcpStream};
 use std::os::fd::{AsFd, OwnedFd};
 use std::sync::Mutex;
 use std::time::Duration;
@@ -18,12 +21,16 @@ use rustix::net::{
     SendAncillaryMessage, SendFlags,
 };
 
+/// The size of a request for a listener: `L`, 16 bytes of address, 2 of port.
+const LISTEN_REQUEST: usize = 19;
+
 /// How long the init waits for one connection on the sandbox's loopback.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 
-/// The harness's end: asks the init for connections.
+/// The harness's end: asks the init for connections (shared: clones ask through one pair).
+#[derive(Clone)]
 pub struct Connector {
-    socket: Mutex<OwnedFd>,
+    socket: std::sync::Arc<Mutex<OwnedFd>>,
 }
 
 impl std::fmt::Debug for Connector {
@@ -36,15 +43,33 @@ impl Connector {
     /// Wraps the harness's end of the pair the init handed over.
     pub fn new(socket: OwnedFd) -> Connector {
         Connector {
-            socket: Mutex::new(socket),
+            socket: std::sync::Arc::new(Mutex::new(socket)),
         }
     }
 
     /// A TCP socket connected to `port` on the sandbox's loopback (blocking; one request at a
     /// time). `ConnectionRefused` while nothing listens there yet.
     pub fn connect(&self, port: u16) -> std::io::Result<TcpStream> {
+        self.ask(&port.to_be_bytes()).map(TcpStream::from)
+    }
+
+    /// A TCP listener bound to `address` and `port` in the sandbox's network namespace.
+    pub fn listen(&self, address: IpAddr, port: u16) -> std::io::Result<TcpListener> {
+        let v6 = match address {
+            IpAddr::V4(v4) => v4.to_ipv6_mapped(),
+            IpAddr::V6(v6) => v6,
+        };
+        let mut request = [0u8; LISTEN_REQUEST];
+        request[0] = b'L';
+        request[1..17].copy_from_slice(&v6.octets());
+        request[17..].copy_from_slice(&port.to_be_bytes());
+        self.ask(&request).map(TcpListener::from)
+    }
+
+    /// Sends one request and waits for its answer: the socket it carries, or the errno.
+    fn ask(&self, request: &[u8]) -> std::io::Result<OwnedFd> {
         let socket = self.socket.lock().unwrap_or_else(|p| p.into_inner());
-        rustix::net::send(socket.as_fd(), &port.to_be_bytes(), SendFlags::NOSIGNAL)?;
+        rustix::net::send(socket.as_fd(), request, SendFlags::NOSIGNAL)?;
         let mut answer = [0u8; 4];
         let mut space = [MaybeUninit::<u8>::uninit(); rustix::cmsg_space!(ScmRights(1))];
         let mut control = RecvAncillaryBuffer::new(&mut space);
@@ -72,7 +97,7 @@ impl Connector {
             ));
         }
         match (i32::from_be_bytes(answer), fds.pop()) {
-            (0, Some(fd)) => Ok(TcpStream::from(fd)),
+            (0, Some(fd)) => Ok(fd),
             (0, None) => Err(std::io::Error::other("the sandbox sent no socket")),
             (errno, _) => Err(std::io::Error::from_raw_os_error(errno)),
         }
@@ -88,7 +113,7 @@ pub fn serve(socket: OwnedFd) {
 /// The outer init calls it when its poll says a request waits: a process that unshared its
 /// pid namespace cannot start threads.
 pub fn answer_one(socket: &OwnedFd) -> bool {
-    let mut request = [0u8; 2];
+    let mut request = [0u8; LISTEN_REQUEST];
     let n = loop {
         match rustix::net::recv(socket.as_fd(), &mut request, RecvFlags::empty()) {
             Ok((n, _)) => break n,
@@ -99,16 +124,23 @@ pub fn answer_one(socket: &OwnedFd) -> bool {
     if n == 0 {
         return false;
     }
-    if n != 2 {
-        return true;
-    }
-    let port = u16::from_be_bytes(request);
-    let connected = connect_loopback(port);
-    let (errno, stream) = match &connected {
-        Ok(s) => (0, Some(s)),
+    let made: std::io::Result<OwnedFd> = match n {
+        2 => connect_loopback(u16::from_be_bytes([request[0], request[1]])).map(OwnedFd::from),
+        LISTEN_REQUEST if request[0] == b'L' => {
+            let mut v6 = [0u8; 16];
+            v6.copy_from_slice(&request[1..17]);
+            let v6 = Ipv6Addr::from(v6);
+            let address = v6.to_ipv4_mapped().map_or(IpAddr::V6(v6), IpAddr::V4);
+            let port = u16::from_be_bytes([request[17], request[18]]);
+            TcpListener::bind(SocketAddr::new(address, port)).map(OwnedFd::from)
+        }
+        _ => return true,
+    };
+    let (errno, made) = match made {
+        Ok(fd) => (0, Some(fd)),
         Err(e) => (e.raw_os_error().unwrap_or(libc::ECONNREFUSED), None),
     };
-    let fds: Vec<_> = stream.iter().map(|s| s.as_fd()).collect();
+    let fds: Vec<_> = made.iter().map(|s| s.as_fd()).collect();
     let mut space = [MaybeUninit::<u8>::uninit(); rustix::cmsg_space!(ScmRights(1))];
     let mut control = SendAncillaryBuffer::new(&mut space);
     if !fds.is_empty() && !control.push(SendAncillaryMessage::ScmRights(&fds)) {
@@ -153,6 +185,14 @@ mod tests {
         drop(listener);
         let refused = connector.connect(port).expect_err("nothing listens");
         assert_eq!(refused.kind(), std::io::ErrorKind::ConnectionRefused);
+        // A listener on demand, bound on the other side.
+        let listener = connector
+            .listen(IpAddr::V4(Ipv4Addr::LOCALHOST), 0)
+            .expect("listener");
+        let at = listener.local_addr().expect("addr");
+        assert!(at.ip().is_loopback() && at.port() != 0, "{at}");
+        let _client = TcpStream::connect(at).expect("connect");
+        listener.accept().expect("accepted");
         drop(connector);
         server
             .join()

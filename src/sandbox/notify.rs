@@ -128,12 +128,90 @@ impl LockPlaces {
 
 /// [`start`], refusing locks outside `places`.
 pub fn start_with_locks(listener: OwnedFd, places: LockPlaces) -> AttemptQueue {
+    start_with(listener, places, None)
+}
+
+/// [`start_with_locks`], opening listeners on demand (see [`OnDemand`]) when given.
+pub fn start_with(
+    listener: OwnedFd,
+    places: LockPlaces,
+    on_demand: Option<OnDemand>,
+) -> AttemptQueue {
     let queue: AttemptQueue = Arc::new(Mutex::new(Pending::default()));
     let q = queue.clone();
     let _ = std::thread::Builder::new()
         .name("seccomp-recorder".into())
-        .spawn(move || run(listener, q, places));
+        .spawn(move || run(listener, q, places, on_demand));
     queue
+}
+
+/// Most listeners opened on demand in one sandbox.
+const MAX_ON_DEMAND: usize = 64;
+
+/// Listeners opened on demand: before a TCP `connect` past loopback to a port the network
+/// observer does not listen on runs, a listener bound to that very address and port is made
+/// inside the sandbox (through the connector: every address there is local) and handed to
+/// the observer, so that the connection is accepted and what it sends is read instead of
+/// refused unseen. The address comes from the server's memory and may change after it is
+/// read: the worst a server gets by that is a listener it does not use.
+pub struct OnDemand {
+    connector: super::connector::Connector,
+    sink: std::sync::mpsc::Sender<(u16, std::net::TcpListener)>,
+    observed: Vec<u16>,
+    opened: std::collections::HashSet<(std::net::IpAddr, u16)>,
+}
+
+impl OnDemand {
+    /// Opens listeners through `connector` and hands them to `sink`; `observed` are the ports
+    /// the observer listens on already (on every address).
+    pub fn new(
+        connector: super::connector::Connector,
+        sink: std::sync::mpsc::Sender<(u16, std::net::TcpListener)>,
+        observed: Vec<u16>,
+    ) -> OnDemand {
+        OnDemand {
+            connector,
+            sink,
+            observed,
+            opened: Default::default(),
+        }
+    }
+
+    /// Before a `connect` decoded as `kinds` runs: opens the listener it needs, if any.
+    fn before_connect(&mut self, kinds: &[AttemptKind]) {
+        for kind in kinds {
+            let AttemptKind::Socket {
+                family,
+                address,
+                port: Some(port),
+                udp: false,
+            } = kind
+            else {
+                continue;
+            };
+            let Ok(ip) = address.parse::<std::net::IpAddr>() else {
+                continue;
+            };
+            let ip = match ip {
+                std::net::IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, std::net::IpAddr::V4),
+                v4 => v4,
+            };
+            if !family.starts_with("inet")
+                || ip.is_loopback()
+                || ip.is_unspecified()
+                || ip.is_multicast()
+                || *port == 0
+                || self.observed.contains(port)
+                || self.opened.len() >= MAX_ON_DEMAND
+                || !self.opened.insert((ip, *port))
+            {
+                continue;
+            }
+            if let Ok(listener) = self.connector.listen(ip, *port) {
+                let _ = self.sink.send((*port, listener));
+            }
+        }
+    }
 }
 
 /// The refusal of a lock on a file other sandboxes can see (see [`LockPlaces`]), decided
@@ -161,7 +239,12 @@ fn lock_refusal(req: &libc::seccomp_notif, places: &LockPlaces) -> Option<super:
     })
 }
 
-fn run(listener: OwnedFd, queue: AttemptQueue, places: LockPlaces) {
+fn run(
+    listener: OwnedFd,
+    queue: AttemptQueue,
+    places: LockPlaces,
+    mut on_demand: Option<OnDemand>,
+) {
     let fd = listener.as_raw_fd();
     loop {
         // Wait for a notification, or for the end (no process left: POLLHUP).
@@ -211,6 +294,13 @@ fn run(listener: OwnedFd, queue: AttemptQueue, places: LockPlaces) {
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
                 .shared_file_maps += 1;
+        }
+        // A connect past loopback to a port nothing listens on gets its listener before
+        // it runs (see [`OnDemand`]).
+        if valid && refused.is_none() && req.data.nr as i64 == libc::SYS_connect {
+            if let Some(d) = on_demand.as_mut() {
+                d.before_connect(&decoded);
+            }
         }
         let resp = match &refused {
             Some(r) => libc::seccomp_notif_resp {

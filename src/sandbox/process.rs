@@ -203,6 +203,9 @@ pub struct NetworkSockets {
     pub listeners: Vec<(u16, std::net::TcpListener)>,
     /// The packet socket on `lo`.
     pub packets: Option<OwnedFd>,
+    /// Listeners opened later, on demand, for ports a server connects to (see
+    /// [`super::notify::OnDemand`]), with their ports.
+    pub more_listeners: std::sync::mpsc::Receiver<(u16, std::net::TcpListener)>,
 }
 
 /// A server started in the sandbox, with what the sandbox handed over; `N` is what the
@@ -370,6 +373,10 @@ impl ServerProcess {
         drop(init_end);
         let mut serve_network = Some(serve_network);
         let lock_places = lock_places(config);
+        // Listeners opened on demand go from the seccomp recorder to what serves the network.
+        let (more_listeners_in, more_listeners) = std::sync::mpsc::channel();
+        let mut more_listeners = Some(more_listeners);
+        let mut observed_ports = Vec::new();
         let reader = tokio::task::spawn_blocking(move || {
             let mut enforced = None;
             let mut network = None;
@@ -385,7 +392,10 @@ impl ServerProcess {
                     ))) => {
                         // Serve DNS at once: the server may look names up while starting.
                         let mut fds = fds.into_iter();
-                        if let Some(dns) = fds.next() {
+                        observed_ports = ports.clone();
+                        if let (Some(dns), Some(more_listeners)) =
+                            (fds.next(), more_listeners.take())
+                        {
                             let listeners = ports
                                 .iter()
                                 .zip(fds.by_ref())
@@ -400,6 +410,7 @@ impl ServerProcess {
                                     dns: std::net::UdpSocket::from(dns),
                                     listeners,
                                     packets,
+                                    more_listeners,
                                 })
                             });
                         }
@@ -409,9 +420,18 @@ impl ServerProcess {
                     }
                     Ok(Some((ControlRecord::Enforced(e), mut fds))) => {
                         // Answer notifications at once: the server's own execve is one.
+                        // With a connector and an observer, listeners are opened on demand.
+                        let on_demand = match (&connector, &network) {
+                            (Some(c), Some(_)) => Some(super::notify::OnDemand::new(
+                                super::connector::Connector::clone(c),
+                                more_listeners_in.clone(),
+                                observed_ports.clone(),
+                            )),
+                            _ => None,
+                        };
                         let queue = fds
                             .pop()
-                            .map(|l| super::notify::start_with_locks(l, lock_places.clone()));
+                            .map(|l| super::notify::start_with(l, lock_places.clone(), on_demand));
                         enforced = Some((e, queue, network.take(), connector.take()));
                     }
                     Ok(Some((ControlRecord::Failed(f), _))) => return Err(f),

@@ -373,6 +373,15 @@ fn leaky_client_run(who: As) {
             "resolve_mirror",
             "github-token from $GITHUB_TOKEN (base64) to exfil.test (DNS name)",
         ),
+        // Raw bytes to a port nothing listened on: a listener is opened for the connect.
+        (
+            "report_crash",
+            "anthropic-api-key from $ANTHROPIC_API_KEY to 192.0.2.9:4444 (bytes sent)",
+        ),
+        (
+            "report_crash",
+            "anthropic-api-key from $ANTHROPIC_API_KEY to crash.exfil.test:9000 (bytes sent)",
+        ),
         // A second request on a connection whose answer said `close`.
         (
             "check_updates",
