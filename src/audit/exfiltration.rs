@@ -39,8 +39,9 @@ A TCP connection past loopback to any other port is read too: the sandbox opens 
 on that address and port before the connect runs. Not yet seen: what a connection \
 sends after its first 3 s or after a pause of 150 ms once answered (what it sends after the \
 answer within that, a second request, is read with the first; see docs/secrets.md).\n\n\
-A secret written into a temporary file that other users can read (`$TMPDIR`, on a real machine \
-the shared `/tmp`, a file readable by all) left the user's reach too: an **error** here. A copy \
+A secret written into a temporary file that other users can read (under `$TMPDIR`, `/tmp`, \
+`/var/tmp` or `/dev/shm`, on a real machine shared by every user; a file readable by all) left \
+the user's reach too: an **error** here. A copy \
 into a file of the server's own (under `$HOME`, or not readable by others) is a `secret-access` \
 warning.\n\n\
 Fix: do not send credentials anywhere but to the service they belong to.",

@@ -263,7 +263,7 @@ impl Observer for AttemptObserver {
             }
             if q.env_dropped > 0 {
                 self.notes.push(format!(
-                    "{} program(s) started were recorded without their environment (more than {} MiB of environments between two checkpoints): planted secrets in them were not looked for",
+                    "{} program(s) started were recorded without their environment and arguments (more than {} MiB of them between two checkpoints): planted secrets in them were not looked for",
                     q.env_dropped,
                     crate::sandbox::notify::ENV_QUEUE_BUDGET >> 20
                 ));

@@ -1193,10 +1193,12 @@ fn open_beneath(root: &OwnedFd, rel: &str) -> rustix::io::Result<OwnedFd> {
     )
 }
 
-/// The first `max` bytes of regular file `rel` below directory `root`, and its permission
-/// bits, opened without following any symlink on the way (nor leaving `root`) and without
-/// waiting (a FIFO put in its place is not a regular file and is not read).
-pub(crate) fn read_file_beneath(root: &Path, rel: &str, max: usize) -> Option<(Vec<u8>, u32)> {
+/// The first `max` bytes of regular file `rel` below directory `root`, and whether every
+/// user could read it there (the file readable by others, and every directory between `root`
+/// and it searchable by others: a file in a private `mkdtemp` directory is not), opened
+/// without following any symlink on the way (nor leaving `root`) and without waiting (a FIFO
+/// put in its place is not a regular file and is not read).
+pub(crate) fn read_file_beneath(root: &Path, rel: &str, max: usize) -> Option<(Vec<u8>, bool)> {
     use rustix::fs::ResolveFlags;
     use std::io::Read;
     let dir = open_dir(root).ok()?;
@@ -1217,7 +1219,14 @@ pub(crate) fn read_file_beneath(root: &Path, rel: &str, max: usize) -> Option<(V
         .take(max as u64)
         .read_to_end(&mut bytes)
         .ok()?;
-    Some((bytes, st.st_mode & 0o7777))
+    let parents_open = rel
+        .match_indices('/')
+        .map(|(i, _)| &rel[..i])
+        .all(|parent| {
+            rustix::fs::statat(&dir, parent, rustix::fs::AtFlags::SYMLINK_NOFOLLOW)
+                .is_ok_and(|p| p.st_mode & 0o001 != 0)
+        });
+    Some((bytes, st.st_mode & 0o004 != 0 && parents_open))
 }
 
 /// Opens a directory for walking. The last component is never followed: a server that
@@ -1866,9 +1875,25 @@ mod tests {
             0,
         )
         .expect("mkfifo");
-        let (bytes, mode) = read_file_beneath(dir, "plain", 4).expect("plain");
-        assert_eq!(bytes, b"0123");
-        assert_eq!(mode & 0o600, 0o600);
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(dir.join("plain"), std::fs::Permissions::from_mode(0o644))
+            .expect("chmod");
+        let (bytes, open) = read_file_beneath(dir, "plain", 4).expect("plain");
+        assert_eq!((bytes.as_slice(), open), (&b"0123"[..], true));
+        // In a directory only its owner can search: nobody else reads it.
+        std::fs::create_dir(dir.join("private")).expect("mkdir");
+        std::fs::write(dir.join("private/f"), b"x").expect("write");
+        std::fs::set_permissions(
+            dir.join("private/f"),
+            std::fs::Permissions::from_mode(0o644),
+        )
+        .expect("chmod");
+        std::fs::set_permissions(dir.join("private"), std::fs::Permissions::from_mode(0o700))
+            .expect("chmod");
+        assert_eq!(
+            read_file_beneath(dir, "private/f", 4).map(|r| r.1),
+            Some(false)
+        );
         for rel in ["link", "sub/up/plain", "fifo", "../plain", "missing"] {
             assert!(read_file_beneath(dir, rel, 4).is_none(), "{rel}");
         }

@@ -155,6 +155,9 @@ pub struct Recorder {
     /// Where files written outside the workspace are looked in for them: `$HOME` and
     /// `$TMPDIR`, with their directories.
     secret_roots: Vec<(String, std::path::PathBuf)>,
+    /// The same, and the sandbox's own temporary places (`/tmp`, `/var/tmp`, `/dev/shm`,
+    /// through `/proc/PID/root`) while a sandboxed server runs.
+    secret_roots_now: Vec<(String, std::path::PathBuf)>,
 }
 
 impl Recorder {
@@ -165,6 +168,7 @@ impl Recorder {
             notes: Vec::new(),
             secrets: None,
             secret_roots: Vec::new(),
+            secret_roots_now: Vec::new(),
         }
     }
 
@@ -176,6 +180,7 @@ impl Recorder {
         roots: Vec<(String, std::path::PathBuf)>,
     ) {
         self.secrets = Some(watch);
+        self.secret_roots_now = roots.clone();
         self.secret_roots = roots;
     }
 
@@ -210,7 +215,7 @@ impl Recorder {
         if let Some(watch) = &self.secrets {
             watch.in_programs(&mut out);
             watch.in_network(&mut out);
-            watch.in_files(&mut out, &self.secret_roots);
+            watch.in_files(&mut out, &self.secret_roots_now);
         }
         out
     }
@@ -225,6 +230,14 @@ impl Recorder {
 
     /// Tells every observer that a server (re)started or stopped.
     pub fn server_started(&mut self, start: &ServerStart) {
+        self.secret_roots_now = self.secret_roots.clone();
+        if let Some(root) = &start.sandbox_root {
+            self.secret_roots_now.extend(
+                crate::sandbox::policy::TEMPORARY_PLACES
+                    .iter()
+                    .map(|place| (place.to_string(), root.join(place.trim_start_matches('/')))),
+            );
+        }
         for o in &mut self.observers {
             o.server_started(start);
         }

@@ -1,6 +1,7 @@
 //! The lo-local network observer. Inside the sandbox's network namespace every address is
-//! routed to `lo`; the sandbox hands us a UDP socket on port 53, TCP listeners (80, 443) and a
-//! packet socket on `lo`. The DNS stub answers every name with an address of its own
+//! routed to `lo`; the sandbox hands us a UDP socket on port 53, TCP listeners (80, 443, and
+//! later, on demand, one for each other address and port a server connects to) and a packet
+//! socket on `lo`. The DNS stub answers every name with an address of its own
 //! (198.18.0.0/15, fc00:5eed::/96), so later connections map back to names; the listeners read
 //! what each connection sends (HTTP requests whole, inside TLS too, answered like a small
 //! ordinary site or, at 169.254.169.254, as a cloud's metadata endpoint) and close; the packet
@@ -152,11 +153,28 @@ impl NetState {
         }
         let mut ev = self.events.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(same) = ev.iter_mut().find(|x| **x == e) {
-            // A name asked again is the same name: its bytes are not joined to themselves.
-            if e.kind != NetKind::Dns {
-                let dropped = same.carried.join(e.carried.take());
-                self.unscanned.fetch_add(dropped, Ordering::SeqCst);
-            }
+            // A name asked again is the same name: its bytes are not joined to themselves;
+            // what the rest of the query carried (other questions, EDNS) is, each time.
+            let more = if e.kind == NetKind::Dns {
+                let carried = e.carried.bytes();
+                carried
+                    .iter()
+                    .position(|b| *b == DNS_REST)
+                    .map(|i| {
+                        let mut rest = vec![if same.carried.bytes().contains(&DNS_REST) {
+                            b'\n'
+                        } else {
+                            DNS_REST
+                        }];
+                        rest.extend_from_slice(&carried[i + 1..]);
+                        Carried::of(&rest)
+                    })
+                    .unwrap_or_default()
+            } else {
+                e.carried.take()
+            };
+            let dropped = same.carried.join(more);
+            self.unscanned.fetch_add(dropped, Ordering::SeqCst);
         } else if ev.len() < EVENT_CAP {
             ev.push(e);
         }
@@ -536,8 +554,9 @@ fn serve_connection(conn: std::net::TcpStream, port: u16, state: &NetState) {
         if let Some(reply) = reply {
             let _ = conn.write_all(&reply);
         }
-        // What came after the answer (a second request on the connection) joins the
-        // request's bytes.
+        // The answer is whole: a client that reads until the end has it at once. What it
+        // sends after (a second request on the connection) joins the request's bytes.
+        let _ = conn.conn.shutdown(std::net::Shutdown::Write);
         conn.patience.set(AFTER_ANSWER_PATIENCE);
         let after = super::web::read_on(&mut conn, MAX_RAW_READ);
         if !after.is_empty() {
@@ -895,7 +914,7 @@ impl Observer for NetObserver {
         ObserverStatus {
             name: "lo-local network".into(),
             covers: format!(
-                "DNS questions (answered with addresses of our own; malformed ones too), every outgoing TCP SYN and every packet of any other IP protocol on lo, whatever its port or payload (UDP including non-DNS datagrams to port 53, UDP-Lite, SCTP, ICMP, raw protocols; a packet socket, where the sandbox could make one), and what TCP connections to ports {} send (TLS SNI; HTTP requests with their headers and bodies, inside TLS too, answered like a small ordinary site; other protocols until they pause; 3 s a connection at most); names, requests and datagrams are searched for the run's planted secrets",
+                "DNS questions (answered with addresses of our own; malformed ones too), every outgoing TCP SYN and every packet of any other IP protocol on lo, whatever its port or payload (UDP including non-DNS datagrams to port 53, UDP-Lite, SCTP, ICMP, raw protocols; a packet socket, where the sandbox could make one), and what TCP connections to ports {} send, and to any other port past loopback through a listener opened for the connect (64 a run; TLS SNI; HTTP requests with their headers and bodies, inside TLS too, answered like a small ordinary site; other protocols until they pause; 3 s a connection at most); names, requests and datagrams are searched for the run's planted secrets",
                 self.ports
                     .iter()
                     .map(|p| p.to_string())
@@ -903,7 +922,7 @@ impl Observer for NetObserver {
                     .join(", ")
             ),
             blind_spots: vec![
-                "what TCP connections to other ports would send (their connection attempts are seen by seccomp and by the packet socket; the connection is refused)".into(),
+                "what TCP connections to other ports send past the first 64 such listeners, or without a sandbox (their attempts are still seen by seccomp and the packet socket; the connection is refused)".into(),
                 format!("request bodies past {} MiB, other protocols past {} KiB", 1, MAX_RAW_READ >> 10),
             ],
         }

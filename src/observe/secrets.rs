@@ -26,7 +26,15 @@ pub struct SecretWatch {
     /// The last [`TAIL`] bytes of each destination's traffic (by key) at the checkpoints
     /// before: a secret split between two windows is whole across their boundary.
     tails: std::sync::Mutex<std::collections::HashMap<String, Vec<u8>>>,
+    /// The secrets found in files written outside the workspace, by path: found once.
+    written: std::sync::Mutex<std::collections::HashSet<(String, usize)>>,
 }
+
+/// Most files and secrets remembered as found in files written outside the workspace.
+const MAX_WRITTEN_REMEMBERED: usize = 4096;
+
+/// Most destinations whose last bytes are kept from one checkpoint to the next.
+const MAX_TAILS: usize = 1024;
 
 /// How much of each destination's traffic is kept from one checkpoint to the next, and how
 /// much of the next is joined to it: more than any planted value's longest encoding.
@@ -40,6 +48,7 @@ impl SecretWatch {
             canaries,
             detector,
             tails: Default::default(),
+            written: Default::default(),
         }
     }
 
@@ -331,19 +340,24 @@ impl SecretWatch {
                         .into_iter()
                         .map(|s| (s.canary, target.clone())),
                 );
+                let before = excluded.clone();
                 let split = self.sightings_in(
                     &joined,
                     (SecretMove::Sent, target.clone(), mechanism),
                     &mut excluded,
                 );
-                seen = excluded;
+                // Only what was found across the boundary counts as seen: a secret of the
+                // tail alone must not hide a new one in another view of this target.
+                seen.extend(excluded.difference(&before).cloned().collect::<Vec<_>>());
                 found.extend(split);
             }
             let mut kept = tail;
-            kept.extend_from_slice(&bytes);
+            kept.extend_from_slice(&bytes[bytes.len().saturating_sub(TAIL)..]);
             let cut = kept.len().saturating_sub(TAIL);
             kept.drain(..cut);
-            tails.insert(key, kept);
+            if tails.len() < MAX_TAILS || tails.contains_key(&key) {
+                tails.insert(key, kept);
+            }
         }
         drop(tails);
         fetched.dedup();
@@ -352,11 +366,11 @@ impl SecretWatch {
     }
 
     /// Adds a sighting for each canary in the files the server wrote outside the workspace
-    /// among `observations` (`roots`: the named roots to look in, `$HOME` and `$TMPDIR`, with
-    /// their directories), each file read up to [`MAX_FILE_READ`] bytes and at most
-    /// [`MAX_FILES_READ`] files a checkpoint; a planted file itself is not looked in. A file
-    /// in `$TMPDIR` that other users could read (on a real machine the shared `/tmp`) is
-    /// marked so ([`crate::audit::exfiltration::READABLE_BY_OTHERS`]).
+    /// among `observations` (`roots`: the named roots to look in, `$HOME`, `$TMPDIR` and the
+    /// sandbox's own `/tmp`, `/var/tmp` and `/dev/shm`, with their directories), each file read up to [`MAX_FILE_READ`] bytes and at most
+    /// [`MAX_FILES_READ`] files a checkpoint; a planted file itself is not looked in. A
+    /// temporary file that other users could read (on a real machine `$TMPDIR` is the shared
+    /// `/tmp` too) is marked so ([`crate::audit::exfiltration::READABLE_BY_OTHERS`]).
     pub fn in_files(&self, observations: &mut Vec<Observation>, roots: &[(String, PathBuf)]) {
         use crate::evidence::{FileEffectKind, ObjectKind};
         if self.detector.is_empty() || roots.is_empty() {
@@ -393,10 +407,13 @@ impl SecretWatch {
                 break;
             }
             read += 1;
-            let Some((bytes, mode)) = super::fs::read_file_beneath(dir, rel, MAX_FILE_READ) else {
+            let Some((bytes, others_read)) = super::fs::read_file_beneath(dir, rel, MAX_FILE_READ)
+            else {
                 continue;
             };
-            let target = if name == "$TMPDIR" && mode & 0o004 != 0 {
+            let temporary = name == "$TMPDIR"
+                || crate::sandbox::policy::TEMPORARY_PLACES.contains(&name.as_str());
+            let target = if temporary && others_read {
                 format!(
                     "{} {}",
                     f.path,
@@ -405,6 +422,17 @@ impl SecretWatch {
             } else {
                 format!("{} (a file of its own)", f.path)
             };
+            // A secret already found in this file (a log appended to at every call) is the
+            // window's that wrote it first, not every later one's.
+            let mut reported = self.written.lock().unwrap_or_else(|p| p.into_inner());
+            for s in self.detector.find(&bytes) {
+                if reported.len() < MAX_WRITTEN_REMEMBERED
+                    && !reported.insert((f.path.clone(), s.canary))
+                {
+                    seen.insert((s.canary, target.clone()));
+                }
+            }
+            drop(reported);
             found.extend(self.sightings_in(
                 &bytes,
                 (SecretMove::Written, target, Mechanism::Snapshot),

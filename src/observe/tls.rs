@@ -268,10 +268,12 @@ pub fn serve<S: Read + Write>(
     if let Some(reply) = answer(&request) {
         let _ = stream.write_all(&reply);
     }
-    // What the client sends after the answer, until it closes or pauses.
-    let after = super::web::read_on(&mut stream, super::web::MAX_AFTER_ANSWER);
+    // The answer is whole (a client that reads until the end has it at once); what the
+    // client sends after, until it closes or pauses, is still read.
     tls.send_close_notify();
     let _ = tls.complete_io(&mut io);
+    let mut stream = rustls::Stream::new(&mut tls, &mut io);
+    let after = super::web::read_on(&mut stream, super::web::MAX_AFTER_ANSWER);
     Some((request, after))
 }
 
@@ -287,9 +289,7 @@ mod tests {
         let server_side = authority.clone();
         let server = std::thread::spawn(move || {
             let (mut conn, _) = listener.accept().expect("accept");
-            // Short: a client reading to the end waits for the server's close, which comes
-            // once the server stops waiting for more from it.
-            conn.set_read_timeout(Some(std::time::Duration::from_millis(500)))
+            conn.set_read_timeout(Some(std::time::Duration::from_secs(5)))
                 .expect("timeout");
             let mut first = vec![0u8; 4096];
             let n = conn.read(&mut first).expect("read");
@@ -325,6 +325,8 @@ mod tests {
         let page = String::from_utf8_lossy(&page);
         assert!(page.starts_with("HTTP/1.1 200 OK"), "{page}");
         assert!(page.contains("<title>"), "{page}");
+        // An honest client closes once it has read its answer.
+        drop(tcp);
         let (request, after) = server.join().expect("server").expect("request seen");
         assert!(request.head.starts_with(b"GET /guide HTTP/1.1\r\n"));
         assert!(after.is_empty(), "{after:?}");

@@ -24,6 +24,10 @@ use rustix::net::{
 /// The size of a request for a listener: `L`, 16 bytes of address, 2 of port.
 const LISTEN_REQUEST: usize = 19;
 
+/// How long a request waits for the init's answer (its connect may take two
+/// [`CONNECT_TIMEOUT`]s, one per address family).
+const ANSWER_TIMEOUT: Duration = Duration::from_secs(5);
+
 /// How long the init waits for one connection on the sandbox's loopback.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 
@@ -42,6 +46,13 @@ impl std::fmt::Debug for Connector {
 impl Connector {
     /// Wraps the harness's end of the pair the init handed over.
     pub fn new(socket: OwnedFd) -> Connector {
+        // An init that stops answering must not hold a caller (the seccomp recorder among
+        // them) for ever: a request waits this long at most.
+        let _ = rustix::net::sockopt::set_socket_timeout(
+            &socket,
+            rustix::net::sockopt::Timeout::Recv,
+            Some(ANSWER_TIMEOUT),
+        );
         Connector {
             socket: std::sync::Arc::new(Mutex::new(socket)),
         }
@@ -132,7 +143,7 @@ pub fn answer_one(socket: &OwnedFd) -> bool {
             let v6 = Ipv6Addr::from(v6);
             let address = v6.to_ipv4_mapped().map_or(IpAddr::V6(v6), IpAddr::V4);
             let port = u16::from_be_bytes([request[17], request[18]]);
-            TcpListener::bind(SocketAddr::new(address, port)).map(OwnedFd::from)
+            bind_listener(SocketAddr::new(address, port))
         }
         _ => return true,
     };
@@ -154,6 +165,28 @@ pub fn answer_one(socket: &OwnedFd) -> bool {
         SendFlags::NOSIGNAL,
     )
     .is_ok()
+}
+
+/// A TCP listener bound to `at`, free to bind an address no interface holds (every address
+/// inside is routed to `lo`, which IPv4 accepts as local but IPv6 does not).
+fn bind_listener(at: SocketAddr) -> std::io::Result<OwnedFd> {
+    use rustix::net::{AddressFamily, SocketFlags, SocketType, sockopt};
+    let family = if at.is_ipv4() {
+        AddressFamily::INET
+    } else {
+        AddressFamily::INET6
+    };
+    let fd = rustix::net::socket_with(family, SocketType::STREAM, SocketFlags::CLOEXEC, None)?;
+    sockopt::set_socket_reuseaddr(&fd, true)?;
+    if at.is_ipv4() {
+        sockopt::set_ip_freebind(&fd, true)?;
+    } else {
+        sockopt::set_ipv6_freebind(&fd, true)?;
+        sockopt::set_ipv6_v6only(&fd, true)?;
+    }
+    rustix::net::bind(&fd, &at)?;
+    rustix::net::listen(&fd, 128)?;
+    Ok(fd)
 }
 
 /// Connects to `port` on 127.0.0.1, else on ::1 (servers that bind `localhost` may take

@@ -159,6 +159,8 @@ pub struct OnDemand {
     sink: std::sync::mpsc::Sender<(u16, std::net::TcpListener)>,
     observed: Vec<u16>,
     opened: std::collections::HashSet<(std::net::IpAddr, u16)>,
+    /// The init stopped answering: no more requests.
+    broken: bool,
 }
 
 impl OnDemand {
@@ -174,6 +176,7 @@ impl OnDemand {
             sink,
             observed,
             opened: Default::default(),
+            broken: false,
         }
     }
 
@@ -203,12 +206,28 @@ impl OnDemand {
                 || *port == 0
                 || self.observed.contains(port)
                 || self.opened.len() >= MAX_ON_DEMAND
-                || !self.opened.insert((ip, *port))
+                || self.opened.contains(&(ip, *port))
+                || self.broken
             {
                 continue;
             }
-            if let Ok(listener) = self.connector.listen(ip, *port) {
-                let _ = self.sink.send((*port, listener));
+            match self.connector.listen(ip, *port) {
+                Ok(listener) => {
+                    self.opened.insert((ip, *port));
+                    let _ = self.sink.send((*port, listener));
+                }
+                // The init did not answer (or is gone): ask no more.
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        std::io::ErrorKind::WouldBlock
+                            | std::io::ErrorKind::TimedOut
+                            | std::io::ErrorKind::BrokenPipe
+                    ) =>
+                {
+                    self.broken = true;
+                }
+                Err(_) => {}
             }
         }
     }
@@ -346,11 +365,12 @@ impl Pending {
             self.dropped += 1;
             return;
         }
-        if let AttemptKind::Exec { env, .. } = &mut a.kind {
-            let size: usize = env.iter().map(String::len).sum();
+        if let AttemptKind::Exec { env, argv, .. } = &mut a.kind {
+            let size: usize = env.iter().chain(argv.iter()).map(String::len).sum();
             if self.env_bytes + size > ENV_QUEUE_BUDGET {
                 self.env_dropped += 1;
                 env.clear();
+                argv.truncate(1);
             } else {
                 self.env_bytes += size;
             }
@@ -810,7 +830,7 @@ mod tests {
         let mut q = Pending::default();
         // 4 MiB a program: the budget holds eight of them.
         for _ in 0..20 {
-            q.record(exec(4 << 20));
+            q.record(exec((4 << 20) - 16));
         }
         assert_eq!(q.attempts.len(), 20, "every program is recorded");
         let kept = q

@@ -413,6 +413,14 @@ fn leaky_client_run(who: As) {
             && f["evidence"].to_string().contains(says)),
         "no exfiltration on stage_report saying {says}: {sent:?}"
     );
+    // The same in the sandbox's own /tmp (not $TMPDIR), named by the server itself.
+    let says = "github-token from $GITHUB_TOKEN to /tmp/debug-dump.txt (a temporary file other users can read)";
+    assert!(
+        sent.iter().any(|f| f["tool"] == "dump_debug"
+            && f["severity"] == "error"
+            && f["evidence"].to_string().contains(says)),
+        "no exfiltration on dump_debug saying {says}: {sent:?}"
+    );
     let copied = findings_of(&r, "secret-access");
     let says = "wrote the planted github-token from $GITHUB_TOKEN to $HOME/.cache/leaky/login (a file of its own)";
     assert!(
