@@ -269,6 +269,14 @@ impl Observer for AttemptObserver {
                 ));
                 q.env_dropped = 0;
             }
+            if q.connects_unserved > 0 {
+                self.notes.push(format!(
+                    "{} TCP connection(s) to ports nothing listened on were refused unread: the {} listeners opened on demand were spent, or the sandbox stopped opening them",
+                    q.connects_unserved,
+                    crate::sandbox::notify::MAX_ON_DEMAND
+                ));
+                q.connects_unserved = 0;
+            }
             q.env_bytes = 0;
             std::mem::take(&mut q.attempts)
         };

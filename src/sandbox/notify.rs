@@ -87,6 +87,9 @@ pub struct Pending {
     pub env_bytes: usize,
     /// Programs started whose environment was not kept: the budget was spent.
     pub env_dropped: u64,
+    /// TCP connects past loopback to a port nothing listened on that got no listener opened
+    /// on demand (the cap was reached, or the sandbox's init stopped answering).
+    pub connects_unserved: u64,
     /// Shared mappings of files made so far (never drained): writes through them change
     /// files without any notification.
     pub shared_file_maps: u64,
@@ -146,7 +149,7 @@ pub fn start_with(
 }
 
 /// Most listeners opened on demand in one sandbox.
-const MAX_ON_DEMAND: usize = 64;
+pub const MAX_ON_DEMAND: usize = 64;
 
 /// Listeners opened on demand: before a TCP `connect` past loopback to a port the network
 /// observer does not listen on runs, a listener bound to that very address and port is made
@@ -181,7 +184,10 @@ impl OnDemand {
     }
 
     /// Before a `connect` decoded as `kinds` runs: opens the listener it needs, if any.
-    fn before_connect(&mut self, kinds: &[AttemptKind]) {
+    /// How many connects it needed a listener for and could not have one (the cap was
+    /// reached, or the init stopped answering).
+    fn before_connect(&mut self, kinds: &[AttemptKind]) -> u64 {
+        let mut unserved = 0;
         for kind in kinds {
             let AttemptKind::Socket {
                 family,
@@ -205,10 +211,12 @@ impl OnDemand {
                 || ip.is_multicast()
                 || *port == 0
                 || self.observed.contains(port)
-                || self.opened.len() >= MAX_ON_DEMAND
                 || self.opened.contains(&(ip, *port))
-                || self.broken
             {
+                continue;
+            }
+            if self.opened.len() >= MAX_ON_DEMAND || self.broken {
+                unserved += 1;
                 continue;
             }
             match self.connector.listen(ip, *port) {
@@ -226,10 +234,12 @@ impl OnDemand {
                     ) =>
                 {
                     self.broken = true;
+                    unserved += 1;
                 }
                 Err(_) => {}
             }
         }
+        unserved
     }
 }
 
@@ -318,7 +328,13 @@ fn run(
         // it runs (see [`OnDemand`]).
         if valid && refused.is_none() && req.data.nr as i64 == libc::SYS_connect {
             if let Some(d) = on_demand.as_mut() {
-                d.before_connect(&decoded);
+                let unserved = d.before_connect(&decoded);
+                if unserved > 0 {
+                    queue
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .connects_unserved += unserved;
+                }
             }
         }
         let resp = match &refused {
@@ -841,6 +857,52 @@ mod tests {
         assert_eq!(kept, ENV_QUEUE_BUDGET / (4 << 20));
         assert_eq!(q.env_dropped, 20 - kept as u64);
         assert!(q.env_bytes <= ENV_QUEUE_BUDGET);
+    }
+
+    #[test]
+    fn listeners_are_opened_on_demand_up_to_the_cap_and_the_rest_counted() {
+        let (harness, init) = super::super::control::pair().expect("pair");
+        let server = std::thread::spawn(move || super::super::connector::serve(init));
+        let (sink, listeners) = std::sync::mpsc::channel();
+        let mut on_demand = OnDemand::new(
+            super::super::connector::Connector::new(harness),
+            sink,
+            vec![80],
+        );
+        let connect = |address: &str, port: u16| AttemptKind::Socket {
+            family: "inet".into(),
+            address: address.into(),
+            port: Some(port),
+            udp: false,
+        };
+        // Loopback, an observed port, a datagram: nothing to open.
+        let skipped = [
+            connect("127.0.0.1", 4444),
+            connect("192.0.2.9", 80),
+            AttemptKind::Socket {
+                family: "inet".into(),
+                address: "192.0.2.9".into(),
+                port: Some(4444),
+                udp: true,
+            },
+        ];
+        assert_eq!(on_demand.before_connect(&skipped), 0);
+        assert!(listeners.try_recv().is_err());
+        // A documentation address (bound freely, as inside the sandbox every address is
+        // local), each port once; past the cap, counted.
+        let mut unserved = 0;
+        for port in 0..(MAX_ON_DEMAND as u16 + 3) {
+            unserved += on_demand.before_connect(&[connect("192.0.2.9", 41000 + port)]);
+        }
+        assert_eq!(
+            on_demand.before_connect(&[connect("192.0.2.9", 41000)]),
+            0,
+            "once"
+        );
+        assert_eq!(unserved, 3);
+        assert_eq!(listeners.try_iter().count(), MAX_ON_DEMAND);
+        drop(on_demand);
+        server.join().expect("the init's loop ends");
     }
 
     #[test]
