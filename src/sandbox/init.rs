@@ -1544,6 +1544,10 @@ fn wait_answering(pid: libc::pid_t, connector: &OwnedFd) -> i32 {
     let mut open = true;
     loop {
         if ORPHANED.load(std::sync::atomic::Ordering::SeqCst) {
+            // The harness is gone, and the signal that said so interrupted the poll, not a
+            // `waitpid`: end the sandbox here (PID 1 takes everything with it), then reap.
+            // SAFETY: kill with a pid we forked.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
             return wait_for(pid);
         }
         let mut fds = vec![PollFd::new(&pidfd, PollFlags::IN)];
