@@ -245,25 +245,17 @@ fn sensitivity(out: &mut LabelJudgement, tool: &ToolDecl, seen: &Seen, canaries:
                 format!("{returned} result(s) carried a planted credential, as declared"),
                 Vec::new(),
             ),
-            _ if !seen.succeeded => (
-                Verdict::Unexercised,
-                "no call succeeded, so no result was seen".into(),
-                Vec::new(),
-            ),
-            _ if !canaries => (
-                Verdict::Unexercised,
-                "no secrets were planted (--no-canaries), so no result could carry one".into(),
-                Vec::new(),
-            ),
-            Claim::Sensitive => (
-                Verdict::Consistent,
-                "a declared possibility; no result carried a planted credential".into(),
-                Vec::new(),
-            ),
-            Claim::NotSensitive => (
-                Verdict::Consistent,
-                "no result carried a planted credential".into(),
-                Vec::new(),
+            claim => nothing_seen(
+                seen,
+                "result was seen",
+                (!canaries).then_some(
+                    "no secrets were planted (--no-canaries), so no result could carry one",
+                ),
+                if matches!(claim, Claim::Sensitive) {
+                    "a declared possibility; no result carried a planted credential"
+                } else {
+                    "no result carried a planted credential"
+                },
             ),
         };
         out.push(
@@ -326,23 +318,14 @@ fn source(out: &mut LabelJudgement, tool: &ToolDecl, seen: &Seen, coverage: &Cov
                 ),
                 Vec::new(),
             )
-        } else if !seen.succeeded {
-            (
-                Verdict::Unexercised,
-                "no call succeeded, so no result was seen".into(),
-                Vec::new(),
-            )
-        } else if coverage.network.is_none() {
-            (
-                Verdict::Unexercised,
-                "the network was not observed, so fetched data could not be recognised".into(),
-                Vec::new(),
-            )
         } else {
-            (
-                Verdict::Consistent,
-                "no result held data fetched from the network".into(),
-                Vec::new(),
+            nothing_seen(
+                seen,
+                "result was seen",
+                coverage.network.is_none().then_some(
+                    "the network was not observed, so fetched data could not be recognised",
+                ),
+                "no result held data fetched from the network",
             )
         }
     };
@@ -415,23 +398,15 @@ fn destination(out: &mut LabelJudgement, tool: &ToolDecl, seen: &Seen, coverage:
                 ),
                 Vec::new(),
             )
-        } else if !seen.succeeded {
-            (
-                Verdict::Unexercised,
-                "no call succeeded, so no argument was seen leaving".into(),
-                Vec::new(),
-            )
-        } else if coverage.network.is_none() {
-            (
-                Verdict::Unexercised,
-                "the network was not observed".into(),
-                Vec::new(),
-            )
         } else {
-            (
-                Verdict::Consistent,
-                "no argument's value was seen leaving for a host the arguments did not name".into(),
-                Vec::new(),
+            nothing_seen(
+                seen,
+                "argument was seen leaving",
+                coverage
+                    .network
+                    .is_none()
+                    .then_some("the network was not observed"),
+                "no argument's value was seen leaving for a host the arguments did not name",
             )
         }
     };
@@ -682,6 +657,26 @@ impl LabelJudgement {
             evidence,
         });
     }
+}
+
+/// The verdict on a label nothing contradicted or bore out: unexercised without a successful
+/// call (no `unseen` was seen) or where `blind` says the run could not see it, else consistent
+/// for `quiet`.
+fn nothing_seen(
+    seen: &Seen,
+    unseen: &str,
+    blind: Option<&str>,
+    quiet: &str,
+) -> (Verdict, String, Vec<Evidence>) {
+    let (verdict, reason) = match blind {
+        _ if !seen.succeeded => (
+            Verdict::Unexercised,
+            format!("no call succeeded, so no {unseen}"),
+        ),
+        Some(why) => (Verdict::Unexercised, why.to_string()),
+        None => (Verdict::Consistent, quiet.to_string()),
+    };
+    (verdict, reason, Vec::new())
 }
 
 /// Where the label and its declared value end in a finding's message (what a baseline's

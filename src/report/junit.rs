@@ -72,16 +72,25 @@ fn harness_failure(t: &ToolReport) -> Option<String> {
     Some(what.join("; "))
 }
 
-fn hint_case(r: &Report, t: &ToolReport, v: &HintVerdict, server: &str) -> Case {
+/// A verdict's case output: what was declared, the verdict and why, then its evidence.
+fn verdict_text(
+    declared: &str,
+    verdict: Verdict,
+    reason: &str,
+    evidence: &[crate::finding::Evidence],
+) -> String {
     let mut out = format!(
-        "declared: {}\nverdict: {}\n{}\n",
-        v.declared,
-        v.verdict.as_str(),
-        v.reason
+        "declared: {declared}\nverdict: {}\n{reason}\n",
+        verdict.as_str()
     );
-    for e in &v.evidence {
+    for e in evidence {
         let _ = writeln!(out, "{}: {}", e.source, e.labelled());
     }
+    out
+}
+
+fn hint_case(r: &Report, t: &ToolReport, v: &HintVerdict, server: &str) -> Case {
+    let mut out = verdict_text(&v.declared, v.verdict, &v.reason, &v.evidence);
     let finding = r.hint_finding(&t.name, v.hint);
     let status = match (v.verdict, finding) {
         (Verdict::Contradicted, Some(f)) => {
@@ -132,16 +141,8 @@ fn label_case(
     v: &crate::audit::data_labels::LabelVerdict,
     server: &str,
 ) -> Case {
-    let mut out = format!(
-        "declared: {} ({})\nverdict: {}\n{}\n",
-        v.declared,
-        v.declared_in,
-        v.verdict.as_str(),
-        v.reason
-    );
-    for e in &v.evidence {
-        let _ = writeln!(out, "{}: {}", e.source, e.labelled());
-    }
+    let declared = format!("{} ({})", v.declared, v.declared_in);
+    let mut out = verdict_text(&declared, v.verdict, &v.reason, &v.evidence);
     let finding = r.label_finding(&t.name, v.label);
     if let Some(why) = finding.and_then(|f| f.accepted.as_ref()) {
         let _ = writeln!(out, "{why}");

@@ -45,6 +45,18 @@ fn cell(v: &HintVerdict) -> String {
     format!("{} {}", icon(v), md(&v.declared))
 }
 
+/// A verdict's first five pieces of evidence, a sub-item each.
+fn evidence_lines(o: &mut String, evidence: &[crate::finding::Evidence]) {
+    for e in evidence.iter().take(5) {
+        let _ = writeln!(
+            o,
+            "  - {}: {}",
+            md(&e.source),
+            md(&shorten(&e.labelled(), 300))
+        );
+    }
+}
+
 fn tool_details(o: &mut String, r: &Report, t: &ToolReport) {
     let _ = writeln!(o, "\n#### {}\n", md(&t.name));
     if let Some(s) = &t.skipped {
@@ -61,14 +73,7 @@ fn tool_details(o: &mut String, r: &Report, t: &ToolReport) {
             v.verdict.as_str(),
             md(&shorten(&v.reason, 300))
         );
-        for e in v.evidence.iter().take(5) {
-            let _ = writeln!(
-                o,
-                "  - {}: {}",
-                md(&e.source),
-                md(&shorten(&e.labelled(), 300))
-            );
-        }
+        evidence_lines(o, &v.evidence);
     }
     for v in &t.labels {
         let weak = r
@@ -84,14 +89,7 @@ fn tool_details(o: &mut String, r: &Report, t: &ToolReport) {
             v.verdict.as_str(),
             md(&shorten(&v.reason, 300))
         );
-        for e in v.evidence.iter().take(5) {
-            let _ = writeln!(
-                o,
-                "  - {}: {}",
-                md(&e.source),
-                md(&shorten(&e.labelled(), 300))
-            );
-        }
+        evidence_lines(o, &v.evidence);
     }
     let supported: Vec<String> = t
         .supported
