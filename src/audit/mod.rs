@@ -7,6 +7,7 @@
 //! the hints. Audits never touch processes or sockets.
 
 pub mod annotation_type;
+pub mod by_argument;
 pub mod data_labels;
 pub mod destructive;
 pub mod exfiltration;

@@ -89,6 +89,10 @@ pub struct CallRecord {
     /// Its result held what the network observer's stand-in web site served (a page, a
     /// document) and its arguments did not: data fetched from the network went to the model.
     pub returned_fetched: bool,
+    /// For a tool whose behaviour an argument selects: the values in force in this call
+    /// (`action: read`), set before judging so that its evidence names them. Riskier cases
+    /// name theirs in `variant`.
+    pub selection: Option<String>,
 }
 
 impl CallRecord {
@@ -121,6 +125,7 @@ impl CallRecord {
             variant: None,
             result_labels: None,
             returned_fetched: false,
+            selection: None,
         }
     }
 
@@ -144,12 +149,21 @@ impl CallRecord {
             format!("call before {other}")
         } else if let Some(variant) = &self.variant {
             format!("variant ({variant})")
-        } else if self.number == 1 && self.attempt > 1 {
-            format!("call 1 (attempt {})", self.attempt)
-        } else if self.number == 1 {
-            "call 1".into()
         } else {
-            format!("repeat {}", self.number)
+            let mut said: Vec<String> = Vec::new();
+            if self.number == 1 && self.attempt > 1 {
+                said.push(format!("attempt {}", self.attempt));
+            }
+            said.extend(self.selection.clone());
+            let base = if self.number == 1 {
+                "call 1".to_string()
+            } else {
+                format!("repeat {}", self.number)
+            };
+            match said.is_empty() {
+                true => base,
+                false => format!("{base} ({})", said.join("; ")),
+            }
         }
     }
 }

@@ -168,6 +168,87 @@ pub fn variants(
     out
 }
 
+/// A parameter that selects what a tool does: an operation (`action: read | delete`) or a
+/// flag that changes it (`force`, `dry_run`), with every value it offers.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Selector {
+    /// The parameter's name.
+    pub argument: String,
+    /// The values it offers, in the schema's order (`false` before `true` for a flag).
+    pub values: Vec<Value>,
+    /// What the server applies when the parameter is not sent: the schema's default, and
+    /// `false` for a flag without one.
+    pub default: Option<Value>,
+    /// Whether it is a boolean flag.
+    pub flag: bool,
+}
+
+impl Selector {
+    /// The value in force in a call sent `arguments`: the value sent, else the default.
+    pub fn in_force(&self, arguments: &Value) -> Option<Value> {
+        arguments
+            .get(&self.argument)
+            .filter(|v| !v.is_null())
+            .cloned()
+            .or_else(|| self.default.clone())
+    }
+
+    /// Whether `value` names an operation that changes things (`delete`, `write`, `force:
+    /// true`, `dry_run: false`): one that showed nothing did not act as its name says.
+    pub fn acts(&self, value: &Value) -> bool {
+        match value {
+            Value::Bool(b) if self.flag => risky_flag(&self.argument, *b),
+            Value::String(s) => words(s)
+                .first()
+                .is_some_and(|w| CHANGING_WORDS.contains(&w.as_str()) || removing(s)),
+            _ => false,
+        }
+    }
+}
+
+/// Words of operations that change things (what an operation that only reads never is).
+const CHANGING_WORDS: &[&str] = &[
+    "create", "add", "insert", "new", "write", "set", "put", "save", "update", "edit", "modify",
+    "patch", "append", "replace", "rename", "move", "copy", "archive", "restore", "import",
+    "upload", "push", "commit", "checkout", "apply", "sync", "merge", "unmerge", "lock", "unlock",
+    "enable", "disable", "start", "stop", "kill", "run", "exec",
+];
+
+/// The parameters of a tool (input schema `schema`, its local references inlined) that select
+/// what it does: its operations (see [`variants`]) and its flags whose names say they change
+/// what it does (`force`, `recursive`, `dry_run`: either setting is a risky one), plus any
+/// other flag one of `tried` (the arguments of the calls made) set away from its default.
+pub fn selectors(schema: &Value, tried: &[&Value]) -> Vec<Selector> {
+    let property = |name: &str| schema.get("properties").and_then(|p| p.get(name));
+    let mut out: Vec<Selector> = operations(schema)
+        .into_iter()
+        .map(|(argument, values)| Selector {
+            default: property(&argument).and_then(|p| p.get("default")).cloned(),
+            argument,
+            values,
+            flag: false,
+        })
+        .collect();
+    let Some(props) = schema.get("properties").and_then(Value::as_object) else {
+        return out;
+    };
+    for (name, p) in props.iter().filter(|(_, p)| is_boolean(p)) {
+        let default = p.get("default").and_then(Value::as_bool).unwrap_or(false);
+        let flipped = tried
+            .iter()
+            .any(|a| a.get(name).and_then(Value::as_bool) == Some(!default));
+        if flipped || risky_flag(name, true) || risky_flag(name, false) {
+            out.push(Selector {
+                argument: name.clone(),
+                values: vec![Value::Bool(false), Value::Bool(true)],
+                default: Some(Value::Bool(default)),
+                flag: true,
+            });
+        }
+    }
+    out
+}
+
 /// Whether an operation's name says it removes things.
 fn removing(value: &str) -> bool {
     words(value)

@@ -740,6 +740,11 @@ fn tool_rows(i: usize, j: usize, tool: &Value) -> Markup {
         .iter()
         .chain(&labels)
         .any(|v| verdict_class(v) == "contradicted");
+    let by_argument: Vec<&Value> = tool["by_argument"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .collect();
     let reached = tool["calls"]
         .as_array()
         .into_iter()
@@ -770,7 +775,7 @@ fn tool_rows(i: usize, j: usize, tool: &Value) -> Markup {
                 }
             }
         }
-        @if !claims.is_empty() || !labels.is_empty() {
+        @if !claims.is_empty() || !labels.is_empty() || !by_argument.is_empty() {
             tr.why {
                 td colspan="5" {
                     details open[contradicted] {
@@ -801,6 +806,53 @@ fn tool_rows(i: usize, j: usize, tool: &Value) -> Markup {
                                     }
                                 }
                             }
+                        }
+                        @if !by_argument.is_empty() {
+                            (by_argument_table(&by_argument))
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// What each value of the tool's selecting arguments did: value, behaviour, calls, the hints
+/// it contradicted, and the first piece of evidence or why it was not reached.
+fn by_argument_table(entries: &[&Value]) -> Markup {
+    let text = |v: &Value| match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    let list = |v: &Value| -> String {
+        v.as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    html! {
+        table.by-argument {
+            caption.small.muted { "by argument: what each value did" }
+            tr { th { "value" } th { "behaviour" } th { "calls" } th { "contradicts" } th { "evidence" } }
+            @for e in entries {
+                @let behaviour = e["behaviour"].as_str().unwrap_or("");
+                tr {
+                    td { code { (shown_cut(e["argument"].as_str().unwrap_or(""), 60)) ": " (shown_cut(&text(&e["value"]), 60)) } }
+                    td class=(if list(&e["contradicts"]).is_empty() { "" } else { "v v-contradicted" }) {
+                        (shown(behaviour))
+                        @let more = list(&e["effects"]);
+                        @if !more.is_empty() { " + " (shown(&more)) }
+                    }
+                    td { (e["calls"].as_array().map_or(0, Vec::len)) }
+                    td { (shown(&list(&e["contradicts"]))) }
+                    td.small {
+                        @if let Some(first) = e["evidence"].as_array().and_then(|a| a.first()) {
+                            span.source { (shown(first["source"].as_str().unwrap_or(""))) } ": "
+                            (shown_cut(first["text"].as_str().unwrap_or(""), 300))
+                        } @else if let Some(note) = e["note"].as_str() {
+                            span.muted { (shown_cut(note, 300)) }
                         }
                     }
                 }
@@ -834,6 +886,8 @@ svg .axis, svg .legend { font: 13px ui-monospace, Menlo, Consolas, monospace; fi
 table { border-collapse: collapse; width: 100%; margin: 8px 0; }
 th, td { text-align: left; padding: 6px 8px; border-bottom: 1px solid var(--line); vertical-align: top; }
 th { font-size: 13px; color: var(--muted); font-weight: 600; }
+table.by-argument { font-size: 13px; margin-top: 10px; }
+table.by-argument caption { text-align: left; }
 td.n, th.n, table.numbers td, table.numbers th { text-align: right; }
 table.numbers td:first-child, table.numbers th:first-child { text-align: left; }
 .v { display: inline-block; border-radius: 10px; padding: 0 8px; font-size: 12px; font-weight: 600; color: #fff; background: var(--grey); white-space: nowrap; }

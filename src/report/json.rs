@@ -215,6 +215,28 @@ struct ToolV1<'a> {
     /// The data labels the observations support (additive).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     data_labels_supported: Vec<SupportedLabelV1<'a>>,
+    /// What each value of an argument that selects the tool's behaviour did (additive).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    by_argument: Vec<ArgumentBehaviourV1<'a>>,
+}
+
+/// What the calls made with one value of a selecting argument did.
+#[derive(Debug, Serialize)]
+struct ArgumentBehaviourV1<'a> {
+    argument: &'a str,
+    value: &'a Value,
+    /// `destructive`, `additive`, `network`, `read-only`, `no effect` or `not reached`.
+    behaviour: &'static str,
+    /// Its calls' other kinds of effect.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    effects: Vec<&'static str>,
+    calls: &'a [String],
+    evidence: Vec<EvidenceV1<'a>>,
+    /// The tool's contradicted hints this value bore out.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    contradicts: Vec<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    note: Option<&'a str>,
 }
 
 /// A data label's verdict: the label, where and what was declared, the verdict and why.
@@ -921,6 +943,20 @@ fn tool(t: &crate::report::ToolReport) -> ToolV1<'_> {
                 basis: s.basis.as_str(),
                 changed: s.changed,
                 reason: &s.reason,
+            })
+            .collect(),
+        by_argument: t
+            .by_argument
+            .iter()
+            .map(|e| ArgumentBehaviourV1 {
+                argument: &e.argument,
+                value: &e.value,
+                behaviour: e.behaviour.as_str(),
+                effects: e.effects.iter().map(|b| b.as_str()).collect(),
+                calls: &e.calls,
+                evidence: evidence(&e.evidence),
+                contradicts: e.contradicts.iter().map(|h| h.key()).collect(),
+                note: e.note.as_deref(),
             })
             .collect(),
     }

@@ -412,6 +412,9 @@ pub struct ToolReport {
     pub labels: Vec<crate::audit::data_labels::LabelVerdict>,
     /// The data labels the observations support (`hintcheck suggest`).
     pub labels_supported: Vec<crate::audit::data_labels::SupportedLabel>,
+    /// What each value of an argument that selects the tool's behaviour did (`action:
+    /// delete` destructive, `action: read` read-only).
+    pub by_argument: Vec<crate::audit::by_argument::ArgumentBehaviour>,
     /// The tool's definition as received (for the SARIF tool inventory).
     pub definition: Value,
 }

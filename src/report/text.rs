@@ -477,6 +477,45 @@ fn run_facts(o: &mut String, r: &Report, verbose: bool) -> std::fmt::Result {
     Ok(())
 }
 
+/// What each value of the tool's selecting arguments did, one line each: the value, its
+/// behaviour (and its other effects), how many calls had it, the hints it contradicted, and
+/// why it was not reached.
+fn write_by_argument(o: &mut String, t: &ToolReport, paint: Paint) -> std::fmt::Result {
+    if t.by_argument.is_empty() {
+        return Ok(());
+    }
+    writeln!(o, "    by argument:")?;
+    let values: Vec<String> = t
+        .by_argument
+        .iter()
+        .map(|e| esc(&shorten(&e.describe_value(), 40)))
+        .collect();
+    let w = values.iter().map(|v| v.chars().count()).max().unwrap_or(0);
+    for (e, value) in t.by_argument.iter().zip(&values) {
+        let mut behaviour = e.behaviour.as_str().to_string();
+        for more in &e.effects {
+            behaviour.push_str(&format!(" + {}", more.as_str()));
+        }
+        let mut tail = match e.calls.len() {
+            0 => String::new(),
+            1 => "1 call".to_string(),
+            n => format!("{n} calls"),
+        };
+        if !e.contradicts.is_empty() {
+            let hints: Vec<&str> = e.contradicts.iter().map(|h| h.key()).collect();
+            tail.push_str(&format!("; contradicts {}", paint.red(&hints.join(", "))));
+        }
+        if let Some(n) = &e.note {
+            if !tail.is_empty() {
+                tail.push_str("; ");
+            }
+            tail.push_str(&esc(&shorten(n, 120)));
+        }
+        writeln!(o, "      {}  {:<24} {tail}", pad(value, w), behaviour)?;
+    }
+    Ok(())
+}
+
 /// One tool's details: its verdicts with evidence, calls, arguments, notes and suggestions.
 fn write_tool(
     o: &mut String,
@@ -500,7 +539,19 @@ fn write_tool(
         } else {
             format!("consistent: {}", confirmed.join(", "))
         };
-        return writeln!(o, "✓ {}  {what}", pad(&esc(&t.name), name_w));
+        writeln!(o, "✓ {}  {what}", pad(&esc(&t.name), name_w))?;
+        // Only where its values behaved differently: that is news about a tool whose hints
+        // held.
+        let mut seen = t
+            .by_argument
+            .iter()
+            .map(|e| e.behaviour)
+            .filter(|b| *b != crate::audit::by_argument::Behaviour::NotReached);
+        let first = seen.next();
+        if seen.any(|b| Some(b) != first) {
+            write_by_argument(o, t, paint)?;
+        }
+        return Ok(());
     }
     writeln!(o, "\n{mark} {}", esc(&t.name))?;
     if let Some(s) = &t.skipped {
@@ -570,6 +621,7 @@ fn write_tool(
             writeln!(o, "        {}: {}", e.source, esc(&e.labelled()))?;
         }
     }
+    write_by_argument(o, t, paint)?;
     let calls: Vec<String> = t
         .calls
         .iter()

@@ -125,7 +125,17 @@ fn judge_tools(
                 &tool.input_schema,
             );
         }
-        let judgement = audit::judge_tool(tool, &run, coverage);
+        // The arguments that select what the tool does, and the values each call had.
+        let schema = crate::exercise::synth::inline_refs(&tool.input_schema);
+        let tried: Vec<&Value> = run.calls.iter().map(|c| &c.arguments).collect();
+        let selectors = crate::exercise::variants::selectors(&schema, &tried);
+        for call in run.calls.iter_mut().filter(|c| c.variant.is_none()) {
+            call.selection = selection(&selectors, &call.arguments);
+        }
+        let mut judgement = audit::judge_tool(tool, &run, coverage);
+        let by_argument =
+            audit::by_argument::profile(&run, coverage, &selectors, &judgement.verdicts);
+        name_the_values(&mut judgement, &by_argument);
         findings.extend(judgement.findings);
         let labels = audit::data_labels::judge(tool, &run, coverage, canaries);
         findings.extend(labels.findings);
@@ -159,10 +169,51 @@ fn judge_tools(
             supported: judgement.supported,
             labels: labels.verdicts,
             labels_supported: labels.supported,
+            by_argument,
             definition: tool.definition.clone(),
         });
     }
     (tools, findings)
+}
+
+/// The values of `selectors` in force in a call sent `arguments` that say what it did: every
+/// operation's, and a flag's only where it is not its default (`action: read, force: true`).
+fn selection(
+    selectors: &[crate::exercise::variants::Selector],
+    arguments: &Value,
+) -> Option<String> {
+    let said: Vec<String> = selectors
+        .iter()
+        .filter_map(|s| {
+            let v = s.in_force(arguments)?;
+            (!s.flag || s.default.as_ref() != Some(&v))
+                .then(|| format!("{}: {}", s.argument, audit::by_argument::value_text(&v)))
+        })
+        .collect();
+    (!said.is_empty()).then(|| said.join(", "))
+}
+
+/// A contradicted hint that only some values of a selecting argument bore out says which, in
+/// its verdict and its finding: `… but 1 write(s) were observed during its calls (with
+/// action: delete)`.
+fn name_the_values(
+    judgement: &mut audit::ToolJudgement,
+    profile: &[audit::by_argument::ArgumentBehaviour],
+) {
+    for v in &mut judgement.verdicts {
+        let Some(values) = audit::by_argument::only_with(profile, v.hint) else {
+            continue;
+        };
+        let with = format!(" (with {values})");
+        v.reason.push_str(&with);
+        for f in judgement
+            .findings
+            .iter_mut()
+            .filter(|f| f.hint == Some(v.hint) && f.audit == v.audit)
+        {
+            f.message.push_str(&with);
+        }
+    }
 }
 
 /// What the run reached and observed.

@@ -18,6 +18,8 @@ macro_rules! as_root_and_unprivileged {
 
 /// The GitHub Action's scripts, run as the runner runs them.
 mod action;
+/// Behaviour per argument value: lies for one operation or flag, named with it.
+mod by_argument;
 /// The command line: usage errors, formats, exit codes, explain, cleanup.
 mod cli;
 /// The demo from the binary alone and from a checkout, under /tmp, /var/tmp and a home.

@@ -80,6 +80,7 @@ pub(crate) fn stage() -> &'static Stage {
             "exfiltration",
             "leaky-client",
             "labelled",
+            "per-argument",
         ] {
             let src = repo().join("tests/fixtures").join(fixture);
             let dst = dir.join("fixtures").join(fixture);

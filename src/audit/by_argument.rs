@@ -1,0 +1,395 @@
+//! What each value of a selecting argument did. A tool whose behaviour an argument selects
+//! (`action: read | delete`, `force`, `dry_run`) declares one set of hints for all of its
+//! operations; [`profile`] sorts the tool's calls by the value each had in force and says, per
+//! value, what those calls did (destructive, additive, network, read-only, no effect, not
+//! reached) with the evidence, and which of the tool's contradicted hints that value bore
+//! out. It judges nothing on its own: a hint is contradicted by the tool's audit when any
+//! value contradicts it, and this names the values.
+
+use serde_json::Value;
+
+use super::{bears_on, category_of, evidence_of};
+use crate::evidence::{CallRecord, Coverage, Observation, ToolRun};
+use crate::exercise::variants::Selector;
+use crate::finding::{Category, Evidence, HintVerdict, Verdict};
+use crate::mcp::tool::HintName;
+
+/// What the calls made with one value did, most telling first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Behaviour {
+    /// Deleted, overwrote or truncated existing content (or tried to).
+    Destructive,
+    /// Wrote without destroying anything: created, appended, extended.
+    Additive,
+    /// Sent traffic beyond loopback.
+    Network,
+    /// Succeeded and wrote and sent nothing.
+    ReadOnly,
+    /// Succeeded and wrote and sent nothing, although the value names an operation that
+    /// changes things (`delete`, `force: true`): it did not act here, which proves nothing
+    /// about what it does where it can act.
+    NoEffect,
+    /// No call with this value succeeded (or none was made, or nothing watched it).
+    NotReached,
+}
+
+impl Behaviour {
+    /// The report's word for it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Behaviour::Destructive => "destructive",
+            Behaviour::Additive => "additive",
+            Behaviour::Network => "network",
+            Behaviour::ReadOnly => "read-only",
+            Behaviour::NoEffect => "no effect",
+            Behaviour::NotReached => "not reached",
+        }
+    }
+}
+
+/// What one value of a selecting argument did.
+#[derive(Debug, Clone)]
+pub struct ArgumentBehaviour {
+    /// The argument (`action`).
+    pub argument: String,
+    /// The value (`"delete"`, `true`).
+    pub value: Value,
+    /// The most telling behaviour of its calls.
+    pub behaviour: Behaviour,
+    /// Every kind of effect its calls had (destructive, additive, network), beyond the first.
+    pub effects: Vec<Behaviour>,
+    /// Its calls, by label with their outcome (`variant (action: delete): ok`).
+    pub calls: Vec<String>,
+    /// The effects that count, weighed as a hint's evidence is.
+    pub evidence: Vec<Evidence>,
+    /// The tool's contradicted hints that this value's calls bore out.
+    pub contradicts: Vec<HintName>,
+    /// Why it was not reached, or what was left out of its behaviour.
+    pub note: Option<String>,
+}
+
+impl ArgumentBehaviour {
+    /// `action: delete`, `force: true`.
+    pub fn describe_value(&self) -> String {
+        format!("{}: {}", self.argument, value_text(&self.value))
+    }
+}
+
+/// A value as the report writes it: a string bare, anything else as JSON.
+pub fn value_text(v: &Value) -> String {
+    v.as_str().map_or_else(|| v.to_string(), str::to_string)
+}
+
+/// What each value of each of `selectors` did in the calls of `run` (see the module's
+/// documentation); `verdicts` are the tool's own, whose contradictions the values are matched
+/// against.
+pub fn profile(
+    run: &ToolRun,
+    coverage: &Coverage,
+    selectors: &[Selector],
+    verdicts: &[HintVerdict],
+) -> Vec<ArgumentBehaviour> {
+    let contradicted: Vec<HintName> = verdicts
+        .iter()
+        .filter(|v| v.verdict == Verdict::Contradicted)
+        .map(|v| v.hint)
+        .collect();
+    let mut out = Vec::new();
+    for selector in selectors {
+        for value in &selector.values {
+            let calls: Vec<&CallRecord> = run
+                .calls
+                .iter()
+                .filter(|c| selector.in_force(&c.arguments).as_ref() == Some(value))
+                .collect();
+            out.push(one_value(selector, value, &calls, coverage, &contradicted));
+        }
+    }
+    out
+}
+
+/// What the calls made with `value` of `selector` did.
+fn one_value(
+    selector: &Selector,
+    value: &Value,
+    calls: &[&CallRecord],
+    coverage: &Coverage,
+    contradicted: &[HintName],
+) -> ArgumentBehaviour {
+    let counted: Vec<(&CallRecord, &Observation)> = calls
+        .iter()
+        .flat_map(|c| c.observations.iter().map(move |o| (*c, o)))
+        .filter(|(c, o)| c.counts(o) && o.is_evidential())
+        .collect();
+    // What the server does for every call (its bookkeeping, a lock, its first-call set-up)
+    // says nothing of this value.
+    let weighty =
+        |(c, o): &&(&CallRecord, &Observation)| !category_of(c, o).is_some_and(Category::softens);
+    let mut effects: Vec<Behaviour> = Vec::new();
+    for (_, o) in counted.iter().filter(weighty) {
+        let kind = if o.is_destructive() {
+            Behaviour::Destructive
+        } else if o.is_write() {
+            Behaviour::Additive
+        } else {
+            Behaviour::Network
+        };
+        if !effects.contains(&kind) {
+            effects.push(kind);
+        }
+    }
+    effects.sort();
+    let succeeded = calls.iter().any(|c| c.outcome.is_success());
+    let softened = counted.iter().filter(|p| !weighty(p)).count();
+    let mut note = None;
+    let behaviour = match effects.first() {
+        Some(b) => *b,
+        None if calls.is_empty() => {
+            note = Some("never called: the explorer tries at most ten values of an operation and six flags, each once the tool has worked".into());
+            Behaviour::NotReached
+        }
+        None if !succeeded => {
+            let outcomes: Vec<&str> = calls.iter().map(|c| c.outcome.label()).collect();
+            note = Some(format!(
+                "no call with it succeeded ({}); what their windows showed is not counted",
+                outcomes.join(", ")
+            ));
+            Behaviour::NotReached
+        }
+        None if coverage.files.is_none() => {
+            note = Some("no file observer was active".into());
+            Behaviour::NotReached
+        }
+        None if selector.acts(value) => {
+            note = Some(format!(
+                "it names an operation that changes things, but nothing was written or sent{}: it did not act on what it was given",
+                if softened > 0 {
+                    " beyond the server's own bookkeeping"
+                } else {
+                    ""
+                }
+            ));
+            Behaviour::NoEffect
+        }
+        None => {
+            if softened > 0 {
+                note = Some(format!(
+                    "{softened} write(s) of the server's own (bookkeeping, temporary files, first-call set-up) are not counted"
+                ));
+            }
+            Behaviour::ReadOnly
+        }
+    };
+    let contradicts = contradicted
+        .iter()
+        .copied()
+        .filter(|h| counted.iter().any(|(_, o)| bears_on(*h, o)))
+        .collect();
+    ArgumentBehaviour {
+        argument: selector.argument.clone(),
+        value: value.clone(),
+        behaviour,
+        effects: effects.into_iter().skip(1).collect(),
+        calls: calls
+            .iter()
+            .map(|c| format!("{}: {}", c.label(), c.outcome.label()))
+            .collect(),
+        evidence: evidence_of(counted.into_iter()),
+        contradicts,
+        note,
+    }
+}
+
+/// For a hint the tool's audit contradicted: the values that bore it out, when the profile
+/// shows a value of the same argument that was reached and did not (`action: delete`, or
+/// `action: delete, action: purge`); `None` when every value reached contradicts it or no
+/// argument selects the behaviour.
+pub fn only_with(profile: &[ArgumentBehaviour], hint: HintName) -> Option<String> {
+    let mut named: Vec<String> = Vec::new();
+    for (_, entries) in by_argument(profile) {
+        let bore: Vec<&ArgumentBehaviour> = entries
+            .iter()
+            .filter(|e| e.contradicts.contains(&hint))
+            .copied()
+            .collect();
+        let held = entries
+            .iter()
+            .any(|e| !e.contradicts.contains(&hint) && e.behaviour != Behaviour::NotReached);
+        if !bore.is_empty() && held {
+            named.extend(bore.iter().map(|e| e.describe_value()));
+        }
+    }
+    (!named.is_empty()).then(|| named.join(", "))
+}
+
+/// The profile's entries grouped by argument, in order.
+pub fn by_argument(profile: &[ArgumentBehaviour]) -> Vec<(&str, Vec<&ArgumentBehaviour>)> {
+    let mut out: Vec<(&str, Vec<&ArgumentBehaviour>)> = Vec::new();
+    for e in profile {
+        match out.iter_mut().find(|(a, _)| *a == e.argument) {
+            Some((_, list)) => list.push(e),
+            None => out.push((&e.argument, vec![e])),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::audit::testing::*;
+    use crate::evidence::{FileEffectKind, NetKind};
+    use crate::mcp::client::CallOutcome;
+    use serde_json::json;
+
+    fn action() -> Selector {
+        Selector {
+            argument: "action".into(),
+            values: vec![
+                json!("read"),
+                json!("append"),
+                json!("delete"),
+                json!("purge"),
+            ],
+            default: None,
+            flag: false,
+        }
+    }
+
+    /// `c` sent `arguments`; a call numbered 0 is the riskier case that set them.
+    fn with(arguments: Value, mut c: CallRecord) -> CallRecord {
+        if c.number == 0 {
+            c.variant = arguments
+                .as_object()
+                .and_then(|m| m.iter().next())
+                .map(|(k, v)| format!("{k}: {}", value_text(v)));
+        }
+        c.arguments = arguments;
+        c
+    }
+
+    fn contradiction(hint: HintName) -> HintVerdict {
+        HintVerdict {
+            hint,
+            declared: "true".into(),
+            verdict: Verdict::Contradicted,
+            reason: String::new(),
+            evidence: Vec::new(),
+            audit: "read-only",
+            uncertain: false,
+        }
+    }
+
+    #[test]
+    fn each_value_says_what_its_calls_did_and_which_contradiction_it_bore() {
+        let failed = CallOutcome::ToolError {
+            text: "no".into(),
+            result_sha256: "h".into(),
+        };
+        let run = run(vec![
+            with(json!({"action": "read"}), call(1, ok(), vec![])),
+            with(
+                json!({"action": "append"}),
+                call(
+                    0,
+                    ok(),
+                    vec![file("$WORKSPACE/a.md", FileEffectKind::Appended)],
+                ),
+            ),
+            with(
+                json!({"action": "delete"}),
+                call(
+                    0,
+                    ok(),
+                    vec![
+                        file("$WORKSPACE/a.md", FileEffectKind::Deleted),
+                        net(NetKind::Connect, "192.0.2.1", false),
+                    ],
+                ),
+            ),
+            // A failed call's write is not the tool's until shown to be.
+            with(
+                json!({"action": "purge"}),
+                call(
+                    0,
+                    failed,
+                    vec![file("$WORKSPACE/b.md", FileEffectKind::Deleted)],
+                ),
+            ),
+        ]);
+        let p = profile(
+            &run,
+            &full_coverage(),
+            &[action()],
+            &[contradiction(HintName::ReadOnly)],
+        );
+        let got: Vec<(&str, &str)> = p
+            .iter()
+            .map(|e| (e.value.as_str().expect("a string"), e.behaviour.as_str()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("read", "read-only"),
+                ("append", "additive"),
+                ("delete", "destructive"),
+                ("purge", "not reached")
+            ]
+        );
+        assert_eq!(p[2].effects, [Behaviour::Network]);
+        assert_eq!(p[2].calls, ["variant (action: delete): ok"]);
+        assert!(
+            p[2].evidence[0].text.contains("deleted"),
+            "{:?}",
+            p[2].evidence
+        );
+        assert!(p[0].contradicts.is_empty());
+        assert_eq!(p[1].contradicts, [HintName::ReadOnly]);
+        assert!(
+            p[3].note.as_deref().expect("a note").contains("isError"),
+            "{:?}",
+            p[3].note
+        );
+        assert_eq!(
+            only_with(&p, HintName::ReadOnly).as_deref(),
+            Some("action: append, action: delete")
+        );
+        // A hint every reached value bore out names none.
+        let all = profile(
+            &run,
+            &full_coverage(),
+            &[Selector {
+                values: vec![json!("append"), json!("delete")],
+                ..action()
+            }],
+            &[contradiction(HintName::ReadOnly)],
+        );
+        assert_eq!(only_with(&all, HintName::ReadOnly), None);
+    }
+
+    #[test]
+    fn an_operation_that_changes_things_but_did_nothing_had_no_effect() {
+        let flag = Selector {
+            argument: "force".into(),
+            values: vec![json!(false), json!(true)],
+            default: Some(json!(false)),
+            flag: true,
+        };
+        let run = run(vec![
+            with(json!({}), call(1, ok(), vec![])),
+            with(json!({"force": true}), call(0, ok(), vec![])),
+        ]);
+        let p = profile(&run, &full_coverage(), &[flag, action()], &[]);
+        assert_eq!(p[0].behaviour, Behaviour::ReadOnly, "the default in force");
+        assert_eq!(p[1].behaviour, Behaviour::NoEffect);
+        // No call sent an action: every value is unreached, and says why.
+        assert!(p[2..].iter().all(|e| e.behaviour == Behaviour::NotReached));
+        assert!(
+            p[2].note
+                .as_deref()
+                .expect("a note")
+                .starts_with("never called")
+        );
+    }
+}
