@@ -214,6 +214,9 @@ pub fn server_key(report: &Report) -> String {
 /// own words (file names, text it made up), which vary with its seed and are left out.
 pub fn fingerprint(server: &str, f: &Finding, words: &[String]) -> String {
     let detail: String = match f.hint {
+        // A hint the server resolved: apart from its static declaration, but not by the
+        // arguments, which name the run's paths and words.
+        Some(h) if f.resolved_for.is_some() => format!("{} tools/resolve", h.key()),
         Some(h) => h.key().to_string(),
         // A data label: the label and its declared value, not the reason, which names hosts
         // and counts that vary between runs.
@@ -312,6 +315,7 @@ mod tests {
 
     fn finding(tool: &str, hint: Option<HintName>, message: &str) -> Finding {
         Finding {
+            resolved_for: None,
             category: None,
             audit: "read-only",
             tool: Some(tool.into()),

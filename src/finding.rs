@@ -309,6 +309,11 @@ pub struct HintVerdict {
     pub evidence: Vec<Evidence>,
     /// The audit that judged it.
     pub audit: &'static str,
+    /// Where the judged value came from: `None` for the tool's static declaration,
+    /// `tools/resolve` for the annotations the server resolved for `resolved_for`.
+    pub source: Option<&'static str>,
+    /// The arguments a resolved hint was resolved for.
+    pub resolved_for: Option<serde_json::Value>,
     /// For a contradiction: no piece of its evidence is firm, and some come from windows
     /// that other calls' processes or the server's background threads shared, so the
     /// behaviour may be theirs. Reported, but does not fail the run.
@@ -326,6 +331,10 @@ pub struct Finding {
     /// The hint, for hint audits.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub hint: Option<HintName>,
+    /// For a hint the server resolved with `tools/resolve`: the arguments it was resolved
+    /// for (the finding is about that resolution, not the tool's static declaration).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resolved_for: Option<serde_json::Value>,
     /// How bad.
     pub severity: Severity,
     /// How sure.

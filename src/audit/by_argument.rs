@@ -271,6 +271,8 @@ mod tests {
 
     fn contradiction(hint: HintName) -> HintVerdict {
         HintVerdict {
+            source: None,
+            resolved_for: None,
             hint,
             declared: "true".into(),
             verdict: Verdict::Contradicted,

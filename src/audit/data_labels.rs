@@ -625,6 +625,7 @@ impl LabelJudgement {
         if verdict == Verdict::Contradicted {
             let firm = evidence.iter().any(|e| e.firm);
             self.findings.push(Finding {
+                resolved_for: None,
                 fingerprint: String::new(),
                 accepted: None,
                 audit: META.id,

@@ -154,6 +154,7 @@ pub fn findings<'a>(
     by_tool
         .into_iter()
         .map(|(tool, (closed, evidence, secrets))| Finding {
+            resolved_for: None,
             category: None,
             fingerprint: String::new(),
             accepted: None,

@@ -29,6 +29,7 @@ pub fn unusable_findings(unusable: &[UnusableTool]) -> Vec<Finding> {
     unusable
         .iter()
         .map(|u| Finding {
+            resolved_for: None,
             category: None,
             fingerprint: String::new(),
             accepted: None,

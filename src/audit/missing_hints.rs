@@ -45,6 +45,7 @@ pub fn finding(tool: &ToolDecl, supported: &[SupportedHint]) -> Option<Finding> 
     }
     let keys: Vec<&str> = missing.iter().map(|h| h.key()).collect();
     Some(Finding {
+        resolved_for: None,
         category: None,
         audit: META.id,
         tool: Some(tool.name.clone()),

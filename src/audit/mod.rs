@@ -18,6 +18,7 @@ pub mod open_world;
 pub mod out_of_window;
 pub mod protocol;
 pub mod read_only;
+pub mod resolved;
 pub mod resource_limit;
 pub mod sandbox_evasion;
 pub mod secret_access;
@@ -217,6 +218,7 @@ pub fn judge_tool(tool: &ToolDecl, run: &ToolRun, coverage: &Coverage) -> ToolJu
         let category = Category::common(j.evidence.iter().map(|e| e.category));
         if contradicted {
             out.findings.push(Finding {
+                resolved_for: None,
                 fingerprint: String::new(),
                 accepted: None,
                 audit: meta.id,
@@ -263,6 +265,8 @@ pub fn judge_tool(tool: &ToolDecl, run: &ToolRun, coverage: &Coverage) -> ToolJu
             _ => reason,
         };
         out.verdicts.push(HintVerdict {
+            source: None,
+            resolved_for: None,
             hint,
             declared: tool.hints.get(hint).describe(),
             verdict: j.verdict,
@@ -436,6 +440,7 @@ pub(crate) fn definition_findings(
         .iter()
         .filter(|p| p.audit == audit)
         .map(|p| Finding {
+            resolved_for: None,
             category: None,
             fingerprint: String::new(),
             accepted: None,

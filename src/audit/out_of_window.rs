@@ -117,6 +117,7 @@ pub fn findings(phases: &[PhaseObservation]) -> Vec<Finding> {
                 Phase::Shutdown => (Severity::Note, "at shutdown".to_string()),
             };
             Finding {
+                resolved_for: None,
                 category,
                 fingerprint: String::new(),
                 accepted: None,

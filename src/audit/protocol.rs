@@ -107,6 +107,7 @@ pub fn list_changed(count: usize) -> Option<Finding> {
 /// A finding about the server as a whole (no tool, no hint), directly observed.
 fn server_finding(severity: Severity, message: String, evidence: Vec<Evidence>) -> Finding {
     Finding {
+        resolved_for: None,
         category: None,
         audit: META.id,
         tool: None,

@@ -24,6 +24,7 @@ the evidence allocated or wrote.",
 /// The finding for a run the watchdog ended; `during` names the tool whose call was in flight.
 pub fn finding(why: &str, during: Option<&str>) -> Finding {
     Finding {
+        resolved_for: None,
         category: None,
         fingerprint: String::new(),
         accepted: None,

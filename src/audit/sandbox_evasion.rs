@@ -48,6 +48,7 @@ pub fn findings<'a>(
     by_tool
         .into_iter()
         .map(|(tool, evidence)| Finding {
+            resolved_for: None,
             category: None,
             fingerprint: String::new(),
             accepted: None,

@@ -236,6 +236,7 @@ fn finding(
     evidence: Vec<Evidence>,
 ) -> Finding {
     Finding {
+        resolved_for: None,
         category: None,
         fingerprint: String::new(),
         accepted: None,

@@ -138,6 +138,8 @@ mod tests {
 
     fn verdict(hint: HintName, verdict: Verdict, uncertain: bool) -> HintVerdict {
         HintVerdict {
+            source: None,
+            resolved_for: None,
             hint,
             declared: String::new(),
             verdict,

@@ -93,6 +93,10 @@ pub struct CallRecord {
     /// (`action: read`), set before judging so that its evidence names them. Riskier cases
     /// name theirs in `variant`.
     pub selection: Option<String>,
+    /// What the server resolved the tool to for this call's arguments (`tools/resolve`,
+    /// asked in the call's window just before it), for a tool marked `resolve: true` on a
+    /// server that announced the capability.
+    pub resolution: Option<crate::mcp::resolve::Resolution>,
 }
 
 impl CallRecord {
@@ -126,6 +130,7 @@ impl CallRecord {
             result_labels: None,
             returned_fetched: false,
             selection: None,
+            resolution: None,
         }
     }
 

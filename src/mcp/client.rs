@@ -165,6 +165,8 @@ pub struct Inventory {
     pub incomplete: Option<String>,
     /// SHA-256 over the tool definitions in order.
     pub sha256: String,
+    /// Whether the server announced `tools.resolve` (SEP-1862).
+    pub resolve_announced: bool,
 }
 
 /// How one `tools/call` ended.
@@ -448,6 +450,26 @@ impl McpClient {
         }
     }
 
+    /// Whether the server announced `tools.resolve` (SEP-1862): only then is
+    /// [`Self::resolve_tool`] ever sent.
+    pub fn offers_resolve(&self) -> bool {
+        super::resolve::announced(self.identity.capabilities.as_ref())
+    }
+
+    /// Asks the server what tool `name` resolves to for `arguments` (`tools/resolve`).
+    pub async fn resolve_tool(
+        &mut self,
+        name: &str,
+        arguments: &Value,
+        timeout: Duration,
+    ) -> super::resolve::Resolution {
+        let params = json!({ "name": name, "arguments": arguments });
+        match self.request(super::resolve::METHOD, params, timeout).await {
+            Ok(reply) => super::resolve::interpret(name, reply.outcome.map(|r| r.value())),
+            Err(e) => super::resolve::Resolution::failed(e.to_string()),
+        }
+    }
+
     /// Lists every tool, page by page.
     pub async fn list_tools(&mut self) -> Inventory {
         let mut inv = Inventory::default();
@@ -563,6 +585,7 @@ impl McpClient {
             });
         }
         inv.sha256 = sha256_hex(raw_all.join("\n").as_bytes());
+        inv.resolve_announced = self.offers_resolve();
         inv
     }
 

@@ -257,6 +257,9 @@ pub struct ToolDecl {
     pub labels: super::labels::ToolLabels,
     /// `execution.taskSupport`, when present.
     pub task_support: Option<String>,
+    /// `resolve: true`: the tool's annotations for given arguments can be asked with
+    /// `tools/resolve` (SEP-1862), where the server announced the capability.
+    pub resolve: bool,
     /// What is wrong with the definition.
     pub problems: Vec<DefinitionProblem>,
     /// SHA-256 of the tool's JSON as received (key order kept), to notice changed tools.
@@ -362,6 +365,21 @@ pub fn parse_tool(raw: &Value, index: usize) -> Result<ToolDecl, UnusableTool> {
         .and_then(Value::as_str)
         .map(str::to_string);
 
+    let resolve = match obj.get("resolve") {
+        None | Some(Value::Bool(false)) => false,
+        Some(Value::Bool(true)) => true,
+        Some(other) => {
+            problem(
+                "annotation-type",
+                format!(
+                    "resolve is a {}, not a boolean; tools/resolve is not asked for this tool",
+                    json_type_name(other)
+                ),
+            );
+            false
+        }
+    };
+
     Ok(ToolDecl {
         name,
         title,
@@ -370,6 +388,7 @@ pub fn parse_tool(raw: &Value, index: usize) -> Result<ToolDecl, UnusableTool> {
         hints,
         labels,
         task_support,
+        resolve,
         problems,
         definition_sha256: sha256_hex(raw.to_string().as_bytes()),
         definition: raw.clone(),

@@ -121,6 +121,15 @@ impl Figures {
                 let mut claim = false;
                 let mut contradicted = false;
                 for v in tool["verdicts"].as_array().into_iter().flatten() {
+                    // A hint resolved for some arguments is no declaration of the tool's: it
+                    // marks the tool, not the hint's tally.
+                    if v["source"].is_string() {
+                        if v["verdict"] == "contradicted" {
+                            contradicted = true;
+                            claim = true;
+                        }
+                        continue;
+                    }
                     let Some(i) = HINTS.iter().position(|h| v["hint"] == *h) else {
                         continue;
                     };
@@ -355,7 +364,12 @@ fn single_result(e: &Entry<'_>, report: &Value) -> Markup {
                         @for (tool, v) in &contradicted {
                             tr {
                                 td { code { (shown_cut(tool, 120)) } }
-                                td { code { (shown(v["hint"].as_str().or(v["label"].as_str()).unwrap_or(""))) } }
+                                td {
+                                    code { (shown(v["hint"].as_str().or(v["label"].as_str()).unwrap_or(""))) }
+                                    @if let Some(source) = v["source"].as_str() {
+                                        " " span.muted.small { "(" (shown(source)) " for " code { (shown_cut(&v["arguments"].to_string(), 120)) } ")" }
+                                    }
+                                }
                                 td { (shown_cut(v["declared"].as_str().unwrap_or(""), 120)) }
                                 td {
                                     @if let Some(source) = v["evidence"][0]["source"].as_str() {
@@ -725,10 +739,17 @@ fn verdict_class(v: &Value) -> &'static str {
 /// A tool's row (declared value and verdict per hint) and the row of its reasons and evidence.
 fn tool_rows(i: usize, j: usize, tool: &Value) -> Markup {
     let verdicts: Vec<&Value> = tool["verdicts"].as_array().into_iter().flatten().collect();
-    let by_hint = |h: &str| verdicts.iter().copied().find(|v| v["hint"] == h);
+    let by_hint = |h: &str| {
+        verdicts
+            .iter()
+            .copied()
+            .find(|v| v["hint"] == h && v["source"].is_null())
+    };
+    // The static hints' verdicts, then those on hints the server resolved.
     let claims: Vec<&Value> = HINTS
         .iter()
         .filter_map(|h| by_hint(h))
+        .chain(verdicts.iter().copied().filter(|v| v["source"].is_string()))
         .filter(|v| verdict_class(v) != "na")
         .collect();
     let labels: Vec<&Value> = tool["data_labels"]
@@ -786,6 +807,9 @@ fn tool_rows(i: usize, j: usize, tool: &Value) -> Markup {
                                     "data label " code { (shown(label)) } " " span.declared { (shown_cut(v["declared"].as_str().unwrap_or(""), 80)) }
                                 } @else {
                                     code { (shown(v["hint"].as_str().unwrap_or(""))) }
+                                    @if let Some(source) = v["source"].as_str() {
+                                        " (" (shown(source)) ")"
+                                    }
                                 }
                                 " "
                                 span class=(format!("v v-{}", verdict_class(v))) { (shown(v["verdict"].as_str().unwrap_or(""))) }

@@ -303,6 +303,9 @@ struct CallV1<'a> {
     /// Its result held what the network's stand-in site served (additive).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     returned_fetched: bool,
+    /// What the server resolved the tool to for these arguments (additive).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    resolution: Option<ResolutionV1<'a>>,
     observations: Vec<ObservationV1<'a>>,
 }
 
@@ -436,6 +439,19 @@ struct VerdictV1<'a> {
     audit: &'a str,
     uncertain: bool,
     evidence: Vec<EvidenceV1<'a>>,
+    /// `tools/resolve` for a hint the server resolved for `arguments` (additive).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    source: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    arguments: Option<&'a Value>,
+}
+
+/// What the server resolved a tool to for a call's arguments (`tools/resolve`).
+#[derive(Debug, Serialize)]
+struct ResolutionV1<'a> {
+    annotations: &'a Value,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    failure: Option<&'a str>,
 }
 
 #[derive(Debug, Serialize)]
@@ -465,6 +481,10 @@ struct FindingV1<'a> {
     audit: &'a str,
     tool: Option<&'a str>,
     hint: Option<&'static str>,
+    /// For a hint resolved with `tools/resolve`: the arguments it was resolved for
+    /// (additive).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    resolved_for: Option<&'a Value>,
     severity: &'static str,
     confidence: &'static str,
     message: &'a str,
@@ -691,6 +711,10 @@ fn call(c: &CallRecord) -> CallV1<'_> {
         wire_anomalies: c.wire_anomalies,
         result_labels: c.result_labels.as_ref(),
         returned_fetched: c.returned_fetched,
+        resolution: c.resolution.as_ref().map(|r| ResolutionV1 {
+            annotations: &r.annotations,
+            failure: r.failure.as_deref(),
+        }),
         observations: c.observations.iter().map(observation).collect(),
     }
 }
@@ -704,6 +728,8 @@ fn verdict(v: &HintVerdict) -> VerdictV1<'_> {
         audit: v.audit,
         uncertain: v.uncertain,
         evidence: evidence(&v.evidence),
+        source: v.source,
+        arguments: v.resolved_for.as_ref(),
     }
 }
 
@@ -724,6 +750,7 @@ fn finding(f: &Finding) -> FindingV1<'_> {
         audit: f.audit,
         tool: f.tool.as_deref(),
         hint: f.hint.map(|h| h.key()),
+        resolved_for: f.resolved_for.as_ref(),
         severity: f.severity.as_str(),
         confidence: match f.confidence {
             crate::finding::Confidence::High => "high",
@@ -825,7 +852,7 @@ fn summary_of(r: &Report) -> SummaryV1 {
     for v in r.tools.iter().flat_map(|t| &t.labels) {
         *summary.data_labels.entry(v.verdict.as_str()).or_default() += 1;
     }
-    for v in r.tools.iter().flat_map(|t| &t.verdicts) {
+    for v in r.tools.iter().flat_map(|t| t.all_verdicts()) {
         match v.verdict {
             crate::finding::Verdict::Contradicted => summary.contradicted += 1,
             crate::finding::Verdict::Consistent => summary.consistent += 1,
@@ -918,7 +945,7 @@ fn tool(t: &crate::report::ToolReport) -> ToolV1<'_> {
         arguments_overridden: &t.overridden,
         synthesis_notes: &t.synthesis_notes,
         calls: t.calls.iter().map(call).collect(),
-        verdicts: t.verdicts.iter().map(verdict).collect(),
+        verdicts: t.all_verdicts().map(verdict).collect(),
         suggestions: t.suggestions.iter().map(suggestion).collect(),
         supported: &t.supported,
         data_labels: t

@@ -91,7 +91,7 @@ fn verdict_text(
 
 fn hint_case(r: &Report, t: &ToolReport, v: &HintVerdict, server: &str) -> Case {
     let mut out = verdict_text(&v.declared, v.verdict, &v.reason, &v.evidence);
-    let finding = r.hint_finding(&t.name, v.hint);
+    let finding = r.verdict_finding(&t.name, v);
     let status = match (v.verdict, finding) {
         (Verdict::Contradicted, Some(f)) => {
             if let Some(why) = &f.accepted {
@@ -123,8 +123,23 @@ fn hint_case(r: &Report, t: &ToolReport, v: &HintVerdict, server: &str) -> Case 
         },
     };
     let tool_ms: u64 = t.calls.iter().map(|c| c.duration_ms).sum();
+    // A resolved hint's case is numbered among the tool's resolutions of that hint (its
+    // arguments name the run's paths, which would change the name between runs).
+    let name = match &v.resolved_for {
+        Some(arguments) => {
+            let n = t
+                .resolved
+                .iter()
+                .filter(|o| o.hint == v.hint)
+                .position(|o| o.resolved_for.as_ref() == Some(arguments))
+                .unwrap_or(0);
+            let _ = writeln!(out, "resolved with tools/resolve for {arguments}");
+            format!("{}: {} resolved #{}", t.name, v.hint.key(), n + 1)
+        }
+        None => format!("{}: {}", t.name, v.hint.key()),
+    };
     Case {
-        name: format!("{}: {}", t.name, v.hint.key()),
+        name,
         classname: format!("{server}.tools"),
         seconds: tool_ms as f64 / 1000.0 / 4.0,
         status,
@@ -259,7 +274,7 @@ pub fn render(r: &Report) -> String {
     let mut cases = vec![run_case(r, &server)];
     cases.extend(secret_cases(r, &server));
     for t in &r.tools {
-        cases.extend(t.verdicts.iter().map(|v| hint_case(r, t, v, &server)));
+        cases.extend(t.all_verdicts().map(|v| hint_case(r, t, v, &server)));
         cases.extend(t.labels.iter().map(|v| label_case(r, t, v, &server)));
     }
     let count = |f: fn(&Status) -> bool| cases.iter().filter(|c| f(&c.status)).count();

@@ -63,12 +63,17 @@ fn tool_details(o: &mut String, r: &Report, t: &ToolReport) {
         let _ = writeln!(o, "- not called: {}", md(s));
         return;
     }
-    for v in &t.verdicts {
+    for v in t.all_verdicts() {
         let _ = writeln!(
             o,
-            "- {} **{}** (declared {}): {}: {}",
+            "- {} **{}** ({} {}): {}: {}",
             icon(v),
             v.hint.key(),
+            if v.source.is_some() {
+                "resolved by tools/resolve to"
+            } else {
+                "declared"
+            },
             md(&v.declared),
             v.verdict.as_str(),
             md(&shorten(&v.reason, 300))
@@ -182,7 +187,7 @@ fn contradicted(o: &mut String, r: &Report) {
     let contradicted: Vec<(&ToolReport, &HintVerdict)> = r
         .tools
         .iter()
-        .flat_map(|t| t.verdicts.iter().map(move |v| (t, v)))
+        .flat_map(|t| t.all_verdicts().map(move |v| (t, v)))
         .filter(|(_, v)| v.verdict == Verdict::Contradicted)
         .collect();
     if !contradicted.is_empty() {
@@ -191,7 +196,7 @@ fn contradicted(o: &mut String, r: &Report) {
         let _ = writeln!(o, "|---|---|---|---|---|");
         for (t, v) in &contradicted {
             let accepted = r
-                .hint_finding(&t.name, v.hint)
+                .verdict_finding(&t.name, v)
                 .and_then(|f| f.accepted.as_ref());
             let first = v
                 .evidence
@@ -203,7 +208,10 @@ fn contradicted(o: &mut String, r: &Report) {
                 "| {} {} | {} | {} | {}{}{} | {} |",
                 icon(v),
                 md(&t.name),
-                v.hint.key(),
+                match v.source {
+                    Some(source) => format!("{} ({source})", v.hint.key()),
+                    None => v.hint.key().to_string(),
+                },
                 md(&v.declared),
                 md(&shorten(&v.reason, 200)),
                 if v.uncertain { " (uncertain)" } else { "" },

@@ -415,6 +415,10 @@ pub struct ToolReport {
     /// What each value of an argument that selects the tool's behaviour did (`action:
     /// delete` destructive, `action: read` read-only).
     pub by_argument: Vec<crate::audit::by_argument::ArgumentBehaviour>,
+    /// Verdicts on the hints the server resolved with `tools/resolve` for the calls'
+    /// arguments, where they are less cautious than the static ones (the JSON report lists
+    /// them in `verdicts[]` with their source).
+    pub resolved: Vec<HintVerdict>,
     /// The tool's definition as received (for the SARIF tool inventory).
     pub definition: Value,
 }
@@ -452,9 +456,30 @@ impl CoverageSummary {
 impl Report {
     /// The finding about `hint` of tool `tool`, if there is one.
     pub fn hint_finding(&self, tool: &str, hint: crate::mcp::tool::HintName) -> Option<&Finding> {
-        self.findings
-            .iter()
-            .find(|f| f.tool.as_deref() == Some(tool) && f.hint == Some(hint))
+        self.findings.iter().find(|f| {
+            f.tool.as_deref() == Some(tool) && f.hint == Some(hint) && f.resolved_for.is_none()
+        })
+    }
+
+    /// The finding about verdict `v` of tool `tool`: its static hint's, or its resolved
+    /// hint's.
+    pub fn verdict_finding(&self, tool: &str, v: &HintVerdict) -> Option<&Finding> {
+        match v.resolved_for {
+            Some(_) => self.resolved_finding(tool, v),
+            None => self.hint_finding(tool, v.hint),
+        }
+    }
+
+    /// The finding about the resolved hint of verdict `v` of tool `tool` (see
+    /// [`ToolReport::resolved`]), if there is one.
+    pub fn resolved_finding(&self, tool: &str, v: &HintVerdict) -> Option<&Finding> {
+        self.findings.iter().find(|f| {
+            f.tool.as_deref() == Some(tool)
+                && f.hint == Some(v.hint)
+                && f.audit == v.audit
+                && f.resolved_for.is_some()
+                && f.resolved_for == v.resolved_for
+        })
     }
 
     /// The finding about data label `label` of tool `tool`, if there is one.
@@ -477,11 +502,15 @@ impl Report {
 }
 
 impl ToolReport {
-    /// Whether any hint is contradicted.
+    /// Whether any hint is contradicted, a resolved one included.
     pub fn contradicted(&self) -> bool {
-        self.verdicts
-            .iter()
+        self.all_verdicts()
             .any(|v| v.verdict == Verdict::Contradicted)
+    }
+
+    /// The verdicts on its static hints, then those on the hints the server resolved.
+    pub fn all_verdicts(&self) -> impl Iterator<Item = &HintVerdict> {
+        self.verdicts.iter().chain(&self.resolved)
     }
 }
 

@@ -75,10 +75,10 @@ fn first_evidence(f: &Finding) -> String {
 /// The mark of a tool: ✗ a contradiction that counts, ! something to say (a weak or accepted
 /// contradiction, a finding), ? no successful call, - skipped, ✓ nothing to say.
 fn mark(r: &Report, t: &ToolReport) -> &'static str {
-    let firm = t.verdicts.iter().any(|v| {
+    let firm = t.all_verdicts().any(|v| {
         v.verdict == Verdict::Contradicted
             && !v.uncertain
-            && r.hint_finding(&t.name, v.hint)
+            && r.verdict_finding(&t.name, v)
                 .is_none_or(|f| f.accepted.is_none() && f.severity == Severity::Error)
     });
     let secret = r.findings.iter().any(|f| {
@@ -186,18 +186,26 @@ fn contradicted_hints(o: &mut String, r: &Report, verbose: bool) -> std::fmt::Re
     let mut accepted = Vec::new();
     for t in &r.tools {
         for v in t
-            .verdicts
-            .iter()
+            .all_verdicts()
             .filter(|v| v.verdict == Verdict::Contradicted)
         {
-            let f = r.hint_finding(&t.name, v.hint);
+            let f = r.verdict_finding(&t.name, v);
             let evidence = match f {
                 Some(f) => first_evidence(f),
                 None => esc(&shorten(&v.reason, 120)),
             };
             let row = (
                 esc(&t.name),
-                format!("{}: {}", v.hint.key(), esc(&v.declared)),
+                format!(
+                    "{}: {}{}",
+                    v.hint.key(),
+                    esc(&v.declared),
+                    if v.source.is_some() {
+                        " (resolved)"
+                    } else {
+                        ""
+                    }
+                ),
                 evidence,
                 f.and_then(|f| f.category).map(|c| c.as_str()),
             );
@@ -534,11 +542,22 @@ fn write_tool(
             .filter(|v| v.verdict == Verdict::Consistent)
             .map(|v| v.hint.key())
             .collect();
-        let what = if confirmed.is_empty() {
+        let mut what = if confirmed.is_empty() {
             "reached; no declared hint to check".to_string()
         } else {
             format!("consistent: {}", confirmed.join(", "))
         };
+        match t
+            .resolved
+            .iter()
+            .filter(|v| v.verdict == Verdict::Consistent)
+            .count()
+        {
+            0 => {}
+            n => what.push_str(&format!(
+                "; {n} hint(s) resolved with tools/resolve consistent"
+            )),
+        }
         writeln!(o, "✓ {}  {what}", pad(&esc(&t.name), name_w))?;
         // Only where its values behaved differently: that is news about a tool whose hints
         // held.
@@ -558,12 +577,14 @@ fn write_tool(
         return writeln!(o, "    skipped: {}", esc(s));
     }
     let mut not_applicable = Vec::new();
-    for v in &t.verdicts {
+    // Room for `destructiveHint (resolved)` where the server resolved hints.
+    let key_w = if t.resolved.is_empty() { 16 } else { 26 };
+    for v in t.all_verdicts() {
         if v.verdict == Verdict::NotApplicable && !verbose {
             not_applicable.push(v.hint.key());
             continue;
         }
-        let finding = r.hint_finding(&t.name, v.hint);
+        let finding = r.verdict_finding(&t.name, v);
         let accepted = finding.and_then(|f| f.accepted.as_ref());
         let weak = finding.is_some_and(|f| f.severity != Severity::Error);
         let tag = match v.verdict {
@@ -577,8 +598,11 @@ fn write_tool(
         };
         writeln!(
             o,
-            "    {:<16} {} {tag} {}{}",
-            v.hint.key(),
+            "    {:<key_w$} {} {tag} {}{}",
+            match v.source {
+                Some(_) => format!("{} (resolved)", v.hint.key()),
+                None => v.hint.key().to_string(),
+            },
             pad(&esc(&v.declared), declared_w),
             esc(&v.reason),
             accepted

@@ -109,6 +109,12 @@ pub(super) async fn explore(
             .filter(|t| crate::exercise::semantics::waits_for_events(t))
             .map(|t| t.name.clone())
             .collect(),
+        resolving: inventory
+            .tools
+            .iter()
+            .filter(|t| t.resolve)
+            .map(|t| t.name.clone())
+            .collect(),
         notes: Vec::new(),
     };
     let began = std::time::Instant::now();

@@ -205,6 +205,9 @@ pub(super) struct ServerHost<'r, 'c> {
     pub(super) side_by_side: usize,
     /// Tools that say they wait for something (`wait_for_event`, "long-polls until …").
     pub(super) long_pollers: std::collections::BTreeSet<String>,
+    /// Tools marked `resolve: true`: before each of their calls, where the server announced
+    /// `tools.resolve`, their annotations for the call's arguments are asked.
+    pub(super) resolving: std::collections::BTreeSet<String>,
     pub(super) notes: Vec<String>,
 }
 
@@ -630,6 +633,20 @@ impl Host for ServerHost<'_, '_> {
             self.background.sort_unstable();
             self.background.dedup();
         }
+        // What the tool resolves to for these arguments, asked in the call's window (what
+        // the server does to answer is the call's as a host would see it).
+        let resolution = if self.resolving.contains(tool) && l.client.offers_resolve() {
+            let patience = CONTROL_TIMEOUT
+                .min(self.ctx.deadline.saturating_duration_since(Instant::now()))
+                .max(Duration::from_millis(1));
+            let mut stop = self.ctx.stop.clone();
+            tokio::select! {
+                r = l.client.resolve_tool(tool, arguments, patience) => Some(r),
+                _ = stop.changed() => None,
+            }
+        } else {
+            None
+        };
         let t0 = Instant::now();
         // A tool that says it waits for something (a long poll) gets a short timeout: the
         // ping after it tells its waiting from a hung server.
@@ -718,6 +735,7 @@ impl Host for ServerHost<'_, '_> {
             wire_anomalies,
             result_labels,
             returned_fetched,
+            resolution,
             ..CallRecord::bare(arguments, outcome)
         };
         ObservedCall {

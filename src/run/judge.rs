@@ -137,6 +137,10 @@ fn judge_tools(
             audit::by_argument::profile(&run, coverage, &selectors, &judgement.verdicts);
         name_the_values(&mut judgement, &by_argument);
         findings.extend(judgement.findings);
+        // The hints the server resolved for the calls' arguments, judged beside the static
+        // ones.
+        let resolved = audit::resolved::judge(tool, &run, coverage, inventory.resolve_announced);
+        findings.extend(resolved.findings);
         let labels = audit::data_labels::judge(tool, &run, coverage, canaries);
         findings.extend(labels.findings);
         if config.judge.require_hints {
@@ -170,6 +174,7 @@ fn judge_tools(
             labels: labels.verdicts,
             labels_supported: labels.supported,
             by_argument,
+            resolved: resolved.verdicts,
             definition: tool.definition.clone(),
         });
     }

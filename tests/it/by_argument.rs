@@ -135,3 +135,139 @@ as_root_and_unprivileged!(
     a_lie_for_one_value_is_named_with_it_unprivileged,
     per_argument_run
 );
+
+/// Runs the per-argument fixture's scenario `file` with `--check` and its JSON report.
+fn fixture_run(who: As, file: &str) -> Option<serde_json::Value> {
+    if !std::path::Path::new("/usr/bin/python3").is_file() {
+        skip("/usr/bin/python3 is missing (the per-argument fixture)");
+        return None;
+    }
+    let prefix = prefix(who, false)?;
+    let out = run_as(
+        &prefix,
+        &[
+            "verify".into(),
+            "--scenario".into(),
+            format!("{}/{file}", crate::sandbox::fixture("per-argument")),
+            "--check".into(),
+            "--format".into(),
+            "json".into(),
+        ],
+        Duration::from_secs(120),
+    );
+    assert_eq!(out.code, 0, "{}\n{}", out.stderr, out.stdout);
+    Some(out.json())
+}
+
+/// A tool's verdicts on the hints the server resolved.
+fn resolved<'a>(r: &'a serde_json::Value, tool: &str) -> Vec<&'a serde_json::Value> {
+    r["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .filter(|t| t["name"] == tool)
+        .flat_map(|t| t["verdicts"].as_array().expect("verdicts"))
+        .filter(|v| v["source"] == "tools/resolve")
+        .collect()
+}
+
+/// A `tools/resolve` that lies for one action is contradicted by that action's call, with
+/// the arguments it was resolved for; the honest resolver and the static worst case stand.
+fn resolving_run(who: As) {
+    let Some(r) = fixture_run(who, "resolving.toml") else {
+        return;
+    };
+    let lies = resolved(&r, "files_manager");
+    let delete = lies
+        .iter()
+        .find(|v| v["verdict"] == "contradicted")
+        .unwrap_or_else(|| panic!("no contradicted resolution: {lies:?}"));
+    assert_eq!(delete["hint"], "readOnlyHint", "{delete}");
+    assert_eq!(delete["declared"], "true", "{delete}");
+    assert_eq!(delete["arguments"]["action"], "delete", "{delete}");
+    assert_eq!(delete["evidence"][0]["firm"], true, "{delete}");
+    // Its read was resolved read-only truthfully.
+    assert!(
+        lies.iter().any(|v| v["arguments"]["action"] == "read"
+            && v["hint"] == "readOnlyHint"
+            && v["verdict"] == "consistent"),
+        "{lies:?}"
+    );
+    let finding = r["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .find(|f| f["tool"] == "files_manager" && f["audit"] == "read-only")
+        .expect("the resolution's finding");
+    assert_eq!(finding["severity"], "error", "{finding}");
+    assert_eq!(finding["resolved_for"]["action"], "delete", "{finding}");
+    assert!(
+        finding["message"]
+            .as_str()
+            .expect("a string")
+            .starts_with("files_manager's tools/resolve for {\"action\":\"delete\""),
+        "{finding}"
+    );
+    // Each call carries its resolution; the static verdicts are the static declaration's.
+    let calls = r["tools"][0]["calls"].as_array().expect("calls");
+    assert!(
+        calls
+            .iter()
+            .all(|c| c["resolution"]["annotations"].is_object()),
+        "{calls:?}"
+    );
+    let honest = resolved(&r, "notes_manager");
+    assert!(!honest.is_empty());
+    assert!(
+        honest.iter().all(|v| v["verdict"] != "contradicted"),
+        "{honest:?}"
+    );
+}
+
+as_root_and_unprivileged!(
+    a_resolution_that_lies_for_one_action_is_contradicted_as_root,
+    a_resolution_that_lies_for_one_action_is_contradicted_unprivileged,
+    resolving_run
+);
+
+/// A server that did not announce `tools.resolve` is never asked, whatever its tools say (it
+/// ends itself when asked): no restart, no resolution, a note per tool.
+fn unannounced_run(who: As) {
+    let Some(r) = fixture_run(who, "unannounced.toml") else {
+        return;
+    };
+    assert_eq!(r["server"]["restarts"], 0, "{}", r["server"]);
+    for t in r["tools"].as_array().expect("tools") {
+        assert!(
+            t["calls"]
+                .as_array()
+                .expect("calls")
+                .iter()
+                .all(|c| c.get("resolution").is_none()),
+            "{t}"
+        );
+    }
+    // And the admin that resolves more cautiously than it declares, in the first fixture.
+    let Some(r) = fixture_run(who, "scenario.toml") else {
+        return;
+    };
+    let protocol = r["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .find(|f| f["tool"] == "notes_admin" && f["audit"] == "protocol")
+        .expect("notes_admin's protocol finding");
+    assert!(
+        protocol["message"]
+            .as_str()
+            .expect("a string")
+            .contains("the static annotations are not the tool's worst case"),
+        "{protocol}"
+    );
+}
+
+as_root_and_unprivileged!(
+    an_unannounced_resolution_is_never_asked_as_root,
+    an_unannounced_resolution_is_never_asked_unprivileged,
+    unannounced_run
+);
