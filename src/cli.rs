@@ -180,6 +180,11 @@ pub struct VerifyArgs {
     /// Verify the server of a scenario file (or directory holding scenario.toml).
     #[arg(long, value_name = "FILE")]
     pub scenario: Option<PathBuf>,
+    /// Run the server once more with these environment variables set, beside the default
+    /// run (repeatable; also `[[variants]]` in a scenario or the config file): hints a
+    /// configuration turns on (a read-only mode) are judged in it.
+    #[arg(long = "variant", value_name = "NAME:K=V[,K=V…]", value_parser = crate::config::variants::parse_flag)]
+    pub variants: Vec<crate::config::variants::VariantSpec>,
     /// Read settings from this config file instead of looking for `.config/hintcheck.toml`
     /// or `hintcheck.toml` (also HINTCHECK_CONFIG).
     #[arg(long, value_name = "FILE", conflicts_with = "no_config")]

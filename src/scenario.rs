@@ -61,6 +61,9 @@ pub struct Scenario {
     /// The fake server's tools (read by the fake server).
     #[serde(default)]
     pub tools: Option<toml::Value>,
+    /// The configurations run beside the default one (see [`crate::config::variants`]).
+    #[serde(default)]
+    pub variants: Vec<crate::config::variants::VariantSpec>,
     /// Where the file is.
     #[serde(skip)]
     pub path: PathBuf,
@@ -80,7 +83,7 @@ pub struct Meta {
 }
 
 /// `[expect]`: what the report must (and must not) say.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Expect {
     /// The exit code.

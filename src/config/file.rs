@@ -60,6 +60,9 @@ pub struct ConfigFile {
     /// Where reports go.
     #[serde(default)]
     pub report: ReportOptions,
+    /// The configurations run beside the default one (see [`super::variants`]).
+    #[serde(default)]
+    pub variants: Vec<super::variants::VariantSpec>,
     /// The file (absolute).
     #[serde(skip)]
     pub path: PathBuf,

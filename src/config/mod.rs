@@ -6,6 +6,7 @@ pub mod file;
 pub mod layers;
 pub mod options;
 pub mod resolve;
+pub mod variants;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -145,6 +146,8 @@ pub struct RunConfig {
     pub sources: Sources,
     /// Where progress events go (nowhere unless the binary installs a display).
     pub progress: ProgressHook,
+    /// The configurations run beside the default one, each a run of its own.
+    pub variants: Vec<variants::VariantSpec>,
 }
 
 /// The server, what it starts with and how it is spoken to.
@@ -506,6 +509,23 @@ impl RunConfig {
         let observe_ports = resolve::observe_ports(&given, &transport)?;
         let (overlays, expose) = resolve::host_dirs(&given)?;
         let (memory_limit, disk_limit) = resolve::limits(&given)?;
+        let variants = variants::merge(
+            &a.variants,
+            (
+                given
+                    .scenario
+                    .as_ref()
+                    .map_or(&[][..], |s| s.variants.as_slice()),
+                given.scenario.as_ref().map(|s| s.dir()).as_deref(),
+            ),
+            (
+                given
+                    .file
+                    .as_ref()
+                    .map_or(&[][..], |f| f.variants.as_slice()),
+                given.file.as_ref().map(|f| f.base.as_path()),
+            ),
+        )?;
         let config = RunConfig {
             server: ServerSpec {
                 command,
@@ -566,6 +586,7 @@ impl RunConfig {
             scenario: given.scenario,
             sources: given.sources,
             progress: ProgressHook::default(),
+            variants,
         };
         config.check_durations()?;
         config.check_stdout()?;

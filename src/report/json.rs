@@ -34,7 +34,10 @@ pub struct ReportV1<'a> {
     server: ServerV1<'a>,
     sandbox: SandboxV1<'a>,
     coverage: CoverageV1<'a>,
-    settings: SettingsV1<'a>,
+    /// The run's settings (left out of a variant's report, whose `settings` are what the
+    /// variant changed; the rest are the top level's).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    settings: Option<SettingsV1<'a>>,
     seeded: &'a [String],
     /// The fake credentials planted, by kind and place (additive; empty with
     /// `--no-canaries`).
@@ -60,6 +63,20 @@ pub struct ReportV1<'a> {
     /// The other files the run wrote, by format (additive; with `--json FILE`).
     #[serde(skip_serializing_if = "Option::is_none")]
     outputs: Option<&'a serde_json::Map<String, Value>>,
+    /// The same server run in other configurations, each a report of this shape with its
+    /// name and settings (additive).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    variants: Vec<VariantV1<'a>>,
+}
+
+/// A configuration run beside the default one: its name, what it changed, and its report
+/// in the top level's shape (its `tools[]` are the top level's `tools[]`).
+#[derive(Debug, Serialize)]
+struct VariantV1<'a> {
+    name: &'a str,
+    settings: &'a [String],
+    #[serde(flatten)]
+    report: Box<ReportV1<'a>>,
 }
 
 #[derive(Debug, Serialize)]
@@ -795,7 +812,7 @@ pub fn to_v1(r: &Report) -> ReportV1<'_> {
             not_enforced: &r.sandbox.not_enforced,
         },
         coverage: coverage_of(r),
-        settings: SettingsV1 {
+        settings: Some(SettingsV1 {
             repeat: r.settings.repeat,
             seed: r.settings.seed,
             settle_ms: r.settings.settle_ms,
@@ -813,9 +830,21 @@ pub fn to_v1(r: &Report) -> ReportV1<'_> {
                 .iter()
                 .map(|(from, options)| SourceV1 { from, options })
                 .collect(),
-        },
+        }),
         seeded: &r.seeded,
         canaries: &r.canaries,
+        variants: r
+            .variants
+            .iter()
+            .map(|v| VariantV1 {
+                name: &v.name,
+                settings: &v.settings,
+                report: Box::new(ReportV1 {
+                    settings: None,
+                    ..to_v1(&v.report)
+                }),
+            })
+            .collect(),
         tools: r.tools.iter().map(tool).collect(),
         replays: &r.replays,
         controls: &r.controls,

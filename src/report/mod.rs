@@ -74,6 +74,20 @@ pub struct Report {
     pub limits_hit: Vec<LimitHit>,
     /// Where the run's time went.
     pub timing: Timing,
+    /// The same server run in other configurations (`--variant`, `[[variants]]`), each a
+    /// report of its own.
+    pub variants: Vec<VariantReport>,
+}
+
+/// A configuration run beside the default one: its name, what it changed, its report.
+#[derive(Debug, Clone)]
+pub struct VariantReport {
+    /// Its name.
+    pub name: String,
+    /// What it changed (`READ_ONLY=1`, `server args: --read-only`).
+    pub settings: Vec<String>,
+    /// Its run's report.
+    pub report: Box<Report>,
 }
 
 /// A fake credential the run planted: what it imitates and where it was put (its value is

@@ -132,8 +132,66 @@ fn result_line(r: &Report, paint: Paint) -> String {
 fn write_summary(o: &mut String, r: &Report, paint: Paint, verbose: bool) -> std::fmt::Result {
     summary_head(o, r, paint)?;
     contradicted_hints(o, r, verbose)?;
+    variants(o, r, paint)?;
     other_findings(o, r, verbose)?;
     run_facts(o, r, verbose)
+}
+
+/// Each configuration run beside the default one: its name, settings and result, then its
+/// contradicted hints, each saying whether the default run contradicted it too.
+fn variants(o: &mut String, r: &Report, paint: Paint) -> std::fmt::Result {
+    for v in &r.variants {
+        let vr = &v.report;
+        writeln!(
+            o,
+            "\nvariant {} ({}): {} (exit {})",
+            esc(&v.name),
+            esc(&v.settings.join(", ")),
+            esc(&vr.exit_reason),
+            vr.exit_code
+        )?;
+        for t in &vr.tools {
+            for h in t
+                .all_verdicts()
+                .filter(|h| h.verdict == Verdict::Contradicted)
+            {
+                let default = r.tools.iter().find(|d| d.name == t.name).and_then(|d| {
+                    d.all_verdicts()
+                        .find(|dv| dv.hint == h.hint && dv.resolved_for == h.resolved_for)
+                });
+                let whose = match default {
+                    Some(d) if d.verdict == Verdict::Contradicted => {
+                        "also in the default run".to_string()
+                    }
+                    Some(d) => format!(
+                        "only in this variant; the default run declares {}: {}, {}",
+                        d.hint.key(),
+                        esc(&d.declared),
+                        d.verdict.as_str()
+                    ),
+                    None => "only in this variant; the default run lists no such tool".into(),
+                };
+                let evidence = vr
+                    .verdict_finding(&t.name, h)
+                    .map(first_evidence)
+                    .unwrap_or_else(|| esc(&shorten(&h.reason, 120)));
+                writeln!(
+                    o,
+                    "  {} {}  {}: {}{}  {evidence} ({whose})",
+                    paint.red("✗"),
+                    esc(&t.name),
+                    h.hint.key(),
+                    esc(&h.declared),
+                    if h.source.is_some() {
+                        " (resolved)"
+                    } else {
+                        ""
+                    }
+                )?;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The server, its command and protocol, the result, and why a run is partial or the server

@@ -236,6 +236,7 @@ impl RunLog {
             expectations: None,
             limits_hit: Vec::new(),
             timing: crate::report::Timing::default(),
+            variants: Vec::new(),
         };
         RunLog {
             started,
@@ -651,13 +652,57 @@ fn passing_in_words(report: &Report, config: &RunConfig) -> String {
     }
 }
 
+/// How much an exit code outranks another when the default run and its variants end
+/// differently: an interrupt, then what stopped a run (no sandbox, a harness error), then
+/// contradictions, then nothing verified, then a clean run.
+fn exit_rank(code: i32) -> u8 {
+    match code {
+        exit_code::INTERRUPTED_BY_SIGINT | exit_code::INTERRUPTED_BY_SIGTERM => 6,
+        exit_code::SANDBOX_UNAVAILABLE => 5,
+        exit_code::HARNESS => 4,
+        exit_code::CONTRADICTIONS => 3,
+        exit_code::NOTHING_VERIFIED => 2,
+        exit_code::OK => 0,
+        _ => 1,
+    }
+}
+
+/// The exit code covers every variant: the one that outranks the others decides it, and its
+/// reason says which variant (`variant read-only: 1 contradicted hint(s) in 1 tool(s)`).
+pub(super) fn decide_exit_with_variants(report: &mut Report) {
+    let worst = report
+        .variants
+        .iter()
+        .filter(|v| exit_rank(v.report.exit_code) > exit_rank(report.exit_code))
+        .max_by_key(|v| exit_rank(v.report.exit_code));
+    if let Some(v) = worst {
+        report.exit_reason = format!(
+            "variant {}: {} (the default run: {}, exit {})",
+            v.name, v.report.exit_reason, report.exit_reason, report.exit_code
+        );
+        report.exit_code = v.report.exit_code;
+    }
+}
+
 /// `--check`: the scenario's `[expect]` decides the exit code (0 met, 1 unmet); the run's own
-/// exit code and reason are kept in the report.
+/// exit code and reason are kept in the report. Each variant's `[variants.expect]` is checked
+/// against its own report, its unmet lines named with it.
 pub(super) fn check_expectations(report: &mut Report, config: &RunConfig) {
     let Some(expect) = config.scenario.as_ref().and_then(|s| s.expect.as_ref()) else {
         return;
     };
-    let unmet = crate::scenario::check(expect, report);
+    let mut unmet = crate::scenario::check(expect, report);
+    for spec in &config.variants {
+        let Some(expect) = &spec.expect else { continue };
+        match report.variants.iter().find(|v| v.name == spec.name) {
+            Some(v) => unmet.extend(
+                crate::scenario::check(expect, &v.report)
+                    .into_iter()
+                    .map(|line| format!("variant {}: {line}", spec.name)),
+            ),
+            None => unmet.push(format!("variant {}: not run", spec.name)),
+        }
+    }
     let outcome = crate::report::ExpectationOutcome {
         run_exit_code: report.exit_code,
         run_exit_reason: report.exit_reason.clone(),

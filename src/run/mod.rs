@@ -42,7 +42,27 @@ pub async fn verify(
     stop: watch::Receiver<bool>,
     subreaper: bool,
 ) -> Verification {
-    let mut v = in_either_era(config, stop, subreaper).await;
+    let mut v = in_either_era(config, stop.clone(), subreaper).await;
+    for spec in &config.variants {
+        if let Some(why) = v
+            .report
+            .partial
+            .clone()
+            .or_else(|| (*stop.borrow()).then(|| "the run was interrupted".to_string()))
+        {
+            v.report
+                .notes
+                .push(format!("the variant {} was not run: {why}", spec.name));
+            continue;
+        }
+        let variant = in_either_era(&config.for_variant(spec), stop.clone(), subreaper).await;
+        v.report.variants.push(crate::report::VariantReport {
+            name: spec.name.clone(),
+            settings: spec.settings(),
+            report: Box::new(variant.report),
+        });
+    }
+    collect::decide_exit_with_variants(&mut v.report);
     if config.judge.check_expectations {
         collect::check_expectations(&mut v.report, config);
     }

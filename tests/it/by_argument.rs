@@ -271,3 +271,109 @@ as_root_and_unprivileged!(
     an_unannounced_resolution_is_never_asked_unprivileged,
     unannounced_run
 );
+
+/// The server's read-only mode as a variant: the exporter that keeps writing is contradicted
+/// in it alone, the report says so, and the exit code covers it; a variant from the command
+/// line runs beside the scenario's.
+fn variants_run(who: As) {
+    if !std::path::Path::new("/usr/bin/python3").is_file() {
+        return skip("/usr/bin/python3 is missing (the per-argument fixture)");
+    }
+    let Some(prefix) = prefix(who, false) else {
+        return;
+    };
+    let out = run_as(
+        &prefix,
+        &verify_json_args(
+            "per-argument",
+            &["--variant", "quiet-mode:NOTES_READ_ONLY=1,NOTES_QUIET=1"],
+        ),
+        Duration::from_secs(240),
+    );
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    let r = out.json();
+    let variants = r["variants"].as_array().expect("variants");
+    let names: Vec<&str> = variants.iter().filter_map(|v| v["name"].as_str()).collect();
+    assert_eq!(
+        names,
+        ["quiet-mode", "read-only"],
+        "the command line's first"
+    );
+    let read_only = &variants[1];
+    assert_eq!(
+        read_only["settings"],
+        serde_json::json!(["NOTES_READ_ONLY=1"])
+    );
+    assert_eq!(read_only["exit_code"], 1);
+    let exporter = read_only["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .find(|t| t["name"] == "export_note")
+        .expect("export_note in the variant");
+    let verdict = exporter["verdicts"]
+        .as_array()
+        .expect("verdicts")
+        .iter()
+        .find(|v| v["hint"] == "readOnlyHint")
+        .expect("readOnlyHint");
+    assert_eq!(verdict["declared"], "true", "{verdict}");
+    assert_eq!(verdict["verdict"], "contradicted", "{verdict}");
+    // The default run declares the exporter a writer: nothing to contradict there.
+    let default = r["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .find(|t| t["name"] == "export_note")
+        .expect("export_note");
+    assert_eq!(default["declared"]["readOnlyHint"], "false");
+    // The honest writer refuses in read-only mode: not accused.
+    let archiver = read_only["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .find(|t| t["name"] == "archive_note")
+        .expect("archive_note");
+    assert!(
+        archiver["verdicts"]
+            .as_array()
+            .expect("verdicts")
+            .iter()
+            .all(|v| v["verdict"] != "contradicted"),
+        "{archiver}"
+    );
+    // The text report's summary of the variant says the contradiction is its alone.
+    let text = run_as(
+        &prefix,
+        &[
+            "verify".into(),
+            "--scenario".into(),
+            crate::sandbox::fixture("per-argument"),
+            "--color".into(),
+            "never".into(),
+        ],
+        Duration::from_secs(240),
+    );
+    assert_eq!(text.code, 1, "{}", text.stderr);
+    assert!(
+        text.stdout
+            .contains("variant read-only (NOTES_READ_ONLY=1): "),
+        "{}",
+        text.stdout
+    );
+    let line = text
+        .stdout
+        .lines()
+        .find(|l| l.contains("export_note  readOnlyHint: true"))
+        .unwrap_or_else(|| panic!("no variant line for the exporter:\n{}", text.stdout));
+    assert!(
+        line.contains("only in this variant; the default run declares readOnlyHint: false"),
+        "{line}"
+    );
+}
+
+as_root_and_unprivileged!(
+    a_hint_a_configuration_turns_on_is_judged_in_it_as_root,
+    a_hint_a_configuration_turns_on_is_judged_in_it_unprivileged,
+    variants_run
+);
