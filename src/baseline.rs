@@ -248,9 +248,13 @@ pub fn fingerprint(server: &str, f: &Finding, words: &[String]) -> String {
     sha256_hex(key.as_bytes())[..32].to_string()
 }
 
-/// Sets the fingerprint of every finding of the report.
+/// Sets the fingerprint of every finding of the report (of a variant's run: with the
+/// variant's name, so that the same finding in two configurations is two findings).
 pub fn fingerprint_findings(report: &mut Report) {
-    let server = server_key(report);
+    let mut server = server_key(report);
+    if let Some(v) = &report.settings.variant {
+        server.push_str(&format!("\u{0}variant {v}"));
+    }
     let words = crate::workspace::vocab::Vocabulary::of(report.settings.seed).words();
     for f in &mut report.findings {
         f.fingerprint = fingerprint(&server, f, &words);
@@ -271,9 +275,16 @@ pub fn render(report: &Report, previous: Option<&Baseline>) -> String {
         .unwrap_or_default();
     let definitions = report.definition_hashes();
     let mut seen = std::collections::BTreeSet::new();
+    // The variants' findings too: their fingerprints carry the variant's name.
     let findings = report
         .findings
         .iter()
+        .chain(
+            report
+                .variants
+                .iter()
+                .flat_map(|v| v.report.findings.iter()),
+        )
         .filter(|f| seen.insert(f.fingerprint.clone()))
         .map(|f| BaselineEntry {
             fingerprint: f.fingerprint.clone(),

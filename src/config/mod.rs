@@ -148,6 +148,8 @@ pub struct RunConfig {
     pub progress: ProgressHook,
     /// The configurations run beside the default one, each a run of its own.
     pub variants: Vec<variants::VariantSpec>,
+    /// For the run of a variant, its name.
+    pub variant_of: Option<String>,
 }
 
 /// The server, what it starts with and how it is spoken to.
@@ -587,6 +589,7 @@ impl RunConfig {
             sources: given.sources,
             progress: ProgressHook::default(),
             variants,
+            variant_of: None,
         };
         config.check_durations()?;
         config.check_stdout()?;

@@ -200,6 +200,7 @@ impl super::RunConfig {
             c.server.workspace_seed = Some(w.clone());
         }
         c.variants = Vec::new();
+        c.variant_of = Some(v.name.clone());
         c.begun = std::time::Instant::now();
         c
     }

@@ -268,6 +268,7 @@ pub fn render(title: &str, entries: &[Entry<'_>], notes: &[String]) -> String {
                 }
                 @if let Some((e, report)) = single {
                     (single_result(e, report))
+                    (variants(report))
                 } @else {
                     (summary(&figures))
                 }
@@ -833,6 +834,48 @@ fn tool_rows(i: usize, j: usize, tool: &Value) -> Markup {
                         }
                         @if !by_argument.is_empty() {
                             (by_argument_table(&by_argument))
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The configurations run beside the default one (`variants[]`): each one's settings, result
+/// and contradicted hints.
+fn variants(report: &Value) -> Markup {
+    let variants: Vec<&Value> = report["variants"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .collect();
+    let text = |v: &Value| v.as_str().unwrap_or("").to_string();
+    html! {
+        @if !variants.is_empty() {
+            section #variants {
+                h2 { "Variants" }
+                p.muted { "The same server run again in other configurations; the exit code covers them all." }
+                table {
+                    thead { tr { th { "variant" } th { "settings" } th { "result" } th { "contradicted" } } }
+                    tbody {
+                        @for v in &variants {
+                            tr {
+                                td { code { (shown_cut(&text(&v["name"]), 80)) } }
+                                td.small {
+                                    @for s in v["settings"].as_array().into_iter().flatten() {
+                                        code { (shown_cut(&text(s), 200)) } br;
+                                    }
+                                }
+                                td { (shown_cut(&text(&v["exit_reason"]), 300)) " (exit " (v["exit_code"]) ")" }
+                                td {
+                                    @for t in v["tools"].as_array().into_iter().flatten() {
+                                        @for h in t["verdicts"].as_array().into_iter().flatten().filter(|h| h["verdict"] == "contradicted") {
+                                            code { (shown_cut(&text(&t["name"]), 120)) } " " (shown(&text(&h["hint"]))) ": " (shown_cut(&text(&h["declared"]), 40)) br;
+                                        }
+                                    }
+                                }
+                            }
                         }
                     }
                 }

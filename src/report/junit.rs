@@ -277,6 +277,13 @@ pub fn render(r: &Report) -> String {
         cases.extend(t.all_verdicts().map(|v| hint_case(r, t, v, &server)));
         cases.extend(t.labels.iter().map(|v| label_case(r, t, v, &server)));
     }
+    // Each variant's hints, as cases of a class of their own (`<server>.variant.<name>.tools`).
+    for v in &r.variants {
+        let class = format!("{server}.variant.{}", v.name);
+        for t in &v.report.tools {
+            cases.extend(t.all_verdicts().map(|h| hint_case(&v.report, t, h, &class)));
+        }
+    }
     let count = |f: fn(&Status) -> bool| cases.iter().filter(|c| f(&c.status)).count();
     let failures = count(|s| matches!(s, Status::Failure { .. }));
     let errors = count(|s| matches!(s, Status::Error { .. }));

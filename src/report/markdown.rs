@@ -112,12 +112,49 @@ pub fn render(r: &Report) -> String {
     let mut o = String::new();
     header(&mut o, r);
     contradicted(&mut o, r);
+    variants(&mut o, r);
     secrets(&mut o, r);
     tools(&mut o, r);
     other_findings(&mut o, r);
     replays(&mut o, r);
     footer(&mut o, r);
     o
+}
+
+/// Each configuration run beside the default one: its settings, its result and its
+/// contradicted hints.
+fn variants(o: &mut String, r: &Report) {
+    if r.variants.is_empty() {
+        return;
+    }
+    let _ = writeln!(o, "\n### Variants\n");
+    let _ = writeln!(o, "| variant | settings | result | contradicted |");
+    let _ = writeln!(o, "|---|---|---|---|");
+    for v in &r.variants {
+        let contradicted: Vec<String> = v
+            .report
+            .tools
+            .iter()
+            .flat_map(|t| {
+                t.all_verdicts()
+                    .filter(|h| h.verdict == Verdict::Contradicted)
+                    .map(move |h| format!("{} {}: {}", md(&t.name), h.hint.key(), md(&h.declared)))
+            })
+            .collect();
+        let _ = writeln!(
+            o,
+            "| {} | {} | {} (exit {}) | {} |",
+            md(&v.name),
+            md(&v.settings.join(", ")),
+            md(&shorten(&v.report.exit_reason, 200)),
+            v.report.exit_code,
+            if contradicted.is_empty() {
+                "none".to_string()
+            } else {
+                contradicted.join("<br>")
+            }
+        );
+    }
 }
 
 /// The title with the result, then the run: protocol, coverage, sandbox, baseline.

@@ -375,6 +375,9 @@ pub struct Settings {
     /// The options set other than by default, grouped by where they came from (the
     /// command line, the scenario, the config file), as they were named there.
     pub sources: Vec<(String, Vec<String>)>,
+    /// The variant this run is of (`--variant`, `[[variants]]`), `None` for the default run:
+    /// its findings' fingerprints carry the name.
+    pub variant: Option<String>,
 }
 
 impl Settings {

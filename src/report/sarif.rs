@@ -146,6 +146,9 @@ fn result(r: &Report, f: &Finding, anchors: &Anchors, server: &str) -> Value {
     };
     let mut properties = Map::new();
     properties.insert("confidence".into(), json!(f.confidence));
+    if let Some(v) = &r.settings.variant {
+        properties.insert("variant".into(), json!(v));
+    }
     if let Some(h) = f.hint {
         properties.insert("hint".into(), json!(h.key()));
     }
@@ -180,7 +183,10 @@ fn result(r: &Report, f: &Finding, anchors: &Anchors, server: &str) -> Value {
     let mut out = json!({
         "ruleId": f.audit,
         "level": f.severity.as_str(),
-        "message": { "text": truncate(&f.message, 4096) },
+        "message": { "text": truncate(&match &r.settings.variant {
+            Some(v) => format!("[variant {v}] {}", f.message),
+            None => f.message.clone(),
+        }, 4096) },
         "locations": [{
             "physicalLocation": physical(anchor, anchors.embedded_inventory.is_some()),
             "logicalLocations": logical,
@@ -210,14 +216,25 @@ fn result(r: &Report, f: &Finding, anchors: &Anchors, server: &str) -> Value {
 /// Renders the report as a SARIF 2.1.0 log.
 pub fn render(r: &Report, anchors: &Anchors) -> String {
     let server = server_key(r);
-    let mut findings: Vec<&Finding> = r.findings.iter().collect();
+    // The default run's findings, then each variant's (with the variant's report, whose
+    // tool definitions they are about).
+    let mut findings: Vec<(&Report, &Finding)> = r
+        .findings
+        .iter()
+        .map(|f| (r, f))
+        .chain(
+            r.variants
+                .iter()
+                .flat_map(|v| v.report.findings.iter().map(|f| (&*v.report, f))),
+        )
+        .collect();
     // When GitHub's limit is exceeded, keep the most severe.
-    findings.sort_by_key(|f| std::cmp::Reverse(f.severity));
+    findings.sort_by_key(|(_, f)| std::cmp::Reverse(f.severity));
     let dropped = findings.len().saturating_sub(MAX_RESULTS);
     findings.truncate(MAX_RESULTS);
     let results: Vec<Value> = findings
         .iter()
-        .map(|f| result(r, f, anchors, &server))
+        .map(|(of, f)| result(of, f, anchors, &server))
         .collect();
     let mut notifications: Vec<Value> = r
         .notes

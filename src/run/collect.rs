@@ -459,6 +459,7 @@ fn settings_of(config: &RunConfig) -> Settings {
         fail: config.judge.fail.clone(),
         config_file: config.config_file.as_ref().map(|p| p.display().to_string()),
         sources: config.sources.grouped(),
+        variant: config.variant_of.clone(),
     }
 }
 
@@ -664,6 +665,49 @@ fn exit_rank(code: i32) -> u8 {
         exit_code::NOTHING_VERIFIED => 2,
         exit_code::OK => 0,
         _ => 1,
+    }
+}
+
+/// A baseline entry is stale only when no run matched it: the default run's and every
+/// variant's findings are looked at together, the default run's report keeps the stale list,
+/// and each run's exit is decided again where `--fail-on-stale-baseline` made it rest on
+/// entries another run matched.
+pub(super) fn baseline_across_variants(report: &mut Report, config: &RunConfig) {
+    if report.variants.is_empty() || config.judge.baseline.is_none() {
+        return;
+    }
+    let found: std::collections::BTreeSet<String> = report
+        .findings
+        .iter()
+        .chain(
+            report
+                .variants
+                .iter()
+                .flat_map(|v| v.report.findings.iter()),
+        )
+        .map(|f| f.fingerprint.clone())
+        .collect();
+    let decided_again = |r: &mut Report, config: &RunConfig| {
+        let finished = r.partial.is_none()
+            && matches!(
+                r.exit_code,
+                exit_code::OK | exit_code::CONTRADICTIONS | exit_code::NOTHING_VERIFIED
+            );
+        if finished && config.judge.fail_on_stale_baseline {
+            (r.exit_code, r.exit_reason) = decide_exit(r, config);
+        }
+    };
+    if let Some(b) = &mut report.baseline {
+        b.stale.retain(|e| !found.contains(&e.fingerprint));
+    }
+    decided_again(report, config);
+    for v in &mut report.variants {
+        if let Some(b) = &mut v.report.baseline {
+            b.stale.clear();
+        }
+        if let Some(spec) = config.variants.iter().find(|s| s.name == v.name) {
+            decided_again(&mut v.report, &config.for_variant(spec));
+        }
     }
 }
 

@@ -62,6 +62,7 @@ pub async fn verify(
             report: Box::new(variant.report),
         });
     }
+    collect::baseline_across_variants(&mut v.report, config);
     collect::decide_exit_with_variants(&mut v.report);
     if config.judge.check_expectations {
         collect::check_expectations(&mut v.report, config);

@@ -370,6 +370,28 @@ fn variants_run(who: As) {
         line.contains("only in this variant; the default run declares readOnlyHint: false"),
         "{line}"
     );
+    // SARIF and JUnit carry the variant's findings and cases, named with it.
+    for (format, says) in [
+        (
+            "sarif",
+            "[variant read-only] export_note declares readOnlyHint: true",
+        ),
+        (
+            "junit",
+            "name=\"export_note: readOnlyHint\" classname=\"per-argument.variant.read-only.tools\"",
+        ),
+    ] {
+        let out = run_as(
+            &prefix,
+            &verify_json_args("per-argument", &[])
+                .into_iter()
+                .map(|a| if a == "json" { format.to_string() } else { a })
+                .collect::<Vec<_>>(),
+            Duration::from_secs(240),
+        );
+        assert_eq!(out.code, 1, "{format}: {}", out.stderr);
+        assert!(out.stdout.contains(says), "{format}:\n{}", out.stdout);
+    }
 }
 
 as_root_and_unprivileged!(
