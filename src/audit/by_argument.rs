@@ -223,6 +223,89 @@ pub fn only_with(profile: &[ArgumentBehaviour], hint: HintName) -> Option<String
     (!named.is_empty()).then(|| named.join(", "))
 }
 
+/// The annotations one value of a selecting argument supports: what a server could answer
+/// `tools/resolve` with for calls that pass it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ValueAnnotations {
+    /// The argument.
+    pub argument: String,
+    /// The value.
+    pub value: Value,
+    /// `readOnlyHint`, `destructiveHint` (for a writer) and `openWorldHint` (where the
+    /// network was observed), in that order.
+    pub hints: Vec<(HintName, bool)>,
+    /// `observed` when a behaviour backs them (a write, a destroyed file, traffic),
+    /// `consistent` when they only fit what its calls did.
+    pub observed: bool,
+}
+
+/// For each reached value of each selecting argument (its calls succeeded, or showed an
+/// effect), the annotations it supports; values that had no effect where they should have
+/// acted, or were not reached, get none. `network_observed` says whether the network was
+/// watched (else `openWorldHint` is left out unless traffic was seen).
+pub fn value_annotations(
+    profile: &[ArgumentBehaviour],
+    network_observed: bool,
+) -> Vec<ValueAnnotations> {
+    profile
+        .iter()
+        .filter_map(|e| {
+            let network =
+                e.behaviour == Behaviour::Network || e.effects.contains(&Behaviour::Network);
+            let mut hints = match e.behaviour {
+                Behaviour::Destructive => {
+                    vec![(HintName::ReadOnly, false), (HintName::Destructive, true)]
+                }
+                Behaviour::Additive => {
+                    vec![(HintName::ReadOnly, false), (HintName::Destructive, false)]
+                }
+                Behaviour::Network | Behaviour::ReadOnly => vec![(HintName::ReadOnly, true)],
+                Behaviour::NoEffect | Behaviour::NotReached => return None,
+            };
+            if network || network_observed {
+                hints.push((HintName::OpenWorld, network));
+            }
+            Some(ValueAnnotations {
+                argument: e.argument.clone(),
+                value: e.value.clone(),
+                observed: matches!(e.behaviour, Behaviour::Destructive | Behaviour::Additive)
+                    || network,
+                hints,
+            })
+        })
+        .collect()
+}
+
+/// Values that share annotations, and those annotations: one tool of a split.
+pub type SplitGroup = (Vec<Value>, Vec<(HintName, bool)>);
+
+/// When the values of one argument need different annotations, the groups a split of the
+/// tool would make (each a tool whose static annotations would be honest): per argument with
+/// two groups or more, each group's values and the annotations they share. Empty when one
+/// set of annotations fits every reached value.
+pub fn split(resolved: &[ValueAnnotations]) -> Vec<(String, Vec<SplitGroup>)> {
+    let mut out = Vec::new();
+    let mut arguments: Vec<&str> = Vec::new();
+    for r in resolved {
+        if !arguments.contains(&r.argument.as_str()) {
+            arguments.push(&r.argument);
+        }
+    }
+    for argument in arguments {
+        let mut groups: Vec<SplitGroup> = Vec::new();
+        for r in resolved.iter().filter(|r| r.argument == argument) {
+            match groups.iter_mut().find(|(_, h)| *h == r.hints) {
+                Some((values, _)) => values.push(r.value.clone()),
+                None => groups.push((vec![r.value.clone()], r.hints.clone())),
+            }
+        }
+        if groups.len() > 1 {
+            out.push((argument.to_string(), groups));
+        }
+    }
+    out
+}
+
 /// The profile's entries grouped by argument, in order.
 pub fn by_argument(profile: &[ArgumentBehaviour]) -> Vec<(&str, Vec<&ArgumentBehaviour>)> {
     let mut out: Vec<(&str, Vec<&ArgumentBehaviour>)> = Vec::new();
@@ -393,5 +476,44 @@ mod tests {
                 .expect("a note")
                 .starts_with("never called")
         );
+    }
+
+    #[test]
+    fn values_that_need_different_annotations_suggest_their_resolutions_and_a_split() {
+        let entry = |value: &str, behaviour| ArgumentBehaviour {
+            argument: "action".into(),
+            value: json!(value),
+            behaviour,
+            effects: Vec::new(),
+            calls: Vec::new(),
+            evidence: Vec::new(),
+            contradicts: Vec::new(),
+            note: None,
+        };
+        let profile = [
+            entry("read", Behaviour::ReadOnly),
+            entry("list", Behaviour::ReadOnly),
+            entry("delete", Behaviour::Destructive),
+            entry("purge", Behaviour::NotReached),
+        ];
+        let resolved = value_annotations(&profile, true);
+        assert_eq!(resolved.len(), 3, "an unreached value gets none");
+        assert_eq!(
+            resolved[2].hints,
+            [
+                (HintName::ReadOnly, false),
+                (HintName::Destructive, true),
+                (HintName::OpenWorld, false)
+            ]
+        );
+        assert!(resolved[2].observed && !resolved[0].observed);
+        let groups = split(&resolved);
+        assert_eq!(groups.len(), 1);
+        let (argument, tools) = &groups[0];
+        assert_eq!(argument, "action");
+        assert_eq!(tools[0].0, [json!("read"), json!("list")]);
+        assert_eq!(tools[1].0, [json!("delete")]);
+        // One set of annotations for every value: nothing to split.
+        assert!(split(&value_annotations(&profile[..2], true)).is_empty());
     }
 }

@@ -28,6 +28,53 @@ struct ToolSuggestion<'a> {
     data_labels: Map<String, Value>,
     #[serde(skip_serializing_if = "Map::is_empty")]
     data_labels_basis: Map<String, Value>,
+    /// For a tool whose behaviour an argument selects: the annotations each value supports,
+    /// ready to serve from `tools/resolve` for calls that pass it.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    resolutions: Vec<Value>,
+    /// When the values need different annotations: the tools a split would make, each able
+    /// to declare honest static annotations.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    split: Vec<Value>,
+}
+
+/// The annotations as an object (`{"readOnlyHint": true}`).
+fn annotations_object(hints: &[(HintName, bool)]) -> Value {
+    Value::Object(
+        hints
+            .iter()
+            .map(|(h, v)| (h.key().to_string(), json!(v)))
+            .collect(),
+    )
+}
+
+/// The per-value resolutions and the split of a tool, as the JSON output writes them.
+fn per_value(t: &super::ToolReport, network_observed: bool) -> (Vec<Value>, Vec<Value>) {
+    use crate::audit::by_argument::{split, value_annotations};
+    let resolved = value_annotations(&t.by_argument, network_observed);
+    let resolutions = resolved
+        .iter()
+        .map(|r| {
+            json!({
+                "arguments": { r.argument.clone(): r.value },
+                "annotations": annotations_object(&r.hints),
+                "basis": if r.observed { "observed" } else { "consistent" },
+            })
+        })
+        .collect();
+    let split = split(&resolved)
+        .into_iter()
+        .map(|(argument, groups)| {
+            json!({
+                "argument": argument,
+                "tools": groups
+                    .iter()
+                    .map(|(values, hints)| json!({ "values": values, "annotations": annotations_object(hints) }))
+                    .collect::<Vec<_>>(),
+            })
+        })
+        .collect();
+    (resolutions, split)
 }
 
 /// The data labels of a tool as draft-shaped objects (`{"returnMetadata": {"sensitivity":
@@ -64,6 +111,7 @@ pub fn render(r: &Report) -> String {
         .iter()
         .filter(|t| !t.supported.is_empty())
         .map(|t| {
+            let (resolutions, split) = per_value(t, r.coverage.network_observed);
             let mut annotations = Map::new();
             let mut basis = Map::new();
             for s in &t.supported {
@@ -75,6 +123,8 @@ pub fn render(r: &Report) -> String {
             }
             let (data_labels, data_labels_basis) = data_labels(t);
             ToolSuggestion {
+                resolutions,
+                split,
                 data_labels,
                 data_labels_basis,
                 name: &t.name,
@@ -230,9 +280,70 @@ pub fn render_text(r: &Report) -> String {
             let _ = writeln!(o, "  {l}");
         }
     }
+    per_value_text(&mut o, &tools, &names, r.coverage.network_observed);
     let _ = writeln!(
         o,
         "\nThe same as JSON, ready to paste: hintcheck suggest --format json"
     );
     o
+}
+
+/// `a: true, b: false`.
+fn hints_text(hints: &[(HintName, bool)]) -> String {
+    hints
+        .iter()
+        .map(|(h, v)| format!("{}: {v}", h.key()))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Per multi-operation tool: the annotations each value supports (what `tools/resolve` could
+/// serve), values with the same ones together, and the split that would let static
+/// annotations be honest.
+fn per_value_text(
+    o: &mut String,
+    tools: &[&super::ToolReport],
+    names: &[String],
+    network_observed: bool,
+) {
+    use crate::audit::by_argument::{split, value_annotations, value_text};
+    use std::fmt::Write;
+    let mut lines: Vec<String> = Vec::new();
+    for (t, name) in tools.iter().zip(names) {
+        let resolved = value_annotations(&t.by_argument, network_observed);
+        let splits = split(&resolved);
+        // Only where the values differ: one set for all is the static annotations above.
+        for (argument, groups) in &splits {
+            for (values, hints) in groups {
+                let values: Vec<String> = values
+                    .iter()
+                    .map(|v| shorten(&escape_untrusted(&value_text(v)), 40))
+                    .collect();
+                let observed = resolved
+                    .iter()
+                    .any(|r| r.argument == *argument && r.hints == *hints && r.observed);
+                lines.push(format!(
+                    "{name}: {}: {} → {} ({})",
+                    escape_untrusted(argument),
+                    values.join(", "),
+                    hints_text(hints),
+                    if observed { "observed" } else { "consistent" }
+                ));
+            }
+            lines.push(format!(
+                "{name}: its static annotations must cover its worst case; served per value from tools/resolve, or split on {} into {} tools (one per line above), each could declare honest static annotations",
+                escape_untrusted(argument),
+                groups.len()
+            ));
+        }
+    }
+    if !lines.is_empty() {
+        let _ = writeln!(
+            o,
+            "\nPer value (ready to serve from tools/resolve for calls that pass it):"
+        );
+        for l in lines {
+            let _ = writeln!(o, "  {l}");
+        }
+    }
 }

@@ -116,6 +116,39 @@ fn per_argument_run(who: As) {
         table_line.contains("destructive") && table_line.contains("contradicts readOnlyHint"),
         "{table_line}"
     );
+    // `suggest` serves each value's annotations and the split that would make them static.
+    let suggested = run_as(
+        &prefix,
+        &[
+            "suggest".into(),
+            "--scenario".into(),
+            crate::sandbox::fixture("per-argument"),
+            "--format".into(),
+            "json".into(),
+        ],
+        Duration::from_secs(240),
+    );
+    assert_eq!(suggested.code, 0, "{}", suggested.stderr);
+    let s: serde_json::Value = serde_json::from_str(&suggested.stdout).expect("suggest json");
+    let admin = s["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .find(|t| t["name"] == "notes_admin")
+        .expect("notes_admin");
+    let purge = admin["resolutions"]
+        .as_array()
+        .expect("resolutions")
+        .iter()
+        .find(|r| r["arguments"]["action"] == "purge")
+        .expect("purge's resolution");
+    assert_eq!(purge["annotations"]["destructiveHint"], true, "{purge}");
+    assert_eq!(purge["basis"], "observed");
+    assert_eq!(
+        admin["split"][0]["tools"][0]["values"],
+        json!(["list", "read", "stat"]),
+        "{admin}"
+    );
     let html = run_as(
         &prefix,
         &verify_json_args("per-argument", &[])
