@@ -3,8 +3,10 @@
 //! tools with a successful (not error-like) call out of the tools listed, with every domain
 //! pack in force and with none (the core alone, `--packs none`), the tools left out because
 //! they need what this machine cannot give (a network service, a program that is not
-//! installed), the calls made, the values learned from responses, and the seconds the run
-//! took (with the packs). Prints a Markdown table (the README's reach table). Run with
+//! installed), the calls made and how many of them tried another value of an argument that
+//! selects the tool's behaviour (the calls behind the per-value profiles, `tools[].by_argument`),
+//! the values profiled, the values learned from responses, and the seconds the run took (with
+//! the packs), with the seconds per reached tool over the suite. Prints a Markdown table (the README's reach table). Run with
 //! `cargo bench --bench reach` (needs npm and python3 with venv; installs into
 //! target/hintcheck-cache). Not a timed test: the figures are for reading.
 
@@ -46,10 +48,11 @@ fn main() {
         .collect();
     targets.sort();
     println!(
-        "| scenario | reached / listed | without packs | cannot work here | reach of the rest | without packs | calls | values learned | seconds |"
+        "| scenario | reached / listed | without packs | cannot work here | reach of the rest | without packs | calls | of them per value | values profiled | values learned | seconds |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|");
     let (mut reached_all, mut bare_all, mut possible_all) = (0usize, 0usize, 0usize);
+    let (mut calls_all, mut per_value_all, mut seconds_all) = (0u64, 0usize, 0.0f64);
     for t in &targets {
         // Install and warm up first.
         let _ = verify(&exe, t, &cache, "all");
@@ -61,7 +64,7 @@ fn main() {
             verify(&exe, t, &cache, "all"),
             verify(&exe, t, &cache, "none"),
         ) else {
-            println!("| {name} | no report | | | | | | | |");
+            println!("| {name} | no report | | | | | | | | | |");
             continue;
         };
         let c = &r["coverage"];
@@ -78,13 +81,29 @@ fn main() {
         bare_all += reached_bare;
         possible_all += possible;
         let share = |n: usize| 100.0 * n as f64 / possible.max(1) as f64;
+        let tools = r["tools"].as_array().cloned().unwrap_or_default();
+        // The calls that tried another value of a selecting argument (the riskier cases), and
+        // the values whose behaviour the profiles report.
+        let per_value = tools
+            .iter()
+            .flat_map(|t| t["calls"].as_array().cloned().unwrap_or_default())
+            .filter(|c| c["variant"].is_string())
+            .count();
+        let profiled = tools
+            .iter()
+            .flat_map(|t| t["by_argument"].as_array().cloned().unwrap_or_default())
+            .filter(|e| e["behaviour"] != "not reached")
+            .count();
+        let calls = c["calls"].as_u64().unwrap_or(0);
+        let seconds = r["duration_ms"].as_f64().unwrap_or(0.0) / 1000.0;
+        calls_all += calls;
+        per_value_all += per_value;
+        seconds_all += seconds;
         println!(
-            "| {name} | {reached} / {listed} | {reached_bare} | {unavailable} | {:.0}% | {:.0}% | {} | {} | {:.1} |",
+            "| {name} | {reached} / {listed} | {reached_bare} | {unavailable} | {:.0}% | {:.0}% | {calls} | {per_value} | {profiled} | {} | {seconds:.1} |",
             share(reached),
             share(reached_bare),
-            c["calls"].as_u64().unwrap_or(0),
             c["values_learned"].as_u64().unwrap_or(0),
-            r["duration_ms"].as_f64().unwrap_or(0.0) / 1000.0
         );
     }
     let share = |n: usize| 100.0 * n as f64 / possible_all.max(1) as f64;
@@ -92,5 +111,9 @@ fn main() {
         "\nreached {reached_all} of {possible_all} tools that can work here ({:.0}%); {bare_all} ({:.0}%) without packs",
         share(reached_all),
         share(bare_all)
+    );
+    println!(
+        "{calls_all} calls, {per_value_all} of them for the per-value profiles; {:.2} s per reached tool",
+        seconds_all / reached_all.max(1) as f64
     );
 }

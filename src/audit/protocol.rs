@@ -17,7 +17,11 @@ pub const META: AuditMeta = AuditMeta {
 and must answer each request once with its id. hintcheck records every line before parsing it and \
 reports here what was not a valid message (not UTF-8, not JSON, not JSON-RPC, longer than the line \
 cap, unterminated at exit), responses to ids it never sent or answered twice or after the timeout, \
-and results that are malformed (no `content`, a non-boolean `isError`, broken pagination). It never \
+and results that are malformed (no `content`, a non-boolean `isError`, broken pagination). Where a \
+server announces `tools.resolve` (SEP-1862), a resolution that fails or answers the same arguments \
+two ways, and one more cautious than the tool's static annotations (the static ones are then not its \
+worst case, by the server's own word), are reported here too, as is a tool marked `resolve: true` on \
+a server that did not announce the capability (never asked). It never \
 replies to garbage. These findings do not change hint verdicts, but a server that pollutes stdout \
 breaks real hosts.\n\n\
 Fix: log to stderr, never to stdout.",
