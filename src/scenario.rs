@@ -247,6 +247,17 @@ fn check_verdicts(expect: &Expect, report: &Report, failures: &mut Vec<String>) 
                     ));
                 }
             }
+            // A hint the server resolved is listed by its finding (`read-only:tool`).
+            for v in &t.resolved {
+                let finding = format!("{}:{}", v.audit, t.name);
+                if v.verdict.as_str() == "contradicted" && !expect.findings.contains(&finding) {
+                    failures.push(format!(
+                        "{}:{} as resolved by tools/resolve: contradicted, which no expectation lists in findings as {finding} (false accusation?)",
+                        t.name,
+                        v.hint.key()
+                    ));
+                }
+            }
         }
     }
 }
@@ -259,7 +270,11 @@ fn check_firmness(expect: &Expect, report: &Report, failures: &mut Vec<String>) 
         report
             .findings
             .iter()
-            .find(|f| f.tool.as_deref() == Some(tool) && f.hint.is_some_and(|h| h.key() == hint))
+            .find(|f| {
+                f.tool.as_deref() == Some(tool)
+                    && f.hint.is_some_and(|h| h.key() == hint)
+                    && f.resolved_for.is_none()
+            })
             .map(|f| f.severity)
     };
     let categorised = |pair: &str| {
@@ -364,7 +379,9 @@ fn check_categories(expect: &Expect, report: &Report, failures: &mut Vec<String>
             .iter()
             .filter(|f| match what.split_once(':') {
                 Some((tool, hint)) => {
-                    f.tool.as_deref() == Some(tool) && f.hint.is_some_and(|h| h.key() == hint)
+                    f.tool.as_deref() == Some(tool)
+                        && f.hint.is_some_and(|h| h.key() == hint)
+                        && f.resolved_for.is_none()
                 }
                 None => f.audit == what,
             })

@@ -67,6 +67,8 @@ pub struct ArgumentBehaviour {
     pub contradicts: Vec<HintName>,
     /// Why it was not reached, or what was left out of its behaviour.
     pub note: Option<String>,
+    /// Whether the argument is a flag (a boolean) rather than an operation.
+    pub flag: bool,
 }
 
 impl ArgumentBehaviour {
@@ -97,10 +99,20 @@ pub fn profile(
         .collect();
     let mut out = Vec::new();
     for selector in selectors {
+        // A riskier case that changed another selecting argument (`force: true` sent with
+        // the first call's `action: list`) says nothing of this one's values: each value is
+        // seen with everything else as the tool's working call had it.
+        let another = |c: &&CallRecord| {
+            c.variant.as_deref().is_some_and(|v| {
+                let parameter = v.split_once(": ").map_or(v, |(p, _)| p);
+                parameter != selector.argument && selectors.iter().any(|s| s.argument == parameter)
+            })
+        };
         for value in &selector.values {
             let calls: Vec<&CallRecord> = run
                 .calls
                 .iter()
+                .filter(|c| !another(c))
                 .filter(|c| selector.in_force(&c.arguments).as_ref() == Some(value))
                 .collect();
             out.push(one_value(selector, value, &calls, coverage, &contradicted));
@@ -188,6 +200,7 @@ fn one_value(
         .collect();
     ArgumentBehaviour {
         argument: selector.argument.clone(),
+        flag: selector.flag,
         value: value.clone(),
         behaviour,
         effects: effects.into_iter().skip(1).collect(),
@@ -247,8 +260,12 @@ pub fn value_annotations(
     profile: &[ArgumentBehaviour],
     network_observed: bool,
 ) -> Vec<ValueAnnotations> {
+    // A flag's values were tried with one operation only: where an operation selects the
+    // behaviour, a flag's resolution would claim for every operation what one showed.
+    let operations = profile.iter().any(|e| !e.flag);
     profile
         .iter()
+        .filter(|e| !(operations && e.flag))
         .filter_map(|e| {
             let network =
                 e.behaviour == Behaviour::Network || e.effects.contains(&Behaviour::Network);
@@ -479,6 +496,62 @@ mod tests {
     }
 
     #[test]
+    fn each_selector_sees_its_values_with_everything_else_as_the_working_call_had_it() {
+        let force = Selector {
+            argument: "force".into(),
+            values: vec![json!(false), json!(true)],
+            default: Some(json!(false)),
+            flag: true,
+        };
+        let run = run(vec![
+            with(json!({"action": "read"}), call(1, ok(), vec![])),
+            with(
+                json!({"action": "delete"}),
+                call(
+                    0,
+                    ok(),
+                    vec![file("$WORKSPACE/a.md", FileEffectKind::Deleted)],
+                ),
+            ),
+            CallRecord {
+                variant: Some("force: true".into()),
+                arguments: json!({"force": true, "action": "read"}),
+                ..call(
+                    0,
+                    ok(),
+                    vec![file("$WORKSPACE/cache", FileEffectKind::Created)],
+                )
+            },
+        ]);
+        let p = profile(
+            &run,
+            &full_coverage(),
+            &[action(), force],
+            &[contradiction(HintName::ReadOnly)],
+        );
+        let of = |argument: &str, value: Value| {
+            p.iter()
+                .find(|e| e.argument == argument && e.value == value)
+                .map(|e| e.behaviour)
+        };
+        // The flag's case does not make `read` a writer, nor the delete `force: false` one.
+        assert_eq!(of("action", json!("read")), Some(Behaviour::ReadOnly));
+        assert_eq!(of("action", json!("delete")), Some(Behaviour::Destructive));
+        assert_eq!(of("force", json!(false)), Some(Behaviour::ReadOnly));
+        assert_eq!(of("force", json!(true)), Some(Behaviour::Additive));
+        assert_eq!(
+            only_with(&p, HintName::ReadOnly).as_deref(),
+            Some("action: delete, force: true")
+        );
+        // With an operation selecting the behaviour, the flag gets no resolution of its own.
+        assert!(
+            value_annotations(&p, true)
+                .iter()
+                .all(|r| r.argument == "action")
+        );
+    }
+
+    #[test]
     fn values_that_need_different_annotations_suggest_their_resolutions_and_a_split() {
         let entry = |value: &str, behaviour| ArgumentBehaviour {
             argument: "action".into(),
@@ -489,6 +562,7 @@ mod tests {
             evidence: Vec::new(),
             contradicts: Vec::new(),
             note: None,
+            flag: false,
         };
         let profile = [
             entry("read", Behaviour::ReadOnly),

@@ -386,7 +386,7 @@ fn piece_of(c: &CallRecord, o: &Observation) -> Evidence {
             )
         } else if unchecked {
             format!(
-                "{described} (not confirmed: the run's first call, and no replay checked whether the server does this on any first call)"
+                "{described} (not confirmed: it may be the server's set-up on a first call or first use, and no replay checked)"
             )
         } else if unearned {
             format!(

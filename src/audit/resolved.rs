@@ -52,18 +52,31 @@ pub fn judge(
         ));
         return out;
     }
-    // The calls by the arguments they were resolved for and the resolution, in order.
+    // The calls by the arguments they were resolved for and the hints resolved, in order.
     let mut groups: Vec<(&Value, &Resolution, Vec<&CallRecord>)> = Vec::new();
     let mut failures: Vec<Evidence> = Vec::new();
+    let mut wrong_types: Vec<Evidence> = Vec::new();
     for c in &run.calls {
         let Some(r) = &c.resolution else { continue };
         if let Some(why) = &r.failure {
             failures.push(Evidence::plain(c.label(), why.clone()));
             continue;
         }
+        for hint in HintName::ALL {
+            if let Hint::WrongType(v) = r.hints.get(hint) {
+                wrong_types.push(Evidence::plain(
+                    c.label(),
+                    format!(
+                        "{} is {}, not a boolean",
+                        hint.key(),
+                        shorten(&v.to_string(), 60)
+                    ),
+                ));
+            }
+        }
         match groups
             .iter_mut()
-            .find(|(a, res, _)| **a == c.arguments && res.annotations == r.annotations)
+            .find(|(a, res, _)| **a == c.arguments && res.hints == r.hints)
         {
             Some((_, _, calls)) => calls.push(c),
             None => groups.push((&c.arguments, r, vec![c])),
@@ -81,37 +94,88 @@ pub fn judge(
             failures.into_iter().take(5).collect(),
         ));
     }
-    // The same arguments resolved two ways: a host cannot rely on either.
-    for (i, (arguments, r, calls)) in groups.iter().enumerate() {
-        if let Some((_, other, others)) = groups[..i].iter().find(|(a, _, _)| a == arguments) {
-            out.findings.push(protocol(
-                tool,
-                Severity::Warning,
-                format!(
-                    "{}'s tools/resolve answered the same arguments with different annotations",
-                    tool.name
-                ),
-                vec![
-                    Evidence::plain(others[0].label(), other.annotations.to_string()),
-                    Evidence::plain(calls[0].label(), r.annotations.to_string()),
-                ],
-            ));
-        }
+    if !wrong_types.is_empty() {
+        out.findings.push(protocol(
+            tool,
+            Severity::Warning,
+            format!(
+                "{}'s tools/resolve answered hints that are not booleans; they are not judged",
+                tool.name
+            ),
+            wrong_types.into_iter().take(5).collect(),
+        ));
     }
+    // The same arguments resolved two ways (the world may have changed between the two
+    // calls: the target made or removed by another call), once per tool.
+    let twice: Vec<Evidence> = groups
+        .iter()
+        .enumerate()
+        .filter_map(|(i, (arguments, r, calls))| {
+            groups[..i]
+                .iter()
+                .find(|(a, _, _)| a == arguments)
+                .map(|(_, other, others)| {
+                    Evidence::plain(
+                        format!("{} and {}", others[0].label(), calls[0].label()),
+                        format!(
+                            "{} then {}",
+                            shorten(&other.annotations.to_string(), 200),
+                            shorten(&r.annotations.to_string(), 200)
+                        ),
+                    )
+                })
+        })
+        .take(5)
+        .collect();
+    if !twice.is_empty() {
+        out.findings.push(protocol(
+            tool,
+            Severity::Note,
+            format!(
+                "{}'s tools/resolve answered the same arguments with different hints (a host cannot rely on either, unless what the arguments name changed between the calls)",
+                tool.name
+            ),
+            twice,
+        ));
+    }
+    // Resolutions more cautious than the static declaration, by hint: one finding each.
+    let mut more_cautious: Vec<(HintName, bool, bool, Vec<Evidence>)> = Vec::new();
     for (arguments, resolution, calls) in groups {
         let args = shorten(&arguments.to_string(), 200);
         let mut resolved = tool.clone();
         resolved.hints = resolution.hints.clone();
-        let run = ToolRun {
+        let mut run = ToolRun {
             calls: calls.into_iter().cloned().collect(),
             ..ToolRun::default()
         };
+        // The replays that earn firmness were chosen for the static hints: what a call
+        // created may be the server's set-up on first use, which no replay checked for the
+        // resolved ones. A creation earns firmness here only from a replay that confirmed it.
+        for c in &mut run.calls {
+            let creations: Vec<String> = c
+                .observations
+                .iter()
+                .filter(|o| o.is_write() && !o.is_destructive())
+                .filter(|o| {
+                    o.as_file()
+                        .is_none_or(|f| f.kind == crate::evidence::FileEffectKind::Created)
+                })
+                .map(|o| o.describe())
+                .filter(|d| !c.confirmed_by_replay.contains(d))
+                .collect();
+            c.unchecked_initialisation.extend(creations);
+        }
         let ToolJudgement {
             verdicts, findings, ..
         } = judge_tool(&resolved, &run, coverage);
+        // Beside a resolved readOnlyHint: true, destructiveHint and idempotentHint mean
+        // nothing (the spec's words): neither compared nor judged.
+        let reads = in_force(HintName::ReadOnly, resolution.hints.get(HintName::ReadOnly));
         for hint in HintName::ALL {
             let said = resolution.hints.get(hint);
-            if matches!(said, Hint::WrongType(_)) {
+            if matches!(said, Hint::WrongType(_))
+                || reads && matches!(hint, HintName::Destructive | HintName::Idempotent)
+            {
                 continue;
             }
             let (resolved_value, static_value) =
@@ -122,29 +186,21 @@ pub fn judge(
             if resolved_value == hint.default_value() {
                 // More cautious than the static declaration: the server itself says the
                 // static one is not its worst case.
-                // The message names no arguments (they hold the run's paths): the
-                // fingerprint stays the same between runs.
-                out.findings.push(protocol(
-                    tool,
-                    Severity::Warning,
+                let piece = Evidence::plain(
+                    run.calls[0].label(),
                     format!(
-                        "{}'s tools/resolve says {}: {resolved_value} for some arguments, more cautious than its static {}: {static_value}: the static annotations are not the tool's worst case",
-                        tool.name,
-                        hint.key(),
-                        hint.key()
+                        "resolved for {args}: {}",
+                        shorten(&resolution.annotations.to_string(), 300)
                     ),
-                    vec![Evidence::plain(
-                        run.calls[0].label(),
-                        format!(
-                            "resolved for {args}: {}",
-                            shorten(&resolution.annotations.to_string(), 300)
-                        ),
-                    )],
-                ));
+                );
+                match more_cautious.iter_mut().find(|(h, ..)| *h == hint) {
+                    Some((.., pieces)) if pieces.len() < 5 => pieces.push(piece),
+                    Some(_) => {}
+                    None => more_cautious.push((hint, resolved_value, static_value, vec![piece])),
+                }
                 continue;
             }
-            // A resolved hint the audit finds nothing to judge in (a destructiveHint beside a
-            // resolved readOnlyHint: true) says nothing.
+            // A resolved hint the audit finds nothing to judge in says nothing.
             let Some(mut v) = verdicts
                 .iter()
                 .find(|v| v.hint == hint && v.verdict != crate::finding::Verdict::NotApplicable)
@@ -171,6 +227,21 @@ pub fn judge(
             }
             out.verdicts.push(v);
         }
+    }
+    // The message names no arguments (they hold the run's paths): the fingerprint stays the
+    // same between runs.
+    for (hint, resolved_value, static_value, evidence) in more_cautious {
+        out.findings.push(protocol(
+            tool,
+            Severity::Warning,
+            format!(
+                "{}'s tools/resolve says {}: {resolved_value} for some arguments, more cautious than its static {}: {static_value}: the static annotations are not the tool's worst case",
+                tool.name,
+                hint.key(),
+                hint.key()
+            ),
+            evidence,
+        ));
     }
     out
 }

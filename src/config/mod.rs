@@ -490,10 +490,15 @@ impl RunConfig {
             });
         }
         let (workspace_seed, sqlite_seed) = resolve::seeds(&given)?;
-        if a.check && given.scenario.as_ref().is_some_and(|s| s.expect.is_none()) {
+        if a.check
+            && given.scenario.as_ref().is_some_and(|s| {
+                s.expect.is_none() && s.variants.iter().all(|v| v.expect.is_none())
+            })
+        {
             return Err(ConfigError::BadValue {
                 flag: "--check".into(),
-                message: "the scenario has no [expect] section to check".into(),
+                message: "the scenario has no [expect] section (nor a [variants.expect]) to check"
+                    .into(),
             });
         }
         let (command, env) = resolve::command(&given, &transport)?;

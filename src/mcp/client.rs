@@ -456,15 +456,20 @@ impl McpClient {
         super::resolve::announced(self.identity.capabilities.as_ref())
     }
 
-    /// Asks the server what tool `name` resolves to for `arguments` (`tools/resolve`).
+    /// Asks the server what tool `name` resolves to for `arguments` (`tools/resolve`). The
+    /// wait is hintcheck's own choice: an answer after it is not held against the server.
     pub async fn resolve_tool(
         &mut self,
         name: &str,
         arguments: &Value,
         timeout: Duration,
     ) -> super::resolve::Resolution {
-        let params = json!({ "name": name, "arguments": arguments });
-        match self.request(super::resolve::METHOD, params, timeout).await {
+        let params = self.params(json!({ "name": name, "arguments": arguments }));
+        match self
+            .session
+            .probe(super::resolve::METHOD, Some(params), timeout)
+            .await
+        {
             Ok(reply) => super::resolve::interpret(name, reply.outcome.map(|r| r.value())),
             Err(e) => super::resolve::Resolution::failed(e.to_string()),
         }

@@ -13,6 +13,10 @@ use crate::rpc::framing::{RpcError, json_type_name};
 /// The method.
 pub const METHOD: &str = "tools/resolve";
 
+/// The largest resolved `annotations` object kept (as JSON text): four booleans and a title
+/// take far less, and every call keeps its resolution.
+pub const MAX_ANNOTATIONS_BYTES: usize = 4096;
+
 /// What the server resolved a tool to for one call's arguments.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Resolution {
@@ -80,6 +84,12 @@ pub fn interpret(name: &str, answer: Result<Value, RpcError>) -> Resolution {
         )),
         Ok(resolved) => {
             let annotations = tool.get("annotations").cloned().unwrap_or(Value::Null);
+            let size = annotations.to_string().len();
+            if size > MAX_ANNOTATIONS_BYTES {
+                return Resolution::failed(format!(
+                    "the resolved annotations take {size} bytes, more than the {MAX_ANNOTATIONS_BYTES} kept"
+                ));
+            }
             let failure = match &annotations {
                 Value::Object(_) | Value::Null => None,
                 other => Some(format!(
@@ -118,6 +128,16 @@ mod tests {
         assert!(other.failure.unwrap_or_default().contains("named \"wipe\""));
         let bare = interpret("manage", Ok(json!({"annotations": {}})));
         assert!(bare.failure.unwrap_or_default().contains("no tool object"));
+        let huge = interpret(
+            "manage",
+            Ok(json!({"tool": {"name": "manage", "annotations": {"title": "x".repeat(10_000)}}})),
+        );
+        assert!(
+            huge.failure
+                .unwrap_or_default()
+                .contains("more than the 4096 kept")
+        );
+        assert_eq!(huge.annotations, Value::Null, "nothing of it is kept");
         let refused = interpret(
             "manage",
             Err(RpcError {

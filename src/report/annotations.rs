@@ -28,7 +28,13 @@ pub fn render(r: &Report, anchor_files: &[PathBuf], source_root: &Path) -> Strin
         })
     };
     let mut out = String::new();
-    for f in r.findings.iter().filter(|f| f.accepted.is_none()) {
+    // The default run's findings, then each variant's, named with it.
+    let findings = r.findings.iter().map(|f| (None, f)).chain(
+        r.variants
+            .iter()
+            .flat_map(|v| v.report.findings.iter().map(move |f| (Some(&v.name), f))),
+    );
+    for (variant, f) in findings.filter(|(_, f)| f.accepted.is_none()) {
         let command = match f.severity {
             Severity::Error => "error",
             Severity::Warning => "warning",
@@ -44,8 +50,15 @@ pub fn render(r: &Report, anchor_files: &[PathBuf], source_root: &Path) -> Strin
             (Some(tool), None) => format!("hintcheck {}: {tool}", f.audit),
             _ => format!("hintcheck {}", f.audit),
         };
+        let title = match variant {
+            Some(v) => format!("{title} (variant {v})"),
+            None => title,
+        };
         properties.push(format!("title={}", property(&title)));
-        let mut message = f.message.clone();
+        let mut message = match variant {
+            Some(v) => format!("[variant {v}] {}", f.message),
+            None => f.message.clone(),
+        };
         for e in f.evidence.iter().take(EVIDENCE_LINES) {
             message.push_str(&format!("\n{}: {}", e.source, e.labelled()));
         }

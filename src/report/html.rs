@@ -871,7 +871,9 @@ fn variants(report: &Value) -> Markup {
                                 td {
                                     @for t in v["tools"].as_array().into_iter().flatten() {
                                         @for h in t["verdicts"].as_array().into_iter().flatten().filter(|h| h["verdict"] == "contradicted") {
-                                            code { (shown_cut(&text(&t["name"]), 120)) } " " (shown(&text(&h["hint"]))) ": " (shown_cut(&text(&h["declared"]), 40)) br;
+                                            code { (shown_cut(&text(&t["name"]), 120)) } " " (shown(&text(&h["hint"]))) ": " (shown_cut(&text(&h["declared"]), 40))
+                                            @if h["source"].is_string() { " (resolved)" }
+                                            br;
                                         }
                                     }
                                 }

@@ -277,11 +277,14 @@ pub fn render(r: &Report) -> String {
         cases.extend(t.all_verdicts().map(|v| hint_case(r, t, v, &server)));
         cases.extend(t.labels.iter().map(|v| label_case(r, t, v, &server)));
     }
-    // Each variant's hints, as cases of a class of their own (`<server>.variant.<name>.tools`).
+    // Each variant's cases, in classes of their own (`<server>.variant.<name>.tools`, …).
     for v in &r.variants {
         let class = format!("{server}.variant.{}", v.name);
+        cases.push(run_case(&v.report, &class));
+        cases.extend(secret_cases(&v.report, &class));
         for t in &v.report.tools {
             cases.extend(t.all_verdicts().map(|h| hint_case(&v.report, t, h, &class)));
+            cases.extend(t.labels.iter().map(|l| label_case(&v.report, t, l, &class)));
         }
     }
     let count = |f: fn(&Status) -> bool| cases.iter().filter(|c| f(&c.status)).count();

@@ -128,9 +128,15 @@ impl ServerStatus {
 /// Whether a report holds a warning or an error that no baseline accepted (a contradicted
 /// hint is one of them).
 fn has_warnings(report: Option<&Value>) -> bool {
-    report
-        .and_then(|r| r["findings"].as_array())
+    // The variants' findings count as the default run's do.
+    let variants = report
+        .and_then(|r| r["variants"].as_array())
         .into_iter()
+        .flatten();
+    report
+        .into_iter()
+        .chain(variants)
+        .filter_map(|r| r["findings"].as_array())
         .flatten()
         .any(|f| {
             matches!(f["severity"].as_str(), Some("warning" | "error")) && f["accepted"].is_null()

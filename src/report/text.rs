@@ -155,9 +155,17 @@ fn variants(o: &mut String, r: &Report, paint: Paint) -> std::fmt::Result {
                 .all_verdicts()
                 .filter(|h| h.verdict == Verdict::Contradicted)
             {
+                // A resolved hint is matched by hint among the default run's resolved ones
+                // (its arguments name each run's own paths).
                 let default = r.tools.iter().find(|d| d.name == t.name).and_then(|d| {
-                    d.all_verdicts()
-                        .find(|dv| dv.hint == h.hint && dv.resolved_for == h.resolved_for)
+                    let same: Vec<&crate::finding::HintVerdict> = d
+                        .all_verdicts()
+                        .filter(|dv| dv.hint == h.hint && dv.source.is_some() == h.source.is_some())
+                        .collect();
+                    same.iter()
+                        .find(|dv| dv.verdict == Verdict::Contradicted)
+                        .or(same.first())
+                        .copied()
                 });
                 let whose = match default {
                     Some(d) if d.verdict == Verdict::Contradicted => {
@@ -169,6 +177,9 @@ fn variants(o: &mut String, r: &Report, paint: Paint) -> std::fmt::Result {
                         esc(&d.declared),
                         d.verdict.as_str()
                     ),
+                    None if h.source.is_some() => {
+                        "only in this variant; the default run resolved no such hint".into()
+                    }
                     None => "only in this variant; the default run lists no such tool".into(),
                 };
                 let evidence = vr

@@ -732,10 +732,13 @@ pub(super) fn decide_exit_with_variants(report: &mut Report) {
 /// exit code and reason are kept in the report. Each variant's `[variants.expect]` is checked
 /// against its own report, its unmet lines named with it.
 pub(super) fn check_expectations(report: &mut Report, config: &RunConfig) {
-    let Some(expect) = config.scenario.as_ref().and_then(|s| s.expect.as_ref()) else {
+    let expect = config.scenario.as_ref().and_then(|s| s.expect.as_ref());
+    if expect.is_none() && config.variants.iter().all(|v| v.expect.is_none()) {
         return;
-    };
-    let mut unmet = crate::scenario::check(expect, report);
+    }
+    let mut unmet = expect
+        .map(|e| crate::scenario::check(e, report))
+        .unwrap_or_default();
     for spec in &config.variants {
         let Some(expect) = &spec.expect else { continue };
         match report.variants.iter().find(|v| v.name == spec.name) {

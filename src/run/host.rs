@@ -35,6 +35,8 @@ const PING_PATIENCE: Duration = Duration::from_secs(1);
 
 /// How long each control request may take.
 const CONTROL_TIMEOUT: Duration = Duration::from_secs(2);
+/// The longest wait for a `tools/resolve` answer before the call goes out without it.
+const RESOLVE_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// Above this many tools the listing is not asked for again as a control (its answer is the
 /// whole list once more).
@@ -634,19 +636,24 @@ impl Host for ServerHost<'_, '_> {
             self.background.dedup();
         }
         // What the tool resolves to for these arguments, asked in the call's window (what
-        // the server does to answer is the call's as a host would see it).
-        let resolution = if self.resolving.contains(tool) && l.client.offers_resolve() {
-            let patience = CONTROL_TIMEOUT
-                .min(self.ctx.deadline.saturating_duration_since(Instant::now()))
-                .max(Duration::from_millis(1));
-            let mut stop = self.ctx.stop.clone();
-            tokio::select! {
-                r = l.client.resolve_tool(tool, arguments, patience) => Some(r),
-                _ = stop.changed() => None,
-            }
-        } else {
-            None
-        };
+        // the server does to answer is the call's as a host would see it); not when the run
+        // has too little time left to wait for it.
+        let left = self.ctx.deadline.saturating_duration_since(Instant::now());
+        let mut stopped = false;
+        let resolution =
+            if self.resolving.contains(tool) && l.client.offers_resolve() && left > RESOLVE_TIMEOUT
+            {
+                let mut stop = self.ctx.stop.clone();
+                tokio::select! {
+                    r = l.client.resolve_tool(tool, arguments, RESOLVE_TIMEOUT) => Some(r),
+                    _ = stop.changed() => {
+                        stopped = true;
+                        None
+                    }
+                }
+            } else {
+                None
+            };
         let t0 = Instant::now();
         // A tool that says it waits for something (a long poll) gets a short timeout: the
         // ping after it tells its waiting from a hung server.
@@ -663,7 +670,17 @@ impl Host for ServerHost<'_, '_> {
             result,
             labels: result_labels,
             took: duration,
-        } = request(l, &self.ctx.stop, tool, arguments, timeout).await;
+        } = if stopped {
+            // Interrupted while the resolution was asked: the call is never sent.
+            Answer {
+                outcome: None,
+                result: None,
+                labels: None,
+                took: Duration::ZERO,
+            }
+        } else {
+            request(l, &self.ctx.stop, tool, arguments, timeout).await
+        };
         let interrupted = outcome.is_none();
         let outcome = outcome.unwrap_or(CallOutcome::Timeout {
             after_ms: duration.as_millis() as u64,
