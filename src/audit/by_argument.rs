@@ -69,6 +69,13 @@ pub struct ArgumentBehaviour {
     pub note: Option<String>,
     /// Whether the argument is a flag (a boolean) rather than an operation.
     pub flag: bool,
+    /// Every weighty effect came from the tool's first call and its repeats, none from a
+    /// case that tried this value on its own.
+    pub first_call_only: bool,
+    /// Its effects came from the first call only while a later case of another value of
+    /// the same argument wrote nothing: they may be first-use work, and no resolution is
+    /// suggested from them.
+    pub maybe_first_use: bool,
 }
 
 impl ArgumentBehaviour {
@@ -117,6 +124,28 @@ pub fn profile(
                 .collect();
             out.push(one_value(selector, value, &calls, coverage, &contradicted));
         }
+    }
+    // A value that wrote only in the tool's first call, beside one of the same argument that
+    // was reached and wrote nothing, may owe its writes to first-use work: said, not hidden.
+    let quiet: Vec<String> = out
+        .iter()
+        .filter(|e| {
+            matches!(
+                e.behaviour,
+                Behaviour::ReadOnly | Behaviour::Network | Behaviour::NoEffect
+            )
+        })
+        .map(|e| e.argument.clone())
+        .collect();
+    for e in out
+        .iter_mut()
+        .filter(|e| e.first_call_only && quiet.contains(&e.argument))
+        .filter(|e| matches!(e.behaviour, Behaviour::Destructive | Behaviour::Additive))
+    {
+        e.maybe_first_use = true;
+        e.note = Some(
+            "its effects all came from the tool's first call and its repeats, which may do first-use work (an install, a cache) that a later value's case did not need".into(),
+        );
     }
     out
 }
@@ -193,13 +222,24 @@ fn one_value(
             Behaviour::ReadOnly
         }
     };
+    // What bore the tool's contradictions out: the same weighty effects the behaviour rests on.
     let contradicts = contradicted
         .iter()
         .copied()
-        .filter(|h| counted.iter().any(|(_, o)| bears_on(*h, o)))
+        .filter(|h| counted.iter().filter(weighty).any(|(_, o)| bears_on(*h, o)))
         .collect();
+    // Whether every weighty effect came from the tool's first call and its repeats (not from
+    // a riskier case that tried this value on purpose): the first call does first-use work
+    // (an install, a cache) that later cases do not repeat.
+    let first_call_only = !effects.is_empty()
+        && counted
+            .iter()
+            .filter(weighty)
+            .all(|(c, _)| c.variant.is_none() && c.prerequisite_for.is_none());
     ArgumentBehaviour {
         argument: selector.argument.clone(),
+        first_call_only,
+        maybe_first_use: false,
         flag: selector.flag,
         value: value.clone(),
         behaviour,
@@ -221,6 +261,8 @@ fn one_value(
 pub fn only_with(profile: &[ArgumentBehaviour], hint: HintName) -> Option<String> {
     let mut named: Vec<String> = Vec::new();
     for (_, entries) in by_argument(profile) {
+        // A value is named only where a case of its own bore the hint out: what only the
+        // tool's first call did may be first-use work, not the value's.
         let bore: Vec<&ArgumentBehaviour> = entries
             .iter()
             .filter(|e| e.contradicts.contains(&hint))
@@ -229,7 +271,7 @@ pub fn only_with(profile: &[ArgumentBehaviour], hint: HintName) -> Option<String
         let held = entries
             .iter()
             .any(|e| !e.contradicts.contains(&hint) && e.behaviour != Behaviour::NotReached);
-        if !bore.is_empty() && held {
+        if !bore.is_empty() && held && bore.iter().all(|e| !e.first_call_only) {
             named.extend(bore.iter().map(|e| e.describe_value()));
         }
     }
@@ -265,7 +307,7 @@ pub fn value_annotations(
     let operations = profile.iter().any(|e| !e.flag);
     profile
         .iter()
-        .filter(|e| !(operations && e.flag))
+        .filter(|e| !(e.maybe_first_use || operations && e.flag))
         .filter_map(|e| {
             let network =
                 e.behaviour == Behaviour::Network || e.effects.contains(&Behaviour::Network);
@@ -552,6 +594,43 @@ mod tests {
     }
 
     #[test]
+    fn what_only_the_first_call_did_is_not_pinned_on_its_value() {
+        // The first call installed something on first use; the later case wrote nothing.
+        let run = run(vec![
+            with(
+                json!({"action": "read"}),
+                call(
+                    1,
+                    ok(),
+                    vec![file("$HOME/.npm/_logs/a.log", FileEffectKind::Created)],
+                ),
+            ),
+            with(json!({"action": "append"}), call(0, ok(), vec![])),
+        ]);
+        let p = profile(
+            &run,
+            &full_coverage(),
+            &[action()],
+            &[contradiction(HintName::ReadOnly)],
+        );
+        assert_eq!(p[0].behaviour, Behaviour::Additive);
+        assert!(p[0].first_call_only && p[0].maybe_first_use);
+        assert!(
+            value_annotations(&p, true)
+                .iter()
+                .all(|r| r.value != json!("read"))
+        );
+        assert!(
+            p[0].note
+                .as_deref()
+                .is_some_and(|n| n.contains("first-use work")),
+            "{:?}",
+            p[0].note
+        );
+        assert_eq!(only_with(&p, HintName::ReadOnly), None);
+    }
+
+    #[test]
     fn values_that_need_different_annotations_suggest_their_resolutions_and_a_split() {
         let entry = |value: &str, behaviour| ArgumentBehaviour {
             argument: "action".into(),
@@ -563,6 +642,8 @@ mod tests {
             contradicts: Vec::new(),
             note: None,
             flag: false,
+            first_call_only: false,
+            maybe_first_use: false,
         };
         let profile = [
             entry("read", Behaviour::ReadOnly),
