@@ -144,7 +144,7 @@ pub fn profile(
     {
         e.maybe_first_use = true;
         e.note = Some(
-            "its effects all came from the tool's first call and its repeats, which may do first-use work (an install, a cache) that a later value's case did not need".into(),
+            "its effects all came from the tool's first call and its repeats, while a later case of another value wrote nothing: the first call may have done first-use work (an install, a cache), or left the later case nothing to act on".into(),
         );
     }
     out
