@@ -277,14 +277,8 @@ pub fn render(report: &Report, previous: Option<&Baseline>) -> String {
     let mut seen = std::collections::BTreeSet::new();
     // The variants' findings too: their fingerprints carry the variant's name.
     let findings = report
-        .findings
-        .iter()
-        .chain(
-            report
-                .variants
-                .iter()
-                .flat_map(|v| v.report.findings.iter()),
-        )
+        .every_run()
+        .flat_map(|r| &r.findings)
         .filter(|f| seen.insert(f.fingerprint.clone()))
         .map(|f| BaselineEntry {
             fingerprint: f.fingerprint.clone(),

@@ -10,7 +10,8 @@ use serde_json::Value;
 
 use super::{bears_on, category_of, evidence_of};
 use crate::evidence::{CallRecord, Coverage, Observation, ToolRun};
-use crate::exercise::variants::Selector;
+pub use crate::exercise::variants::value_text;
+use crate::exercise::variants::{Selector, parameter_of, selected};
 use crate::finding::{Category, Evidence, HintVerdict, Verdict};
 use crate::mcp::tool::HintName;
 
@@ -81,13 +82,8 @@ pub struct ArgumentBehaviour {
 impl ArgumentBehaviour {
     /// `action: delete`, `force: true`.
     pub fn describe_value(&self) -> String {
-        format!("{}: {}", self.argument, value_text(&self.value))
+        selected(&self.argument, &self.value)
     }
-}
-
-/// A value as the report writes it: a string bare, anything else as JSON.
-pub fn value_text(v: &Value) -> String {
-    v.as_str().map_or_else(|| v.to_string(), str::to_string)
 }
 
 /// What each value of each of `selectors` did in the calls of `run` (see the module's
@@ -111,7 +107,7 @@ pub fn profile(
         // seen with everything else as the tool's working call had it.
         let another = |c: &&CallRecord| {
             c.variant.as_deref().is_some_and(|v| {
-                let parameter = v.split_once(": ").map_or(v, |(p, _)| p);
+                let parameter = parameter_of(v);
                 parameter != selector.argument && selectors.iter().any(|s| s.argument == parameter)
             })
         };
@@ -405,7 +401,7 @@ mod tests {
             c.variant = arguments
                 .as_object()
                 .and_then(|m| m.iter().next())
-                .map(|(k, v)| format!("{k}: {}", value_text(v)));
+                .map(|(k, v)| selected(k, v));
         }
         c.arguments = arguments;
         c

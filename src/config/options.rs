@@ -144,7 +144,9 @@ fn tool_args(text: &str) -> Result<(String, serde_json::Value), String> {
 }
 
 /// A file's table of strings (`[server.env]`, `[run.headers]`) as pairs in key order.
-fn table<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<(String, String)>, D::Error> {
+pub(super) fn table<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Vec<(String, String)>, D::Error> {
     let map: std::collections::BTreeMap<String, String> = serde::Deserialize::deserialize(d)?;
     Ok(map.into_iter().collect())
 }

@@ -25,7 +25,7 @@ pub struct VariantSpec {
     /// What the report calls it (`read-only`): letters, digits, `-`, `_`, `.`.
     pub name: String,
     /// Environment variables set for the server (over the run's own).
-    #[serde(default, deserialize_with = "env_table")]
+    #[serde(default, deserialize_with = "super::options::table")]
     pub env: Vec<(String, String)>,
     /// Arguments appended to the server's command.
     #[serde(default)]
@@ -37,12 +37,6 @@ pub struct VariantSpec {
     /// What this variant's report must say (scenarios only, with `--check`).
     #[serde(default)]
     pub expect: Option<Expect>,
-}
-
-/// A table of strings as pairs in key order.
-fn env_table<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<(String, String)>, D::Error> {
-    let map: std::collections::BTreeMap<String, String> = Deserialize::deserialize(d)?;
-    Ok(map.into_iter().collect())
 }
 
 impl VariantSpec {

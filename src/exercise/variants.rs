@@ -141,7 +141,7 @@ pub fn variants(
             let mut c = base.clone();
             c.insert(param.clone(), value.clone());
             let text = value.as_str().unwrap_or_default();
-            push(c, &param, format!("{param}: {text}"), removing(text));
+            push(c, &param, selected(&param, value), removing(text));
         }
     }
     let mut flags = flags(schema, base);
@@ -155,7 +155,7 @@ pub fn variants(
             && words(&name)
                 .iter()
                 .any(|w| REMOVING_WORDS.contains(&w.as_str()));
-        push(c, &name, format!("{name}: {value}"), removes);
+        push(c, &name, selected(&name, &Value::Bool(value)), removes);
     }
     if let Some((param, existing)) = existing_target(tool, base, facts).filter(|(p, _)| free(p)) {
         let mut c = base.clone();
@@ -166,6 +166,23 @@ pub fn variants(
     out.sort_by_key(|v| v.removes);
     out.truncate(MAX_VARIANTS);
     out
+}
+
+/// How a selecting argument's value is named wherever it is shown (a riskier case's `what`,
+/// the values a call had in force, a profile's value): `action: delete`, `force: true`.
+pub fn selected(argument: &str, value: &Value) -> String {
+    format!("{argument}: {}", value_text(value))
+}
+
+/// The argument a riskier case's `what` names (`action` of `action: delete`; see
+/// [`selected`]).
+pub fn parameter_of(what: &str) -> &str {
+    what.split_once(": ").map_or(what, |(p, _)| p)
+}
+
+/// A value as reports write it: a string bare, anything else as JSON.
+pub fn value_text(v: &Value) -> String {
+    v.as_str().map_or_else(|| v.to_string(), str::to_string)
 }
 
 /// A parameter that selects what a tool does: an operation (`action: read | delete`) or a

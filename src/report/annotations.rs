@@ -29,11 +29,11 @@ pub fn render(r: &Report, anchor_files: &[PathBuf], source_root: &Path) -> Strin
     };
     let mut out = String::new();
     // The default run's findings, then each variant's, named with it.
-    let findings = r.findings.iter().map(|f| (None, f)).chain(
-        r.variants
+    let findings = r.every_run().flat_map(|run| {
+        run.findings
             .iter()
-            .flat_map(|v| v.report.findings.iter().map(move |f| (Some(&v.name), f))),
-    );
+            .map(move |f| (run.settings.variant.as_ref(), f))
+    });
     for (variant, f) in findings.filter(|(_, f)| f.accepted.is_none()) {
         let command = match f.severity {
             Severity::Error => "error",

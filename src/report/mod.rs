@@ -518,6 +518,13 @@ impl Report {
     }
 }
 
+impl Report {
+    /// This run, then each variant's run (see [`Report::variants`]).
+    pub fn every_run(&self) -> impl Iterator<Item = &Report> {
+        std::iter::once(self).chain(self.variants.iter().map(|v| &*v.report))
+    }
+}
+
 impl ToolReport {
     /// Whether any hint is contradicted, a resolved one included.
     pub fn contradicted(&self) -> bool {

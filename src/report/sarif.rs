@@ -219,14 +219,8 @@ pub fn render(r: &Report, anchors: &Anchors) -> String {
     // The default run's findings, then each variant's (with the variant's report, whose
     // tool definitions they are about).
     let mut findings: Vec<(&Report, &Finding)> = r
-        .findings
-        .iter()
-        .map(|f| (r, f))
-        .chain(
-            r.variants
-                .iter()
-                .flat_map(|v| v.report.findings.iter().map(|f| (&*v.report, f))),
-        )
+        .every_run()
+        .flat_map(|run| run.findings.iter().map(move |f| (run, f)))
         .collect();
     // When GitHub's limit is exceeded, keep the most severe.
     findings.sort_by_key(|(_, f)| std::cmp::Reverse(f.severity));

@@ -677,14 +677,8 @@ pub(super) fn baseline_across_variants(report: &mut Report, config: &RunConfig) 
         return;
     }
     let found: std::collections::BTreeSet<String> = report
-        .findings
-        .iter()
-        .chain(
-            report
-                .variants
-                .iter()
-                .flat_map(|v| v.report.findings.iter()),
-        )
+        .every_run()
+        .flat_map(|r| &r.findings)
         .map(|f| f.fingerprint.clone())
         .collect();
     let decided_again = |r: &mut Report, config: &RunConfig| {

@@ -385,6 +385,18 @@ struct Answer {
     took: Duration,
 }
 
+impl Answer {
+    /// No answer: an interrupt came first, `took` into the wait.
+    fn interrupted(took: Duration) -> Answer {
+        Answer {
+            outcome: None,
+            result: None,
+            labels: None,
+            took,
+        }
+    }
+}
+
 /// Sends a tool call and waits for its answer within `timeout`, or until an interrupt. A call
 /// that timed out on a server that still answers a ping is waiting (a long poll), not hung.
 async fn request(
@@ -402,12 +414,7 @@ async fn request(
     };
     let took = sent.elapsed();
     let Some((mut outcome, result, labels)) = answered else {
-        return Answer {
-            outcome: None,
-            result: None,
-            labels: None,
-            took,
-        };
+        return Answer::interrupted(took);
     };
     if let CallOutcome::Timeout { after_ms } = outcome {
         if l.client.answers_ping(PING_PATIENCE).await {
@@ -672,12 +679,7 @@ impl Host for ServerHost<'_, '_> {
             took: duration,
         } = if stopped {
             // Interrupted while the resolution was asked: the call is never sent.
-            Answer {
-                outcome: None,
-                result: None,
-                labels: None,
-                took: Duration::ZERO,
-            }
+            Answer::interrupted(Duration::ZERO)
         } else {
             request(l, &self.ctx.stop, tool, arguments, timeout).await
         };

@@ -192,7 +192,7 @@ fn selection(
         .filter_map(|s| {
             let v = s.in_force(arguments)?;
             (!s.flag || s.default.as_ref() != Some(&v))
-                .then(|| format!("{}: {}", s.argument, audit::by_argument::value_text(&v)))
+                .then(|| crate::exercise::variants::selected(&s.argument, &v))
         })
         .collect();
     (!said.is_empty()).then(|| said.join(", "))

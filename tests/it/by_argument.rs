@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use crate::sandbox::{As, prefix, run_as, verify_json_args};
-use crate::util::skip;
+use crate::util::{Outcome, hint_verdict, report_tool, skip};
 
 /// The profile entry of `tool` for `argument: value`.
 fn entry<'a>(
@@ -14,32 +14,42 @@ fn entry<'a>(
     argument: &str,
     value: serde_json::Value,
 ) -> &'a serde_json::Value {
-    r["tools"]
+    report_tool(r, tool)["by_argument"]
         .as_array()
-        .expect("tools")
-        .iter()
-        .find(|t| t["name"] == tool)
-        .and_then(|t| {
-            t["by_argument"]
-                .as_array()?
-                .iter()
+        .and_then(|a| {
+            a.iter()
                 .find(|e| e["argument"] == argument && e["value"] == value)
         })
         .unwrap_or_else(|| panic!("no {argument}: {value} in {tool}'s by_argument"))
 }
 
-fn per_argument_run(who: As) {
+/// How hintcheck is started for the per-argument fixture, or `None` (said) when it cannot be.
+fn ready(who: As) -> Option<Vec<String>> {
     if !std::path::Path::new("/usr/bin/python3").is_file() {
-        return skip("/usr/bin/python3 is missing (the per-argument fixture)");
+        skip("/usr/bin/python3 is missing (the per-argument fixture)");
+        return None;
     }
-    let Some(prefix) = prefix(who, false) else {
+    prefix(who, false)
+}
+
+/// `verify` of the per-argument fixture's scenario `file` (`scenario.toml`, `resolving.toml`,
+/// …) in `format` (text without colour), with `extra` flags.
+fn report_in(prefix: &[String], file: &str, format: &str, extra: &[&str]) -> Outcome {
+    let mut args = verify_json_args(&format!("per-argument/{file}"), extra);
+    if let Some(f) = args.last_mut() {
+        *f = format.to_string();
+    }
+    if format == "text" {
+        args.extend(["--color".to_string(), "never".to_string()]);
+    }
+    run_as(prefix, &args, Duration::from_secs(240))
+}
+
+fn per_argument_run(who: As) {
+    let Some(prefix) = ready(who) else {
         return;
     };
-    let out = run_as(
-        &prefix,
-        &verify_json_args("per-argument", &["--check"]),
-        Duration::from_secs(120),
-    );
+    let out = report_in(&prefix, "scenario.toml", "json", &["--check"]);
     assert_eq!(out.code, 0, "{}\n{}", out.stderr, out.stdout);
     let r = out.json();
     use serde_json::json;
@@ -95,17 +105,7 @@ fn per_argument_run(who: As) {
         assert_eq!(e["behaviour"], "read-only", "{e}");
     }
     // The text report's table under the tool, and the HTML report's.
-    let text = run_as(
-        &prefix,
-        &[
-            "verify".into(),
-            "--scenario".into(),
-            crate::sandbox::fixture("per-argument"),
-            "--color".into(),
-            "never".into(),
-        ],
-        Duration::from_secs(120),
-    );
+    let text = report_in(&prefix, "scenario.toml", "text", &[]);
     assert_eq!(text.code, 1, "{}", text.stderr);
     let table_line = text
         .stdout
@@ -130,12 +130,7 @@ fn per_argument_run(who: As) {
     );
     assert_eq!(suggested.code, 0, "{}", suggested.stderr);
     let s: serde_json::Value = serde_json::from_str(&suggested.stdout).expect("suggest json");
-    let admin = s["tools"]
-        .as_array()
-        .expect("tools")
-        .iter()
-        .find(|t| t["name"] == "notes_admin")
-        .expect("notes_admin");
+    let admin = report_tool(&s, "notes_admin");
     let purge = admin["resolutions"]
         .as_array()
         .expect("resolutions")
@@ -149,14 +144,7 @@ fn per_argument_run(who: As) {
         json!(["list", "read", "stat"]),
         "{admin}"
     );
-    let html = run_as(
-        &prefix,
-        &verify_json_args("per-argument", &[])
-            .into_iter()
-            .map(|a| if a == "json" { "html".to_string() } else { a })
-            .collect::<Vec<_>>(),
-        Duration::from_secs(120),
-    );
+    let html = report_in(&prefix, "scenario.toml", "html", &[]);
     assert!(
         html.stdout.contains("by argument: what each value did") && html.stdout.contains("purge"),
         "html"
@@ -171,35 +159,18 @@ as_root_and_unprivileged!(
 
 /// Runs the per-argument fixture's scenario `file` with `--check` and its JSON report.
 fn fixture_run(who: As, file: &str) -> Option<serde_json::Value> {
-    if !std::path::Path::new("/usr/bin/python3").is_file() {
-        skip("/usr/bin/python3 is missing (the per-argument fixture)");
-        return None;
-    }
-    let prefix = prefix(who, false)?;
-    let out = run_as(
-        &prefix,
-        &[
-            "verify".into(),
-            "--scenario".into(),
-            format!("{}/{file}", crate::sandbox::fixture("per-argument")),
-            "--check".into(),
-            "--format".into(),
-            "json".into(),
-        ],
-        Duration::from_secs(120),
-    );
+    let prefix = ready(who)?;
+    let out = report_in(&prefix, file, "json", &["--check"]);
     assert_eq!(out.code, 0, "{}\n{}", out.stderr, out.stdout);
     Some(out.json())
 }
 
 /// A tool's verdicts on the hints the server resolved.
 fn resolved<'a>(r: &'a serde_json::Value, tool: &str) -> Vec<&'a serde_json::Value> {
-    r["tools"]
+    report_tool(r, tool)["verdicts"]
         .as_array()
-        .expect("tools")
+        .expect("verdicts")
         .iter()
-        .filter(|t| t["name"] == tool)
-        .flat_map(|t| t["verdicts"].as_array().expect("verdicts"))
         .filter(|v| v["source"] == "tools/resolve")
         .collect()
 }
@@ -309,19 +280,14 @@ as_root_and_unprivileged!(
 /// in it alone, the report says so, and the exit code covers it; a variant from the command
 /// line runs beside the scenario's.
 fn variants_run(who: As) {
-    if !std::path::Path::new("/usr/bin/python3").is_file() {
-        return skip("/usr/bin/python3 is missing (the per-argument fixture)");
-    }
-    let Some(prefix) = prefix(who, false) else {
+    let Some(prefix) = ready(who) else {
         return;
     };
-    let out = run_as(
+    let out = report_in(
         &prefix,
-        &verify_json_args(
-            "per-argument",
-            &["--variant", "quiet-mode:NOTES_READ_ONLY=1,NOTES_QUIET=1"],
-        ),
-        Duration::from_secs(240),
+        "scenario.toml",
+        "json",
+        &["--variant", "quiet-mode:NOTES_READ_ONLY=1,NOTES_QUIET=1"],
     );
     assert_eq!(out.code, 1, "{}", out.stderr);
     let r = out.json();
@@ -338,35 +304,16 @@ fn variants_run(who: As) {
         serde_json::json!(["NOTES_READ_ONLY=1"])
     );
     assert_eq!(read_only["exit_code"], 1);
-    let exporter = read_only["tools"]
-        .as_array()
-        .expect("tools")
-        .iter()
-        .find(|t| t["name"] == "export_note")
-        .expect("export_note in the variant");
-    let verdict = exporter["verdicts"]
-        .as_array()
-        .expect("verdicts")
-        .iter()
-        .find(|v| v["hint"] == "readOnlyHint")
-        .expect("readOnlyHint");
+    let verdict = hint_verdict(report_tool(read_only, "export_note"), "readOnlyHint");
     assert_eq!(verdict["declared"], "true", "{verdict}");
     assert_eq!(verdict["verdict"], "contradicted", "{verdict}");
     // The default run declares the exporter a writer: nothing to contradict there.
-    let default = r["tools"]
-        .as_array()
-        .expect("tools")
-        .iter()
-        .find(|t| t["name"] == "export_note")
-        .expect("export_note");
-    assert_eq!(default["declared"]["readOnlyHint"], "false");
+    assert_eq!(
+        report_tool(&r, "export_note")["declared"]["readOnlyHint"],
+        "false"
+    );
     // The honest writer refuses in read-only mode: not accused.
-    let archiver = read_only["tools"]
-        .as_array()
-        .expect("tools")
-        .iter()
-        .find(|t| t["name"] == "archive_note")
-        .expect("archive_note");
+    let archiver = report_tool(read_only, "archive_note");
     assert!(
         archiver["verdicts"]
             .as_array()
@@ -376,17 +323,7 @@ fn variants_run(who: As) {
         "{archiver}"
     );
     // The text report's summary of the variant says the contradiction is its alone.
-    let text = run_as(
-        &prefix,
-        &[
-            "verify".into(),
-            "--scenario".into(),
-            crate::sandbox::fixture("per-argument"),
-            "--color".into(),
-            "never".into(),
-        ],
-        Duration::from_secs(240),
-    );
+    let text = report_in(&prefix, "scenario.toml", "text", &[]);
     assert_eq!(text.code, 1, "{}", text.stderr);
     assert!(
         text.stdout
@@ -414,14 +351,7 @@ fn variants_run(who: As) {
             "name=\"export_note: readOnlyHint\" classname=\"per-argument.variant.read-only.tools\"",
         ),
     ] {
-        let out = run_as(
-            &prefix,
-            &verify_json_args("per-argument", &[])
-                .into_iter()
-                .map(|a| if a == "json" { format.to_string() } else { a })
-                .collect::<Vec<_>>(),
-            Duration::from_secs(240),
-        );
+        let out = report_in(&prefix, "scenario.toml", format, &[]);
         assert_eq!(out.code, 1, "{format}: {}", out.stderr);
         assert!(out.stdout.contains(says), "{format}:\n{}", out.stdout);
     }
