@@ -273,14 +273,18 @@ pub fn render(report: &Report, previous: Option<&Baseline>) -> String {
                 .collect()
         })
         .unwrap_or_default();
-    let definitions = report.definition_hashes();
     let mut seen = std::collections::BTreeSet::new();
-    // The variants' findings too: their fingerprints carry the variant's name.
-    let findings = report
+    // The variants' findings too: their fingerprints carry the variant's name, and their
+    // tools' definitions are the variant's own (a read-only mode declares other hints).
+    let runs: Vec<(&Report, BTreeMap<&str, &str>)> = report
         .every_run()
-        .flat_map(|r| &r.findings)
-        .filter(|f| seen.insert(f.fingerprint.clone()))
-        .map(|f| BaselineEntry {
+        .map(|r| (r, r.definition_hashes()))
+        .collect();
+    let findings = runs
+        .iter()
+        .flat_map(|(r, definitions)| r.findings.iter().map(move |f| (f, definitions)))
+        .filter(|(f, _)| seen.insert(f.fingerprint.clone()))
+        .map(|(f, definitions)| BaselineEntry {
             fingerprint: f.fingerprint.clone(),
             audit: f.audit.to_string(),
             server: Some(server.clone()),
