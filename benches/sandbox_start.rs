@@ -51,7 +51,7 @@ fn main() {
                 // The network observer serves the sockets, as in a run.
                 ServerProcess::spawn_sandboxed(&spec, &config, Some(&exe), |s| {
                     hintcheck::observe::net::start(s.dns, s.listeners, Some(s.more_listeners), s.packets, None, None)
-                })
+                }, None)
                     .await
                     .expect("sandbox");
             drop(started.pipes);

@@ -138,6 +138,63 @@ pub enum Command {
     Explain(ExplainArgs),
     /// Check what the sandbox can enforce on this machine, and how to fix what it cannot.
     Doctor(DoctorArgs),
+    /// Run an MCP server in the sandbox as a transparent proxy that enforces its tools' hints
+    /// on every call (start it where the host would start the server).
+    ///
+    /// A call of a tool declared readOnlyHint: true cannot write outside the server's own
+    /// state directory; destructiveHint: false cannot delete, truncate or rename over;
+    /// openWorldHint: false cannot reach past loopback. Refusals fail the server's system
+    /// call (EACCES), go to --log as JSON lines and to stderr.
+    ///
+    /// Examples: hintcheck guard --allow-write ~/notes -- npx -y @modelcontextprotocol/server-filesystem ~/notes;
+    /// hintcheck guard --summary guard.log
+    Guard(GuardArgs),
+}
+
+/// `hintcheck guard`
+#[derive(Debug, Args)]
+pub struct GuardArgs {
+    /// A real directory the server may write (repeatable); what it writes there lands there.
+    #[arg(long = "allow-write", value_name = "DIR")]
+    pub allow_write: Vec<std::path::PathBuf>,
+    /// A directory the server may read besides its own package and the system (repeatable).
+    #[arg(long = "allow-read", value_name = "DIR")]
+    pub allow_read: Vec<std::path::PathBuf>,
+    /// The server's own state directory, writable at any time and shown as its HOME
+    /// [default: a private one per command line under $XDG_STATE_HOME/hintcheck/guard]
+    #[arg(long = "state-dir", value_name = "DIR")]
+    pub state_dir: Option<std::path::PathBuf>,
+    /// Append a JSON line per refused operation (and per write allowed only in the state
+    /// directory during a read-only call) to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub log: Option<std::path::PathBuf>,
+    /// What the host gets for a call whose window had refusals: the server's own answer
+    /// (`pass`), or an MCP error naming the refused operation (`error`).
+    #[arg(long = "on-violation", value_enum, default_value_t = OnViolationArg::Pass)]
+    pub on_violation: OnViolationArg,
+    /// Let calls whose hints differ run at the same time (the widest policy of the calls in
+    /// flight then holds for all of them), instead of one after the other.
+    #[arg(long = "no-serialize")]
+    pub no_serialize: bool,
+    /// Print the refusals of a guard log per tool, and exit.
+    #[arg(long, value_name = "LOG", conflicts_with_all = ["allow_write", "allow_read", "state_dir", "log", "command"])]
+    pub summary: Option<std::path::PathBuf>,
+    /// The hintcheck binary the sandbox runs as its init (tests).
+    #[arg(long = "sandbox-exe", value_name = "PATH", hide = true)]
+    pub sandbox_exe: Option<std::path::PathBuf>,
+    /// The server's command, after `--`.
+    #[arg(last = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
+}
+
+/// Values of `--on-violation`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, ValueEnum)]
+pub enum OnViolationArg {
+    /// The server's own answer (the refused operation failed inside the server).
+    #[default]
+    Pass,
+    /// An MCP error naming the refused operation.
+    Error,
 }
 
 /// `hintcheck doctor`

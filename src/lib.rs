@@ -43,6 +43,7 @@ pub mod exercise;
 pub mod finding;
 pub mod fleet;
 pub mod fuzz;
+pub mod guard;
 pub mod interrupt;
 pub mod mcp;
 pub mod observe;

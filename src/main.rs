@@ -7,8 +7,8 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use hintcheck::cli::{
-    Cli, Command, DoctorArgs, DoctorFormat, ExplainArgs, MergeArgs, MergeFormat, ScanArgs,
-    VerifyArgs,
+    Cli, Command, DoctorArgs, DoctorFormat, ExplainArgs, GuardArgs, MergeArgs, MergeFormat,
+    OnViolationArg, ScanArgs, VerifyArgs,
 };
 use hintcheck::config::{RunConfig, parse_duration};
 use hintcheck::error::Error;
@@ -71,6 +71,7 @@ fn main() -> ExitCode {
         Command::Scan(a) => scan(&a),
         Command::Merge(a) => merge(&a),
         Command::Suggest(a) => verifying(&a, Mode::Suggest),
+        Command::Guard(a) => guard(&a),
     };
     ExitCode::from(code as u8)
 }
@@ -106,6 +107,53 @@ fn verifying(a: &VerifyArgs, mode: Mode) -> i32 {
         Err(e) => {
             say!("hintcheck: error: {}", hintcheck::text::error_chain(&e));
             e.exit_code()
+        }
+    }
+}
+
+/// `hintcheck guard`: the enforcing proxy, or the summary of its log.
+fn guard(a: &GuardArgs) -> i32 {
+    if let Some(log) = &a.summary {
+        return match std::fs::read_to_string(log) {
+            Ok(text) => {
+                let _ = write!(
+                    std::io::stdout().lock(),
+                    "{}",
+                    hintcheck::guard::journal::summary(&text)
+                );
+                0
+            }
+            Err(e) => {
+                say!(
+                    "hintcheck: error: cannot read the guard log {}: {e}",
+                    log.display()
+                );
+                exit_code::USAGE
+            }
+        };
+    }
+    let options = hintcheck::guard::GuardOptions {
+        command: a.command.clone(),
+        allow_write: a.allow_write.clone(),
+        allow_read: a.allow_read.clone(),
+        state_dir: a.state_dir.clone(),
+        log: a.log.clone(),
+        on_violation: match a.on_violation {
+            OnViolationArg::Pass => hintcheck::guard::OnViolation::Pass,
+            OnViolationArg::Error => hintcheck::guard::OnViolation::Error,
+        },
+        no_serialize: a.no_serialize,
+        exe: a.sandbox_exe.clone(),
+    };
+    match hintcheck::guard::run(&options) {
+        Ok(code) => code,
+        Err(e) => {
+            say!("hintcheck: error: {}", hintcheck::text::error_chain(&e));
+            match e {
+                hintcheck::guard::GuardError::NoCommand
+                | hintcheck::guard::GuardError::Directory { .. } => exit_code::USAGE,
+                _ => exit_code::HARNESS,
+            }
         }
     }
 }

@@ -18,29 +18,6 @@ pub fn escape(s: &str) -> String {
     crate::text::escape::xml(s)
 }
 
-/// `2026-11-30T03:54:46Z` from milliseconds since the epoch.
-fn timestamp(unix_ms: u64) -> String {
-    let secs = unix_ms / 1000;
-    let days = (secs / 86_400) as i64;
-    let rem = secs % 86_400;
-    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
-}
-
 enum Status {
     Passed,
     Failure { message: String, kind: String },
@@ -292,7 +269,7 @@ pub fn render(r: &Report) -> String {
     let errors = count(|s| matches!(s, Status::Error { .. }));
     let skipped = count(|s| matches!(s, Status::Skipped { .. }));
     let time = r.duration_ms as f64 / 1000.0;
-    let stamp = timestamp(r.started_unix_ms);
+    let stamp = crate::text::iso_utc(r.started_unix_ms);
     let mut o = String::new();
     o.push_str("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
     let _ = writeln!(
@@ -393,8 +370,14 @@ mod tests {
 
     #[test]
     fn timestamps_are_iso_8601_utc() {
-        assert_eq!(timestamp(0), "1970-01-01T00:00:00Z");
-        assert_eq!(timestamp(1_796_010_886_000), "2026-11-30T03:54:46Z");
-        assert_eq!(timestamp(951_782_400_000), "2000-02-29T00:00:00Z");
+        assert_eq!(crate::text::iso_utc(0), "1970-01-01T00:00:00Z");
+        assert_eq!(
+            crate::text::iso_utc(1_796_010_886_000),
+            "2026-11-30T03:54:46Z"
+        );
+        assert_eq!(
+            crate::text::iso_utc(951_782_400_000),
+            "2000-02-29T00:00:00Z"
+        );
     }
 }

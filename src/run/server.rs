@@ -480,6 +480,7 @@ async fn spawn(
         &sandbox_config,
         ctx.config.sandbox.exe.as_deref(),
         observe_network,
+        None,
     )
     .await
     {

@@ -180,7 +180,7 @@ async fn probe_sandbox(level: SandboxLevel) -> Result<(Enforcement, HttpProbe), 
     config.network_observer = true;
     config.observe_ports = vec![80, 443, 8080, 8443];
     config.connector = true;
-    match ServerProcess::spawn_sandboxed(&spec, &config, None, |sockets| sockets).await {
+    match ServerProcess::spawn_sandboxed(&spec, &config, None, |sockets| sockets, None).await {
         Ok(mut started) => {
             drop(started.pipes);
             // Port 9 (discard): nothing listens there in a fresh namespace.

@@ -12,6 +12,7 @@ pub mod init;
 pub mod landlock;
 pub mod netns;
 pub mod notify;
+pub mod perform;
 pub mod policy;
 pub mod preflight;
 pub mod process;

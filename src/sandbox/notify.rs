@@ -131,21 +131,66 @@ impl LockPlaces {
 
 /// [`start`], refusing locks outside `places`.
 pub fn start_with_locks(listener: OwnedFd, places: LockPlaces) -> AttemptQueue {
-    start_with(listener, places, None)
+    start_with(listener, places, None, None)
 }
 
-/// [`start_with_locks`], opening listeners on demand (see [`OnDemand`]) when given.
+/// [`start_with_locks`], opening listeners on demand (see [`OnDemand`]) when given, and
+/// asking `arbiter` (when given) how to answer each notification.
 pub fn start_with(
     listener: OwnedFd,
     places: LockPlaces,
     on_demand: Option<OnDemand>,
+    arbiter: Option<Arc<dyn Arbiter>>,
 ) -> AttemptQueue {
     let queue: AttemptQueue = Arc::new(Mutex::new(Pending::default()));
     let q = queue.clone();
     let _ = std::thread::Builder::new()
         .name("seccomp-recorder".into())
-        .spawn(move || run(listener, q, places, on_demand));
+        .spawn(move || run(listener, q, places, on_demand, arbiter));
     queue
+}
+
+/// One notification as an [`Arbiter`] sees it: the registers (which the thread cannot change
+/// under us) and what was decoded from its memory (which it can: evidence, never a licence).
+#[derive(Debug)]
+pub struct Notice<'a> {
+    /// The thread, in the harness's pid namespace.
+    pub tid: u32,
+    /// The system call's number and name.
+    pub nr: i64,
+    /// Its name.
+    pub syscall: &'static str,
+    /// Its arguments.
+    pub args: [u64; 6],
+    /// What it asked for, decoded from the thread's memory.
+    pub kinds: &'a [AttemptKind],
+}
+
+/// How a notification is answered.
+#[derive(Debug)]
+pub enum Ruling {
+    /// The kernel runs the call (Landlock and the namespaces still decide).
+    Continue,
+    /// The call fails with this errno.
+    Refuse(i32),
+    /// The arbiter made the call itself, on values of its own: this is its return value.
+    Done(i64),
+    /// The arbiter opened the file itself: the descriptor is installed in the thread's table
+    /// (`SECCOMP_IOCTL_NOTIF_ADDFD`) and its number is the call's return value.
+    Install {
+        /// The descriptor.
+        fd: OwnedFd,
+        /// Whether the installed descriptor is close-on-exec.
+        cloexec: bool,
+    },
+}
+
+/// Decides, per notification, whether a call runs: the enforcing proxy's policy. Whatever it
+/// allows on the strength of the thread's memory it must do itself ([`Ruling::Done`],
+/// [`Ruling::Install`]), since that memory may change once the call is let run.
+pub trait Arbiter: Send + Sync {
+    /// The answer to `notice`.
+    fn rule(&self, notice: &Notice<'_>) -> Ruling;
 }
 
 /// Most listeners opened on demand in one sandbox.
@@ -273,6 +318,7 @@ fn run(
     queue: AttemptQueue,
     places: LockPlaces,
     mut on_demand: Option<OnDemand>,
+    arbiter: Option<Arc<dyn Arbiter>>,
 ) {
     let fd = listener.as_raw_fd();
     loop {
@@ -337,23 +383,19 @@ fn run(
                 }
             }
         }
-        let resp = match &refused {
-            Some(r) => libc::seccomp_notif_resp {
-                id: req.id,
-                val: 0,
-                error: -r.errno,
-                flags: 0,
-            },
-            None => libc::seccomp_notif_resp {
-                id: req.id,
-                val: 0,
-                error: 0,
-                flags: libc::SECCOMP_USER_NOTIF_FLAG_CONTINUE as u32,
-            },
+        let ruling = match (&refused, &arbiter) {
+            (Some(r), _) => Ruling::Refuse(r.errno),
+            (None, Some(a)) if valid => a.rule(&Notice {
+                tid: req.pid,
+                nr: req.data.nr as i64,
+                syscall: super::seccomp::name_of(req.data.nr),
+                args: req.data.args,
+                kinds: &decoded,
+            }),
+            _ => Ruling::Continue,
         };
         // Always answer: an unanswered notification blocks the server's thread.
-        // SAFETY: NOTIF_SEND with a pointer to a live response.
-        unsafe { libc::ioctl(fd, libc::SECCOMP_IOCTL_NOTIF_SEND, &resp) };
+        answer(fd, req.id, ruling);
         if valid && !decoded.is_empty() {
             let pid = thread_group(req.pid).unwrap_or(req.pid);
             let mut q = queue.lock().unwrap_or_else(|p| p.into_inner());
@@ -368,6 +410,42 @@ fn run(
             }
         }
     }
+}
+
+/// Answers notification `id` with `ruling`.
+fn answer(listener: i32, id: u64, ruling: Ruling) {
+    let (val, error, flags) = match ruling {
+        Ruling::Continue => (0, 0, libc::SECCOMP_USER_NOTIF_FLAG_CONTINUE as u32),
+        Ruling::Refuse(errno) => (0, -errno, 0),
+        Ruling::Done(val) => (val, 0, 0),
+        Ruling::Install { fd, cloexec } => {
+            let add = libc::seccomp_notif_addfd {
+                id,
+                flags: libc::SECCOMP_ADDFD_FLAG_SEND as u32,
+                srcfd: fd.as_raw_fd() as u32,
+                newfd: 0,
+                newfd_flags: if cloexec { libc::O_CLOEXEC as u32 } else { 0 },
+            };
+            // SAFETY: NOTIF_ADDFD with a pointer to a live request naming a descriptor we
+            // own; with FLAG_SEND the kernel answers the notification itself on success.
+            let r = unsafe { libc::ioctl(listener, libc::SECCOMP_IOCTL_NOTIF_ADDFD, &add) };
+            if r >= 0 {
+                return;
+            }
+            let errno = std::io::Error::last_os_error()
+                .raw_os_error()
+                .unwrap_or(libc::EMFILE);
+            (0, -errno, 0)
+        }
+    };
+    let resp = libc::seccomp_notif_resp {
+        id,
+        val,
+        error,
+        flags,
+    };
+    // SAFETY: NOTIF_SEND with a pointer to a live response.
+    unsafe { libc::ioctl(listener, libc::SECCOMP_IOCTL_NOTIF_SEND, &resp) };
 }
 
 impl Pending {
@@ -488,7 +566,7 @@ fn absolute(tid: u32, dirfd: i32, p: &str) -> String {
 }
 
 /// The process (thread group id) of a thread.
-fn thread_group(tid: u32) -> Option<u32> {
+pub fn thread_group(tid: u32) -> Option<u32> {
     std::fs::read_to_string(format!("/proc/{tid}/status"))
         .ok()?
         .lines()

@@ -354,6 +354,7 @@ impl ServerProcess {
         config: &SandboxConfig,
         exe_override: Option<&Path>,
         serve_network: impl FnOnce(NetworkSockets) -> N + Send + 'static,
+        arbiter: Option<std::sync::Arc<dyn super::notify::Arbiter>>,
     ) -> Result<Sandboxed<N>, LaunchError> {
         let InitLaunch {
             exe: _exe,
@@ -372,6 +373,7 @@ impl ServerProcess {
         let registered = Registered::new(&child);
         drop(init_end);
         let mut serve_network = Some(serve_network);
+        let mut arbiter = arbiter;
         let lock_places = lock_places(config);
         // Listeners opened on demand go from the seccomp recorder to what serves the network.
         let (more_listeners_in, more_listeners) = std::sync::mpsc::channel();
@@ -429,9 +431,14 @@ impl ServerProcess {
                             )),
                             _ => None,
                         };
-                        let queue = fds
-                            .pop()
-                            .map(|l| super::notify::start_with(l, lock_places.clone(), on_demand));
+                        let queue = fds.pop().map(|l| {
+                            super::notify::start_with(
+                                l,
+                                lock_places.clone(),
+                                on_demand,
+                                arbiter.take(),
+                            )
+                        });
                         enforced = Some((e, queue, network.take(), connector.take()));
                     }
                     Ok(Some((ControlRecord::Failed(f), _))) => return Err(f),

@@ -57,3 +57,32 @@ pub fn one_of(names: &[String]) -> String {
         [init @ .., last] => format!("{} or {last}", init.join(", ")),
     }
 }
+
+/// `2026-11-30T03:54:46Z` from milliseconds since the epoch.
+pub fn iso_utc(unix_ms: u64) -> String {
+    let secs = unix_ms / 1000;
+    let days = (secs / 86_400) as i64;
+    let rem = secs % 86_400;
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+/// `2026-11-30T03:54:46.123Z` from milliseconds since the epoch.
+pub fn iso_utc_ms(unix_ms: u64) -> String {
+    let whole = iso_utc(unix_ms);
+    format!("{}.{:03}Z", whole.trim_end_matches('Z'), unix_ms % 1000)
+}

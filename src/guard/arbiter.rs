@@ -1,0 +1,563 @@
+//! The per-call decisions: every write, delete, rename, shared mapping and network attempt the
+//! sandbox reports is answered under the policy in force at that moment (the hints of the
+//! calls in flight, or the outside-calls policy). A refusal may rest on the thread's memory
+//! (refusing is always safe); an allowance that depends on a path is never a `CONTINUE`: the
+//! operation is done for the server beneath a directory opened before it started
+//! ([`crate::sandbox::perform`]), so a path swapped after the check changes nothing.
+
+use std::path::Path;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use rustix::fs::{Mode, OFlags, RenameFlags};
+
+use super::journal::{Entry, Journal, Process};
+use super::policy::{Now, Policy, Window};
+use crate::sandbox::notify::{Arbiter, AttemptKind, Notice, Ruling};
+use crate::sandbox::perform::{self, Place};
+
+/// The directories the server may change, as guard sees them.
+#[derive(Debug)]
+pub struct Places {
+    /// The server's own state directory (`--state-dir`).
+    pub state: Place,
+    /// What `--allow-write` names.
+    pub writable: Vec<Place>,
+}
+
+/// Guard's [`Arbiter`].
+pub struct GuardArbiter {
+    window: Arc<Mutex<Window>>,
+    journal: Arc<Journal>,
+    places: Places,
+    /// The sandbox's own tmpfs mounts (its /tmp, /var/tmp, /dev/shm), part of the server's
+    /// own state: opened through the server's root at the first notification (its own
+    /// `execve`, before any of its code ran).
+    temporary: OnceLock<Vec<Place>>,
+}
+
+/// Which hint a rule enforces.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Rule {
+    ReadOnly,
+    NonDestructive,
+    ClosedWorld,
+}
+
+impl Rule {
+    fn hint(self) -> &'static str {
+        match self {
+            Rule::ReadOnly => "readOnlyHint",
+            Rule::NonDestructive => "destructiveHint",
+            Rule::ClosedWorld => "openWorldHint",
+        }
+    }
+
+    fn declared(self) -> &'static str {
+        match self {
+            Rule::ReadOnly => "readOnlyHint: true",
+            Rule::NonDestructive => "destructiveHint: false",
+            Rule::ClosedWorld => "openWorldHint: false",
+        }
+    }
+
+    fn outside(self) -> &'static str {
+        match self {
+            Rule::ClosedWorld => "outside a call the server has no network",
+            _ => "outside a call the server may change only its own state directory",
+        }
+    }
+}
+
+/// What was tried, for the journal.
+struct Tried<'a> {
+    operation: &'a str,
+    path: Option<&'a str>,
+    target: Option<&'a str>,
+    destination: Option<String>,
+}
+
+const O_TRUNC: u64 = libc::O_TRUNC as u64;
+const O_CREAT: u64 = libc::O_CREAT as u64;
+const O_EXCL: u64 = libc::O_EXCL as u64;
+const O_CLOEXEC: u64 = libc::O_CLOEXEC as u64;
+
+impl GuardArbiter {
+    /// An arbiter deciding under `window`'s policy, recording in `journal`.
+    pub fn new(window: Arc<Mutex<Window>>, journal: Arc<Journal>, places: Places) -> Self {
+        GuardArbiter {
+            window,
+            journal,
+            places,
+            temporary: OnceLock::new(),
+        }
+    }
+
+    /// The place of the server's own state holding `path`, with the path relative to it:
+    /// the state directory, or the sandbox's own tmpfs mounts (but for the shared
+    /// directories bound inside them).
+    fn own_state(&self, path: &str) -> Option<(&Place, String)> {
+        if let Some(rel) = self.places.state.relative(path) {
+            return Some((&self.places.state, rel));
+        }
+        if self
+            .places
+            .writable
+            .iter()
+            .any(|p| p.relative(path).is_some())
+        {
+            return None;
+        }
+        self.temporary
+            .get()
+            .into_iter()
+            .flatten()
+            .find_map(|p| p.relative(path).map(|r| (p, r)))
+    }
+
+    /// The place `--allow-write` names or the server's own state holding `path`.
+    fn writable(&self, path: &str) -> Option<(&Place, String)> {
+        self.own_state(path).or_else(|| {
+            self.places
+                .writable
+                .iter()
+                .find_map(|p| p.relative(path).map(|r| (p, r)))
+        })
+    }
+
+    fn entry(&self, n: &Notice<'_>, now: &Now, rule: Option<Rule>, tried: &Tried<'_>) -> Entry {
+        let pid = crate::sandbox::notify::thread_group(n.tid).unwrap_or(n.tid);
+        let first = now.calls.first();
+        let tool = match first {
+            Some(c) => Some(c.tool.clone()),
+            None => self
+                .window
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .armed_by(n.tid, started_ns(pid, Some(n.tid)), started_ns(pid, None)),
+        };
+        let reason = match (rule, first) {
+            (Some(r), Some(c)) => format!("tool {} declares {}", c.tool, r.declared()),
+            (Some(r), None) => r.outside().to_string(),
+            (None, _) => "outside the directories the server may write".to_string(),
+        };
+        Entry {
+            time: crate::text::iso_utc_ms(unix_ms()),
+            decision: "refused".into(),
+            tool,
+            hint: rule
+                .filter(|_| first.is_some())
+                .map(|r| r.hint().to_string()),
+            call_id: first.map(|c| c.id.clone()),
+            calls: if now.calls.len() > 1 {
+                now.calls
+                    .iter()
+                    .map(|c| format!("{} {}", c.id, c.tool))
+                    .collect()
+            } else {
+                Vec::new()
+            },
+            window: if first.is_some() {
+                "call"
+            } else {
+                "outside-calls"
+            }
+            .into(),
+            operation: tried.operation.into(),
+            syscall: n.syscall.into(),
+            path: tried.path.map(String::from),
+            target: tried.target.map(String::from),
+            destination: tried.destination.clone(),
+            process: Process::of(pid, n.tid),
+            reason,
+        }
+    }
+
+    /// Refuses the call with EACCES and records why.
+    fn refuse(&self, n: &Notice<'_>, now: &Now, rule: Option<Rule>, tried: Tried<'_>) -> Ruling {
+        let entry = self.entry(n, now, rule, &tried);
+        if !now.calls.is_empty() {
+            self.window
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .note_refusal(&super::journal::notice(&entry));
+        }
+        self.journal.record(&entry);
+        Ruling::Refuse(libc::EACCES)
+    }
+
+    /// Records a write allowed in the server's own state during a read-only call.
+    fn allowed(&self, n: &Notice<'_>, now: &Now, tried: Tried<'_>) {
+        if now.calls.is_empty() || !now.policy.read_only {
+            return;
+        }
+        let mut entry = self.entry(n, now, Some(Rule::ReadOnly), &tried);
+        entry.decision = "allowed".into();
+        entry.reason = "in the server's own state directory".into();
+        self.journal.record(&entry);
+    }
+
+    fn file_rule(policy: Policy) -> Rule {
+        if policy.read_only {
+            Rule::ReadOnly
+        } else {
+            Rule::NonDestructive
+        }
+    }
+
+    fn open(&self, n: &Notice<'_>, now: &Now, path: &str) -> Ruling {
+        let a = n.args;
+        let (flags, mode) = match n.syscall {
+            "open" => (a[1], a[2]),
+            "creat" => (O_CREAT | O_TRUNC | libc::O_WRONLY as u64, a[1]),
+            _ => (a[2], a[3]),
+        };
+        let policy = now.policy;
+        let truncates = flags & O_TRUNC != 0;
+        if !(policy.read_only || policy.non_destructive && truncates) {
+            return Ruling::Continue;
+        }
+        let oflags = OFlags::from_bits_retain(flags as u32);
+        let mode = Mode::from_bits_retain((mode as u32) & 0o7777 & !perform::umask_of(n.tid));
+        let cloexec = flags & O_CLOEXEC != 0;
+        let tried = |operation| Tried {
+            operation,
+            path: Some(path),
+            target: None,
+            destination: None,
+        };
+        if let Some((place, rel)) = self.own_state(path) {
+            return match place.open(&rel, oflags, mode) {
+                Ok(fd) => {
+                    self.allowed(n, now, tried("write"));
+                    Ruling::Install { fd, cloexec }
+                }
+                Err(e) => Ruling::Refuse(e.raw_os_error().unwrap_or(libc::EACCES)),
+            };
+        }
+        if policy.read_only {
+            return self.refuse(n, now, Some(Rule::ReadOnly), tried("write"));
+        }
+        // Non-destructive, with O_TRUNC: a new file may be made, an existing one not emptied.
+        let Some((place, rel)) = self.writable(path) else {
+            return self.refuse(n, now, None, tried("write"));
+        };
+        let plain = oflags - OFlags::TRUNC - OFlags::CREATE - OFlags::EXCL;
+        if flags & O_CREAT != 0 {
+            match place.open(&rel, plain | OFlags::CREATE | OFlags::EXCL, mode) {
+                Ok(fd) => return Ruling::Install { fd, cloexec },
+                Err(e) if e.raw_os_error() == Some(libc::EEXIST) && flags & O_EXCL == 0 => {}
+                Err(e) => return Ruling::Refuse(e.raw_os_error().unwrap_or(libc::EACCES)),
+            }
+        }
+        match place.open(&rel, plain, mode) {
+            Ok(fd) => {
+                let emptied = rustix::fs::fstat(&fd)
+                    .map(|st| (st.st_mode & libc::S_IFMT) == libc::S_IFREG && st.st_size > 0)
+                    .unwrap_or(true);
+                if emptied {
+                    self.refuse(n, now, Some(Rule::NonDestructive), tried("truncate"))
+                } else {
+                    Ruling::Install { fd, cloexec }
+                }
+            }
+            Err(e) => Ruling::Refuse(e.raw_os_error().unwrap_or(libc::EACCES)),
+        }
+    }
+
+    /// A path operation done in the server's own state for it, or refused.
+    fn in_state_or_refuse(
+        &self,
+        n: &Notice<'_>,
+        now: &Now,
+        rule: Rule,
+        tried: Tried<'_>,
+        act: impl FnOnce(&Place, &str) -> std::io::Result<()>,
+    ) -> Ruling {
+        let path = tried.path.unwrap_or("");
+        match self.own_state(path) {
+            Some((place, rel)) => match act(place, &rel) {
+                Ok(()) => {
+                    self.allowed(n, now, tried);
+                    Ruling::Done(0)
+                }
+                Err(e) => Ruling::Refuse(e.raw_os_error().unwrap_or(libc::EACCES)),
+            },
+            None => self.refuse(n, now, Some(rule), tried),
+        }
+    }
+
+    fn rename(&self, n: &Notice<'_>, now: &Now, from: &str, to: &str) -> Ruling {
+        let flags = if n.syscall == "renameat2" {
+            n.args[4] as u32
+        } else {
+            0
+        };
+        let policy = now.policy;
+        let tried = || Tried {
+            operation: "rename",
+            path: Some(from),
+            target: Some(to),
+            destination: None,
+        };
+        let requested = RenameFlags::from_bits_retain(flags);
+        let done = |r: std::io::Result<()>| match r {
+            Ok(()) => Ruling::Done(0),
+            Err(e) => Ruling::Refuse(e.raw_os_error().unwrap_or(libc::EACCES)),
+        };
+        if let (Some(a), Some(b)) = (self.own_state(from), self.own_state(to)) {
+            let r = perform::rename((a.0, &a.1), (b.0, &b.1), requested);
+            if r.is_ok() {
+                self.allowed(n, now, tried());
+            }
+            return done(r);
+        }
+        if policy.read_only {
+            return self.refuse(n, now, Some(Rule::ReadOnly), tried());
+        }
+        if requested.contains(RenameFlags::EXCHANGE) {
+            return self.refuse(n, now, Some(Rule::NonDestructive), tried());
+        }
+        let (Some(a), Some(b)) = (self.writable(from), self.writable(to)) else {
+            return self.refuse(n, now, None, tried());
+        };
+        match perform::rename((a.0, &a.1), (b.0, &b.1), requested | RenameFlags::NOREPLACE) {
+            Err(e)
+                if e.raw_os_error() == Some(libc::EEXIST)
+                    && !requested.contains(RenameFlags::NOREPLACE) =>
+            {
+                let mut t = tried();
+                t.operation = "rename-over";
+                self.refuse(n, now, Some(Rule::NonDestructive), t)
+            }
+            r => done(r),
+        }
+    }
+
+    fn network(&self, n: &Notice<'_>, now: &Now) -> Ruling {
+        if !now.policy.closed_world || n.syscall == "bind" {
+            return Ruling::Continue;
+        }
+        for kind in n.kinds {
+            let AttemptKind::Socket {
+                family,
+                address,
+                port,
+                udp,
+            } = kind
+            else {
+                continue;
+            };
+            if !family.starts_with("inet") || is_local(address) {
+                continue;
+            }
+            let operation = match (port, udp) {
+                (Some(53), _) => "dns",
+                (_, true) => "datagram",
+                _ => "connect",
+            };
+            let destination = match port {
+                Some(p) if address.contains(':') => format!("[{address}]:{p}"),
+                Some(p) => format!("{address}:{p}"),
+                None => address.clone(),
+            };
+            return self.refuse(
+                n,
+                now,
+                Some(Rule::ClosedWorld),
+                Tried {
+                    operation,
+                    path: None,
+                    target: None,
+                    destination: Some(destination),
+                },
+            );
+        }
+        Ruling::Continue
+    }
+
+    fn mapping(&self, n: &Notice<'_>, now: &Now) -> Ruling {
+        let writes = n.args[2] & libc::PROT_WRITE as u64 != 0;
+        if !now.policy.read_only || !writes {
+            return Ruling::Continue;
+        }
+        let own = perform::descriptor_of(n.tid, n.args[4] as i32).is_ok_and(|fd| {
+            std::iter::once(&self.places.state)
+                .chain(self.temporary.get().into_iter().flatten())
+                .any(|p| perform::lies_beneath(&fd, p))
+        });
+        if own {
+            return Ruling::Continue;
+        }
+        let fd_path = format!("descriptor {}", n.args[4] as i32);
+        self.refuse(
+            n,
+            now,
+            Some(Rule::ReadOnly),
+            Tried {
+                operation: "shared-write-mapping",
+                path: Some(&fd_path),
+                target: None,
+                destination: None,
+            },
+        )
+    }
+}
+
+/// Loopback, unspecified and the sandbox's own addresses stay inside.
+fn is_local(address: &str) -> bool {
+    match address.parse::<std::net::IpAddr>() {
+        Ok(std::net::IpAddr::V4(v4)) => v4.is_loopback() || v4.is_unspecified(),
+        Ok(std::net::IpAddr::V6(v6)) => {
+            v6.is_loopback()
+                || v6.is_unspecified()
+                || v6
+                    .to_ipv4_mapped()
+                    .is_some_and(|v4| v4.is_loopback() || v4.is_unspecified())
+        }
+        Err(_) => false,
+    }
+}
+
+/// When thread `tid` of process `pid` (or the process itself) started, on the boot clock in
+/// nanoseconds (/proc counts in clock ticks).
+fn started_ns(pid: u32, tid: Option<u32>) -> Option<u64> {
+    let path = match tid {
+        Some(t) => format!("/proc/{pid}/task/{t}/stat"),
+        None => format!("/proc/{pid}/stat"),
+    };
+    let stat = std::fs::read_to_string(path).ok()?;
+    // The command may hold spaces and parentheses: fields count from the last ')'.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let ticks: u64 = rest.split_whitespace().nth(19)?.parse().ok()?;
+    let per_second = clock_ticks();
+    Some(ticks.saturating_mul(1_000_000_000) / per_second)
+}
+
+/// USER_HZ, the unit of start times in /proc: 100 on every Linux architecture we run on.
+fn clock_ticks() -> u64 {
+    100
+}
+
+fn unix_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+impl Arbiter for GuardArbiter {
+    fn rule(&self, n: &Notice<'_>) -> Ruling {
+        self.temporary.get_or_init(|| {
+            crate::sandbox::policy::TEMPORARY_PLACES
+                .iter()
+                .filter_map(|p| Place::in_sandbox(n.tid, Path::new(p)).ok())
+                .collect()
+        });
+        let now = {
+            let mut w = self.window.lock().unwrap_or_else(|p| p.into_inner());
+            let now = w.now();
+            if let Some(call) = now.calls.first() {
+                w.acted_for(n.tid, &call.tool);
+            }
+            now
+        };
+        let policy = now.policy;
+        let (path, target) = match n.kinds.first() {
+            Some(AttemptKind::Path { path, target, .. }) => {
+                (Some(path.as_str()), target.as_deref())
+            }
+            _ => (None, None),
+        };
+        let tried = |operation| Tried {
+            operation,
+            path,
+            target,
+            destination: None,
+        };
+        let file_op = !matches!(
+            n.syscall,
+            "execve"
+                | "execveat"
+                | "connect"
+                | "bind"
+                | "sendto"
+                | "sendmmsg"
+                | "flock"
+                | "fcntl"
+                | "mmap"
+        );
+        if file_op && !policy.restricts_files() {
+            return Ruling::Continue;
+        }
+        if file_op && path.is_none() && n.syscall != "openat2" {
+            // Its memory could not be read: nothing to decide on, so nothing is allowed.
+            return Ruling::Refuse(libc::EACCES);
+        }
+        let p = path.unwrap_or("");
+        let a = n.args;
+        let umask = || perform::umask_of(n.tid);
+        match n.syscall {
+            // The flags of openat2 are in memory the thread can change: runtimes fall back
+            // to openat, whose flags are in registers.
+            "openat2" => Ruling::Refuse(libc::ENOSYS),
+            "open" | "openat" | "creat" => self.open(n, &now, p),
+            "truncate" => self.in_state_or_refuse(
+                n,
+                &now,
+                Self::file_rule(policy),
+                tried("truncate"),
+                |place, rel| place.truncate(rel, a[1]),
+            ),
+            "unlink" | "unlinkat" | "rmdir" => {
+                let dir = n.syscall == "rmdir"
+                    || (n.syscall == "unlinkat" && a[2] & libc::AT_REMOVEDIR as u64 != 0);
+                self.in_state_or_refuse(
+                    n,
+                    &now,
+                    Self::file_rule(policy),
+                    tried("delete"),
+                    |place, rel| place.unlink(rel, dir),
+                )
+            }
+            "rename" | "renameat" | "renameat2" => self.rename(n, &now, p, target.unwrap_or("")),
+            // Creations: refused only in a read-only window (outside the server's state).
+            _ if !policy.read_only && !matches!(n.syscall, "mmap") && file_op => Ruling::Continue,
+            "mkdir" | "mkdirat" => {
+                let mode = if n.syscall == "mkdir" { a[1] } else { a[2] };
+                let mode = Mode::from_bits_retain((mode as u32) & 0o7777 & !umask());
+                self.in_state_or_refuse(n, &now, Rule::ReadOnly, tried("create"), |place, rel| {
+                    place.mkdir(rel, mode)
+                })
+            }
+            "symlink" | "symlinkat" => {
+                let link_target = target.unwrap_or("").to_string();
+                self.in_state_or_refuse(n, &now, Rule::ReadOnly, tried("create"), |place, rel| {
+                    place.symlink(&link_target, rel)
+                })
+            }
+            "link" | "linkat" => {
+                let to = target.unwrap_or("");
+                match (self.own_state(p), self.own_state(to)) {
+                    (Some(a), Some(b)) if n.syscall == "link" || n.args[4] == 0 => {
+                        match perform::link((a.0, &a.1), (b.0, &b.1)) {
+                            Ok(()) => Ruling::Done(0),
+                            Err(e) => Ruling::Refuse(e.raw_os_error().unwrap_or(libc::EACCES)),
+                        }
+                    }
+                    _ => self.refuse(n, &now, Some(Rule::ReadOnly), tried("create")),
+                }
+            }
+            "chmod" | "fchmodat" | "fchmodat2" => {
+                let mode = if n.syscall == "chmod" { a[1] } else { a[2] };
+                let mode = Mode::from_bits_retain((mode as u32) & 0o7777);
+                self.in_state_or_refuse(n, &now, Rule::ReadOnly, tried("chmod"), |place, rel| {
+                    place.chmod(rel, mode)
+                })
+            }
+            "mknod" | "mknodat" => self.refuse(n, &now, Some(Rule::ReadOnly), tried("create")),
+            "mmap" => self.mapping(n, &now),
+            "connect" | "bind" | "sendto" | "sendmmsg" => self.network(n, &now),
+            _ => Ruling::Continue,
+        }
+    }
+}

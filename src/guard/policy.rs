@@ -1,0 +1,444 @@
+//! What the server may do at each moment: the hints each tool declared (as the host last
+//! listed them), the policy a call of a tool runs under, the calls in flight and those held
+//! back until the calls of another policy have answered (a call that may write never widens
+//! a read-only call's window), and which processes and threads acted for which tool, so that
+//! work a call left behind can be named after it.
+
+use std::collections::{HashMap, VecDeque};
+
+use serde::Serialize;
+use serde_json::Value;
+
+/// The hints of one tool as declared: only JSON booleans count; anything else is absent, and
+/// an absent hint means the protocol's worst case.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Hints {
+    /// `readOnlyHint`.
+    pub read_only: Option<bool>,
+    /// `destructiveHint`.
+    pub destructive: Option<bool>,
+    /// `openWorldHint`.
+    pub open_world: Option<bool>,
+}
+
+impl Hints {
+    /// The hints of a tool definition (its `annotations`).
+    pub fn of_tool(tool: &Value) -> Hints {
+        let a = tool.get("annotations");
+        let flag = |name: &str| a.and_then(|a| a.get(name)).and_then(Value::as_bool);
+        Hints {
+            read_only: flag("readOnlyHint"),
+            destructive: flag("destructiveHint"),
+            open_world: flag("openWorldHint"),
+        }
+    }
+}
+
+/// What a window allows: each restriction is on or off.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+pub struct Policy {
+    /// No write outside the server's own state (`readOnlyHint: true`, and outside calls).
+    pub read_only: bool,
+    /// No delete, truncation or rename over existing content (`destructiveHint: false`).
+    pub non_destructive: bool,
+    /// No DNS lookup, connection or datagram past loopback (`openWorldHint: false`).
+    pub closed_world: bool,
+}
+
+impl Policy {
+    /// Outside every call (start-up, background work, a timer after the answer): the
+    /// server's own state only, and no network.
+    pub const OUTSIDE_CALLS: Policy = Policy {
+        read_only: true,
+        non_destructive: true,
+        closed_world: true,
+    };
+
+    /// A call of a tool with `hints`. A tool declared read-only is non-destructive too (the
+    /// protocol: `destructiveHint` is meaningful only when `readOnlyHint` is false).
+    pub fn of(hints: &Hints) -> Policy {
+        let read_only = hints.read_only == Some(true);
+        Policy {
+            read_only,
+            non_destructive: read_only || hints.destructive == Some(false),
+            closed_world: hints.open_world == Some(false),
+        }
+    }
+
+    /// What two calls in flight together allow (with `--no-serialize`): the wider of each.
+    pub fn widest(self, other: Policy) -> Policy {
+        Policy {
+            read_only: self.read_only && other.read_only,
+            non_destructive: self.non_destructive && other.non_destructive,
+            closed_world: self.closed_world && other.closed_world,
+        }
+    }
+
+    /// Whether it restricts the filesystem at all.
+    pub fn restricts_files(self) -> bool {
+        self.read_only || self.non_destructive
+    }
+}
+
+/// A call the host made: its JSON-RPC id (as its JSON text), the tool, the policy, the hints.
+#[derive(Debug, Clone)]
+pub struct Call {
+    /// The request's id as JSON text (`7`, `"abc"`).
+    pub id: String,
+    /// The tool's name.
+    pub tool: String,
+    /// What its hints allow.
+    pub policy: Policy,
+    /// The hints it runs under.
+    pub hints: Hints,
+}
+
+/// A call in flight, with what was refused in its window.
+#[derive(Debug)]
+struct InFlight {
+    call: Call,
+    refused: Vec<String>,
+}
+
+/// Who is acting now: the policy in force and the calls whose window it is (none: outside
+/// calls).
+#[derive(Debug, Clone)]
+pub struct Now {
+    /// The policy in force.
+    pub policy: Policy,
+    /// The calls in flight.
+    pub calls: Vec<Call>,
+}
+
+/// The window of a call as it was, to name the tool whose call started a thread or process
+/// that acts after the answer.
+#[derive(Debug)]
+struct Past {
+    tool: String,
+    /// When it opened and closed, on the boot clock (nanoseconds).
+    opened: u64,
+    closed: Option<u64>,
+    id: String,
+}
+
+/// A call whose answer came, with what was refused in its window.
+pub type Ended = (Call, Vec<String>);
+
+/// Most past windows kept.
+const HISTORY_CAP: usize = 512;
+
+/// Nanoseconds on the boot clock (the clock of a process's start time in /proc).
+pub fn boot_ns() -> u64 {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::Boottime);
+    (t.tv_sec as u64).saturating_mul(1_000_000_000) + t.tv_nsec as u64
+}
+
+/// What is known of the tools a thread or process acted for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Acted {
+    /// One tool only.
+    One(String),
+    /// Several: it cannot be said for which a later act was.
+    Several,
+}
+
+/// The proxy's view of the session, shared by the two directions of the proxy and the
+/// arbiter.
+#[derive(Debug, Default)]
+pub struct Window {
+    tools: HashMap<String, Hints>,
+    in_flight: Vec<InFlight>,
+    held: VecDeque<(Call, Vec<u8>)>,
+    no_serialize: bool,
+    /// Processes and threads that acted in calls' windows, and for which tools.
+    lineage: HashMap<u32, Acted>,
+    /// Past and present windows, newest last.
+    history: VecDeque<Past>,
+    /// `tools/list` requests of the host not yet answered (id text → whether it asked a later
+    /// page).
+    listing: HashMap<String, bool>,
+}
+
+/// Most processes and threads whose tool is remembered.
+const LINEAGE_CAP: usize = 4096;
+
+impl Window {
+    /// A window that serializes calls of different policies unless `no_serialize`.
+    pub fn new(no_serialize: bool) -> Window {
+        Window {
+            no_serialize,
+            ..Window::default()
+        }
+    }
+
+    /// The hints in force for `tool` (absent hints: the worst case).
+    pub fn hints_of(&self, tool: &str) -> Hints {
+        self.tools.get(tool).copied().unwrap_or_default()
+    }
+
+    /// Replaces the hints of the listed tools (`first_page`: a listing without a cursor
+    /// starts afresh; later pages add to it). At most 10,000 tools are kept.
+    pub fn listed(&mut self, tools: &[Value], first_page: bool) {
+        if first_page {
+            self.tools.clear();
+        }
+        for t in tools {
+            if self.tools.len() >= 10_000 {
+                break;
+            }
+            if let Some(name) = t.get("name").and_then(Value::as_str) {
+                self.tools.insert(name.to_string(), Hints::of_tool(t));
+            }
+        }
+    }
+
+    /// The host asked `tools/list` with request `id` (`first_page`: without a cursor).
+    pub fn listing_asked(&mut self, id: String, first_page: bool) {
+        if self.listing.len() < 64 {
+            self.listing.insert(id, first_page);
+        }
+    }
+
+    /// Whether response `id` answers a listing, and whether it was a first page.
+    pub fn listing_answered(&mut self, id: &str) -> Option<bool> {
+        self.listing.remove(id)
+    }
+
+    /// The policy in force now and the calls whose window it is.
+    pub fn now(&self) -> Now {
+        let mut calls = self.in_flight.iter().map(|f| f.call.clone());
+        match calls.next() {
+            None => Now {
+                policy: Policy::OUTSIDE_CALLS,
+                calls: Vec::new(),
+            },
+            Some(first) => {
+                let mut policy = first.policy;
+                let mut all = vec![first];
+                for c in calls {
+                    policy = policy.widest(c.policy);
+                    all.push(c);
+                }
+                Now { policy, calls: all }
+            }
+        }
+    }
+
+    /// A call the host asked for: `Some(line)` to send it on now (it is in flight from now
+    /// on), `None` when it is held until the calls of another policy have answered.
+    pub fn admit(&mut self, call: Call, line: Vec<u8>) -> Option<Vec<u8>> {
+        let fits = self.no_serialize
+            || (self.held.is_empty()
+                && self.in_flight.iter().all(|f| f.call.policy == call.policy));
+        if fits {
+            self.open(call);
+            Some(line)
+        } else {
+            self.held.push_back((call, line));
+            None
+        }
+    }
+
+    /// A call in flight at once whatever its policy (a call inside a batch, which goes whole).
+    pub fn force(&mut self, call: Call) {
+        self.open(call);
+    }
+
+    /// `call`'s window opens.
+    fn open(&mut self, call: Call) {
+        if self.history.len() >= HISTORY_CAP {
+            self.history.pop_front();
+        }
+        self.history.push_back(Past {
+            tool: call.tool.clone(),
+            opened: boot_ns(),
+            closed: None,
+            id: call.id.clone(),
+        });
+        self.in_flight.push(InFlight {
+            call,
+            refused: Vec::new(),
+        });
+    }
+
+    /// The host cancelled request `id`: true when it was held (it is dropped, and the server
+    /// never hears of it).
+    pub fn cancel_held(&mut self, id: &str) -> bool {
+        let before = self.held.len();
+        self.held.retain(|(c, _)| c.id != id);
+        self.held.len() != before
+    }
+
+    /// Response `id` came: the call leaves the window. Returns it with what was refused in
+    /// its window, and the held calls that may go now (in flight from now on).
+    pub fn answered(&mut self, id: &str) -> (Option<Ended>, Vec<Vec<u8>>) {
+        let ended = self
+            .in_flight
+            .iter()
+            .position(|f| f.call.id == id)
+            .map(|i| self.in_flight.remove(i))
+            .map(|f| (f.call, f.refused));
+        if ended.is_some() {
+            let now = boot_ns();
+            if let Some(p) = self
+                .history
+                .iter_mut()
+                .rev()
+                .find(|p| p.id == id && p.closed.is_none())
+            {
+                p.closed = Some(now);
+            }
+        }
+        let mut released = Vec::new();
+        while let Some((next, _)) = self.held.front() {
+            let fits = self.in_flight.iter().all(|f| f.call.policy == next.policy);
+            if !fits {
+                break;
+            }
+            let (call, line) = self.held.pop_front().expect("front exists");
+            self.open(call);
+            released.push(line);
+        }
+        (ended, released)
+    }
+
+    /// Notes a refusal in the windows of the calls in flight.
+    pub fn note_refusal(&mut self, what: &str) {
+        for f in &mut self.in_flight {
+            if f.refused.len() < 32 {
+                f.refused.push(what.to_string());
+            }
+        }
+    }
+
+    /// Remembers that thread `id` acted for `tool`.
+    pub fn acted_for(&mut self, id: u32, tool: &str) {
+        let full = self.lineage.len() >= LINEAGE_CAP;
+        match self.lineage.get_mut(&id) {
+            Some(acted @ Acted::One(_)) if *acted != Acted::One(tool.to_string()) => {
+                *acted = Acted::Several;
+            }
+            Some(_) => {}
+            None if !full => {
+                self.lineage.insert(id, Acted::One(tool.to_string()));
+            }
+            None => {}
+        }
+    }
+
+    /// The tool whose call left behind the work of a thread acting outside every call: the
+    /// one call whose window was open when the thread (`thread_started`, boot clock, with the
+    /// 10 ms granularity of /proc) or else its process (`process_started`) started, or the one
+    /// tool the thread acted for before. `None` when it cannot be told.
+    pub fn armed_by(
+        &self,
+        tid: u32,
+        thread_started: Option<u64>,
+        process_started: Option<u64>,
+    ) -> Option<String> {
+        const TICK: u64 = 10_000_000;
+        let during = |start: u64| {
+            let mut tools = self
+                .history
+                .iter()
+                .filter(|p| p.opened < start + TICK && p.closed.is_none_or(|c| c >= start))
+                .map(|p| p.tool.as_str());
+            let first = tools.next()?;
+            tools.all(|t| t == first).then(|| first.to_string())
+        };
+        thread_started
+            .and_then(during)
+            .or_else(|| process_started.and_then(during))
+            .or_else(|| match self.lineage.get(&tid) {
+                Some(Acted::One(t)) => Some(t.clone()),
+                _ => None,
+            })
+    }
+
+    /// How many calls are held back.
+    pub fn held(&self) -> usize {
+        self.held.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn call(id: &str, policy: Policy) -> Call {
+        Call {
+            id: id.into(),
+            tool: format!("tool-{id}"),
+            policy,
+            hints: Hints::default(),
+        }
+    }
+
+    const OPEN: Policy = Policy {
+        read_only: false,
+        non_destructive: false,
+        closed_world: false,
+    };
+
+    #[test]
+    fn only_boolean_hints_count_and_read_only_implies_non_destructive() {
+        let t = json!({"name": "x", "annotations": {"readOnlyHint": "true", "destructiveHint": false, "openWorldHint": false}});
+        let h = Hints::of_tool(&t);
+        assert_eq!(h.read_only, None);
+        let p = Policy::of(&h);
+        assert!(!p.read_only && p.non_destructive && p.closed_world);
+        let ro = Policy::of(&Hints {
+            read_only: Some(true),
+            destructive: Some(true),
+            open_world: None,
+        });
+        assert!(ro.read_only && ro.non_destructive && !ro.closed_world);
+        assert_eq!(Policy::of(&Hints::default()), OPEN);
+    }
+
+    #[test]
+    fn calls_of_another_policy_wait_for_the_window_to_close() {
+        let mut w = Window::new(false);
+        let ro = Policy::OUTSIDE_CALLS;
+        assert!(w.admit(call("1", ro), b"a".to_vec()).is_some());
+        assert!(w.admit(call("2", ro), b"b".to_vec()).is_some());
+        assert!(w.admit(call("3", OPEN), b"c".to_vec()).is_none());
+        // Behind a held call, even a call of the same policy waits (first come, first served).
+        assert!(w.admit(call("4", ro), b"d".to_vec()).is_none());
+        assert_eq!(w.now().policy, ro);
+        let (ended, released) = w.answered("1");
+        assert_eq!(ended.expect("in flight").0.id, "1");
+        assert!(released.is_empty());
+        let (_, released) = w.answered("2");
+        assert_eq!(released, vec![b"c".to_vec()]);
+        assert_eq!(w.now().policy, OPEN);
+        let (_, released) = w.answered("3");
+        assert_eq!(released, vec![b"d".to_vec()]);
+        assert!(!w.cancel_held("9"));
+    }
+
+    #[test]
+    fn without_serializing_the_widest_policy_is_in_force() {
+        let mut w = Window::new(true);
+        assert!(w.admit(call("1", Policy::OUTSIDE_CALLS), vec![]).is_some());
+        assert!(w.admit(call("2", OPEN), vec![]).is_some());
+        assert_eq!(w.now().policy, OPEN);
+        assert_eq!(w.now().calls.len(), 2);
+        w.answered("2");
+        assert_eq!(w.now().policy, Policy::OUTSIDE_CALLS);
+        w.answered("1");
+        assert!(w.now().calls.is_empty());
+    }
+
+    #[test]
+    fn a_cancelled_held_call_is_dropped() {
+        let mut w = Window::new(false);
+        w.admit(call("1", OPEN), vec![]);
+        assert!(w.admit(call("2", Policy::OUTSIDE_CALLS), vec![]).is_none());
+        assert!(w.cancel_held("2"));
+        let (_, released) = w.answered("1");
+        assert!(released.is_empty());
+        assert_eq!(w.held(), 0);
+    }
+}

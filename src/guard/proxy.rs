@@ -1,0 +1,401 @@
+//! The transparent MCP proxy over stdio: every line the host writes goes to the server and
+//! every line the server writes goes to the host, unchanged, `tools/list` included. On the
+//! way guard reads what it needs: the tools' hints from the answers to the host's
+//! `tools/list`, each `tools/call` (whose window opens before the server sees it, and which
+//! waits while calls of another policy are in flight), each answer (which closes its window,
+//! and with `--on-violation error` is replaced by an error naming what was refused).
+
+use std::sync::{Arc, Mutex};
+
+use serde::Deserialize;
+use serde_json::Value;
+use serde_json::value::RawValue;
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
+use tokio::sync::Mutex as AsyncMutex;
+
+use super::policy::{Call, Policy, Window};
+use crate::rpc::framing::{Frame, LineReader};
+
+/// The longest line passed on (64 MiB); a longer one is dropped and said on stderr.
+pub const MAX_LINE: usize = 64 << 20;
+
+/// The JSON-RPC code of the error that replaces an answer with `--on-violation error`.
+pub const VIOLATION_CODE: i64 = -32001;
+
+/// The parts of a JSON-RPC message guard reads; the rest is passed on untouched.
+#[derive(Deserialize)]
+struct Envelope<'a> {
+    #[serde(borrow, default)]
+    id: Option<&'a RawValue>,
+    #[serde(default)]
+    method: Option<String>,
+    #[serde(borrow, default)]
+    params: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    result: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    error: Option<&'a RawValue>,
+}
+
+/// An id as comparable text (`7`, `"abc"`): the same value however it was spelled.
+fn id_text(raw: &RawValue) -> String {
+    match serde_json::from_str::<Value>(raw.get()) {
+        // `5` and `5.0` are the same id.
+        Ok(Value::Number(n)) => match n.as_f64() {
+            Some(f) if f.fract() == 0.0 && f.abs() < 9e15 => format!("{}", f as i64),
+            _ => n.to_string(),
+        },
+        Ok(v) => v.to_string(),
+        Err(_) => raw.get().to_string(),
+    }
+}
+
+/// The messages of a line: one object, or the elements of a batch.
+fn envelopes(line: &[u8]) -> Vec<Envelope<'_>> {
+    if let Ok(e) = serde_json::from_slice::<Envelope<'_>>(line) {
+        return vec![e];
+    }
+    serde_json::from_slice::<Vec<Envelope<'_>>>(line).unwrap_or_default()
+}
+
+/// What the proxy does with a refused call's answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OnViolation {
+    /// The server's own answer goes to the host (the refused operation failed in the server).
+    Pass,
+    /// The answer is replaced by an error naming what was refused.
+    Error,
+}
+
+/// The server's stdin, written by both directions (held calls are sent when a response
+/// releases them).
+pub type ToServer = Arc<AsyncMutex<Option<Box<dyn AsyncWrite + Send + Unpin>>>>;
+
+async fn send(to_server: &ToServer, line: &[u8]) -> bool {
+    let mut guard = to_server.lock().await;
+    let Some(w) = guard.as_mut() else {
+        return false;
+    };
+    let ok = w.write_all(line).await.is_ok()
+        && w.write_all(b"\n").await.is_ok()
+        && w.flush().await.is_ok();
+    if !ok {
+        *guard = None;
+    }
+    ok
+}
+
+/// Host to server: reads the host's lines, opens windows, holds calls that must wait.
+/// Returns when the host closes its end (the server's stdin is then closed).
+pub async fn host_to_server(
+    from_host: impl AsyncRead + Unpin,
+    to_server: ToServer,
+    window: Arc<Mutex<Window>>,
+) {
+    let mut reader = LineReader::new(from_host, MAX_LINE);
+    loop {
+        let line = match reader.next_frame().await {
+            Ok(Frame::Line(l)) => l,
+            Ok(Frame::Oversized { len, .. }) => {
+                eprintln!(
+                    "hintcheck guard: a message of the host of {len} bytes is over {MAX_LINE} bytes and was not passed on"
+                );
+                continue;
+            }
+            Ok(Frame::Eof { trailing }) => {
+                if let Some(t) = trailing {
+                    let _ = send(&to_server, &t).await;
+                }
+                break;
+            }
+            Err(_) => break,
+        };
+        let forward = {
+            let mut w = window.lock().unwrap_or_else(|p| p.into_inner());
+            from_host_line(&mut w, line)
+        };
+        if let Some(line) = forward {
+            if !send(&to_server, &line).await {
+                break;
+            }
+        }
+    }
+    *to_server.lock().await = None;
+}
+
+/// What to do with one line of the host: `Some` to pass it on now.
+pub fn from_host_line(w: &mut Window, line: Vec<u8>) -> Option<Vec<u8>> {
+    let envs = envelopes(&line);
+    let batch = envs.len() > 1 || line.first() == Some(&b'[');
+    let mut calls = Vec::new();
+    let mut cancelled_held = false;
+    for e in &envs {
+        let (Some(method), id) = (e.method.as_deref(), e.id) else {
+            continue;
+        };
+        let params: Option<Value> = e.params.and_then(|p| serde_json::from_str(p.get()).ok());
+        match (method, id) {
+            ("tools/list", Some(id)) => {
+                let first_page = params
+                    .as_ref()
+                    .and_then(|p| p.get("cursor"))
+                    .is_none_or(Value::is_null);
+                w.listing_asked(id_text(id), first_page);
+            }
+            ("tools/call", Some(id)) => {
+                let tool = params
+                    .as_ref()
+                    .and_then(|p| p.get("name"))
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_string();
+                let hints = w.hints_of(&tool);
+                calls.push(Call {
+                    id: id_text(id),
+                    tool,
+                    policy: Policy::of(&hints),
+                    hints,
+                });
+            }
+            ("notifications/cancelled", None) if !batch => {
+                let held = params
+                    .as_ref()
+                    .and_then(|p| p.get("requestId"))
+                    .map(|r| r.to_string())
+                    .is_some_and(|id| w.cancel_held(&id));
+                cancelled_held |= held;
+            }
+            _ => {}
+        }
+    }
+    if cancelled_held {
+        // The server never saw the request: it hears nothing of its cancellation.
+        return None;
+    }
+    match (calls.len(), batch) {
+        (0, _) => Some(line),
+        (1, false) => w.admit(calls.pop().expect("one call"), line),
+        // A batch goes whole: its calls are in flight together, whatever their policies.
+        _ => {
+            for c in calls {
+                w.force(c);
+            }
+            Some(line)
+        }
+    }
+}
+
+/// Server to host: passes the server's lines on, reads listings and answers, releases held
+/// calls. Returns when the server's stdout ends.
+pub async fn server_to_host(
+    from_server: impl AsyncRead + Unpin,
+    mut to_host: impl AsyncWrite + Unpin,
+    to_server: ToServer,
+    window: Arc<Mutex<Window>>,
+    on_violation: OnViolation,
+) {
+    let mut reader = LineReader::new(from_server, MAX_LINE);
+    loop {
+        let line = match reader.next_frame().await {
+            Ok(Frame::Line(l)) => l,
+            Ok(Frame::Oversized { len, .. }) => {
+                eprintln!(
+                    "hintcheck guard: a message of the server of {len} bytes is over {MAX_LINE} bytes and was not passed on"
+                );
+                continue;
+            }
+            Ok(Frame::Eof { trailing }) => {
+                if let Some(t) = trailing {
+                    let _ = to_host.write_all(&t).await;
+                }
+                let _ = to_host.flush().await;
+                break;
+            }
+            Err(_) => break,
+        };
+        let (line, released) = {
+            let mut w = window.lock().unwrap_or_else(|p| p.into_inner());
+            from_server_line(&mut w, line, on_violation)
+        };
+        if to_host.write_all(&line).await.is_err()
+            || to_host.write_all(b"\n").await.is_err()
+            || to_host.flush().await.is_err()
+        {
+            break;
+        }
+        for held in released {
+            send(&to_server, &held).await;
+        }
+    }
+}
+
+/// What to pass on for one line of the server, and the held calls it releases.
+pub fn from_server_line(
+    w: &mut Window,
+    line: Vec<u8>,
+    on_violation: OnViolation,
+) -> (Vec<u8>, Vec<Vec<u8>>) {
+    let envs = envelopes(&line);
+    let single = envs.len() == 1 && line.first() != Some(&b'[');
+    let mut released = Vec::new();
+    let mut replacement = None;
+    for e in &envs {
+        let Some(id) = e.id.filter(|_| e.method.is_none()) else {
+            continue;
+        };
+        let id = id_text(id);
+        if let Some(first_page) = w.listing_answered(&id) {
+            let tools: Option<Vec<Value>> = e
+                .result
+                .and_then(|r| serde_json::from_str::<Value>(r.get()).ok())
+                .and_then(|r| r.get("tools").and_then(Value::as_array).cloned());
+            if let Some(tools) = tools {
+                w.listed(&tools, first_page);
+            }
+        }
+        if e.result.is_none() && e.error.is_none() {
+            continue;
+        }
+        let (ended, more) = w.answered(&id);
+        released.extend(more);
+        if let (Some((call, refused)), OnViolation::Error, true) = (ended, on_violation, single) {
+            if !refused.is_empty() {
+                replacement = Some(violation_error(&id, &call, &refused));
+            }
+        }
+    }
+    (replacement.unwrap_or(line), released)
+}
+
+/// The error that replaces the answer of a call whose window had refusals.
+fn violation_error(id: &str, call: &Call, refused: &[String]) -> Vec<u8> {
+    let id: Value = serde_json::from_str(id).unwrap_or(Value::Null);
+    let message = format!(
+        "hintcheck guard refused what tool {} tried against its annotations: {}",
+        call.tool,
+        refused.first().map(String::as_str).unwrap_or("")
+    );
+    serde_json::to_vec(&serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": id,
+        "error": {
+            "code": VIOLATION_CODE,
+            "message": message,
+            "data": {"tool": call.tool, "refused": refused},
+        }
+    }))
+    .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn listed(w: &mut Window) {
+        assert!(
+            from_host_line(
+                w,
+                br#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#.to_vec()
+            )
+            .is_some()
+        );
+        let (out, _) = from_server_line(
+            w,
+            br#"{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"read","annotations":{"readOnlyHint":true}},{"name":"write"}]}}"#.to_vec(),
+            OnViolation::Error,
+        );
+        assert!(out.starts_with(b"{\"jsonrpc\""));
+    }
+
+    #[test]
+    fn a_call_takes_the_listed_hints_and_its_answer_closes_the_window() {
+        let mut w = Window::new(false);
+        listed(&mut w);
+        let call = br#"{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"name":"read","arguments":{}}}"#;
+        assert_eq!(
+            from_host_line(&mut w, call.to_vec()).as_deref(),
+            Some(&call[..])
+        );
+        assert!(w.now().policy.read_only);
+        // A call of another policy waits.
+        let write = br#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"write"}}"#;
+        assert!(from_host_line(&mut w, write.to_vec()).is_none());
+        let (out, released) = from_server_line(
+            &mut w,
+            br#"{"jsonrpc":"2.0","id":"a","result":{"content":[]}}"#.to_vec(),
+            OnViolation::Error,
+        );
+        assert!(out.ends_with(b"}}"));
+        assert_eq!(released, vec![write.to_vec()]);
+        assert!(!w.now().policy.read_only);
+    }
+
+    #[test]
+    fn with_on_violation_error_a_refused_calls_answer_becomes_an_error() {
+        let mut w = Window::new(false);
+        listed(&mut w);
+        from_host_line(
+            &mut w,
+            br#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"read"}}"#.to_vec(),
+        );
+        w.note_refusal("refused write /srv/x by tool read");
+        let (out, _) = from_server_line(
+            &mut w,
+            br#"{"jsonrpc":"2.0","id":5.0,"result":{}}"#.to_vec(),
+            OnViolation::Error,
+        );
+        let v: Value = serde_json::from_slice(&out).expect("json");
+        assert_eq!(v["id"], 5.0);
+        assert_eq!(v["error"]["code"], VIOLATION_CODE);
+        assert!(
+            v["error"]["message"]
+                .as_str()
+                .expect("text")
+                .contains("/srv/x")
+        );
+    }
+
+    #[test]
+    fn garbage_passes_through_and_opens_nothing() {
+        let mut w = Window::new(false);
+        for junk in [&b"not json"[..], b"[1,2", b"{\"id\":{}}", b"[]"] {
+            assert_eq!(from_host_line(&mut w, junk.to_vec()).as_deref(), Some(junk));
+            let (out, released) = from_server_line(&mut w, junk.to_vec(), OnViolation::Error);
+            assert_eq!(out, junk);
+            assert!(released.is_empty());
+        }
+        assert!(w.now().calls.is_empty());
+    }
+
+    #[test]
+    fn a_cancelled_held_call_never_reaches_the_server() {
+        let mut w = Window::new(false);
+        listed(&mut w);
+        from_host_line(
+            &mut w,
+            br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"read"}}"#.to_vec(),
+        );
+        assert!(
+            from_host_line(
+                &mut w,
+                br#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"write"}}"#
+                    .to_vec()
+            )
+            .is_none()
+        );
+        assert!(
+            from_host_line(
+                &mut w,
+                br#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2}}"#
+                    .to_vec()
+            )
+            .is_none()
+        );
+        let (_, released) = from_server_line(
+            &mut w,
+            br#"{"jsonrpc":"2.0","id":1,"result":{}}"#.to_vec(),
+            OnViolation::Pass,
+        );
+        assert!(released.is_empty());
+    }
+}
