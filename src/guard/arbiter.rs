@@ -375,27 +375,86 @@ impl GuardArbiter {
         Ruling::Continue
     }
 
+    /// Whether an open file (a copy of the server's descriptor) is the server's own: in its
+    /// state directory or the sandbox's tmpfs, or linked nowhere (a memfd, a deleted file:
+    /// what is written there changes nothing anyone else sees).
+    fn own_file(&self, fd: &std::os::fd::OwnedFd) -> bool {
+        if rustix::fs::fstat(fd).is_ok_and(|st| st.st_nlink == 0) {
+            return true;
+        }
+        std::iter::once(&self.places.state)
+            .chain(self.temporary.get().into_iter().flatten())
+            .any(|p| perform::lies_beneath(fd, p))
+    }
+
+    /// A shared writable mapping of a file, in a read-only window: refused unless the file is
+    /// the server's own (decided on a copy of the descriptor; a thread that swaps the
+    /// descriptor in between can only map another file it already holds open for writing,
+    /// which is the case of descriptors opened before the call).
     fn mapping(&self, n: &Notice<'_>, now: &Now) -> Ruling {
         let writes = n.args[2] & libc::PROT_WRITE as u64 != 0;
         if !now.policy.read_only || !writes {
             return Ruling::Continue;
         }
-        let own = perform::descriptor_of(n.tid, n.args[4] as i32).is_ok_and(|fd| {
-            std::iter::once(&self.places.state)
-                .chain(self.temporary.get().into_iter().flatten())
-                .any(|p| perform::lies_beneath(&fd, p))
-        });
-        if own {
+        let fd = n.args[4] as i32;
+        let copy = perform::descriptor_of(n.tid, fd);
+        if copy.as_ref().is_ok_and(|c| self.own_file(c)) {
             return Ruling::Continue;
         }
-        let fd_path = format!("descriptor {}", n.args[4] as i32);
+        let path = copy
+            .ok()
+            .and_then(|c| perform::descriptor_path(&c))
+            .unwrap_or_else(|| format!("descriptor {fd}"));
         self.refuse(
             n,
             now,
             Some(Rule::ReadOnly),
             Tried {
                 operation: "shared-write-mapping",
-                path: Some(&fd_path),
+                path: Some(&path),
+                target: None,
+                destination: None,
+            },
+        )
+    }
+
+    /// `ftruncate`, decided and done on a copy of the server's descriptor (the same open
+    /// file, which the server cannot swap under us): in a read-only window only the server's
+    /// own files; in a non-destructive one no shrinking of content.
+    fn ftruncate(&self, n: &Notice<'_>, now: &Now) -> Ruling {
+        let policy = now.policy;
+        if !policy.restricts_files() {
+            return Ruling::Continue;
+        }
+        let Ok(copy) = perform::descriptor_of(n.tid, n.args[0] as i32) else {
+            return Ruling::Refuse(libc::EBADF);
+        };
+        let len = n.args[1];
+        let done = |copy: &std::os::fd::OwnedFd| match rustix::fs::ftruncate(copy, len) {
+            Ok(()) => Ruling::Done(0),
+            Err(e) => Ruling::Refuse(e.raw_os_error()),
+        };
+        if self.own_file(&copy) {
+            return done(&copy);
+        }
+        let size = rustix::fs::fstat(&copy).map_or(0, |st| st.st_size.max(0) as u64);
+        let shrinks = len < size;
+        if !policy.read_only && !shrinks {
+            return done(&copy);
+        }
+        let path = perform::descriptor_path(&copy).unwrap_or_default();
+        let rule = if policy.read_only {
+            Rule::ReadOnly
+        } else {
+            Rule::NonDestructive
+        };
+        self.refuse(
+            n,
+            now,
+            Some(rule),
+            Tried {
+                operation: if shrinks { "truncate" } else { "write" },
+                path: Some(&path),
                 target: None,
                 destination: None,
             },
@@ -485,6 +544,7 @@ impl Arbiter for GuardArbiter {
                 | "flock"
                 | "fcntl"
                 | "mmap"
+                | "ftruncate"
         );
         if file_op && !policy.restricts_files() {
             return Ruling::Continue;
@@ -556,6 +616,7 @@ impl Arbiter for GuardArbiter {
             }
             "mknod" | "mknodat" => self.refuse(n, &now, Some(Rule::ReadOnly), tried("create")),
             "mmap" => self.mapping(n, &now),
+            "ftruncate" => self.ftruncate(n, &now),
             "connect" | "bind" | "sendto" | "sendmmsg" => self.network(n, &now),
             _ => Ruling::Continue,
         }

@@ -307,7 +307,10 @@ pub fn run(o: &GuardOptions) -> Result<i32, GuardError> {
         .enable_all()
         .build()
         .map_err(GuardError::Runtime)?;
-    runtime.block_on(serve(o, prepared))
+    let code = runtime.block_on(serve(o, prepared));
+    // The read of guard's stdin may still be blocked in its thread: not waited for.
+    runtime.shutdown_background();
+    code
 }
 
 async fn serve(o: &GuardOptions, p: Prepared) -> Result<i32, GuardError> {

@@ -232,3 +232,14 @@ pub fn lies_beneath(fd: impl AsFd, place: &Place) -> bool {
         _ => false,
     }
 }
+
+/// The path of an open file as the kernel names it (`/proc/self/fd/N`), when it has one.
+pub fn descriptor_path(fd: impl AsFd) -> Option<String> {
+    let link = format!(
+        "/proc/self/fd/{}",
+        rustix::fd::AsRawFd::as_raw_fd(&fd.as_fd())
+    );
+    std::fs::read_link(link)
+        .ok()
+        .map(|p| p.display().to_string())
+}

@@ -19,7 +19,7 @@
 //!
 //! Reported to the harness through a user-notification listener, then continued: `open` and
 //! `openat` with a write flag (tested in BPF, so read-only opens cost nothing), `openat2`,
-//! `creat`, `truncate`, `unlink(at)`, `rename(at, at2)`, `mkdir(at)`, `rmdir`, `link(at)`,
+//! `creat`, `truncate`, `ftruncate`, `unlink(at)`, `rename(at, at2)`, `mkdir(at)`, `rmdir`, `link(at)`,
 //! `symlink(at)`, `mknod(at)`, `chmod`, `fchmodat`, `connect`, `bind`, `sendto` with an
 //! address, `sendmmsg`, `execve(at)`, `flock` and the locking commands of `fcntl` (the harness
 //! refuses a lock on a file other sandboxes can see). Everything else is allowed.
@@ -232,6 +232,7 @@ fn rules() -> Vec<(u32, When, &'static str)> {
         (libc::SYS_openat, When::FlagsIn(2, WRITE_FLAGS), "openat"),
         (libc::SYS_openat2, When::Always, "openat2"),
         (libc::SYS_truncate, When::Always, "truncate"),
+        (libc::SYS_ftruncate, When::Always, "ftruncate"),
         (libc::SYS_unlinkat, When::Always, "unlinkat"),
         (libc::SYS_renameat, When::Always, "renameat"),
         (libc::SYS_renameat2, When::Always, "renameat2"),

@@ -30,6 +30,8 @@ mod first_run;
 mod fleet;
 /// The fuzz targets under a bounded mutation driver (stable toolchain).
 mod fuzz;
+/// The enforcing proxy: liars refused on the host's real directory, honest tools untouched.
+mod guard;
 /// Hostile servers at scale: flat memory over many calls.
 mod hostile;
 /// Attacks on installs: package code never runs on the host; what runs, runs confined.

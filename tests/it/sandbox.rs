@@ -81,6 +81,7 @@ pub(crate) fn stage() -> &'static Stage {
             "leaky-client",
             "labelled",
             "per-argument",
+            "guard",
         ] {
             let src = repo().join("tests/fixtures").join(fixture);
             let dst = dir.join("fixtures").join(fixture);
