@@ -225,6 +225,9 @@ impl GuardArbiter {
             target: None,
             destination: None,
         };
+        if let Some(ruling) = reopen_harmless(n.tid, path, oflags, cloexec) {
+            return ruling;
+        }
         if let Some((place, rel)) = self.own_state(path) {
             return match place.open(&rel, oflags, mode) {
                 Ok(fd) => {
@@ -460,6 +463,49 @@ impl GuardArbiter {
             },
         )
     }
+}
+
+/// Devices whose writes change nothing (`/dev/null` and its kin).
+const HARMLESS_DEVICES: [&str; 5] = [
+    "/dev/null",
+    "/dev/zero",
+    "/dev/full",
+    "/dev/random",
+    "/dev/urandom",
+];
+
+/// An open for writing of something that is not a file: a harmless device (`/dev/null`), or
+/// a pipe the thread holds already (`/dev/stderr` is `/proc/self/fd/2`): done for the server
+/// on what it named, checked after the open (a character device, the very pipe), so that a
+/// name swapped after we read it cannot turn into a file. `None` for everything else.
+fn reopen_harmless(tid: u32, path: &str, flags: OFlags, cloexec: bool) -> Option<Ruling> {
+    let flags = flags - OFlags::CREATE - OFlags::TRUNC - OFlags::EXCL;
+    let install = |fd: std::os::fd::OwnedFd, ok: &dyn Fn(&rustix::fs::Stat) -> bool| {
+        if rustix::fs::fstat(&fd).is_ok_and(|st| ok(&st)) {
+            Ruling::Install { fd, cloexec }
+        } else {
+            Ruling::Refuse(libc::EACCES)
+        }
+    };
+    if HARMLESS_DEVICES.contains(&path) {
+        return Some(match rustix::fs::open(path, flags | OFlags::CLOEXEC, Mode::empty()) {
+            Ok(fd) => install(fd, &|st| st.st_mode & libc::S_IFMT == libc::S_IFCHR),
+            Err(e) => Ruling::Refuse(e.raw_os_error()),
+        });
+    }
+    let inode: u64 = path.strip_prefix("pipe:[")?.strip_suffix(']')?.parse().ok()?;
+    let held = std::fs::read_dir(format!("/proc/{tid}/fd"))
+        .ok()?
+        .flatten()
+        .find(|e| std::fs::read_link(e.path()).is_ok_and(|l| l.as_os_str() == path))?;
+    Some(
+        match rustix::fs::open(held.path(), flags | OFlags::CLOEXEC, Mode::empty()) {
+            Ok(fd) => install(fd, &|st| {
+                st.st_mode & libc::S_IFMT == libc::S_IFIFO && st.st_ino == inode
+            }),
+            Err(e) => Ruling::Refuse(e.raw_os_error()),
+        },
+    )
 }
 
 /// Loopback, unspecified and the sandbox's own addresses stay inside.

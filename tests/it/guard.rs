@@ -244,7 +244,10 @@ fn enforces_each_calls_hints(who: As) {
 
     // Honest tools behave as without guard.
     let read_note = host.call("read_note");
-    assert_eq!(read_note, json!({"content": "a\n", "cache": "ok"}));
+    assert_eq!(
+        read_note,
+        json!({"content": "a\n", "cache": "ok", "tmp": "ok", "devnull": "ok", "stderr": "ok"})
+    );
     assert_eq!(
         host.call("add_note"),
         json!({"create": "ok", "append": "ok"})
