@@ -176,8 +176,13 @@ pub struct GuardArgs {
     /// flight then holds for all of them), instead of one after the other.
     #[arg(long = "no-serialize")]
     pub no_serialize: bool,
+    /// Answer NAME with an address that leads to ADDR from the host, in calls that may reach
+    /// the open world (repeatable): a service on the host's loopback, which the server's own
+    /// loopback hides.
+    #[arg(long, value_name = "NAME=ADDR")]
+    pub resolve: Vec<String>,
     /// Print the refusals of a guard log per tool, and exit.
-    #[arg(long, value_name = "LOG", conflicts_with_all = ["allow_write", "allow_read", "state_dir", "log", "command"])]
+    #[arg(long, value_name = "LOG", conflicts_with_all = ["allow_write", "allow_read", "state_dir", "log", "resolve", "command"])]
     pub summary: Option<std::path::PathBuf>,
     /// The hintcheck binary the sandbox runs as its init (tests).
     #[arg(long = "sandbox-exe", value_name = "PATH", hide = true)]

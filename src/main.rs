@@ -143,6 +143,7 @@ fn guard(a: &GuardArgs) -> i32 {
             OnViolationArg::Error => hintcheck::guard::OnViolation::Error,
         },
         no_serialize: a.no_serialize,
+        resolve: a.resolve.clone(),
         exe: a.sandbox_exe.clone(),
     };
     match hintcheck::guard::run(&options) {
@@ -151,7 +152,8 @@ fn guard(a: &GuardArgs) -> i32 {
             say!("hintcheck: error: {}", hintcheck::text::error_chain(&e));
             match e {
                 hintcheck::guard::GuardError::NoCommand
-                | hintcheck::guard::GuardError::Directory { .. } => exit_code::USAGE,
+                | hintcheck::guard::GuardError::Directory { .. }
+                | hintcheck::guard::GuardError::Resolve(_) => exit_code::USAGE,
                 _ => exit_code::HARNESS,
             }
         }

@@ -6,12 +6,12 @@
 //! ([`crate::sandbox::perform`]), so a path swapped after the check changes nothing.
 
 use std::path::Path;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::OnceLock;
 
 use rustix::fs::{Mode, OFlags, RenameFlags};
 
-use super::journal::{Entry, Journal, Process};
-use super::policy::{Now, Policy, Window};
+use super::journal::{Entry, Process, Refusals, Tried};
+use super::policy::{Now, Policy, Rule};
 use crate::sandbox::notify::{Arbiter, AttemptKind, Notice, Ruling};
 use crate::sandbox::perform::{self, Place};
 
@@ -26,54 +26,12 @@ pub struct Places {
 
 /// Guard's [`Arbiter`].
 pub struct GuardArbiter {
-    window: Arc<Mutex<Window>>,
-    journal: Arc<Journal>,
+    refusals: Refusals,
     places: Places,
     /// The sandbox's own tmpfs mounts (its /tmp, /var/tmp, /dev/shm), part of the server's
     /// own state: opened through the server's root at the first notification (its own
     /// `execve`, before any of its code ran).
     temporary: OnceLock<Vec<Place>>,
-}
-
-/// Which hint a rule enforces.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Rule {
-    ReadOnly,
-    NonDestructive,
-    ClosedWorld,
-}
-
-impl Rule {
-    fn hint(self) -> &'static str {
-        match self {
-            Rule::ReadOnly => "readOnlyHint",
-            Rule::NonDestructive => "destructiveHint",
-            Rule::ClosedWorld => "openWorldHint",
-        }
-    }
-
-    fn declared(self) -> &'static str {
-        match self {
-            Rule::ReadOnly => "readOnlyHint: true",
-            Rule::NonDestructive => "destructiveHint: false",
-            Rule::ClosedWorld => "openWorldHint: false",
-        }
-    }
-
-    fn outside(self) -> &'static str {
-        match self {
-            Rule::ClosedWorld => "outside a call the server has no network",
-            _ => "outside a call the server may change only its own state directory",
-        }
-    }
-}
-
-/// What was tried, for the journal.
-struct Tried<'a> {
-    operation: &'a str,
-    path: Option<&'a str>,
-    target: Option<&'a str>,
-    destination: Option<String>,
 }
 
 const O_TRUNC: u64 = libc::O_TRUNC as u64;
@@ -83,10 +41,9 @@ const O_CLOEXEC: u64 = libc::O_CLOEXEC as u64;
 
 impl GuardArbiter {
     /// An arbiter deciding under `window`'s policy, recording in `journal`.
-    pub fn new(window: Arc<Mutex<Window>>, journal: Arc<Journal>, places: Places) -> Self {
+    pub fn new(refusals: Refusals, places: Places) -> Self {
         GuardArbiter {
-            window,
-            journal,
+            refusals,
             places,
             temporary: OnceLock::new(),
         }
@@ -126,62 +83,29 @@ impl GuardArbiter {
 
     fn entry(&self, n: &Notice<'_>, now: &Now, rule: Option<Rule>, tried: &Tried<'_>) -> Entry {
         let pid = crate::sandbox::notify::thread_group(n.tid).unwrap_or(n.tid);
-        let first = now.calls.first();
-        let tool = match first {
-            Some(c) => Some(c.tool.clone()),
-            None => self
-                .window
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .armed_by(n.tid, started_ns(pid, Some(n.tid)), started_ns(pid, None)),
+        let armed_by = if now.calls.is_empty() {
+            self.refusals.window().armed_by(
+                n.tid,
+                started_ns(pid, Some(n.tid)),
+                started_ns(pid, None),
+            )
+        } else {
+            None
         };
-        let reason = match (rule, first) {
-            (Some(r), Some(c)) => format!("tool {} declares {}", c.tool, r.declared()),
-            (Some(r), None) => r.outside().to_string(),
-            (None, _) => "outside the directories the server may write".to_string(),
-        };
-        Entry {
-            time: crate::text::iso_utc_ms(unix_ms()),
-            decision: "refused".into(),
-            tool,
-            hint: rule
-                .filter(|_| first.is_some())
-                .map(|r| r.hint().to_string()),
-            call_id: first.map(|c| c.id.clone()),
-            calls: if now.calls.len() > 1 {
-                now.calls
-                    .iter()
-                    .map(|c| format!("{} {}", c.id, c.tool))
-                    .collect()
-            } else {
-                Vec::new()
-            },
-            window: if first.is_some() {
-                "call"
-            } else {
-                "outside-calls"
-            }
-            .into(),
-            operation: tried.operation.into(),
-            syscall: n.syscall.into(),
-            path: tried.path.map(String::from),
-            target: tried.target.map(String::from),
-            destination: tried.destination.clone(),
-            process: Process::of(pid, n.tid),
-            reason,
-        }
+        Entry::refusal(
+            now,
+            rule,
+            tried,
+            n.syscall,
+            Some(Process::of(pid, n.tid)),
+            armed_by,
+        )
     }
 
     /// Refuses the call with EACCES and records why.
     fn refuse(&self, n: &Notice<'_>, now: &Now, rule: Option<Rule>, tried: Tried<'_>) -> Ruling {
         let entry = self.entry(n, now, rule, &tried);
-        if !now.calls.is_empty() {
-            self.window
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .note_refusal(&super::journal::notice(&entry));
-        }
-        self.journal.record(&entry);
+        self.refusals.record(now, &entry);
         Ruling::Refuse(libc::EACCES)
     }
 
@@ -193,7 +117,7 @@ impl GuardArbiter {
         let mut entry = self.entry(n, now, Some(Rule::ReadOnly), &tried);
         entry.decision = "allowed".into();
         entry.reason = "in the server's own state directory".into();
-        self.journal.record(&entry);
+        self.refusals.journal().record(&entry);
     }
 
     fn file_rule(policy: Policy) -> Rule {
@@ -350,7 +274,8 @@ impl GuardArbiter {
             else {
                 continue;
             };
-            if !family.starts_with("inet") || is_local(address) {
+            // Lookups go to the DNS stub, which refuses them with the name in the log.
+            if !family.starts_with("inet") || is_local(address) || (*udp && *port == Some(53)) {
                 continue;
             }
             let operation = match (port, udp) {
@@ -487,13 +412,23 @@ fn reopen_harmless(tid: u32, path: &str, flags: OFlags, cloexec: bool) -> Option
             Ruling::Refuse(libc::EACCES)
         }
     };
-    if HARMLESS_DEVICES.contains(&path) {
-        return Some(match rustix::fs::open(path, flags | OFlags::CLOEXEC, Mode::empty()) {
-            Ok(fd) => install(fd, &|st| st.st_mode & libc::S_IFMT == libc::S_IFCHR),
-            Err(e) => Ruling::Refuse(e.raw_os_error()),
-        });
+    if path == "/dev/tty" {
+        // The sandbox's processes have no controlling terminal: what the kernel answers.
+        return Some(Ruling::Refuse(libc::ENXIO));
     }
-    let inode: u64 = path.strip_prefix("pipe:[")?.strip_suffix(']')?.parse().ok()?;
+    if HARMLESS_DEVICES.contains(&path) {
+        return Some(
+            match rustix::fs::open(path, flags | OFlags::CLOEXEC, Mode::empty()) {
+                Ok(fd) => install(fd, &|st| st.st_mode & libc::S_IFMT == libc::S_IFCHR),
+                Err(e) => Ruling::Refuse(e.raw_os_error()),
+            },
+        );
+    }
+    let inode: u64 = path
+        .strip_prefix("pipe:[")?
+        .strip_suffix(']')?
+        .parse()
+        .ok()?;
     let held = std::fs::read_dir(format!("/proc/{tid}/fd"))
         .ok()?
         .flatten()
@@ -543,13 +478,6 @@ fn clock_ticks() -> u64 {
     100
 }
 
-fn unix_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
-}
-
 impl Arbiter for GuardArbiter {
     fn rule(&self, n: &Notice<'_>) -> Ruling {
         self.temporary.get_or_init(|| {
@@ -559,7 +487,7 @@ impl Arbiter for GuardArbiter {
                 .collect()
         });
         let now = {
-            let mut w = self.window.lock().unwrap_or_else(|p| p.into_inner());
+            let mut w = self.refusals.window();
             let now = w.now();
             if let Some(call) = now.calls.first() {
                 w.acted_for(n.tid, &call.tool);

@@ -4,9 +4,11 @@
 
 use std::collections::BTreeMap;
 use std::io::Write;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use serde::{Deserialize, Serialize};
+
+use super::policy::{Now, Rule, Window};
 
 /// Most notices on stderr; past it, refusals go to the log only (and one line says so).
 const NOTICE_CAP: u64 = 200;
@@ -48,8 +50,10 @@ pub struct Entry {
     /// The destination (`address:port`), for the network.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub destination: Option<String>,
-    /// The process: its pid (outside the sandbox) and command line.
-    pub process: Process,
+    /// The process: its pid (outside the sandbox) and command line; none where the
+    /// operation was seen only at the forwarder (a connection, a DNS query).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub process: Option<Process>,
     /// Why, in a sentence.
     pub reason: String,
 }
@@ -83,6 +87,110 @@ impl Process {
             tid,
             command: command.chars().take(200).collect(),
         }
+    }
+}
+
+/// What was tried, for an entry.
+#[derive(Debug, Clone, Default)]
+pub struct Tried<'a> {
+    /// `write`, `delete`, `connect`, `dns`, …
+    pub operation: &'a str,
+    /// The path, for files.
+    pub path: Option<&'a str>,
+    /// The second path of a rename or link.
+    pub target: Option<&'a str>,
+    /// The destination (an address and port, a name).
+    pub destination: Option<String>,
+}
+
+impl Entry {
+    /// The refusal of `tried` under `rule` (none: outside the directories the server may
+    /// write) in the window `now`; `armed_by` names the tool whose call left the work behind,
+    /// outside calls.
+    pub fn refusal(
+        now: &Now,
+        rule: Option<Rule>,
+        tried: &Tried<'_>,
+        syscall: &str,
+        process: Option<Process>,
+        armed_by: Option<String>,
+    ) -> Entry {
+        let first = now.calls.first();
+        let reason = match (rule, first) {
+            (Some(r), Some(c)) => format!("tool {} declares {}", c.tool, r.declared()),
+            (Some(r), None) => r.outside().to_string(),
+            (None, _) => "outside the directories the server may write".to_string(),
+        };
+        Entry {
+            time: crate::text::iso_utc_ms(unix_ms()),
+            decision: "refused".into(),
+            tool: first.map(|c| c.tool.clone()).or(armed_by),
+            hint: rule
+                .filter(|_| first.is_some())
+                .map(|r| r.hint().to_string()),
+            call_id: first.map(|c| c.id.clone()),
+            calls: if now.calls.len() > 1 {
+                now.calls
+                    .iter()
+                    .map(|c| format!("{} {}", c.id, c.tool))
+                    .collect()
+            } else {
+                Vec::new()
+            },
+            window: if first.is_some() {
+                "call"
+            } else {
+                "outside-calls"
+            }
+            .into(),
+            operation: tried.operation.into(),
+            syscall: syscall.into(),
+            path: tried.path.map(String::from),
+            target: tried.target.map(String::from),
+            destination: tried.destination.clone(),
+            process,
+            reason,
+        }
+    }
+}
+
+fn unix_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+/// Where refusals go: the journal, and the windows of the calls in flight (for
+/// `--on-violation error`).
+#[derive(Debug, Clone)]
+pub struct Refusals {
+    window: Arc<Mutex<Window>>,
+    journal: Arc<Journal>,
+}
+
+impl Refusals {
+    /// Refusals recorded in `journal` and noted in `window`.
+    pub fn new(window: Arc<Mutex<Window>>, journal: Arc<Journal>) -> Refusals {
+        Refusals { window, journal }
+    }
+
+    /// The shared window, locked.
+    pub fn window(&self) -> MutexGuard<'_, Window> {
+        self.window.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The journal.
+    pub fn journal(&self) -> &Journal {
+        &self.journal
+    }
+
+    /// Records refusal `entry`, made in window `now`.
+    pub fn record(&self, now: &Now, entry: &Entry) {
+        if !now.calls.is_empty() {
+            self.window().note_refusal(&notice(entry));
+        }
+        self.journal.record(entry);
     }
 }
 
@@ -229,11 +337,11 @@ mod tests {
             path: Some("/srv/data/x".into()),
             target: None,
             destination: None,
-            process: Process {
+            process: Some(Process {
                 pid: 1,
                 tid: 1,
                 command: "python3 server.py".into(),
-            },
+            }),
             reason: "declared readOnlyHint: true".into(),
         }
     }

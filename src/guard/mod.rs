@@ -7,6 +7,7 @@
 //! reach past loopback. What is refused is logged ([`journal`]).
 
 pub mod arbiter;
+pub mod forward;
 pub mod journal;
 pub mod policy;
 pub mod proxy;
@@ -41,6 +42,9 @@ pub struct GuardOptions {
     pub on_violation: OnViolation,
     /// Calls of different policies may be in flight together.
     pub no_serialize: bool,
+    /// Names answered with an address of guard's choosing that leads to `ADDR` on the host
+    /// (`--resolve NAME=ADDR`).
+    pub resolve: Vec<String>,
     /// The sandbox binary (tests), as `--sandbox-exe`.
     pub exe: Option<PathBuf>,
 }
@@ -81,6 +85,9 @@ pub enum GuardError {
         #[source]
         source: std::io::Error,
     },
+    /// A `--resolve` item cannot be read.
+    #[error("{0}")]
+    Resolve(String),
     /// The server could not be started in the sandbox.
     #[error("cannot start the server in the sandbox")]
     Launch(#[from] crate::sandbox::LaunchError),
@@ -137,6 +144,7 @@ struct Prepared {
     allow_write: Vec<PathBuf>,
     allow_read: Vec<PathBuf>,
     journal: Arc<journal::Journal>,
+    resolved: Arc<forward::Resolved>,
 }
 
 fn prepare(o: &GuardOptions) -> Result<Prepared, GuardError> {
@@ -170,11 +178,13 @@ fn prepare(o: &GuardOptions) -> Result<Prepared, GuardError> {
         path: o.log.clone().unwrap_or_default(),
         source,
     })?;
+    let resolved = forward::Resolved::parse(&o.resolve).map_err(GuardError::Resolve)?;
     Ok(Prepared {
         state_dir,
         allow_write,
         allow_read,
         journal: Arc::new(journal),
+        resolved: Arc::new(resolved),
     })
 }
 
@@ -219,8 +229,8 @@ fn server_env(state: &Path, program: &Path) -> Vec<(String, String)> {
 /// What the sandbox is told: the server's package and the system readable, `--allow-read`
 /// shown read-only, `--allow-write` and the state directory writable at their own paths (no
 /// overlay: what an allowed write changes is the real directory), the rest of the users'
-/// homes hidden, a network namespace with loopback only, every write and network attempt
-/// reported to the arbiter.
+/// homes hidden, a network namespace whose every address is its loopback (the forwarder is the
+/// way out), every write and network attempt reported to the arbiter.
 fn sandbox_config(
     o: &GuardOptions,
     p: &Prepared,
@@ -285,9 +295,11 @@ fn sandbox_config(
             cpu_seconds: libc::RLIM_INFINITY,
             ..Limits::for_uid(uid)
         },
-        network_observer: false,
+        // Every address routed to loopback, the DNS stub's socket handed over, listeners
+        // opened on demand through the connector: the forwarder is the only way out.
+        network_observer: true,
         observe_ports: Vec::new(),
-        connector: false,
+        connector: true,
         notify: true,
         cgroup: None,
         cgroup_enforces: Vec::new(),
@@ -344,7 +356,8 @@ async fn serve(o: &GuardOptions, p: Prepared) -> Result<i32, GuardError> {
             .collect::<Result<_, _>>()?,
     };
     let window = Arc::new(Mutex::new(policy::Window::new(o.no_serialize)));
-    let arbiter = arbiter::GuardArbiter::new(window.clone(), p.journal.clone(), places);
+    let refusals = journal::Refusals::new(window.clone(), p.journal.clone());
+    let arbiter = arbiter::GuardArbiter::new(refusals.clone(), places);
     let spec = LaunchSpec {
         program: o.command[0].clone(),
         args: o.command[1..].to_vec(),
@@ -352,11 +365,12 @@ async fn serve(o: &GuardOptions, p: Prepared) -> Result<i32, GuardError> {
         cwd: config.cwd.clone(),
         run_id: format!("guard-{}", std::process::id()),
     };
+    let (forwarding, resolved) = (refusals.clone(), p.resolved.clone());
     let started = ServerProcess::spawn_sandboxed(
         &spec,
         &config,
         o.exe.as_deref(),
-        |sockets| sockets,
+        move |sockets| forward::start(sockets, forwarding, resolved),
         Some(Arc::new(arbiter)),
     )
     .await?;

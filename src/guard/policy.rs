@@ -80,6 +80,45 @@ impl Policy {
     }
 }
 
+/// Which hint a refusal enforces.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rule {
+    /// `readOnlyHint: true` (and outside calls: the server's own state only).
+    ReadOnly,
+    /// `destructiveHint: false`.
+    NonDestructive,
+    /// `openWorldHint: false` (and outside calls: no network).
+    ClosedWorld,
+}
+
+impl Rule {
+    /// The hint under its protocol name.
+    pub fn hint(self) -> &'static str {
+        match self {
+            Rule::ReadOnly => "readOnlyHint",
+            Rule::NonDestructive => "destructiveHint",
+            Rule::ClosedWorld => "openWorldHint",
+        }
+    }
+
+    /// The declaration it enforces.
+    pub fn declared(self) -> &'static str {
+        match self {
+            Rule::ReadOnly => "readOnlyHint: true",
+            Rule::NonDestructive => "destructiveHint: false",
+            Rule::ClosedWorld => "openWorldHint: false",
+        }
+    }
+
+    /// Why it holds outside every call.
+    pub fn outside(self) -> &'static str {
+        match self {
+            Rule::ClosedWorld => "outside a call the server has no network",
+            _ => "outside a call the server may change only its own state directory",
+        }
+    }
+}
+
 /// A call the host made: its JSON-RPC id (as its JSON text), the tool, the policy, the hints.
 #[derive(Debug, Clone)]
 pub struct Call {

@@ -370,19 +370,6 @@ fn run(
                 .unwrap_or_else(|p| p.into_inner())
                 .shared_file_maps += 1;
         }
-        // A connect past loopback to a port nothing listens on gets its listener before
-        // it runs (see [`OnDemand`]).
-        if valid && refused.is_none() && req.data.nr as i64 == libc::SYS_connect {
-            if let Some(d) = on_demand.as_mut() {
-                let unserved = d.before_connect(&decoded);
-                if unserved > 0 {
-                    queue
-                        .lock()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .connects_unserved += unserved;
-                }
-            }
-        }
         let ruling = match (&refused, &arbiter) {
             (Some(r), _) => Ruling::Refuse(r.errno),
             (None, Some(a)) if valid => a.rule(&Notice {
@@ -394,6 +381,19 @@ fn run(
             }),
             _ => Ruling::Continue,
         };
+        // A connect past loopback to a port nothing listens on gets its listener before
+        // it runs (see [`OnDemand`]).
+        if valid && matches!(ruling, Ruling::Continue) && req.data.nr as i64 == libc::SYS_connect {
+            if let Some(d) = on_demand.as_mut() {
+                let unserved = d.before_connect(&decoded);
+                if unserved > 0 {
+                    queue
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .connects_unserved += unserved;
+                }
+            }
+        }
         // Always answer: an unanswered notification blocks the server's thread.
         answer(fd, req.id, ruling);
         if valid && !decoded.is_empty() {
