@@ -176,13 +176,18 @@ pub struct GuardArgs {
     /// flight then holds for all of them), instead of one after the other.
     #[arg(long = "no-serialize")]
     pub no_serialize: bool,
+    /// A `hintcheck verify --format json` report of this server: the hints its observations
+    /// support (observed or consistent) fill those a tool does not declare; a declared hint
+    /// is never loosened, and a tool whose definition changed since keeps its own.
+    #[arg(long, value_name = "REPORT.json")]
+    pub policy: Option<std::path::PathBuf>,
     /// Answer NAME with an address that leads to ADDR from the host, in calls that may reach
     /// the open world (repeatable): a service on the host's loopback, which the server's own
     /// loopback hides.
     #[arg(long, value_name = "NAME=ADDR")]
     pub resolve: Vec<String>,
     /// Print the refusals of a guard log per tool, and exit.
-    #[arg(long, value_name = "LOG", conflicts_with_all = ["allow_write", "allow_read", "state_dir", "log", "resolve", "command"])]
+    #[arg(long, value_name = "LOG", conflicts_with_all = ["allow_write", "allow_read", "state_dir", "log", "resolve", "policy", "command"])]
     pub summary: Option<std::path::PathBuf>,
     /// The hintcheck binary the sandbox runs as its init (tests).
     #[arg(long = "sandbox-exe", value_name = "PATH", hide = true)]

@@ -144,6 +144,7 @@ fn guard(a: &GuardArgs) -> i32 {
         },
         no_serialize: a.no_serialize,
         resolve: a.resolve.clone(),
+        policy: a.policy.clone(),
         exe: a.sandbox_exe.clone(),
     };
     match hintcheck::guard::run(&options) {
@@ -153,7 +154,8 @@ fn guard(a: &GuardArgs) -> i32 {
             match e {
                 hintcheck::guard::GuardError::NoCommand
                 | hintcheck::guard::GuardError::Directory { .. }
-                | hintcheck::guard::GuardError::Resolve(_) => exit_code::USAGE,
+                | hintcheck::guard::GuardError::Resolve(_)
+                | hintcheck::guard::GuardError::Policy { .. } => exit_code::USAGE,
                 _ => exit_code::HARNESS,
             }
         }

@@ -117,6 +117,11 @@ impl Entry {
     ) -> Entry {
         let first = now.calls.first();
         let reason = match (rule, first) {
+            (Some(r), Some(c)) if c.hints.learned_for(r) => format!(
+                "tool {} is held to {} by --policy (its verification supports it; the tool declares nothing)",
+                c.tool,
+                r.declared()
+            ),
             (Some(r), Some(c)) => format!("tool {} declares {}", c.tool, r.declared()),
             (Some(r), None) => r.outside().to_string(),
             (None, _) => "outside the directories the server may write".to_string(),

@@ -42,6 +42,8 @@ pub struct GuardOptions {
     pub on_violation: OnViolation,
     /// Calls of different policies may be in flight together.
     pub no_serialize: bool,
+    /// A verify JSON report whose supported hints fill the undeclared ones (`--policy`).
+    pub policy: Option<PathBuf>,
     /// Names answered with an address of guard's choosing that leads to `ADDR` on the host
     /// (`--resolve NAME=ADDR`).
     pub resolve: Vec<String>,
@@ -84,6 +86,14 @@ pub enum GuardError {
         /// The cause.
         #[source]
         source: std::io::Error,
+    },
+    /// The `--policy` report cannot be read.
+    #[error("--policy {}: {detail}", path.display())]
+    Policy {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        detail: String,
     },
     /// A `--resolve` item cannot be read.
     #[error("{0}")]
@@ -145,6 +155,7 @@ struct Prepared {
     allow_read: Vec<PathBuf>,
     journal: Arc<journal::Journal>,
     resolved: Arc<forward::Resolved>,
+    learned: policy::Learned,
 }
 
 fn prepare(o: &GuardOptions) -> Result<Prepared, GuardError> {
@@ -179,12 +190,24 @@ fn prepare(o: &GuardOptions) -> Result<Prepared, GuardError> {
         source,
     })?;
     let resolved = forward::Resolved::parse(&o.resolve).map_err(GuardError::Resolve)?;
+    let learned = match &o.policy {
+        None => policy::Learned::default(),
+        Some(path) => {
+            let fail = |detail: String| GuardError::Policy {
+                path: path.clone(),
+                detail,
+            };
+            let text = std::fs::read_to_string(path).map_err(|e| fail(e.to_string()))?;
+            policy::Learned::from_report(&text).map_err(fail)?
+        }
+    };
     Ok(Prepared {
         state_dir,
         allow_write,
         allow_read,
         journal: Arc::new(journal),
         resolved: Arc::new(resolved),
+        learned,
     })
 }
 
@@ -355,7 +378,10 @@ async fn serve(o: &GuardOptions, p: Prepared) -> Result<i32, GuardError> {
             })
             .collect::<Result<_, _>>()?,
     };
-    let window = Arc::new(Mutex::new(policy::Window::new(o.no_serialize)));
+    let window = Arc::new(Mutex::new(policy::Window::new(
+        o.no_serialize,
+        p.learned.clone(),
+    )));
     let refusals = journal::Refusals::new(window.clone(), p.journal.clone());
     let arbiter = arbiter::GuardArbiter::new(refusals.clone(), places);
     let spec = LaunchSpec {

@@ -10,7 +10,8 @@ use serde::Serialize;
 use serde_json::Value;
 
 /// The hints of one tool as declared: only JSON booleans count; anything else is absent, and
-/// an absent hint means the protocol's worst case.
+/// an absent hint means the protocol's worst case. Hints the tool did not declare may be
+/// filled from a verification (`--policy`): `learned` says which.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct Hints {
     /// `readOnlyHint`.
@@ -19,6 +20,131 @@ pub struct Hints {
     pub destructive: Option<bool>,
     /// `openWorldHint`.
     pub open_world: Option<bool>,
+    /// The hints that come from the verification, not the tool's declaration.
+    pub learned: Learned3,
+}
+
+/// Which of the three enforced hints were filled from a verification.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Learned3 {
+    /// `readOnlyHint`.
+    pub read_only: bool,
+    /// `destructiveHint`.
+    pub destructive: bool,
+    /// `openWorldHint`.
+    pub open_world: bool,
+}
+
+impl Hints {
+    /// Whether `rule` (which holds for these hints) holds only by what was filled from the
+    /// verification.
+    pub fn learned_for(&self, rule: Rule) -> bool {
+        match rule {
+            Rule::ReadOnly => self.learned.read_only,
+            // Non-destructive by a declared readOnlyHint: true or destructiveHint: false.
+            Rule::NonDestructive => {
+                !((self.read_only == Some(true) && !self.learned.read_only)
+                    || (self.destructive == Some(false) && !self.learned.destructive))
+            }
+            Rule::ClosedWorld => self.learned.open_world,
+        }
+    }
+}
+
+/// The hints a verification supports for each tool (`--policy REPORT.json`: a `hintcheck
+/// verify --format json` report): those backed by observations (`observed`, `consistent`),
+/// with the tool's definition they were seen on.
+#[derive(Debug, Clone, Default)]
+pub struct Learned {
+    tools: HashMap<String, (Option<String>, Hints)>,
+}
+
+impl Learned {
+    /// Reads a verify JSON report.
+    pub fn from_report(text: &str) -> Result<Learned, String> {
+        let report: Value = serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
+        let tools = report
+            .get("tools")
+            .and_then(Value::as_array)
+            .ok_or("not a hintcheck verify JSON report (it has no tools[])")?;
+        let mut out = Learned::default();
+        for t in tools {
+            let Some(name) = t.get("name").and_then(Value::as_str) else {
+                continue;
+            };
+            let sha = t
+                .get("definition_sha256")
+                .and_then(Value::as_str)
+                .map(String::from);
+            let mut hints = Hints::default();
+            for s in t
+                .get("supported")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                let backed = matches!(
+                    s.get("basis").and_then(Value::as_str),
+                    Some("observed" | "consistent")
+                );
+                let value = s.get("value").and_then(Value::as_bool);
+                let (Some(value), true) = (value, backed) else {
+                    continue;
+                };
+                match s.get("hint").and_then(Value::as_str) {
+                    Some("readOnlyHint") => hints.read_only = Some(value),
+                    Some("destructiveHint") => hints.destructive = Some(value),
+                    Some("openWorldHint") => hints.open_world = Some(value),
+                    _ => {}
+                }
+            }
+            out.tools.insert(name.to_string(), (sha, hints));
+        }
+        Ok(out)
+    }
+
+    /// How many tools it knows.
+    pub fn len(&self) -> usize {
+        self.tools.len()
+    }
+
+    /// Whether it knows no tool.
+    pub fn is_empty(&self) -> bool {
+        self.tools.is_empty()
+    }
+
+    /// `declared` with its absent hints filled for the tool `name` defined as `definition`
+    /// (never a declared one changed); a note when the definition changed since the report.
+    pub fn fill(&self, name: &str, definition: &Value, declared: Hints) -> (Hints, Option<String>) {
+        let Some((sha, learned)) = self.tools.get(name) else {
+            return (declared, None);
+        };
+        if let Some(sha) = sha {
+            let now = crate::mcp::tool::sha256_hex(definition.to_string().as_bytes());
+            if &now != sha {
+                return (
+                    declared,
+                    Some(format!(
+                        "tool {name} is defined otherwise than in the --policy report: its declared hints only"
+                    )),
+                );
+            }
+        }
+        let mut out = declared;
+        if out.read_only.is_none() && learned.read_only.is_some() {
+            out.read_only = learned.read_only;
+            out.learned.read_only = true;
+        }
+        if out.destructive.is_none() && learned.destructive.is_some() {
+            out.destructive = learned.destructive;
+            out.learned.destructive = true;
+        }
+        if out.open_world.is_none() && learned.open_world.is_some() {
+            out.open_world = learned.open_world;
+            out.learned.open_world = true;
+        }
+        (out, None)
+    }
 }
 
 impl Hints {
@@ -30,6 +156,7 @@ impl Hints {
             read_only: flag("readOnlyHint"),
             destructive: flag("destructiveHint"),
             open_world: flag("openWorldHint"),
+            learned: Learned3::default(),
         }
     }
 }
@@ -189,6 +316,8 @@ pub struct Window {
     in_flight: Vec<InFlight>,
     held: VecDeque<(Call, Vec<u8>)>,
     no_serialize: bool,
+    /// Hints filled from a verification.
+    learned: Learned,
     /// Processes and threads that acted in calls' windows, and for which tools.
     lineage: HashMap<u32, Acted>,
     /// Past and present windows, newest last.
@@ -203,9 +332,10 @@ const LINEAGE_CAP: usize = 4096;
 
 impl Window {
     /// A window that serializes calls of different policies unless `no_serialize`.
-    pub fn new(no_serialize: bool) -> Window {
+    pub fn new(no_serialize: bool, learned: Learned) -> Window {
         Window {
             no_serialize,
+            learned,
             ..Window::default()
         }
     }
@@ -216,19 +346,24 @@ impl Window {
     }
 
     /// Replaces the hints of the listed tools (`first_page`: a listing without a cursor
-    /// starts afresh; later pages add to it). At most 10,000 tools are kept.
-    pub fn listed(&mut self, tools: &[Value], first_page: bool) {
+    /// starts afresh; later pages add to it), filled from the verification where given. At
+    /// most 10,000 tools are kept. Returns notes for the user (definitions that changed).
+    pub fn listed(&mut self, tools: &[Value], first_page: bool) -> Vec<String> {
         if first_page {
             self.tools.clear();
         }
+        let mut notes = Vec::new();
         for t in tools {
             if self.tools.len() >= 10_000 {
                 break;
             }
             if let Some(name) = t.get("name").and_then(Value::as_str) {
-                self.tools.insert(name.to_string(), Hints::of_tool(t));
+                let (hints, note) = self.learned.fill(name, t, Hints::of_tool(t));
+                notes.extend(note);
+                self.tools.insert(name.to_string(), hints);
             }
         }
+        notes
     }
 
     /// The host asked `tools/list` with request `id` (`first_page`: without a cursor).
@@ -430,7 +565,7 @@ mod tests {
         let ro = Policy::of(&Hints {
             read_only: Some(true),
             destructive: Some(true),
-            open_world: None,
+            ..Hints::default()
         });
         assert!(ro.read_only && ro.non_destructive && !ro.closed_world);
         assert_eq!(Policy::of(&Hints::default()), OPEN);
@@ -438,7 +573,7 @@ mod tests {
 
     #[test]
     fn calls_of_another_policy_wait_for_the_window_to_close() {
-        let mut w = Window::new(false);
+        let mut w = Window::new(false, Learned::default());
         let ro = Policy::OUTSIDE_CALLS;
         assert!(w.admit(call("1", ro), b"a".to_vec()).is_some());
         assert!(w.admit(call("2", ro), b"b".to_vec()).is_some());
@@ -459,7 +594,7 @@ mod tests {
 
     #[test]
     fn without_serializing_the_widest_policy_is_in_force() {
-        let mut w = Window::new(true);
+        let mut w = Window::new(true, Learned::default());
         assert!(w.admit(call("1", Policy::OUTSIDE_CALLS), vec![]).is_some());
         assert!(w.admit(call("2", OPEN), vec![]).is_some());
         assert_eq!(w.now().policy, OPEN);
@@ -471,8 +606,35 @@ mod tests {
     }
 
     #[test]
+    fn a_verification_fills_undeclared_hints_and_never_loosens_a_declared_one() {
+        let def = json!({"name": "t", "annotations": {"readOnlyHint": false}});
+        let sha = crate::mcp::tool::sha256_hex(def.to_string().as_bytes());
+        let report = json!({"tools": [{"name": "t", "definition_sha256": sha, "supported": [
+            {"hint": "readOnlyHint", "value": true, "basis": "consistent"},
+            {"hint": "destructiveHint", "value": false, "basis": "observed"},
+            {"hint": "openWorldHint", "value": false, "basis": "unverified"}
+        ]}]});
+        let learned = Learned::from_report(&report.to_string()).expect("report");
+        let (h, note) = learned.fill("t", &def, Hints::of_tool(&def));
+        assert!(note.is_none());
+        // Declared false stays; undeclared destructiveHint is filled; unverified is not.
+        assert_eq!(h.read_only, Some(false));
+        assert_eq!(h.destructive, Some(false));
+        assert!(h.learned.destructive && !h.learned.read_only);
+        assert_eq!(h.open_world, None);
+        // A changed definition keeps only what it declares.
+        let changed =
+            json!({"name": "t", "description": "new", "annotations": {"readOnlyHint": false}});
+        let (h, note) = learned.fill("t", &changed, Hints::of_tool(&changed));
+        assert!(note.is_some());
+        assert_eq!(h.destructive, None);
+        assert!(Learned::from_report("{}").is_err());
+        assert!(Learned::from_report("nonsense").is_err());
+    }
+
+    #[test]
     fn a_cancelled_held_call_is_dropped() {
-        let mut w = Window::new(false);
+        let mut w = Window::new(false, Learned::default());
         w.admit(call("1", OPEN), vec![]);
         assert!(w.admit(call("2", Policy::OUTSIDE_CALLS), vec![]).is_none());
         assert!(w.cancel_held("2"));

@@ -250,7 +250,12 @@ pub fn from_server_line(
                 .and_then(|r| serde_json::from_str::<Value>(r.get()).ok())
                 .and_then(|r| r.get("tools").and_then(Value::as_array).cloned());
             if let Some(tools) = tools {
-                w.listed(&tools, first_page);
+                for note in w.listed(&tools, first_page) {
+                    eprintln!(
+                        "{}",
+                        crate::text::escape::keeping_lines(&format!("hintcheck guard: {note}"))
+                    );
+                }
             }
         }
         if e.result.is_none() && e.error.is_none() {
@@ -309,7 +314,7 @@ mod tests {
 
     #[test]
     fn a_call_takes_the_listed_hints_and_its_answer_closes_the_window() {
-        let mut w = Window::new(false);
+        let mut w = Window::new(false, Default::default());
         listed(&mut w);
         let call = br#"{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"name":"read","arguments":{}}}"#;
         assert_eq!(
@@ -332,7 +337,7 @@ mod tests {
 
     #[test]
     fn with_on_violation_error_a_refused_calls_answer_becomes_an_error() {
-        let mut w = Window::new(false);
+        let mut w = Window::new(false, Default::default());
         listed(&mut w);
         from_host_line(
             &mut w,
@@ -357,7 +362,7 @@ mod tests {
 
     #[test]
     fn garbage_passes_through_and_opens_nothing() {
-        let mut w = Window::new(false);
+        let mut w = Window::new(false, Default::default());
         for junk in [&b"not json"[..], b"[1,2", b"{\"id\":{}}", b"[]"] {
             assert_eq!(from_host_line(&mut w, junk.to_vec()).as_deref(), Some(junk));
             let (out, released) = from_server_line(&mut w, junk.to_vec(), OnViolation::Error);
@@ -369,7 +374,7 @@ mod tests {
 
     #[test]
     fn a_cancelled_held_call_never_reaches_the_server() {
-        let mut w = Window::new(false);
+        let mut w = Window::new(false, Default::default());
         listed(&mut w);
         from_host_line(
             &mut w,

@@ -521,3 +521,92 @@ fn guard_without_a_command_or_with_a_missing_directory_says_what_is_wrong() {
         missing.stderr
     );
 }
+
+fn policy_from_a_report(who: As) {
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let root = run_dir("policy", who);
+    let data = data_dir(&root);
+    let state = root.join("state");
+    open_dir(&state);
+    let log = root.join("guard.log");
+    // What a verification of a server like this one could support: wipe (which declares
+    // nothing) read-only, and peek (declared read-only) a writer: the first fills an absent
+    // hint, the second must not loosen a declared one.
+    let report = root.join("report.json");
+    std::fs::write(
+        &report,
+        json!({"tools": [
+            {"name": "wipe", "supported": [
+                {"hint": "readOnlyHint", "value": true, "basis": "consistent", "changed": true, "reason": "no write observed"}]},
+            {"name": "peek", "supported": [
+                {"hint": "readOnlyHint", "value": false, "basis": "observed", "changed": true, "reason": "wrote"}]}
+        ]})
+        .to_string(),
+    )
+    .expect("report");
+    std::fs::set_permissions(&report, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+    let args: Vec<String> = [
+        "--allow-write",
+        &data.display().to_string(),
+        "--state-dir",
+        &state.display().to_string(),
+        "--log",
+        &log.display().to_string(),
+        "--policy",
+        &report.display().to_string(),
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let Some(mut host) = Host::start(who, &args, &data) else {
+        return;
+    };
+    host.request("tools/list", json!({}));
+    assert_eq!(host.call("wipe"), json!({"delete": "PermissionError 13"}));
+    assert_eq!(
+        host.call("peek"),
+        json!({"write": "PermissionError 13", "child": "exit 2"})
+    );
+    host.finish();
+    assert_eq!(read(&data.join("scratch.txt")), "scratch\n");
+    let entries = entries(&log);
+    let wipe = refusal(&entries, "wipe", "delete", "/scratch.txt");
+    assert_eq!(wipe["hint"], "readOnlyHint");
+    assert!(
+        wipe["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("--policy")),
+        "{wipe}"
+    );
+    let peek = refusal(&entries, "peek", "write", "/peek.log");
+    assert!(
+        peek["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("declares")),
+        "{peek}"
+    );
+    // A file that is not a report is a usage error naming it.
+    let bad = crate::util::run(
+        &[
+            "guard",
+            "--policy",
+            "/nonexistent/report.json",
+            "--",
+            "true",
+        ],
+        &[],
+        Duration::from_secs(30),
+    );
+    assert_eq!(bad.code, 2, "{}", bad.stderr);
+    assert!(
+        bad.stderr.contains("--policy /nonexistent/report.json"),
+        "{}",
+        bad.stderr
+    );
+}
+
+as_root_and_unprivileged!(
+    guard_fills_undeclared_hints_from_a_report_as_root,
+    guard_fills_undeclared_hints_from_a_report_unprivileged,
+    policy_from_a_report
+);
