@@ -43,8 +43,10 @@ impl Hints {
             Rule::ReadOnly => self.learned.read_only,
             // Non-destructive by a declared readOnlyHint: true or destructiveHint: false.
             Rule::NonDestructive => {
-                !((self.read_only == Some(true) && !self.learned.read_only)
-                    || (self.destructive == Some(false) && !self.learned.destructive))
+                let by_declared_read_only = self.read_only == Some(true) && !self.learned.read_only;
+                let by_declared_destructive =
+                    self.destructive == Some(false) && !self.learned.destructive;
+                !by_declared_read_only && !by_declared_destructive
             }
             Rule::ClosedWorld => self.learned.open_world,
         }
