@@ -322,6 +322,7 @@ fn sandbox_config(
         // opened on demand through the connector: the forwarder is the only way out.
         network_observer: true,
         observe_ports: Vec::new(),
+        packet_observer: false,
         connector: true,
         notify: true,
         cgroup: None,

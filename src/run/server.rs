@@ -540,6 +540,7 @@ fn sandbox_config(
         notify: true,
         network_observer: true,
         observe_ports: ctx.config.sandbox.observe_ports.clone(),
+        packet_observer: true,
         // HTTP servers are reached through it; the network observer opens listeners on
         // demand through it (the ports a server connects to).
         connector: true,

@@ -133,6 +133,7 @@ pub fn probe_setup(
         notify: false,
         network_observer: false,
         observe_ports: Vec::new(),
+        packet_observer: true,
         connector: false,
         run_as,
         run_user: identity.added_user.clone(),

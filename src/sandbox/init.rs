@@ -399,8 +399,9 @@ impl Init {
     fn network_observer(&mut self) -> Step {
         super::netns::route_everything_to_loopback()
             .map_err(|e| io_err("routing every address to lo", e))?;
-        let socks = super::netns::observer_sockets(&self.config.observe_ports)
-            .map_err(|e| io_err("binding the DNS stub", e))?;
+        let socks =
+            super::netns::observer_sockets(&self.config.observe_ports, self.config.packet_observer)
+                .map_err(|e| io_err("binding the DNS stub", e))?;
         let ports: Vec<u16> = socks.listeners.iter().map(|(p, _)| *p).collect();
         let mut fds: Vec<std::os::fd::BorrowedFd<'_>> = vec![socks.dns.as_fd()];
         fds.extend(socks.listeners.iter().map(|(_, l)| l.as_fd()));

@@ -258,7 +258,7 @@ pub fn packet_socket() -> std::io::Result<std::os::fd::OwnedFd> {
 }
 
 /// Binds the observer's sockets; ports that cannot be bound are left out.
-pub fn observer_sockets(ports: &[u16]) -> std::io::Result<ObserverSockets> {
+pub fn observer_sockets(ports: &[u16], packets: bool) -> std::io::Result<ObserverSockets> {
     let dns = std::net::UdpSocket::bind("[::]:53")
         .or_else(|_| std::net::UdpSocket::bind("0.0.0.0:53"))?;
     let mut listeners = Vec::new();
@@ -269,7 +269,11 @@ pub fn observer_sockets(ports: &[u16]) -> std::io::Result<ObserverSockets> {
             listeners.push((port, l));
         }
     }
-    let packets = packet_socket().map_err(|e| e.to_string());
+    let packets = if packets {
+        packet_socket().map_err(|e| e.to_string())
+    } else {
+        Err("not asked for".to_string())
+    };
     Ok(ObserverSockets {
         dns,
         listeners,

@@ -35,6 +35,10 @@ impl SandboxLevel {
     }
 }
 
+fn yes() -> bool {
+    true
+}
+
 /// The environment variable that carries the config to the sandbox init.
 pub const CONFIG_ENV: &str = "HINTCHECK_SANDBOX_CONFIG";
 
@@ -105,6 +109,10 @@ pub struct SandboxConfig {
     /// The TCP ports whose first bytes the network observer reads.
     #[serde(default)]
     pub observe_ports: Vec<u16>,
+    /// Whether the network observer gets a packet socket on `lo` (guard, which reads no
+    /// packets, saves its making).
+    #[serde(default = "yes")]
+    pub packet_observer: bool,
     /// Whether the harness gets connections into the sandbox's network namespace (a server
     /// that speaks HTTP; see [`super::connector`]).
     #[serde(default)]
@@ -175,6 +183,9 @@ impl Limits {
     /// Limits for a server running as host uid `uid`: RLIMIT_NPROC counts that uid's
     /// processes across the whole host, so the margin is added to what already runs.
     pub fn for_uid(uid: u32) -> Limits {
+        use std::os::unix::fs::MetadataExt;
+        // A process's /proc directory is owned by its user: one stat each, not a read of
+        // its status (which costs ten times as much on a busy host).
         let running = std::fs::read_dir("/proc")
             .map(|d| {
                 d.flatten()
@@ -183,15 +194,7 @@ impl Limits {
                             .to_str()
                             .is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit()))
                     })
-                    .filter(|e| {
-                        std::fs::read_to_string(e.path().join("status")).is_ok_and(|s| {
-                            s.lines()
-                                .find(|l| l.starts_with("Uid:"))
-                                .and_then(|l| l.split_whitespace().nth(1))
-                                .and_then(|v| v.parse::<u32>().ok())
-                                == Some(uid)
-                        })
-                    })
+                    .filter(|e| e.metadata().is_ok_and(|m| m.uid() == uid))
                     .count() as u64
             })
             .unwrap_or(0);

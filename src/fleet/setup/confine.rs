@@ -327,6 +327,7 @@ fn start_confined(
         ),
         network_observer: false,
         observe_ports: Vec::new(),
+        packet_observer: false,
         connector: false,
         notify: false,
         cgroup: None,
