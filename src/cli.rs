@@ -172,6 +172,11 @@ pub struct GuardArgs {
     /// (`pass`), or an MCP error naming the refused operation (`error`).
     #[arg(long = "on-violation", value_enum, default_value_t = OnViolationArg::Pass)]
     pub on_violation: OnViolationArg,
+    /// Until the host's first call, let the server add to the --allow-write directories (a
+    /// server that creates its database or its log directory as it starts); deletes,
+    /// truncations and renames over stay refused, and the network closed.
+    #[arg(long = "allow-startup-writes")]
+    pub allow_startup_writes: bool,
     /// Let calls whose hints differ run at the same time (the widest policy of the calls in
     /// flight then holds for all of them), instead of one after the other.
     #[arg(long = "no-serialize")]

@@ -143,6 +143,7 @@ fn guard(a: &GuardArgs) -> i32 {
             OnViolationArg::Error => hintcheck::guard::OnViolation::Error,
         },
         no_serialize: a.no_serialize,
+        allow_startup_writes: a.allow_startup_writes,
         resolve: a.resolve.clone(),
         policy: a.policy.clone(),
         exe: a.sandbox_exe.clone(),

@@ -32,7 +32,13 @@ pub struct GuardArbiter {
     /// own state: opened through the server's root at the first notification (its own
     /// `execve`, before any of its code ran).
     temporary: OnceLock<Vec<Place>>,
+    /// Files the server created in the shared directories while guard ran (device, inode):
+    /// its own to delete, empty or replace in a non-destructive window (lock files, journals).
+    created: std::sync::Mutex<std::collections::HashSet<(u64, u64)>>,
 }
+
+/// Most files remembered as the server's own creations.
+const CREATED_CAP: usize = 100_000;
 
 const O_TRUNC: u64 = libc::O_TRUNC as u64;
 const O_CREAT: u64 = libc::O_CREAT as u64;
@@ -46,6 +52,7 @@ impl GuardArbiter {
             refusals,
             places,
             temporary: OnceLock::new(),
+            created: Default::default(),
         }
     }
 
@@ -120,6 +127,24 @@ impl GuardArbiter {
         self.refusals.journal().record(&entry);
     }
 
+    /// Remembers that the server created the file open as `fd`.
+    fn remember_created(&self, fd: &std::os::fd::OwnedFd) {
+        if let Ok(st) = rustix::fs::fstat(fd) {
+            let mut created = self.created.lock().unwrap_or_else(|p| p.into_inner());
+            if created.len() < CREATED_CAP {
+                created.insert((st.st_dev, st.st_ino));
+            }
+        }
+    }
+
+    /// Whether the server created `(device, inode)` while guard ran.
+    fn server_created(&self, id: (u64, u64)) -> bool {
+        self.created
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .contains(&id)
+    }
+
     fn file_rule(policy: Policy) -> Rule {
         if policy.read_only {
             Rule::ReadOnly
@@ -137,7 +162,8 @@ impl GuardArbiter {
         };
         let policy = now.policy;
         let truncates = flags & O_TRUNC != 0;
-        if !(policy.read_only || policy.non_destructive && truncates) {
+        let creates = flags & O_CREAT != 0;
+        if !(policy.read_only || policy.non_destructive && (truncates || creates)) {
             return Ruling::Continue;
         }
         let oflags = OFlags::from_bits_retain(flags as u32);
@@ -164,27 +190,40 @@ impl GuardArbiter {
         if policy.read_only {
             return self.refuse(n, now, Some(Rule::ReadOnly), tried("write"));
         }
-        // Non-destructive, with O_TRUNC: a new file may be made, an existing one not emptied.
+        // Non-destructive, creating or truncating: a new file may be made (and is remembered
+        // as the server's), an existing one not emptied unless the server made it.
         let Some((place, rel)) = self.writable(path) else {
             return self.refuse(n, now, None, tried("write"));
         };
         let plain = oflags - OFlags::TRUNC - OFlags::CREATE - OFlags::EXCL;
-        if flags & O_CREAT != 0 {
+        if creates {
             match place.open(&rel, plain | OFlags::CREATE | OFlags::EXCL, mode) {
-                Ok(fd) => return Ruling::Install { fd, cloexec },
+                Ok(fd) => {
+                    self.remember_created(&fd);
+                    return Ruling::Install { fd, cloexec };
+                }
                 Err(e) if e.raw_os_error() == Some(libc::EEXIST) && flags & O_EXCL == 0 => {}
                 Err(e) => return Ruling::Refuse(e.raw_os_error().unwrap_or(libc::EACCES)),
             }
         }
         match place.open(&rel, plain, mode) {
             Ok(fd) => {
-                let emptied = rustix::fs::fstat(&fd)
-                    .map(|st| (st.st_mode & libc::S_IFMT) == libc::S_IFREG && st.st_size > 0)
-                    .unwrap_or(true);
-                if emptied {
-                    self.refuse(n, now, Some(Rule::NonDestructive), tried("truncate"))
-                } else {
-                    Ruling::Install { fd, cloexec }
+                let st = rustix::fs::fstat(&fd).ok();
+                let emptied = truncates
+                    && st.is_none_or(|st| {
+                        (st.st_mode & libc::S_IFMT) == libc::S_IFREG && st.st_size > 0
+                    });
+                let own = st.is_some_and(|st| self.server_created((st.st_dev, st.st_ino)));
+                match (emptied, own) {
+                    (false, _) => Ruling::Install { fd, cloexec },
+                    // Its own file: emptied on the descriptor guard opened.
+                    (true, true) => match rustix::fs::ftruncate(&fd, 0) {
+                        Ok(()) => Ruling::Install { fd, cloexec },
+                        Err(e) => Ruling::Refuse(e.raw_os_error()),
+                    },
+                    (true, false) => {
+                        self.refuse(n, now, Some(Rule::NonDestructive), tried("truncate"))
+                    }
                 }
             }
             Err(e) => Ruling::Refuse(e.raw_os_error().unwrap_or(libc::EACCES)),
@@ -252,6 +291,12 @@ impl GuardArbiter {
                 if e.raw_os_error() == Some(libc::EEXIST)
                     && !requested.contains(RenameFlags::NOREPLACE) =>
             {
+                // A save through a temporary file: allowed where the new content keeps the
+                // old (see [`keeps_content`]).
+                let own_target = b.0.identity(&b.1).is_ok_and(|id| self.server_created(id));
+                if own_target || keeps_content((a.0, &a.1), (b.0, &b.1)) {
+                    return done(perform::rename((a.0, &a.1), (b.0, &b.1), requested));
+                }
                 let mut t = tried();
                 t.operation = "rename-over";
                 self.refuse(n, now, Some(Rule::NonDestructive), t)
@@ -362,7 +407,9 @@ impl GuardArbiter {
             Ok(()) => Ruling::Done(0),
             Err(e) => Ruling::Refuse(e.raw_os_error()),
         };
-        if self.own_file(&copy) {
+        let made =
+            rustix::fs::fstat(&copy).is_ok_and(|st| self.server_created((st.st_dev, st.st_ino)));
+        if self.own_file(&copy) || (made && !policy.read_only) {
             return done(&copy);
         }
         let size = rustix::fs::fstat(&copy).map_or(0, |st| st.st_size.max(0) as u64);
@@ -388,6 +435,41 @@ impl GuardArbiter {
             },
         )
     }
+}
+
+/// Most bytes compared at a rename over an existing file.
+const COMPARED: u64 = 64 << 20;
+
+/// Whether renaming `from` over `to` keeps what `to` holds: the same bytes, the old bytes
+/// followed by more (an append), or, for a document package (.xlsx, .docx: a zip) or a SQLite
+/// database replaced by another of its kind, whatever the edit (they are rewritten whether
+/// entries are added or removed: the file alone cannot tell, as verify says of them too).
+/// Compared on descriptors guard opened; a server that keeps writing the new file through
+/// another descriptor after asking for the rename can still change it (in the README).
+fn keeps_content(from: (&Place, &str), to: (&Place, &str)) -> bool {
+    let open = |(place, rel): (&Place, &str)| {
+        place
+            .open(rel, OFlags::RDONLY | OFlags::NOFOLLOW, Mode::empty())
+            .ok()
+            .filter(|fd| {
+                rustix::fs::fstat(fd).is_ok_and(|st| {
+                    st.st_mode & libc::S_IFMT == libc::S_IFREG && (st.st_size as u64) <= COMPARED
+                })
+            })
+            .map(std::fs::File::from)
+    };
+    let (Some(mut new), Some(mut old)) = (open(from), open(to)) else {
+        return false;
+    };
+    let (mut new_bytes, mut old_bytes) = (Vec::new(), Vec::new());
+    use std::io::Read;
+    if new.read_to_end(&mut new_bytes).is_err() || old.read_to_end(&mut old_bytes).is_err() {
+        return false;
+    }
+    const PACKAGE: &[u8] = b"PK\x03\x04";
+    const DATABASE: &[u8] = b"SQLite format 3\0";
+    let same_kind = |magic: &[u8]| old_bytes.starts_with(magic) && new_bytes.starts_with(magic);
+    new_bytes.starts_with(&old_bytes) || same_kind(PACKAGE) || same_kind(DATABASE)
 }
 
 /// Devices whose writes change nothing (`/dev/null` and its kin).
@@ -545,6 +627,23 @@ impl Arbiter for GuardArbiter {
             "unlink" | "unlinkat" | "rmdir" => {
                 let dir = n.syscall == "rmdir"
                     || (n.syscall == "unlinkat" && a[2] & libc::AT_REMOVEDIR as u64 != 0);
+                // The kernel removes only an empty directory: no content is lost (lock
+                // directories come and go so).
+                if dir && !policy.read_only {
+                    return Ruling::Continue;
+                }
+                // A file the server created while guard ran is its own to remove.
+                if !dir && !policy.read_only && self.own_state(p).is_none() {
+                    if let Some((place, rel)) = self.writable(p) {
+                        match place.unlink_if(&rel, &|id| self.server_created(id)) {
+                            Ok(true) => return Ruling::Done(0),
+                            Ok(false) => {}
+                            Err(e) => {
+                                return Ruling::Refuse(e.raw_os_error().unwrap_or(libc::EACCES));
+                            }
+                        }
+                    }
+                }
                 self.in_state_or_refuse(
                     n,
                     &now,

@@ -42,6 +42,8 @@ pub struct GuardOptions {
     pub on_violation: OnViolation,
     /// Calls of different policies may be in flight together.
     pub no_serialize: bool,
+    /// Additive writes in the shared directories before the first call.
+    pub allow_startup_writes: bool,
     /// A verify JSON report whose supported hints fill the undeclared ones (`--policy`).
     pub policy: Option<PathBuf>,
     /// Names answered with an address of guard's choosing that leads to `ADDR` on the host
@@ -225,19 +227,21 @@ const REPLACED: [&str; 9] = [
     "XDG_RUNTIME_DIR",
 ];
 
-/// The server's environment: guard's own (the host sets the server's variables, API keys
-/// among them, on guard), with HOME, the XDG directories and the temporary directory moved
-/// into the state directory and the sandbox's /tmp, and a PATH of the system and the
-/// server's runtime.
+/// The server's environment: guard's own (the host sets the server's variables, API keys and
+/// PATH among them, on guard), with HOME, the XDG directories and the temporary directory
+/// moved into the state directory and the sandbox's /tmp (a PATH of the system and the
+/// server's runtime when guard has none).
 fn server_env(state: &Path, program: &Path) -> Vec<(String, String)> {
     let mut env: Vec<(String, String)> = std::env::vars()
-        .filter(|(k, _)| !REPLACED.contains(&k.as_str()) && k != "PATH")
+        .filter(|(k, _)| !REPLACED.contains(&k.as_str()))
         .collect();
     let home = state.display().to_string();
-    env.push((
-        "PATH".into(),
-        crate::sandbox::policy::clean_path(program, std::env::var("PATH").ok().as_deref()),
-    ));
+    if !env.iter().any(|(k, _)| k == "PATH") {
+        env.push((
+            "PATH".into(),
+            crate::sandbox::policy::clean_path(program, None),
+        ));
+    }
     env.extend([
         ("HOME".to_string(), home.clone()),
         ("TMPDIR".into(), "/tmp".into()),
@@ -261,7 +265,15 @@ fn sandbox_config(
     scratch_root: &Path,
 ) -> SandboxConfig {
     let hidden = crate::sandbox::policy::private_directories();
-    let words: Vec<&str> = o.command.iter().map(String::as_str).collect();
+    // The command and the directories of PATH (where the server finds the programs it runs):
+    // shown and readable where they lie in hidden places.
+    let path_var = std::env::var("PATH").unwrap_or_default();
+    let words: Vec<&str> = o
+        .command
+        .iter()
+        .map(String::as_str)
+        .chain(path_var.split(':').filter(|d| d.starts_with('/')))
+        .collect();
     let mut shown = p.allow_read.clone();
     shown.extend(p.allow_write.iter().cloned());
     shown.push(p.state_dir.clone());
@@ -379,10 +391,11 @@ async fn serve(o: &GuardOptions, p: Prepared) -> Result<i32, GuardError> {
             })
             .collect::<Result<_, _>>()?,
     };
-    let window = Arc::new(Mutex::new(policy::Window::new(
-        o.no_serialize,
-        p.learned.clone(),
-    )));
+    let mut window = policy::Window::new(o.no_serialize, p.learned.clone());
+    if o.allow_startup_writes {
+        window.allow_startup_writes();
+    }
+    let window = Arc::new(Mutex::new(window));
     let refusals = journal::Refusals::new(window.clone(), p.journal.clone());
     let arbiter = arbiter::GuardArbiter::new(refusals.clone(), places);
     let spec = LaunchSpec {

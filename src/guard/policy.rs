@@ -183,6 +183,15 @@ impl Policy {
         closed_world: true,
     };
 
+    /// Before the first call with `--allow-startup-writes`: additive writes in the shared
+    /// directories (a server that creates its database or log directory as it starts), no
+    /// network.
+    pub const STARTING: Policy = Policy {
+        read_only: false,
+        non_destructive: true,
+        closed_world: true,
+    };
+
     /// A call of a tool with `hints`. A tool declared read-only is non-destructive too (the
     /// protocol: `destructiveHint` is meaningful only when `readOnlyHint` is false).
     pub fn of(hints: &Hints) -> Policy {
@@ -243,7 +252,10 @@ impl Rule {
     pub fn outside(self) -> &'static str {
         match self {
             Rule::ClosedWorld => "outside a call the server has no network",
-            _ => "outside a call the server may change only its own state directory",
+            Rule::NonDestructive => {
+                "before the first call the server may add to the shared directories, not delete, truncate or replace (--allow-startup-writes)"
+            }
+            Rule::ReadOnly => "outside a call the server may change only its own state directory",
         }
     }
 }
@@ -320,6 +332,10 @@ pub struct Window {
     no_serialize: bool,
     /// Hints filled from a verification.
     learned: Learned,
+    /// Additive writes in the shared directories are allowed until the first call.
+    startup_writes: bool,
+    /// Whether a call was ever in flight.
+    called: bool,
     /// Processes and threads that acted in calls' windows, and for which tools.
     lineage: HashMap<u32, Acted>,
     /// Past and present windows, newest last.
@@ -340,6 +356,12 @@ impl Window {
             learned,
             ..Window::default()
         }
+    }
+
+    /// Allows additive writes in the shared directories until the first call
+    /// (`--allow-startup-writes`).
+    pub fn allow_startup_writes(&mut self) {
+        self.startup_writes = true;
     }
 
     /// The hints in force for `tool` (absent hints: the worst case).
@@ -385,7 +407,11 @@ impl Window {
         let mut calls = self.in_flight.iter().map(|f| f.call.clone());
         match calls.next() {
             None => Now {
-                policy: Policy::OUTSIDE_CALLS,
+                policy: if self.startup_writes && !self.called {
+                    Policy::STARTING
+                } else {
+                    Policy::OUTSIDE_CALLS
+                },
                 calls: Vec::new(),
             },
             Some(first) => {
@@ -422,6 +448,7 @@ impl Window {
 
     /// `call`'s window opens.
     fn open(&mut self, call: Call) {
+        self.called = true;
         if self.history.len() >= HISTORY_CAP {
             self.history.pop_front();
         }
@@ -632,6 +659,16 @@ mod tests {
         assert_eq!(h.destructive, None);
         assert!(Learned::from_report("{}").is_err());
         assert!(Learned::from_report("nonsense").is_err());
+    }
+
+    #[test]
+    fn startup_writes_end_with_the_first_call() {
+        let mut w = Window::new(false, Learned::default());
+        w.allow_startup_writes();
+        assert_eq!(w.now().policy, Policy::STARTING);
+        w.admit(call("1", OPEN), vec![]);
+        w.answered("1");
+        assert_eq!(w.now().policy, Policy::OUTSIDE_CALLS);
     }
 
     #[test]

@@ -124,8 +124,20 @@ impl LockPlaces {
             return false;
         }
         let p = std::path::Path::new(path.trim_end_matches(" (deleted)"));
-        let own = self.own.iter().any(|o| p.starts_with(o));
-        !own || self.shared.iter().any(|s| p.starts_with(s))
+        // The most specific place decides: a writable directory bound inside a shared entry
+        // (guard's shared directories under /tmp) is the server's own.
+        let depth = |places: &[std::path::PathBuf]| {
+            places
+                .iter()
+                .filter(|o| p.starts_with(o))
+                .map(|o| o.components().count())
+                .max()
+        };
+        match (depth(&self.own), depth(&self.shared)) {
+            (None, _) => true,
+            (Some(own), Some(shared)) => shared >= own,
+            (Some(_), None) => false,
+        }
     }
 }
 

@@ -135,6 +135,29 @@ impl Place {
         Ok(rustix::fs::unlinkat(&dir, name.as_str(), flags)?)
     }
 
+    /// `unlink` of the file `rel` when `allowed` says yes to its (device, inode), seen through
+    /// the same directory descriptor the removal uses: `Ok(false)` when it said no.
+    pub fn unlink_if(
+        &self,
+        rel: &str,
+        allowed: &dyn Fn((u64, u64)) -> bool,
+    ) -> std::io::Result<bool> {
+        let (dir, name) = self.parent(rel)?;
+        let st = rustix::fs::statat(&dir, name.as_str(), AtFlags::SYMLINK_NOFOLLOW)?;
+        if !allowed((st.st_dev, st.st_ino)) {
+            return Ok(false);
+        }
+        rustix::fs::unlinkat(&dir, name.as_str(), AtFlags::empty())?;
+        Ok(true)
+    }
+
+    /// The (device, inode) of `rel` (a final symlink not followed).
+    pub fn identity(&self, rel: &str) -> std::io::Result<(u64, u64)> {
+        let (dir, name) = self.parent(rel)?;
+        let st = rustix::fs::statat(&dir, name.as_str(), AtFlags::SYMLINK_NOFOLLOW)?;
+        Ok((st.st_dev, st.st_ino))
+    }
+
     /// `symlink` at `rel` pointing to `target` (any text: the link is never followed out of a
     /// place by what we do).
     pub fn symlink(&self, target: &str, rel: &str) -> std::io::Result<()> {

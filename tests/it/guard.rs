@@ -170,6 +170,7 @@ fn data_dir(root: &Path) -> PathBuf {
         ("final.txt", "final\n"),
         ("journal.txt", "journal\n"),
         ("scratch.txt", "scratch\n"),
+        ("ledger.txt", "ledger\n"),
         ("mapped.bin", &"\0".repeat(4096)),
     ] {
         let p = data.join(name);
@@ -282,6 +283,10 @@ fn enforces_each_calls_hints(who: As) {
         json!({"create": "ok", "append": "ok"})
     );
     assert_eq!(host.call("wipe"), json!({"delete": "ok"}));
+    // A save through a temporary file renamed over the old one keeps its content: allowed.
+    assert_eq!(host.call("save_ledger"), json!({"save": "ok"}));
+    // Files a tool created are its own to empty and remove.
+    assert_eq!(host.call("with_lock"), json!({"lock": "ok"}));
     // The liars are refused, each operation with EACCES.
     assert_eq!(
         host.call("peek"),
@@ -324,7 +329,14 @@ fn enforces_each_calls_hints(who: As) {
     let stderr = host.finish();
 
     // The host's real directory after the run.
-    for absent in ["peek.log", "child.txt", "late.txt", "scratch.txt"] {
+    for absent in [
+        "peek.log",
+        "child.txt",
+        "late.txt",
+        "scratch.txt",
+        ".lock",
+        ".work.tmp",
+    ] {
         assert!(
             !data.join(absent).exists(),
             "{absent} exists; stderr:\n{stderr}"
@@ -335,6 +347,7 @@ fn enforces_each_calls_hints(who: As) {
     assert_eq!(read(&data.join("draft.txt")), "draft\n");
     assert_eq!(read(&data.join("final.txt")), "final\n");
     assert_eq!(read(&data.join("new-1.txt")), "new\n");
+    assert_eq!(read(&data.join("ledger.txt")), "ledger\nmore\n");
     assert!(read(&data.join("held.txt")).starts_with("SNEAKED"));
     // journal.txt: appended by add_note, then overwritten in place by unappend (not stopped).
     assert!(read(&data.join("journal.txt")).starts_with("OVERWRITTEN"));
@@ -399,7 +412,14 @@ fn enforces_each_calls_hints(who: As) {
         "the state write of read_note is logged as allowed"
     );
     // Nothing an honest tool did was refused.
-    for honest in ["read_note", "add_note", "wipe", "hold"] {
+    for honest in [
+        "read_note",
+        "add_note",
+        "wipe",
+        "hold",
+        "save_ledger",
+        "with_lock",
+    ] {
         assert!(
             !entries.iter().any(|e| e["decision"] == "refused"
                 && e["tool"] == honest
@@ -610,3 +630,462 @@ as_root_and_unprivileged!(
     guard_fills_undeclared_hints_from_a_report_unprivileged,
     policy_from_a_report
 );
+
+/// What one server answered to a call: whether it was an error, and its text with the run's
+/// own paths and every number made neutral (clocks, ids).
+#[derive(Debug, Clone, PartialEq)]
+struct Answered {
+    error: bool,
+    text: String,
+}
+
+/// A plain client on a real server's stdio (direct or through guard): the answers to
+/// `calls`, in order.
+fn answers(
+    argv: &[String],
+    cwd: &Path,
+    env: &[(String, String)],
+    calls: &[(String, Value)],
+    root: &Path,
+) -> Result<Vec<Answered>, String> {
+    let mut child = Command::new(&argv[0])
+        .args(&argv[1..])
+        .current_dir(cwd)
+        .env_clear()
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| format!("{argv:?}: {e}"))?;
+    let mut stdin = child.stdin.take().expect("stdin");
+    let stdout = child.stdout.take().expect("stdout");
+    let (tx, lines) = channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let mut id = 0u64;
+    let mut ask = |stdin: &mut ChildStdin, method: &str, params: Value| -> Option<Value> {
+        id += 1;
+        let msg = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        writeln!(stdin, "{msg}").ok()?;
+        stdin.flush().ok()?;
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        loop {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            let line = lines.recv_timeout(left).ok()?;
+            let Ok(v) = serde_json::from_str::<Value>(&line) else {
+                continue;
+            };
+            if v["id"] == id {
+                return Some(v);
+            }
+        }
+    };
+    let init = ask(
+        &mut stdin,
+        "initialize",
+        json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "host", "version": "1"}}),
+    )
+    .ok_or("no answer to initialize")?;
+    if init.get("result").is_none() {
+        return Err(format!("initialize: {init}"));
+    }
+    let _ = writeln!(
+        stdin,
+        r#"{{"jsonrpc":"2.0","method":"notifications/initialized"}}"#
+    );
+    ask(&mut stdin, "tools/list", json!({})).ok_or("no answer to tools/list")?;
+    let root_text = root.display().to_string();
+    // Clocks, counters and generated ids: any word with a digit in it.
+    let numbers = regex::Regex::new(r"[A-Za-z0-9_]*[0-9][A-Za-z0-9_]*").expect("regex");
+    let mut out = Vec::new();
+    for (tool, arguments) in calls {
+        let answer = ask(
+            &mut stdin,
+            "tools/call",
+            json!({"name": tool, "arguments": arguments}),
+        );
+        out.push(match answer {
+            None => Answered {
+                error: true,
+                text: "<no answer>".into(),
+            },
+            Some(v) => {
+                let error = v.get("error").is_some() || v["result"]["isError"] == true;
+                let body = if v.get("error").is_some() {
+                    v["error"]["message"].to_string()
+                } else {
+                    v["result"]["content"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .map(|c| {
+                            c["text"]
+                                .as_str()
+                                .map_or_else(|| c.to_string(), String::from)
+                        })
+                        .collect::<Vec<_>>()
+                        .join("\n")
+                };
+                let body = body.replace(&root_text, "<ROOT>");
+                let body = numbers.replace_all(&body, "#");
+                // Listings come in the order of the file system underneath (the sandbox's
+                // tmpfs or the host's): lines are compared as a set.
+                let mut lines: Vec<&str> = body
+                    .lines()
+                    .map(|l| l.trim().trim_end_matches(','))
+                    .collect();
+                lines.sort_unstable();
+                Answered {
+                    error,
+                    text: lines.join("\n"),
+                }
+            }
+        });
+    }
+    drop(stdin);
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while std::time::Instant::now() < deadline {
+        if let Ok(Some(_)) = child.try_wait() {
+            return Ok(out);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    Ok(out)
+}
+
+/// A scratch root seeded as verify seeds one for `scenario` (the same words: seed 0).
+fn seeded(
+    scenario: &hintcheck::scenario::Scenario,
+    dir: &Path,
+) -> hintcheck::sandbox::scratch::Scratch {
+    let mut s = hintcheck::sandbox::scratch::Scratch::create().expect("scratch");
+    match &scenario.server.workspace {
+        Some(seed) => s.seed_from(&dir.join(seed)),
+        None => s.seed_default(&hintcheck::workspace::vocab::Vocabulary::of(0)),
+    }
+    .expect("seed");
+    if let Some(rel) = &scenario.server.sqlite {
+        s.seed_sqlite(&rel.0).expect("sqlite seed");
+    }
+    s
+}
+
+/// One real scenario driven directly and through guard with the calls its verification made
+/// (of the tools it found honest): `Err` names each difference.
+fn same_through_guard(dir: &Path, startup_writes: bool) -> Result<usize, String> {
+    let name = dir
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or("?")
+        .to_string();
+    let scenario = hintcheck::scenario::Scenario::load(dir).map_err(|e| e.to_string())?;
+    let Some(installed) = crate::real_servers::installed(&name) else {
+        return Ok(0);
+    };
+    let report = crate::util::run(
+        &[
+            "verify",
+            "--scenario",
+            &dir.display().to_string(),
+            "--cache-dir",
+            &crate::util::cache(),
+            "--format",
+            "json",
+            "--seed",
+            "0",
+            "--no-canaries",
+        ],
+        &[],
+        Duration::from_secs(600),
+    )
+    .json();
+    // The verification's scratch root, as its arguments name it.
+    let text = report.to_string();
+    let verify_root = regex::Regex::new(r"/tmp/tmp\.[A-Za-z0-9]{10}")
+        .expect("regex")
+        .find(&text)
+        .map(|m| m.as_str().to_string());
+    let mut calls: Vec<(u64, String, Value, bool)> = Vec::new();
+    for t in report["tools"].as_array().into_iter().flatten() {
+        let lying = t["verdicts"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|v| v["verdict"] == "contradicted");
+        if lying {
+            continue;
+        }
+        for c in t["calls"].as_array().into_iter().flatten() {
+            let network = c["observations"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|o| o.to_string().contains("network") || o.to_string().contains("dns"));
+            calls.push((
+                c["started_ms"].as_u64().unwrap_or(0),
+                t["name"].as_str().unwrap_or("").to_string(),
+                c["arguments"].clone(),
+                network,
+            ));
+        }
+    }
+    calls.sort_by_key(|c| c.0);
+    let mut runs = Vec::new();
+    // Twice directly (what differs between those is the server's own chance), then through
+    // guard.
+    for through_guard in [false, false, true] {
+        let scratch = seeded(&scenario, dir);
+        let root = scratch.root().expect("root").to_path_buf();
+        let fill = |s: &str| {
+            let s = installed.substitute(s);
+            let s = match &verify_root {
+                Some(v) => s.replace(v.as_str(), &root.display().to_string()),
+                None => s,
+            };
+            s.replace("{workspace}", &scratch.workspace.display().to_string())
+                .replace("{home}", &scratch.home.display().to_string())
+                .replace("{tmp}", &scratch.tmp.display().to_string())
+        };
+        let these: Vec<(String, Value)> = calls
+            .iter()
+            .map(|(_, tool, args, _)| {
+                let args: Value =
+                    serde_json::from_str(&fill(&args.to_string())).unwrap_or(Value::Null);
+                (tool.clone(), args)
+            })
+            .collect();
+        let server: Vec<String> = scenario
+            .server
+            .command
+            .clone()
+            .unwrap_or_default()
+            .iter()
+            .map(|w| fill(w))
+            .collect();
+        let mut env: Vec<(String, String)> = ["PATH", "LANG"]
+            .iter()
+            .filter_map(|k| std::env::var(k).ok().map(|v| (k.to_string(), v)))
+            .collect();
+        // What guard gives a server (HOME and the XDG directories in its state, TMPDIR /tmp),
+        // given the direct run too.
+        let home = scratch.home.display().to_string();
+        env.push(("HOME".into(), home.clone()));
+        env.push(("TMPDIR".into(), "/tmp".into()));
+        for (k, v) in [
+            ("XDG_CONFIG_HOME", ".config"),
+            ("XDG_CACHE_HOME", ".cache"),
+            ("XDG_DATA_HOME", ".local/share"),
+            ("XDG_STATE_HOME", ".local/state"),
+        ] {
+            env.push((k.into(), format!("{home}/{v}")));
+        }
+        env.extend(
+            scenario
+                .server
+                .env
+                .iter()
+                .map(|(k, v)| (k.clone(), fill(v))),
+        );
+        let log = root.join("guard.log");
+        let mut argv = prefix(As::Root, true).expect("root");
+        if through_guard {
+            argv.push(stage().hintcheck.display().to_string());
+            argv.push("guard".to_string());
+            if startup_writes {
+                argv.push("--allow-startup-writes".into());
+            }
+            argv.extend([
+                "--allow-write".to_string(),
+                scratch.workspace.display().to_string(),
+                "--state-dir".into(),
+                scratch.home.display().to_string(),
+                "--log".into(),
+                log.display().to_string(),
+                "--".into(),
+            ]);
+        }
+        argv.extend(server);
+        let answered = answers(&argv, &scratch.workspace, &env, &these, &root);
+        let started_refused = || {
+            read(&log)
+                .lines()
+                .any(|l| l.contains("\"window\":\"outside-calls\""))
+        };
+        if through_guard && !startup_writes && started_refused() {
+            return Err(STARTUP.into());
+        }
+        let answered = match answered {
+            Ok(a) => a,
+            // The server does not start outside hintcheck's sandbox as the test starts it:
+            // nothing to compare (said, not failed).
+            Err(e) if !through_guard => {
+                eprintln!("{name}: not compared, it did not answer when started directly: {e}");
+                return Ok(0);
+            }
+            Err(e) => return Err(format!("{name} (guard): {e}")),
+        };
+        if through_guard {
+            let refused: Vec<String> = read(&log)
+                .lines()
+                .filter(|l| {
+                    l.contains("\"decision\":\"refused\"") && l.contains("\"window\":\"call\"")
+                })
+                .map(String::from)
+                .collect();
+            if !refused.is_empty() {
+                return Err(format!(
+                    "{name}: an honest call was refused:\n{}",
+                    refused.join("\n")
+                ));
+            }
+        }
+        runs.push(answered);
+    }
+    let mut differences = Vec::new();
+    for (i, ((d, again), g)) in runs[0].iter().zip(&runs[1]).zip(&runs[2]).enumerate() {
+        let network = calls[i].3;
+        let settled = d == again;
+        let same = d.error == g.error && (network || !settled || d.text == g.text);
+        if !same {
+            differences.push(format!(
+                "{name} call {} of {}: direct {}{} / through guard {}{}",
+                i + 1,
+                calls[i].1,
+                if d.error { "error " } else { "" },
+                d.text.chars().take(3000).collect::<String>(),
+                if g.error { "error " } else { "" },
+                g.text.chars().take(3000).collect::<String>()
+            ));
+        }
+    }
+    if differences.is_empty() {
+        Ok(calls.len())
+    } else {
+        Err(differences.join("\n"))
+    }
+}
+
+/// Real servers whose honest tools guard refuses, with why; the test checks that they still
+/// do (remove one from the list when guard learns its case). Listed in the README under what
+/// guard refuses that a verification accepts.
+const KNOWN_TO_DIFFER: [(&str, &str); 3] = [
+    (
+        "real-git",
+        "git replaces .git/index through index.lock and a checkout removes tracked files: verify judges these by git's model, guard at the system call sees renames over and deletes",
+    ),
+    (
+        "real-jdatamunch",
+        "its read-only search builds an index directory in the workspace at first use: verify counts it as the server's first-use work, guard refuses a write outside the state directory",
+    ),
+    (
+        "real-halflife",
+        "its read-only recall creates its memory store in the workspace at first use (as above)",
+    ),
+];
+
+/// What [`same_through_guard`] says of a server whose writes outside every call were
+/// refused: it is tried again with `--allow-startup-writes`.
+const STARTUP: &str = "writes outside calls";
+
+/// Every real scenario over stdio, its honest tools called as its verification called them,
+/// directly and through guard (each in a network namespace the test makes: nothing leaves),
+/// from identically seeded workspaces: the same answers (errors alike, texts alike but for
+/// the run's own paths and numbers; tools that reached for the network compared by outcome),
+/// and no refusal in any call's window.
+#[test]
+fn guard_leaves_honest_real_servers_answering_as_without_it() {
+    if !crate::sandbox::is_root() {
+        crate::util::skip(
+            "the real servers are run in network namespaces of the test's own, which needs root here",
+        );
+        return;
+    }
+    if !crate::util::installers_present() {
+        return;
+    }
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(crate::util::repo().join("scenarios"))
+        .expect("scenarios")
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("real-"))
+                && !read(&p.join("scenario.toml")).contains("transport = \"http\"")
+        })
+        .collect();
+    dirs.sort();
+    let queue = std::sync::Mutex::new(dirs);
+    let outcomes = std::sync::Mutex::new(Vec::new());
+    std::thread::scope(|s| {
+        for _ in 0..2 {
+            s.spawn(|| {
+                loop {
+                    let Some(dir) = queue.lock().expect("queue").pop() else {
+                        break;
+                    };
+                    let mut outcome = same_through_guard(&dir, false).map(|n| (n, false));
+                    if outcome.as_ref().is_err_and(|e| e == STARTUP) {
+                        outcome = same_through_guard(&dir, true).map(|n| (n, true));
+                    }
+                    outcomes.lock().expect("outcomes").push((dir, outcome));
+                }
+            });
+        }
+    });
+    let mut outcomes = outcomes.into_inner().expect("outcomes");
+    for (name, why) in KNOWN_TO_DIFFER {
+        let Some(i) = outcomes
+            .iter()
+            .position(|(d, _)| d.file_name().is_some_and(|n| n == name))
+        else {
+            continue;
+        };
+        let (_, outcome) = outcomes.remove(i);
+        assert!(
+            outcome.is_err(),
+            "{name} now answers the same through guard: remove it from KNOWN_TO_DIFFER ({why})"
+        );
+        eprintln!("{name}: differs as known: {why}");
+    }
+    let calls: usize = outcomes
+        .iter()
+        .filter_map(|(_, o)| o.as_ref().ok())
+        .map(|(n, _)| n)
+        .sum();
+    let failures: Vec<&String> = outcomes
+        .iter()
+        .filter_map(|(_, o)| o.as_ref().err())
+        .collect();
+    let starting: Vec<String> = outcomes
+        .iter()
+        .filter(|(_, o)| o.as_ref().is_ok_and(|(_, s)| *s))
+        .map(|(d, _)| {
+            d.file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default()
+        })
+        .collect();
+    eprintln!(
+        "{} real servers, {calls} honest calls compared directly and through guard; with --allow-startup-writes (they write outside calls as they start): {}",
+        outcomes.len(),
+        starting.join(", ")
+    );
+    assert!(
+        failures.is_empty(),
+        "{}",
+        failures
+            .iter()
+            .map(|s| s.as_str())
+            .collect::<Vec<_>>()
+            .join("\n\n")
+    );
+}

@@ -17,7 +17,7 @@ use crate::util::{
 
 /// What the scenario `scenarios/<name>` installs (its `[setup]`, into the tests' cache), when
 /// npm and Python are there; otherwise the test is skipped with the reason.
-fn installed(scenario: &str) -> Option<Installed> {
+pub(crate) fn installed(scenario: &str) -> Option<Installed> {
     if !installers_present() {
         return None;
     }
