@@ -137,6 +137,14 @@ impl GuardArbiter {
         }
     }
 
+    /// Forgets a creation that was removed.
+    fn forget_created(&self, id: (u64, u64)) {
+        self.created
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&id);
+    }
+
     /// Whether the server created `(device, inode)` while guard ran.
     fn server_created(&self, id: (u64, u64)) -> bool {
         self.created
@@ -179,8 +187,26 @@ impl GuardArbiter {
             return ruling;
         }
         if let Some((place, rel)) = self.own_state(path) {
-            return match place.open(&rel, oflags, mode) {
+            // Opened without truncating first: a name in the state directory that is a hard
+            // link to a shared file is not the server's to empty.
+            return match place.open(&rel, oflags - OFlags::TRUNC, mode) {
                 Ok(fd) => {
+                    let linked = rustix::fs::fstat(&fd).is_ok_and(|st| {
+                        st.st_mode & libc::S_IFMT == libc::S_IFREG && st.st_nlink > 1
+                    });
+                    if truncates && linked {
+                        return self.refuse(
+                            n,
+                            now,
+                            Some(Self::file_rule(policy)),
+                            tried("truncate"),
+                        );
+                    }
+                    if truncates {
+                        if let Err(e) = rustix::fs::ftruncate(&fd, 0) {
+                            return Ruling::Refuse(e.raw_os_error());
+                        }
+                    }
                     self.allowed(n, now, tried("write"));
                     Ruling::Install { fd, cloexec }
                 }
@@ -270,6 +296,18 @@ impl GuardArbiter {
             Ok(()) => Ruling::Done(0),
             Err(e) => Ruling::Refuse(e.raw_os_error().unwrap_or(libc::EACCES)),
         };
+        // Moving shared content into the server's state takes it out of the shared
+        // directory: a delete, unless the server made the file.
+        if self.own_state(from).is_none() && self.own_state(to).is_some() {
+            let made = self
+                .writable(from)
+                .and_then(|(p, r)| p.identity(&r).ok())
+                .is_some_and(|id| self.server_created(id));
+            if policy.read_only || !made {
+                let rule = Self::file_rule(policy);
+                return self.refuse(n, now, Some(rule), tried());
+            }
+        }
         if let (Some(a), Some(b)) = (self.own_state(from), self.own_state(to)) {
             let r = perform::rename((a.0, &a.1), (b.0, &b.1), requested);
             if r.is_ok() {
@@ -302,6 +340,35 @@ impl GuardArbiter {
                 self.refuse(n, now, Some(Rule::NonDestructive), t)
             }
             r => done(r),
+        }
+    }
+
+    /// A hard link in a restricted window: a name in the state directory only for a file of
+    /// the state (else a shared file would become the server's); in a read-only window only
+    /// inside the state; elsewhere between the places the server may write. `linkat` with
+    /// `AT_SYMLINK_FOLLOW` or `AT_EMPTY_PATH` is refused (guard links names, not what they
+    /// lead to).
+    fn link(&self, n: &Notice<'_>, now: &Now, from: &str, to: &str) -> Ruling {
+        let policy = now.policy;
+        let tried = Tried {
+            operation: "link",
+            path: Some(from),
+            target: Some(to),
+            destination: None,
+        };
+        let plain = n.syscall == "link" || n.args[4] == 0;
+        let into_state = self.own_state(to).is_some();
+        let (a, b) = if policy.read_only || into_state {
+            (self.own_state(from), self.own_state(to))
+        } else {
+            (self.writable(from), self.writable(to))
+        };
+        match (a, b) {
+            (Some(a), Some(b)) if plain => match perform::link((a.0, &a.1), (b.0, &b.1)) {
+                Ok(()) => Ruling::Done(0),
+                Err(e) => Ruling::Refuse(e.raw_os_error().unwrap_or(libc::EACCES)),
+            },
+            _ => self.refuse(n, now, Some(Self::file_rule(policy)), tried),
         }
     }
 
@@ -352,8 +419,14 @@ impl GuardArbiter {
     /// state directory or the sandbox's tmpfs, or linked nowhere (a memfd, a deleted file:
     /// what is written there changes nothing anyone else sees).
     fn own_file(&self, fd: &std::os::fd::OwnedFd) -> bool {
-        if rustix::fs::fstat(fd).is_ok_and(|st| st.st_nlink == 0) {
-            return true;
+        match rustix::fs::fstat(fd) {
+            Ok(st) if st.st_nlink == 0 => return true,
+            // Also linked elsewhere (a shared file): not the server's alone.
+            Ok(st) if st.st_nlink > 1 && st.st_mode & libc::S_IFMT == libc::S_IFREG => {
+                return false;
+            }
+            Ok(_) => {}
+            Err(_) => return false,
         }
         std::iter::once(&self.places.state)
             .chain(self.temporary.get().into_iter().flatten())
@@ -605,6 +678,10 @@ impl Arbiter for GuardArbiter {
         if file_op && !policy.restricts_files() {
             return Ruling::Continue;
         }
+        if file_op && path.is_some_and(|p| p.contains("<unreadable>")) {
+            // The kernel would fail to read it too.
+            return Ruling::Refuse(libc::EFAULT);
+        }
         if file_op && path.is_none() && n.syscall != "openat2" {
             // Its memory could not be read: nothing to decide on, so nothing is allowed.
             return Ruling::Refuse(libc::EACCES);
@@ -636,8 +713,12 @@ impl Arbiter for GuardArbiter {
                 if !dir && !policy.read_only && self.own_state(p).is_none() {
                     if let Some((place, rel)) = self.writable(p) {
                         match place.unlink_if(&rel, &|id| self.server_created(id)) {
-                            Ok(true) => return Ruling::Done(0),
-                            Ok(false) => {}
+                            Ok(Some(id)) => {
+                                // Its inode may be reused for a file that is not the server's.
+                                self.forget_created(id);
+                                return Ruling::Done(0);
+                            }
+                            Ok(None) => {}
                             Err(e) => {
                                 return Ruling::Refuse(e.raw_os_error().unwrap_or(libc::EACCES));
                             }
@@ -653,6 +734,9 @@ impl Arbiter for GuardArbiter {
                 )
             }
             "rename" | "renameat" | "renameat2" => self.rename(n, &now, p, target.unwrap_or("")),
+            // Hard links are made by guard on its copies of both paths in every restricted
+            // window (a name swapped after the check could link a shared file into the state).
+            "link" | "linkat" => self.link(n, &now, p, target.unwrap_or("")),
             // Creations: refused only in a read-only window (outside the server's state).
             _ if !policy.read_only && !matches!(n.syscall, "mmap") && file_op => Ruling::Continue,
             "mkdir" | "mkdirat" => {
@@ -667,18 +751,6 @@ impl Arbiter for GuardArbiter {
                 self.in_state_or_refuse(n, &now, Rule::ReadOnly, tried("create"), |place, rel| {
                     place.symlink(&link_target, rel)
                 })
-            }
-            "link" | "linkat" => {
-                let to = target.unwrap_or("");
-                match (self.own_state(p), self.own_state(to)) {
-                    (Some(a), Some(b)) if n.syscall == "link" || n.args[4] == 0 => {
-                        match perform::link((a.0, &a.1), (b.0, &b.1)) {
-                            Ok(()) => Ruling::Done(0),
-                            Err(e) => Ruling::Refuse(e.raw_os_error().unwrap_or(libc::EACCES)),
-                        }
-                    }
-                    _ => self.refuse(n, &now, Some(Rule::ReadOnly), tried("create")),
-                }
             }
             "chmod" | "fchmodat" | "fchmodat2" => {
                 let mode = if n.syscall == "chmod" { a[1] } else { a[2] };

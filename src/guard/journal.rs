@@ -13,6 +13,9 @@ use super::policy::{Now, Rule, Window};
 /// Most notices on stderr; past it, refusals go to the log only (and one line says so).
 const NOTICE_CAP: u64 = 200;
 
+/// Most entries logged in one run: a server that tries without end cannot fill the disk.
+pub const LOG_CAP: u64 = 100_000;
+
 /// One operation guard refused or allowed only in the server's own state.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Entry {
@@ -204,6 +207,7 @@ impl Refusals {
 pub struct Journal {
     log: Option<Mutex<std::fs::File>>,
     notices: std::sync::atomic::AtomicU64,
+    logged: std::sync::atomic::AtomicU64,
 }
 
 impl Journal {
@@ -221,13 +225,29 @@ impl Journal {
         Ok(Journal {
             log,
             notices: Default::default(),
+            logged: Default::default(),
         })
     }
 
-    /// Records `entry`: a line in the log, and for a refusal a notice on stderr.
+    /// Records `entry`: a line in the log (at most [`LOG_CAP`] per run; one line says when
+    /// the rest are left out), and for a refusal a notice on stderr.
     pub fn record(&self, entry: &Entry) {
         if let Some(log) = &self.log {
-            if let Ok(mut line) = serde_json::to_vec(entry) {
+            let n = self
+                .logged
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let line = match n.cmp(&LOG_CAP) {
+                std::cmp::Ordering::Less => serde_json::to_vec(entry).ok(),
+                std::cmp::Ordering::Equal => Some(
+                    format!(
+                        "{{\"time\":\"{}\",\"decision\":\"log-full\",\"reason\":\"{LOG_CAP} entries in this run: the rest are not logged\"}}",
+                        entry.time
+                    )
+                    .into_bytes(),
+                ),
+                std::cmp::Ordering::Greater => None,
+            };
+            if let Some(mut line) = line {
                 line.push(b'\n');
                 let mut f = log.lock().unwrap_or_else(|p| p.into_inner());
                 let _ = f.write_all(&line);

@@ -182,6 +182,18 @@ fn prepare(o: &GuardOptions) -> Result<Prepared, GuardError> {
         .iter()
         .map(|d| directory("--allow-write", d))
         .collect::<Result<Vec<_>, _>>()?;
+    for w in &allow_write {
+        if w.starts_with(&state_dir) || state_dir.starts_with(w) {
+            return Err(GuardError::Directory {
+                option: "--state-dir",
+                path: state_dir.clone(),
+                detail: format!(
+                    "it must lie apart from --allow-write {} (what is in the state directory is the server's own at any time)",
+                    w.display()
+                ),
+            });
+        }
+    }
     let allow_read = o
         .allow_read
         .iter()
@@ -421,7 +433,7 @@ async fn serve(o: &GuardOptions, p: Prepared) -> Result<i32, GuardError> {
     let log = tokio::spawn(async move {
         let _ = tokio::io::copy(&mut stderr, &mut tokio::io::stderr()).await;
     });
-    let inbound = tokio::spawn(proxy::host_to_server(
+    let mut inbound = tokio::spawn(proxy::host_to_server(
         tokio::io::stdin(),
         to_server.clone(),
         window.clone(),
@@ -440,12 +452,18 @@ async fn serve(o: &GuardOptions, p: Prepared) -> Result<i32, GuardError> {
         () = &mut outbound => {}
         // The host closed its end: the server's stdin is closed; it may finish what it
         // writes within the grace period.
-        _ = inbound => {
+        _ = &mut inbound => {
             let _ = tokio::time::timeout(EXIT_GRACE, &mut outbound).await;
         }
         _ = stop.wait_for(|s| *s) => {}
     }
-    *to_server.lock().await = None;
+    // A server that stopped reading its stdin may hold a write (and the pipe's lock) for
+    // ever: that write is abandoned, and the shutdown below ends the server regardless.
+    inbound.abort();
+    let _ = tokio::time::timeout(Duration::from_millis(200), async {
+        *to_server.lock().await = None;
+    })
+    .await;
     let exit = process.shutdown(EXIT_GRACE).await;
     let _ = tokio::time::timeout(Duration::from_millis(200), log).await;
     let _ = scratch.remove();

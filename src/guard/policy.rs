@@ -150,6 +150,27 @@ impl Learned {
 }
 
 impl Hints {
+    /// The stricter of each hint of `self` and `other`.
+    pub fn strictest(self, other: Hints) -> Hints {
+        let pick = |a: Option<bool>, b: Option<bool>, strict: bool| {
+            if a == Some(strict) || b == Some(strict) {
+                Some(strict)
+            } else {
+                a.or(b)
+            }
+        };
+        Hints {
+            read_only: pick(self.read_only, other.read_only, true),
+            destructive: pick(self.destructive, other.destructive, false),
+            open_world: pick(self.open_world, other.open_world, false),
+            learned: Learned3 {
+                read_only: self.learned.read_only && other.learned.read_only,
+                destructive: self.learned.destructive && other.learned.destructive,
+                open_world: self.learned.open_world && other.learned.open_world,
+            },
+        }
+    }
+
     /// The hints of a tool definition (its `annotations`).
     pub fn of_tool(tool: &Value) -> Hints {
         let a = tool.get("annotations");
@@ -334,6 +355,8 @@ pub struct Window {
     learned: Learned,
     /// Additive writes in the shared directories are allowed until the first call.
     startup_writes: bool,
+    /// The last listing had more tools than guard holds.
+    overflowed: bool,
     /// Whether a call was ever in flight.
     called: bool,
     /// Processes and threads that acted in calls' windows, and for which tools.
@@ -364,9 +387,19 @@ impl Window {
         self.startup_writes = true;
     }
 
-    /// The hints in force for `tool` (absent hints: the worst case).
+    /// The hints in force for `tool` (absent hints: the worst case; a tool past the cap of a
+    /// listing too long to hold: the strictest).
     pub fn hints_of(&self, tool: &str) -> Hints {
-        self.tools.get(tool).copied().unwrap_or_default()
+        match self.tools.get(tool) {
+            Some(h) => *h,
+            None if self.overflowed => Hints {
+                read_only: Some(true),
+                destructive: Some(false),
+                open_world: Some(false),
+                learned: Learned3::default(),
+            },
+            None => Hints::default(),
+        }
     }
 
     /// Replaces the hints of the listed tools (`first_page`: a listing without a cursor
@@ -375,17 +408,26 @@ impl Window {
     pub fn listed(&mut self, tools: &[Value], first_page: bool) -> Vec<String> {
         if first_page {
             self.tools.clear();
+            self.overflowed = false;
         }
         let mut notes = Vec::new();
         for t in tools {
-            if self.tools.len() >= 10_000 {
-                break;
+            let Some(name) = t.get("name").and_then(Value::as_str) else {
+                continue;
+            };
+            if self.tools.len() >= 10_000 && !self.tools.contains_key(name) {
+                // Past the cap, tools guard cannot hold are held to the strictest hints.
+                self.overflowed = true;
+                continue;
             }
-            if let Some(name) = t.get("name").and_then(Value::as_str) {
-                let (hints, note) = self.learned.fill(name, t, Hints::of_tool(t));
-                notes.extend(note);
-                self.tools.insert(name.to_string(), hints);
-            }
+            let (hints, note) = self.learned.fill(name, t, Hints::of_tool(t));
+            notes.extend(note);
+            // A name listed twice: the stricter of each hint (a host may keep either).
+            let hints = match self.tools.get(name) {
+                Some(before) => before.strictest(hints),
+                None => hints,
+            };
+            self.tools.insert(name.to_string(), hints);
         }
         notes
     }

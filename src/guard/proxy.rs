@@ -7,9 +7,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use serde::Deserialize;
 use serde_json::Value;
-use serde_json::value::RawValue;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::sync::Mutex as AsyncMutex;
 
@@ -22,40 +20,50 @@ pub const MAX_LINE: usize = 64 << 20;
 /// The JSON-RPC code of the error that replaces an answer with `--on-violation error`.
 pub const VIOLATION_CODE: i64 = -32001;
 
-/// The parts of a JSON-RPC message guard reads; the rest is passed on untouched.
-#[derive(Deserialize)]
-struct Envelope<'a> {
-    #[serde(borrow, default)]
-    id: Option<&'a RawValue>,
-    #[serde(default)]
+/// The parts of a JSON-RPC message guard reads; the line itself is passed on untouched. Read
+/// from a parsed value as hosts read it (a repeated key: the last one counts, as in
+/// `JSON.parse`), so that no line a host takes as a message is lost to guard.
+struct Envelope {
+    id: Option<Value>,
     method: Option<String>,
-    #[serde(borrow, default)]
-    params: Option<&'a RawValue>,
-    #[serde(borrow, default)]
-    result: Option<&'a RawValue>,
-    #[serde(borrow, default)]
-    error: Option<&'a RawValue>,
+    params: Option<Value>,
+    /// Present (even `null`): an answer.
+    result: Option<Value>,
+    error: Option<Value>,
+}
+
+impl Envelope {
+    fn of(v: &Value) -> Option<Envelope> {
+        let o = v.as_object()?;
+        Some(Envelope {
+            id: o.get("id").cloned(),
+            method: o.get("method").and_then(Value::as_str).map(String::from),
+            params: o.get("params").cloned(),
+            result: o.get("result").cloned(),
+            error: o.get("error").cloned(),
+        })
+    }
 }
 
 /// An id as comparable text (`7`, `"abc"`): the same value however it was spelled.
-fn id_text(raw: &RawValue) -> String {
-    match serde_json::from_str::<Value>(raw.get()) {
+fn id_text(id: &Value) -> String {
+    match id {
         // `5` and `5.0` are the same id.
-        Ok(Value::Number(n)) => match n.as_f64() {
+        Value::Number(n) => match n.as_f64() {
             Some(f) if f.fract() == 0.0 && f.abs() < 9e15 => format!("{}", f as i64),
             _ => n.to_string(),
         },
-        Ok(v) => v.to_string(),
-        Err(_) => raw.get().to_string(),
+        v => v.to_string(),
     }
 }
 
-/// The messages of a line: one object, or the elements of a batch.
-fn envelopes(line: &[u8]) -> Vec<Envelope<'_>> {
-    if let Ok(e) = serde_json::from_slice::<Envelope<'_>>(line) {
-        return vec![e];
+/// The messages of a line: one object, or the objects of a batch.
+fn envelopes(line: &[u8]) -> Vec<Envelope> {
+    match serde_json::from_slice::<Value>(line) {
+        Ok(Value::Array(items)) => items.iter().filter_map(Envelope::of).collect(),
+        Ok(v) => Envelope::of(&v).into_iter().collect(),
+        Err(_) => Vec::new(),
     }
-    serde_json::from_slice::<Vec<Envelope<'_>>>(line).unwrap_or_default()
 }
 
 /// What the proxy does with a refused call's answer.
@@ -114,7 +122,7 @@ pub async fn host_to_server(
             let mut w = window.lock().unwrap_or_else(|p| p.into_inner());
             from_host_line(&mut w, line)
         };
-        if let Some(line) = forward {
+        for line in forward {
             if !send(&to_server, &line).await {
                 break;
             }
@@ -123,17 +131,19 @@ pub async fn host_to_server(
     *to_server.lock().await = None;
 }
 
-/// What to do with one line of the host: `Some` to pass it on now.
-pub fn from_host_line(w: &mut Window, line: Vec<u8>) -> Option<Vec<u8>> {
+/// What to do with one line of the host: the lines to pass on now, in order (none when it is
+/// held; held calls a cancellation released after it).
+pub fn from_host_line(w: &mut Window, line: Vec<u8>) -> Vec<Vec<u8>> {
     let envs = envelopes(&line);
     let batch = envs.len() > 1 || line.first() == Some(&b'[');
     let mut calls = Vec::new();
     let mut cancelled_held = false;
+    let mut cancelled_running = Vec::new();
     for e in &envs {
-        let (Some(method), id) = (e.method.as_deref(), e.id) else {
+        let (Some(method), id) = (e.method.as_deref(), e.id.as_ref()) else {
             continue;
         };
-        let params: Option<Value> = e.params.and_then(|p| serde_json::from_str(p.get()).ok());
+        let params = e.params.clone();
         match (method, id) {
             ("tools/list", Some(id)) => {
                 let first_page = params
@@ -158,21 +168,34 @@ pub fn from_host_line(w: &mut Window, line: Vec<u8>) -> Option<Vec<u8>> {
                 });
             }
             ("notifications/cancelled", None) if !batch => {
-                let held = params
+                let Some(id) = params
                     .as_ref()
                     .and_then(|p| p.get("requestId"))
-                    .map(|r| r.to_string())
-                    .is_some_and(|id| w.cancel_held(&id));
-                cancelled_held |= held;
+                    .map(id_text)
+                else {
+                    continue;
+                };
+                if w.cancel_held(&id) {
+                    cancelled_held = true;
+                } else {
+                    // A call in flight that the host gave up: hosts do not wait for its
+                    // answer, nor will the server send one. Its window closes (work it left
+                    // runs under the outside-calls policy, which refuses more).
+                    cancelled_running.push(id);
+                }
             }
             _ => {}
         }
     }
     if cancelled_held {
         // The server never saw the request: it hears nothing of its cancellation.
-        return None;
+        return Vec::new();
     }
-    match (calls.len(), batch) {
+    let mut released = Vec::new();
+    for id in cancelled_running {
+        released.extend(w.answered(&id).1);
+    }
+    let now = match (calls.len(), batch) {
         (0, _) => Some(line),
         (1, false) => w.admit(calls.pop().expect("one call"), line),
         // A batch goes whole: its calls are in flight together, whatever their policies.
@@ -182,7 +205,8 @@ pub fn from_host_line(w: &mut Window, line: Vec<u8>) -> Option<Vec<u8>> {
             }
             Some(line)
         }
-    }
+    };
+    now.into_iter().chain(released).collect()
 }
 
 /// Server to host: passes the server's lines on, reads listings and answers, releases held
@@ -240,14 +264,14 @@ pub fn from_server_line(
     let mut released = Vec::new();
     let mut replacement = None;
     for e in &envs {
-        let Some(id) = e.id.filter(|_| e.method.is_none()) else {
+        let Some(id) = e.id.as_ref().filter(|_| e.method.is_none()) else {
             continue;
         };
         let id = id_text(id);
         if let Some(first_page) = w.listing_answered(&id) {
             let tools: Option<Vec<Value>> = e
                 .result
-                .and_then(|r| serde_json::from_str::<Value>(r.get()).ok())
+                .as_ref()
                 .and_then(|r| r.get("tools").and_then(Value::as_array).cloned());
             if let Some(tools) = tools {
                 for note in w.listed(&tools, first_page) {
@@ -302,7 +326,8 @@ mod tests {
                 w,
                 br#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#.to_vec()
             )
-            .is_some()
+            .len()
+                == 1
         );
         let (out, _) = from_server_line(
             w,
@@ -317,14 +342,11 @@ mod tests {
         let mut w = Window::new(false, Default::default());
         listed(&mut w);
         let call = br#"{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"name":"read","arguments":{}}}"#;
-        assert_eq!(
-            from_host_line(&mut w, call.to_vec()).as_deref(),
-            Some(&call[..])
-        );
+        assert_eq!(from_host_line(&mut w, call.to_vec()), vec![call.to_vec()]);
         assert!(w.now().policy.read_only);
         // A call of another policy waits.
         let write = br#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"write"}}"#;
-        assert!(from_host_line(&mut w, write.to_vec()).is_none());
+        assert!(from_host_line(&mut w, write.to_vec()).is_empty());
         let (out, released) = from_server_line(
             &mut w,
             br#"{"jsonrpc":"2.0","id":"a","result":{"content":[]}}"#.to_vec(),
@@ -364,11 +386,46 @@ mod tests {
     fn garbage_passes_through_and_opens_nothing() {
         let mut w = Window::new(false, Default::default());
         for junk in [&b"not json"[..], b"[1,2", b"{\"id\":{}}", b"[]"] {
-            assert_eq!(from_host_line(&mut w, junk.to_vec()).as_deref(), Some(junk));
+            assert_eq!(from_host_line(&mut w, junk.to_vec()), vec![junk.to_vec()]);
             let (out, released) = from_server_line(&mut w, junk.to_vec(), OnViolation::Error);
             assert_eq!(out, junk);
             assert!(released.is_empty());
         }
+        assert!(w.now().calls.is_empty());
+    }
+
+    #[test]
+    fn a_cancelled_running_call_closes_its_window_and_releases_the_held_ones() {
+        let mut w = Window::new(false, Default::default());
+        listed(&mut w);
+        from_host_line(
+            &mut w,
+            br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"read"}}"#.to_vec(),
+        );
+        let write = br#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"write"}}"#;
+        assert!(from_host_line(&mut w, write.to_vec()).is_empty());
+        let cancel =
+            br#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}"#;
+        assert_eq!(
+            from_host_line(&mut w, cancel.to_vec()),
+            vec![cancel.to_vec(), write.to_vec()]
+        );
+        assert!(!w.now().policy.read_only);
+    }
+
+    #[test]
+    fn a_repeated_key_or_a_null_result_is_still_an_answer() {
+        let mut w = Window::new(false, Default::default());
+        listed(&mut w);
+        from_host_line(
+            &mut w,
+            br#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"read"}}"#.to_vec(),
+        );
+        from_server_line(
+            &mut w,
+            br#"{"jsonrpc":"2.0","id":3,"id":3,"result":null}"#.to_vec(),
+            OnViolation::Pass,
+        );
         assert!(w.now().calls.is_empty());
     }
 
@@ -386,7 +443,7 @@ mod tests {
                 br#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"write"}}"#
                     .to_vec()
             )
-            .is_none()
+            .is_empty()
         );
         assert!(
             from_host_line(
@@ -394,7 +451,7 @@ mod tests {
                 br#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2}}"#
                     .to_vec()
             )
-            .is_none()
+            .is_empty()
         );
         let (_, released) = from_server_line(
             &mut w,

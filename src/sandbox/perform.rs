@@ -83,15 +83,26 @@ impl Place {
 
     /// Opens `rel` beneath the place with `flags` and `mode` (which counts only when the open
     /// may create: `openat2` refuses a mode otherwise).
+    /// Only regular files and directories are opened: a FIFO would hold guard (opened
+    /// non-blocking, and refused), a device is not the server's to write.
     pub fn open(&self, rel: &str, flags: OFlags, mode: Mode) -> std::io::Result<OwnedFd> {
         let creates = flags.contains(OFlags::CREATE) || flags.contains(OFlags::TMPFILE);
-        Ok(rustix::fs::openat2(
+        let fd = rustix::fs::openat2(
             &self.dir,
             rel,
-            flags | OFlags::CLOEXEC,
+            flags | OFlags::CLOEXEC | OFlags::NONBLOCK,
             if creates { mode } else { Mode::empty() },
             self.beneath(),
-        )?)
+        )?;
+        let kind = rustix::fs::fstat(&fd)?.st_mode & libc::S_IFMT;
+        if kind != libc::S_IFREG && kind != libc::S_IFDIR {
+            return Err(std::io::Error::from_raw_os_error(libc::EACCES));
+        }
+        if !flags.contains(OFlags::NONBLOCK) && !flags.contains(OFlags::PATH) {
+            let now = rustix::fs::fcntl_getfl(&fd)?;
+            rustix::fs::fcntl_setfl(&fd, now - OFlags::NONBLOCK)?;
+        }
+        Ok(fd)
     }
 
     /// The directory holding `rel` (opened beneath the place) and the last component, which
@@ -136,19 +147,21 @@ impl Place {
     }
 
     /// `unlink` of the file `rel` when `allowed` says yes to its (device, inode), seen through
-    /// the same directory descriptor the removal uses: `Ok(false)` when it said no.
+    /// the same directory descriptor the removal uses: the identity removed, `None` when it
+    /// said no.
     pub fn unlink_if(
         &self,
         rel: &str,
         allowed: &dyn Fn((u64, u64)) -> bool,
-    ) -> std::io::Result<bool> {
+    ) -> std::io::Result<Option<(u64, u64)>> {
         let (dir, name) = self.parent(rel)?;
         let st = rustix::fs::statat(&dir, name.as_str(), AtFlags::SYMLINK_NOFOLLOW)?;
-        if !allowed((st.st_dev, st.st_ino)) {
-            return Ok(false);
+        let id = (st.st_dev, st.st_ino);
+        if !allowed(id) {
+            return Ok(None);
         }
         rustix::fs::unlinkat(&dir, name.as_str(), AtFlags::empty())?;
-        Ok(true)
+        Ok(Some(id))
     }
 
     /// The (device, inode) of `rel` (a final symlink not followed).
@@ -223,7 +236,9 @@ pub fn umask_of(tid: u32) -> u32 {
 /// A copy of descriptor `fd` of thread `tid` (the same open file, `pidfd_getfd`): what a
 /// descriptor refers to is decided on this copy, which the thread cannot swap.
 pub fn descriptor_of(tid: u32, fd: i32) -> std::io::Result<OwnedFd> {
-    let pid = rustix::process::Pid::from_raw(tid as i32)
+    // A pidfd names a process: the thread's group leader (the descriptor table is shared).
+    let leader = super::notify::thread_group(tid).unwrap_or(tid);
+    let pid = rustix::process::Pid::from_raw(leader as i32)
         .ok_or_else(|| std::io::Error::from_raw_os_error(libc::ESRCH))?;
     let pidfd = rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty())?;
     Ok(rustix::process::pidfd_getfd(
