@@ -291,9 +291,14 @@ pub fn summary(text: &str) -> String {
     let mut per_tool: BTreeMap<String, BTreeMap<(String, String), Tally>> = BTreeMap::new();
     let mut allowed = 0u64;
     let mut unreadable = 0u64;
+    let mut full = false;
     for line in text.lines().filter(|l| !l.trim().is_empty()) {
         let Ok(e) = serde_json::from_str::<Entry>(line) else {
-            unreadable += 1;
+            if line.contains("\"decision\":\"log-full\"") {
+                full = true;
+            } else {
+                unreadable += 1;
+            }
             continue;
         };
         if e.decision != "refused" {
@@ -341,6 +346,11 @@ pub fn summary(text: &str) -> String {
             "{unreadable} lines of the log could not be read\n"
         ));
     }
+    if full {
+        out.push_str(&format!(
+            "the log reached {LOG_CAP} entries in a run: what followed was not logged\n"
+        ));
+    }
     crate::text::escape::keeping_lines(&out)
 }
 
@@ -382,7 +392,10 @@ mod tests {
         ]
         .iter()
         .map(|e| serde_json::to_string(e).expect("json"))
-        .chain(["garbage".to_string()])
+        .chain([
+            "garbage".to_string(),
+            r#"{"time":"x","decision":"log-full","reason":"full"}"#.to_string(),
+        ])
         .collect();
         let s = summary(&lines.join("\n"));
         assert!(s.contains("read_notes: 2 refused"), "{s}");
@@ -390,6 +403,7 @@ mod tests {
         assert!(s.contains("(outside calls): 1 refused"), "{s}");
         assert!(s.contains("1 writes allowed"), "{s}");
         assert!(s.contains("1 lines of the log could not be read"), "{s}");
+        assert!(s.contains("was not logged"), "{s}");
         assert_eq!(summary(""), "no refusals\n");
     }
 
