@@ -132,21 +132,7 @@ fn accept_loop(
             continue;
         };
         let destination = SocketAddr::new(plain(local.ip()), local.port());
-        let now = refusals.window().now();
-        if now.policy.closed_world {
-            let entry = Entry::refusal(
-                &now,
-                Some(Rule::ClosedWorld),
-                &Tried {
-                    operation: "connect",
-                    destination: Some(destination.to_string()),
-                    ..Tried::default()
-                },
-                "connect",
-                None,
-                None,
-            );
-            refusals.record(&now, &entry);
+        if refused_here(&refusals, "connect", destination.to_string()) {
             reset(conn);
             continue;
         }
@@ -171,6 +157,29 @@ fn accept_loop(
                 connections.fetch_sub(1, Ordering::SeqCst);
             });
     }
+}
+
+/// Whether the policy in force now is closed-world: then `operation` towards `destination`
+/// is refused and recorded (seen at the forwarder: no process is known).
+fn refused_here(refusals: &Refusals, operation: &str, destination: String) -> bool {
+    let now = refusals.window().now();
+    if !now.policy.closed_world {
+        return false;
+    }
+    let entry = Entry::refusal(
+        &now,
+        Some(Rule::ClosedWorld),
+        &Tried {
+            operation,
+            destination: Some(destination),
+            ..Tried::default()
+        },
+        operation,
+        None,
+        None,
+    );
+    refusals.record(&now, &entry);
+    true
 }
 
 /// Ends a connection with a reset (the server sees it refused).
@@ -227,21 +236,7 @@ fn dns_loop(sock: UdpSocket, refusals: Refusals, resolved: Arc<Resolved>) {
             let _ = sock.send_to(&build_reply(&question, answer), from);
             continue;
         }
-        let now = refusals.window().now();
-        if now.policy.closed_world {
-            let entry = Entry::refusal(
-                &now,
-                Some(Rule::ClosedWorld),
-                &Tried {
-                    operation: "dns",
-                    destination: Some(name.chars().take(253).collect()),
-                    ..Tried::default()
-                },
-                "dns",
-                None,
-                None,
-            );
-            refusals.record(&now, &entry);
+        if refused_here(&refusals, "dns", name.chars().take(253).collect()) {
             let mut reply = build_reply(&question, None);
             reply[3] = 0x85; // REFUSED
             let _ = sock.send_to(&reply, from);

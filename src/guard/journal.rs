@@ -130,7 +130,7 @@ impl Entry {
             (None, _) => "outside the directories the server may write".to_string(),
         };
         Entry {
-            time: crate::text::iso_utc_ms(unix_ms()),
+            time: crate::text::iso_utc_ms(crate::text::unix_ms_now()),
             decision: "refused".into(),
             tool: first.map(|c| c.tool.clone()).or(armed_by),
             hint: rule
@@ -160,13 +160,6 @@ impl Entry {
             reason,
         }
     }
-}
-
-fn unix_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
 }
 
 /// Where refusals go: the journal, and the windows of the calls in flight (for

@@ -5,7 +5,7 @@
 //! an interrupted one), so a partial report and a full one cannot differ in shape.
 
 use std::collections::BTreeMap;
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::Instant;
 
 use crate::config::{RootsOffer, RunConfig};
 use crate::evidence::{ControlRequest, PhaseObservation, ReplayRecord};
@@ -201,7 +201,8 @@ impl RunLog {
     /// hintcheck reaps the server's orphans, which the sandbox status says until a sandbox
     /// says more).
     pub(super) fn new(config: &RunConfig, started: Instant, subreaper: bool) -> Self {
-        let started_unix_ms = unix_ms_now().saturating_sub(started.elapsed().as_millis() as u64);
+        let started_unix_ms =
+            crate::text::unix_ms_now().saturating_sub(started.elapsed().as_millis() as u64);
         let report = Report {
             hintcheck_version: env!("CARGO_PKG_VERSION").into(),
             started_unix_ms,
@@ -418,14 +419,6 @@ impl RunLog {
         }
         Verification { report, transcript }
     }
-}
-
-/// Milliseconds since the Unix epoch, now.
-fn unix_ms_now() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
 }
 
 /// What the run asked of the sandbox, in the report's words.

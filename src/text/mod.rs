@@ -86,3 +86,11 @@ pub fn iso_utc_ms(unix_ms: u64) -> String {
     let whole = iso_utc(unix_ms);
     format!("{}.{:03}Z", whole.trim_end_matches('Z'), unix_ms % 1000)
 }
+
+/// Milliseconds since the Unix epoch, now.
+pub fn unix_ms_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}

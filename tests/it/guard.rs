@@ -214,35 +214,56 @@ fn refusal<'a>(log: &'a [Value], tool: &str, operation: &str, end: &str) -> &'a 
 /// Serializes the guard tests (they look for leftovers by the fixture's name).
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
-fn run_dir(name: &str, who: As) -> PathBuf {
-    let root = stage().dir.join(format!(
-        "guard-{name}-{}",
-        format!("{who:?}").to_lowercase()
-    ));
-    open_dir(&root);
-    root
+/// The directories of one guard run: a data directory seeded for the fixture (shared with
+/// the server), a state directory and a log.
+struct RunDirs {
+    root: PathBuf,
+    data: PathBuf,
+    state: PathBuf,
+    log: PathBuf,
+}
+
+impl RunDirs {
+    fn new(name: &str, who: As) -> RunDirs {
+        let root = stage().dir.join(format!(
+            "guard-{name}-{}",
+            format!("{who:?}").to_lowercase()
+        ));
+        open_dir(&root);
+        let data = data_dir(&root);
+        let state = root.join("state");
+        open_dir(&state);
+        let log = root.join("guard.log");
+        RunDirs {
+            root,
+            data,
+            state,
+            log,
+        }
+    }
+
+    /// Guard's options for these directories, then `extra`.
+    fn args(&self, extra: &[&str]) -> Vec<String> {
+        let mut args: Vec<String> = vec![
+            "--allow-write".into(),
+            self.data.display().to_string(),
+            "--state-dir".into(),
+            self.state.display().to_string(),
+            "--log".into(),
+            self.log.display().to_string(),
+        ];
+        args.extend(extra.iter().map(|s| s.to_string()));
+        args
+    }
 }
 
 fn enforces_each_calls_hints(who: As) {
     let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
-    let root = run_dir("hints", who);
-    let data = data_dir(&root);
-    let state = root.join("state");
-    open_dir(&state);
-    let log = root.join("guard.log");
-    let args: Vec<String> = [
-        "--allow-write",
-        &data.display().to_string(),
-        "--state-dir",
-        &state.display().to_string(),
-        "--log",
-        &log.display().to_string(),
-        "--resolve",
-        "outside.test=127.0.0.1",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
+    let dirs = RunDirs::new("hints", who);
+    let args = dirs.args(&["--resolve", "outside.test=127.0.0.1"]);
+    let RunDirs {
+        data, state, log, ..
+    } = dirs;
     // The "outside": a service on the host's loopback, which the server reaches only through
     // guard's forwarder, in an open-world call.
     let outside = std::net::TcpListener::bind("127.0.0.1:0").expect("outside service");
@@ -471,21 +492,12 @@ as_root_and_unprivileged!(
 fn windows_and_errors(who: As) {
     let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     for no_serialize in [false, true] {
-        let root = run_dir(if no_serialize { "wide" } else { "serial" }, who);
-        let data = data_dir(&root);
-        let state = root.join("state");
-        open_dir(&state);
-        let mut args: Vec<String> = vec![
-            "--allow-write".into(),
-            data.display().to_string(),
-            "--state-dir".into(),
-            state.display().to_string(),
-            "--on-violation".into(),
-            "error".into(),
-        ];
+        let dirs = RunDirs::new(if no_serialize { "wide" } else { "serial" }, who);
+        let mut args = dirs.args(&["--on-violation", "error"]);
         if no_serialize {
             args.push("--no-serialize".into());
         }
+        let data = dirs.data;
         let Some(mut host) = Host::start(who, &args, &data) else {
             return;
         };
@@ -549,15 +561,11 @@ fn guard_without_a_command_or_with_a_missing_directory_says_what_is_wrong() {
 
 fn policy_from_a_report(who: As) {
     let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
-    let root = run_dir("policy", who);
-    let data = data_dir(&root);
-    let state = root.join("state");
-    open_dir(&state);
-    let log = root.join("guard.log");
+    let dirs = RunDirs::new("policy", who);
     // What a verification of a server like this one could support: wipe (which declares
     // nothing) read-only, and peek (declared read-only) a writer: the first fills an absent
     // hint, the second must not loosen a declared one.
-    let report = root.join("report.json");
+    let report = dirs.root.join("report.json");
     std::fs::write(
         &report,
         json!({"tools": [
@@ -570,19 +578,8 @@ fn policy_from_a_report(who: As) {
     )
     .expect("report");
     std::fs::set_permissions(&report, std::fs::Permissions::from_mode(0o644)).expect("chmod");
-    let args: Vec<String> = [
-        "--allow-write",
-        &data.display().to_string(),
-        "--state-dir",
-        &state.display().to_string(),
-        "--log",
-        &log.display().to_string(),
-        "--policy",
-        &report.display().to_string(),
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
+    let args = dirs.args(&["--policy", &report.display().to_string()]);
+    let RunDirs { data, log, .. } = dirs;
     let Some(mut host) = Host::start(who, &args, &data) else {
         return;
     };
