@@ -8,6 +8,7 @@
 use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
+use serde_json::value::RawValue;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::sync::Mutex as AsyncMutex;
 
@@ -21,27 +22,36 @@ pub const MAX_LINE: usize = 64 << 20;
 pub const VIOLATION_CODE: i64 = -32001;
 
 /// The parts of a JSON-RPC message guard reads; the line itself is passed on untouched. Read
-/// from a parsed value as hosts read it (a repeated key: the last one counts, as in
-/// `JSON.parse`), so that no line a host takes as a message is lost to guard.
-struct Envelope {
+/// as hosts read it (a repeated key: the last one counts, as in `JSON.parse`), so that no line
+/// a host takes as a message is lost to guard; `params` and `result` are left unparsed until a
+/// listing or a call needs them (a tool's answer may be megabytes guard never reads).
+struct Envelope<'a> {
     id: Option<Value>,
     method: Option<String>,
-    params: Option<Value>,
+    params: Option<&'a RawValue>,
     /// Present (even `null`): an answer.
-    result: Option<Value>,
-    error: Option<Value>,
+    result: Option<&'a RawValue>,
+    error: Option<&'a RawValue>,
 }
 
-impl Envelope {
-    fn of(v: &Value) -> Option<Envelope> {
-        let o = v.as_object()?;
-        Some(Envelope {
-            id: o.get("id").cloned(),
-            method: o.get("method").and_then(Value::as_str).map(String::from),
-            params: o.get("params").cloned(),
-            result: o.get("result").cloned(),
-            error: o.get("error").cloned(),
-        })
+/// A message's members, unparsed.
+type Members<'a> = std::collections::HashMap<String, &'a RawValue>;
+
+impl<'a> Envelope<'a> {
+    fn of(mut m: Members<'a>) -> Envelope<'a> {
+        Envelope {
+            id: m.get("id").and_then(|r| serde_json::from_str(r.get()).ok()),
+            method: m
+                .get("method")
+                .and_then(|r| serde_json::from_str::<String>(r.get()).ok()),
+            params: m.remove("params"),
+            result: m.remove("result"),
+            error: m.remove("error"),
+        }
+    }
+
+    fn params(&self) -> Option<Value> {
+        self.params.and_then(|p| serde_json::from_str(p.get()).ok())
     }
 }
 
@@ -58,12 +68,16 @@ fn id_text(id: &Value) -> String {
 }
 
 /// The messages of a line: one object, or the objects of a batch.
-fn envelopes(line: &[u8]) -> Vec<Envelope> {
-    match serde_json::from_slice::<Value>(line) {
-        Ok(Value::Array(items)) => items.iter().filter_map(Envelope::of).collect(),
-        Ok(v) => Envelope::of(&v).into_iter().collect(),
-        Err(_) => Vec::new(),
+fn envelopes(line: &[u8]) -> Vec<Envelope<'_>> {
+    if let Ok(m) = serde_json::from_slice::<Members<'_>>(line) {
+        return vec![Envelope::of(m)];
     }
+    serde_json::from_slice::<Vec<&RawValue>>(line)
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|item| serde_json::from_str::<Members<'_>>(item.get()).ok())
+        .map(Envelope::of)
+        .collect()
 }
 
 /// What the proxy does with a refused call's answer.
@@ -143,7 +157,13 @@ pub fn from_host_line(w: &mut Window, line: Vec<u8>) -> Vec<Vec<u8>> {
         let (Some(method), id) = (e.method.as_deref(), e.id.as_ref()) else {
             continue;
         };
-        let params = e.params.clone();
+        // Only the messages guard reads are parsed further.
+        let params = matches!(
+            method,
+            "tools/list" | "tools/call" | "notifications/cancelled"
+        )
+        .then(|| e.params())
+        .flatten();
         match (method, id) {
             ("tools/list", Some(id)) => {
                 let first_page = params
@@ -271,8 +291,11 @@ pub fn from_server_line(
         if let Some(first_page) = w.listing_answered(&id) {
             let tools: Option<Vec<Value>> = e
                 .result
-                .as_ref()
-                .and_then(|r| r.get("tools").and_then(Value::as_array).cloned());
+                .and_then(|r| serde_json::from_str::<Value>(r.get()).ok())
+                .and_then(|mut r| match r.get_mut("tools").map(Value::take) {
+                    Some(Value::Array(tools)) => Some(tools),
+                    _ => None,
+                });
             if let Some(tools) = tools {
                 for note in w.listed(&tools, first_page) {
                     eprintln!(
