@@ -191,6 +191,18 @@ pub struct GuardArgs {
     /// loopback hides.
     #[arg(long, value_name = "NAME=ADDR")]
     pub resolve: Vec<String>,
+    /// How the host speaks to guard: lines on stdin and stdout (the host starts guard), or
+    /// Streamable HTTP at http://ADDR/mcp (each session gets a server of its own).
+    #[arg(long, value_enum, default_value_t = GuardTransportArg::Stdio)]
+    pub transport: GuardTransportArg,
+    /// Where `--transport http` listens (loopback only: guard serves without authentication)
+    /// [default: 127.0.0.1:7447]
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub listen: Option<String>,
+    /// Most HTTP sessions (each a server in a sandbox of its own) at once; past it, the
+    /// session idle longest makes room, or the host is told to retry [default: 8]
+    #[arg(long = "max-sessions", value_name = "N")]
+    pub max_sessions: Option<usize>,
     /// Print the refusals of a guard log per tool, and exit.
     #[arg(long, value_name = "LOG", conflicts_with_all = ["allow_write", "allow_read", "state_dir", "log", "resolve", "policy", "command"])]
     pub summary: Option<std::path::PathBuf>,
@@ -200,6 +212,16 @@ pub struct GuardArgs {
     /// The server's command, after `--`.
     #[arg(last = true, value_name = "COMMAND")]
     pub command: Vec<String>,
+}
+
+/// Values of guard's `--transport`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, ValueEnum)]
+pub enum GuardTransportArg {
+    /// JSON-RPC lines on stdin and stdout.
+    #[default]
+    Stdio,
+    /// Streamable HTTP on a loopback address.
+    Http,
 }
 
 /// Values of `--on-violation`.

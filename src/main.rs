@@ -7,8 +7,8 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use hintcheck::cli::{
-    Cli, Command, DoctorArgs, DoctorFormat, ExplainArgs, GuardArgs, MergeArgs, MergeFormat,
-    OnViolationArg, ScanArgs, VerifyArgs,
+    Cli, Command, DoctorArgs, DoctorFormat, ExplainArgs, GuardArgs, GuardTransportArg, MergeArgs,
+    MergeFormat, OnViolationArg, ScanArgs, VerifyArgs,
 };
 use hintcheck::config::{RunConfig, parse_duration};
 use hintcheck::error::Error;
@@ -132,6 +132,10 @@ fn guard(a: &GuardArgs) -> i32 {
             }
         };
     }
+    if a.transport == GuardTransportArg::Stdio && (a.listen.is_some() || a.max_sessions.is_some()) {
+        say!("hintcheck: error: --listen and --max-sessions go with --transport http");
+        return exit_code::USAGE;
+    }
     let options = hintcheck::guard::GuardOptions {
         command: a.command.clone(),
         allow_write: a.allow_write.clone(),
@@ -147,6 +151,18 @@ fn guard(a: &GuardArgs) -> i32 {
         resolve: a.resolve.clone(),
         policy: a.policy.clone(),
         exe: a.sandbox_exe.clone(),
+        transport: match a.transport {
+            GuardTransportArg::Stdio => hintcheck::guard::Transport::Stdio,
+            GuardTransportArg::Http => {
+                hintcheck::guard::Transport::Http(hintcheck::guard::http::HttpOptions {
+                    listen: a
+                        .listen
+                        .clone()
+                        .unwrap_or_else(|| hintcheck::guard::http::DEFAULT_LISTEN.into()),
+                    max_sessions: a.max_sessions.unwrap_or(8),
+                })
+            }
+        },
     };
     match hintcheck::guard::run(&options) {
         Ok(code) => code,
@@ -156,7 +172,8 @@ fn guard(a: &GuardArgs) -> i32 {
                 hintcheck::guard::GuardError::NoCommand
                 | hintcheck::guard::GuardError::Directory { .. }
                 | hintcheck::guard::GuardError::Resolve(_)
-                | hintcheck::guard::GuardError::Policy { .. } => exit_code::USAGE,
+                | hintcheck::guard::GuardError::Policy { .. }
+                | hintcheck::guard::GuardError::Listen { .. } => exit_code::USAGE,
                 _ => exit_code::HARNESS,
             }
         }

@@ -112,7 +112,7 @@ impl GuardArbiter {
     /// Refuses the call with EACCES and records why.
     fn refuse(&self, n: &Notice<'_>, now: &Now, rule: Option<Rule>, tried: Tried<'_>) -> Ruling {
         let entry = self.entry(n, now, rule, &tried);
-        self.refusals.record(now, &entry);
+        self.refusals.record(now, entry);
         Ruling::Refuse(libc::EACCES)
     }
 
@@ -124,7 +124,7 @@ impl GuardArbiter {
         let mut entry = self.entry(n, now, Some(Rule::ReadOnly), &tried);
         entry.decision = "allowed".into();
         entry.reason = "in the server's own state directory".into();
-        self.refusals.journal().record(&entry);
+        self.refusals.record_allowed(entry);
     }
 
     /// Remembers that the server created the file open as `fd`.

@@ -178,7 +178,7 @@ fn refused_here(refusals: &Refusals, operation: &str, destination: String) -> bo
         None,
         None,
     );
-    refusals.record(&now, &entry);
+    refusals.record(&now, entry);
     true
 }
 

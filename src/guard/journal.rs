@@ -33,6 +33,10 @@ pub struct Entry {
     /// The id of the call (JSON text), when one was in flight.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub call_id: Option<String>,
+    /// The HTTP session whose server it was (`--transport http`; `stateless` for the server
+    /// shared by requests without a session).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub session: Option<String>,
     /// Every call in flight, when more than one was.
     #[serde(skip_serializing_if = "Vec::is_empty", default)]
     pub calls: Vec<String>,
@@ -137,6 +141,7 @@ impl Entry {
                 .filter(|_| first.is_some())
                 .map(|r| r.hint().to_string()),
             call_id: first.map(|c| c.id.clone()),
+            session: None,
             calls: if now.calls.len() > 1 {
                 now.calls
                     .iter()
@@ -168,12 +173,22 @@ impl Entry {
 pub struct Refusals {
     window: Arc<Mutex<Window>>,
     journal: Arc<Journal>,
+    session: Option<String>,
 }
 
 impl Refusals {
-    /// Refusals recorded in `journal` and noted in `window`.
-    pub fn new(window: Arc<Mutex<Window>>, journal: Arc<Journal>) -> Refusals {
-        Refusals { window, journal }
+    /// Refusals recorded in `journal` and noted in `window`; `session` names the HTTP session
+    /// of the server in every entry.
+    pub fn new(
+        window: Arc<Mutex<Window>>,
+        journal: Arc<Journal>,
+        session: Option<String>,
+    ) -> Refusals {
+        Refusals {
+            window,
+            journal,
+            session,
+        }
     }
 
     /// The shared window, locked.
@@ -181,17 +196,23 @@ impl Refusals {
         self.window.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// The journal.
-    pub fn journal(&self) -> &Journal {
-        &self.journal
+    /// Records refusal `entry`, made in window `now`.
+    pub fn record(&self, now: &Now, entry: Entry) {
+        let entry = self.stamped(entry);
+        if !now.calls.is_empty() {
+            self.window().note_refusal(&notice(&entry));
+        }
+        self.journal.record(&entry);
     }
 
-    /// Records refusal `entry`, made in window `now`.
-    pub fn record(&self, now: &Now, entry: &Entry) {
-        if !now.calls.is_empty() {
-            self.window().note_refusal(&notice(entry));
-        }
-        self.journal.record(entry);
+    /// Logs `entry`, an operation allowed (no notice, nothing noted in the window).
+    pub fn record_allowed(&self, entry: Entry) {
+        self.journal.record(&self.stamped(entry));
+    }
+
+    fn stamped(&self, mut entry: Entry) -> Entry {
+        entry.session.clone_from(&self.session);
+        entry
     }
 }
 
@@ -358,6 +379,7 @@ mod tests {
             tool: tool.map(Into::into),
             hint: tool.map(|_| "readOnlyHint".into()),
             call_id: None,
+            session: None,
             calls: vec![],
             window: window.into(),
             operation: op.into(),

@@ -8,6 +8,7 @@
 
 pub mod arbiter;
 pub mod forward;
+pub mod http;
 pub mod journal;
 pub mod policy;
 pub mod proxy;
@@ -51,6 +52,17 @@ pub struct GuardOptions {
     pub resolve: Vec<String>,
     /// The sandbox binary (tests), as `--sandbox-exe`.
     pub exe: Option<PathBuf>,
+    /// How the host speaks to guard.
+    pub transport: Transport,
+}
+
+/// How the host speaks to guard.
+#[derive(Debug, Clone)]
+pub enum Transport {
+    /// Lines on guard's stdin and stdout: the host started guard.
+    Stdio,
+    /// Streamable HTTP on a loopback address.
+    Http(http::HttpOptions),
 }
 
 /// Errors of `hintcheck guard`.
@@ -103,6 +115,14 @@ pub enum GuardError {
     /// The server could not be started in the sandbox.
     #[error("cannot start the server in the sandbox")]
     Launch(#[from] crate::sandbox::LaunchError),
+    /// The HTTP endpoint cannot listen where asked.
+    #[error("--listen {listen}: {detail}")]
+    Listen {
+        /// The address asked for.
+        listen: String,
+        /// Why.
+        detail: String,
+    },
     /// The async runtime could not be built.
     #[error("cannot start the async runtime")]
     Runtime(#[source] std::io::Error),
@@ -359,33 +379,78 @@ fn sandbox_config(
     }
 }
 
-/// Runs guard: the server in the sandbox, the proxy on guard's stdin and stdout, until the
-/// host closes its end or the server ends. Returns the exit code (the server's own).
+/// Runs guard: the server in the sandbox, the proxy on guard's stdin and stdout (or, with
+/// `--transport http`, on a local HTTP endpoint: [`http`]), until the host closes its end or
+/// the server ends. Returns the exit code (the server's own over stdio).
 pub fn run(o: &GuardOptions) -> Result<i32, GuardError> {
     let prepared = prepare(o)?;
+    let listen = match &o.transport {
+        Transport::Stdio => None,
+        Transport::Http(h) => Some(http::bind(h)?),
+    };
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(GuardError::Runtime)?;
-    let code = runtime.block_on(serve(o, prepared));
+    crate::interrupt::install();
+    let code = runtime.block_on(async {
+        match listen {
+            None => serve_stdio(o, prepared).await,
+            Some(listener) => http::serve(o, Arc::new(prepared), listener).await,
+        }
+    });
     // The read of guard's stdin may still be blocked in its thread: not waited for.
     runtime.shutdown_background();
     code
 }
 
-async fn serve(o: &GuardOptions, p: Prepared) -> Result<i32, GuardError> {
+/// Servers started by this guard (names each one's processes apart).
+static LAUNCHES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// A server started in the sandbox: its pipes, the window its calls open, and what ends it.
+struct Launched {
+    pipes: crate::sandbox::process::ServerPipes,
+    window: Arc<Mutex<policy::Window>>,
+    ending: Ending,
+}
+
+/// The server's process and scratch, for its end.
+struct Ending {
+    process: ServerProcess,
+    scratch: crate::sandbox::scratch::Scratch,
+}
+
+impl Ending {
+    /// Ends the server (it has `EXIT_GRACE` to exit by itself once its stdin is closed) and
+    /// removes its scratch; returns its exit code.
+    async fn end(mut self) -> i32 {
+        let exit = self.process.shutdown(EXIT_GRACE).await;
+        let _ = self.scratch.remove();
+        exit.code.unwrap_or(match exit.signal {
+            Some(s) => 128 + s,
+            None => 0,
+        })
+    }
+}
+
+/// Starts the server in the sandbox under a window of its own; `session` names its HTTP
+/// session in the log.
+async fn launch(
+    o: &GuardOptions,
+    p: &Prepared,
+    session: Option<String>,
+) -> Result<Launched, GuardError> {
     let path_var = std::env::var("PATH").ok();
     let program = resolve_program(&o.command[0], path_var.as_deref())?;
     let mut scratch = crate::sandbox::scratch::Scratch::create()?;
     scratch
         .prepare_sandbox(None, 0)
         .map_err(|source| crate::sandbox::LaunchError::Scratch { source })?;
-    crate::interrupt::install();
     let scratch_root = scratch
         .root()
         .map(Path::to_path_buf)
         .unwrap_or_else(std::env::temp_dir);
-    let config = sandbox_config(o, &p, &program, &scratch_root);
+    let config = sandbox_config(o, p, &program, &scratch_root);
     let places = arbiter::Places {
         state: Place::on_host(&p.state_dir).map_err(|e| GuardError::StateDir {
             path: p.state_dir.clone(),
@@ -408,16 +473,21 @@ async fn serve(o: &GuardOptions, p: Prepared) -> Result<i32, GuardError> {
         window.allow_startup_writes();
     }
     let window = Arc::new(Mutex::new(window));
-    let refusals = journal::Refusals::new(window.clone(), p.journal.clone());
+    let refusals = journal::Refusals::new(window.clone(), p.journal.clone(), session);
     let arbiter = arbiter::GuardArbiter::new(refusals.clone(), places);
     let spec = LaunchSpec {
         program: o.command[0].clone(),
         args: o.command[1..].to_vec(),
         env: config.env.clone(),
         cwd: config.cwd.clone(),
-        run_id: format!("guard-{}", std::process::id()),
+        // Unique per server: the sweep at its end takes only its own stragglers.
+        run_id: format!(
+            "guard-{}-{}",
+            std::process::id(),
+            LAUNCHES.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        ),
     };
-    let (forwarding, resolved) = (refusals.clone(), p.resolved.clone());
+    let (forwarding, resolved) = (refusals, p.resolved.clone());
     let started = ServerProcess::spawn_sandboxed(
         &spec,
         &config,
@@ -425,14 +495,41 @@ async fn serve(o: &GuardOptions, p: Prepared) -> Result<i32, GuardError> {
         move |sockets| forward::start(sockets, forwarding, resolved),
         Some(Arc::new(arbiter)),
     )
-    .await?;
-    let mut process = started.process;
-    let pipes = started.pipes;
-    let to_server: proxy::ToServer = Arc::new(tokio::sync::Mutex::new(Some(Box::new(pipes.stdin))));
-    let mut stderr = pipes.stderr;
-    let log = tokio::spawn(async move {
+    .await;
+    let started = match started {
+        Ok(s) => s,
+        Err(e) => {
+            let _ = scratch.remove();
+            return Err(e.into());
+        }
+    };
+    Ok(Launched {
+        pipes: started.pipes,
+        window,
+        ending: Ending {
+            process: started.process,
+            scratch,
+        },
+    })
+}
+
+/// The server's stderr, copied to guard's.
+fn copy_stderr(
+    mut stderr: impl tokio::io::AsyncRead + Unpin + Send + 'static,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
         let _ = tokio::io::copy(&mut stderr, &mut tokio::io::stderr()).await;
-    });
+    })
+}
+
+async fn serve_stdio(o: &GuardOptions, p: Prepared) -> Result<i32, GuardError> {
+    let Launched {
+        pipes,
+        window,
+        ending,
+    } = launch(o, &p, None).await?;
+    let to_server: proxy::ToServer = Arc::new(tokio::sync::Mutex::new(Some(Box::new(pipes.stdin))));
+    let log = copy_stderr(pipes.stderr);
     let mut inbound = tokio::spawn(proxy::host_to_server(
         tokio::io::stdin(),
         to_server.clone(),
@@ -440,7 +537,7 @@ async fn serve(o: &GuardOptions, p: Prepared) -> Result<i32, GuardError> {
     ));
     let outbound = proxy::server_to_host(
         pipes.stdout,
-        tokio::io::stdout(),
+        proxy::Stdout(tokio::io::stdout()),
         to_server.clone(),
         window.clone(),
         o.on_violation,
@@ -464,11 +561,7 @@ async fn serve(o: &GuardOptions, p: Prepared) -> Result<i32, GuardError> {
         *to_server.lock().await = None;
     })
     .await;
-    let exit = process.shutdown(EXIT_GRACE).await;
+    let code = ending.end().await;
     let _ = tokio::time::timeout(Duration::from_millis(200), log).await;
-    let _ = scratch.remove();
-    Ok(exit.code.unwrap_or(match exit.signal {
-        Some(s) => 128 + s,
-        None => 0,
-    }))
+    Ok(code)
 }

@@ -366,6 +366,46 @@ pub struct Window {
     /// `tools/list` requests of the host not yet answered (id text → whether it asked a later
     /// page).
     listing: HashMap<String, bool>,
+    /// A whole listing was read since the start (or since the server said its tools changed).
+    listed_once: bool,
+    /// Guard's own `tools/list` in flight.
+    fetch: Option<Fetch>,
+    /// Guard's own listings asked so far.
+    fetches: u64,
+    /// Calls of tools guard has not seen listed, waiting for its own listing: (id, tool, line).
+    awaiting: Vec<(String, String, Vec<u8>)>,
+}
+
+/// Most calls waiting for guard's own listing; past it, calls go under the hints known.
+const AWAITING_CAP: usize = 256;
+
+/// Guard's own `tools/list` request in flight.
+#[derive(Debug)]
+struct Fetch {
+    /// Its id text.
+    id: String,
+    /// The `_meta` its pages carry.
+    meta: Option<Value>,
+    /// It asks the first page.
+    first_page: bool,
+}
+
+/// Guard's own `tools/list` request (`meta`: the `_meta` of the 2026-07-28 era to carry).
+fn listing_request(id: &str, meta: Option<&Value>, cursor: Option<&str>) -> Vec<u8> {
+    let mut params = serde_json::Map::new();
+    if let Some(meta) = meta {
+        params.insert("_meta".into(), meta.clone());
+    }
+    if let Some(cursor) = cursor {
+        params.insert("cursor".into(), Value::String(cursor.into()));
+    }
+    serde_json::to_vec(&serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": id,
+        "method": "tools/list",
+        "params": params,
+    }))
+    .unwrap_or_default()
 }
 
 /// Most processes and threads whose tool is remembered.
@@ -409,6 +449,7 @@ impl Window {
         if first_page {
             self.tools.clear();
             self.overflowed = false;
+            self.listed_once = true;
         }
         let mut notes = Vec::new();
         for t in tools {
@@ -430,6 +471,99 @@ impl Window {
             self.tools.insert(name.to_string(), hints);
         }
         notes
+    }
+
+    /// Whether a call of `tool` must wait for guard's own listing: nothing was listed since
+    /// the start (a host that kept the listing of an earlier run, a stateless host that
+    /// caches it) or since the server said its tools changed, and the tool is unknown.
+    pub fn needs_listing(&self, tool: &str) -> bool {
+        !self.listed_once
+            && !self.overflowed
+            && !self.tools.contains_key(tool)
+            && self.awaiting.len() < AWAITING_CAP
+    }
+
+    /// Holds call `id` of `tool` until guard's own listing is read; returns that listing's
+    /// request when none is in flight yet. `meta` is the call's `_meta` (the 2026-07-28 era's
+    /// protocol version and capabilities, which the listing needs as well).
+    pub fn await_listing(
+        &mut self,
+        id: String,
+        tool: String,
+        line: Vec<u8>,
+        meta: Option<Value>,
+    ) -> Option<Vec<u8>> {
+        self.awaiting.push((id, tool, line));
+        if self.fetch.is_some() {
+            return None;
+        }
+        self.fetches += 1;
+        let id = format!("hintcheck-guard-listing-{}", self.fetches);
+        let request = listing_request(&id, meta.as_ref(), None);
+        self.fetch = Some(Fetch {
+            id: Value::String(id).to_string(),
+            meta,
+            first_page: true,
+        });
+        Some(request)
+    }
+
+    /// Whether `id` is guard's own listing's.
+    pub fn fetching(&self, id: &str) -> bool {
+        self.fetch.as_ref().is_some_and(|f| f.id == id)
+    }
+
+    /// Answer `id` of the server, when it answers guard's own listing: `Some(lines to send to
+    /// the server)` (the next page's request, or the waiting calls that may go now), and the
+    /// answer goes no further; `None` for any other answer.
+    pub fn fetch_answered(&mut self, id: &str, result: Option<&Value>) -> Option<Vec<Vec<u8>>> {
+        let Fetch {
+            meta, first_page, ..
+        } = self.fetch.take_if(|f| f.id == id)?;
+        if let Some(tools) = result
+            .and_then(|r| r.get("tools"))
+            .and_then(Value::as_array)
+        {
+            for note in self.listed(tools, first_page) {
+                eprintln!("hintcheck guard: {note}");
+            }
+        }
+        if let Some(cursor) = result
+            .and_then(|r| r.get("nextCursor"))
+            .and_then(Value::as_str)
+            .filter(|_| self.fetches < 10_000)
+        {
+            self.fetches += 1;
+            let next = format!("hintcheck-guard-listing-{}", self.fetches);
+            let request = listing_request(&next, meta.as_ref(), Some(cursor));
+            self.fetch = Some(Fetch {
+                id: Value::String(next).to_string(),
+                meta,
+                first_page: false,
+            });
+            return Some(vec![request]);
+        }
+        // Listed, or the server would not list: the waiting calls go under what is known
+        // (an unknown tool: the worst case, as a tool without hints).
+        self.listed_once = true;
+        let mut go = Vec::new();
+        for (id, tool, line) in std::mem::take(&mut self.awaiting) {
+            let hints = self.hints_of(&tool);
+            let call = Call {
+                id,
+                tool,
+                policy: Policy::of(&hints),
+                hints,
+            };
+            go.extend(self.admit(call, line));
+        }
+        Some(go)
+    }
+
+    /// The server said its tools changed: the next call of a tool guard does not know waits
+    /// for a listing again.
+    pub fn tools_changed(&mut self) {
+        self.listed_once = false;
     }
 
     /// The host asked `tools/list` with request `id` (`first_page`: without a cursor).
@@ -506,12 +640,13 @@ impl Window {
         });
     }
 
-    /// The host cancelled request `id`: true when it was held (it is dropped, and the server
-    /// never hears of it).
+    /// The host cancelled request `id`: true when it was held or waiting for guard's listing
+    /// (it is dropped, and the server never hears of it).
     pub fn cancel_held(&mut self, id: &str) -> bool {
-        let before = self.held.len();
+        let before = self.held.len() + self.awaiting.len();
         self.held.retain(|(c, _)| c.id != id);
-        self.held.len() != before
+        self.awaiting.retain(|(a, _, _)| a != id);
+        self.held.len() + self.awaiting.len() != before
     }
 
     /// Response `id` came: the call leaves the window. Returns it with what was refused in

@@ -56,7 +56,7 @@ impl<'a> Envelope<'a> {
 }
 
 /// An id as comparable text (`7`, `"abc"`): the same value however it was spelled.
-fn id_text(id: &Value) -> String {
+pub(crate) fn id_text(id: &Value) -> String {
     match id {
         // `5` and `5.0` are the same id.
         Value::Number(n) => match n.as_f64() {
@@ -93,7 +93,8 @@ pub enum OnViolation {
 /// releases them).
 pub type ToServer = Arc<AsyncMutex<Option<Box<dyn AsyncWrite + Send + Unpin>>>>;
 
-async fn send(to_server: &ToServer, line: &[u8]) -> bool {
+/// Writes `line` to the server; false once its stdin is gone.
+pub(crate) async fn send(to_server: &ToServer, line: &[u8]) -> bool {
     let mut guard = to_server.lock().await;
     let Some(w) = guard.as_mut() else {
         return false;
@@ -179,6 +180,14 @@ pub fn from_host_line(w: &mut Window, line: Vec<u8>) -> Vec<Vec<u8>> {
                     .and_then(Value::as_str)
                     .unwrap_or("")
                     .to_string();
+                if !batch && w.needs_listing(&tool) {
+                    // A tool guard never saw listed: its hints are learnt first.
+                    let meta = params.as_ref().and_then(protocol_meta);
+                    return w
+                        .await_listing(id_text(id), tool, line, meta)
+                        .into_iter()
+                        .collect();
+                }
                 let hints = w.hints_of(&tool);
                 calls.push(Call {
                     id: id_text(id),
@@ -229,11 +238,41 @@ pub fn from_host_line(w: &mut Window, line: Vec<u8>) -> Vec<Vec<u8>> {
     now.into_iter().chain(released).collect()
 }
 
+/// Where the server's lines go: the host's stdin (over stdio), or the HTTP streams of the
+/// requests they answer (`--transport http`).
+pub trait ToHost {
+    /// Passes `line` on; false when the host is gone.
+    fn deliver(&mut self, line: Vec<u8>) -> impl std::future::Future<Output = bool> + Send;
+}
+
+/// The host at the other end of guard's stdout.
+pub struct Stdout<W>(pub W);
+
+impl<W: AsyncWrite + Unpin + Send> ToHost for Stdout<W> {
+    async fn deliver(&mut self, line: Vec<u8>) -> bool {
+        self.0.write_all(&line).await.is_ok()
+            && self.0.write_all(b"\n").await.is_ok()
+            && self.0.flush().await.is_ok()
+    }
+}
+
+/// The members of a request's `_meta` that the 2026-07-28 era requires on every request
+/// (protocol version, client capabilities and information), for guard's own listing.
+fn protocol_meta(params: &Value) -> Option<Value> {
+    let meta = params.get("_meta")?.as_object()?;
+    let kept: serde_json::Map<String, Value> = meta
+        .iter()
+        .filter(|(k, _)| k.starts_with("io.modelcontextprotocol/"))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    (!kept.is_empty()).then_some(Value::Object(kept))
+}
+
 /// Server to host: passes the server's lines on, reads listings and answers, releases held
 /// calls. Returns when the server's stdout ends.
 pub async fn server_to_host(
     from_server: impl AsyncRead + Unpin,
-    mut to_host: impl AsyncWrite + Unpin,
+    mut to_host: impl ToHost,
     to_server: ToServer,
     window: Arc<Mutex<Window>>,
     on_violation: OnViolation,
@@ -250,9 +289,8 @@ pub async fn server_to_host(
             }
             Ok(Frame::Eof { trailing }) => {
                 if let Some(t) = trailing {
-                    let _ = to_host.write_all(&t).await;
+                    to_host.deliver(t).await;
                 }
-                let _ = to_host.flush().await;
                 break;
             }
             Err(_) => break,
@@ -261,11 +299,10 @@ pub async fn server_to_host(
             let mut w = window.lock().unwrap_or_else(|p| p.into_inner());
             from_server_line(&mut w, line, on_violation)
         };
-        if to_host.write_all(&line).await.is_err()
-            || to_host.write_all(b"\n").await.is_err()
-            || to_host.flush().await.is_err()
-        {
-            break;
+        if let Some(line) = line {
+            if !to_host.deliver(line).await {
+                break;
+            }
         }
         for held in released {
             send(&to_server, &held).await;
@@ -273,21 +310,32 @@ pub async fn server_to_host(
     }
 }
 
-/// What to pass on for one line of the server, and the held calls it releases.
+/// What to pass on for one line of the server (nothing: it answered guard's own listing),
+/// and the lines it releases to the server (held calls, the next page of guard's listing).
 pub fn from_server_line(
     w: &mut Window,
     line: Vec<u8>,
     on_violation: OnViolation,
-) -> (Vec<u8>, Vec<Vec<u8>>) {
+) -> (Option<Vec<u8>>, Vec<Vec<u8>>) {
     let envs = envelopes(&line);
     let single = envs.len() == 1 && line.first() != Some(&b'[');
     let mut released = Vec::new();
     let mut replacement = None;
     for e in &envs {
+        if e.method.as_deref() == Some("notifications/tools/list_changed") {
+            w.tools_changed();
+        }
         let Some(id) = e.id.as_ref().filter(|_| e.method.is_none()) else {
             continue;
         };
         let id = id_text(id);
+        if single && w.fetching(&id) {
+            let result = e
+                .result
+                .and_then(|r| serde_json::from_str::<Value>(r.get()).ok());
+            let go = w.fetch_answered(&id, result.as_ref()).unwrap_or_default();
+            return (None, go);
+        }
         if let Some(first_page) = w.listing_answered(&id) {
             let tools: Option<Vec<Value>> = e
                 .result
@@ -316,7 +364,7 @@ pub fn from_server_line(
             }
         }
     }
-    (replacement.unwrap_or(line), released)
+    (Some(replacement.unwrap_or(line)), released)
 }
 
 /// The error that replaces the answer of a call whose window had refusals.
@@ -357,7 +405,7 @@ mod tests {
             br#"{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"read","annotations":{"readOnlyHint":true}},{"name":"write"}]}}"#.to_vec(),
             OnViolation::Error,
         );
-        assert!(out.starts_with(b"{\"jsonrpc\""));
+        assert!(out.expect("passed on").starts_with(b"{\"jsonrpc\""));
     }
 
     #[test]
@@ -375,7 +423,7 @@ mod tests {
             br#"{"jsonrpc":"2.0","id":"a","result":{"content":[]}}"#.to_vec(),
             OnViolation::Error,
         );
-        assert!(out.ends_with(b"}}"));
+        assert!(out.expect("passed on").ends_with(b"}}"));
         assert_eq!(released, vec![write.to_vec()]);
         assert!(!w.now().policy.read_only);
     }
@@ -394,7 +442,7 @@ mod tests {
             br#"{"jsonrpc":"2.0","id":5.0,"result":{}}"#.to_vec(),
             OnViolation::Error,
         );
-        let v: Value = serde_json::from_slice(&out).expect("json");
+        let v: Value = serde_json::from_slice(&out.expect("passed on")).expect("json");
         assert_eq!(v["id"], 5.0);
         assert_eq!(v["error"]["code"], VIOLATION_CODE);
         assert!(
@@ -406,12 +454,45 @@ mod tests {
     }
 
     #[test]
+    fn a_call_before_any_listing_waits_for_guards_own() {
+        let mut w = Window::new(false, Default::default());
+        let call = br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"read","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","progressToken":3}}}"#;
+        let sent = from_host_line(&mut w, call.to_vec());
+        assert_eq!(sent.len(), 1);
+        let ask: Value = serde_json::from_slice(&sent[0]).expect("json");
+        assert_eq!(ask["method"], "tools/list");
+        // The era's _meta goes along; the call's own progress token does not.
+        assert_eq!(
+            ask["params"]["_meta"],
+            serde_json::json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28"})
+        );
+        assert!(w.now().calls.is_empty(), "the call waits");
+        let answer = serde_json::json!({"jsonrpc": "2.0", "id": ask["id"], "result": {"tools": [{"name": "read", "annotations": {"readOnlyHint": true}}]}});
+        let (to_host, go) = from_server_line(
+            &mut w,
+            serde_json::to_vec(&answer).expect("json"),
+            OnViolation::Pass,
+        );
+        assert!(to_host.is_none(), "guard's own listing stays with guard");
+        assert_eq!(go, vec![call.to_vec()]);
+        assert!(w.now().policy.read_only);
+        // Listed once: an unknown tool later goes at once (under the worst case).
+        from_server_line(
+            &mut w,
+            br#"{"jsonrpc":"2.0","id":1,"result":{}}"#.to_vec(),
+            OnViolation::Pass,
+        );
+        let other = br#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"nope"}}"#;
+        assert_eq!(from_host_line(&mut w, other.to_vec()), vec![other.to_vec()]);
+    }
+
+    #[test]
     fn garbage_passes_through_and_opens_nothing() {
         let mut w = Window::new(false, Default::default());
         for junk in [&b"not json"[..], b"[1,2", b"{\"id\":{}}", b"[]"] {
             assert_eq!(from_host_line(&mut w, junk.to_vec()), vec![junk.to_vec()]);
             let (out, released) = from_server_line(&mut w, junk.to_vec(), OnViolation::Error);
-            assert_eq!(out, junk);
+            assert_eq!(out.as_deref(), Some(junk));
             assert!(released.is_empty());
         }
         assert!(w.now().calls.is_empty());

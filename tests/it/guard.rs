@@ -159,7 +159,7 @@ fn open_dir(path: &Path) {
 }
 
 /// The data directory of a run, with the files the fixture's tools aim at.
-fn data_dir(root: &Path) -> PathBuf {
+pub(crate) fn data_dir(root: &Path) -> PathBuf {
     let data = root.join("data");
     open_dir(&data);
     for (name, content) in [
@@ -180,12 +180,12 @@ fn data_dir(root: &Path) -> PathBuf {
     data
 }
 
-fn read(p: &Path) -> String {
+pub(crate) fn read(p: &Path) -> String {
     std::fs::read_to_string(p).unwrap_or_else(|e| format!("<{e}>"))
 }
 
 /// The log's entries.
-fn entries(log: &Path) -> Vec<Value> {
+pub(crate) fn entries(log: &Path) -> Vec<Value> {
     read(log)
         .lines()
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("log line not JSON ({e}): {l}")))
@@ -193,7 +193,7 @@ fn entries(log: &Path) -> Vec<Value> {
 }
 
 /// The refusal of `operation` on a path ending in `path_end` (or a destination) by `tool`.
-fn refusal<'a>(log: &'a [Value], tool: &str, operation: &str, end: &str) -> &'a Value {
+pub(crate) fn refusal<'a>(log: &'a [Value], tool: &str, operation: &str, end: &str) -> &'a Value {
     log.iter()
         .find(|e| {
             e["decision"] == "refused"
@@ -212,19 +212,19 @@ fn refusal<'a>(log: &'a [Value], tool: &str, operation: &str, end: &str) -> &'a 
 }
 
 /// Serializes the guard tests (they look for leftovers by the fixture's name).
-static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+pub(crate) static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// The directories of one guard run: a data directory seeded for the fixture (shared with
 /// the server), a state directory and a log.
-struct RunDirs {
-    root: PathBuf,
-    data: PathBuf,
-    state: PathBuf,
-    log: PathBuf,
+pub(crate) struct RunDirs {
+    pub(crate) root: PathBuf,
+    pub(crate) data: PathBuf,
+    pub(crate) state: PathBuf,
+    pub(crate) log: PathBuf,
 }
 
 impl RunDirs {
-    fn new(name: &str, who: As) -> RunDirs {
+    pub(crate) fn new(name: &str, who: As) -> RunDirs {
         let root = stage().dir.join(format!(
             "guard-{name}-{}",
             format!("{who:?}").to_lowercase()
@@ -243,7 +243,7 @@ impl RunDirs {
     }
 
     /// Guard's options for these directories, then `extra`.
-    fn args(&self, extra: &[&str]) -> Vec<String> {
+    pub(crate) fn args(&self, extra: &[&str]) -> Vec<String> {
         let mut args: Vec<String> = vec![
             "--allow-write".into(),
             self.data.display().to_string(),

@@ -32,6 +32,8 @@ mod fleet;
 mod fuzz;
 /// The enforcing proxy: liars refused on the host's real directory, honest tools untouched.
 mod guard;
+/// The enforcing proxy serving Streamable HTTP: sessions, the stateless era, real SDK clients.
+mod guard_http;
 /// Hostile servers at scale: flat memory over many calls.
 mod hostile;
 /// Attacks on installs: package code never runs on the host; what runs, runs confined.

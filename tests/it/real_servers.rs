@@ -22,20 +22,32 @@ pub(crate) fn installed(scenario: &str) -> Option<Installed> {
         return None;
     }
     let s = Scenario::load(&repo().join("scenarios").join(scenario)).expect("scenario");
+    installed_packages(&s.setup, scenario)
+}
+
+/// What `setup` installs into the tests' cache (`what` names it in a failure); `None` (the
+/// test skipped with the reason) without npm or Python.
+pub(crate) fn installed_packages(
+    setup: &hintcheck::fleet::setup::SetupSection,
+    what: &str,
+) -> Option<Installed> {
+    if !installers_present() {
+        return None;
+    }
     let mut limits = hintcheck::fleet::setup::SetupLimits::within(
         hintcheck::fleet::setup::DEFAULT_SETUP_TIMEOUT,
         false,
     );
     // The installers' sandbox re-executes hintcheck, which this test binary is not.
     limits.confinement.exe = Some(crate::util::hintcheck_bin());
-    match hintcheck::fleet::setup::ensure(&s.setup, std::path::Path::new(&cache()), &limits) {
+    match hintcheck::fleet::setup::ensure(setup, std::path::Path::new(&cache()), &limits) {
         Ok(i) => Some(i),
-        Err(e) => panic!("[setup] of {scenario}: {e}"),
+        Err(e) => panic!("[setup] of {what}: {e}"),
     }
 }
 
 /// The entry point of an npm reference server, installed by its scenario's `[setup]`.
-fn node_server(package: &str) -> Option<PathBuf> {
+pub(crate) fn node_server(package: &str) -> Option<PathBuf> {
     let scenario = format!("real-{}", package.trim_start_matches("server-"));
     let p = installed(&scenario)?
         .npm?
