@@ -6,7 +6,9 @@
 //! of 1,000 calls each, after 100 calls of warm-up. Run with `cargo bench --bench guard`.
 //!
 //! Targets: < 0.2 ms a call on the fake server, < 0.5 ms on the filesystem server, start-up
-//! < 20 ms more than the bare server, memory flat over the soak.
+//! < 20 ms more than the bare server, memory flat over the soak. And what `--transport http`
+//! costs a call over guard on stdio (the fake server, one keep-alive connection, JSON answers;
+//! no target: a host's own HTTP stack costs more), with guard's memory over as many calls.
 
 #![allow(clippy::print_stdout)] // a benchmark reports on stdout
 
@@ -272,6 +274,8 @@ fn main() {
         ),
     }
 
+    over_http(&hintcheck, &state, &fake_argv, echo);
+
     // The soak: memory of the guard process over 10,000 calls.
     let (mut c, _) = Client::start(&guard_argv(&hintcheck, &state, &[], &fake_argv));
     c.calls(echo, 1000);
@@ -286,6 +290,181 @@ fn main() {
         late as f64 / 1024.0,
         if growth < 2.0 { "flat" } else { "GROWING" }
     );
+}
+
+/// A host on one keep-alive HTTP connection to guard's endpoint, asking JSON answers.
+struct HttpHost {
+    stream: BufReader<std::net::TcpStream>,
+    session: String,
+    next: u64,
+}
+
+impl HttpHost {
+    fn post(&mut self, session: Option<&str>, body: &str) -> (Option<String>, String) {
+        let mut head = format!(
+            "POST /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\naccept: application/json\r\ncontent-length: {}\r\n",
+            body.len()
+        );
+        if let Some(s) = session {
+            head.push_str(&format!("mcp-session-id: {s}\r\n"));
+        }
+        head.push_str("\r\n");
+        let w = self.stream.get_mut();
+        w.write_all(head.as_bytes()).expect("send");
+        w.write_all(body.as_bytes()).expect("send");
+        let (mut length, mut session_id) = (0usize, None);
+        loop {
+            let mut line = String::new();
+            self.stream.read_line(&mut line).expect("read");
+            let line = line.trim_end();
+            if line.is_empty() {
+                break;
+            }
+            if let Some((k, v)) = line.split_once(':') {
+                match k.to_ascii_lowercase().as_str() {
+                    "content-length" => length = v.trim().parse().unwrap_or(0),
+                    "mcp-session-id" => session_id = Some(v.trim().to_string()),
+                    _ => {}
+                }
+            }
+        }
+        let mut answer = vec![0; length];
+        std::io::Read::read_exact(&mut self.stream, &mut answer).expect("body");
+        (session_id, String::from_utf8_lossy(&answer).into_owned())
+    }
+
+    fn start(addr: &str) -> HttpHost {
+        let stream = std::net::TcpStream::connect(addr).expect("connect to guard");
+        stream.set_nodelay(true).expect("nodelay");
+        let mut host = HttpHost {
+            stream: BufReader::new(stream),
+            session: String::new(),
+            next: 2,
+        };
+        let (session, _) = host.post(
+            None,
+            r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}"#,
+        );
+        host.session = session.expect("a session");
+        let s = host.session.clone();
+        host.post(
+            Some(&s),
+            r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+        );
+        host.post(
+            Some(&s),
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#,
+        );
+        host
+    }
+
+    fn calls(&mut self, call: &str, n: usize) -> Vec<Duration> {
+        let session = self.session.clone();
+        (0..n)
+            .map(|_| {
+                let id = self.next;
+                self.next += 1;
+                let t = Instant::now();
+                let (_, answer) = self.post(
+                    Some(&session),
+                    &format!(
+                        r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{call}}}"#
+                    ),
+                );
+                let took = t.elapsed();
+                assert!(
+                    answer.contains(&format!("\"id\":{id}")) && !answer.contains("\"error\""),
+                    "{answer}"
+                );
+                took
+            })
+            .collect()
+    }
+}
+
+/// Guard over HTTP against guard over stdio, on the fake server.
+fn over_http(hintcheck: &Path, state: &Path, server: &[String], call: &str) {
+    let argv = guard_argv(
+        hintcheck,
+        state,
+        &[
+            "--transport".into(),
+            "http".into(),
+            "--listen".into(),
+            "127.0.0.1:0".into(),
+        ],
+        server,
+    );
+    let mut guard = Command::new(&argv[0])
+        .args(&argv[1..])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("guard");
+    let mut err = BufReader::new(guard.stderr.take().expect("stderr"));
+    let mut first = String::new();
+    err.read_line(&mut first)
+        .expect("guard says where it serves");
+    let addr = first
+        .trim_end()
+        .split(" at http://")
+        .nth(1)
+        .and_then(|u| u.strip_suffix("/mcp"))
+        .unwrap_or_else(|| panic!("no address in {first}"))
+        .to_string();
+    let pid = guard.id();
+    let rss = || {
+        std::fs::read_to_string(format!("/proc/{pid}/status"))
+            .ok()
+            .and_then(|s| {
+                s.lines()
+                    .find_map(|l| l.strip_prefix("VmRSS:"))
+                    .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
+            })
+            .unwrap_or(0) as f64
+            / 1024.0
+    };
+    let mut per_call = Vec::new();
+    for _ in 0..RUNS {
+        let mut host = HttpHost::start(&addr);
+        host.calls(call, WARM_UP);
+        per_call.push(median(
+            host.calls(call, CALLS).into_iter().map(ms).collect(),
+        ));
+        let session = host.session.clone();
+        let w = host.stream.get_mut();
+        let _ = write!(
+            w,
+            "DELETE /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\nmcp-session-id: {session}\r\ncontent-length: 0\r\n\r\n"
+        );
+    }
+    let stdio = median(
+        (0..RUNS)
+            .map(|_| run(&guard_argv(hintcheck, state, &[], server), call).1)
+            .collect(),
+    );
+    let http = median(per_call);
+    println!(
+        "fake server over HTTP: through guard {http:.3} ms a call (one keep-alive connection, JSON answers), over stdio {stdio:.3} ms: HTTP adds {:+.3} ms",
+        http - stdio
+    );
+    let mut host = HttpHost::start(&addr);
+    host.calls(call, 1000);
+    let early = rss();
+    host.calls(call, SOAK - 1000);
+    let late = rss();
+    println!(
+        "  soak over HTTP: RSS of guard {early:.1} MiB after 1,000 calls, {late:.1} MiB after {SOAK}: {:+.1} MiB ({})",
+        late - early,
+        if late - early < 2.0 {
+            "flat"
+        } else {
+            "GROWING"
+        }
+    );
+    let _ = Command::new("kill").arg(pid.to_string()).status();
+    let _ = guard.wait();
 }
 
 fn which(program: &str) -> Option<PathBuf> {

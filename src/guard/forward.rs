@@ -7,10 +7,12 @@
 //! otherwise. The decision rests on guard's own state at the moment the connection arrives,
 //! never on the server's memory. Datagrams other than DNS are not forwarded.
 
+use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener, TcpStream, UdpSocket};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::os::fd::OwnedFd;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use super::journal::{Entry, Refusals, Tried};
@@ -76,37 +78,120 @@ impl Resolved {
     }
 }
 
-/// Serves the namespace's sockets: the DNS stub, and each listener opened on demand.
-pub fn start(sockets: NetworkSockets, refusals: Refusals, resolved: Arc<Resolved>) {
+/// How often the threads that wait on the namespace's sockets look whether to stop.
+const STOP_POLL: Duration = Duration::from_millis(500);
+
+/// What ends the forwarder's threads when the server's sandbox ends (guard runs one per HTTP
+/// session: each ended session must take its threads, sockets and namespace with it).
+#[derive(Debug, Default)]
+pub struct Forwarder {
+    stopped: AtomicBool,
+    /// Sockets shut down at the stop (listeners, forwarded connections), by key.
+    sockets: Mutex<HashMap<u64, Vec<OwnedFd>>>,
+    next: AtomicU64,
+}
+
+impl Forwarder {
+    /// Keeps copies of `fds` to shut down at the stop; the key releases them.
+    fn hold(&self, fds: Vec<OwnedFd>) -> Option<u64> {
+        let key = self.next.fetch_add(1, Ordering::Relaxed);
+        self.sockets
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(key, fds);
+        if self.stopped.load(Ordering::Acquire) {
+            self.stop();
+            return None;
+        }
+        Some(key)
+    }
+
+    fn release(&self, key: u64) {
+        self.sockets
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&key);
+    }
+
+    fn stopped(&self) -> bool {
+        self.stopped.load(Ordering::Acquire)
+    }
+
+    /// Stops every thread: blocked accepts and copies return, the DNS stub sees the flag.
+    pub fn stop(&self) {
+        self.stopped.store(true, Ordering::Release);
+        let held: Vec<OwnedFd> = self
+            .sockets
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .drain()
+            .flat_map(|(_, fds)| fds)
+            .collect();
+        for fd in &held {
+            let _ = rustix::net::shutdown(fd, rustix::net::Shutdown::Both);
+        }
+    }
+}
+
+/// A copy of a socket's descriptor, to shut it down from another thread.
+fn copy_of<S: std::os::fd::AsFd>(socket: &S) -> Option<OwnedFd> {
+    socket.as_fd().try_clone_to_owned().ok()
+}
+
+/// Serves the namespace's sockets: the DNS stub, and each listener opened on demand, until
+/// the returned forwarder is stopped.
+pub fn start(
+    sockets: NetworkSockets,
+    refusals: Refusals,
+    resolved: Arc<Resolved>,
+) -> Arc<Forwarder> {
     // Guard reads no packets: the namespace's routes keep everything inside.
     drop(sockets.packets);
+    let forwarder = Arc::new(Forwarder::default());
     let connections = Arc::new(AtomicUsize::new(0));
     {
-        let (refusals, resolved) = (refusals.clone(), resolved.clone());
+        let (refusals, resolved, forwarder) =
+            (refusals.clone(), resolved.clone(), forwarder.clone());
         let dns = sockets.dns;
         let _ = std::thread::Builder::new()
             .name("guard-dns".into())
-            .spawn(move || dns_loop(dns, refusals, resolved));
+            .spawn(move || dns_loop(dns, refusals, resolved, &forwarder));
     }
     let mut listeners = sockets.listeners;
     let more = sockets.more_listeners;
+    let stop = forwarder.clone();
     let _ = std::thread::Builder::new()
         .name("guard-listeners".into())
         .spawn(move || {
             let serve = |listener: TcpListener| {
-                let (refusals, resolved, connections) =
-                    (refusals.clone(), resolved.clone(), connections.clone());
+                if stop
+                    .hold(copy_of(&listener).into_iter().collect())
+                    .is_none()
+                {
+                    return;
+                }
+                let (refusals, resolved, connections, stop) = (
+                    refusals.clone(),
+                    resolved.clone(),
+                    connections.clone(),
+                    stop.clone(),
+                );
                 let _ = std::thread::Builder::new()
                     .name("guard-accept".into())
-                    .spawn(move || accept_loop(listener, refusals, resolved, connections));
+                    .spawn(move || accept_loop(listener, refusals, resolved, connections, &stop));
             };
             for (_, l) in listeners.drain(..) {
                 serve(l);
             }
-            for (_, l) in more.iter() {
-                serve(l);
+            while !stop.stopped() {
+                match more.recv_timeout(STOP_POLL) {
+                    Ok((_, l)) => serve(l),
+                    Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+                    Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
+                }
             }
         });
+    forwarder
 }
 
 /// An address as the kernel gives it (an IPv4 address of a dual-stack listener is
@@ -123,8 +208,12 @@ fn accept_loop(
     refusals: Refusals,
     resolved: Arc<Resolved>,
     connections: Arc<AtomicUsize>,
+    forwarder: &Arc<Forwarder>,
 ) {
     for conn in listener.incoming() {
+        if forwarder.stopped() {
+            break;
+        }
         let Ok(conn) = conn else {
             continue;
         };
@@ -145,12 +234,21 @@ fn accept_loop(
             resolved.real(destination.ip()).unwrap_or(destination.ip()),
             destination.port(),
         );
-        let connections = connections.clone();
+        let (connections, forwarder) = (connections.clone(), forwarder.clone());
         let _ = std::thread::Builder::new()
             .name("guard-forward".into())
             .spawn(move || {
                 if let Ok(out) = TcpStream::connect_timeout(&target, CONNECT_TIMEOUT) {
-                    splice(conn, out);
+                    let held = forwarder.hold(
+                        [copy_of(&conn), copy_of(&out)]
+                            .into_iter()
+                            .flatten()
+                            .collect(),
+                    );
+                    if let Some(key) = held {
+                        splice(conn, out);
+                        forwarder.release(key);
+                    }
                 } else {
                     reset(conn);
                 }
@@ -213,11 +311,12 @@ fn pump(mut from: TcpStream, mut to: TcpStream) {
     let _ = to.shutdown(std::net::Shutdown::Write);
 }
 
-fn dns_loop(sock: UdpSocket, refusals: Refusals, resolved: Arc<Resolved>) {
+fn dns_loop(sock: UdpSocket, refusals: Refusals, resolved: Arc<Resolved>, forwarder: &Forwarder) {
+    let _ = sock.set_read_timeout(Some(STOP_POLL));
     let sock = Arc::new(sock);
     let lookups = Arc::new(AtomicUsize::new(0));
     let mut buf = [0u8; 1500];
-    loop {
+    while !forwarder.stopped() {
         let Ok((n, from)) = sock.recv_from(&mut buf) else {
             continue;
         };

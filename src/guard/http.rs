@@ -49,10 +49,6 @@ const KEEP_ALIVE: Duration = Duration::from_secs(15);
 const QUEUE_CAP: usize = 64;
 const QUEUE_BYTES: usize = 16 << 20;
 
-/// Messages a stream holds for a host that reads slower than the server writes (each up to
-/// [`MAX_LINE`]); past it, the server's lines wait.
-const STREAM_DEPTH: usize = 8;
-
 /// A session without requests in flight or an open stream for this long may be ended to make
 /// room for a new one when `--max-sessions` are open.
 const EVICTABLE_AFTER: Duration = Duration::from_secs(60);
@@ -115,6 +111,8 @@ pub(super) async fn serve(
         p,
         max_sessions,
         sessions: Mutex::new(HashMap::new()),
+        starting: Default::default(),
+        closing: AtomicBool::new(false),
         stateless: tokio::sync::Mutex::new(None),
         ended: Mutex::new(Vec::new()),
     });
@@ -186,6 +184,10 @@ struct Front {
     p: Arc<Prepared>,
     max_sessions: usize,
     sessions: Mutex<HashMap<String, Arc<Link>>>,
+    /// Sessions whose server is starting (they count against `--max-sessions`).
+    starting: std::sync::atomic::AtomicUsize,
+    /// Guard is ending: no server starts any more.
+    closing: AtomicBool,
     /// The server shared by requests without a session, once one came.
     stateless: tokio::sync::Mutex<Option<Arc<Link>>>,
     /// The tasks of every server started, awaited at the end.
@@ -374,11 +376,17 @@ impl Front {
             let mut w = link.window.lock().unwrap_or_else(|p| p.into_inner());
             proxy::from_host_line(&mut w, line)
         };
-        for line in forward {
-            if !proxy::send(&link.to_server, &line).await {
-                break;
+        // Written by a task of its own: a host that hangs up while its body is being written
+        // cannot leave half a line in the server's stdin (its window already open).
+        let to_server = link.to_server.clone();
+        let written = tokio::task::spawn_local(async move {
+            for line in forward {
+                if !proxy::send(&to_server, &line).await {
+                    break;
+                }
             }
-        }
+        });
+        let _ = written.await;
         let Some(receiver) = receiver else {
             let mut r = status_only(StatusCode::ACCEPTED);
             link.name_session(&mut r);
@@ -449,7 +457,7 @@ impl Front {
         {
             let mut sessions = self.sessions.lock().unwrap_or_else(|p| p.into_inner());
             sessions.retain(|_, l| l.alive.load(Ordering::Acquire));
-            if sessions.len() >= self.max_sessions {
+            if sessions.len() + self.starting.load(Ordering::Acquire) >= self.max_sessions {
                 let idlest = sessions
                     .iter()
                     .filter(|(_, l)| l.evictable())
@@ -480,13 +488,15 @@ impl Front {
                     }
                 }
             }
+            // The slot is taken before the server starts (other initializes see it).
+            self.starting.fetch_add(1, Ordering::AcqRel);
         }
         let id = session_id();
-        let link = self.start_link(Some(id.clone())).await?;
-        self.sessions
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(id, link.clone());
+        let started = self.start_link(Some(id.clone())).await;
+        let mut sessions = self.sessions.lock().unwrap_or_else(|p| p.into_inner());
+        self.starting.fetch_sub(1, Ordering::AcqRel);
+        let link = started?;
+        sessions.insert(id, link.clone());
         Ok(link)
     }
 
@@ -506,6 +516,14 @@ impl Front {
         self: &Arc<Self>,
         session: Option<String>,
     ) -> Result<Arc<Link>, Box<Response<Body>>> {
+        if self.closing.load(Ordering::Acquire) {
+            return Err(Box::new(rpc_error(
+                StatusCode::SERVICE_UNAVAILABLE,
+                None,
+                -32000,
+                "hintcheck guard is ending",
+            )));
+        }
         let label = session.clone().unwrap_or_else(|| "stateless".into());
         let Launched {
             pipes,
@@ -524,6 +542,10 @@ impl Front {
                 )));
             }
         };
+        if session.is_none() {
+            // Several hosts share this server: no host's listing relaxes another's hints.
+            window.lock().unwrap_or_else(|p| p.into_inner()).share();
+        }
         let to_server: ToServer = Arc::new(tokio::sync::Mutex::new(Some(Box::new(pipes.stdin))));
         let stderr = super::copy_stderr(pipes.stderr);
         let (stop, stopped) = tokio::sync::oneshot::channel();
@@ -559,7 +581,7 @@ impl Front {
             })
             .await;
             let code = ending.end().await;
-            held.fail_pending(code).await;
+            held.fail_pending(code);
             if let Some(id) = &held.session {
                 let mut sessions = front.sessions.lock().unwrap_or_else(|p| p.into_inner());
                 if sessions.get(id).is_some_and(|l| Arc::ptr_eq(l, &held)) {
@@ -568,15 +590,15 @@ impl Front {
             }
             let _ = tokio::time::timeout(Duration::from_millis(200), stderr).await;
         });
-        self.ended
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .push(task);
+        let mut ended = self.ended.lock().unwrap_or_else(|p| p.into_inner());
+        ended.retain(|t| !t.is_finished());
+        ended.push(task);
         Ok(link)
     }
 
     /// Ends every server and waits for each to be gone.
     async fn end_all(&self) {
+        self.closing.store(true, Ordering::Release);
         let mut links: Vec<Arc<Link>> = self
             .sessions
             .lock()
@@ -766,7 +788,7 @@ struct Routes {
     streams: HashMap<u64, Stream>,
     next_stream: u64,
     /// The session's GET stream.
-    standalone: Option<mpsc::Sender<Vec<u8>>>,
+    standalone: Option<Outbox>,
     /// What waits for a GET stream, and its bytes.
     queue: VecDeque<Vec<u8>>,
     queued_bytes: usize,
@@ -784,14 +806,88 @@ struct Pending {
 }
 
 struct Stream {
-    sender: mpsc::Sender<Vec<u8>>,
+    outbox: Outbox,
     /// Answers still due on it.
     due: usize,
-    /// An SSE stream (it can carry the server's own requests and notifications).
+    /// An SSE stream (it can carry the server's own requests and notifications); a JSON
+    /// body carries answers only.
     events: bool,
 }
 
-/// Where one server line goes.
+/// The most bytes a stream holds for a host that reads slower than the server writes; past
+/// it, the server's lines wait (a session's) or the stream is closed (the shared server's,
+/// whose other hosts must not wait).
+const STREAM_BYTES: usize = MAX_LINE + (1 << 20);
+
+/// The sending end of a stream: its messages, and the bytes they may hold.
+#[derive(Clone)]
+struct Outbox {
+    sender: mpsc::UnboundedSender<Vec<u8>>,
+    budget: Arc<tokio::sync::Semaphore>,
+}
+
+/// The receiving end of a stream.
+struct Inbox {
+    receiver: mpsc::UnboundedReceiver<Vec<u8>>,
+    budget: Arc<tokio::sync::Semaphore>,
+}
+
+/// What a message costs of a stream's budget.
+fn weight(line: &[u8]) -> u32 {
+    (line.len() + 64).min(STREAM_BYTES) as u32
+}
+
+fn stream_pair() -> (Outbox, Inbox) {
+    let (sender, receiver) = mpsc::unbounded_channel();
+    let budget = Arc::new(tokio::sync::Semaphore::new(STREAM_BYTES));
+    (
+        Outbox {
+            sender,
+            budget: budget.clone(),
+        },
+        Inbox { receiver, budget },
+    )
+}
+
+impl Outbox {
+    fn is_closed(&self) -> bool {
+        self.sender.is_closed()
+    }
+
+    /// Queues `line` without waiting; false when the host went away or the stream is full.
+    fn offer(&self, line: Vec<u8>) -> bool {
+        match self.budget.try_acquire_many(weight(&line)) {
+            Ok(permit) => {
+                permit.forget();
+                self.sender.send(line).is_ok()
+            }
+            Err(_) => false,
+        }
+    }
+
+    /// Queues `line`, waiting up to `patience` for room; false when the host went away or
+    /// did not read meanwhile.
+    async fn send(&self, line: Vec<u8>, patience: Duration) -> bool {
+        match tokio::time::timeout(patience, self.budget.acquire_many(weight(&line))).await {
+            Ok(Ok(permit)) => {
+                permit.forget();
+                self.sender.send(line).is_ok()
+            }
+            _ => false,
+        }
+    }
+}
+
+impl Inbox {
+    async fn recv(&mut self) -> Option<Vec<u8>> {
+        let line = self.receiver.recv().await?;
+        self.budget.add_permits(weight(&line) as usize);
+        Some(line)
+    }
+}
+
+/// Where one message of the server goes.
+#[derive(Clone, Copy, PartialEq, Eq)]
 enum Target {
     Stream(u64),
     Unrelated,
@@ -817,10 +913,10 @@ impl Link {
             routes
                 .streams
                 .get(&p.stream)
-                .is_some_and(|s| !s.sender.is_closed())
+                .is_some_and(|s| !s.outbox.is_closed())
         });
         !waited_for
-            && routes.standalone.as_ref().is_none_or(|s| s.is_closed())
+            && routes.standalone.as_ref().is_none_or(Outbox::is_closed)
             && self.last_used().elapsed() >= EVICTABLE_AFTER
     }
 
@@ -862,13 +958,14 @@ impl Link {
 
     /// Registers the requests of a host's body before the server can answer them; returns
     /// the line as the server is to see it (ids renamed on the stateless server) and the
-    /// receiver of its answers (none when it holds no request: 202).
+    /// receiving end of its answers (none when it holds no request: 202). A cancellation
+    /// ends the waiting of the request it names (servers do not answer cancelled requests).
     fn admit(
         &self,
         line: &[u8],
         messages: &[Members<'_>],
         events: bool,
-    ) -> (Vec<u8>, Option<mpsc::Receiver<Vec<u8>>>) {
+    ) -> (Vec<u8>, Option<Inbox>) {
         let mut routes = self.routes.lock().unwrap_or_else(|p| p.into_inner());
         let stream = routes.next_stream;
         let mut edits = Vec::new();
@@ -881,20 +978,15 @@ impl Link {
                     let token = progress_token(m);
                     let (key, host_id, host_token) = if self.rename {
                         let n = self.next.fetch_add(1, Ordering::Relaxed);
-                        let renamed = format!("\"hintcheck-guard-{n}\"");
+                        let renamed = Value::String(format!("hintcheck-guard-{n}")).to_string();
                         edits.push((spot(line, id), renamed.clone()));
                         let host_token = token.map(|t| {
-                            let renamed_token = format!("\"hintcheck-guard-{n}-progress\"");
+                            let renamed_token =
+                                Value::String(format!("hintcheck-guard-{n}-progress")).to_string();
                             edits.push((spot(line, t), renamed_token.clone()));
-                            (
-                                t.get().to_string(),
-                                proxy::id_text(&Value::String(format!(
-                                    "hintcheck-guard-{n}-progress"
-                                ))),
-                            )
+                            (t.get().to_string(), renamed_token)
                         });
-                        let key = proxy::id_text(&Value::String(format!("hintcheck-guard-{n}")));
-                        (key, Some(id.get().to_string()), host_token)
+                        (renamed, Some(id.get().to_string()), host_token)
                     } else {
                         let host_token = token.and_then(key_of).map(|k| (String::new(), k));
                         (host_key, None, host_token)
@@ -913,21 +1005,37 @@ impl Link {
                     );
                     due += 1;
                 }
-                (Some("notifications/cancelled"), None) if self.rename => {
-                    // The host names its own id: the latest request of it in flight.
+                (Some("notifications/cancelled"), None) => {
                     let target = members_of(m.get("params").copied())
                         .and_then(|p| p.get("requestId").copied());
-                    if let Some(target) = target {
-                        let wanted = target.get();
-                        let renamed = routes
-                            .pending
-                            .iter()
-                            .filter(|(_, p)| p.host_id.as_deref() == Some(wanted))
-                            .map(|(k, _)| k.clone())
-                            .max();
-                        if let Some(renamed) = renamed {
-                            edits.push((spot(line, target), renamed));
+                    let Some(target) = target else { continue };
+                    let key = if self.rename {
+                        // The host names its own id; among the shared server's requests in
+                        // flight only an unambiguous one is cancelled.
+                        let wanted = key_of(target);
+                        let mut named = routes.pending.iter().filter(|(_, p)| {
+                            p.host_id
+                                .as_deref()
+                                .and_then(|h| serde_json::from_str::<Value>(h).ok())
+                                .map(|v| proxy::id_text(&v))
+                                == wanted
+                        });
+                        match (named.next(), named.next()) {
+                            (Some((k, _)), None) => {
+                                let k = k.clone();
+                                edits.push((spot(line, target), k.clone()));
+                                Some(k)
+                            }
+                            _ => None,
                         }
+                    } else {
+                        key_of(target)
+                    };
+                    if let Some(p) = key.and_then(|k| routes.pending.remove(&k)) {
+                        if let Some((_, token_key)) = &p.host_token {
+                            routes.tokens.remove(token_key);
+                        }
+                        routes.settle(p.stream);
                     }
                 }
                 _ => {}
@@ -938,164 +1046,209 @@ impl Link {
             return (line, None);
         }
         routes.next_stream += 1;
-        let (sender, receiver) = mpsc::channel(STREAM_DEPTH);
+        let (outbox, inbox) = stream_pair();
         routes.streams.insert(
             stream,
             Stream {
-                sender,
+                outbox,
                 due,
                 events,
             },
         );
-        (line, Some(receiver))
+        (line, Some(inbox))
     }
 
     /// Opens the session's GET stream (none when one is open) and sends it what waited.
-    fn open_standalone(&self) -> Option<mpsc::Receiver<Vec<u8>>> {
+    fn open_standalone(&self) -> Option<Inbox> {
         let mut routes = self.routes.lock().unwrap_or_else(|p| p.into_inner());
         if routes.standalone.as_ref().is_some_and(|s| !s.is_closed()) {
             return None;
         }
-        let (sender, receiver) = mpsc::channel(QUEUE_CAP.max(STREAM_DEPTH));
+        let (outbox, inbox) = stream_pair();
         while let Some(line) = routes.queue.pop_front() {
-            let _ = sender.try_send(line);
+            outbox.offer(line);
         }
         routes.queued_bytes = 0;
-        routes.standalone = Some(sender);
-        Some(receiver)
+        routes.standalone = Some(outbox);
+        Some(inbox)
     }
 
-    /// Sends one line of the server where it belongs: an answer on its request's stream (the
-    /// host's id and token named back), a progress notification on its request's, anything
-    /// else of a session on its latest open SSE stream, else its GET stream, else kept for it.
+    /// Sends one line of the server where it belongs: each answer on its request's stream
+    /// (the host's id and token named back), a progress notification on its request's, a
+    /// subscription's notification on the subscription's; anything else of a session on its
+    /// latest open SSE stream, else its GET stream, else kept for it. A line that is no
+    /// JSON-RPC message has no host to go to.
     async fn deliver(&self, line: Vec<u8>) {
-        let (sender, line) = {
+        let sends = {
             let mut routes = self.routes.lock().unwrap_or_else(|p| p.into_inner());
-            let (target, line) = self.route(&mut routes, line);
-            match target {
-                Target::Stream(id) => {
-                    let Some(stream) = routes.streams.get(&id) else {
-                        return;
-                    };
-                    let done = stream.due == 0;
-                    let sender = if done {
-                        routes.streams.remove(&id).map(|s| s.sender)
-                    } else {
-                        Some(stream.sender.clone())
-                    };
-                    (sender, line)
-                }
-                Target::Unrelated => {
-                    let latest = routes
-                        .streams
-                        .iter()
-                        .filter(|(_, s)| s.events && !s.sender.is_closed())
-                        .max_by_key(|(k, _)| **k)
-                        .map(|(_, s)| s.sender.clone());
-                    match latest.or_else(|| routes.standalone.clone().filter(|s| !s.is_closed())) {
-                        Some(s) if self.session.is_some() => (Some(s), line),
-                        _ if self.session.is_some()
-                            && routes.queue.len() < QUEUE_CAP
-                            && routes.queued_bytes + line.len() <= QUEUE_BYTES =>
-                        {
-                            routes.queued_bytes += line.len();
-                            routes.queue.push_back(line);
-                            return;
-                        }
-                        _ => {
-                            routes.dropped += 1;
-                            if routes.dropped == 1 {
-                                eprintln!(
-                                    "hintcheck guard: the {} server sent a message that answers no open request; it was not passed on (and no later one will be said)",
-                                    self.label()
-                                );
-                            }
-                            return;
-                        }
-                    }
+            let mut sends = Vec::new();
+            for (target, line) in self.route(&mut routes, line) {
+                match self.outbox_for(&mut routes, target, line) {
+                    Some(send) => sends.push(send),
+                    None => continue,
                 }
             }
+            sends
         };
-        let Some(sender) = sender else { return };
-        if tokio::time::timeout(STALL, sender.send(line))
-            .await
-            .is_err()
-        {
-            eprintln!(
-                "hintcheck guard: a host did not read its stream of session {} for {} s; it was closed",
-                self.label(),
-                STALL.as_secs()
-            );
-            let mut routes = self.routes.lock().unwrap_or_else(|p| p.into_inner());
-            routes
-                .streams
-                .retain(|_, s| !s.sender.same_channel(&sender));
+        for (outbox, line) in sends {
+            let sent = if self.rename {
+                // The shared server's hosts do not wait for one that does not read.
+                outbox.offer(line)
+            } else {
+                outbox.send(line, STALL).await
+            };
+            if !sent && !outbox.is_closed() {
+                eprintln!(
+                    "hintcheck guard: a host did not read its stream of session {}; it was closed",
+                    self.label()
+                );
+                let mut routes = self.routes.lock().unwrap_or_else(|p| p.into_inner());
+                routes
+                    .streams
+                    .retain(|_, s| !s.outbox.sender.same_channel(&outbox.sender));
+            }
         }
     }
 
-    /// Finds where `line` goes (counting the answers it carries) and names the host's ids
-    /// back in it.
-    fn route(&self, routes: &mut Routes, line: Vec<u8>) -> (Target, Vec<u8>) {
-        let Some(messages) = messages(&line) else {
-            return (Target::Unrelated, line);
-        };
-        let mut target = None;
-        let mut edits = Vec::new();
-        for m in &messages {
-            let answer =
-                m.get("method").is_none() && (m.contains_key("result") || m.contains_key("error"));
-            let id = m.get("id").copied();
-            if answer {
-                let Some(p) = id.and_then(key_of).and_then(|k| routes.pending.remove(&k)) else {
-                    continue;
-                };
-                if let Some((_, token_key)) = &p.host_token {
-                    routes.tokens.remove(token_key);
-                }
-                if let (Some(host_id), Some(id)) = (&p.host_id, id) {
-                    edits.push((spot(&line, id), host_id.clone()));
-                }
-                if p.initialize {
-                    self.settle_version(m);
-                }
-                if let Some(s) = routes.streams.get_mut(&p.stream) {
-                    s.due = s.due.saturating_sub(1);
-                }
-                target.get_or_insert(p.stream);
-                continue;
+    /// The stream `line` goes on for `target` (a stream whose answers are all given leaves
+    /// the routes: its end comes with this last line); `None` when it is kept or dropped.
+    fn outbox_for(
+        &self,
+        routes: &mut Routes,
+        target: Target,
+        line: Vec<u8>,
+    ) -> Option<(Outbox, Vec<u8>)> {
+        if let Target::Stream(id) = target {
+            let stream = routes.streams.get(&id)?;
+            if stream.due == 0 {
+                return routes.streams.remove(&id).map(|s| (s.outbox, line));
             }
-            let params = members_of(m.get("params").copied());
-            let token = params
-                .as_ref()
-                .and_then(|p| p.get("progressToken").copied());
-            let by_token = token.and_then(|t| {
-                let request = routes.tokens.get(&key_of(t)?)?;
-                let p = routes.pending.get(request)?;
-                if let Some((host_token, _)) = p.host_token.as_ref().filter(|_| self.rename) {
-                    edits.push((spot(&line, t), host_token.clone()));
+            return Some((stream.outbox.clone(), line));
+        }
+        let open = routes
+            .streams
+            .iter()
+            .filter(|(_, s)| s.events && !s.outbox.is_closed())
+            .max_by_key(|(k, _)| **k)
+            .map(|(_, s)| s.outbox.clone())
+            .or_else(|| routes.standalone.clone().filter(|s| !s.is_closed()));
+        match open {
+            Some(outbox) if self.session.is_some() => Some((outbox, line)),
+            _ if self.session.is_some()
+                && routes.queue.len() < QUEUE_CAP
+                && routes.queued_bytes + line.len() <= QUEUE_BYTES =>
+            {
+                routes.queued_bytes += line.len();
+                routes.queue.push_back(line);
+                None
+            }
+            _ => {
+                routes.dropped += 1;
+                if routes.dropped == 1 {
+                    eprintln!(
+                        "hintcheck guard: the {} server sent a message no open request or stream could take; it was not passed on (nor will later ones be said)",
+                        self.label()
+                    );
                 }
-                Some(p.stream)
-            });
-            let subscription = params
-                .as_ref()
-                .and_then(|p| members_of(p.get("_meta").copied()))
-                .and_then(|meta| meta.get("io.modelcontextprotocol/subscriptionId").copied());
-            let by_subscription = by_token.or_else(|| {
-                let s = subscription?;
-                let p = routes.pending.get(&key_of(s)?)?;
-                if let Some(host_id) = &p.host_id {
-                    edits.push((spot(&line, s), host_id.clone()));
-                }
-                Some(p.stream)
-            });
-            if let Some(stream) = by_subscription {
-                target.get_or_insert(stream);
+                None
             }
         }
-        let line = splice(&line, edits);
-        match target {
-            Some(stream) => (Target::Stream(stream), line),
-            None => (Target::Unrelated, line),
+    }
+
+    /// Where each message of `line` goes, with the host's ids named back in it. A batch's
+    /// messages are routed one by one and regrouped per destination.
+    fn route(&self, routes: &mut Routes, line: Vec<u8>) -> Vec<(Target, Vec<u8>)> {
+        if let Ok(m) = serde_json::from_slice::<Members<'_>>(&line) {
+            let (target, edits) = self.route_one(routes, &line, &m);
+            let line = splice(&line, edits);
+            return vec![(target, line)];
+        }
+        let Ok(items) = serde_json::from_slice::<Vec<&RawValue>>(&line) else {
+            routes.dropped += 1;
+            return Vec::new();
+        };
+        let mut groups: Vec<(Target, Vec<Vec<u8>>)> = Vec::new();
+        for item in items {
+            let bytes = item.get().as_bytes();
+            let Ok(m) = serde_json::from_slice::<Members<'_>>(bytes) else {
+                continue;
+            };
+            let (target, edits) = self.route_one(routes, bytes, &m);
+            let one = splice(bytes, edits);
+            match groups.iter_mut().find(|(t, _)| *t == target) {
+                Some((_, members)) => members.push(one),
+                None => groups.push((target, vec![one])),
+            }
+        }
+        groups
+            .into_iter()
+            .map(|(target, members)| {
+                let mut out = b"[".to_vec();
+                out.extend(members.join(&b","[..]));
+                out.push(b']');
+                (target, out)
+            })
+            .collect()
+    }
+
+    /// Where message `m` (of `bytes`) goes, counting the answer it is, and the edits that
+    /// name the host's ids back in it.
+    fn route_one(
+        &self,
+        routes: &mut Routes,
+        bytes: &[u8],
+        m: &Members<'_>,
+    ) -> (Target, Vec<(Range<usize>, String)>) {
+        let mut edits = Vec::new();
+        let answer =
+            m.get("method").is_none() && (m.contains_key("result") || m.contains_key("error"));
+        let id = m.get("id").copied();
+        if answer {
+            let Some(p) = id.and_then(key_of).and_then(|k| routes.pending.remove(&k)) else {
+                return (Target::Unrelated, edits);
+            };
+            if let Some((_, token_key)) = &p.host_token {
+                routes.tokens.remove(token_key);
+            }
+            if let (Some(host_id), Some(id)) = (&p.host_id, id) {
+                edits.push((spot(bytes, id), host_id.clone()));
+            }
+            if p.initialize {
+                self.settle_version(m);
+            }
+            if let Some(s) = routes.streams.get_mut(&p.stream) {
+                s.due = s.due.saturating_sub(1);
+            }
+            return (Target::Stream(p.stream), edits);
+        }
+        let params = members_of(m.get("params").copied());
+        let token = params
+            .as_ref()
+            .and_then(|p| p.get("progressToken").copied());
+        let by_token = token.and_then(|t| {
+            let request = routes.tokens.get(&key_of(t)?)?;
+            let p = routes.pending.get(request)?;
+            if let Some((host_token, _)) = p.host_token.as_ref().filter(|_| self.rename) {
+                edits.push((spot(bytes, t), host_token.clone()));
+            }
+            Some(p.stream)
+        });
+        let subscription = params
+            .as_ref()
+            .and_then(|p| members_of(p.get("_meta").copied()))
+            .and_then(|meta| meta.get("io.modelcontextprotocol/subscriptionId").copied());
+        let stream = by_token.or_else(|| {
+            let s = subscription?;
+            let p = routes.pending.get(&key_of(s)?)?;
+            if let Some(host_id) = &p.host_id {
+                edits.push((spot(bytes, s), host_id.clone()));
+            }
+            Some(p.stream)
+        });
+        // A JSON body carries its answers only.
+        match stream.filter(|s| routes.streams.get(s).is_some_and(|s| s.events)) {
+            Some(s) => (Target::Stream(s), edits),
+            None => (Target::Unrelated, Vec::new()),
         }
     }
 
@@ -1109,38 +1262,43 @@ impl Link {
 
     /// The server ended: every request still waiting is answered with an error saying so,
     /// and every stream ends.
-    async fn fail_pending(&self, code: i32) {
-        let (answers, streams) = {
-            let mut routes = self.routes.lock().unwrap_or_else(|p| p.into_inner());
-            let pending: Vec<(String, Pending)> = routes.pending.drain().collect();
-            let mut answers = Vec::new();
-            for (key, p) in pending {
-                let Some(stream) = routes.streams.get(&p.stream) else {
-                    continue;
-                };
-                let id = p.host_id.unwrap_or(key);
-                let id: Value = serde_json::from_str(&id).unwrap_or(Value::Null);
-                let line = serde_json::to_vec(&serde_json::json!({
-                    "jsonrpc": "2.0",
-                    "id": id,
-                    "error": {
-                        "code": SERVER_ENDED,
-                        "message": format!("the server ended (exit code {code}) before answering (hintcheck guard)"),
-                    }
-                }))
-                .unwrap_or_default();
-                answers.push((stream.sender.clone(), line));
-            }
-            let streams: Vec<_> = routes.streams.drain().map(|(_, s)| s.sender).collect();
-            routes.standalone = None;
-            routes.queue.clear();
-            routes.queued_bytes = 0;
-            (answers, streams)
-        };
-        for (sender, line) in answers {
-            let _ = sender.try_send(line);
+    fn fail_pending(&self, code: i32) {
+        let mut routes = self.routes.lock().unwrap_or_else(|p| p.into_inner());
+        let pending: Vec<(String, Pending)> = routes.pending.drain().collect();
+        for (key, p) in pending {
+            let Some(stream) = routes.streams.get(&p.stream) else {
+                continue;
+            };
+            let id = p.host_id.unwrap_or(key);
+            let id: Value = serde_json::from_str(&id).unwrap_or(Value::Null);
+            let line = serde_json::to_vec(&serde_json::json!({
+                "jsonrpc": "2.0",
+                "id": id,
+                "error": {
+                    "code": SERVER_ENDED,
+                    "message": format!("the server ended (exit code {code}) before answering (hintcheck guard)"),
+                }
+            }))
+            .unwrap_or_default();
+            stream.outbox.offer(line);
         }
-        drop(streams);
+        routes.streams.clear();
+        routes.standalone = None;
+        routes.queue.clear();
+        routes.queued_bytes = 0;
+    }
+}
+
+impl Routes {
+    /// A request of `stream` will not be answered (cancelled): the stream ends once nothing
+    /// more is due on it.
+    fn settle(&mut self, stream: u64) {
+        if let Some(s) = self.streams.get_mut(&stream) {
+            s.due = s.due.saturating_sub(1);
+            if s.due == 0 {
+                self.streams.remove(&stream);
+            }
+        }
     }
 }
 
@@ -1155,24 +1313,18 @@ impl ToHost for LinkHost {
 }
 
 /// An SSE response carrying each line as a `message` event until the stream's answers are
-/// all sent (a comment every [`KEEP_ALIVE`] meanwhile).
-fn sse(receiver: mpsc::Receiver<Vec<u8>>) -> Response<Body> {
+/// all sent (a comment every [`KEEP_ALIVE`] meanwhile). A JSON text holds a line break or a
+/// carriage return only as whitespace: each becomes a space, so that no line of the server
+/// can end its event early and forge another.
+fn sse(inbox: Inbox) -> Response<Body> {
     let tick = tokio::time::interval_at(tokio::time::Instant::now() + KEEP_ALIVE, KEEP_ALIVE);
-    let events =
-        futures_util::stream::unfold((receiver, tick), |(mut receiver, mut tick)| async move {
-            let chunk = tokio::select! {
-                line = receiver.recv() => {
-                    let line = line?;
-                    let mut event = Vec::with_capacity(line.len() + 24);
-                    event.extend_from_slice(b"event: message\ndata: ");
-                    event.extend_from_slice(&line);
-                    event.extend_from_slice(b"\n\n");
-                    Bytes::from(event)
-                }
-                _ = tick.tick() => Bytes::from_static(b": keep-alive\n\n"),
-            };
-            Some((Ok::<_, Infallible>(Frame::data(chunk)), (receiver, tick)))
-        });
+    let events = futures_util::stream::unfold((inbox, tick), |(mut inbox, mut tick)| async move {
+        let chunk = tokio::select! {
+            line = inbox.recv() => event(&line?),
+            _ = tick.tick() => Bytes::from_static(b": keep-alive\n\n"),
+        };
+        Some((Ok::<_, Infallible>(Frame::data(chunk)), (inbox, tick)))
+    });
     let mut r = Response::new(StreamBody::new(events).boxed_unsync());
     let h = r.headers_mut();
     h.insert(
@@ -1183,28 +1335,44 @@ fn sse(receiver: mpsc::Receiver<Vec<u8>>) -> Response<Body> {
     r
 }
 
+/// One SSE event carrying `line`.
+fn event(line: &[u8]) -> Bytes {
+    let mut event = Vec::with_capacity(line.len() + 24);
+    event.extend_from_slice(b"event: message\ndata: ");
+    event.extend(
+        line.iter()
+            .map(|b| if matches!(b, b'\r' | b'\n') { b' ' } else { *b }),
+    );
+    event.extend_from_slice(b"\n\n");
+    Bytes::from(event)
+}
+
 /// A JSON response with the answers of a body: the one answer, or those of a batch as an
-/// array.
-async fn json_body(mut receiver: mpsc::Receiver<Vec<u8>>) -> Response<Body> {
-    let mut lines = Vec::new();
-    while let Some(line) = receiver.recv().await {
-        lines.push(line);
+/// array (at most [`MAX_LINE`] bytes of them).
+async fn json_body(mut inbox: Inbox) -> Response<Body> {
+    let mut messages: Vec<Vec<u8>> = Vec::new();
+    let mut total = 0;
+    while let Some(line) = inbox.recv().await {
+        total += line.len();
+        if total > MAX_LINE {
+            return rpc_error(
+                StatusCode::BAD_GATEWAY,
+                None,
+                -32603,
+                &format!("the server's answers to this body are over {MAX_LINE} bytes"),
+            );
+        }
+        // A line that is itself a batch of answers gives its members.
+        match serde_json::from_slice::<Vec<&RawValue>>(&line) {
+            Ok(items) => messages.extend(items.iter().map(|i| i.get().as_bytes().to_vec())),
+            Err(_) => messages.push(line),
+        }
     }
-    let body = match lines.len() {
-        1 => lines.pop().unwrap_or_default(),
+    let body = match messages.len() {
+        1 => messages.pop().unwrap_or_default(),
         _ => {
             let mut all = b"[".to_vec();
-            for (i, line) in lines.iter().enumerate() {
-                if i > 0 {
-                    all.push(b',');
-                }
-                // A line that is itself a batch of answers gives its members.
-                let inner = line
-                    .strip_prefix(b"[")
-                    .and_then(|l| l.strip_suffix(b"]"))
-                    .unwrap_or(line);
-                all.extend_from_slice(inner);
-            }
+            all.extend(messages.join(&b","[..]));
             all.push(b']');
             all
         }
@@ -1350,6 +1518,74 @@ mod tests {
         assert!(l.open_standalone().is_none(), "one GET stream at a time");
     }
 
+    #[test]
+    fn a_server_line_cannot_end_its_event_early() {
+        let forged = b"{\"jsonrpc\":\"2.0\",\r\rdata: {\"id\":2}\r\r\"id\":1,\"result\":{}}";
+        let e = event(forged);
+        let body = &e[..e.len() - 2];
+        assert!(!body.contains(&b'\r') && body.iter().filter(|b| **b == b'\n').count() == 1);
+    }
+
+    #[tokio::test]
+    async fn a_batch_of_answers_to_two_requests_goes_half_to_each() {
+        let l = link(false);
+        let mut inboxes = Vec::new();
+        for id in [1, 2] {
+            let body = format!(
+                r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"a"}}}}"#
+            );
+            let ms = messages(body.as_bytes()).expect("message");
+            inboxes.push(l.admit(body.as_bytes(), &ms, true).1.expect("stream"));
+        }
+        l.deliver(
+            br#"[{"jsonrpc":"2.0","id":2,"result":{}},{"jsonrpc":"2.0","id":1,"result":{}}]"#
+                .to_vec(),
+        )
+        .await;
+        for (i, inbox) in inboxes.iter_mut().enumerate() {
+            let got: Value =
+                serde_json::from_slice(&inbox.recv().await.expect("answer")).expect("json");
+            assert_eq!(got[0]["id"], i as u64 + 1, "{got}");
+            assert!(inbox.recv().await.is_none());
+        }
+    }
+
+    #[tokio::test]
+    async fn a_stateless_cancellation_names_one_request_or_none() {
+        let l = link(true);
+        let call = br#"{"jsonrpc":"2.0","id":0,"method":"tools/call","params":{"name":"a"}}"#;
+        let ms = messages(call).expect("message");
+        let (_, a) = l.admit(call, &ms, true);
+        let cancel =
+            br#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":0}}"#;
+        let cm = messages(cancel).expect("message");
+        // One request of id 0 in flight: it is the one cancelled, and its stream ends.
+        let (seen, none) = l.admit(cancel, &cm, true);
+        assert!(none.is_none());
+        assert!(String::from_utf8_lossy(&seen).contains("hintcheck-guard-1"));
+        assert!(a.expect("stream").recv().await.is_none());
+        // Two hosts' id 0 in flight: neither is named.
+        let (_, _b) = l.admit(call, &ms, true);
+        let (_, _c) = l.admit(call, &ms, true);
+        let (seen, _) = l.admit(cancel, &cm, true);
+        assert_eq!(seen, cancel.to_vec());
+    }
+
+    #[tokio::test]
+    async fn a_json_body_gets_its_answer_only() {
+        let l = link(false);
+        let body = br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","_meta":{"progressToken":"p"}}}"#;
+        let ms = messages(body).expect("message");
+        let inbox = l.admit(body, &ms, false).1.expect("stream");
+        l.deliver(br#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"p","progress":1}}"#.to_vec()).await;
+        l.deliver(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#.to_vec())
+            .await;
+        let r = json_body(inbox).await;
+        let bytes = r.into_body().collect().await.expect("body").to_bytes();
+        let v: Value = serde_json::from_slice(&bytes).expect("json");
+        assert_eq!(v["id"], 1, "{v}");
+    }
+
     #[tokio::test]
     async fn a_server_that_ends_answers_every_waiting_request_with_an_error() {
         let l = link(true);
@@ -1357,7 +1593,7 @@ mod tests {
         let ms = messages(body).expect("message");
         let (_, receiver) = l.admit(body, &ms, false);
         let mut receiver = receiver.expect("stream");
-        l.fail_pending(3).await;
+        l.fail_pending(3);
         let v: Value =
             serde_json::from_slice(&receiver.recv().await.expect("error")).expect("json");
         assert_eq!(v["id"], 9);

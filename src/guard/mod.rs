@@ -414,10 +414,11 @@ struct Launched {
     ending: Ending,
 }
 
-/// The server's process and scratch, for its end.
+/// The server's process, scratch and forwarder, for its end.
 struct Ending {
     process: ServerProcess,
     scratch: crate::sandbox::scratch::Scratch,
+    forwarder: Option<Arc<forward::Forwarder>>,
 }
 
 impl Ending {
@@ -425,7 +426,13 @@ impl Ending {
     /// removes its scratch; returns its exit code.
     async fn end(mut self) -> i32 {
         let exit = self.process.shutdown(EXIT_GRACE).await;
-        let _ = self.scratch.remove();
+        if let Some(f) = &self.forwarder {
+            f.stop();
+        }
+        // A server can leave a large tree in its scratch: removed off the runtime's thread
+        // (over HTTP, other sessions' servers are served meanwhile).
+        let mut scratch = self.scratch;
+        let _ = tokio::task::spawn_blocking(move || scratch.remove()).await;
         exit.code.unwrap_or(match exit.signal {
             Some(s) => 128 + s,
             None => 0,
@@ -509,6 +516,7 @@ async fn launch(
         ending: Ending {
             process: started.process,
             scratch,
+            forwarder: started.network,
         },
     })
 }

@@ -372,8 +372,20 @@ pub struct Window {
     fetch: Option<Fetch>,
     /// Guard's own listings asked so far.
     fetches: u64,
-    /// Calls of tools guard has not seen listed, waiting for its own listing: (id, tool, line).
-    awaiting: Vec<(String, String, Vec<u8>)>,
+    /// Lines with calls of tools guard has not seen listed, waiting for its own listing.
+    awaiting: Vec<Awaiting>,
+    /// Several hosts share the server: listings only tighten hints.
+    never_relax: bool,
+}
+
+/// A line of the host waiting for guard's own listing.
+#[derive(Debug)]
+struct Awaiting {
+    /// Its calls: (id, tool).
+    calls: Vec<(String, String)>,
+    line: Vec<u8>,
+    /// A batch, which goes whole.
+    batch: bool,
 }
 
 /// Most calls waiting for guard's own listing; past it, calls go under the hints known.
@@ -386,8 +398,6 @@ struct Fetch {
     id: String,
     /// The `_meta` its pages carry.
     meta: Option<Value>,
-    /// It asks the first page.
-    first_page: bool,
 }
 
 /// Guard's own `tools/list` request (`meta`: the `_meta` of the 2026-07-28 era to carry).
@@ -421,6 +431,11 @@ impl Window {
         }
     }
 
+    /// Listings only tighten hints from now on (a server several hosts share).
+    pub fn share(&mut self) {
+        self.never_relax = true;
+    }
+
     /// Allows additive writes in the shared directories until the first call
     /// (`--allow-startup-writes`).
     pub fn allow_startup_writes(&mut self) {
@@ -428,11 +443,11 @@ impl Window {
     }
 
     /// The hints in force for `tool` (absent hints: the worst case; a tool past the cap of a
-    /// listing too long to hold: the strictest).
+    /// listing too long to hold, or called before any listing could be read: the strictest).
     pub fn hints_of(&self, tool: &str) -> Hints {
         match self.tools.get(tool) {
             Some(h) => *h,
-            None if self.overflowed => Hints {
+            None if self.overflowed || !self.listed_once => Hints {
                 read_only: Some(true),
                 destructive: Some(false),
                 open_world: Some(false),
@@ -446,11 +461,20 @@ impl Window {
     /// starts afresh; later pages add to it), filled from the verification where given. At
     /// most 10,000 tools are kept. Returns notes for the user (definitions that changed).
     pub fn listed(&mut self, tools: &[Value], first_page: bool) -> Vec<String> {
-        if first_page {
+        // On a server several hosts share, one host's listing never relaxes what another was
+        // shown: hints only tighten.
+        self.read_listing(tools, first_page && !self.never_relax)
+    }
+
+    /// Reads listed `tools`; `replace`: they replace what was known (a host's new listing),
+    /// otherwise a known tool keeps the stricter of each hint (guard's own listing, which no
+    /// host saw, and listings on a shared server).
+    fn read_listing(&mut self, tools: &[Value], replace: bool) -> Vec<String> {
+        if replace {
             self.tools.clear();
             self.overflowed = false;
-            self.listed_once = true;
         }
+        self.listed_once = true;
         let mut notes = Vec::new();
         for t in tools {
             let Some(name) = t.get("name").and_then(Value::as_str) else {
@@ -475,7 +499,8 @@ impl Window {
 
     /// Whether a call of `tool` must wait for guard's own listing: nothing was listed since
     /// the start (a host that kept the listing of an earlier run, a stateless host that
-    /// caches it) or since the server said its tools changed, and the tool is unknown.
+    /// caches it) or since the server said its tools changed, and the tool is unknown. Past
+    /// [`AWAITING_CAP`] waiting lines, calls go at once under the strictest hints.
     pub fn needs_listing(&self, tool: &str) -> bool {
         !self.listed_once
             && !self.overflowed
@@ -483,17 +508,18 @@ impl Window {
             && self.awaiting.len() < AWAITING_CAP
     }
 
-    /// Holds call `id` of `tool` until guard's own listing is read; returns that listing's
-    /// request when none is in flight yet. `meta` is the call's `_meta` (the 2026-07-28 era's
-    /// protocol version and capabilities, which the listing needs as well).
+    /// Holds `line` (with `calls`: id and tool; `batch`: it goes whole) until guard's own
+    /// listing is read; returns that listing's request when none is in flight yet. `meta` is
+    /// the call's `_meta` (the 2026-07-28 era's protocol version and capabilities, which the
+    /// listing needs as well).
     pub fn await_listing(
         &mut self,
-        id: String,
-        tool: String,
+        calls: Vec<(String, String)>,
         line: Vec<u8>,
+        batch: bool,
         meta: Option<Value>,
     ) -> Option<Vec<u8>> {
-        self.awaiting.push((id, tool, line));
+        self.awaiting.push(Awaiting { calls, line, batch });
         if self.fetch.is_some() {
             return None;
         }
@@ -503,28 +529,27 @@ impl Window {
         self.fetch = Some(Fetch {
             id: Value::String(id).to_string(),
             meta,
-            first_page: true,
         });
         Some(request)
     }
 
-    /// Whether `id` is guard's own listing's.
+    /// Whether `id` is guard's own listing's (and no call of the host's bears it).
     pub fn fetching(&self, id: &str) -> bool {
         self.fetch.as_ref().is_some_and(|f| f.id == id)
+            && !self.in_flight.iter().any(|f| f.call.id == id)
     }
 
     /// Answer `id` of the server, when it answers guard's own listing: `Some(lines to send to
     /// the server)` (the next page's request, or the waiting calls that may go now), and the
     /// answer goes no further; `None` for any other answer.
     pub fn fetch_answered(&mut self, id: &str, result: Option<&Value>) -> Option<Vec<Vec<u8>>> {
-        let Fetch {
-            meta, first_page, ..
-        } = self.fetch.take_if(|f| f.id == id)?;
+        let Fetch { meta, .. } = self.fetch.take_if(|f| f.id == id)?;
         if let Some(tools) = result
             .and_then(|r| r.get("tools"))
             .and_then(Value::as_array)
         {
-            for note in self.listed(tools, first_page) {
+            // No host saw this listing: it adds what was unknown, and tightens at most.
+            for note in self.read_listing(tools, false) {
                 eprintln!("hintcheck guard: {note}");
             }
         }
@@ -539,7 +564,6 @@ impl Window {
             self.fetch = Some(Fetch {
                 id: Value::String(next).to_string(),
                 meta,
-                first_page: false,
             });
             return Some(vec![request]);
         }
@@ -547,15 +571,30 @@ impl Window {
         // (an unknown tool: the worst case, as a tool without hints).
         self.listed_once = true;
         let mut go = Vec::new();
-        for (id, tool, line) in std::mem::take(&mut self.awaiting) {
-            let hints = self.hints_of(&tool);
-            let call = Call {
-                id,
-                tool,
-                policy: Policy::of(&hints),
-                hints,
-            };
-            go.extend(self.admit(call, line));
+        for waiting in std::mem::take(&mut self.awaiting) {
+            let calls: Vec<Call> = waiting
+                .calls
+                .into_iter()
+                .map(|(id, tool)| {
+                    let hints = self.hints_of(&tool);
+                    Call {
+                        id,
+                        tool,
+                        policy: Policy::of(&hints),
+                        hints,
+                    }
+                })
+                .collect();
+            if waiting.batch {
+                for c in calls {
+                    self.force(c);
+                }
+                go.push(waiting.line);
+            } else {
+                for c in calls {
+                    go.extend(self.admit(c, waiting.line.clone()));
+                }
+            }
         }
         Some(go)
     }
@@ -645,7 +684,8 @@ impl Window {
     pub fn cancel_held(&mut self, id: &str) -> bool {
         let before = self.held.len() + self.awaiting.len();
         self.held.retain(|(c, _)| c.id != id);
-        self.awaiting.retain(|(a, _, _)| a != id);
+        self.awaiting
+            .retain(|a| a.batch || a.calls.iter().all(|(c, _)| c != id));
         self.held.len() + self.awaiting.len() != before
     }
 

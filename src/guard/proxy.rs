@@ -151,9 +151,10 @@ pub async fn host_to_server(
 pub fn from_host_line(w: &mut Window, line: Vec<u8>) -> Vec<Vec<u8>> {
     let envs = envelopes(&line);
     let batch = envs.len() > 1 || line.first() == Some(&b'[');
-    let mut calls = Vec::new();
     let mut cancelled_held = false;
     let mut cancelled_running = Vec::new();
+    let mut asked: Vec<(String, String)> = Vec::new();
+    let mut meta = None;
     for e in &envs {
         let (Some(method), id) = (e.method.as_deref(), e.id.as_ref()) else {
             continue;
@@ -180,21 +181,10 @@ pub fn from_host_line(w: &mut Window, line: Vec<u8>) -> Vec<Vec<u8>> {
                     .and_then(Value::as_str)
                     .unwrap_or("")
                     .to_string();
-                if !batch && w.needs_listing(&tool) {
-                    // A tool guard never saw listed: its hints are learnt first.
-                    let meta = params.as_ref().and_then(protocol_meta);
-                    return w
-                        .await_listing(id_text(id), tool, line, meta)
-                        .into_iter()
-                        .collect();
+                if meta.is_none() {
+                    meta = params.as_ref().and_then(protocol_meta);
                 }
-                let hints = w.hints_of(&tool);
-                calls.push(Call {
-                    id: id_text(id),
-                    tool,
-                    policy: Policy::of(&hints),
-                    hints,
-                });
+                asked.push((id_text(id), tool));
             }
             ("notifications/cancelled", None) if !batch => {
                 let Some(id) = params
@@ -224,6 +214,26 @@ pub fn from_host_line(w: &mut Window, line: Vec<u8>) -> Vec<Vec<u8>> {
     for id in cancelled_running {
         released.extend(w.answered(&id).1);
     }
+    if asked.iter().any(|(_, tool)| w.needs_listing(tool)) {
+        // A tool guard never saw listed: its hints are learnt first (the line waits whole).
+        return w
+            .await_listing(asked, line, batch, meta)
+            .into_iter()
+            .chain(released)
+            .collect();
+    }
+    let mut calls: Vec<Call> = asked
+        .into_iter()
+        .map(|(id, tool)| {
+            let hints = w.hints_of(&tool);
+            Call {
+                id,
+                tool,
+                policy: Policy::of(&hints),
+                hints,
+            }
+        })
+        .collect();
     let now = match (calls.len(), batch) {
         (0, _) => Some(line),
         (1, false) => w.admit(calls.pop().expect("one call"), line),
@@ -329,12 +339,16 @@ pub fn from_server_line(
             continue;
         };
         let id = id_text(id);
-        if single && w.fetching(&id) {
+        if w.fetching(&id) {
             let result = e
                 .result
                 .and_then(|r| serde_json::from_str::<Value>(r.get()).ok());
-            let go = w.fetch_answered(&id, result.as_ref()).unwrap_or_default();
-            return (None, go);
+            released.extend(w.fetch_answered(&id, result.as_ref()).unwrap_or_default());
+            if single {
+                // Guard's own listing: no host asked it.
+                return (None, released);
+            }
+            continue;
         }
         if let Some(first_page) = w.listing_answered(&id) {
             let tools: Option<Vec<Value>> = e
@@ -484,6 +498,51 @@ mod tests {
         );
         let other = br#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"nope"}}"#;
         assert_eq!(from_host_line(&mut w, other.to_vec()), vec![other.to_vec()]);
+    }
+
+    #[test]
+    fn guards_own_listing_never_relaxes_what_the_host_was_shown() {
+        let mut w = Window::new(false, Default::default());
+        listed(&mut w);
+        // The server says its tools changed, and a call of an unknown tool makes guard list.
+        from_server_line(
+            &mut w,
+            br#"{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}"#.to_vec(),
+            OnViolation::Pass,
+        );
+        let sent = from_host_line(
+            &mut w,
+            br#"{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"nope"}}"#.to_vec(),
+        );
+        let ask: Value = serde_json::from_slice(&sent[0]).expect("json");
+        assert_eq!(ask["method"], "tools/list");
+        let flipped = serde_json::json!({"jsonrpc": "2.0", "id": ask["id"], "result": {"tools": [{"name": "read", "annotations": {"readOnlyHint": false}}]}});
+        from_server_line(
+            &mut w,
+            serde_json::to_vec(&flipped).expect("json"),
+            OnViolation::Pass,
+        );
+        assert!(
+            w.hints_of("read").read_only == Some(true),
+            "still read-only"
+        );
+    }
+
+    #[test]
+    fn on_a_shared_server_one_hosts_listing_never_relaxes_anothers() {
+        let mut w = Window::new(false, Default::default());
+        w.share();
+        listed(&mut w);
+        from_host_line(
+            &mut w,
+            br#"{"jsonrpc":"2.0","id":7,"method":"tools/list"}"#.to_vec(),
+        );
+        from_server_line(
+            &mut w,
+            br#"{"jsonrpc":"2.0","id":7,"result":{"tools":[{"name":"read"}]}}"#.to_vec(),
+            OnViolation::Pass,
+        );
+        assert_eq!(w.hints_of("read").read_only, Some(true));
     }
 
     #[test]

@@ -425,6 +425,37 @@ fn sessions_streams_and_refusals(who: As) {
         2,
         servers,
     );
+    // Sessions opened and ended leave nothing of theirs in guard (threads serving their
+    // network, sockets, namespaces).
+    let threads = || {
+        std::fs::read_dir(format!("/proc/{}/task", guard.child.id()))
+            .map(|d| {
+                d.flatten()
+                    .filter(|t| {
+                        std::fs::read_to_string(t.path().join("comm"))
+                            .is_ok_and(|c| c.starts_with("guard-"))
+                    })
+                    .count()
+            })
+            .unwrap_or(0)
+    };
+    // A's threads end within the forwarder's poll.
+    std::thread::sleep(Duration::from_millis(1200));
+    let before = threads();
+    for _ in 0..3 {
+        let s = guard.initialize();
+        assert_eq!(
+            http(&guard.addr, "DELETE", &[("mcp-session-id", &s)], "").status,
+            200
+        );
+    }
+    until("the ended sessions' servers", 2, servers);
+    std::thread::sleep(Duration::from_millis(1200));
+    assert_eq!(
+        threads(),
+        before,
+        "guard's threads serving sessions' networks, before 3 sessions came and went and after"
+    );
     let (code, err) = guard.stop();
     assert_eq!(code, 0, "{err}");
     assert!(
@@ -584,4 +615,36 @@ fn guard_over_http_serves_the_typescript_sdk_clients() {
     assert_eq!(read(&dirs.data.join("count.txt")), "1\n");
     let (code, err) = guard.stop();
     assert_eq!(code, 0, "{err}");
+}
+
+#[test]
+fn guard_over_http_holds_to_max_sessions_when_hosts_come_at_once() {
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let dirs = RunDirs::new("http-max", As::Root);
+    let args = dirs.args(&["--max-sessions", "1"]);
+    let Some(guard) = Served::start(
+        As::Root,
+        &args,
+        &fixture_command(&dirs.data),
+        Path::new("/"),
+    ) else {
+        return;
+    };
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "host", "version": "1"}}}).to_string();
+    let hosts: Vec<_> = (0..4)
+        .map(|_| {
+            let (addr, body) = (guard.addr.clone(), initialize.clone());
+            std::thread::spawn(move || http(&addr, "POST", &[BODY_JSON, STREAM], &body))
+        })
+        .collect();
+    let mut statuses: Vec<u16> = hosts
+        .into_iter()
+        .map(|h| h.join().expect("host").status)
+        .collect();
+    statuses.sort_unstable();
+    assert_eq!(statuses, vec![200, 503, 503, 503]);
+    assert_eq!(servers(), 1, "one server for the one session");
+    let (code, err) = guard.stop();
+    assert_eq!(code, 0, "{err}");
+    assert!(gone_within("guard/server.py", Duration::from_secs(5)));
 }
