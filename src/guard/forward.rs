@@ -133,6 +133,17 @@ impl Forwarder {
     }
 }
 
+/// Owns a forwarder: dropped (the server ended, or its launch failed after the network was
+/// handed over), it stops it.
+#[derive(Debug)]
+pub struct Forwarding(Arc<Forwarder>);
+
+impl Drop for Forwarding {
+    fn drop(&mut self) {
+        self.0.stop();
+    }
+}
+
 /// A copy of a socket's descriptor, to shut it down from another thread.
 fn copy_of<S: std::os::fd::AsFd>(socket: &S) -> Option<OwnedFd> {
     socket.as_fd().try_clone_to_owned().ok()
@@ -140,11 +151,7 @@ fn copy_of<S: std::os::fd::AsFd>(socket: &S) -> Option<OwnedFd> {
 
 /// Serves the namespace's sockets: the DNS stub, and each listener opened on demand, until
 /// the returned forwarder is stopped.
-pub fn start(
-    sockets: NetworkSockets,
-    refusals: Refusals,
-    resolved: Arc<Resolved>,
-) -> Arc<Forwarder> {
+pub fn start(sockets: NetworkSockets, refusals: Refusals, resolved: Arc<Resolved>) -> Forwarding {
     // Guard reads no packets: the namespace's routes keep everything inside.
     drop(sockets.packets);
     let forwarder = Arc::new(Forwarder::default());
@@ -191,7 +198,7 @@ pub fn start(
                 }
             }
         });
-    forwarder
+    Forwarding(forwarder)
 }
 
 /// An address as the kernel gives it (an IPv4 address of a dual-stack listener is

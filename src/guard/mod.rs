@@ -418,7 +418,7 @@ struct Launched {
 struct Ending {
     process: ServerProcess,
     scratch: crate::sandbox::scratch::Scratch,
-    forwarder: Option<Arc<forward::Forwarder>>,
+    forwarder: Option<forward::Forwarding>,
 }
 
 impl Ending {
@@ -426,9 +426,8 @@ impl Ending {
     /// removes its scratch; returns its exit code.
     async fn end(mut self) -> i32 {
         let exit = self.process.shutdown(EXIT_GRACE).await;
-        if let Some(f) = &self.forwarder {
-            f.stop();
-        }
+        // Its network's threads and sockets end with it.
+        drop(self.forwarder.take());
         // A server can leave a large tree in its scratch: removed off the runtime's thread
         // (over HTTP, other sessions' servers are served meanwhile).
         let mut scratch = self.scratch;

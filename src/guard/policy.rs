@@ -376,6 +376,10 @@ pub struct Window {
     awaiting: Vec<Awaiting>,
     /// Several hosts share the server: listings only tighten hints.
     never_relax: bool,
+    /// The server said its tools changed since the last whole listing.
+    changed: bool,
+    /// Makes guard's own listings' ids its own (no host's id meets them).
+    nonce: u64,
 }
 
 /// A line of the host waiting for guard's own listing.
@@ -388,8 +392,9 @@ struct Awaiting {
     batch: bool,
 }
 
-/// Most calls waiting for guard's own listing; past it, calls go under the hints known.
-const AWAITING_CAP: usize = 256;
+/// Most lines waiting for guard's own listing; past it, calls of unknown tools go at once
+/// under the strictest hints.
+const AWAITING_CAP: usize = 4096;
 
 /// Guard's own `tools/list` request in flight.
 #[derive(Debug)]
@@ -460,10 +465,16 @@ impl Window {
     /// Replaces the hints of the listed tools (`first_page`: a listing without a cursor
     /// starts afresh; later pages add to it), filled from the verification where given. At
     /// most 10,000 tools are kept. Returns notes for the user (definitions that changed).
-    pub fn listed(&mut self, tools: &[Value], first_page: bool) -> Vec<String> {
+    pub fn listed(&mut self, tools: &[Value], first_page: bool, last_page: bool) -> Vec<String> {
         // On a server several hosts share, one host's listing never relaxes what another was
-        // shown: hints only tighten.
-        self.read_listing(tools, first_page && !self.never_relax)
+        // shown (hints only tighten), unless the server said its tools changed since.
+        let replace = first_page && (!self.never_relax || self.changed);
+        let notes = self.read_listing(tools, replace);
+        if last_page {
+            self.listed_once = true;
+            self.changed = false;
+        }
+        notes
     }
 
     /// Reads listed `tools`; `replace`: they replace what was known (a host's new listing),
@@ -474,7 +485,6 @@ impl Window {
             self.tools.clear();
             self.overflowed = false;
         }
-        self.listed_once = true;
         let mut notes = Vec::new();
         for t in tools {
             let Some(name) = t.get("name").and_then(Value::as_str) else {
@@ -524,13 +534,26 @@ impl Window {
             return None;
         }
         self.fetches += 1;
-        let id = format!("hintcheck-guard-listing-{}", self.fetches);
+        let id = self.listing_id();
         let request = listing_request(&id, meta.as_ref(), None);
         self.fetch = Some(Fetch {
             id: Value::String(id).to_string(),
             meta,
         });
         Some(request)
+    }
+
+    /// The id of guard's next own listing request.
+    fn listing_id(&mut self) -> String {
+        if self.nonce == 0 {
+            let mut bytes = [0u8; 8];
+            let _ = rustix::rand::getrandom(&mut bytes, rustix::rand::GetRandomFlags::empty());
+            self.nonce = u64::from_le_bytes(bytes) | 1;
+        }
+        format!(
+            "hintcheck-guard-listing-{:016x}-{}",
+            self.nonce, self.fetches
+        )
     }
 
     /// Whether `id` is guard's own listing's (and no call of the host's bears it).
@@ -559,7 +582,7 @@ impl Window {
             .filter(|_| self.fetches < 10_000)
         {
             self.fetches += 1;
-            let next = format!("hintcheck-guard-listing-{}", self.fetches);
+            let next = self.listing_id();
             let request = listing_request(&next, meta.as_ref(), Some(cursor));
             self.fetch = Some(Fetch {
                 id: Value::String(next).to_string(),
@@ -603,6 +626,7 @@ impl Window {
     /// for a listing again.
     pub fn tools_changed(&mut self) {
         self.listed_once = false;
+        self.changed = true;
     }
 
     /// The host asked `tools/list` with request `id` (`first_page`: without a cursor).

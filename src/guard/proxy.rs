@@ -351,15 +351,21 @@ pub fn from_server_line(
             continue;
         }
         if let Some(first_page) = w.listing_answered(&id) {
-            let tools: Option<Vec<Value>> = e
+            let mut result = e
                 .result
-                .and_then(|r| serde_json::from_str::<Value>(r.get()).ok())
-                .and_then(|mut r| match r.get_mut("tools").map(Value::take) {
+                .and_then(|r| serde_json::from_str::<Value>(r.get()).ok());
+            let last_page = result
+                .as_ref()
+                .and_then(|r| r.get("nextCursor"))
+                .is_none_or(Value::is_null);
+            let tools = result
+                .as_mut()
+                .and_then(|r| match r.get_mut("tools").map(Value::take) {
                     Some(Value::Array(tools)) => Some(tools),
                     _ => None,
                 });
             if let Some(tools) = tools {
-                for note in w.listed(&tools, first_page) {
+                for note in w.listed(&tools, first_page, last_page) {
                     eprintln!(
                         "{}",
                         crate::text::escape::keeping_lines(&format!("hintcheck guard: {note}"))
