@@ -3,9 +3,9 @@
 //! real directory and logged with their session, `--on-violation error` on a JSON answer,
 //! requests without a session sharing one server with their ids kept apart, the stateless
 //! era's header checks, foreign Origins and Hosts refused, `DELETE` ending a session's server,
-//! SIGTERM ending them all; as root and unprivileged. And a real host-side client (the
-//! TypeScript SDK's Streamable HTTP transport) speaking through guard to the reference
-//! filesystem server.
+//! SIGTERM ending them all; as root and unprivileged. And real host-side clients (the
+//! TypeScript SDK's Streamable HTTP transport, 1.x and 2.x, and the Python SDK's) speaking
+//! through guard to the reference filesystem server and to a 2026-07-28 server.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -516,6 +516,33 @@ const SDK_CLIENTS: [&str; 2] = [
     "@modelcontextprotocol/client@2.4.0",
 ];
 
+/// The Python SDK's client, pinned.
+const PYTHON_SDK: &str = "mcp==1.27.0";
+
+/// Runs the Python SDK's client against `addr` with `calls`; what it printed.
+fn python_sdk_client(addr: &str, calls: &Value) -> Value {
+    let setup = hintcheck::fleet::setup::SetupSection {
+        pip: vec![PYTHON_SDK.into()],
+        ..Default::default()
+    };
+    let venv = crate::real_servers::installed_packages(&setup, "the Python SDK")
+        .and_then(|i| i.venv)
+        .expect("the Python SDK installed");
+    let out = Command::new(venv.join("bin/python"))
+        .arg(format!("{}/sdk_client.py", fixture("guard")))
+        .arg(format!("http://{addr}/mcp"))
+        .arg(calls.to_string())
+        .output()
+        .expect("python");
+    assert!(
+        out.status.success(),
+        "the Python client failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)))
+}
+
 /// Runs the SDK client `kind` (`v1`, `v2`) against `addr` with `calls`; what it printed.
 fn sdk_client(kind: &str, addr: &str, calls: &Value) -> Value {
     let setup = hintcheck::fleet::setup::SetupSection {
@@ -550,7 +577,7 @@ fn sdk_client(kind: &str, addr: &str, calls: &Value) -> Value {
 }
 
 #[test]
-fn guard_over_http_serves_the_typescript_sdk_clients() {
+fn guard_over_http_serves_the_typescript_and_python_sdk_clients() {
     let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     if !crate::util::installers_present() {
         return;
@@ -592,9 +619,27 @@ fn guard_over_http_serves_the_typescript_sdk_clients() {
         "written through guard"
     );
     assert!(text(2).contains("written through guard"), "{out}");
-    // The client ended its session: its server is gone.
+    // The Python SDK's client, through the same guard: a session of its own.
+    let py = python_sdk_client(
+        &guard.addr,
+        &json!([
+            {"name": "write_file", "arguments": {"path": format!("{data}/from-python.txt"), "content": "written by the Python SDK"}},
+            {"name": "read_text_file", "arguments": {"path": format!("{data}/from-host.txt")}},
+        ]),
+    );
+    assert!(
+        py["sessionId"].is_string() && py["sessionId"] != out["sessionId"],
+        "{py}"
+    );
+    assert_eq!(py["calls"][0]["isError"], false, "{py}");
+    assert_eq!(
+        read(&dirs.data.join("from-python.txt")),
+        "written by the Python SDK"
+    );
+    assert_eq!(py["calls"][1]["text"], "written through guard", "{py}");
+    // The clients ended their sessions: their servers are gone.
     let server = filesystem.display().to_string();
-    until("the ended session's server", 0, || {
+    until("the ended sessions' servers", 0, || {
         servers_of(&server, "node")
     });
     let (code, err) = guard.stop();
