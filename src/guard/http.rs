@@ -27,7 +27,7 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 use tokio::sync::mpsc;
 
-use super::proxy::{self, MAX_LINE, ToHost, ToServer};
+use super::proxy::{self, MAX_LINE, Members, ToHost, ToServer};
 use super::{GuardError, GuardOptions, Launched, Prepared};
 
 /// The endpoint's path.
@@ -733,9 +733,6 @@ fn header_mismatch(headers: &HeaderMap, messages: &[Members<'_>]) -> Option<Resp
     }
     None
 }
-
-/// A message's members, unparsed.
-type Members<'a> = HashMap<String, &'a RawValue>;
 
 /// The messages of a body or a line: one object, or a non-empty batch of objects; `None`
 /// for anything else.

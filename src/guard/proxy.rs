@@ -35,7 +35,7 @@ struct Envelope<'a> {
 }
 
 /// A message's members, unparsed.
-type Members<'a> = std::collections::HashMap<String, &'a RawValue>;
+pub(crate) type Members<'a> = std::collections::HashMap<String, &'a RawValue>;
 
 impl<'a> Envelope<'a> {
     fn of(mut m: Members<'a>) -> Envelope<'a> {
