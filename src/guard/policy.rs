@@ -595,29 +595,7 @@ impl Window {
         self.listed_once = true;
         let mut go = Vec::new();
         for waiting in std::mem::take(&mut self.awaiting) {
-            let calls: Vec<Call> = waiting
-                .calls
-                .into_iter()
-                .map(|(id, tool)| {
-                    let hints = self.hints_of(&tool);
-                    Call {
-                        id,
-                        tool,
-                        policy: Policy::of(&hints),
-                        hints,
-                    }
-                })
-                .collect();
-            if waiting.batch {
-                for c in calls {
-                    self.force(c);
-                }
-                go.push(waiting.line);
-            } else {
-                for c in calls {
-                    go.extend(self.admit(c, waiting.line.clone()));
-                }
-            }
+            go.extend(self.enter(waiting.calls, waiting.line, waiting.batch));
         }
         Some(go)
     }
@@ -661,6 +639,39 @@ impl Window {
                     all.push(c);
                 }
                 Now { policy, calls: all }
+            }
+        }
+    }
+
+    /// Host line `line` with `calls` (id and tool), under the hints known now: `Some(line)`
+    /// to send it on now, `None` when its call is held (see [`Window::admit`]). A batch goes
+    /// whole: its calls are in flight together, whatever their policies.
+    pub fn enter(
+        &mut self,
+        calls: Vec<(String, String)>,
+        line: Vec<u8>,
+        batch: bool,
+    ) -> Option<Vec<u8>> {
+        let mut calls: Vec<Call> = calls
+            .into_iter()
+            .map(|(id, tool)| {
+                let hints = self.hints_of(&tool);
+                Call {
+                    id,
+                    tool,
+                    policy: Policy::of(&hints),
+                    hints,
+                }
+            })
+            .collect();
+        match (calls.len(), batch) {
+            (0, _) => Some(line),
+            (1, false) => self.admit(calls.pop().expect("one call"), line),
+            _ => {
+                for c in calls {
+                    self.force(c);
+                }
+                Some(line)
             }
         }
     }

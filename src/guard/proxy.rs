@@ -12,7 +12,7 @@ use serde_json::value::RawValue;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::sync::Mutex as AsyncMutex;
 
-use super::policy::{Call, Policy, Window};
+use super::policy::{Call, Window};
 use crate::rpc::framing::{Frame, LineReader};
 
 /// The longest line passed on (64 MiB); a longer one is dropped and said on stderr.
@@ -222,29 +222,7 @@ pub fn from_host_line(w: &mut Window, line: Vec<u8>) -> Vec<Vec<u8>> {
             .chain(released)
             .collect();
     }
-    let mut calls: Vec<Call> = asked
-        .into_iter()
-        .map(|(id, tool)| {
-            let hints = w.hints_of(&tool);
-            Call {
-                id,
-                tool,
-                policy: Policy::of(&hints),
-                hints,
-            }
-        })
-        .collect();
-    let now = match (calls.len(), batch) {
-        (0, _) => Some(line),
-        (1, false) => w.admit(calls.pop().expect("one call"), line),
-        // A batch goes whole: its calls are in flight together, whatever their policies.
-        _ => {
-            for c in calls {
-                w.force(c);
-            }
-            Some(line)
-        }
-    };
+    let now = w.enter(asked, line, batch);
     now.into_iter().chain(released).collect()
 }
 
