@@ -528,15 +528,22 @@ fn python_sdk_client(addr: &str, calls: &Value) -> Value {
     let venv = crate::real_servers::installed_packages(&setup, "the Python SDK")
         .and_then(|i| i.venv)
         .expect("the Python SDK installed");
-    let out = Command::new(venv.join("bin/python"))
+    let mut client = Command::new(venv.join("bin/python"));
+    client
         .arg(format!("{}/sdk_client.py", fixture("guard")))
         .arg(format!("http://{addr}/mcp"))
-        .arg(calls.to_string())
+        .arg(calls.to_string());
+    printed(client, "the Python client")
+}
+
+/// What host-side `client` printed (one JSON object), once it ended well.
+fn printed(mut client: Command, who: &str) -> Value {
+    let out = client
         .output()
-        .expect("python");
+        .unwrap_or_else(|e| panic!("{who} did not start: {e}"));
     assert!(
         out.status.success(),
-        "the Python client failed: {}",
+        "{who} failed: {}",
         String::from_utf8_lossy(&out.stderr)
     );
     serde_json::from_slice(&out.stdout)
@@ -559,21 +566,14 @@ fn sdk_client(kind: &str, addr: &str, calls: &Value) -> Value {
     let dir = installed
         .join("node_modules/@modelcontextprotocol")
         .join(package);
-    let out = Command::new("node")
+    let mut client = Command::new("node");
+    client
         .arg(format!("{}/sdk_client.mjs", fixture("guard")))
         .arg(kind)
         .arg(&dir)
         .arg(format!("http://{addr}/mcp"))
-        .arg(calls.to_string())
-        .output()
-        .expect("node");
-    assert!(
-        out.status.success(),
-        "the {kind} client failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)))
+        .arg(calls.to_string());
+    printed(client, &format!("the {kind} client"))
 }
 
 #[test]
