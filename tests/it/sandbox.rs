@@ -75,6 +75,7 @@ pub(crate) fn stage() -> &'static Stage {
             "startup-work",
             "documents",
             "lazy-store",
+            "raised-mapping",
             "shared-counters",
             "secrets",
             "exfiltration",
@@ -1934,7 +1935,30 @@ fn lazy_store_run(who: As) {
         outcome.ends_with("then killed its server (the run's own server did nothing at its end)"),
         "{outcome}"
     );
+    // Python's read-only shared mapping of glibc's gconv cache (a read-only descriptor) does
+    // not make every checkpoint walk: the notifications stand for the walks.
+    let files = r["coverage"]["observers"][0]["covers"].to_string();
+    assert!(
+        files.contains("read again only the paths change notifications named"),
+        "{files}"
+    );
 }
+
+fn raised_mapping_run(who: As) {
+    // The tool raised a read-only mapping of a file opened for writing and wrote through it:
+    // no notification fired, the walks saw it.
+    let Some(r) = python_fixture_holds("raised-mapping", who) else {
+        return;
+    };
+    let e = crate::util::first_evidence(&r, "touch_mapping", "readOnlyHint");
+    assert!(e.contains("overwrote $WORKSPACE/mapped.bin"), "{e}");
+}
+
+as_root_and_unprivileged!(
+    a_mapping_raised_to_writable_later_is_seen_as_root,
+    a_mapping_raised_to_writable_later_is_seen_unprivileged,
+    raised_mapping_run
+);
 
 as_root_and_unprivileged!(
     a_store_made_on_first_access_is_the_servers_set_up_as_root,
