@@ -18,6 +18,11 @@ impl ProcessTree {
         Self { root }
     }
 
+    /// The root pid.
+    pub fn root(&self) -> u32 {
+        self.root
+    }
+
     /// The root and every descendant, through `/proc/<pid>/task/<tid>/children`.
     pub fn pids(&self) -> Vec<u32> {
         let mut out = vec![self.root];
