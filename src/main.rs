@@ -73,6 +73,10 @@ fn main() -> ExitCode {
         Command::Suggest(a) => verifying(&a, Mode::Suggest),
         Command::Guard(a) => guard(&a),
     };
+    // The runs' scratch directories are removed off their path: nothing may be left behind.
+    for failure in hintcheck::sandbox::scratch::wait_for_removals() {
+        say!("hintcheck: {failure}");
+    }
     ExitCode::from(code as u8)
 }
 

@@ -405,8 +405,10 @@ impl RunLog {
                 r.exit_reason
             );
         }
+        // Removed while the run goes on (a replay's) or its report is written: whoever ends
+        // the process waits for it (`scratch::wait_for_removals`).
         if let Some(mut s) = scratch {
-            if let Err(e) = s.remove() {
+            if let Err(e) = s.remove_off_path() {
                 r.notes.push(e);
             }
         }

@@ -36,7 +36,9 @@ pub use collect::Verification;
 use collect::{Ending, RunEvent, RunLog, TimedStage};
 use server::RunContext;
 
-/// Runs one verification. `stop` ends the run early (the report is then partial).
+/// Runs one verification. `stop` ends the run early (the report is then partial). Its
+/// scratch directories (and its replays') are removed off its path: the caller waits for
+/// them ([`crate::sandbox::scratch::wait_for_removals`]) before the process ends.
 pub async fn verify(
     config: &RunConfig,
     stop: watch::Receiver<bool>,
@@ -123,17 +125,19 @@ async fn pipeline(
     let mut log = RunLog::new(config, Instant::now(), subreaper);
     log.emit(RunEvent::Stage("starting the server"));
     let began = Instant::now();
-    let prepared = match prepare::prepare(config, &mut log, stop, subreaper) {
+    let mut prepared = match prepare::prepare(config, &mut log, stop, subreaper) {
         Ok(p) => p,
         Err(ending) => return log.assemble(config, ending, None),
     };
     log.emit(RunEvent::Took(TimedStage::Prepare, began.elapsed()));
-    let ending = stages(&prepared.ctx, &prepared.scratch, &mut log).await;
+    let ending = stages(&prepared.ctx, &mut prepared.scratch, &mut log).await;
     log.assemble(config, ending, Some(prepared.scratch))
 }
 
-/// The stages from the launch of the server to the judgement of what it did.
-async fn stages(ctx: &RunContext<'_>, scratch: &Scratch, log: &mut RunLog) -> Ending {
+/// The stages from the launch of the server to the judgement of what it did. Once the server
+/// is stopped and its directories read for the last time, they are removed off the run's path
+/// (while replays and judging go on).
+async fn stages(ctx: &RunContext<'_>, scratch: &mut Scratch, log: &mut RunLog) -> Ending {
     let mut began = Instant::now();
     let mut took = |log: &mut RunLog, stage: TimedStage| {
         log.emit(RunEvent::Took(stage, began.elapsed()));
@@ -148,6 +152,9 @@ async fn stages(ctx: &RunContext<'_>, scratch: &Scratch, log: &mut RunLog) -> En
     let listed = inventory::list(ctx, launched, log).await;
     took(log, TimedStage::Inventory);
     let exercised = explore::explore(ctx, scratch, listed, log).await;
+    if let Err(e) = scratch.remove_off_path() {
+        log.note(e);
+    }
     took(log, TimedStage::Explore);
     let attributed = attribute::attribute(ctx, exercised, log).await;
     took(log, TimedStage::Attribute);

@@ -124,6 +124,109 @@ impl Drop for Scratch {
     }
 }
 
+impl Scratch {
+    /// Removes the directories on a thread of their own, off the run's path (a run's scratch
+    /// takes 10 to 25 ms to remove, each replay's too): [`wait_for_removals`] waits until
+    /// every one handed over is gone. Without that thread, removes them here. What was
+    /// seeded stays known.
+    pub fn remove_off_path(&mut self) -> Result<(), String> {
+        let Some(root) = self.root.take() else {
+            return Ok(());
+        };
+        match removals().hand_over(root) {
+            Ok(()) => Ok(()),
+            Err(root) => remove_now(root),
+        }
+    }
+}
+
+/// Removes a scratch root; where something in it cannot be removed (a directory the server
+/// made unwritable), makes every directory writable and tries again.
+fn remove_now(root: tempfile::TempDir) -> Result<(), String> {
+    let path = root.keep();
+    if fs::remove_dir_all(&path).is_ok() {
+        return Ok(());
+    }
+    restore_permissions(&path, 0);
+    match fs::remove_dir_all(&path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            Err(format!("could not remove {}: {e}", path.display()))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Scratch directories handed over for removal and not yet removed, and what could not be.
+#[derive(Default)]
+struct Removals {
+    state: std::sync::Mutex<RemovalState>,
+    done: std::sync::Condvar,
+}
+
+#[derive(Default)]
+struct RemovalState {
+    /// The remover thread's queue, once it is started.
+    queue: Option<std::sync::mpsc::Sender<tempfile::TempDir>>,
+    /// Handed over and not yet removed.
+    pending: usize,
+    /// Why some could not be removed.
+    failures: Vec<String>,
+}
+
+/// The process's removals.
+fn removals() -> &'static Removals {
+    static REMOVALS: std::sync::OnceLock<Removals> = std::sync::OnceLock::new();
+    REMOVALS.get_or_init(Removals::default)
+}
+
+impl Removals {
+    /// Queues `root` for the remover thread (started on first use); `Err` gives it back when
+    /// the thread cannot be started.
+    fn hand_over(&'static self, root: tempfile::TempDir) -> Result<(), tempfile::TempDir> {
+        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        if state.queue.is_none() {
+            let (tx, rx) = std::sync::mpsc::channel::<tempfile::TempDir>();
+            let started = std::thread::Builder::new()
+                .name("hintcheck-scratch-removal".into())
+                .spawn(move || {
+                    for root in rx {
+                        let outcome = remove_now(root);
+                        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+                        state.pending -= 1;
+                        state.failures.extend(outcome.err());
+                        self.done.notify_all();
+                    }
+                });
+            if started.is_err() {
+                return Err(root);
+            }
+            state.queue = Some(tx);
+        }
+        let Some(queue) = state.queue.as_ref() else {
+            return Err(root);
+        };
+        match queue.send(root) {
+            Ok(()) => {
+                state.pending += 1;
+                Ok(())
+            }
+            Err(std::sync::mpsc::SendError(root)) => Err(root),
+        }
+    }
+}
+
+/// Waits until every scratch directory handed over by [`Scratch::remove_off_path`] is removed,
+/// and says which could not be (the process must not end before: nothing may be left
+/// behind).
+pub fn wait_for_removals() -> Vec<String> {
+    let r = removals();
+    let mut state = r.state.lock().unwrap_or_else(|p| p.into_inner());
+    while state.pending > 0 {
+        state = r.done.wait(state).unwrap_or_else(|p| p.into_inner());
+    }
+    std::mem::take(&mut state.failures)
+}
+
 /// Removes the tree `name` inside the directory `parent`, relative to the descriptor (the
 /// caller may be in another mount namespace than the one `parent` was opened in), making
 /// locked directories writable first. Errors are ignored: this runs when nobody is left to
@@ -193,6 +296,38 @@ fn restore_permissions(dir: &Path, depth: usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn scratch_removed_off_the_path_is_gone_once_waited_for() {
+        let mut scratches: Vec<Scratch> = (0..3)
+            .map(|_| Scratch::create().expect("scratch"))
+            .collect();
+        let roots: Vec<PathBuf> = scratches
+            .iter()
+            .map(|s| s.root().expect("root").to_path_buf())
+            .collect();
+        // A directory the server made unwritable, with a file in it.
+        let locked = scratches[0].workspace.join("locked");
+        fs::create_dir(&locked).expect("mkdir");
+        fs::write(locked.join("f"), "x").expect("write");
+        fs::set_permissions(&locked, fs::Permissions::from_mode(0o500)).expect("chmod");
+        scratches[1].seeded = vec!["notes.md".into()];
+        for s in &mut scratches {
+            s.remove_off_path().expect("handed over");
+            // Handed over once: a second call and the drop do nothing.
+            s.remove_off_path().expect("nothing left to hand over");
+        }
+        assert_eq!(
+            scratches[1].seeded,
+            ["notes.md"],
+            "what was seeded stays known"
+        );
+        drop(scratches);
+        assert!(wait_for_removals().is_empty());
+        for root in roots {
+            assert!(!root.exists(), "{} left behind", root.display());
+        }
+    }
 
     #[test]
     fn removal_through_a_descriptor_handles_locked_directories() {

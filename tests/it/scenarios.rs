@@ -46,13 +46,15 @@ pub(crate) fn run_scenario_with(name: &str, adjust: impl FnOnce(&mut VerifyArgs)
         .expect("runtime");
     rt.block_on(async {
         let (_tx, rx) = tokio::sync::watch::channel(false);
-        tokio::time::timeout(
+        let report = tokio::time::timeout(
             Duration::from_secs(150),
             hintcheck::run::verify(&config, rx, false),
         )
         .await
         .expect("scenario finished in time")
-        .report
+        .report;
+        assert!(hintcheck::sandbox::scratch::wait_for_removals().is_empty());
+        report
     })
 }
 
@@ -303,7 +305,9 @@ fn run_fixture_with(
         .expect("runtime");
     rt.block_on(async {
         let (_tx, rx) = tokio::sync::watch::channel(false);
-        hintcheck::run::verify(&config, rx, false).await.report
+        let report = hintcheck::run::verify(&config, rx, false).await.report;
+        assert!(hintcheck::sandbox::scratch::wait_for_removals().is_empty());
+        report
     })
 }
 
