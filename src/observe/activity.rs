@@ -120,11 +120,15 @@ pub async fn settle(
             q.counted(true);
             return start.elapsed();
         }
-        let started_by_call = tree
-            .tasks()
+        // What the look just read of the threads, else read afresh.
+        let (tasks, busy) = match proof.as_deref().and_then(Quiescence::last_seen) {
+            Some((tasks, busy)) => (tasks.clone(), *busy),
+            None => (tree.tasks(), tree.busy()),
+        };
+        let started_by_call = tasks
             .iter()
             .any(|t| !before.contains(t) && !waits_for_others(*t));
-        if started_by_call || tree.busy() {
+        if started_by_call || busy {
             idle_since = None;
         } else {
             let since = *idle_since.get_or_insert(now);

@@ -259,6 +259,9 @@ pub struct Quiescence {
     /// Whether the tree's root is the sandbox's init (hintcheck's own process, whose sockets
     /// are the observers' listeners) rather than the server.
     own_root: bool,
+    /// The live threads the last look saw, with whether any was running or in
+    /// uninterruptible sleep (`None` when it could not read them all).
+    last_seen: Option<(Vec<u32>, bool)>,
     /// How many windows a proof closed, and how many the idle period closed.
     pub proven: u32,
     pub by_idle_period: u32,
@@ -274,6 +277,7 @@ impl Quiescence {
             clean_counts: HashMap::new(),
             transport_port: None,
             own_root: false,
+            last_seen: None,
             proven: 0,
             by_idle_period: 0,
         }
@@ -310,6 +314,13 @@ impl Quiescence {
         }) && (!server_sockets || self.no_connection_open(&pids))
     }
 
+    /// What the last look saw of the tree's threads: every live thread, and whether any was
+    /// running or in uninterruptible sleep (what [`ProcessTree::tasks`] and
+    /// [`ProcessTree::busy`] would read again); `None` when it could not read them all.
+    pub fn last_seen(&self) -> Option<&(Vec<u32>, bool)> {
+        self.last_seen.as_ref()
+    }
+
     /// The thread part of [`Quiescence::look`]: the processes of a tree whose threads are all
     /// proven to wait past the horizon, or `None`.
     fn threads_quiet(&mut self, tree: &ProcessTree, horizon: Horizon<'_>) -> Option<Vec<u32>> {
@@ -318,8 +329,13 @@ impl Quiescence {
         let bound = previous.unwrap_or(self.started);
         let Some(threads) = threads_of(tree) else {
             self.history.clear();
+            self.last_seen = None;
             return None;
         };
+        self.last_seen = Some((
+            threads.keys().copied().collect(),
+            threads.values().any(|t| matches!(t.state, 'R' | 'D')),
+        ));
         let mut quiet = previous.is_some() && threads.len() == self.history.len();
         let mut next = HashMap::with_capacity(threads.len());
         for (tid, seen) in &threads {
