@@ -463,7 +463,7 @@ impl OpenWindow {
         lingering: &mut Vec<(String, String, u32)>,
         skip: usize,
     ) -> Self {
-        let before = tree.map(|t| t.tasks()).unwrap_or_default();
+        let (before, runtimes) = tree.map(|t| t.tasks_and_runtimes(skip)).unwrap_or_default();
         lingering.retain(|(_, _, tid)| before.contains(tid));
         let lingering_tids: Vec<u32> = lingering.iter().map(|(_, _, t)| *t).collect();
         let woken_by_call: Vec<u32> = lingering_tids
@@ -487,7 +487,7 @@ impl OpenWindow {
             woken_by_call,
             lingering_calls,
             lingering_tools,
-            runtimes: tree.map(|t| t.runtimes(skip)).unwrap_or_default(),
+            runtimes,
         }
     }
 
@@ -687,6 +687,7 @@ impl Host for ServerHost<'_, '_> {
         let outcome = outcome.unwrap_or(CallOutcome::Timeout {
             after_ms: duration.as_millis() as u64,
         });
+        let proven_before = l.quiet.proven;
         let settled = if interrupted {
             Duration::ZERO
         } else {
@@ -701,8 +702,14 @@ impl Host for ServerHost<'_, '_> {
             .await
         };
         if let Some(t) = tree {
+            // The threads of the look that proved the tree quiet and closed the window, else
+            // read afresh.
+            let tasks = match l.quiet.last_seen() {
+                Some((tasks, _)) if l.quiet.proven > proven_before => tasks.clone(),
+                _ => t.tasks(),
+            };
             self.lingering.extend(
-                t.tasks()
+                tasks
                     .into_iter()
                     .filter(|tid| !window.before.contains(tid))
                     .map(|tid| (label.to_string(), tool.to_string(), tid)),

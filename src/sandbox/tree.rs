@@ -3,6 +3,12 @@
 //! is busy. The watchdog bounds the tree's memory with it; the observers decide from it when a
 //! call's window may close.
 
+/// The state letter of a `/proc/…/stat` line (the field after the command's closing
+/// parenthesis).
+fn state_of(stat: &str) -> Option<&str> {
+    stat.rsplit(')').next()?.split_whitespace().next()
+}
+
 /// Most processes looked at in one tree.
 const MAX_PROCESSES: usize = 4096;
 
@@ -73,6 +79,42 @@ impl ProcessTree {
         out
     }
 
+    /// [`ProcessTree::tasks`] and [`ProcessTree::runtimes`] in one walk of the tree.
+    pub fn tasks_and_runtimes(
+        &self,
+        skip: usize,
+    ) -> (Vec<u32>, std::collections::HashMap<u32, u64>) {
+        let mut tasks = Vec::new();
+        let mut runtimes = std::collections::HashMap::new();
+        for (i, pid) in self.pids().iter().enumerate() {
+            let Ok(entries) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+                continue;
+            };
+            for t in entries.flatten() {
+                let Some(tid) = t.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+                    continue;
+                };
+                let path = t.path();
+                if std::fs::read_to_string(path.join("stat"))
+                    .ok()
+                    .is_some_and(|st| !matches!(state_of(&st), Some("Z") | Some("X") | None))
+                {
+                    tasks.push(tid);
+                }
+                if i < skip && tid == *pid {
+                    continue;
+                }
+                if let Some(ns) = std::fs::read_to_string(path.join("schedstat"))
+                    .ok()
+                    .and_then(|s| s.split_whitespace().next()?.parse::<u64>().ok())
+                {
+                    runtimes.insert(tid, ns);
+                }
+            }
+        }
+        (tasks, runtimes)
+    }
+
     /// CPU time (ns) of every live thread of the tree, from `/proc/<pid>/task/<tid>/schedstat`;
     /// the threads of the first `skip` processes (the sandbox's init and PID 1, the server's
     /// main thread) are left out: they are not background workers.
@@ -124,5 +166,46 @@ impl ProcessTree {
             }
         }
         false
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_walk_sees_the_tasks_and_runtimes_two_walks_see() {
+        let mut shell = std::process::Command::new("sh")
+            .args(["-c", "sleep 5 & sleep 5 & wait"])
+            .spawn()
+            .expect("sh");
+        let tree = ProcessTree::new(shell.id());
+        // Until both children exist.
+        for _ in 0..200 {
+            if tree.pids().len() == 3 {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        let (mut tasks, runtimes) = tree.tasks_and_runtimes(1);
+        let mut apart = tree.tasks();
+        tasks.sort_unstable();
+        apart.sort_unstable();
+        assert_eq!(tasks.len(), 3, "{tasks:?}");
+        assert_eq!(tasks, apart);
+        // The first process's main thread is skipped; the sleeps have not run since.
+        let mut timed: Vec<u32> = runtimes.keys().copied().collect();
+        timed.sort_unstable();
+        let mut expected: Vec<u32> = tree.runtimes(1).keys().copied().collect();
+        expected.sort_unstable();
+        assert_eq!(timed, expected);
+        assert!(!timed.contains(&shell.id()));
+        for pid in tree.pids().into_iter().skip(1) {
+            if let Some(pid) = rustix::process::Pid::from_raw(pid as i32) {
+                let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+            }
+        }
+        let _ = shell.kill();
+        let _ = shell.wait();
     }
 }
