@@ -29,7 +29,7 @@ pub fn waits_for_others(tid: u32) -> bool {
 /// Whether a thread is blocked in `futex` waiting (or locking) with no timeout, read from
 /// `/proc/TID/syscall` (`NR arg0 … arg5 sp pc`, in hex while the thread is blocked).
 pub fn waits_on_futex_forever(tid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{tid}/syscall"))
+    crate::sandbox::tree::read_proc(format!("/proc/{tid}/syscall"))
         .is_ok_and(|line| untimed_futex_wait(&line))
 }
 
@@ -64,7 +64,7 @@ pub(crate) fn untimed_futex_wait(line: &str) -> bool {
 /// Whether a thread is blocked reading a pipe (its kernel wait channel), that is, waiting
 /// for another process to act.
 pub fn waits_on_pipe(tid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{tid}/wchan")).is_ok_and(|w| {
+    crate::sandbox::tree::read_proc(format!("/proc/{tid}/wchan")).is_ok_and(|w| {
         matches!(
             w.trim(),
             "pipe_read" | "anon_pipe_read" | "pipe_wait" | "pipe_wait_readable"

@@ -461,7 +461,7 @@ fn threads_of(tree: &ProcessTree) -> Option<HashMap<u32, ThreadSeen>> {
                 continue;
             };
             let path = t.path();
-            let Ok(stat) = std::fs::read_to_string(path.join("stat")) else {
+            let Ok(stat) = crate::sandbox::tree::read_proc(path.join("stat")) else {
                 continue;
             };
             let state = stat
@@ -473,14 +473,15 @@ fn threads_of(tree: &ProcessTree) -> Option<HashMap<u32, ThreadSeen>> {
             if matches!(state, 'Z' | 'X') {
                 continue;
             }
-            let runtime = std::fs::read_to_string(path.join("schedstat"))
+            let runtime = crate::sandbox::tree::read_proc(path.join("schedstat"))
                 .ok()
                 .and_then(|s| s.split_whitespace().next()?.parse::<u64>().ok())?;
-            let wait = match std::fs::read_to_string(path.join("syscall")).map(|l| wait_of(&l)) {
-                Ok(Wait::Timeout(address, form)) => read_timeout(tid, address, form),
-                Ok(wait) => wait,
-                Err(_) => Wait::Unknown,
-            };
+            let wait =
+                match crate::sandbox::tree::read_proc(path.join("syscall")).map(|l| wait_of(&l)) {
+                    Ok(Wait::Timeout(address, form)) => read_timeout(tid, address, form),
+                    Ok(wait) => wait,
+                    Err(_) => Wait::Unknown,
+                };
             out.insert(
                 tid,
                 ThreadSeen {
@@ -524,9 +525,11 @@ fn no_timer_due_within(pid: u32, horizon: Duration) -> Option<(bool, bool)> {
         if target.as_os_str() != "anon_inode:[timerfd]" {
             continue;
         }
-        let info =
-            std::fs::read_to_string(format!("/proc/{pid}/fdinfo/{}", fd.file_name().to_str()?))
-                .ok()?;
+        let info = crate::sandbox::tree::read_proc(format!(
+            "/proc/{pid}/fdinfo/{}",
+            fd.file_name().to_str()?
+        ))
+        .ok()?;
         match timer_remaining(&info) {
             Some(left) if left.is_zero() || left >= horizon => {}
             _ => return Some((false, socket)),
@@ -539,9 +542,7 @@ fn no_timer_due_within(pid: u32, horizon: Duration) -> Option<(bool, bool)> {
 /// tables scans the kernel's whole connection hash (about 2 ms on a machine with much
 /// memory), and a read from an empty buffer starts with a 32-byte probe.
 fn read_net_table(path: &str) -> std::io::Result<String> {
-    let mut text = String::with_capacity(64 * 1024);
-    std::io::Read::read_to_string(&mut std::fs::File::open(path)?, &mut text)?;
-    Ok(text)
+    crate::sandbox::tree::read_proc_into(path, 64 * 1024)
 }
 
 /// The time left before a timer descriptor fires (zero when disarmed), from its fdinfo's

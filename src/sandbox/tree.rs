@@ -3,6 +3,24 @@
 //! is busy. The watchdog bounds the tree's memory with it; the observers decide from it when a
 //! call's window may close.
 
+/// A small `/proc` file (a thread's `stat`, `schedstat`, `syscall`, `wchan`, a task's
+/// `children`, a timer's `fdinfo`) in two reads: `std::fs::read_to_string` asks for the size
+/// first (procfs says 0) and then reads from a 32-byte probe up, five to eight system calls
+/// where two do, and the settle wait reads hundreds of these per call on a busy tree.
+pub fn read_proc(path: impl AsRef<std::path::Path>) -> std::io::Result<String> {
+    read_proc_into(path, 4096)
+}
+
+/// A `/proc` file read into a buffer of `capacity` bytes to start with (see [`read_proc`]).
+pub fn read_proc_into(
+    path: impl AsRef<std::path::Path>,
+    capacity: usize,
+) -> std::io::Result<String> {
+    let mut text = String::with_capacity(capacity);
+    std::io::Read::read_to_string(&mut std::fs::File::open(path)?, &mut text)?;
+    Ok(text)
+}
+
 /// The state letter of a `/proc/…/stat` line (the field after the command's closing
 /// parenthesis).
 fn state_of(stat: &str) -> Option<&str> {
@@ -37,7 +55,7 @@ impl ProcessTree {
             let pid = out[i];
             if let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) {
                 for t in tasks.flatten() {
-                    if let Ok(children) = std::fs::read_to_string(t.path().join("children")) {
+                    if let Ok(children) = read_proc(t.path().join("children")) {
                         out.extend(
                             children
                                 .split_whitespace()
@@ -63,14 +81,12 @@ impl ProcessTree {
                 let Some(tid) = t.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
                     continue;
                 };
-                let state = std::fs::read_to_string(t.path().join("stat"))
-                    .ok()
-                    .and_then(|st| {
-                        st.rsplit(')')
-                            .next()
-                            .and_then(|r| r.split_whitespace().next())
-                            .map(str::to_string)
-                    });
+                let state = read_proc(t.path().join("stat")).ok().and_then(|st| {
+                    st.rsplit(')')
+                        .next()
+                        .and_then(|r| r.split_whitespace().next())
+                        .map(str::to_string)
+                });
                 if !matches!(state.as_deref(), Some("Z") | Some("X") | None) {
                     out.push(tid);
                 }
@@ -95,7 +111,7 @@ impl ProcessTree {
                     continue;
                 };
                 let path = t.path();
-                if std::fs::read_to_string(path.join("stat"))
+                if read_proc(path.join("stat"))
                     .ok()
                     .is_some_and(|st| !matches!(state_of(&st), Some("Z") | Some("X") | None))
                 {
@@ -104,7 +120,7 @@ impl ProcessTree {
                 if i < skip && tid == *pid {
                     continue;
                 }
-                if let Some(ns) = std::fs::read_to_string(path.join("schedstat"))
+                if let Some(ns) = read_proc(path.join("schedstat"))
                     .ok()
                     .and_then(|s| s.split_whitespace().next()?.parse::<u64>().ok())
                 {
@@ -132,14 +148,11 @@ impl ProcessTree {
                 if i < skip && tid == *pid {
                     continue;
                 }
-                if let Some(ns) = std::fs::read_to_string(t.path().join("schedstat"))
-                    .ok()
-                    .and_then(|s| {
-                        s.split_whitespace()
-                            .next()
-                            .and_then(|v| v.parse::<u64>().ok())
-                    })
-                {
+                if let Some(ns) = read_proc(t.path().join("schedstat")).ok().and_then(|s| {
+                    s.split_whitespace()
+                        .next()
+                        .and_then(|v| v.parse::<u64>().ok())
+                }) {
                     out.insert(tid, ns);
                 }
             }
@@ -154,7 +167,7 @@ impl ProcessTree {
                 continue;
             };
             for t in tasks.flatten() {
-                if let Ok(stat) = std::fs::read_to_string(t.path().join("stat")) {
+                if let Ok(stat) = read_proc(t.path().join("stat")) {
                     let state = stat
                         .rsplit(')')
                         .next()
