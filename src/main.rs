@@ -49,6 +49,9 @@ fn main() -> ExitCode {
             .collect();
         hintcheck_harness::run(&words, &[hintcheck::config::FAKE_SERVER_SUBCOMMAND]);
     }
+    // The runs' scratch directories are removed off their path: whatever way this ends (a
+    // panic included), it waits for them, since nothing may be left behind.
+    let _removals = WaitForRemovals;
     let cli = match Cli::try_parse_showing_defaults() {
         Ok(c) => c,
         Err(e) => {
@@ -73,11 +76,19 @@ fn main() -> ExitCode {
         Command::Suggest(a) => verifying(&a, Mode::Suggest),
         Command::Guard(a) => guard(&a),
     };
-    // The runs' scratch directories are removed off their path: nothing may be left behind.
-    for failure in hintcheck::sandbox::scratch::wait_for_removals() {
-        say!("hintcheck: {failure}");
-    }
     ExitCode::from(code as u8)
+}
+
+/// Waits, when dropped, for the scratch directories the runs handed over for removal, and
+/// says which could not be removed.
+struct WaitForRemovals;
+
+impl Drop for WaitForRemovals {
+    fn drop(&mut self) {
+        for failure in hintcheck::sandbox::scratch::wait_for_removals() {
+            say!("hintcheck: {failure}");
+        }
+    }
 }
 
 /// `hintcheck demo`: the demo scenario carried by the binary, laid out in a temporary

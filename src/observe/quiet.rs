@@ -256,9 +256,6 @@ pub struct Quiescence {
     /// The port the server serves MCP on (`--transport http`): hintcheck's own connections
     /// to it carry nothing while their queues are empty.
     transport_port: Option<u16>,
-    /// Whether the tree's root is the sandbox's init (hintcheck's own process, whose sockets
-    /// are the observers' listeners) rather than the server.
-    own_root: bool,
     /// The live threads the last look saw, with whether any was running or in
     /// uninterruptible sleep (`None` when it could not read them all).
     last_seen: Option<(Vec<u32>, bool)>,
@@ -276,7 +273,6 @@ impl Quiescence {
             history: HashMap::new(),
             clean_counts: HashMap::new(),
             transport_port: None,
-            own_root: false,
             last_seen: None,
             proven: 0,
             by_idle_period: 0,
@@ -289,29 +285,17 @@ impl Quiescence {
         self
     }
 
-    /// For a tree whose root is the sandbox's init (`own`), not the server.
-    pub fn below_own_init(mut self, own: bool) -> Self {
-        self.own_root = own;
-        self
-    }
-
     /// Looks at `tree` and says whether it is proven quiet as far as `horizon` asks:
     /// nothing in it ran since the previous look, every thread waits for an outside event or
     /// until after the horizon, no timer descriptor is due within it, and no connection is
-    /// open in its network namespace (or none of the server's processes holds a socket, so
-    /// none can be woken by one). The first look after a gap only records.
+    /// open in its network namespace. The first look after a gap only records.
     pub fn look(&mut self, tree: &ProcessTree, horizon: Horizon<'_>) -> bool {
         let Some(pids) = self.threads_quiet(tree, horizon) else {
             return false;
         };
-        let root = tree.root();
-        let mut server_sockets = false;
-        pids.iter().all(|pid| {
-            no_timer_due_within(*pid, horizon.all).is_some_and(|(quiet, socket)| {
-                server_sockets |= socket && !(self.own_root && *pid == root);
-                quiet
-            })
-        }) && (!server_sockets || self.no_connection_open(&pids))
+        pids.iter()
+            .all(|pid| no_timer_due_within(*pid, horizon.all).unwrap_or(false))
+            && self.no_connection_open(&pids)
     }
 
     /// What the last look saw of the tree's threads: every live thread, and whether any was
@@ -499,13 +483,10 @@ fn threads_of(tree: &ProcessTree) -> Option<HashMap<u32, ThreadSeen>> {
     Some(out)
 }
 
-/// Whether no timer descriptor of the process `pid` is due within `horizon` (`None`: its
-/// descriptors could not be read, or there are too many), and whether it holds a socket: a
-/// process without one has no connection that could wake it, so the network namespace's
-/// tables (a scan of the kernel's whole TCP hash, 2 ms a read) need not be read for it.
-fn no_timer_due_within(pid: u32, horizon: Duration) -> Option<(bool, bool)> {
+/// Whether no timer descriptor of `pid` is armed to fire within `horizon` (its remaining time
+/// from `/proc/PID/fdinfo/FD`); `None` when the descriptors could not all be looked at.
+fn no_timer_due_within(pid: u32, horizon: Duration) -> Option<bool> {
     let fds = std::fs::read_dir(format!("/proc/{pid}/fd")).ok()?;
-    let mut socket = false;
     for (i, fd) in fds.enumerate() {
         if i >= MAX_DESCRIPTORS {
             return None;
@@ -514,14 +495,6 @@ fn no_timer_due_within(pid: u32, horizon: Duration) -> Option<(bool, bool)> {
         let Ok(target) = std::fs::read_link(fd.path()) else {
             continue;
         };
-        if target
-            .as_os_str()
-            .as_encoded_bytes()
-            .starts_with(b"socket:")
-        {
-            socket = true;
-            continue;
-        }
         if target.as_os_str() != "anon_inode:[timerfd]" {
             continue;
         }
@@ -532,10 +505,10 @@ fn no_timer_due_within(pid: u32, horizon: Duration) -> Option<(bool, bool)> {
         .ok()?;
         match timer_remaining(&info) {
             Some(left) if left.is_zero() || left >= horizon => {}
-            _ => return Some((false, socket)),
+            _ => return Some(false),
         }
     }
-    Some((true, socket))
+    Some(true)
 }
 
 /// A `/proc/PID/net/*` table, read in as few reads as it allows: each read of the TCP
@@ -708,46 +681,19 @@ mod tests {
             .spawn()
             .expect("cat");
         let proven = threads_proven(&ProcessTree::new(cat.id()), short);
-        let whole = |pid: u32| {
-            let mut quiet = Quiescence::new(Instant::now());
-            let tree = ProcessTree::new(pid);
-            (0..20).any(|_| {
-                std::thread::sleep(Duration::from_millis(2));
-                quiet.look(&tree, Horizon::every_thread(short))
-            })
-        };
-        // cat holds no socket: no connection can wake it, whatever its network namespace.
-        let cat_proven = whole(cat.id());
+        let mut quiet = Quiescence::new(Instant::now());
+        let tree = ProcessTree::new(cat.id());
+        // This process's own network namespace is the host's: the whole proof never holds.
+        let whole = (0..20).any(|_| {
+            std::thread::sleep(Duration::from_millis(2));
+            quiet.look(&tree, Horizon::every_thread(short))
+        });
         let _ = cat.kill();
         let _ = cat.wait();
         assert!(proven, "cat waiting for its input was not proven quiet");
         assert!(
-            cat_proven,
-            "cat, which holds no socket, was not proven quiet"
-        );
-        // A process holding a socket in this process's own network namespace (the host's,
-        // whose sockets say nothing of the server's) is never proven quiet.
-        let mut holder = std::process::Command::new("python3")
-            .args([
-                "-c",
-                "import socket,sys\ns=socket.socket()\nprint('ready',flush=True)\nsys.stdin.read()",
-            ])
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .spawn()
-            .expect("python3");
-        let mut line = String::new();
-        std::io::BufRead::read_line(
-            &mut std::io::BufReader::new(holder.stdout.take().expect("stdout")),
-            &mut line,
-        )
-        .expect("ready");
-        let holder_proven = whole(holder.id());
-        let _ = holder.kill();
-        let _ = holder.wait();
-        assert!(
-            !holder_proven,
-            "a tree with a socket in the host's network namespace was proven quiet"
+            !whole,
+            "a tree in the host's network namespace was proven quiet"
         );
         // A sleep of 5 s is quiet for a short horizon (its timeout read from its memory),
         // not for one past its end.

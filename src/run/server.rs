@@ -396,9 +396,7 @@ pub(super) async fn start_server(
                 cgroup,
                 _watchdog: watchdog,
                 http,
-                quiet: crate::observe::quiet::Quiescence::new(spawned_at)
-                    .serving_on(ctx.http_port)
-                    .below_own_init(enforcement.is_some()),
+                quiet: crate::observe::quiet::Quiescence::new(spawned_at).serving_on(ctx.http_port),
             },
             enforcement,
         )),

@@ -91,124 +91,84 @@ pub struct Pending {
     /// on demand (the cap was reached, or the sandbox's init stopped answering).
     pub connects_unserved: u64,
     /// Shared mappings of files made so far that may be written through (never drained):
-    /// writes through them change files without any notification.
+    /// writes through them change files without any notification. A read-only mapping
+    /// through a read-only descriptor by a process nothing else could change the descriptors
+    /// of (see [`unwritable_map`]: glibc maps its `gconv-modules.cache` so as every Python
+    /// process starts) is not counted: the kernel never lets it be written.
     pub shared_file_maps: u64,
-    /// Processes (thread group ids) that mapped a file shared but read-only, through a
-    /// descriptor opened read-only (glibc maps its `gconv-modules.cache` so in every Python
-    /// process), since the last [`Pending::vet_read_only_maps`]. The kernel never lets such a
-    /// mapping be written; the vetting confirms it from the kernel's own flags, since the
-    /// descriptor the notification named could be swapped before the call ran.
-    pub read_only_maps_to_vet: Vec<u32>,
 }
 
-/// Most processes whose read-only shared mappings wait for vetting; past it a mapping counts
-/// as one that may be written through.
-const MAX_MAPS_TO_VET: usize = 256;
-
-impl Pending {
-    /// Counts an `mmap` the filter reported (a shared file mapping): one that may be written
-    /// through, or, with the process that made it (`read_only_owner`, see
-    /// [`read_only_map_owner`]), one to vet.
-    fn count_shared_map(&mut self, read_only_owner: Option<u32>) {
-        match read_only_owner {
-            Some(tgid) if self.read_only_maps_to_vet.contains(&tgid) => {}
-            Some(tgid) if self.read_only_maps_to_vet.len() < MAX_MAPS_TO_VET => {
-                self.read_only_maps_to_vet.push(tgid);
-            }
-            _ => self.shared_file_maps += 1,
-        }
+/// Whether an `mmap` the filter reported (a shared mapping of a file, by the thread `tid`,
+/// with the system call's arguments `args`) can never be written through: `PROT_WRITE` not
+/// asked and a descriptor opened read-only (the kernel then clears the mapping's
+/// `VM_MAYWRITE`, and `mprotect` refuses to add `PROT_WRITE`). The descriptor is read while the
+/// thread is stopped in the call, so this holds only where nothing can swap another file in
+/// under the same number before the call runs: the process has one thread and is alone in
+/// its pid namespace but for the namespace's init (the sandbox's, which shares no descriptor
+/// table). Anything else counts as a mapping that may be written.
+fn unwritable_map(tid: u32, args: &[u64; 6]) -> bool {
+    if args[2] & libc::PROT_WRITE as u64 != 0 {
+        return false;
     }
+    let read_only = super::tree::read_proc(format!("/proc/{tid}/fdinfo/{}", args[4] as i32))
+        .ok()
+        .and_then(|info| {
+            info.lines()
+                .find_map(|l| l.strip_prefix("flags:"))
+                .and_then(|f| u32::from_str_radix(f.trim(), 8).ok())
+        })
+        .is_some_and(|flags| flags & libc::O_ACCMODE as u32 == libc::O_RDONLY as u32);
+    read_only && alone_in_its_namespace(tid)
 }
 
-/// Checks the read-only shared mappings noted since the last vetting (see
-/// [`Pending::read_only_maps_to_vet`]) against the kernel's flags of the processes' mappings
-/// (`/proc/PID/smaps`): a process that now holds a shared file mapping the kernel lets be
-/// written (`mw`: its descriptor was opened for writing after all) counts as a writable
-/// shared mapping. Returns [`Pending::shared_file_maps`] after the vetting. The queue's lock
-/// is not held while the mappings are read.
-pub fn vet_read_only_maps(queue: &AttemptQueue) -> u64 {
-    let to_vet = std::mem::take(
-        &mut queue
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .read_only_maps_to_vet,
-    );
-    let writable = to_vet
-        .iter()
-        .any(|pid| holds_writable_shared_file_map(*pid));
-    let mut q = queue.lock().unwrap_or_else(|p| p.into_inner());
-    if writable {
-        q.shared_file_maps += 1;
+/// Whether the process of `tid` has one thread and no other process shares its pid
+/// namespace but the namespace's init (never the host's namespace).
+fn alone_in_its_namespace(tid: u32) -> bool {
+    let field = |status: &str, name: &str| -> Option<String> {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .map(|v| v.trim().to_string())
+    };
+    let Ok(ns) = std::fs::read_link(format!("/proc/{tid}/ns/pid")) else {
+        return false;
+    };
+    if std::fs::read_link("/proc/self/ns/pid").is_ok_and(|own| own == ns) {
+        return false;
     }
-    q.shared_file_maps
-}
-
-/// Whether the process `pid` holds a shared mapping of a file that the kernel lets be written
-/// (`VmFlags` with `ms` and `mw` in `/proc/PID/smaps`). A process that is gone holds none; one
-/// whose mappings cannot be read is taken to hold one.
-fn holds_writable_shared_file_map(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/smaps")) {
-        Ok(smaps) => smaps_has_writable_shared_file(&smaps),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
-        // ESRCH: the process ended while its mappings were read.
-        Err(e) if e.raw_os_error() == Some(libc::ESRCH) => false,
-        Err(_) => true,
+    let Ok(status) = super::tree::read_proc(format!("/proc/{tid}/status")) else {
+        return false;
+    };
+    if field(&status, "Threads:").as_deref() != Some("1") {
+        return false;
     }
-}
-
-/// Whether an `smaps` text names a mapping of a file (not anonymous shared memory, a memfd or
-/// System V segment, which no walk shows) whose flags let it be shared and written.
-pub(crate) fn smaps_has_writable_shared_file(smaps: &str) -> bool {
-    let mut file_backed_shared = false;
-    for line in smaps.lines() {
-        if let Some(flags) = line.strip_prefix("VmFlags:") {
-            let flags: Vec<&str> = flags.split_whitespace().collect();
-            if file_backed_shared && flags.contains(&"ms") && flags.contains(&"mw") {
-                return true;
-            }
-            file_backed_shared = false;
-            continue;
-        }
-        // A mapping's header: `start-end perms offset dev inode [path]`.
-        let mut fields = line.splitn(6, ' ');
-        let (Some(range), Some(perms)) = (fields.next(), fields.next()) else {
+    let Some(tgid) = field(&status, "Tgid:") else {
+        return false;
+    };
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return false;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .filter(|n| n.bytes().all(|b| b.is_ascii_digit()))
+        else {
             continue;
         };
-        if !range.contains('-') || !range.bytes().all(|b| b.is_ascii_hexdigit() || b == b'-') {
+        if pid == tgid || std::fs::read_link(entry.path().join("ns/pid")).ok() != Some(ns.clone()) {
             continue;
         }
-        let inode = fields.nth(2).unwrap_or("0");
-        let path = fields.next().unwrap_or("").trim();
-        let kernel_memory = path.is_empty()
-            || path.starts_with('[')
-            || path.starts_with("/memfd:")
-            || path.starts_with("/SYSV")
-            || path.starts_with("/dev/zero");
-        file_backed_shared = perms.ends_with('s') && inode != "0" && !kernel_memory;
+        // Another process of the namespace: only its init may be there.
+        let init = super::tree::read_proc(entry.path().join("status"))
+            .ok()
+            .and_then(|st| field(&st, "NSpid:"))
+            .is_some_and(|ids| ids.split_whitespace().last() == Some("1"));
+        if !init {
+            return false;
+        }
     }
-    false
-}
-
-/// For an `mmap` the filter reported: the thread group of `tid` when the mapping is read-only
-/// (`PROT_WRITE` not asked) through a descriptor opened read-only, which the kernel never lets
-/// be written; `None` when it may be written through, or cannot be told.
-fn read_only_map_owner(tid: u32, args: &[u64; 6]) -> Option<u32> {
-    if args[2] & libc::PROT_WRITE as u64 != 0 {
-        return None;
-    }
-    let fdinfo = std::fs::read_to_string(format!("/proc/{tid}/fdinfo/{}", args[4] as i32)).ok()?;
-    let flags = fdinfo
-        .lines()
-        .find_map(|l| l.strip_prefix("flags:"))
-        .and_then(|f| u32::from_str_radix(f.trim(), 8).ok())?;
-    if flags & libc::O_ACCMODE as u32 != libc::O_RDONLY as u32 {
-        return None;
-    }
-    std::fs::read_to_string(format!("/proc/{tid}/status"))
-        .ok()?
-        .lines()
-        .find_map(|l| l.strip_prefix("Tgid:"))
-        .and_then(|t| t.trim().parse().ok())
+    true
 }
 
 /// Shared between the recorder thread and the observer.
@@ -492,12 +452,11 @@ fn run(
         // SAFETY: NOTIF_ID_VALID with a pointer to the id.
         let valid = unsafe { libc::ioctl(fd, libc::SECCOMP_IOCTL_NOTIF_ID_VALID, &req.id) } == 0;
         // Counted before the call runs: a write through the mapping comes after.
-        if req.data.nr as i64 == libc::SYS_mmap {
-            let read_only_owner = read_only_map_owner(req.pid, &req.data.args);
+        if req.data.nr as i64 == libc::SYS_mmap && !unwritable_map(req.pid, &req.data.args) {
             queue
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
-                .count_shared_map(read_only_owner);
+                .shared_file_maps += 1;
         }
         let ruling = match (&refused, &arbiter) {
             (Some(r), _) => Ruling::Refuse(r.errno),
@@ -1034,71 +993,8 @@ fn decode_one(req: &libc::seccomp_notif) -> Option<AttemptKind> {
 mod tests {
     use super::*;
 
-    /// A python3 that maps `path` shared and read-only through a descriptor opened read-only
-    /// (`"rb"`) or for reading and writing (`"r+b"`), then waits; its pid once mapped.
-    fn python_mapping(path: &std::path::Path, mode: &str) -> Option<std::process::Child> {
-        use std::io::BufRead;
-        let script = format!(
-            "import mmap,sys\nf=open({:?},{mode:?})\nm=mmap.mmap(f.fileno(),0,access=mmap.ACCESS_READ)\nprint('mapped',flush=True)\nsys.stdin.read()",
-            path.display().to_string()
-        );
-        let mut child = std::process::Command::new("python3")
-            .args(["-c", &script])
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .spawn()
-            .ok()?;
-        let mut line = String::new();
-        std::io::BufReader::new(child.stdout.take()?)
-            .read_line(&mut line)
-            .ok()?;
-        (line.trim() == "mapped").then_some(child)
-    }
-
     #[test]
-    fn a_read_only_shared_mapping_is_vetted_by_the_kernels_flags() {
-        let t = tempfile::tempdir().expect("tempdir");
-        let file = t.path().join("mapped.bin");
-        std::fs::write(&file, [7u8; 4096]).expect("write");
-        let (Some(mut read_only), Some(mut writable)) =
-            (python_mapping(&file, "rb"), python_mapping(&file, "r+b"))
-        else {
-            assert!(
-                !std::env::var("HINTCHECK_REQUIRE_ALL").is_ok_and(|v| v == "1"),
-                "required test skipped: python3 could not map a file here"
-            );
-            eprintln!("SKIPPED: python3 could not map a file here");
-            return;
-        };
-        // The same read-only mapping, through a descriptor opened read-only or for writing.
-        assert!(!holds_writable_shared_file_map(read_only.id()));
-        assert!(holds_writable_shared_file_map(writable.id()));
-        let queue: AttemptQueue = Arc::default();
-        queue
-            .lock()
-            .expect("lock")
-            .count_shared_map(Some(read_only.id()));
-        assert_eq!(vet_read_only_maps(&queue), 0, "only read-only mappings");
-        queue
-            .lock()
-            .expect("lock")
-            .count_shared_map(Some(writable.id()));
-        assert_eq!(vet_read_only_maps(&queue), 1, "the descriptor was writable");
-        // Vetted once: the count stays, nothing is left to vet.
-        assert!(queue.lock().expect("lock").read_only_maps_to_vet.is_empty());
-        assert_eq!(vet_read_only_maps(&queue), 1);
-        queue.lock().expect("lock").count_shared_map(None);
-        assert_eq!(vet_read_only_maps(&queue), 2);
-        for child in [&mut read_only, &mut writable] {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-        // A process that is gone holds no mapping.
-        assert!(!holds_writable_shared_file_map(read_only.id()));
-    }
-
-    #[test]
-    fn only_a_read_only_mapping_through_a_read_only_descriptor_is_left_to_vet() {
+    fn only_a_read_only_mapping_through_a_read_only_descriptor_by_a_lone_process_is_unwritable() {
         use std::os::fd::AsRawFd;
         let t = tempfile::tempdir().expect("tempdir");
         let path = t.path().join("f");
@@ -1112,56 +1008,22 @@ mod tests {
         let tid = rustix::thread::gettid().as_raw_nonzero().get() as u32;
         let args =
             |prot: i32, fd: i32| [0, 4096, prot as u64, libc::MAP_SHARED as u64, fd as u64, 0];
-        assert_eq!(
-            read_only_map_owner(tid, &args(libc::PROT_READ, read_only.as_raw_fd())),
-            Some(std::process::id())
-        );
-        assert_eq!(
-            read_only_map_owner(tid, &args(libc::PROT_READ, writable.as_raw_fd())),
-            None
-        );
-        assert_eq!(
-            read_only_map_owner(
-                tid,
-                &args(libc::PROT_READ | libc::PROT_WRITE, read_only.as_raw_fd())
-            ),
-            None
-        );
-        assert_eq!(
-            read_only_map_owner(tid, &args(libc::PROT_READ, 987_654)),
-            None
-        );
-    }
-
-    #[test]
-    fn smaps_show_writable_shared_mappings_of_files_only() {
-        let map = |perms: &str, inode: &str, path: &str, flags: &str| {
-            format!(
-                "7f00-7f01 {perms} 00000000 08:01 {inode}   {path}\nSize: 4 kB\nVmFlags: {flags}\n"
-            )
-        };
-        let gconv = map(
-            "r--s",
-            "1234",
-            "/usr/lib/gconv/gconv-modules.cache",
-            "rd mr me ms",
-        );
-        let db_shm = map(
-            "rw-s",
-            "99",
-            "/home/dev/db.sqlite-shm",
-            "rd wr sh mr mw me ms",
-        );
-        let raised = map("r--s", "99", "/home/dev/notes.txt", "rd mr mw me ms");
-        let private = map("rw-p", "99", "/home/dev/notes.txt", "rd wr mr mw me");
-        let anon = map("rw-s", "5", "/dev/zero (deleted)", "rd wr sh mr mw me ms");
-        let memfd = map("rw-s", "6", "/memfd:x (deleted)", "rd wr sh mr mw me ms");
-        assert!(!smaps_has_writable_shared_file(&gconv));
-        assert!(smaps_has_writable_shared_file(&db_shm));
-        assert!(smaps_has_writable_shared_file(&format!("{gconv}{raised}")));
-        assert!(!smaps_has_writable_shared_file(&format!(
-            "{private}{anon}{memfd}{gconv}"
-        )));
+        // This test runs in the host's pid namespace, beside other processes and threads:
+        // another thread could swap the descriptor, so even the read-only case counts.
+        assert!(!alone_in_its_namespace(tid));
+        assert!(!unwritable_map(
+            tid,
+            &args(libc::PROT_READ, read_only.as_raw_fd())
+        ));
+        assert!(!unwritable_map(
+            tid,
+            &args(libc::PROT_READ, writable.as_raw_fd())
+        ));
+        assert!(!unwritable_map(
+            tid,
+            &args(libc::PROT_READ | libc::PROT_WRITE, read_only.as_raw_fd())
+        ));
+        assert!(!unwritable_map(tid, &args(libc::PROT_READ, 987_654)));
     }
 
     fn exec(env_bytes: usize) -> Attempt {

@@ -190,7 +190,14 @@ impl Removals {
                 .name("hintcheck-scratch-removal".into())
                 .spawn(move || {
                     for root in rx {
-                        let outcome = remove_now(root);
+                        let path = root.path().display().to_string();
+                        let outcome =
+                            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                                remove_now(root)
+                            }))
+                            .unwrap_or_else(|_| {
+                                Err(format!("could not remove {path}: its removal failed"))
+                            });
                         let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
                         state.pending -= 1;
                         state.failures.extend(outcome.err());

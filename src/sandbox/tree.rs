@@ -12,13 +12,17 @@ pub fn read_proc(path: impl AsRef<std::path::Path>) -> std::io::Result<String> {
 }
 
 /// A `/proc` file read into a buffer of `capacity` bytes to start with (see [`read_proc`]).
+/// Bytes that are not UTF-8 (a thread may name itself anything, and its name is in its
+/// `stat`) are replaced, not an error: a thread whose state could not be read would be a
+/// thread the settle wait does not see.
 pub fn read_proc_into(
     path: impl AsRef<std::path::Path>,
     capacity: usize,
 ) -> std::io::Result<String> {
-    let mut text = String::with_capacity(capacity);
-    std::io::Read::read_to_string(&mut std::fs::File::open(path)?, &mut text)?;
-    Ok(text)
+    let mut bytes = Vec::with_capacity(capacity);
+    std::io::Read::read_to_end(&mut std::fs::File::open(path)?, &mut bytes)?;
+    Ok(String::from_utf8(bytes)
+        .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()))
 }
 
 /// The state letter of a `/proc/…/stat` line (the field after the command's closing
@@ -40,11 +44,6 @@ impl ProcessTree {
     /// The tree rooted at `root` (the server, or the sandbox's init).
     pub fn new(root: u32) -> Self {
         Self { root }
-    }
-
-    /// The root pid.
-    pub fn root(&self) -> u32 {
-        self.root
     }
 
     /// The root and every descendant, through `/proc/<pid>/task/<tid>/children`.
@@ -185,6 +184,36 @@ impl ProcessTree {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_thread_named_in_bytes_that_are_not_utf8_is_still_seen() {
+        use std::io::BufRead;
+        let script = "import ctypes,sys\nctypes.CDLL(None).prctl(15, b'\\xff\\xfeworker', 0, 0, 0)\nprint('named',flush=True)\nsys.stdin.read()";
+        let Ok(mut named) = std::process::Command::new("python3")
+            .args(["-c", script])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+        else {
+            assert!(
+                !std::env::var("HINTCHECK_REQUIRE_ALL").is_ok_and(|v| v == "1"),
+                "required test skipped: python3 is missing"
+            );
+            eprintln!("SKIPPED: python3 is missing");
+            return;
+        };
+        let mut line = String::new();
+        std::io::BufReader::new(named.stdout.take().expect("stdout"))
+            .read_line(&mut line)
+            .expect("read");
+        assert_eq!(line.trim(), "named");
+        let stat = read_proc(format!("/proc/{}/stat", named.id())).expect("stat");
+        let tasks = ProcessTree::new(named.id()).tasks();
+        let _ = named.kill();
+        let _ = named.wait();
+        assert!(stat.contains("worker)"), "{stat}");
+        assert_eq!(tasks, [named.id()]);
+    }
 
     #[test]
     fn one_walk_sees_the_tasks_and_runtimes_two_walks_see() {
