@@ -122,7 +122,9 @@ fn unwritable_map(tid: u32, args: &[u64; 6]) -> bool {
 }
 
 /// Whether the process of `tid` has one thread and no other process shares its pid
-/// namespace but the namespace's init (never the host's namespace).
+/// namespace but the namespace's init (never the host's namespace). The namespace's processes
+/// are read from its own `/proc` (the sandbox mounts one), through the process's root: every
+/// process of the namespace is listed there, whatever its owner or dumpability.
 fn alone_in_its_namespace(tid: u32) -> bool {
     let field = |status: &str, name: &str| -> Option<String> {
         status
@@ -142,33 +144,26 @@ fn alone_in_its_namespace(tid: u32) -> bool {
     if field(&status, "Threads:").as_deref() != Some("1") {
         return false;
     }
-    let Some(tgid) = field(&status, "Tgid:") else {
+    // Its pid inside its own namespace (the last of `NSpid`).
+    let Some(own) =
+        field(&status, "NSpid:").and_then(|ids| ids.split_whitespace().last().map(str::to_string))
+    else {
         return false;
     };
-    let Ok(entries) = std::fs::read_dir("/proc") else {
+    let Ok(entries) = std::fs::read_dir(format!("/proc/{tid}/root/proc")) else {
         return false;
     };
-    for entry in entries.flatten() {
-        let name = entry.file_name();
-        let Some(pid) = name
-            .to_str()
-            .filter(|n| n.bytes().all(|b| b.is_ascii_digit()))
-        else {
-            continue;
-        };
-        if pid == tgid || std::fs::read_link(entry.path().join("ns/pid")).ok() != Some(ns.clone()) {
-            continue;
-        }
-        // Another process of the namespace: only its init may be there.
-        let init = super::tree::read_proc(entry.path().join("status"))
-            .ok()
-            .and_then(|st| field(&st, "NSpid:"))
-            .is_some_and(|ids| ids.split_whitespace().last() == Some("1"));
-        if !init {
-            return false;
-        }
-    }
-    true
+    let mut pids: Vec<String> = entries
+        .flatten()
+        .filter_map(|e| e.file_name().into_string().ok())
+        .filter(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+        .collect();
+    pids.sort();
+    pids.dedup();
+    let mut expected = vec!["1".to_string(), own];
+    expected.sort();
+    expected.dedup();
+    pids == expected
 }
 
 /// Shared between the recorder thread and the observer.
