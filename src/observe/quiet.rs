@@ -435,49 +435,35 @@ impl Quiescence {
 
 /// Every live thread of the tree, or none when the tree is larger than a proof looks at.
 fn threads_of(tree: &ProcessTree) -> Option<HashMap<u32, ThreadSeen>> {
+    use crate::sandbox::tree::{read_proc, state_of};
     let mut out = HashMap::new();
-    for pid in tree.pids() {
-        let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+    for t in tree.task_dirs() {
+        let Ok(stat) = read_proc(t.dir.join("stat")) else {
             continue;
         };
-        for t in tasks.flatten() {
-            let Some(tid) = t.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
-                continue;
-            };
-            let path = t.path();
-            let Ok(stat) = crate::sandbox::tree::read_proc(path.join("stat")) else {
-                continue;
-            };
-            let state = stat
-                .rsplit(')')
-                .next()
-                .and_then(|r| r.split_whitespace().next())
-                .and_then(|s| s.chars().next())
-                .unwrap_or('?');
-            if matches!(state, 'Z' | 'X') {
-                continue;
-            }
-            let runtime = crate::sandbox::tree::read_proc(path.join("schedstat"))
-                .ok()
-                .and_then(|s| s.split_whitespace().next()?.parse::<u64>().ok())?;
-            let wait =
-                match crate::sandbox::tree::read_proc(path.join("syscall")).map(|l| wait_of(&l)) {
-                    Ok(Wait::Timeout(address, form)) => read_timeout(tid, address, form),
-                    Ok(wait) => wait,
-                    Err(_) => Wait::Unknown,
-                };
-            out.insert(
-                tid,
-                ThreadSeen {
-                    pid,
-                    state,
-                    runtime,
-                    wait,
-                },
-            );
-            if out.len() > MAX_THREADS {
-                return None;
-            }
+        let state = state_of(&stat)
+            .and_then(|s| s.chars().next())
+            .unwrap_or('?');
+        if matches!(state, 'Z' | 'X') {
+            continue;
+        }
+        let runtime = t.runtime()?;
+        let wait = match read_proc(t.dir.join("syscall")).map(|l| wait_of(&l)) {
+            Ok(Wait::Timeout(address, form)) => read_timeout(t.tid, address, form),
+            Ok(wait) => wait,
+            Err(_) => Wait::Unknown,
+        };
+        out.insert(
+            t.tid,
+            ThreadSeen {
+                pid: t.pid,
+                state,
+                runtime,
+                wait,
+            },
+        );
+        if out.len() > MAX_THREADS {
+            return None;
         }
     }
     Some(out)

@@ -27,7 +27,7 @@ pub fn read_proc_into(
 
 /// The state letter of a `/proc/…/stat` line (the field after the command's closing
 /// parenthesis).
-fn state_of(stat: &str) -> Option<&str> {
+pub fn state_of(stat: &str) -> Option<&str> {
     stat.rsplit(')').next()?.split_whitespace().next()
 }
 
@@ -69,29 +69,37 @@ impl ProcessTree {
         out
     }
 
-    /// Every live thread (task id) of every process of the tree; zombies are dead.
-    pub fn tasks(&self) -> Vec<u32> {
+    /// Every task of every process of the tree, each with its process's place in
+    /// [`ProcessTree::pids`] and its `/proc/<pid>/task/<tid>` directory: the one walk the
+    /// readings below (and the proof of quiet's) share.
+    pub fn task_dirs(&self) -> Vec<TaskDir> {
         let mut out = Vec::new();
-        for pid in self.pids() {
-            let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        for (index, pid) in self.pids().into_iter().enumerate() {
+            let Ok(entries) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
                 continue;
             };
-            for t in tasks.flatten() {
+            for t in entries.flatten() {
                 let Some(tid) = t.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
                     continue;
                 };
-                let state = read_proc(t.path().join("stat")).ok().and_then(|st| {
-                    st.rsplit(')')
-                        .next()
-                        .and_then(|r| r.split_whitespace().next())
-                        .map(str::to_string)
+                out.push(TaskDir {
+                    index,
+                    pid,
+                    tid,
+                    dir: t.path(),
                 });
-                if !matches!(state.as_deref(), Some("Z") | Some("X") | None) {
-                    out.push(tid);
-                }
             }
         }
         out
+    }
+
+    /// Every live thread (task id) of every process of the tree; zombies are dead.
+    pub fn tasks(&self) -> Vec<u32> {
+        self.task_dirs()
+            .into_iter()
+            .filter(TaskDir::live)
+            .map(|t| t.tid)
+            .collect()
     }
 
     /// [`ProcessTree::tasks`] and [`ProcessTree::runtimes`] in one walk of the tree.
@@ -101,30 +109,12 @@ impl ProcessTree {
     ) -> (Vec<u32>, std::collections::HashMap<u32, u64>) {
         let mut tasks = Vec::new();
         let mut runtimes = std::collections::HashMap::new();
-        for (i, pid) in self.pids().iter().enumerate() {
-            let Ok(entries) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
-                continue;
-            };
-            for t in entries.flatten() {
-                let Some(tid) = t.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
-                    continue;
-                };
-                let path = t.path();
-                if read_proc(path.join("stat"))
-                    .ok()
-                    .is_some_and(|st| !matches!(state_of(&st), Some("Z") | Some("X") | None))
-                {
-                    tasks.push(tid);
-                }
-                if i < skip && tid == *pid {
-                    continue;
-                }
-                if let Some(ns) = read_proc(path.join("schedstat"))
-                    .ok()
-                    .and_then(|s| s.split_whitespace().next()?.parse::<u64>().ok())
-                {
-                    runtimes.insert(tid, ns);
-                }
+        for t in self.task_dirs() {
+            if t.live() {
+                tasks.push(t.tid);
+            }
+            if let Some(ns) = t.runtime().filter(|_| !t.skipped(skip)) {
+                runtimes.insert(t.tid, ns);
             }
         }
         (tasks, runtimes)
@@ -134,50 +124,54 @@ impl ProcessTree {
     /// the threads of the first `skip` processes (the sandbox's init and PID 1, the server's
     /// main thread) are left out: they are not background workers.
     pub fn runtimes(&self, skip: usize) -> std::collections::HashMap<u32, u64> {
-        let pids = self.pids();
-        let mut out = std::collections::HashMap::new();
-        for (i, pid) in pids.iter().enumerate() {
-            let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
-                continue;
-            };
-            for t in tasks.flatten() {
-                let Some(tid) = t.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
-                    continue;
-                };
-                if i < skip && tid == *pid {
-                    continue;
-                }
-                if let Some(ns) = read_proc(t.path().join("schedstat")).ok().and_then(|s| {
-                    s.split_whitespace()
-                        .next()
-                        .and_then(|v| v.parse::<u64>().ok())
-                }) {
-                    out.insert(tid, ns);
-                }
-            }
-        }
-        out
+        self.task_dirs()
+            .into_iter()
+            .filter(|t| !t.skipped(skip))
+            .filter_map(|t| Some((t.tid, t.runtime()?)))
+            .collect()
     }
 
     /// Whether any thread of the tree is running or in uninterruptible sleep.
     pub fn busy(&self) -> bool {
-        for pid in self.pids() {
-            let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
-                continue;
-            };
-            for t in tasks.flatten() {
-                if let Ok(stat) = read_proc(t.path().join("stat")) {
-                    let state = stat
-                        .rsplit(')')
-                        .next()
-                        .and_then(|r| r.split_whitespace().next());
-                    if matches!(state, Some("R") | Some("D")) {
-                        return true;
-                    }
-                }
-            }
-        }
-        false
+        self.task_dirs().iter().any(|t| {
+            read_proc(t.dir.join("stat")).is_ok_and(|st| matches!(state_of(&st), Some("R" | "D")))
+        })
+    }
+}
+
+/// One task of a [`ProcessTree`] (see [`ProcessTree::task_dirs`]).
+#[derive(Debug, Clone)]
+pub struct TaskDir {
+    /// Its process's place in [`ProcessTree::pids`].
+    pub index: usize,
+    /// Its process.
+    pub pid: u32,
+    /// The task (thread) id.
+    pub tid: u32,
+    /// `/proc/<pid>/task/<tid>`.
+    pub dir: std::path::PathBuf,
+}
+
+impl TaskDir {
+    /// Whether it is alive (its `stat` reads, and says neither zombie nor dead).
+    fn live(&self) -> bool {
+        read_proc(self.dir.join("stat"))
+            .is_ok_and(|st| !matches!(state_of(&st), Some("Z" | "X") | None))
+    }
+
+    /// Its CPU time in nanoseconds (`schedstat`).
+    pub fn runtime(&self) -> Option<u64> {
+        read_proc(self.dir.join("schedstat"))
+            .ok()?
+            .split_whitespace()
+            .next()?
+            .parse()
+            .ok()
+    }
+
+    /// Whether it is the main thread of one of the first `skip` processes.
+    fn skipped(&self, skip: usize) -> bool {
+        self.index < skip && self.tid == self.pid
     }
 }
 
