@@ -103,17 +103,12 @@ impl Scratch {
         Ok(())
     }
 
-    /// Removes everything, first making every directory writable again. Returns an error
-    /// message when something could not be removed.
+    /// Removes everything here and now (see [`remove_now`]). Returns an error message when
+    /// something could not be removed.
     pub fn remove(&mut self) -> Result<(), String> {
-        let Some(root) = self.root.take() else {
-            return Ok(());
-        };
-        let path = root.path().to_path_buf();
-        restore_permissions(&path, 0);
-        match root.close() {
-            Ok(()) => Ok(()),
-            Err(e) => Err(format!("could not remove {}: {e}", path.display())),
+        match self.root.take() {
+            Some(root) => remove_now(root),
+            None => Ok(()),
         }
     }
 }
