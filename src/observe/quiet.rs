@@ -249,10 +249,9 @@ pub struct Quiescence {
     started: Instant,
     last_look: Option<Instant>,
     history: HashMap<u32, History>,
-    /// Per network namespace, its socket counts (`/proc/PID/net/sockstat` and `sockstat6`)
-    /// when its tables last showed no connection: the same counts need no new reading of the
-    /// tables (a millisecond or more each).
-    clean_counts: HashMap<std::path::PathBuf, String>,
+    /// Per network namespace, its socket counts when its tables last showed no connection:
+    /// the same counts need no new reading of the tables (a millisecond or more each).
+    clean_counts: HashMap<std::path::PathBuf, SocketCounts>,
     /// The port the server serves MCP on (`--transport http`): hintcheck's own connections
     /// to it carry nothing while their queues are empty.
     transport_port: Option<u16>,
@@ -388,13 +387,17 @@ impl Quiescence {
             let (Ok(v4), Ok(v6)) = (read("sockstat"), read("sockstat6")) else {
                 return false;
             };
-            let counts = v4 + &v6;
+            let counts = SocketCounts::of(&v4, &v6);
             if self.clean_counts.get(&ns) == Some(&counts) {
                 return true;
             }
-            let clean = ["tcp", "tcp6"]
-                .iter()
-                .all(|t| read(t).is_ok_and(|text| no_tcp_connection(&text, self.transport_port)))
+            // No TCP socket in the namespace's hash: no connection, no listener (and so
+            // nothing waiting in one's queue) and no connect under way; the TCP tables,
+            // whose every read scans the kernel's whole connection hash, say nothing more.
+            let clean = (counts.tcp_hashed() == Some(0)
+                || ["tcp", "tcp6"].iter().all(|t| {
+                    read(t).is_ok_and(|text| no_tcp_connection(&text, self.transport_port))
+                }))
                 && ["udp", "udp6"]
                     .iter()
                     .all(|t| read(t).is_ok_and(|text| only_dns_stub(&text)));
@@ -497,6 +500,48 @@ fn no_timer_due_within(pid: u32, horizon: Duration) -> Option<bool> {
     Some(true)
 }
 
+/// A network namespace's own socket counts, from its `sockstat` and `sockstat6`: every
+/// `name value` pair but those the kernel counts for the whole machine (orphans, sockets
+/// allocated, memory), which change with the host's traffic and say nothing of the
+/// namespace's sockets.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct SocketCounts(Vec<(String, String)>);
+
+/// The `sockstat` fields that count for the whole machine, not the namespace.
+const MACHINE_WIDE_SOCKET_COUNTS: [&str; 4] = ["orphan", "alloc", "mem", "memory"];
+
+impl SocketCounts {
+    fn of(sockstat: &str, sockstat6: &str) -> SocketCounts {
+        let mut counts = Vec::new();
+        for line in sockstat.lines().chain(sockstat6.lines()) {
+            let Some((protocol, fields)) = line.split_once(':') else {
+                continue;
+            };
+            let fields: Vec<&str> = fields.split_whitespace().collect();
+            for pair in fields.chunks(2) {
+                if let [name, value] = pair
+                    && !MACHINE_WIDE_SOCKET_COUNTS.contains(name)
+                {
+                    counts.push((format!("{protocol} {name}"), (*value).to_string()));
+                }
+            }
+        }
+        SocketCounts(counts)
+    }
+
+    /// The namespace's TCP sockets in the kernel's hash (IPv4 and IPv6: listening,
+    /// connecting, connected or closing, not yet closed), when both counts were read.
+    fn tcp_hashed(&self) -> Option<u64> {
+        let count = |key: &str| {
+            self.0
+                .iter()
+                .find(|(k, _)| k == key)
+                .and_then(|(_, v)| v.parse::<u64>().ok())
+        };
+        Some(count("TCP inuse")? + count("TCP6 inuse")?)
+    }
+}
+
 /// A `/proc/PID/net/*` table, read in as few reads as it allows: each read of the TCP
 /// tables scans the kernel's whole connection hash (about 2 ms on a machine with much
 /// memory), and a read from an empty buffer starts with a 32-byte probe.
@@ -550,6 +595,31 @@ fn only_dns_stub(table: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn socket_counts_are_the_namespaces_own() {
+        let sockstat = |inuse: u32, alloc: u32, mem: u32| {
+            format!(
+                "sockets: used 3\nTCP: inuse {inuse} orphan 0 tw 1 alloc {alloc} mem {mem}\n\
+                 UDP: inuse 1 mem {mem}\nUDPLITE: inuse 0\nRAW: inuse 0\nFRAG: inuse 0 memory 0\n"
+            )
+        };
+        let six = |inuse: u32| format!("TCP6: inuse {inuse}\nUDP6: inuse 0\nRAW6: inuse 0\n");
+        // The host's traffic moves the machine-wide counts, not the namespace's.
+        let quiet = SocketCounts::of(&sockstat(0, 1, 0), &six(0));
+        assert_eq!(quiet, SocketCounts::of(&sockstat(0, 57, 12), &six(0)));
+        assert_eq!(quiet.tcp_hashed(), Some(0));
+        // A socket of its own is a different count, in either family.
+        let listening = SocketCounts::of(&sockstat(1, 1, 0), &six(0));
+        assert_ne!(quiet, listening);
+        assert_eq!(listening.tcp_hashed(), Some(1));
+        assert_eq!(
+            SocketCounts::of(&sockstat(0, 1, 0), &six(2)).tcp_hashed(),
+            Some(2)
+        );
+        // Counts that could not be read prove nothing.
+        assert_eq!(SocketCounts::of("", &six(0)).tcp_hashed(), None);
+    }
 
     #[test]
     fn waits_are_read_from_syscall_lines() {
