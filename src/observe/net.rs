@@ -880,6 +880,11 @@ impl Observer for NetObserver {
     fn server_started(&mut self, start: &ServerStart) {
         if let Some(old) = self.handle.take() {
             old.stop();
+            // Closing its packet socket waits for the network's grace period (5 to 15 ms
+            // here): the last reference goes on a thread of its own, off the run's path.
+            let _ = std::thread::Builder::new()
+                .name("hintcheck-net-close".into())
+                .spawn(move || drop(old));
         }
         self.handle = start.network.clone();
     }

@@ -190,6 +190,9 @@ pub struct ServerProcess {
     run_id: String,
     /// Kept out of other runs' sweeps while it lives.
     _registered: Registered,
+    /// [`ServerProcess::shutdown`] ended it and swept what it left: nothing is left to do
+    /// when it is dropped.
+    shut_down: bool,
 }
 
 /// The sockets of the sandbox's network namespace that the harness serves (every address
@@ -338,6 +341,7 @@ impl ServerProcess {
                 pid,
                 run_id: run_id.into(),
                 _registered: registered,
+                shut_down: false,
             },
             ServerPipes {
                 stdin,
@@ -537,6 +541,7 @@ impl ServerProcess {
         // Whatever is left in the group has outlived the server.
         self.signal_group(Signal::KILL);
         let stragglers_killed = sweep(&self.run_id, self.pid);
+        self.shut_down = true;
         use std::os::unix::process::ExitStatusExt;
         ExitSummary {
             code: status.and_then(|s| s.code()),
@@ -576,8 +581,11 @@ impl ServerProcess {
 
 impl Drop for ServerProcess {
     fn drop(&mut self) {
-        self.signal_group(Signal::KILL);
-        let _ = sweep(&self.run_id, self.pid);
+        // After a shutdown, a second sweep of every process would find nothing (4 ms).
+        if !self.shut_down {
+            self.signal_group(Signal::KILL);
+            let _ = sweep(&self.run_id, self.pid);
+        }
     }
 }
 
@@ -610,15 +618,29 @@ fn live_servers() -> std::sync::MutexGuard<'static, std::collections::BTreeSet<i
 }
 
 /// One entry of `/proc/<pid>/stat`: (ppid, pgrp, session).
-fn proc_stat(pid: i32) -> Option<(i32, i32, i32)> {
+/// A process's parent, process group and session, from `/proc/PID/stat`.
+struct ProcStat {
+    ppid: i32,
+    pgrp: i32,
+    session: i32,
+    /// It has ended and waits to be reaped.
+    zombie: bool,
+}
+
+fn proc_stat(pid: i32) -> Option<ProcStat> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     let rest = &stat[stat.rfind(')')? + 2..];
     let mut fields = rest.split_whitespace();
-    let _state = fields.next()?;
+    let zombie = fields.next()? == "Z";
     let ppid = fields.next()?.parse().ok()?;
     let pgrp = fields.next()?.parse().ok()?;
     let session = fields.next()?.parse().ok()?;
-    Some((ppid, pgrp, session))
+    Some(ProcStat {
+        ppid,
+        pgrp,
+        session,
+        zombie,
+    })
 }
 
 fn has_marker(pid: i32, run_id: &str) -> bool {
@@ -663,7 +685,13 @@ fn sweep(run_id: &str, server: Option<Pid>) -> Vec<String> {
             if pid == me || others.contains(&pid) {
                 continue;
             }
-            let Some((ppid, pgrp, session)) = proc_stat(pid) else {
+            let Some(ProcStat {
+                ppid,
+                pgrp,
+                session,
+                zombie,
+            }) = proc_stat(pid)
+            else {
                 continue;
             };
             let ours = has_marker(pid, run_id)
@@ -677,7 +705,10 @@ fn sweep(run_id: &str, server: Option<Pid>) -> Vec<String> {
             };
             let line = cmdline(pid);
             if rustix::process::kill_process(p, Signal::KILL).is_ok() {
-                found = true;
+                // A process that already ended needs no further pass (it is reaped below
+                // when it is ours to reap); it is signalled all the same, for a main thread
+                // that ended while other threads of its process still run.
+                found |= !zombie;
                 if !line.is_empty() && killed.len() < 50 {
                     killed.push(line);
                 }
@@ -714,7 +745,7 @@ fn reap_orphans(me: i32, server: Option<i32>, others: &std::collections::BTreeSe
         if Some(pid) == server || others.contains(&pid) {
             continue;
         }
-        if proc_stat(pid).is_some_and(|(ppid, _, _)| ppid == me) {
+        if proc_stat(pid).is_some_and(|stat| stat.ppid == me) {
             if let Some(p) = Pid::from_raw(pid) {
                 let _ = rustix::process::waitpid(Some(p), WaitOptions::NOHANG);
             }
