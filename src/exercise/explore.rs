@@ -2331,11 +2331,29 @@ static RELATIVE_ASKED: LazyLock<Regex> = LazyLock::new(|| {
 /// "No working directory set", "no project is activated", "database not selected", "not
 /// initialized", "session not started", and the same of the contexts the packs in force name
 /// ("no vault selected").
+///
+/// Made once per set of contexts in a process (a run's replays make explorers with the same
+/// packs; each pattern takes a millisecond or two to compile), the last few kept.
 fn not_set_up(packs: &super::packs::Packs) -> Regex {
+    static MADE: std::sync::Mutex<Vec<(String, Regex)>> = std::sync::Mutex::new(Vec::new());
     let contexts: String = packs
         .contexts()
         .map(|c| format!("|{}", regex::escape(c)))
         .collect();
+    let mut made = MADE.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some((_, pattern)) = made.iter().find(|(c, _)| *c == contexts) {
+        return pattern.clone();
+    }
+    let pattern = not_set_up_with(&contexts);
+    if made.len() >= 8 {
+        made.remove(0);
+    }
+    made.push((contexts, pattern.clone()));
+    pattern
+}
+
+/// The not-set-up pattern with the packs' `contexts` (each led by `|`).
+fn not_set_up_with(contexts: &str) -> Regex {
     Regex::new(&format!(r"(?x)
         \b(no|not\ a|without\ an?)\s+(active\s+|current\s+|open\s+)?(working\s+directory|project|workspace|database|db|repository|repo|session|directory|root|connection{contexts})\b
         | \b(working\s+directory|project|workspace|database|repository|session|connection{contexts})\b[^.]{{0,30}}\bnot\s+(been\s+)?(set|selected|active|activated|open|opened|initiali[sz]ed|loaded|connected|started|configured)\b
