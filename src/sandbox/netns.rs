@@ -17,7 +17,8 @@ const OWN_CONNECTION_TABLE: u32 = 4096;
 /// from the host's shares the host's table, and every read of its `/proc/net/tcp` (the
 /// proof of quiet reads it) then scans that whole table: 4 ms a read on a machine with
 /// much memory. Whether it took effect; where it did not (an older kernel), the process
-/// stays where it was, in a namespace of its own all the same.
+/// stays where it was, in a namespace of its own all the same. Called only in a network
+/// namespace the sandbox has just made: in the host's, the setting would outlive the run.
 pub fn own_connection_table() -> bool {
     if std::fs::write(
         "/proc/sys/net/ipv4/tcp_child_ehash_entries",

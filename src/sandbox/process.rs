@@ -608,16 +608,32 @@ impl Drop for Registered {
     }
 }
 
-/// The servers (or sandbox inits) of every run of this process that are not yet dropped:
-/// runs side by side (replays, isolated runs) share hintcheck as parent, and one run's sweep
-/// for orphans must not take another run's server for one.
+/// Runs a helper command of hintcheck's own (git, for a seed) to its end and returns its
+/// output, among the processes the runs' sweeps leave alone meanwhile: a run's sweep takes
+/// every child of hintcheck that is not one of them for an orphan, and a replay made side
+/// by side with another would otherwise lose its `git` to the other's sweep. Registered as
+/// it is spawned (under the same lock a sweep asks before each kill).
+pub fn helper_output(cmd: &mut std::process::Command) -> std::io::Result<std::process::Output> {
+    let (child, _registered) = {
+        let mut live = live_servers();
+        let child = cmd.spawn()?;
+        let pid = i32::try_from(child.id()).ok();
+        live.extend(pid);
+        (child, Registered(pid))
+    };
+    child.wait_with_output()
+}
+
+/// The servers (or sandbox inits) of every run of this process that are not yet dropped,
+/// and the helpers of [`helper_output`] while they run: runs side by side (replays,
+/// isolated runs) share hintcheck as parent, and one run's sweep for orphans must not take
+/// another run's server or helper for one.
 fn live_servers() -> std::sync::MutexGuard<'static, std::collections::BTreeSet<i32>> {
     static LIVE: std::sync::Mutex<std::collections::BTreeSet<i32>> =
         std::sync::Mutex::new(std::collections::BTreeSet::new());
     LIVE.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// One entry of `/proc/<pid>/stat`: (ppid, pgrp, session).
 /// A process's parent, process group and session, from `/proc/PID/stat`.
 struct ProcStat {
     ppid: i32,
@@ -670,11 +686,6 @@ fn sweep(run_id: &str, server: Option<Pid>) -> Vec<String> {
     let me = std::process::id() as i32;
     let server = server.map(|p| p.as_raw_nonzero().get());
     let subreaper = rustix::process::child_subreaper().ok().flatten().is_some();
-    let others: std::collections::BTreeSet<i32> = live_servers()
-        .iter()
-        .copied()
-        .filter(|p| Some(*p) != server)
-        .collect();
     let mut killed = Vec::new();
     for _ in 0..50 {
         let Some(pids) = all_pids() else {
@@ -682,7 +693,7 @@ fn sweep(run_id: &str, server: Option<Pid>) -> Vec<String> {
         };
         let mut found = false;
         for pid in pids {
-            if pid == me || others.contains(&pid) {
+            if pid == me || registered_elsewhere(pid, server) {
                 continue;
             }
             let Some(ProcStat {
@@ -724,9 +735,16 @@ fn sweep(run_id: &str, server: Option<Pid>) -> Vec<String> {
     }
     // Reap orphans that died and were handed to us.
     if subreaper {
-        reap_orphans(me, server, &others);
+        reap_orphans(me, server);
     }
     killed
+}
+
+/// Whether `pid` is another run's server or a helper of hintcheck's, registered now (a
+/// helper is registered as it is spawned, under the lock this takes: one spawned while a
+/// sweep runs is found registered).
+fn registered_elsewhere(pid: i32, server: Option<i32>) -> bool {
+    Some(pid) != server && live_servers().contains(&pid)
 }
 
 /// The pids /proc lists now, or `None` when it cannot be read.
@@ -740,9 +758,9 @@ fn all_pids() -> Option<impl Iterator<Item = i32>> {
     }))
 }
 
-fn reap_orphans(me: i32, server: Option<i32>, others: &std::collections::BTreeSet<i32>) {
+fn reap_orphans(me: i32, server: Option<i32>) {
     for pid in all_pids().into_iter().flatten() {
-        if Some(pid) == server || others.contains(&pid) {
+        if Some(pid) == server || registered_elsewhere(pid, server) {
             continue;
         }
         if proc_stat(pid).is_some_and(|stat| stat.ppid == me) {
@@ -809,6 +827,42 @@ mod tests {
             "{err}"
         );
         assert!(resolve_program("./definitely/not/here", None).is_err());
+    }
+
+    #[test]
+    fn a_helper_is_left_to_its_caller_while_it_runs() {
+        // A unique argument finds the helper among this process's children (the shell
+        // stays, not execing `sleep`, with a command after it).
+        let mark = format!("mark-{}-{}", std::process::id(), line!());
+        let arg = format!("sleep 0.4; true {mark}");
+        let helper = std::thread::spawn({
+            let arg = arg.clone();
+            move || {
+                helper_output(
+                    std::process::Command::new("sh")
+                        .args(["-c", &arg])
+                        .stdout(std::process::Stdio::null()),
+                )
+            }
+        });
+        let me = std::process::id() as i32;
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        let pid = loop {
+            let found = all_pids().into_iter().flatten().find(|p| {
+                proc_stat(*p).is_some_and(|s| s.ppid == me) && cmdline(*p).contains(&mark)
+            });
+            if let Some(pid) = found {
+                break pid;
+            }
+            assert!(std::time::Instant::now() < deadline, "the helper never ran");
+            std::thread::sleep(Duration::from_millis(5));
+        };
+        // Another run's sweep, as it decides on each process, leaves it alone.
+        assert!(registered_elsewhere(pid, None));
+        assert!(!registered_elsewhere(pid, Some(pid)));
+        let out = helper.join().expect("join").expect("the helper ran");
+        assert!(out.status.success());
+        assert!(!registered_elsewhere(pid, None), "unregistered once it ended");
     }
 
     #[tokio::test]

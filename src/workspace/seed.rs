@@ -344,32 +344,33 @@ impl Scratch {
 
     /// Runs one git command in the workspace, isolated from the host's git configuration.
     fn git(&self, args: &[&str]) -> Result<(), String> {
-        let out = std::process::Command::new("git")
-            .args([
-                "-c",
-                &format!("user.name={GIT_NAME}"),
-                "-c",
-                &format!("user.email={GIT_EMAIL}"),
-                "-c",
-                "commit.gpgsign=false",
-                // The workspace may belong to the sandbox's uid by now.
-                "-c",
-                "safe.directory=*",
-            ])
-            .args(args)
-            .current_dir(&self.workspace)
-            .env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("HOME", &self.home)
-            .env("GIT_CONFIG_NOSYSTEM", "1")
-            .env("GIT_CONFIG_GLOBAL", "/dev/null")
-            .env("GIT_AUTHOR_DATE", "2026-01-15T12:00:00Z")
-            .env("GIT_COMMITTER_DATE", "2026-01-15T12:00:00Z")
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::piped())
-            .output()
-            .map_err(|e| format!("git could not be run ({e})"))?;
+        let out = crate::sandbox::process::helper_output(
+            std::process::Command::new("git")
+                .args([
+                    "-c",
+                    &format!("user.name={GIT_NAME}"),
+                    "-c",
+                    &format!("user.email={GIT_EMAIL}"),
+                    "-c",
+                    "commit.gpgsign=false",
+                    // The workspace may belong to the sandbox's uid by now.
+                    "-c",
+                    "safe.directory=*",
+                ])
+                .args(args)
+                .current_dir(&self.workspace)
+                .env_clear()
+                .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+                .env("HOME", &self.home)
+                .env("GIT_CONFIG_NOSYSTEM", "1")
+                .env("GIT_CONFIG_GLOBAL", "/dev/null")
+                .env("GIT_AUTHOR_DATE", "2026-01-15T12:00:00Z")
+                .env("GIT_COMMITTER_DATE", "2026-01-15T12:00:00Z")
+                .stdin(std::process::Stdio::null())
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::piped()),
+        )
+        .map_err(|e| format!("git could not be run ({e})"))?;
         if out.status.success() {
             Ok(())
         } else {
