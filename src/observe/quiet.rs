@@ -392,8 +392,9 @@ impl Quiescence {
                 return true;
             }
             // No TCP socket in the namespace's hash: no connection, no listener (and so
-            // nothing waiting in one's queue) and no connect under way; the TCP tables,
-            // whose every read scans the kernel's whole connection hash, say nothing more.
+            // nothing waiting in one's queue) and no connect under way; the TCP tables say
+            // nothing more (where the namespace shares the host's table, as without the
+            // sandbox's own, each of their reads scans it whole).
             let clean = (counts.tcp_hashed() == Some(0)
                 || ["tcp", "tcp6"].iter().all(|t| {
                     read(t).is_ok_and(|text| no_tcp_connection(&text, self.transport_port))
@@ -543,8 +544,10 @@ impl SocketCounts {
 }
 
 /// A `/proc/PID/net/*` table, read in as few reads as it allows: each read of the TCP
-/// tables scans the kernel's whole connection hash (about 2 ms on a machine with much
-/// memory), and a read from an empty buffer starts with a 32-byte probe.
+/// tables scans the namespace's whole connection hash (the host's, 4 ms on a machine with
+/// much memory, where the sandbox's namespace could not get one of its own: see
+/// `sandbox::netns::own_connection_table`), and a read from an empty buffer starts with a
+/// 32-byte probe.
 fn read_net_table(path: &str) -> std::io::Result<String> {
     crate::sandbox::tree::read_proc_into(path, 64 * 1024)
 }

@@ -862,7 +862,10 @@ mod tests {
         assert!(!registered_elsewhere(pid, Some(pid)));
         let out = helper.join().expect("join").expect("the helper ran");
         assert!(out.status.success());
-        assert!(!registered_elsewhere(pid, None), "unregistered once it ended");
+        assert!(
+            !registered_elsewhere(pid, None),
+            "unregistered once it ended"
+        );
     }
 
     #[tokio::test]
