@@ -580,6 +580,12 @@ mod tests {
             ("Vault 'notes' not yet opened. Open it.".to_string(), true),
             ("Projet café: not loaded".to_string(), true),
             ("Project — not loaded".to_string(), false),
+            // Characters, not bytes, count toward the subject's sixty (the space too).
+            (format!("{} not loaded", "é".repeat(59)), true),
+            (format!("{} not loaded", "日".repeat(60)), false),
+            // Led and later statements starting together: the led one, listed first.
+            ("field required not loaded".to_string(), true),
+            ("is not ready".to_string(), true),
         ] {
             assert_eq!(not_ready_or_missing(&text).is_some(), found, "{text:?}");
             assert_eq!(

@@ -249,9 +249,10 @@ pub struct Quiescence {
     started: Instant,
     last_look: Option<Instant>,
     history: HashMap<u32, History>,
-    /// Per network namespace, its socket counts when its tables last showed no connection:
-    /// the same counts need no new reading of the tables (a millisecond or more each).
-    clean_counts: HashMap<std::path::PathBuf, SocketCounts>,
+    /// Per network namespace, its socket counts and the sockets the server's processes held
+    /// when its tables last showed no connection: the same need no new reading of the
+    /// tables.
+    clean_counts: HashMap<std::path::PathBuf, (SocketCounts, Vec<u64>)>,
     /// The port the server serves MCP on (`--transport http`): hintcheck's own connections
     /// to it carry nothing while their queues are empty.
     transport_port: Option<u16>,
@@ -367,8 +368,11 @@ impl Quiescence {
     /// closed ones) and no datagram socket but the DNS stub's: an exchange with the observers
     /// is then not in flight. A process in hintcheck's own namespace (no sandbox) is never
     /// proven: the host's sockets say nothing of the server's. The tables are read again only
-    /// when the namespace's socket counts changed since they last showed no connection.
+    /// when the namespace's socket counts, or the sockets the server's processes hold,
+    /// changed since they last showed no connection (a connection that closed and another
+    /// that opened since can leave the counts as they were, not the sockets held).
     fn no_connection_open(&mut self, pids: &[u32]) -> bool {
+        let held = sockets_held(pids);
         let own = std::fs::read_link("/proc/self/ns/net").ok();
         let mut namespaces: Vec<(std::path::PathBuf, u32)> = Vec::new();
         for pid in pids {
@@ -388,7 +392,8 @@ impl Quiescence {
                 return false;
             };
             let counts = SocketCounts::of(&v4, &v6);
-            if self.clean_counts.get(&ns) == Some(&counts) {
+            let key = held.clone().map(|held| (counts.clone(), held));
+            if key.is_some() && self.clean_counts.get(&ns) == key.as_ref() {
                 return true;
             }
             // No TCP socket in the namespace's hash: no connection, no listener (and so
@@ -402,8 +407,8 @@ impl Quiescence {
                 && ["udp", "udp6"]
                     .iter()
                     .all(|t| read(t).is_ok_and(|text| only_dns_stub(&text)));
-            if clean {
-                self.clean_counts.insert(ns, counts);
+            if let Some(key) = key.filter(|_| clean) {
+                self.clean_counts.insert(ns, key);
             }
             clean
         })
@@ -499,6 +504,31 @@ fn no_timer_due_within(pid: u32, horizon: Duration) -> Option<bool> {
         }
     }
     Some(true)
+}
+
+/// The sockets the processes `pids` hold (their inode numbers, sorted), or `None` where a
+/// process's descriptors could not be read.
+fn sockets_held(pids: &[u32]) -> Option<Vec<u64>> {
+    let mut inodes = Vec::new();
+    for pid in pids {
+        for entry in std::fs::read_dir(format!("/proc/{pid}/fd")).ok()? {
+            let Ok(target) = entry.and_then(|e| std::fs::read_link(e.path())) else {
+                // Closed while the directory was read.
+                continue;
+            };
+            if let Some(inode) = target
+                .to_str()
+                .and_then(|t| t.strip_prefix("socket:["))
+                .and_then(|t| t.strip_suffix(']'))
+                .and_then(|t| t.parse().ok())
+            {
+                inodes.push(inode);
+            }
+        }
+    }
+    inodes.sort_unstable();
+    inodes.dedup();
+    Some(inodes)
 }
 
 /// A network namespace's own socket counts, from its `sockstat` and `sockstat6`: every
@@ -598,6 +628,24 @@ fn only_dns_stub(table: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_sockets_a_process_holds_are_listed() {
+        use std::os::fd::AsRawFd;
+        use std::os::unix::fs::MetadataExt;
+        let me = std::process::id();
+        let before = sockets_held(&[me]).expect("our own descriptors");
+        let socket = std::net::UdpSocket::bind("127.0.0.1:0").expect("bind");
+        let inode = std::fs::metadata(format!("/proc/self/fd/{}", socket.as_raw_fd()))
+            .expect("the socket's inode")
+            .ino();
+        let held = sockets_held(&[me]).expect("our own descriptors");
+        assert!(held.contains(&inode), "{held:?} lacks {inode}");
+        assert!(!before.contains(&inode));
+        assert!(held.windows(2).all(|w| w[0] < w[1]), "sorted, once each");
+        // A process that is gone: nothing can be said.
+        assert_eq!(sockets_held(&[u32::MAX]), None);
+    }
 
     #[test]
     fn socket_counts_are_the_namespaces_own() {

@@ -306,11 +306,11 @@ impl ServerProcess {
                 Ok(())
             });
         }
-        let child = cmd.spawn().map_err(|source| LaunchError::Spawn {
-            program: program.display().to_string(),
-            source,
-        })?;
-        let registered = Registered::new(&child);
+        let (child, registered) =
+            Registered::spawn(&mut cmd).map_err(|source| LaunchError::Spawn {
+                program: program.display().to_string(),
+                source,
+            })?;
         Self::adopt(
             child,
             registered,
@@ -372,9 +372,9 @@ impl ServerProcess {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(true);
-        let mut child = cmd.spawn().map_err(InitLaunch::spawn_failed)?;
-        // From now on other runs' sweeps leave it alone (it is ours, not an orphan).
-        let registered = Registered::new(&child);
+        // Other runs' sweeps leave it alone from its start (it is ours, not an orphan).
+        let (mut child, registered) =
+            Registered::spawn(&mut cmd).map_err(InitLaunch::spawn_failed)?;
         drop(init_end);
         let mut serve_network = Some(serve_network);
         let mut arbiter = arbiter;
@@ -593,10 +593,14 @@ impl Drop for ServerProcess {
 struct Registered(Option<i32>);
 
 impl Registered {
-    fn new(child: &Child) -> Registered {
+    /// Spawns `cmd`, registered as it starts: under the lock a sweep asks before each kill,
+    /// so that no other run's sweep finds it unregistered.
+    fn spawn(cmd: &mut Command) -> std::io::Result<(Child, Registered)> {
+        let mut live = live_servers();
+        let child = cmd.spawn()?;
         let pid = child.id().map(|p| p as i32);
-        live_servers().extend(pid);
-        Registered(pid)
+        live.extend(pid);
+        Ok((child, Registered(pid)))
     }
 }
 
@@ -612,7 +616,9 @@ impl Drop for Registered {
 /// output, among the processes the runs' sweeps leave alone meanwhile: a run's sweep takes
 /// every child of hintcheck that is not one of them for an orphan, and a replay made side
 /// by side with another would otherwise lose its `git` to the other's sweep. Registered as
-/// it is spawned (under the same lock a sweep asks before each kill).
+/// it is spawned (under the same lock a sweep asks before each kill). Unlike
+/// `Command::output`, the standard streams are the caller's to set: unset, they are
+/// inherited and the output is empty.
 pub fn helper_output(cmd: &mut std::process::Command) -> std::io::Result<std::process::Output> {
     let (child, _registered) = {
         let mut live = live_servers();
@@ -705,6 +711,9 @@ fn sweep(run_id: &str, server: Option<Pid>) -> Vec<String> {
             else {
                 continue;
             };
+            // A main thread that ended shows its process as a zombie while its other
+            // threads may still run (and fork): that process has not ended.
+            let ended = zombie && !has_other_threads(pid);
             let ours = has_marker(pid, run_id)
                 || server.is_some_and(|s| pgrp == s || session == s)
                 || (subreaper && ppid == me && Some(pid) != server);
@@ -717,9 +726,8 @@ fn sweep(run_id: &str, server: Option<Pid>) -> Vec<String> {
             let line = cmdline(pid);
             if rustix::process::kill_process(p, Signal::KILL).is_ok() {
                 // A process that already ended needs no further pass (it is reaped below
-                // when it is ours to reap); it is signalled all the same, for a main thread
-                // that ended while other threads of its process still run.
-                found |= !zombie;
+                // when it is ours to reap).
+                found |= !ended;
                 if !line.is_empty() && killed.len() < 50 {
                     killed.push(line);
                 }
@@ -738,6 +746,11 @@ fn sweep(run_id: &str, server: Option<Pid>) -> Vec<String> {
         reap_orphans(me, server);
     }
     killed
+}
+
+/// Whether the process `pid` has a thread besides its main one.
+fn has_other_threads(pid: i32) -> bool {
+    std::fs::read_dir(format!("/proc/{pid}/task")).is_ok_and(|tasks| tasks.count() > 1)
 }
 
 /// Whether `pid` is another run's server or a helper of hintcheck's, registered now (a
