@@ -20,6 +20,10 @@ fn peak_rss(scenario: &std::path::Path, repeat: &str) -> (usize, u64) {
         .arg(scenario)
         .env("HINTCHECK_FAKE_SERVER", fake_server())
         .env_remove("GITHUB_STEP_SUMMARY")
+        // One malloc arena: with one per thread, the peak depends on which of the runtime's
+        // threads happened to allocate when (6 to 12 MiB apart between identical runs of a
+        // debug build), which says nothing of what the run keeps per call.
+        .env("MALLOC_ARENA_MAX", "1")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
