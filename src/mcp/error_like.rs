@@ -76,30 +76,23 @@ const FAILURES: [&str; 22] = [
 const NOT_READY_STATE: &str = r"(indexed|loaded|initiali[sz]ed|ready|connected|opened|open|built|set\ up|configured|selected|started|authenticated|available\ yet)";
 
 /// A subject that "is not indexed yet", "has not been loaded" (the first statement
-/// [`not_ready_or_missing`] prefers, before the led one).
-static SUBJECT_NOT_READY: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
-    regex::Regex::new(&format!(
-        r"(?x)\b(is|are|was|were|has|have|had)(\s+not|n't)(\s+yet)?(\s+been)?(\s+yet)?\s+{NOT_READY_STATE}\b"
-    ))
-    .unwrap_or_else(|e| panic!("the not-ready pattern: {e}"))
-});
+/// [`not_ready_or_missing`] prefers, before the led one), in `(?x)` syntax.
+fn subject_not_ready_source() -> String {
+    format!(
+        r"\b(is|are|was|were|has|have|had)(\s+not|n't)(\s+yet)?(\s+been)?(\s+yet)?\s+{NOT_READY_STATE}\b"
+    )
+}
 
-/// "not loaded", "not yet initialized" anywhere (the led statement's end).
-static NOT_IN_STATE: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
-    regex::Regex::new(&format!(r"(?x)\bnot\s+(yet\s+)?{NOT_READY_STATE}\b"))
-        .unwrap_or_else(|e| panic!("the not-ready pattern: {e}"))
-});
+/// "not loaded", "not yet initialized" anywhere (the led statement's end), in `(?x)` syntax.
+fn not_in_state_source() -> String {
+    format!(r"\bnot\s+(yet\s+)?{NOT_READY_STATE}\b")
+}
 
-/// The characters a text's leading subject is made of (the led statement's start).
-static SUBJECT_CHARACTERS: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
-    regex::Regex::new(r"^[\w'`.\ \-/:]*").unwrap_or_else(|e| panic!("the subject pattern: {e}"))
-});
+/// A character of a text's leading subject (the led statement's start).
+const SUBJECT_CHARACTER: &str = r"[\w'`.\ \-/:]";
 
-/// The statements after the led one, in the order they are preferred.
-static STILL_NOT_READY_OR_MISSING: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(
-    || {
-        regex::Regex::new(
-            r"(?x)
+/// The statements after the led one, in the order they are preferred, in `(?x)` syntax.
+const STILL_NOT_READY_OR_MISSING_SOURCE: &str = r"
         \bstill\s+(being\s+)?(indexing|indexed|loading|initiali[sz]ing|starting)\b
         | \b(call|run|use|invoke|open|load|start)\s+`?[\w./\-]+`?\s+first\b
         | \bno\s+(active|open|current|loaded)\s+(session|project|workspace|repository|connection|document|vault|database)\b
@@ -108,11 +101,28 @@ static STILL_NOT_READY_OR_MISSING: std::sync::LazyLock<regex::Regex> = std::sync
         | \bis\s+a\s+required\s+property\b
         | \bmust\s+have\s+required\s+property\b
         | \brequired\s+(argument|parameter|field)s?\b.{0,40}\b(missing|not\s+(found|provided|given))\b
-        ",
-        )
+        ";
+
+/// One of the not-ready statements' patterns, from its `(?x)` source.
+fn not_ready_pattern(source: &str) -> regex::Regex {
+    regex::Regex::new(&format!("(?x){source}"))
         .unwrap_or_else(|e| panic!("the not-ready pattern: {e}"))
-    },
-);
+}
+
+static SUBJECT_NOT_READY: std::sync::LazyLock<regex::Regex> =
+    std::sync::LazyLock::new(|| not_ready_pattern(&subject_not_ready_source()));
+
+static NOT_IN_STATE: std::sync::LazyLock<regex::Regex> =
+    std::sync::LazyLock::new(|| not_ready_pattern(&not_in_state_source()));
+
+/// A text's leading run of subject characters.
+static SUBJECT_CHARACTERS: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+    regex::Regex::new(&format!("^{SUBJECT_CHARACTER}*"))
+        .unwrap_or_else(|e| panic!("the subject pattern: {e}"))
+});
+
+static STILL_NOT_READY_OR_MISSING: std::sync::LazyLock<regex::Regex> =
+    std::sync::LazyLock::new(|| not_ready_pattern(STILL_NOT_READY_OR_MISSING_SOURCE));
 
 /// Longest subject before a led "not loaded".
 const LED_SUBJECT: usize = 60;
@@ -473,25 +483,14 @@ mod tests {
         json!({"content": [{"type": "text", "text": t}]})
     }
 
-    /// The not-ready statements as one pattern, as they were written before the led statement
-    /// was found apart: what [`not_ready_or_missing`] must find exactly.
+    /// The not-ready statements as one pattern, the led statement a branch of it as it was
+    /// before it was found apart: what [`not_ready_or_missing`] must find exactly.
     fn as_one_pattern() -> regex::Regex {
-        let state = NOT_READY_STATE;
-        regex::Regex::new(&format!(
-            r"(?x)
-            \b(is|are|was|were|has|have|had)(\s+not|n't)(\s+yet)?(\s+been)?(\s+yet)?\s+{state}\b
-            | ^[\w'`.\ \-/:]{{0,60}}?\bnot\s+(yet\s+)?{state}\b
-            | \bstill\s+(being\s+)?(indexing|indexed|loading|initiali[sz]ing|starting)\b
-            | \b(call|run|use|invoke|open|load|start)\s+`?[\w./\-]+`?\s+first\b
-            | \bno\s+(active|open|current|loaded)\s+(session|project|workspace|repository|connection|document|vault|database)\b
-            | ^\d+\s+validation\s+errors?\s+for\b
-            | \bfield\s+required\b
-            | \bis\s+a\s+required\s+property\b
-            | \bmust\s+have\s+required\s+property\b
-            | \brequired\s+(argument|parameter|field)s?\b.{{0,40}}\b(missing|not\s+(found|provided|given))\b
-            "
+        not_ready_pattern(&format!(
+            "(?:{}) | ^{SUBJECT_CHARACTER}{{0,60}}?(?:{}) | (?:{STILL_NOT_READY_OR_MISSING_SOURCE})",
+            subject_not_ready_source(),
+            not_in_state_source(),
         ))
-        .expect("the one pattern")
     }
 
     /// Pieces the statements are made of, and what may lead or break them.
