@@ -293,9 +293,18 @@ impl Quiescence {
         let Some(pids) = self.threads_quiet(tree, horizon) else {
             return false;
         };
+        // Each process's descriptors, read once for its timers and the sockets it holds.
+        let Some(descriptors) = pids
+            .iter()
+            .map(|pid| descriptors_of(*pid))
+            .collect::<Option<Vec<_>>>()
+        else {
+            return false;
+        };
         pids.iter()
-            .all(|pid| no_timer_due_within(*pid, horizon.all).unwrap_or(false))
-            && self.no_connection_open(&pids)
+            .zip(&descriptors)
+            .all(|(pid, fds)| no_timer_due_within(*pid, fds, horizon.all).unwrap_or(false))
+            && self.no_connection_open(&pids, &sockets_held(&descriptors))
     }
 
     /// What the last look saw of the tree's threads: every live thread, and whether any was
@@ -371,8 +380,7 @@ impl Quiescence {
     /// when the namespace's socket counts, or the sockets the server's processes hold,
     /// changed since they last showed no connection (a connection that closed and another
     /// that opened since can leave the counts as they were, not the sockets held).
-    fn no_connection_open(&mut self, pids: &[u32]) -> bool {
-        let held = sockets_held(pids);
+    fn no_connection_open(&mut self, pids: &[u32], held: &[u64]) -> bool {
         let own = std::fs::read_link("/proc/self/ns/net").ok();
         let mut namespaces: Vec<(std::path::PathBuf, u32)> = Vec::new();
         for pid in pids {
@@ -392,22 +400,22 @@ impl Quiescence {
                 return false;
             };
             let counts = SocketCounts::of(&v4, &v6);
-            let key = held.clone().map(|held| (counts.clone(), held));
-            if key.is_some() && self.clean_counts.get(&ns) == key.as_ref() {
+            let key = (counts, held.to_vec());
+            if self.clean_counts.get(&ns) == Some(&key) {
                 return true;
             }
             // No TCP socket in the namespace's hash: no connection, no listener (and so
             // nothing waiting in one's queue) and no connect under way; the TCP tables say
             // nothing more (where the namespace shares the host's table, as without the
             // sandbox's own, each of their reads scans it whole).
-            let clean = (counts.tcp_hashed() == Some(0)
+            let clean = (key.0.tcp_hashed() == Some(0)
                 || ["tcp", "tcp6"].iter().all(|t| {
                     read(t).is_ok_and(|text| no_tcp_connection(&text, self.transport_port))
                 }))
                 && ["udp", "udp6"]
                     .iter()
                     .all(|t| read(t).is_ok_and(|text| only_dns_stub(&text)));
-            if let Some(key) = key.filter(|_| clean) {
+            if clean {
                 self.clean_counts.insert(ns, key);
             }
             clean
@@ -478,26 +486,39 @@ fn threads_of(tree: &ProcessTree) -> Option<HashMap<u32, ThreadSeen>> {
     Some(out)
 }
 
-/// Whether no timer descriptor of `pid` is armed to fire within `horizon` (its remaining time
-/// from `/proc/PID/fdinfo/FD`); `None` when the descriptors could not all be looked at.
-fn no_timer_due_within(pid: u32, horizon: Duration) -> Option<bool> {
-    let fds = std::fs::read_dir(format!("/proc/{pid}/fd")).ok()?;
-    for (i, fd) in fds.enumerate() {
+/// The descriptors of process `pid`: each one's number and what it refers to (its link's
+/// target); `None` when they could not all be read or there are more than
+/// [`MAX_DESCRIPTORS`]. One closed while the list is read is left out.
+fn descriptors_of(pid: u32) -> Option<Vec<(String, std::path::PathBuf)>> {
+    let mut out = Vec::new();
+    for (i, fd) in std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .ok()?
+        .enumerate()
+    {
         if i >= MAX_DESCRIPTORS {
             return None;
         }
         let fd = fd.ok()?;
-        let Ok(target) = std::fs::read_link(fd.path()) else {
-            continue;
-        };
+        if let Ok(target) = std::fs::read_link(fd.path()) {
+            out.push((fd.file_name().into_string().ok()?, target));
+        }
+    }
+    Some(out)
+}
+
+/// Whether no timer descriptor among `pid`'s `descriptors` is armed to fire within
+/// `horizon` (its remaining time from `/proc/PID/fdinfo/FD`); `None` when one could not be
+/// looked at.
+fn no_timer_due_within(
+    pid: u32,
+    descriptors: &[(String, std::path::PathBuf)],
+    horizon: Duration,
+) -> Option<bool> {
+    for (fd, target) in descriptors {
         if target.as_os_str() != "anon_inode:[timerfd]" {
             continue;
         }
-        let info = crate::sandbox::tree::read_proc(format!(
-            "/proc/{pid}/fdinfo/{}",
-            fd.file_name().to_str()?
-        ))
-        .ok()?;
+        let info = crate::sandbox::tree::read_proc(format!("/proc/{pid}/fdinfo/{fd}")).ok()?;
         match timer_remaining(&info) {
             Some(left) if left.is_zero() || left >= horizon => {}
             _ => return Some(false),
@@ -506,29 +527,23 @@ fn no_timer_due_within(pid: u32, horizon: Duration) -> Option<bool> {
     Some(true)
 }
 
-/// The sockets the processes `pids` hold (their inode numbers, sorted), or `None` where a
-/// process's descriptors could not be read.
-fn sockets_held(pids: &[u32]) -> Option<Vec<u64>> {
-    let mut inodes = Vec::new();
-    for pid in pids {
-        for entry in std::fs::read_dir(format!("/proc/{pid}/fd")).ok()? {
-            let Ok(target) = entry.and_then(|e| std::fs::read_link(e.path())) else {
-                // Closed while the directory was read.
-                continue;
-            };
-            if let Some(inode) = target
-                .to_str()
-                .and_then(|t| t.strip_prefix("socket:["))
-                .and_then(|t| t.strip_suffix(']'))
-                .and_then(|t| t.parse().ok())
-            {
-                inodes.push(inode);
-            }
-        }
-    }
+/// The sockets among the processes' `descriptors` (their inode numbers, sorted, once each).
+fn sockets_held(descriptors: &[Vec<(String, std::path::PathBuf)>]) -> Vec<u64> {
+    let mut inodes: Vec<u64> = descriptors
+        .iter()
+        .flatten()
+        .filter_map(|(_, target)| {
+            target
+                .to_str()?
+                .strip_prefix("socket:[")?
+                .strip_suffix(']')?
+                .parse()
+                .ok()
+        })
+        .collect();
     inodes.sort_unstable();
     inodes.dedup();
-    Some(inodes)
+    inodes
 }
 
 /// A network namespace's own socket counts, from its `sockstat` and `sockstat6`: every
@@ -634,17 +649,18 @@ mod tests {
         use std::os::fd::AsRawFd;
         use std::os::unix::fs::MetadataExt;
         let me = std::process::id();
-        let before = sockets_held(&[me]).expect("our own descriptors");
+        let held_now = || sockets_held(&[descriptors_of(me).expect("our own descriptors")]);
+        let before = held_now();
         let socket = std::net::UdpSocket::bind("127.0.0.1:0").expect("bind");
         let inode = std::fs::metadata(format!("/proc/self/fd/{}", socket.as_raw_fd()))
             .expect("the socket's inode")
             .ino();
-        let held = sockets_held(&[me]).expect("our own descriptors");
+        let held = held_now();
         assert!(held.contains(&inode), "{held:?} lacks {inode}");
         assert!(!before.contains(&inode));
         assert!(held.windows(2).all(|w| w[0] < w[1]), "sorted, once each");
         // A process that is gone: nothing can be said.
-        assert_eq!(sockets_held(&[u32::MAX]), None);
+        assert_eq!(descriptors_of(u32::MAX), None);
     }
 
     #[test]
