@@ -650,7 +650,9 @@ struct ProcStat {
 }
 
 fn proc_stat(pid: i32) -> Option<ProcStat> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // As the process tree reads it: a process that names itself in bytes that are not UTF-8
+    // is still read, and swept.
+    let stat = super::tree::read_proc(format!("/proc/{pid}/stat")).ok()?;
     let rest = &stat[stat.rfind(')')? + 2..];
     let mut fields = rest.split_whitespace();
     let zombie = fields.next()? == "Z";
@@ -840,6 +842,19 @@ mod tests {
             "{err}"
         );
         assert!(resolve_program("./definitely/not/here", None).is_err());
+    }
+
+    #[test]
+    fn a_process_named_in_bytes_that_are_not_utf8_is_read_for_the_sweep() {
+        let Some(mut named) = crate::sandbox::tree::tests::child_named_in_other_bytes() else {
+            return;
+        };
+        let stat = proc_stat(named.id() as i32);
+        let _ = named.kill();
+        let _ = named.wait();
+        let stat = stat.expect("its stat is read");
+        assert_eq!(stat.ppid, std::process::id() as i32);
+        assert!(!stat.zombie);
     }
 
     #[test]

@@ -176,11 +176,12 @@ impl TaskDir {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    #[test]
-    fn a_thread_named_in_bytes_that_are_not_utf8_is_still_seen() {
+    /// A child process whose thread names itself in bytes that are not UTF-8, once it has;
+    /// `None` (the test skips, or fails under HINTCHECK_REQUIRE_ALL) without python3.
+    pub(crate) fn child_named_in_other_bytes() -> Option<std::process::Child> {
         use std::io::BufRead;
         let script = "import ctypes,sys\nctypes.CDLL(None).prctl(15, b'\\xff\\xfeworker', 0, 0, 0)\nprint('named',flush=True)\nsys.stdin.read()";
         let Ok(mut named) = std::process::Command::new("python3")
@@ -194,13 +195,21 @@ mod tests {
                 "required test skipped: python3 is missing"
             );
             eprintln!("SKIPPED: python3 is missing");
-            return;
+            return None;
         };
         let mut line = String::new();
         std::io::BufReader::new(named.stdout.take().expect("stdout"))
             .read_line(&mut line)
             .expect("read");
         assert_eq!(line.trim(), "named");
+        Some(named)
+    }
+
+    #[test]
+    fn a_thread_named_in_bytes_that_are_not_utf8_is_still_seen() {
+        let Some(mut named) = child_named_in_other_bytes() else {
+            return;
+        };
         let stat = read_proc(format!("/proc/{}/stat", named.id())).expect("stat");
         let tasks = ProcessTree::new(named.id()).tasks();
         let _ = named.kill();
