@@ -129,7 +129,25 @@ pub struct ClientOptions {
     pub client_name: String,
     /// See `client_name`.
     pub client_version: String,
+    /// Ends the `server/discover` probe before its timeout where the server is shown to have
+    /// left it unanswered; without it, a server that ignores the probe costs its whole wait.
+    pub probe_left_unanswered: Option<LeftUnanswered>,
 }
+
+/// Says, when looked at while the `server/discover` probe waits, whether the server has
+/// taken the probe in and waits for more input without having answered, so that nothing it
+/// runs can answer before the probe's time is up (given the time the probe has left).
+#[derive(Clone)]
+pub struct LeftUnanswered(pub std::sync::Arc<dyn Fn(Duration) -> bool + Send + Sync>);
+
+impl std::fmt::Debug for LeftUnanswered {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("LeftUnanswered(..)")
+    }
+}
+
+/// How often a waiting `server/discover` probe looks whether it was left unanswered.
+const UNANSWERED_LOOK_EVERY: Duration = Duration::from_millis(4);
 
 /// The `clientInfo` name sent unless `--client-info` says otherwise: a common host's.
 pub const DEFAULT_CLIENT_NAME: &str = "Visual Studio Code";
@@ -148,6 +166,7 @@ impl Default for ClientOptions {
             max_input_rounds: 4,
             client_name: DEFAULT_CLIENT_NAME.into(),
             client_version: DEFAULT_CLIENT_VERSION.into(),
+            probe_left_unanswered: None,
         }
     }
 }
@@ -620,7 +639,10 @@ impl McpClient {
         let params = json!({ "name": name, "arguments": arguments });
         let reply = match self.request("tools/call", params, timeout).await {
             Ok(r) => r,
-            Err(SessionError::Timeout { after, .. }) => {
+            // (A request is never given up on before its timeout.)
+            Err(
+                SessionError::Timeout { after, .. } | SessionError::LeftUnanswered { after, .. },
+            ) => {
                 if matches!(self.identity.era, Era::Legacy(_)) {
                     let id = self.session.last_id();
                     self.session
@@ -849,12 +871,29 @@ async fn discover(
     version: &str,
 ) -> Result<ServerIdentity, DiscoverOutcome> {
     let params = json!({"_meta": modern_meta(version, options)});
+    // Where the era is to be found out, a probe the server took in and left unanswered ends
+    // without waiting out its time (a handshake-era server that ignores unknown requests).
+    let check = (options.era == EraChoice::Auto)
+        .then_some(options.probe_left_unanswered.as_ref())
+        .flatten();
+    let unanswered = async {
+        let Some(LeftUnanswered(left_unanswered)) = check else {
+            return std::future::pending().await;
+        };
+        let ends = tokio::time::Instant::now() + timeout;
+        loop {
+            tokio::time::sleep(UNANSWERED_LOOK_EVERY).await;
+            if left_unanswered(ends.saturating_duration_since(tokio::time::Instant::now())) {
+                return;
+            }
+        }
+    };
     let reply = match session
-        .probe("server/discover", Some(params), timeout)
+        .probe_until("server/discover", Some(params), timeout, unanswered)
         .await
     {
         Ok(r) => r,
-        Err(SessionError::Timeout { .. }) => {
+        Err(SessionError::Timeout { .. } | SessionError::LeftUnanswered { .. }) => {
             return Err(DiscoverOutcome::Unanswered);
         }
         Err(e) => return Err(DiscoverOutcome::Fatal(e.into())),

@@ -30,6 +30,15 @@ pub enum SessionError {
         /// How long we waited.
         after: Duration,
     },
+    /// The server took the request in and went quiet, waiting for more input, without
+    /// answering (see [`Session::probe_until`]).
+    #[error("the server read {method} and waited for more input without answering ({after:?})")]
+    LeftUnanswered {
+        /// The method of the request.
+        method: String,
+        /// How long the request had waited.
+        after: Duration,
+    },
     /// The server closed its stdout (or exited) before answering.
     #[error("the server closed the connection before answering {method}")]
     Closed {
@@ -291,7 +300,8 @@ impl Session {
         params: Option<Value>,
         timeout: Duration,
     ) -> Result<Reply, SessionError> {
-        self.send_and_wait(method, params, timeout, false).await
+        self.send_and_wait(method, params, timeout, false, std::future::pending())
+            .await
     }
 
     /// Like [`Session::request`] for a probe whose short `timeout` is hintcheck's own choice
@@ -303,7 +313,22 @@ impl Session {
         params: Option<Value>,
         timeout: Duration,
     ) -> Result<Reply, SessionError> {
-        self.send_and_wait(method, params, timeout, true).await
+        self.send_and_wait(method, params, timeout, true, std::future::pending())
+            .await
+    }
+
+    /// Like [`Session::probe`], and given up as soon as `unanswered` completes (the server is
+    /// shown to have taken the probe in and to wait for more input without answering):
+    /// [`SessionError::LeftUnanswered`] then, with how long the probe had waited.
+    pub async fn probe_until(
+        &self,
+        method: &str,
+        params: Option<Value>,
+        timeout: Duration,
+        unanswered: impl std::future::Future<Output = ()>,
+    ) -> Result<Reply, SessionError> {
+        self.send_and_wait(method, params, timeout, true, unanswered)
+            .await
     }
 
     async fn send_and_wait(
@@ -312,7 +337,9 @@ impl Session {
         params: Option<Value>,
         timeout: Duration,
         probe: bool,
+        unanswered: impl std::future::Future<Output = ()>,
     ) -> Result<Reply, SessionError> {
+        let asked = tokio::time::Instant::now();
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
         {
@@ -347,16 +374,31 @@ impl Session {
                 });
             }
         }
-        match tokio::time::timeout_at(deadline, rx).await {
-            Ok(Ok(reply)) => Ok(reply),
-            Ok(Err(_)) => Err(SessionError::Closed {
+        let answer = tokio::time::timeout_at(deadline, rx);
+        tokio::pin!(answer);
+        let given_up = tokio::select! {
+            // An answer that is there wins over giving up.
+            biased;
+            answer = &mut answer => Err(answer),
+            () = unanswered => Ok(()),
+        };
+        match given_up {
+            Err(Ok(Ok(reply))) => Ok(reply),
+            Err(Ok(Err(_))) => Err(SessionError::Closed {
                 method: method.into(),
             }),
-            Err(_) => {
+            Err(Err(_)) => {
                 self.forget(id, probe);
                 Err(SessionError::Timeout {
                     method: method.into(),
                     after: timeout,
+                })
+            }
+            Ok(()) => {
+                self.forget(id, probe);
+                Err(SessionError::LeftUnanswered {
+                    method: method.into(),
+                    after: asked.elapsed(),
                 })
             }
         }
@@ -764,6 +806,59 @@ mod tests {
         assert_eq!(classes, ["duplicate-response"]);
         let all: Vec<String> = s.transcript().into_iter().map(|e| e.class).collect();
         assert!(all.contains(&"probe-response".to_string()), "{all:?}");
+    }
+
+    #[tokio::test]
+    async fn a_probe_given_up_on_ends_at_once_and_an_answer_there_wins() {
+        let (s, server_in, mut server_out) = pair(SessionOptions::default());
+        let mut lines = BufReader::new(server_in).lines();
+        // Given up on (the server was shown to ignore it): well before its hour's timeout.
+        let err = s
+            .probe_until("server/discover", None, Duration::from_secs(3600), async {})
+            .await
+            .expect_err("given up on");
+        assert!(
+            matches!(&err, SessionError::LeftUnanswered { method, after }
+                if method == "server/discover" && *after < Duration::from_secs(3600)),
+            "{err:?}"
+        );
+        let probe: Value =
+            serde_json::from_str(&lines.next_line().await.expect("read").expect("line"))
+                .expect("json");
+        // Its answer after all is a probe's late answer, not held against the server.
+        let late = json!({"jsonrpc":"2.0","id":probe["id"],"result":{}});
+        server_out
+            .write_all(format!("{late}\n").as_bytes())
+            .await
+            .expect("write");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert!(
+            s.record().anomalies.is_empty(),
+            "{:?}",
+            s.record().anomalies
+        );
+        // An answer already there wins over giving up.
+        let s = Arc::new(s);
+        let (give_up, gave_up) = tokio::sync::oneshot::channel::<()>();
+        let s2 = s.clone();
+        let asked = tokio::spawn(async move {
+            s2.probe_until("server/discover", None, Duration::from_secs(3600), async {
+                let _ = gave_up.await;
+            })
+            .await
+        });
+        let probe: Value =
+            serde_json::from_str(&lines.next_line().await.expect("read").expect("line"))
+                .expect("json");
+        let answer = json!({"jsonrpc":"2.0","id":probe["id"],"result":{"ok":true}});
+        server_out
+            .write_all(format!("{answer}\n").as_bytes())
+            .await
+            .expect("write");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let _ = give_up.send(());
+        let got = asked.await.expect("join").expect("answered");
+        assert_eq!(got.outcome.expect("result").value(), json!({"ok": true}));
     }
 
     #[tokio::test]

@@ -8,7 +8,7 @@ use tokio::sync::watch;
 
 use super::collect::{RunEvent, RunLog};
 use crate::config::{RootsOffer, RunConfig};
-use crate::mcp::client::{ClientOptions, HandshakeError, McpClient, ProtocolNote};
+use crate::mcp::client::{ClientOptions, HandshakeError, LeftUnanswered, McpClient, ProtocolNote};
 use crate::observe::activity::ran_between;
 use crate::observe::net::NetHandle;
 use crate::observe::{Recorder, ServerStart};
@@ -386,8 +386,15 @@ pub(super) async fn start_server(
         server_pid: process.pid(),
         writes_confined: enforcement.as_ref().is_some_and(|e| e.landlock != "none"),
     });
+    let left_unanswered = if ctx.http_port.is_none() {
+        process
+            .pid()
+            .and_then(|pid| probe_left_unanswered(pid, &pipes, spawned_at))
+    } else {
+        None
+    };
     let (wire, http) = wire(ctx, pipes, connector);
-    let (greeting, interrupted) = greet(ctx, wire, &mut process).await;
+    let (greeting, interrupted) = greet(ctx, wire, &mut process, left_unanswered).await;
     match greeting {
         Greeting::Greeted(client) => Ok((
             Live {
@@ -645,6 +652,7 @@ async fn greet(
     ctx: &RunContext<'_>,
     wire: Wire,
     process: &mut ServerProcess,
+    probe_left_unanswered: Option<LeftUnanswered>,
 ) -> (Greeting, Option<String>) {
     let config = ctx.config;
     let roots = (config.server.roots == RootsOffer::Workspace)
@@ -667,6 +675,7 @@ async fn greet(
         offer_roots: config.server.roots == RootsOffer::Workspace,
         client_name: config.server.client_info.0.clone(),
         client_version: config.server.client_info.1.clone(),
+        probe_left_unanswered,
         ..Default::default()
     };
     let watch = session.watch();
@@ -699,6 +708,34 @@ async fn greet(
             }
         }
     }
+}
+
+/// The check that ends the `server/discover` probe of a stdio server early: the server's
+/// stdin holds nothing unread (it took the probe in), its stdout holds nothing hintcheck has
+/// not read (no answer on its way), and its process tree is proven quiet for the probe's time
+/// left (see [`crate::observe::quiet`]: every thread waits for input or past that time, no
+/// timer is due and no connection is open in the sandbox's network namespace; a server
+/// outside a namespace of its own is never proven). `None` where the pipes cannot be
+/// watched.
+fn probe_left_unanswered(
+    pid: u32,
+    pipes: &ServerPipes,
+    spawned_at: Instant,
+) -> Option<LeftUnanswered> {
+    use std::os::fd::AsFd;
+    let stdin = pipes.stdin.as_fd().try_clone_to_owned().ok()?;
+    let stdout = pipes.stdout.as_fd().try_clone_to_owned().ok()?;
+    let tree = ProcessTree::new(pid);
+    let quiet = std::sync::Mutex::new(crate::observe::quiet::Quiescence::new(spawned_at));
+    Some(LeftUnanswered(std::sync::Arc::new(move |left| {
+        let unread = |fd: &std::os::fd::OwnedFd| rustix::io::ioctl_fionread(fd).ok();
+        unread(&stdin) == Some(0)
+            && unread(&stdout) == Some(0)
+            && quiet
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .look(&tree, crate::observe::quiet::Horizon::every_thread(left))
+    })))
 }
 
 /// How often a greeting that takes its time says how it goes.

@@ -83,6 +83,8 @@ pub(crate) fn stage() -> &'static Stage {
             "labelled",
             "per-argument",
             "guard",
+            "ignored-probe",
+            "late-probe-answer",
         ] {
             let src = repo().join("tests/fixtures").join(fixture);
             let dst = dir.join("fixtures").join(fixture);
@@ -1094,6 +1096,82 @@ fn python_run(who: As) {
         "{out_of_window:?}"
     );
 }
+
+/// A handshake-era server that takes `server/discover` in and ignores it costs its own start,
+/// not the probe's wait: with a probe of 60 s in a run of at most 20 s, the server is greeted
+/// in the handshake era and its tool checked. A modern server that answers the probe after a
+/// timed wait of its own (0.9 s) is not quiet meanwhile: the probe waits for its answer (one
+/// `server/discover`, no `initialize`).
+fn ignored_probe_run(who: As) {
+    let Some(prefix) = prefix(who, false) else {
+        return;
+    };
+    let probe = ["--discover-timeout", "60s", "--handshake-timeout", "120s"];
+    let args = verify_json_args(
+        "ignored-probe",
+        &[&probe[..], &["--timeout", "20s"]].concat(),
+    );
+    let out = run_as(&prefix, &args, Duration::from_secs(60));
+    let r = out.json();
+    let own_network = r["sandbox"]["enforced"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e.as_str())
+        .any(|e| e.starts_with("namespaces: net"));
+    if !own_network {
+        return skip("the sandbox gave the server no network namespace here, so no proof of quiet");
+    }
+    assert_eq!(out.code, 0, "{}\n{}", out.stderr, r["notes"]);
+    assert!(r["partial"].is_null(), "{}", r["partial"]);
+    assert_eq!(r["server"]["era"], "legacy", "{}", r["server"]);
+    assert_eq!(r["server"]["protocol_version"], "2025-03-26");
+    assert_eq!(r["server"]["start_error"], serde_json::Value::Null);
+    let t = report_tool(&r, "look");
+    assert_eq!(hint_verdict(t, "readOnlyHint")["verdict"], "consistent");
+
+    // Where the unprivileged user may write too.
+    let transcript = PathBuf::from(format!(
+        "/tmp/hintcheck-it-late-probe-{}-{who:?}.jsonl",
+        std::process::id()
+    ));
+    let args = verify_json_args(
+        "late-probe-answer",
+        &[
+            &probe[..],
+            &["--transcript", &transcript.display().to_string()],
+        ]
+        .concat(),
+    );
+    let out = run_as(&prefix, &args, Duration::from_secs(60));
+    let r = out.json();
+    assert_eq!(out.code, 0, "{}\n{}", out.stderr, r["notes"]);
+    assert_eq!(r["server"]["era"], "modern", "{}", r["server"]);
+    let sent: Vec<String> = std::fs::read_to_string(&transcript)
+        .expect("transcript")
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|e| e["direction"] == "sent")
+        .filter_map(|e| {
+            serde_json::from_str::<serde_json::Value>(e["text"].as_str()?).ok()?["method"]
+                .as_str()
+                .map(str::to_string)
+        })
+        .collect();
+    let _ = std::fs::remove_file(&transcript);
+    assert_eq!(
+        sent.iter().filter(|m| *m == "server/discover").count(),
+        1,
+        "{sent:?}"
+    );
+    assert!(!sent.iter().any(|m| m == "initialize"), "{sent:?}");
+}
+
+as_root_and_unprivileged!(
+    an_ignored_probe_is_not_waited_out_as_root,
+    an_ignored_probe_is_not_waited_out_unprivileged,
+    ignored_probe_run
+);
 
 as_root_and_unprivileged!(
     a_python_server_is_observed_call_by_call_as_root,
