@@ -12,6 +12,12 @@
 //! Then every real scenario (`scenarios/real-*`) verified one after another with default
 //! flags: each server's time and split, the average and the slowest.
 //!
+//! With `HINTCHECK_FLOOR_REAL=1` each real server's floor is measured too (one bare session
+//! with the calls of the run it follows) and printed beside its time, with hintcheck's own
+//! share (its time less the floor) and that share's average: what hintcheck can still take
+//! out, apart from the servers' own start, calls and exit. `HINTCHECK_FLOOR_SKIP_FIVE=1`
+//! leaves out the five servers measured against the floor first.
+//!
 //! Before and after: with `HINTCHECK_FLOOR_BEFORE` naming an earlier hintcheck binary (a
 //! build of the commit before a change), each figure is measured with it too, in the same
 //! run, and printed beside (medians of 3 alike; each real server once with each, as the new
@@ -58,16 +64,21 @@ fn verify(exe: &Path, scenario: &Path, cache: &str) -> Option<(Value, f64)> {
         .then_some((report, wall))
 }
 
-/// The workspace a report's server worked in, as its command named it.
+/// The workspace a report's server worked in (`…/tmp.XXXXXXXXXX/workspace`), wherever the
+/// report names it: the command, the calls' arguments, the server's instructions.
 fn report_workspace(report: &Value) -> Option<String> {
-    report["server"]["command"]
-        .as_array()?
-        .iter()
-        .filter_map(Value::as_str)
-        .find_map(|a| {
-            a.find("/workspace")
-                .map(|i| a[..i + "/workspace".len()].to_string())
-        })
+    let text = report.to_string();
+    text.match_indices("/workspace").find_map(|(at, _)| {
+        let head = &text[..at];
+        let start = head
+            .rfind(|c: char| c == '"' || c == '=' || c.is_whitespace())
+            .map_or(0, |i| i + 1);
+        let dir = &head[start..];
+        dir.rsplit('/')
+            .next()
+            .is_some_and(|last| last.starts_with("tmp."))
+            .then(|| format!("{dir}/workspace"))
+    })
 }
 
 /// Every tools/call hintcheck's main run sent, in order: (tool, arguments).
@@ -92,9 +103,27 @@ fn calls_of(report: &Value) -> Vec<(String, Value)> {
     calls.into_iter().map(|(_, t, a)| (t, a)).collect()
 }
 
+/// A bare session's time (ms, from spawn to exit) and how many of its calls failed (an error
+/// or a result marked `isError`).
+struct Floor {
+    ms: f64,
+    failed: usize,
+}
+
+/// The calls of hintcheck's main run that failed, as the floor counts them.
+fn failed_calls(report: &Value) -> usize {
+    report["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|t| t["calls"].as_array().into_iter().flatten())
+        .filter(|c| c["outcome"] != "ok")
+        .count()
+}
+
 /// One bare session: the server spawned on a freshly seeded workspace, greeted, listed, sent
-/// `calls`, its input closed and its exit awaited. Milliseconds from spawn to exit.
-fn floor_session(scenario: &Path, report: &Value, calls: &[(String, Value)]) -> Option<f64> {
+/// `calls`, its input closed and its exit awaited.
+fn floor_session(scenario: &Path, report: &Value, calls: &[(String, Value)]) -> Option<Floor> {
     let s = hintcheck::scenario::Scenario::load(scenario).ok()?;
     let mut scratch = hintcheck::sandbox::scratch::Scratch::create().ok()?;
     let dir = s.path.parent().unwrap_or(Path::new("."));
@@ -146,7 +175,7 @@ fn floor_session(scenario: &Path, report: &Value, calls: &[(String, Value)]) -> 
         }
     });
     let mut id = 0u64;
-    let mut ask = |method: &str, params: Value| -> Option<()> {
+    let mut ask = |method: &str, params: Value| -> Option<Value> {
         id += 1;
         let msg = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
         writeln!(stdin, "{msg}").ok()?;
@@ -154,7 +183,7 @@ fn floor_session(scenario: &Path, report: &Value, calls: &[(String, Value)]) -> 
         loop {
             let v = rx.recv_timeout(Duration::from_secs(30)).ok()?;
             if v["id"] == id {
-                return Some(());
+                return Some(v);
             }
         }
     };
@@ -164,13 +193,20 @@ fn floor_session(scenario: &Path, report: &Value, calls: &[(String, Value)]) -> 
     )
     .is_some();
     let mut answered = greeted;
+    let mut failed = 0;
     if greeted {
         answered &= ask("tools/list", json!({})).is_some();
         for (tool, arguments) in calls {
             let arguments: Value =
                 serde_json::from_str(&arguments.to_string().replace(&theirs, &ours))
                     .unwrap_or(Value::Null);
-            answered &= ask("tools/call", json!({"name": tool, "arguments": arguments})).is_some();
+            match ask("tools/call", json!({"name": tool, "arguments": arguments})) {
+                Some(v) if v.get("error").is_some() || v["result"]["isError"] == true => {
+                    failed += 1
+                }
+                Some(_) => {}
+                None => answered = false,
+            }
         }
     }
     drop(stdin);
@@ -182,7 +218,20 @@ fn floor_session(scenario: &Path, report: &Value, calls: &[(String, Value)]) -> 
     let _ = child.kill();
     let _ = child.wait();
     let _ = scratch.remove();
-    answered.then_some(took)
+    answered.then_some(Floor { ms: took, failed })
+}
+
+/// " (the floor's calls failed N times, hintcheck's M: not comparable)" where the bare
+/// session's calls failed more often than hintcheck's (a path it could not map), or nothing.
+fn comparability(floor_failed: usize, report: &Value) -> String {
+    let ours = failed_calls(report);
+    if floor_failed > ours {
+        format!(
+            " (the floor's calls failed {floor_failed} times, hintcheck's {ours}: not comparable)"
+        )
+    } else {
+        String::new()
+    }
 }
 
 /// hintcheck's time split from a report's `timing` (ms), and the report's own writing.
@@ -260,10 +309,11 @@ fn against_floor(exe: &Path, scenario: &Path, cache: &str, label: &str, target: 
     runs.sort_by(|a, b| a.0.total_cmp(&b.0));
     let (wall, report) = runs.swap_remove(runs.len() / 2);
     let calls = calls_of(&report);
-    let floors: Vec<f64> = (0..RUNS)
+    let floors: Vec<Floor> = (0..RUNS)
         .filter_map(|_| floor_session(scenario, &report, &calls))
         .collect();
-    let floor = median(floors);
+    let comparable = comparability(floors.iter().map(|f| f.failed).max().unwrap_or(0), &report);
+    let floor = median(floors.iter().map(|f| f.ms).collect());
     let verdict = match target {
         Some(Target { factor, extra_ms }) => {
             let bound = factor * floor + extra_ms;
@@ -280,7 +330,7 @@ fn against_floor(exe: &Path, scenario: &Path, cache: &str, label: &str, target: 
     };
     let before = before_note(scenario, cache);
     println!(
-        "{label} ({} calls, {} replays): floor {floor:.0} ms, hintcheck {wall:.0} ms{before}, {:.1}× the floor ({verdict})\n    {}",
+        "{label} ({} calls, {} replays): floor {floor:.0} ms{comparable}, hintcheck {wall:.0} ms{before}, {:.1}× the floor ({verdict})\n    {}",
         calls.len(),
         report["replays"].as_array().map_or(0, Vec::len),
         wall / floor,
@@ -328,9 +378,12 @@ fn main() {
             }),
         ),
     ];
-    for (path, label, target) in cases {
-        against_floor(&exe, &root.join(path), &cache, label, target);
+    if std::env::var_os("HINTCHECK_FLOOR_SKIP_FIVE").is_none() {
+        for (path, label, target) in cases {
+            against_floor(&exe, &root.join(path), &cache, label, target);
+        }
     }
+    let with_floors = std::env::var_os("HINTCHECK_FLOOR_REAL").is_some();
     println!("\nreal servers in sequence (default flags, after a warm-up run each)");
     let mut dirs: Vec<PathBuf> = std::fs::read_dir(root.join("scenarios"))
         .expect("scenarios")
@@ -345,6 +398,7 @@ fn main() {
     dirs.sort();
     let mut times = Vec::new();
     let mut befores: Vec<f64> = Vec::new();
+    let mut own_shares: Vec<f64> = Vec::new();
     for dir in &dirs {
         let name = dir.file_name().and_then(|n| n.to_str()).unwrap_or("?");
         if verify(&exe, dir, &cache).is_none() {
@@ -362,7 +416,26 @@ fn main() {
         let before = before_wall
             .map(|w| format!(" (before: {w:.0} ms)"))
             .unwrap_or_default();
-        println!("{name}: {wall:.0} ms{before}\n    {}", split(&report, wall));
+        let floor = with_floors
+            .then(|| floor_session(dir, &report, &calls_of(&report)))
+            .flatten();
+        let floor = floor
+            .map(|f| {
+                let comparable = comparability(f.failed, &report);
+                if comparable.is_empty() {
+                    own_shares.push(wall - f.ms);
+                }
+                format!(
+                    " (floor {:.0} ms{comparable}, hintcheck's own {:.0} ms)",
+                    f.ms,
+                    wall - f.ms
+                )
+            })
+            .unwrap_or_default();
+        println!(
+            "{name}: {wall:.0} ms{floor}{before}\n    {}",
+            split(&report, wall)
+        );
         times.push((wall, name.to_string()));
     }
     if times.is_empty() {
@@ -374,6 +447,13 @@ fn main() {
         .filter(|t| t.0 > 5000.0)
         .map(|t| format!("{} ({:.1} s)", t.1, t.0 / 1000.0))
         .collect();
+    if !own_shares.is_empty() {
+        println!(
+            "hintcheck's own share (time less the floor) on the {} of them whose floor is comparable: {:.2} s a server on average",
+            own_shares.len(),
+            own_shares.iter().sum::<f64>() / own_shares.len() as f64 / 1000.0
+        );
+    }
     if !befores.is_empty() {
         println!(
             "the earlier binary on {} of them: average {:.2} s a server",
