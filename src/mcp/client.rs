@@ -146,8 +146,10 @@ impl std::fmt::Debug for LeftUnanswered {
     }
 }
 
-/// How often a waiting `server/discover` probe looks whether it was left unanswered.
+/// How soon a waiting `server/discover` probe first looks whether it was left unanswered,
+/// and the longest pause between two looks.
 const UNANSWERED_LOOK_EVERY: Duration = Duration::from_millis(4);
+const UNANSWERED_LOOK_AT_MOST_EVERY: Duration = Duration::from_millis(32);
 
 /// The `clientInfo` name sent unless `--client-info` says otherwise: a common host's.
 pub const DEFAULT_CLIENT_NAME: &str = "Visual Studio Code";
@@ -330,10 +332,13 @@ impl McpClient {
     /// Performs the handshake over `session`.
     pub async fn connect(
         session: Session,
-        options: ClientOptions,
+        mut options: ClientOptions,
     ) -> Result<McpClient, (Session, HandshakeError, Vec<ProtocolNote>)> {
         let mut notes = Vec::new();
         let result = handshake(&session, &options, &mut notes).await;
+        // The probe's check holds what it watches (duplicates of the server's pipes, which
+        // would keep its stdin open after hintcheck closes it): not kept past the greeting.
+        options.probe_left_unanswered = None;
         match result {
             Ok(identity) => Ok(McpClient {
                 session,
@@ -794,12 +799,16 @@ async fn handshake(
             options.discover_timeout.min(options.handshake_timeout / 2)
         };
         asked.push("server/discover");
-        match discover(session, options, timeout, MODERN_VERSION).await {
+        // Only this first probe finds the era out: it alone may be given up on early.
+        let check = (options.era == EraChoice::Auto)
+            .then_some(options.probe_left_unanswered.as_ref())
+            .flatten();
+        match discover(session, options, (timeout, check), MODERN_VERSION).await {
             Ok(identity) => return Ok(identity),
             Err(DiscoverOutcome::WantsVersion(supported)) => {
                 // A modern server that wants another modern version: never fall back.
                 if let Some(v) = supported.iter().find(|v| v.as_str() > LEGACY_VERSION) {
-                    return match discover(session, options, left(), v).await {
+                    return match discover(session, options, (left(), None), v).await {
                         Ok(identity) => Ok(identity),
                         Err(_) => Err(HandshakeError::Unusable {
                             method: "server/discover",
@@ -844,7 +853,7 @@ async fn handshake(
             if options.era == EraChoice::Auto && asked.contains(&"server/discover") =>
         {
             // Slowness is no protocol fault: the transcript shows both probes.
-            match discover(session, options, left(), MODERN_VERSION).await {
+            match discover(session, options, (left(), None), MODERN_VERSION).await {
                 Ok(identity) => Ok(identity),
                 Err(_) => Err(HandshakeError::Unusable {
                     method: "server/discover",
@@ -864,28 +873,30 @@ enum DiscoverOutcome {
     Fatal(HandshakeError),
 }
 
+/// Sends `server/discover` for `version` and waits at most `timeout` for its answer, or
+/// until `check` shows the server left it unanswered (a handshake-era server that ignores
+/// unknown requests, given up on without waiting out the probe's time).
 async fn discover(
     session: &Session,
     options: &ClientOptions,
-    timeout: Duration,
+    (timeout, check): (Duration, Option<&LeftUnanswered>),
     version: &str,
 ) -> Result<ServerIdentity, DiscoverOutcome> {
     let params = json!({"_meta": modern_meta(version, options)});
-    // Where the era is to be found out, a probe the server took in and left unanswered ends
-    // without waiting out its time (a handshake-era server that ignores unknown requests).
-    let check = (options.era == EraChoice::Auto)
-        .then_some(options.probe_left_unanswered.as_ref())
-        .flatten();
     let unanswered = async {
         let Some(LeftUnanswered(left_unanswered)) = check else {
             return std::future::pending().await;
         };
         let ends = tokio::time::Instant::now() + timeout;
+        // Looks come further apart while they fail (a server still at work), so that a busy
+        // server's looks cost little.
+        let mut every = UNANSWERED_LOOK_EVERY;
         loop {
-            tokio::time::sleep(UNANSWERED_LOOK_EVERY).await;
+            tokio::time::sleep(every).await;
             if left_unanswered(ends.saturating_duration_since(tokio::time::Instant::now())) {
                 return;
             }
+            every = (every * 3 / 2).min(UNANSWERED_LOOK_AT_MOST_EVERY);
         }
     };
     let reply = match session

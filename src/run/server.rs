@@ -386,7 +386,12 @@ pub(super) async fn start_server(
         server_pid: process.pid(),
         writes_confined: enforcement.as_ref().is_some_and(|e| e.landlock != "none"),
     });
-    let left_unanswered = if ctx.http_port.is_none() {
+    // Only where a proof of quiet is possible: a stdio server in a network namespace of the
+    // sandbox's (in hintcheck's own, the network part of a proof never holds).
+    let own_network = enforcement
+        .as_ref()
+        .is_some_and(|e| e.namespaces.iter().any(|n| n == "net"));
+    let left_unanswered = if ctx.http_port.is_none() && own_network {
         process
             .pid()
             .and_then(|pid| probe_left_unanswered(pid, &pipes, spawned_at))
@@ -710,13 +715,13 @@ async fn greet(
     }
 }
 
-/// The check that ends the `server/discover` probe of a stdio server early: the server's
-/// stdin holds nothing unread (it took the probe in), its stdout holds nothing hintcheck has
-/// not read (no answer on its way), and its process tree is proven quiet for the probe's time
-/// left (see [`crate::observe::quiet`]: every thread waits for input or past that time, no
-/// timer is due and no connection is open in the sandbox's network namespace; a server
-/// outside a namespace of its own is never proven). `None` where the pipes cannot be
-/// watched.
+/// The check that ends the `server/discover` probe of a stdio server early: at two looks in a
+/// row, the server's stdin holds nothing unread (it took the probe in) and its stdout nothing
+/// hintcheck has not read (no answer on its way), and the second look proves its process tree
+/// quiet for the probe's time left (see [`crate::observe::quiet`]: every thread waits for
+/// input or past that time, no timer is due and no connection is open in the sandbox's
+/// network namespace). An answer written before the first look has had the time between the
+/// looks to reach the session. `None` where the pipes cannot be watched.
 fn probe_left_unanswered(
     pid: u32,
     pipes: &ServerPipes,
@@ -726,15 +731,18 @@ fn probe_left_unanswered(
     let stdin = pipes.stdin.as_fd().try_clone_to_owned().ok()?;
     let stdout = pipes.stdout.as_fd().try_clone_to_owned().ok()?;
     let tree = ProcessTree::new(pid);
-    let quiet = std::sync::Mutex::new(crate::observe::quiet::Quiescence::new(spawned_at));
+    // The tree's looks, and whether the pipes were empty at the previous one.
+    let state = std::sync::Mutex::new((crate::observe::quiet::Quiescence::new(spawned_at), false));
     Some(LeftUnanswered(std::sync::Arc::new(move |left| {
         let unread = |fd: &std::os::fd::OwnedFd| rustix::io::ioctl_fionread(fd).ok();
-        unread(&stdin) == Some(0)
-            && unread(&stdout) == Some(0)
-            && quiet
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .look(&tree, crate::observe::quiet::Horizon::every_thread(left))
+        let mut state = state.lock().unwrap_or_else(|p| p.into_inner());
+        let (quiet, emptied_before) = &mut *state;
+        if unread(&stdin) != Some(0) || unread(&stdout) != Some(0) {
+            *emptied_before = false;
+            return false;
+        }
+        let proven = quiet.look(&tree, crate::observe::quiet::Horizon::every_thread(left));
+        std::mem::replace(emptied_before, true) && proven
     })))
 }
 

@@ -1107,29 +1107,6 @@ fn ignored_probe_run(who: As) {
         return;
     };
     let probe = ["--discover-timeout", "60s", "--handshake-timeout", "120s"];
-    let args = verify_json_args(
-        "ignored-probe",
-        &[&probe[..], &["--timeout", "20s"]].concat(),
-    );
-    let out = run_as(&prefix, &args, Duration::from_secs(60));
-    let r = out.json();
-    let own_network = r["sandbox"]["enforced"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|e| e.as_str())
-        .any(|e| e.starts_with("namespaces: net"));
-    if !own_network {
-        return skip("the sandbox gave the server no network namespace here, so no proof of quiet");
-    }
-    assert_eq!(out.code, 0, "{}\n{}", out.stderr, r["notes"]);
-    assert!(r["partial"].is_null(), "{}", r["partial"]);
-    assert_eq!(r["server"]["era"], "legacy", "{}", r["server"]);
-    assert_eq!(r["server"]["protocol_version"], "2025-03-26");
-    assert_eq!(r["server"]["start_error"], serde_json::Value::Null);
-    let t = report_tool(&r, "look");
-    assert_eq!(hint_verdict(t, "readOnlyHint")["verdict"], "consistent");
-
     // Where the unprivileged user may write too.
     let transcript = PathBuf::from(format!(
         "/tmp/hintcheck-it-late-probe-{}-{who:?}.jsonl",
@@ -1165,6 +1142,30 @@ fn ignored_probe_run(who: As) {
         "{sent:?}"
     );
     assert!(!sent.iter().any(|m| m == "initialize"), "{sent:?}");
+
+    // The proof needs the server in a network namespace of the sandbox's.
+    let own_network = r["sandbox"]["enforced"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e.as_str())
+        .any(|e| e.starts_with("namespaces: net"));
+    if !own_network {
+        return skip("the sandbox gave the server no network namespace here, so no proof of quiet");
+    }
+    let args = verify_json_args(
+        "ignored-probe",
+        &[&probe[..], &["--timeout", "20s"]].concat(),
+    );
+    let out = run_as(&prefix, &args, Duration::from_secs(60));
+    let r = out.json();
+    assert_eq!(out.code, 0, "{}\n{}", out.stderr, r["notes"]);
+    assert!(r["partial"].is_null(), "{}", r["partial"]);
+    assert_eq!(r["server"]["era"], "legacy", "{}", r["server"]);
+    assert_eq!(r["server"]["protocol_version"], "2025-03-26");
+    assert_eq!(r["server"]["start_error"], serde_json::Value::Null);
+    let t = report_tool(&r, "look");
+    assert_eq!(hint_verdict(t, "readOnlyHint")["verdict"], "consistent");
 }
 
 as_root_and_unprivileged!(
