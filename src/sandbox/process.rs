@@ -593,12 +593,21 @@ impl Drop for ServerProcess {
 struct Registered(Option<i32>);
 
 impl Registered {
-    /// Spawns `cmd`, registered as it starts: under the lock a sweep asks before each kill,
-    /// so that no other run's sweep finds it unregistered.
+    /// Spawns `cmd`, registered as it starts (see [`Registered::spawned`]).
     fn spawn(cmd: &mut Command) -> std::io::Result<(Child, Registered)> {
+        Self::spawned(|| cmd.spawn(), Child::id)
+    }
+
+    /// A child started by `spawn` (whose pid `pid_of` reads), registered as it starts: under
+    /// the lock a sweep asks before each kill, so that no other run's sweep finds it
+    /// unregistered.
+    fn spawned<C>(
+        spawn: impl FnOnce() -> std::io::Result<C>,
+        pid_of: impl FnOnce(&C) -> Option<u32>,
+    ) -> std::io::Result<(C, Registered)> {
         let mut live = live_servers();
-        let child = cmd.spawn()?;
-        let pid = child.id().map(|p| p as i32);
+        let child = spawn()?;
+        let pid = pid_of(&child).and_then(|p| i32::try_from(p).ok());
         live.extend(pid);
         Ok((child, Registered(pid)))
     }
@@ -620,13 +629,7 @@ impl Drop for Registered {
 /// `Command::output`, the standard streams are the caller's to set: unset, they are
 /// inherited and the output is empty.
 pub fn helper_output(cmd: &mut std::process::Command) -> std::io::Result<std::process::Output> {
-    let (child, _registered) = {
-        let mut live = live_servers();
-        let child = cmd.spawn()?;
-        let pid = i32::try_from(child.id()).ok();
-        live.extend(pid);
-        (child, Registered(pid))
-    };
+    let (child, _registered) = Registered::spawned(|| cmd.spawn(), |c| Some(c.id()))?;
     child.wait_with_output()
 }
 
