@@ -803,12 +803,12 @@ async fn handshake(
         let check = (options.era == EraChoice::Auto)
             .then_some(options.probe_left_unanswered.as_ref())
             .flatten();
-        match discover(session, options, (timeout, check), MODERN_VERSION).await {
+        match discover(session, options, timeout, check, MODERN_VERSION).await {
             Ok(identity) => return Ok(identity),
             Err(DiscoverOutcome::WantsVersion(supported)) => {
                 // A modern server that wants another modern version: never fall back.
                 if let Some(v) = supported.iter().find(|v| v.as_str() > LEGACY_VERSION) {
-                    return match discover(session, options, (left(), None), v).await {
+                    return match discover(session, options, left(), None, v).await {
                         Ok(identity) => Ok(identity),
                         Err(_) => Err(HandshakeError::Unusable {
                             method: "server/discover",
@@ -853,7 +853,7 @@ async fn handshake(
             if options.era == EraChoice::Auto && asked.contains(&"server/discover") =>
         {
             // Slowness is no protocol fault: the transcript shows both probes.
-            match discover(session, options, (left(), None), MODERN_VERSION).await {
+            match discover(session, options, left(), None, MODERN_VERSION).await {
                 Ok(identity) => Ok(identity),
                 Err(_) => Err(HandshakeError::Unusable {
                     method: "server/discover",
@@ -879,7 +879,8 @@ enum DiscoverOutcome {
 async fn discover(
     session: &Session,
     options: &ClientOptions,
-    (timeout, check): (Duration, Option<&LeftUnanswered>),
+    timeout: Duration,
+    check: Option<&LeftUnanswered>,
     version: &str,
 ) -> Result<ServerIdentity, DiscoverOutcome> {
     let params = json!({"_meta": modern_meta(version, options)});
